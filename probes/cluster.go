@@ -1,0 +1,96 @@
+package probes
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	networkingv1 "istio.io/client-go/pkg/apis/networking/v1"
+	securityv1 "istio.io/client-go/pkg/apis/security/v1"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+)
+
+// Cluster is everything a probe may read. Reads are narrow on purpose: by name,
+// or by label selector inside one namespace, never cluster-wide, so a triage
+// costs the same on a 10-pod cluster as on a 10,000-pod one. Implementations:
+// probes/live (client-go against a real API server) and probes/scenario (a
+// recorded scenario served from memory).
+//
+// Every method honours ctx's deadline. Errors from the API server keep their
+// apimachinery type so that AccessProblem can name a missing RBAC verb.
+type Cluster interface {
+	// Info names the cluster for the status bar and the incident log.
+	Info() ClusterInfo
+	// ServerVersion is the Kubernetes server's git version, e.g. "v1.31.2".
+	ServerVersion(ctx context.Context) (string, error)
+
+	GetNamespace(ctx context.Context, name string) (*corev1.Namespace, error)
+	GetService(ctx context.Context, namespace, name string) (*corev1.Service, error)
+	GetPod(ctx context.Context, namespace, name string) (*corev1.Pod, error)
+	// ListPods lists the pods of one namespace matching selector (nil or
+	// empty selects none: a Service without a selector selects no pods).
+	ListPods(ctx context.Context, namespace string, selector map[string]string) ([]corev1.Pod, error)
+	// EndpointSlices returns the service's EndpointSlices; where the API has
+	// none it converts the core Endpoints object, so callers see one shape.
+	EndpointSlices(ctx context.Context, namespace, service string) ([]discoveryv1.EndpointSlice, error)
+	GetConfigMap(ctx context.Context, namespace, name string) (*corev1.ConfigMap, error)
+
+	DestinationRules(ctx context.Context, namespace string) ([]*networkingv1.DestinationRule, error)
+	VirtualServices(ctx context.Context, namespace string) ([]*networkingv1.VirtualService, error)
+	ServiceEntries(ctx context.Context, namespace string) ([]*networkingv1.ServiceEntry, error)
+	Sidecars(ctx context.Context, namespace string) ([]*networkingv1.Sidecar, error)
+	PeerAuthentications(ctx context.Context, namespace string) ([]*securityv1.PeerAuthentication, error)
+
+	// EnvoyAdmin GETs path (e.g. "/clusters?format=json") from the Envoy admin
+	// API of pod's istio-proxy.
+	EnvoyAdmin(ctx context.Context, pod PodRef, path string) ([]byte, error)
+	// Logs reads a container's log, bounded by opts.
+	Logs(ctx context.Context, pod PodRef, opts LogOptions) ([]byte, error)
+	// Istiod GETs path (e.g. "/debug/syncz") from an istiod pod's monitoring port.
+	Istiod(ctx context.Context, path string) ([]byte, error)
+}
+
+// ClusterInfo identifies the cluster a session talks to.
+type ClusterInfo struct {
+	Context string `json:"context"`
+	Server  string `json:"server"`
+	// ControlPlaneNamespace is where istiod and the mesh config live (istio-system).
+	ControlPlaneNamespace string `json:"control_plane_namespace"`
+}
+
+// LogOptions bound a log read: a triage never pulls a whole log.
+type LogOptions struct {
+	Container  string
+	Since      time.Duration // 0: no time bound
+	LimitBytes int64         // 0: DefaultLogLimit
+	Previous   bool          // the previous (crashed) instance
+}
+
+// DefaultLogLimit caps a log read when the caller sets no limit.
+const DefaultLogLimit = 4 << 20
+
+// Well-known names of the data plane that istio.io/api has no constant for.
+const (
+	ProxyContainer         = "istio-proxy"
+	NamespaceInjectionName = "istio-injection" // the classic injection label
+	MeshConfigMap          = "istio"
+	EnvoyAdminPort         = 15000
+	IstiodMonitoringPort   = 15014
+	DefaultControlPlane    = "istio-system"
+)
+
+// ErrNotFound is returned by Cluster implementations for absent recorded data
+// (a scenario without an Envoy dump for a pod); API "not found" errors keep
+// their apimachinery type.
+var ErrNotFound = errors.New("not found")
+
+// UnreachableError says a pod's Envoy admin or istiod could not be reached.
+type UnreachableError struct {
+	What string // "Envoy admin of default/web-1", "istiod"
+	Err  error
+}
+
+func (e *UnreachableError) Error() string { return fmt.Sprintf("%s unreachable: %v", e.What, e.Err) }
+func (e *UnreachableError) Unwrap() error { return e.Err }

@@ -1,0 +1,170 @@
+// Package objects reads Kubernetes and Istio objects through clientsets. Both
+// the live cluster (real clientsets) and the scenario cluster (fake clientsets
+// loaded from YAML) embed Reader, so every probe sees the same read semantics.
+package objects
+
+import (
+	"context"
+	"fmt"
+
+	istioclient "istio.io/client-go/pkg/clientset/versioned"
+	networkingv1 "istio.io/client-go/pkg/apis/networking/v1"
+	securityv1 "istio.io/client-go/pkg/apis/security/v1"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/kubernetes"
+)
+
+// Reader implements the object reads of probes.Cluster.
+type Reader struct {
+	Kube  kubernetes.Interface
+	Istio istioclient.Interface
+}
+
+func (r Reader) ServerVersion(ctx context.Context) (string, error) {
+	// Discovery has no context parameter; the REST client honours the
+	// client-wide timeout set by the caller's rest.Config.
+	if err := ctx.Err(); err != nil {
+		return "", err
+	}
+	v, err := r.Kube.Discovery().ServerVersion()
+	if err != nil {
+		return "", err
+	}
+	return v.GitVersion, nil
+}
+
+func (r Reader) GetNamespace(ctx context.Context, name string) (*corev1.Namespace, error) {
+	return r.Kube.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{})
+}
+
+func (r Reader) GetService(ctx context.Context, namespace, name string) (*corev1.Service, error) {
+	return r.Kube.CoreV1().Services(namespace).Get(ctx, name, metav1.GetOptions{})
+}
+
+func (r Reader) GetPod(ctx context.Context, namespace, name string) (*corev1.Pod, error) {
+	return r.Kube.CoreV1().Pods(namespace).Get(ctx, name, metav1.GetOptions{})
+}
+
+func (r Reader) ListPods(ctx context.Context, namespace string, selector map[string]string) ([]corev1.Pod, error) {
+	if len(selector) == 0 {
+		// An empty selector would list the whole namespace; a Service without
+		// a selector selects nothing.
+		return nil, nil
+	}
+	l, err := r.Kube.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{
+		LabelSelector: labels.SelectorFromSet(selector).String(),
+	})
+	if err != nil {
+		return nil, err
+	}
+	return l.Items, nil
+}
+
+func (r Reader) EndpointSlices(ctx context.Context, namespace, service string) ([]discoveryv1.EndpointSlice, error) {
+	l, err := r.Kube.DiscoveryV1().EndpointSlices(namespace).List(ctx, metav1.ListOptions{
+		LabelSelector: discoveryv1.LabelServiceName + "=" + service,
+	})
+	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsForbidden(err) {
+		return nil, err
+	}
+	if err == nil && len(l.Items) > 0 {
+		return l.Items, nil
+	}
+	sliceErr := err
+	//nolint:staticcheck // core Endpoints is the documented fallback for clusters without slices.
+	ep, err := r.Kube.CoreV1().Endpoints(namespace).Get(ctx, service, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		if sliceErr != nil {
+			return nil, sliceErr
+		}
+		return nil, nil
+	}
+	if err != nil {
+		if sliceErr != nil {
+			return nil, sliceErr
+		}
+		return nil, err
+	}
+	return SlicesFromEndpoints(ep), nil
+}
+
+// SlicesFromEndpoints converts a core Endpoints object into the EndpointSlice
+// shape (one slice per subset) so probes handle one form.
+//
+//nolint:staticcheck // core Endpoints is deprecated but still served.
+func SlicesFromEndpoints(ep *corev1.Endpoints) []discoveryv1.EndpointSlice {
+	var out []discoveryv1.EndpointSlice
+	for i, ss := range ep.Subsets {
+		s := discoveryv1.EndpointSlice{
+			ObjectMeta: metav1.ObjectMeta{
+				Name:      fmt.Sprintf("%s-endpoints-%d", ep.Name, i),
+				Namespace: ep.Namespace,
+				Labels:    map[string]string{discoveryv1.LabelServiceName: ep.Name},
+			},
+			AddressType: discoveryv1.AddressTypeIPv4,
+		}
+		for _, p := range ss.Ports {
+			p := p
+			s.Ports = append(s.Ports, discoveryv1.EndpointPort{Name: &p.Name, Port: &p.Port, Protocol: &p.Protocol})
+		}
+		add := func(addrs []corev1.EndpointAddress, ready bool) {
+			for _, a := range addrs {
+				r := ready
+				e := discoveryv1.Endpoint{Addresses: []string{a.IP}, Conditions: discoveryv1.EndpointConditions{Ready: &r}, TargetRef: a.TargetRef, NodeName: a.NodeName}
+				s.Endpoints = append(s.Endpoints, e)
+			}
+		}
+		add(ss.Addresses, true)
+		add(ss.NotReadyAddresses, false)
+		out = append(out, s)
+	}
+	return out
+}
+
+func (r Reader) GetConfigMap(ctx context.Context, namespace, name string) (*corev1.ConfigMap, error) {
+	return r.Kube.CoreV1().ConfigMaps(namespace).Get(ctx, name, metav1.GetOptions{})
+}
+
+func (r Reader) DestinationRules(ctx context.Context, namespace string) ([]*networkingv1.DestinationRule, error) {
+	l, err := r.Istio.NetworkingV1().DestinationRules(namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	return l.Items, nil
+}
+
+func (r Reader) VirtualServices(ctx context.Context, namespace string) ([]*networkingv1.VirtualService, error) {
+	l, err := r.Istio.NetworkingV1().VirtualServices(namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	return l.Items, nil
+}
+
+func (r Reader) ServiceEntries(ctx context.Context, namespace string) ([]*networkingv1.ServiceEntry, error) {
+	l, err := r.Istio.NetworkingV1().ServiceEntries(namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	return l.Items, nil
+}
+
+func (r Reader) Sidecars(ctx context.Context, namespace string) ([]*networkingv1.Sidecar, error) {
+	l, err := r.Istio.NetworkingV1().Sidecars(namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	return l.Items, nil
+}
+
+func (r Reader) PeerAuthentications(ctx context.Context, namespace string) ([]*securityv1.PeerAuthentication, error) {
+	l, err := r.Istio.SecurityV1().PeerAuthentications(namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	return l.Items, nil
+}

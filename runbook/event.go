@@ -1,0 +1,131 @@
+package runbook
+
+import (
+	"time"
+
+	"github.com/meshtriage/meshtriage/probes"
+)
+
+// EventKind names one entry of a session's append-only event stream. The
+// stream is the incident log: runbook/incidentlog writes it as JSON Lines and
+// renders it as a postmortem timeline.
+type EventKind string
+
+const (
+	EventSessionStarted EventKind = "session_started"
+	EventProbeRan       EventKind = "probe_ran"
+	EventBranchTaken    EventKind = "branch_taken"
+	EventNote           EventKind = "note"
+	EventHypothesis     EventKind = "hypothesis"
+	EventFixChosen      EventKind = "fix_chosen"
+	EventVerification   EventKind = "verification"
+	EventAction         EventKind = "action" // an explicit change to the cluster and its undo
+	EventSessionEnded   EventKind = "session_ended"
+)
+
+// Event is one line of the incident log. Exactly one of the pointer fields is
+// set, matching Kind.
+type Event struct {
+	Time    time.Time `json:"ts"`
+	Kind    EventKind `json:"kind"`
+	Session string    `json:"session"`
+
+	Started      *SessionStarted `json:"started,omitempty"`
+	Probe        *ProbeRan       `json:"probe,omitempty"`
+	Branch       *BranchTaken    `json:"branch,omitempty"`
+	Note         *Note           `json:"note,omitempty"`
+	Hypothesis   *Hypothesis     `json:"hypothesis,omitempty"`
+	Fix          *FixChosen      `json:"fix,omitempty"`
+	Verification *Verification   `json:"verification,omitempty"`
+	Action       *Action         `json:"action,omitempty"`
+	Ended        *SessionEnded   `json:"ended,omitempty"`
+}
+
+// SessionStarted records who triaged what, where.
+type SessionStarted struct {
+	User          string            `json:"user"`
+	KubeContext   string            `json:"kube_context"`
+	Server        string            `json:"server,omitempty"`
+	ServerVersion string            `json:"server_version,omitempty"`
+	Target        probes.Target     `json:"target"`
+	Runbook       string            `json:"runbook"`
+	Symptom       string            `json:"symptom,omitempty"`
+	Mode          string            `json:"mode"` // guided, free, auto
+	Tool          string            `json:"tool_version,omitempty"`
+	Extra         map[string]string `json:"extra,omitempty"`
+}
+
+// ProbeRan records one step's probe run with everything it showed.
+type ProbeRan struct {
+	Step       string          `json:"step"`
+	Probe      string          `json:"probe"`
+	Status     probes.Status   `json:"status"`
+	Summary    string          `json:"summary"`
+	Facts      probes.Facts    `json:"facts,omitempty"`
+	Evidence   probes.Evidence `json:"evidence"`
+	Commands   []string        `json:"commands,omitempty"`
+	DurationMS int64           `json:"duration_ms"`
+	Rerun      bool            `json:"rerun,omitempty"`
+}
+
+// BranchTaken records a move through the runbook graph.
+type BranchTaken struct {
+	From     string `json:"from"`
+	To       string `json:"to"` // a step ID or a cause ID
+	IsCause  bool   `json:"is_cause,omitempty"`
+	ChosenBy string `json:"chosen_by"` // engine or user
+	Reason   string `json:"reason,omitempty"`
+	When     string `json:"when,omitempty"` // the condition that matched
+}
+
+// Note is free text the on-call typed.
+type Note struct {
+	Step string `json:"step,omitempty"`
+	Text string `json:"text"`
+}
+
+// Hypothesis records a cause confirmed or ruled out.
+type Hypothesis struct {
+	Cause   string `json:"cause"`
+	Verdict string `json:"verdict"` // confirmed or ruled_out
+	Why     string `json:"why,omitempty"`
+}
+
+// FixChosen records the fix direction the on-call picked for a cause.
+type FixChosen struct {
+	Cause string `json:"cause"`
+	Fix   string `json:"fix"`
+	Text  string `json:"text,omitempty"`
+}
+
+// Verification records a verification step's outcome after a fix.
+type Verification struct {
+	Cause  string        `json:"cause"`
+	Probe  string        `json:"probe"`
+	Expect string        `json:"expect"`
+	Passed bool          `json:"passed"`
+	Status probes.Status `json:"status"`
+	Detail string        `json:"detail,omitempty"`
+}
+
+// Action records an explicit, confirmed change to the cluster and its undo.
+type Action struct {
+	Name     string `json:"name"`
+	Target   string `json:"target"`
+	Done     string `json:"done"`
+	Undo     string `json:"undo,omitempty"`
+	Reverted bool   `json:"reverted,omitempty"`
+	Error    string `json:"error,omitempty"`
+}
+
+// SessionEnded closes the log.
+type SessionEnded struct {
+	Findings []string `json:"findings,omitempty"` // cause IDs
+	Reason   string   `json:"reason,omitempty"`   // quit, completed, interrupted
+}
+
+// Sink receives every event as it happens. The incident-log writer is one;
+// the TUI's timeline is another.
+type Sink interface {
+	Write(Event) error
+}
