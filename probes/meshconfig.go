@@ -1,0 +1,102 @@
+package probes
+
+import (
+	"context"
+	"fmt"
+
+	"google.golang.org/protobuf/encoding/protojson"
+	meshv1alpha1 "istio.io/api/mesh/v1alpha1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/yaml"
+)
+
+// MeshConfig is the mesh config as istiod reads it from the `istio` ConfigMap,
+// with the defaults Istio applies where a field is unset made explicit, so
+// probes never mistake "unset" for "off".
+type MeshConfig struct {
+	Raw *meshv1alpha1.MeshConfig
+	// Found is false when the ConfigMap is absent; the defaults still apply.
+	Found bool
+}
+
+// EnableAutoMtls is true unless the mesh turns it off (Istio's default).
+func (m MeshConfig) EnableAutoMtls() bool {
+	if m.Raw == nil || m.Raw.GetEnableAutoMtls() == nil {
+		return true
+	}
+	return m.Raw.GetEnableAutoMtls().GetValue()
+}
+
+// RegistryOnly reports outboundTrafficPolicy mode REGISTRY_ONLY (default ALLOW_ANY).
+func (m MeshConfig) RegistryOnly() bool {
+	return m.Raw != nil && m.Raw.GetOutboundTrafficPolicy().GetMode() == meshv1alpha1.MeshConfig_OutboundTrafficPolicy_REGISTRY_ONLY
+}
+
+// RootNamespace is where mesh-wide policies live (default: the control plane's).
+func (m MeshConfig) RootNamespace(controlPlane string) string {
+	if m.Raw != nil && m.Raw.GetRootNamespace() != "" {
+		return m.Raw.GetRootNamespace()
+	}
+	return controlPlane
+}
+
+// DefaultProxyConfig is mesh defaultConfig, never nil.
+func (m MeshConfig) DefaultProxyConfig() *meshv1alpha1.ProxyConfig {
+	if m.Raw == nil || m.Raw.GetDefaultConfig() == nil {
+		return &meshv1alpha1.ProxyConfig{}
+	}
+	return m.Raw.GetDefaultConfig()
+}
+
+// ParseMeshConfig parses the `mesh` key of the istio ConfigMap (YAML).
+func ParseMeshConfig(text string) (*meshv1alpha1.MeshConfig, error) {
+	js, err := yaml.YAMLToJSON([]byte(text))
+	if err != nil {
+		return nil, fmt.Errorf("mesh config is not YAML: %w", err)
+	}
+	mc := &meshv1alpha1.MeshConfig{}
+	if string(js) == "null" {
+		return mc, nil
+	}
+	if err := (protojson.UnmarshalOptions{DiscardUnknown: true}).Unmarshal(js, mc); err != nil {
+		return nil, fmt.Errorf("mesh config: %w", err)
+	}
+	return mc, nil
+}
+
+// ParseProxyConfig parses a proxy.istio.io/config annotation (YAML).
+func ParseProxyConfig(text string) (*meshv1alpha1.ProxyConfig, error) {
+	js, err := yaml.YAMLToJSON([]byte(text))
+	if err != nil {
+		return nil, fmt.Errorf("proxy config is not YAML: %w", err)
+	}
+	pc := &meshv1alpha1.ProxyConfig{}
+	if string(js) == "null" {
+		return pc, nil
+	}
+	if err := (protojson.UnmarshalOptions{DiscardUnknown: true}).Unmarshal(js, pc); err != nil {
+		return nil, fmt.Errorf("proxy config: %w", err)
+	}
+	return pc, nil
+}
+
+// ReadMeshConfig fetches and parses the mesh config. An absent ConfigMap is
+// not an error (Istio then runs on defaults); an unreadable one is.
+func ReadMeshConfig(ctx context.Context, c Cluster) (MeshConfig, error) {
+	ns := c.Info().ControlPlaneNamespace
+	if ns == "" {
+		ns = DefaultControlPlane
+	}
+	cm, err := c.GetConfigMap(ctx, ns, MeshConfigMap)
+	if apierrors.IsNotFound(err) {
+		return MeshConfig{}, nil
+	}
+	if err != nil {
+		return MeshConfig{}, err
+	}
+	mc, err := ParseMeshConfig(cm.Data["mesh"])
+	if err != nil {
+		return MeshConfig{}, err
+	}
+	return MeshConfig{Raw: mc, Found: true}, nil
+}
