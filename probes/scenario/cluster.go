@@ -1,0 +1,239 @@
+package scenario
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	istiofake "istio.io/client-go/pkg/clientset/versioned/fake"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/version"
+	fakediscovery "k8s.io/client-go/discovery/fake"
+	kubefake "k8s.io/client-go/kubernetes/fake"
+
+	"github.com/meshtriage/meshtriage/probes"
+	"github.com/meshtriage/meshtriage/probes/objects"
+)
+
+// Cluster serves a Scenario as a probes.Cluster: objects through fake
+// clientsets read by the same objects.Reader the live cluster uses, and the
+// recorded Envoy admin, log and istiod data from memory. Safe for concurrent
+// probes.
+type Cluster struct {
+	objects.Reader
+	s    *Scenario
+	info probes.ClusterInfo
+	// logNow is the newest timestamp in the scenario's logs: a recorded
+	// scenario's "now", against which LogOptions.Since is measured.
+	logNow time.Time
+}
+
+var _ probes.Cluster = (*Cluster)(nil)
+
+// NewCluster loads s into fake clientsets. It fails on an object the fake
+// API cannot hold (e.g. two objects with one name), never silently.
+func NewCluster(s *Scenario) (probes.Cluster, error) {
+	return newCluster(s)
+}
+
+func newCluster(s *Scenario) (*Cluster, error) {
+	kube := kubefake.NewClientset()
+	istio := istiofake.NewSimpleClientset()
+	for _, obj := range s.Objects {
+		tracker := kube.Tracker()
+		if isIstio(obj) {
+			tracker = istio.Tracker()
+		}
+		if err := tracker.Add(obj.DeepCopyObject()); err != nil {
+			return nil, fmt.Errorf("scenario %s: load %s: %w", s.Name, describe(obj), err)
+		}
+	}
+	if s.ServerVersion != "" {
+		disc, ok := kube.Discovery().(*fakediscovery.FakeDiscovery)
+		if !ok {
+			return nil, fmt.Errorf("scenario %s: fake discovery has type %T", s.Name, kube.Discovery())
+		}
+		disc.FakedServerVersion = versionInfo(s.ServerVersion)
+	}
+	cp := s.ControlPlaneNamespace
+	if cp == "" {
+		cp = probes.DefaultControlPlane
+	}
+	return &Cluster{
+		Reader: objects.Reader{Kube: kube, Istio: istio},
+		s:      s,
+		info:   probes.ClusterInfo{Context: s.Context, Server: s.Source, ControlPlaneNamespace: cp},
+		logNow: newestTimestamp(s.Logs),
+	}, nil
+}
+
+// NewClusterWithInfo is NewCluster with the identity the caller gives (for
+// --manifests, where the kube context named on the command line is shown).
+func NewClusterWithInfo(s *Scenario, info probes.ClusterInfo) (probes.Cluster, error) {
+	c, err := newCluster(s)
+	if err != nil {
+		return nil, err
+	}
+	if info.ControlPlaneNamespace == "" {
+		info.ControlPlaneNamespace = c.info.ControlPlaneNamespace
+	}
+	if info.Server == "" {
+		info.Server = c.info.Server
+	}
+	c.info = info
+	return c, nil
+}
+
+func isIstio(obj runtime.Object) bool {
+	gvks, _, err := scheme.ObjectKinds(obj)
+	return err == nil && len(gvks) > 0 && strings.HasSuffix(gvks[0].Group, "istio.io")
+}
+
+func describe(obj runtime.Object) string {
+	kind := fmt.Sprintf("%T", obj)
+	if gvks, _, err := scheme.ObjectKinds(obj); err == nil && len(gvks) > 0 {
+		kind = gvks[0].Kind
+	}
+	if m, ok := obj.(interface {
+		GetNamespace() string
+		GetName() string
+	}); ok {
+		return fmt.Sprintf("%s %s/%s", kind, m.GetNamespace(), m.GetName())
+	}
+	return kind
+}
+
+// versionInfo fills what discovery reports for a git version like
+// "v1.30.4" or "v1.29.6-gke.1326000".
+func versionInfo(git string) *version.Info {
+	v := &version.Info{GitVersion: git, Platform: "linux/amd64"}
+	var major, minor int
+	if n, _ := fmt.Sscanf(strings.TrimPrefix(git, "v"), "%d.%d", &major, &minor); n == 2 {
+		v.Major, v.Minor = fmt.Sprint(major), fmt.Sprint(minor)
+	}
+	return v
+}
+
+func (c *Cluster) Info() probes.ClusterInfo { return c.info }
+
+// Scenario is the recorded data this cluster serves.
+func (c *Cluster) Scenario() *Scenario { return c.s }
+
+// ServerVersion reports the recorded version; a manifest set records none,
+// which is "unknown", not the fake client's placeholder version.
+func (c *Cluster) ServerVersion(ctx context.Context) (string, error) {
+	if c.s.ServerVersion == "" {
+		if err := ctx.Err(); err != nil {
+			return "", err
+		}
+		return "", fmt.Errorf("server version: %w", probes.ErrNotFound)
+	}
+	return c.Reader.ServerVersion(ctx)
+}
+
+// EnvoyAdmin answers from the recorded admin responses, after the checks a
+// live port-forward would fail on: the pod exists and carries a sidecar.
+func (c *Cluster) EnvoyAdmin(ctx context.Context, pod probes.PodRef, path string) ([]byte, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	what := "Envoy admin of " + pod.String()
+	p, err := c.GetPod(ctx, pod.Namespace, pod.Name)
+	if err != nil {
+		return nil, err
+	}
+	if probes.PodSidecar(p) == probes.SidecarNone {
+		return nil, &probes.UnreachableError{What: what, Err: fmt.Errorf("pod has no %s container", probes.ProxyContainer)}
+	}
+	data, ok := c.s.EnvoyResponse(pod, path)
+	if !ok {
+		return nil, &probes.UnreachableError{What: what, Err: fmt.Errorf("GET %s: %w", path, probes.ErrNotFound)}
+	}
+	return append([]byte(nil), data...), nil
+}
+
+// Logs answers like the pods/log API: the pod and container must exist, a
+// previous log only exists for a restarted container, LimitBytes keeps the
+// first bytes (as the kubelet does), and Since is measured back from the
+// newest timestamp recorded anywhere in the scenario, since recorded lines
+// carry fixed dates. Lines without a leading timestamp belong to the line
+// before them.
+func (c *Cluster) Logs(ctx context.Context, pod probes.PodRef, opts probes.LogOptions) ([]byte, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	p, err := c.GetPod(ctx, pod.Namespace, pod.Name)
+	if err != nil {
+		return nil, err
+	}
+	container := opts.Container
+	if container == "" {
+		if len(p.Spec.Containers) != 1 {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("a container name must be specified for pod %s, choose one of: %s", pod.Name, containerNames(p)))
+		}
+		container = p.Spec.Containers[0].Name
+	}
+	if !hasContainer(p, container) {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("container %s is not valid for pod %s", container, pod.Name))
+	}
+	data, ok := c.s.Logs[LogKey{Pod: pod, Container: container, Previous: opts.Previous}]
+	if !ok {
+		if opts.Previous {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("previous terminated container %q in pod %q not found", container, pod.Name))
+		}
+		return nil, fmt.Errorf("log of %s container %s: %w", pod, container, probes.ErrNotFound)
+	}
+	if opts.Since > 0 && !c.logNow.IsZero() {
+		data = since(data, c.logNow.Add(-opts.Since))
+	}
+	limit := opts.LimitBytes
+	if limit <= 0 {
+		limit = probes.DefaultLogLimit
+	}
+	if int64(len(data)) > limit {
+		data = data[:limit]
+	}
+	return append([]byte(nil), data...), nil
+}
+
+// Istiod answers from the recorded istiod debug output once an istiod pod
+// exists, as the live cluster must find one to port-forward to.
+func (c *Cluster) Istiod(ctx context.Context, path string) ([]byte, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	pods, err := c.ListPods(ctx, c.info.ControlPlaneNamespace, map[string]string{"app": "istiod"})
+	if err != nil {
+		return nil, err
+	}
+	if len(pods) == 0 {
+		return nil, &probes.UnreachableError{What: "istiod", Err: fmt.Errorf("no istiod pod (app=istiod) in %s", c.info.ControlPlaneNamespace)}
+	}
+	data, ok := c.s.Istiod[path]
+	if !ok {
+		return nil, &probes.UnreachableError{What: "istiod", Err: fmt.Errorf("GET %s: %w", path, probes.ErrNotFound)}
+	}
+	return append([]byte(nil), data...), nil
+}
+
+func hasContainer(p *corev1.Pod, name string) bool {
+	for _, list := range [][]corev1.Container{p.Spec.Containers, p.Spec.InitContainers} {
+		for _, c := range list {
+			if c.Name == name {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func containerNames(p *corev1.Pod) string {
+	var names []string
+	for _, c := range p.Spec.Containers {
+		names = append(names, c.Name)
+	}
+	return strings.Join(names, " ")
+}

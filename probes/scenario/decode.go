@@ -1,0 +1,304 @@
+package scenario
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+	networkingv1 "istio.io/client-go/pkg/apis/networking/v1"
+	networkingv1alpha3 "istio.io/client-go/pkg/apis/networking/v1alpha3"
+	networkingv1beta1 "istio.io/client-go/pkg/apis/networking/v1beta1"
+	securityv1 "istio.io/client-go/pkg/apis/security/v1"
+	securityv1beta1 "istio.io/client-go/pkg/apis/security/v1beta1"
+	istioscheme "istio.io/client-go/pkg/clientset/versioned/scheme"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	kjson "k8s.io/apimachinery/pkg/runtime/serializer/json"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/yaml"
+
+	"github.com/meshtriage/meshtriage/probes"
+)
+
+// scheme knows every Kubernetes kind client-go does plus every Istio kind.
+var scheme = func() *runtime.Scheme {
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		panic(err)
+	}
+	if err := istioscheme.AddToScheme(s); err != nil {
+		panic(err)
+	}
+	return s
+}()
+
+var (
+	lenientDecoder = kjson.NewSerializerWithOptions(kjson.DefaultMetaFactory, scheme, scheme, kjson.SerializerOptions{Yaml: true})
+	strictDecoder  = kjson.NewSerializerWithOptions(kjson.DefaultMetaFactory, scheme, scheme, kjson.SerializerOptions{Yaml: true, Strict: true})
+)
+
+// UnknownKindError lists documents whose kind neither Kubernetes nor Istio
+// defines, so a manifest set is never half-read without saying so.
+type UnknownKindError struct {
+	Documents []string // "file.yaml document 3: example.com/v1 Widget"
+}
+
+func (e *UnknownKindError) Error() string {
+	return fmt.Sprintf("%d document(s) of unknown kind: %s", len(e.Documents), strings.Join(e.Documents, "; "))
+}
+
+// LoadManifests reads every .yaml/.yml/.json file under dir (plain
+// `kubectl get -o yaml` output, `kind: List` included) into a Scenario with
+// objects only: no Envoy admin data, logs or istiod status, so the probes
+// that need them report "no data recorded". The target is left for the
+// caller. Istio v1alpha3/v1beta1 objects are read as v1 (same spec), the
+// version the probes list.
+func LoadManifests(dir string) (*Scenario, error) {
+	var files []string
+	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if p != dir && strings.HasPrefix(d.Name(), ".") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		switch strings.ToLower(filepath.Ext(p)) {
+		case ".yaml", ".yml", ".json":
+			files = append(files, p)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("manifests: %w", err)
+	}
+	if len(files) == 0 {
+		return nil, fmt.Errorf("manifests: no .yaml, .yml or .json files in %s", dir)
+	}
+	sort.Strings(files)
+	s := &Scenario{
+		Name:   filepath.Base(dir),
+		Title:  "manifests from " + dir,
+		Source: "manifests " + dir,
+		Expect: []string{},
+		Envoy:  map[probes.PodRef]map[string][]byte{},
+		Logs:   map[LogKey][]byte{},
+		Istiod: map[string][]byte{},
+	}
+	unknown := &UnknownKindError{}
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return nil, fmt.Errorf("manifests: %w", err)
+		}
+		rel, _ := filepath.Rel(dir, f)
+		objs, err := decodeManifests(rel, data, false)
+		var uk *UnknownKindError
+		if errors.As(err, &uk) {
+			unknown.Documents = append(unknown.Documents, uk.Documents...)
+			err = nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("manifests: %w", err)
+		}
+		s.Objects = append(s.Objects, objs...)
+	}
+	if len(unknown.Documents) > 0 {
+		return nil, fmt.Errorf("manifests: %w", unknown)
+	}
+	if len(s.Objects) == 0 {
+		return nil, fmt.Errorf("manifests: no objects in %s", dir)
+	}
+	return s, nil
+}
+
+// decodeManifests decodes every document of one file; documents of unknown
+// kind come back together as an *UnknownKindError after the rest decoded.
+func decodeManifests(file string, data []byte, strict bool) ([]runtime.Object, error) {
+	reader := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
+	var out []runtime.Object
+	unknown := &UnknownKindError{}
+	for doc := 1; ; doc++ {
+		raw, err := reader.Read()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s document %d: %w", file, doc, err)
+		}
+		if isBlank(raw) {
+			doc--
+			continue
+		}
+		where := fmt.Sprintf("%s document %d", file, doc)
+		objs, err := decodeDocument(where, raw, strict, unknown)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, objs...)
+	}
+	if len(unknown.Documents) > 0 {
+		return out, unknown
+	}
+	return out, nil
+}
+
+func decodeDocument(where string, raw []byte, strict bool, unknown *UnknownKindError) ([]runtime.Object, error) {
+	var tm metav1.TypeMeta
+	if err := yaml.Unmarshal(raw, &tm); err != nil {
+		return nil, fmt.Errorf("%s: %w", where, err)
+	}
+	if tm.Kind == "" || tm.APIVersion == "" {
+		return nil, fmt.Errorf("%s: no apiVersion/kind", where)
+	}
+	if tm.Kind == "List" {
+		var list struct {
+			Items []json.RawMessage `json:"items"`
+		}
+		if err := yaml.Unmarshal(raw, &list); err != nil {
+			return nil, fmt.Errorf("%s: %w", where, err)
+		}
+		var out []runtime.Object
+		for i, item := range list.Items {
+			objs, err := decodeDocument(fmt.Sprintf("%s item %d", where, i+1), item, strict, unknown)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, objs...)
+		}
+		return out, nil
+	}
+	dec := lenientDecoder
+	if strict {
+		dec = strictDecoder
+	}
+	obj, _, err := dec.Decode(raw, nil, nil)
+	if runtime.IsNotRegisteredError(err) {
+		unknown.Documents = append(unknown.Documents, fmt.Sprintf("%s: %s %s", where, tm.APIVersion, tm.Kind))
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s (%s %s): %w", where, tm.APIVersion, tm.Kind, err)
+	}
+	if strict {
+		if err := checkIstioSpec(obj, raw); err != nil {
+			return nil, fmt.Errorf("%s (%s %s): %w", where, tm.APIVersion, tm.Kind, err)
+		}
+	}
+	return []runtime.Object{toServedVersion(obj)}, nil
+}
+
+func isBlank(doc []byte) bool {
+	for _, line := range strings.Split(string(doc), "\n") {
+		line = strings.TrimSpace(line)
+		if line != "" && line != "---" && !strings.HasPrefix(line, "#") {
+			return false
+		}
+	}
+	return true
+}
+
+// checkIstioSpec re-reads an Istio spec with strict protojson: the Istio
+// types' own JSON decoding drops unknown fields, and a misspelt
+// "consecutive5xxError" in a recorded scenario would silently change what it
+// demonstrates.
+func checkIstioSpec(obj runtime.Object, raw []byte) error {
+	var spec proto.Message
+	switch o := obj.(type) {
+	case *networkingv1.DestinationRule:
+		spec = &o.Spec
+	case *networkingv1.VirtualService:
+		spec = &o.Spec
+	case *networkingv1.ServiceEntry:
+		spec = &o.Spec
+	case *networkingv1.Sidecar:
+		spec = &o.Spec
+	case *securityv1.PeerAuthentication:
+		spec = &o.Spec
+	default:
+		return nil
+	}
+	var doc struct {
+		Spec json.RawMessage `json:"spec"`
+	}
+	if err := yaml.Unmarshal(raw, &doc); err != nil {
+		return err
+	}
+	if len(doc.Spec) == 0 {
+		return nil
+	}
+	fresh := spec.ProtoReflect().New().Interface()
+	if err := protojson.Unmarshal(doc.Spec, fresh); err != nil {
+		return fmt.Errorf("spec: %w", err)
+	}
+	return nil
+}
+
+// toServedVersion converts older Istio API versions to the v1 the probes
+// read; the specs are the same messages.
+func toServedVersion(obj runtime.Object) runtime.Object {
+	switch o := obj.(type) {
+	case *networkingv1beta1.DestinationRule:
+		out := &networkingv1.DestinationRule{ObjectMeta: o.ObjectMeta}
+		o.Spec.DeepCopyInto(&out.Spec)
+		out.TypeMeta = v1Type("DestinationRule")
+		return out
+	case *networkingv1alpha3.DestinationRule:
+		out := &networkingv1.DestinationRule{ObjectMeta: o.ObjectMeta}
+		o.Spec.DeepCopyInto(&out.Spec)
+		out.TypeMeta = v1Type("DestinationRule")
+		return out
+	case *networkingv1beta1.VirtualService:
+		out := &networkingv1.VirtualService{ObjectMeta: o.ObjectMeta}
+		o.Spec.DeepCopyInto(&out.Spec)
+		out.TypeMeta = v1Type("VirtualService")
+		return out
+	case *networkingv1alpha3.VirtualService:
+		out := &networkingv1.VirtualService{ObjectMeta: o.ObjectMeta}
+		o.Spec.DeepCopyInto(&out.Spec)
+		out.TypeMeta = v1Type("VirtualService")
+		return out
+	case *networkingv1beta1.ServiceEntry:
+		out := &networkingv1.ServiceEntry{ObjectMeta: o.ObjectMeta}
+		o.Spec.DeepCopyInto(&out.Spec)
+		out.TypeMeta = v1Type("ServiceEntry")
+		return out
+	case *networkingv1alpha3.ServiceEntry:
+		out := &networkingv1.ServiceEntry{ObjectMeta: o.ObjectMeta}
+		o.Spec.DeepCopyInto(&out.Spec)
+		out.TypeMeta = v1Type("ServiceEntry")
+		return out
+	case *networkingv1beta1.Sidecar:
+		out := &networkingv1.Sidecar{ObjectMeta: o.ObjectMeta}
+		o.Spec.DeepCopyInto(&out.Spec)
+		out.TypeMeta = v1Type("Sidecar")
+		return out
+	case *networkingv1alpha3.Sidecar:
+		out := &networkingv1.Sidecar{ObjectMeta: o.ObjectMeta}
+		o.Spec.DeepCopyInto(&out.Spec)
+		out.TypeMeta = v1Type("Sidecar")
+		return out
+	case *securityv1beta1.PeerAuthentication:
+		out := &securityv1.PeerAuthentication{ObjectMeta: o.ObjectMeta}
+		o.Spec.DeepCopyInto(&out.Spec)
+		out.TypeMeta = metav1.TypeMeta{APIVersion: securityv1.SchemeGroupVersion.String(), Kind: "PeerAuthentication"}
+		return out
+	}
+	return obj
+}
+
+func v1Type(kind string) metav1.TypeMeta {
+	return metav1.TypeMeta{APIVersion: networkingv1.SchemeGroupVersion.String(), Kind: kind}
+}

@@ -1,0 +1,64 @@
+package scenario
+
+import (
+	"bytes"
+	"time"
+)
+
+// lineTime reads the timestamp a log line starts with: RFC 3339 as Envoy,
+// pilot-agent and most apps write it (bracketed in access-log lines), or Go's
+// default log prefix "2006/01/02 15:04:05" (read as UTC).
+func lineTime(line []byte) (time.Time, bool) {
+	line = bytes.TrimLeft(line, " ")
+	if len(line) > 0 && line[0] == '[' {
+		line = line[1:]
+	}
+	end := bytes.IndexAny(line, " \t]")
+	if end < 0 {
+		end = len(line)
+	}
+	if t, err := time.Parse(time.RFC3339Nano, string(line[:end])); err == nil {
+		return t, true
+	}
+	const goLog = "2006/01/02 15:04:05"
+	if len(line) >= len(goLog) {
+		if t, err := time.Parse(goLog, string(line[:len(goLog)])); err == nil {
+			return t, true
+		}
+	}
+	return time.Time{}, false
+}
+
+func newestTimestamp(logs map[LogKey][]byte) time.Time {
+	var newest time.Time
+	for _, data := range logs {
+		for i := 0; i < len(data); {
+			end := lineEnd(data, i)
+			if t, ok := lineTime(data[i:end]); ok && t.After(newest) {
+				newest = t
+			}
+			i = end
+		}
+	}
+	return newest
+}
+
+// since keeps the lines stamped at or after from; an unstamped line follows
+// the fate of the stamped line before it (a stack trace, a wrapped message),
+// and unstamped lines at the top are kept only when nothing before from is
+// known to precede them.
+func since(data []byte, from time.Time) []byte {
+	var out []byte
+	keep := true
+	for i := 0; i < len(data); {
+		end := lineEnd(data, i)
+		if t, ok := lineTime(data[i:end]); ok {
+			keep = !t.Before(from)
+		}
+		if keep {
+			out = append(out, data[i:end]...)
+		}
+		i = end
+	}
+	return out
+}

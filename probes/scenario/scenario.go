@@ -1,0 +1,344 @@
+// Package scenario serves a recorded incident from memory: Kubernetes and
+// Istio objects in fake clientsets, plus the Envoy admin responses, container
+// logs and istiod sync status that were captured with them. Every probe runs
+// unchanged on it, so `meshtriage demo` and `check --scenario` work on a
+// machine with no cluster, and the tests pin each scenario to its diagnosis.
+//
+// A scenario is a folder NAME/ holding:
+//
+//	scenario.yaml                          name, title, story, target, expected causes
+//	manifests/*.yaml                       `kubectl get -o yaml` documents (kind: List allowed)
+//	envoy/NS/POD/clusters.json             GET /clusters?format=json
+//	envoy/NS/POD/stats.txt                 GET /stats
+//	envoy/NS/POD/listeners.json            GET /listeners?format=json
+//	envoy/NS/POD/config_dump.json          GET /config_dump
+//	logs/NS/POD/CONTAINER.log              the container's log
+//	logs/NS/POD/CONTAINER.previous.log     the previous (crashed) instance's log
+//	istiod/syncz.json                      istiod GET /debug/syncz
+package scenario
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"sort"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/yaml"
+
+	"github.com/meshtriage/meshtriage/probes"
+)
+
+// Dir is the folder of an assets file system that holds the scenarios.
+const Dir = "scenarios"
+
+// Scenario is one recorded incident.
+type Scenario struct {
+	Name        string
+	Title       string
+	Description string
+	Target      probes.Target
+	// Expect lists the cause IDs the unattended check must find, and only
+	// those; empty for a healthy scenario.
+	Expect        []string
+	ServerVersion string
+	Context       string
+	// ControlPlaneNamespace is where istiod and the mesh config live
+	// (istio-system when empty).
+	ControlPlaneNamespace string
+	// Source says where the scenario was read from, for Info().Server.
+	Source string
+
+	// Objects are typed: corev1, discoveryv1, Istio networking/security v1.
+	Objects []runtime.Object
+	// Envoy holds recorded admin responses per pod, keyed by the admin path
+	// a probe requests, e.g. "/clusters?format=json".
+	Envoy map[probes.PodRef]map[string][]byte
+	Logs  map[LogKey][]byte
+	// Istiod holds recorded istiod debug responses keyed by path ("/debug/syncz").
+	Istiod map[string][]byte
+}
+
+// LogKey names one recorded container log.
+type LogKey struct {
+	Pod       probes.PodRef
+	Container string
+	Previous  bool
+}
+
+// Admin paths the probes request and the file each is recorded in. A request
+// is matched by the part of its path before '?'.
+var envoyFiles = map[string]string{
+	"/clusters?format=json":  "clusters.json",
+	"/stats":                 "stats.txt",
+	"/listeners?format=json": "listeners.json",
+	"/config_dump":           "config_dump.json",
+}
+
+// IstiodSyncz is the istiod debug path recorded in istiod/syncz.json.
+const IstiodSyncz = "/debug/syncz"
+
+type header struct {
+	Name          string   `json:"name"`
+	Title         string   `json:"title"`
+	Description   string   `json:"description"`
+	Context       string   `json:"context"`
+	ServerVersion string   `json:"serverVersion"`
+	ControlPlane  string   `json:"controlPlaneNamespace,omitempty"`
+	Expect        []string `json:"expect"`
+	Target        struct {
+		Namespace string `json:"namespace"`
+		Service   string `json:"service"`
+		Port      int32  `json:"port"`
+		Source    *struct {
+			Namespace string `json:"namespace"`
+			Name      string `json:"name"`
+		} `json:"source,omitempty"`
+	} `json:"target"`
+}
+
+// scenarioRoot lets callers pass either the assets file system (holding
+// scenarios/) or a file system rooted at the scenarios folder itself.
+func scenarioRoot(fsys fs.FS) fs.FS {
+	if st, err := fs.Stat(fsys, Dir); err == nil && st.IsDir() {
+		if sub, err := fs.Sub(fsys, Dir); err == nil {
+			return sub
+		}
+	}
+	return fsys
+}
+
+// Names lists the scenarios in fsys (the assets file system, or a folder of
+// scenario folders), sorted.
+func Names(fsys fs.FS) ([]string, error) {
+	root := scenarioRoot(fsys)
+	entries, err := fs.ReadDir(root, ".")
+	if err != nil {
+		return nil, fmt.Errorf("list scenarios: %w", err)
+	}
+	var names []string
+	for _, e := range entries {
+		if !e.IsDir() {
+			continue
+		}
+		if _, err := fs.Stat(root, path.Join(e.Name(), "scenario.yaml")); err == nil {
+			names = append(names, e.Name())
+		}
+	}
+	sort.Strings(names)
+	return names, nil
+}
+
+// Load reads scenario name from fsys. Manifests are decoded strictly: a
+// misspelt field in a recorded scenario is an error, not a silently missing
+// status.
+func Load(fsys fs.FS, name string) (*Scenario, error) {
+	root := scenarioRoot(fsys)
+	if name == "" || strings.ContainsAny(name, `/\`) || name == "." || name == ".." {
+		return nil, fmt.Errorf("invalid scenario name %q", name)
+	}
+	dir, err := fs.Sub(root, name)
+	if err != nil {
+		return nil, err
+	}
+	raw, err := fs.ReadFile(dir, "scenario.yaml")
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("no scenario %q", name)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("scenario %s: %w", name, err)
+	}
+	var h header
+	if err := yaml.UnmarshalStrict(raw, &h); err != nil {
+		return nil, fmt.Errorf("scenario %s: scenario.yaml: %w", name, err)
+	}
+	if h.Name != name {
+		return nil, fmt.Errorf("scenario %s: scenario.yaml names it %q", name, h.Name)
+	}
+	s := &Scenario{
+		Name:                  h.Name,
+		Title:                 h.Title,
+		Description:           strings.TrimSpace(h.Description),
+		Expect:                h.Expect,
+		ServerVersion:         h.ServerVersion,
+		Context:               h.Context,
+		ControlPlaneNamespace: h.ControlPlane,
+		Source:                "scenario " + name,
+		Target: probes.Target{
+			Namespace: h.Target.Namespace,
+			Service:   h.Target.Service,
+			Port:      h.Target.Port,
+		},
+		Envoy:  map[probes.PodRef]map[string][]byte{},
+		Logs:   map[LogKey][]byte{},
+		Istiod: map[string][]byte{},
+	}
+	if s.Expect == nil {
+		s.Expect = []string{}
+	}
+	if h.Target.Source != nil {
+		s.Target.Source = &probes.PodRef{Namespace: h.Target.Source.Namespace, Name: h.Target.Source.Name}
+	}
+	if s.Target.Namespace == "" || s.Target.Service == "" {
+		return nil, fmt.Errorf("scenario %s: target needs namespace and service", name)
+	}
+
+	files, err := yamlFiles(dir, "manifests")
+	if err != nil {
+		return nil, fmt.Errorf("scenario %s: %w", name, err)
+	}
+	for _, f := range files {
+		data, err := fs.ReadFile(dir, f)
+		if err != nil {
+			return nil, fmt.Errorf("scenario %s: %w", name, err)
+		}
+		objs, err := decodeManifests(f, data, true)
+		if err != nil {
+			return nil, fmt.Errorf("scenario %s: %w", name, err)
+		}
+		s.Objects = append(s.Objects, objs...)
+	}
+	if err := loadEnvoy(dir, s); err != nil {
+		return nil, fmt.Errorf("scenario %s: %w", name, err)
+	}
+	if err := loadLogs(dir, s); err != nil {
+		return nil, fmt.Errorf("scenario %s: %w", name, err)
+	}
+	if data, err := fs.ReadFile(dir, "istiod/syncz.json"); err == nil {
+		s.Istiod[IstiodSyncz] = data
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("scenario %s: %w", name, err)
+	}
+	return s, nil
+}
+
+func yamlFiles(fsys fs.FS, dir string) ([]string, error) {
+	entries, err := fs.ReadDir(fsys, dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, e := range entries {
+		if !e.IsDir() && (strings.HasSuffix(e.Name(), ".yaml") || strings.HasSuffix(e.Name(), ".yml")) {
+			out = append(out, path.Join(dir, e.Name()))
+		}
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// loadEnvoy reads envoy/NS/POD/FILE; a file that is no admin response is an
+// error rather than data no probe will ever see.
+func loadEnvoy(dir fs.FS, s *Scenario) error {
+	byFile := map[string]string{}
+	for p, f := range envoyFiles {
+		byFile[f] = p
+	}
+	return walkPodFiles(dir, "envoy", func(pod probes.PodRef, file string, data []byte) error {
+		adminPath, ok := byFile[file]
+		if !ok {
+			return fmt.Errorf("envoy/%s/%s/%s: not a recorded admin response (want one of clusters.json, stats.txt, listeners.json, config_dump.json)", pod.Namespace, pod.Name, file)
+		}
+		if s.Envoy[pod] == nil {
+			s.Envoy[pod] = map[string][]byte{}
+		}
+		s.Envoy[pod][adminPath] = data
+		return nil
+	})
+}
+
+func loadLogs(dir fs.FS, s *Scenario) error {
+	return walkPodFiles(dir, "logs", func(pod probes.PodRef, file string, data []byte) error {
+		key := LogKey{Pod: pod}
+		switch {
+		case strings.HasSuffix(file, ".previous.log"):
+			key.Container, key.Previous = strings.TrimSuffix(file, ".previous.log"), true
+		case strings.HasSuffix(file, ".log"):
+			key.Container = strings.TrimSuffix(file, ".log")
+		default:
+			return fmt.Errorf("logs/%s/%s/%s: want CONTAINER.log or CONTAINER.previous.log", pod.Namespace, pod.Name, file)
+		}
+		s.Logs[key] = data
+		return nil
+	})
+}
+
+// walkPodFiles calls fn for every file ROOT/NS/POD/FILE.
+func walkPodFiles(dir fs.FS, root string, fn func(probes.PodRef, string, []byte) error) error {
+	namespaces, err := fs.ReadDir(dir, root)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	for _, ns := range namespaces {
+		if !ns.IsDir() {
+			return fmt.Errorf("%s/%s: want %s/NAMESPACE/POD/FILE", root, ns.Name(), root)
+		}
+		pods, err := fs.ReadDir(dir, path.Join(root, ns.Name()))
+		if err != nil {
+			return err
+		}
+		for _, pod := range pods {
+			if !pod.IsDir() {
+				return fmt.Errorf("%s/%s/%s: want %s/NAMESPACE/POD/FILE", root, ns.Name(), pod.Name(), root)
+			}
+			podDir := path.Join(root, ns.Name(), pod.Name())
+			files, err := fs.ReadDir(dir, podDir)
+			if err != nil {
+				return err
+			}
+			for _, f := range files {
+				if f.IsDir() {
+					return fmt.Errorf("%s/%s: unexpected folder", podDir, f.Name())
+				}
+				data, err := fs.ReadFile(dir, path.Join(podDir, f.Name()))
+				if err != nil {
+					return err
+				}
+				if err := fn(probes.PodRef{Namespace: ns.Name(), Name: pod.Name()}, f.Name(), data); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// EnvoyResponse is the recorded answer of pod's Envoy admin to path, matched
+// exactly or by the part before '?' (so "/stats?format=text" finds the
+// recorded /stats). The lab's Envoy admin simulator serves through it too.
+func (s *Scenario) EnvoyResponse(pod probes.PodRef, adminPath string) ([]byte, bool) {
+	recorded := s.Envoy[pod]
+	if data, ok := recorded[adminPath]; ok {
+		return data, true
+	}
+	base := adminPath
+	if i := strings.IndexByte(base, '?'); i >= 0 {
+		base = base[:i]
+	}
+	for p, data := range recorded {
+		if q := strings.IndexByte(p, '?'); q >= 0 {
+			p = p[:q]
+		}
+		if p == base {
+			return data, true
+		}
+	}
+	return nil, false
+}
+
+// lineEnd reports the index just after the line starting at i.
+func lineEnd(b []byte, i int) int {
+	if j := bytes.IndexByte(b[i:], '\n'); j >= 0 {
+		return i + j + 1
+	}
+	return len(b)
+}
