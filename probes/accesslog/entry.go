@@ -1,0 +1,364 @@
+// Package accesslog parses Envoy access-log lines as Istio writes them (the
+// default TEXT format of every Istio release since 1.5, older shorter variants,
+// and the JSON encoding) and tallies a log stream into the counts a 503 triage
+// branches on: response codes, response flags, response code details,
+// transport failure reasons and BlackHoleCluster traffic.
+//
+// Parsing is position-based and allocation-free for TEXT lines so that a
+// multi-megabyte istio-proxy log is tallied in well under a second; lines that
+// are not access-log entries (Envoy's and pilot-agent's own log lines) are
+// counted, never fatal.
+package accesslog
+
+import (
+	"strings"
+)
+
+// Entry is one access-log entry. Fields Envoy printed as "-" (not set) are
+// empty strings, and numeric fields that were "-" are 0.
+type Entry struct {
+	StartTime string // as logged, e.g. 2026-12-02T03:04:05.123Z
+	Method    string // empty for TCP entries
+	Path      string
+	Protocol  string
+
+	// ResponseCode is 0 for TCP entries and for HTTP requests that ended
+	// before a response (downstream disconnect).
+	ResponseCode int
+	// Flags is Envoy's comma-separated %RESPONSE_FLAGS%, e.g. "UF,URX".
+	Flags                        string
+	ResponseCodeDetails          string
+	ConnectionTerminationDetails string
+	UpstreamTransportFailure     string
+
+	BytesReceived       int64
+	BytesSent           int64
+	DurationMs          int64
+	UpstreamServiceTime string
+
+	ForwardedFor string
+	UserAgent    string
+	RequestID    string
+	Authority    string
+	UpstreamHost string
+	// UpstreamCluster is e.g. outbound|8080||orders.shop.svc.cluster.local,
+	// inbound|8080||, BlackHoleCluster or PassthroughCluster.
+	UpstreamCluster         string
+	UpstreamLocalAddress    string
+	DownstreamLocalAddress  string
+	DownstreamRemoteAddress string
+	RequestedServerName     string
+	RouteName               string
+	TCP                     bool // a TCP proxy entry: the request field was "- - -"
+	JSON                    bool // decoded from the JSON encoding
+}
+
+// Cluster names Istio gives the catch-all outbound clusters.
+const (
+	BlackHoleCluster   = "BlackHoleCluster"
+	PassthroughCluster = "PassthroughCluster"
+)
+
+// HasFlag reports whether the entry carries response flag f (e.g. "UH").
+func (e Entry) HasFlag(f string) bool {
+	rest := e.Flags
+	for rest != "" {
+		var flag string
+		flag, rest, _ = strings.Cut(rest, ",")
+		if flag == f {
+			return true
+		}
+	}
+	return false
+}
+
+// Is5xx reports a 5xx response code.
+func (e Entry) Is5xx() bool { return e.ResponseCode >= 500 && e.ResponseCode < 600 }
+
+// BlackHole reports an entry Istio routed to BlackHoleCluster: the destination
+// is not in the proxy's registry and the mesh is REGISTRY_ONLY (or a Sidecar
+// restricts egress).
+func (e Entry) BlackHole() bool { return e.UpstreamCluster == BlackHoleCluster }
+
+// Destination names where the caller tried to go: the HTTP authority, or for
+// TCP entries the SNI, or the original destination address.
+func (e Entry) Destination() string {
+	switch {
+	case e.Authority != "":
+		return e.Authority
+	case e.RequestedServerName != "":
+		return e.RequestedServerName
+	}
+	return e.DownstreamLocalAddress
+}
+
+// ConnectionRefused reports a connect that the upstream refused: Envoy logs
+// "delayed_connect_error:_111" (errno ECONNREFUSED; newer Envoy spells it
+// "delayed_connect_error:_Connection_refused"), which is what an app that
+// starts before its sidecar, or a closed target port, looks like.
+func (e Entry) ConnectionRefused() bool {
+	return mentionsRefused(e.UpstreamTransportFailure) || mentionsRefused(e.ResponseCodeDetails)
+}
+
+func mentionsRefused(s string) bool {
+	if len(s) < 3 {
+		return false
+	}
+	if strings.Contains(s, "delayed_connect_error:_111") {
+		return true
+	}
+	i := strings.Index(s, "onnection")
+	if i < 1 {
+		return false
+	}
+	rest := s[i+len("onnection"):]
+	if (s[i-1] != 'c' && s[i-1] != 'C') || len(rest) < len("_refused") {
+		return false
+	}
+	return (rest[0] == ' ' || rest[0] == '_') && strings.EqualFold(rest[1:len("_refused")], "refused")
+}
+
+// ParseLine parses one access-log line, TEXT or JSON. ok is false for lines
+// that are not access-log entries. The returned strings share memory with
+// line.
+func ParseLine(line string) (Entry, bool) {
+	line = strings.TrimRight(line, "\r\n")
+	if len(line) > 0 && line[0] == '{' {
+		return parseJSON(line)
+	}
+	return parseText(line)
+}
+
+// maxTokens bounds the fields read from one TEXT line; Istio's default format
+// has 21 after the timestamp.
+const maxTokens = 32
+
+type token struct {
+	s      string
+	quoted bool
+}
+
+// parseText reads Istio's default TEXT format positionally:
+//
+//	[START_TIME] "REQUEST" CODE FLAGS [DETAILS [TERMINATION]] ["MIXER"] "TRANSPORT"
+//	RX TX DURATION SVC_TIME "XFF" "UA" "REQ_ID" "AUTHORITY" "UPSTREAM_HOST"
+//	CLUSTER UP_LOCAL DOWN_LOCAL DOWN_REMOTE SNI ROUTE
+//
+// Releases differ only in the bare fields between FLAGS and TRANSPORT (none
+// before 1.9, DETAILS and TERMINATION since) and the quoted mixer status of
+// 1.5-1.8, so runs of bare and quoted fields are matched in turn rather than
+// counted from one fixed layout.
+func parseText(line string) (Entry, bool) {
+	var e Entry
+	if len(line) < 4 || line[0] != '[' {
+		return e, false
+	}
+	end := strings.IndexByte(line, ']')
+	// Envoy's own log lines also open with "[time]" but continue with "[".
+	if end < 2 || end+2 >= len(line) || line[end+1] != ' ' || line[end+2] != '"' || !isDigit(line[1]) {
+		return e, false
+	}
+	e.StartTime = line[1:end]
+
+	var toks [maxTokens]token
+	n := tokenize(line[end+2:], &toks)
+	if n < 3 || !toks[0].quoted || toks[1].quoted || toks[2].quoted {
+		return e, false
+	}
+	if !parseRequest(toks[0].s, &e) {
+		return e, false
+	}
+	code, ok := atoi(toks[1].s)
+	if !ok {
+		return e, false
+	}
+	e.ResponseCode = int(code)
+	e.Flags = unset(toks[2].s)
+
+	i := 3
+	bare := bareRun(toks[:n], i)
+	switch len(bare) {
+	case 0:
+	case 1:
+		e.ResponseCodeDetails = unset(bare[0].s)
+	case 2:
+		e.ResponseCodeDetails = unset(bare[0].s)
+		e.ConnectionTerminationDetails = unset(bare[1].s)
+	default:
+		return e, false
+	}
+	i += len(bare)
+	quoted := quotedRun(toks[:n], i)
+	if len(quoted) > 0 {
+		// With the 1.5-1.8 mixer status in front, the last quoted field is
+		// still the transport failure reason.
+		e.UpstreamTransportFailure = unset(quoted[len(quoted)-1].s)
+	}
+	i += len(quoted)
+
+	bare = bareRun(toks[:n], i)
+	for j, t := range bare {
+		switch j {
+		case 0:
+			e.BytesReceived, _ = atoi(t.s)
+		case 1:
+			e.BytesSent, _ = atoi(t.s)
+		case 2:
+			e.DurationMs, _ = atoi(t.s)
+		case 3:
+			e.UpstreamServiceTime = unset(t.s)
+		}
+	}
+	i += len(bare)
+
+	quoted = quotedRun(toks[:n], i)
+	for j, t := range quoted {
+		v := unset(t.s)
+		switch j {
+		case 0:
+			e.ForwardedFor = v
+		case 1:
+			e.UserAgent = v
+		case 2:
+			e.RequestID = v
+		case 3:
+			e.Authority = v
+		case 4:
+			e.UpstreamHost = v
+		}
+	}
+	i += len(quoted)
+
+	bare = bareRun(toks[:n], i)
+	for j, t := range bare {
+		v := unset(t.s)
+		switch j {
+		case 0:
+			e.UpstreamCluster = v
+		case 1:
+			e.UpstreamLocalAddress = v
+		case 2:
+			e.DownstreamLocalAddress = v
+		case 3:
+			e.DownstreamRemoteAddress = v
+		case 4:
+			e.RequestedServerName = v
+		case 5:
+			e.RouteName = v
+		}
+	}
+	return e, true
+}
+
+// tokenize splits s into bare (space-separated) and quoted fields. Envoy does
+// not escape quotes inside %REQ(...)% values, so a quoted field ends at a
+// quote followed by a space or the end of the line.
+func tokenize(s string, toks *[maxTokens]token) int {
+	n := 0
+	i := 0
+	for i < len(s) && n < maxTokens {
+		for i < len(s) && s[i] == ' ' {
+			i++
+		}
+		if i >= len(s) {
+			break
+		}
+		if s[i] == '"' {
+			start := i + 1
+			j := start
+			for {
+				k := strings.IndexByte(s[j:], '"')
+				if k < 0 {
+					toks[n] = token{s: s[start:], quoted: true}
+					return n + 1
+				}
+				p := j + k
+				if p+1 == len(s) || s[p+1] == ' ' {
+					toks[n] = token{s: s[start:p], quoted: true}
+					i = p + 1
+					break
+				}
+				j = p + 1
+			}
+		} else {
+			k := strings.IndexByte(s[i:], ' ')
+			if k < 0 {
+				toks[n] = token{s: s[i:]}
+				return n + 1
+			}
+			toks[n] = token{s: s[i : i+k]}
+			i += k
+		}
+		n++
+	}
+	return n
+}
+
+func bareRun(toks []token, from int) []token {
+	j := from
+	for j < len(toks) && !toks[j].quoted {
+		j++
+	}
+	if from > len(toks) {
+		return nil
+	}
+	return toks[from:j]
+}
+
+func quotedRun(toks []token, from int) []token {
+	j := from
+	for j < len(toks) && toks[j].quoted {
+		j++
+	}
+	if from > len(toks) {
+		return nil
+	}
+	return toks[from:j]
+}
+
+// parseRequest splits "METHOD PATH PROTOCOL"; "- - -" is a TCP entry.
+func parseRequest(s string, e *Entry) bool {
+	method, rest, ok := strings.Cut(s, " ")
+	if !ok {
+		return false
+	}
+	sp := strings.LastIndexByte(rest, ' ')
+	if sp < 0 {
+		return false
+	}
+	path, proto := rest[:sp], rest[sp+1:]
+	if method == "-" && path == "-" && proto == "-" {
+		e.TCP = true
+		return true
+	}
+	e.Method, e.Path, e.Protocol = unset(method), unset(path), unset(proto)
+	return true
+}
+
+func unset(s string) string {
+	if s == "-" {
+		return ""
+	}
+	return s
+}
+
+func isDigit(b byte) bool { return b >= '0' && b <= '9' }
+
+// atoi parses a non-negative decimal; "-" (not set) is 0.
+func atoi(s string) (int64, bool) {
+	if s == "-" {
+		return 0, true
+	}
+	if s == "" || len(s) > 18 {
+		return 0, false
+	}
+	var n int64
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !isDigit(c) {
+			return 0, false
+		}
+		n = n*10 + int64(c-'0')
+	}
+	return n, true
+}

@@ -1,0 +1,325 @@
+package accesslog
+
+import (
+	"bufio"
+	"errors"
+	"io"
+	"sort"
+	"strings"
+	"time"
+	"unsafe"
+)
+
+// Bounds that keep a tally's memory independent of the log's size.
+const (
+	// MaxDistinct caps each Counter; values beyond it are counted in Other.
+	MaxDistinct = 64
+	// MaxSamples caps the verbatim lines kept as evidence.
+	MaxSamples = 8
+	// MaxLine is the longest line read whole; longer lines (far beyond any
+	// access-log entry Envoy's 60 KiB header limit allows) are unparsed.
+	MaxLine = 256 << 10
+)
+
+// Counter counts distinct string values, keeping at most MaxDistinct of them.
+type Counter struct {
+	Counts map[string]int `json:"counts,omitempty"`
+	// Other counts occurrences of values beyond the first MaxDistinct.
+	Other int `json:"other,omitempty"`
+}
+
+// Add counts v once. v is copied when it is kept, so it may alias a buffer.
+func (c *Counter) Add(v string) {
+	if n, ok := c.Counts[v]; ok {
+		c.Counts[v] = n + 1
+		return
+	}
+	if len(c.Counts) >= MaxDistinct {
+		c.Other++
+		return
+	}
+	if c.Counts == nil {
+		c.Counts = map[string]int{}
+	}
+	c.Counts[strings.Clone(v)] = 1
+}
+
+// Keys lists the values, most frequent first (ties by name).
+func (c Counter) Keys() []string {
+	keys := make([]string, 0, len(c.Counts))
+	for k := range c.Counts {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if c.Counts[keys[i]] != c.Counts[keys[j]] {
+			return c.Counts[keys[i]] > c.Counts[keys[j]]
+		}
+		return keys[i] < keys[j]
+	})
+	return keys
+}
+
+// Total is the number of values counted.
+func (c Counter) Total() int {
+	n := c.Other
+	for _, v := range c.Counts {
+		n += v
+	}
+	return n
+}
+
+// Summary is the tally of one log stream.
+type Summary struct {
+	Lines     int `json:"lines"`    // non-empty lines read
+	Unparsed  int `json:"unparsed"` // lines that are not access-log entries
+	Entries   int `json:"entries"`
+	TCP       int `json:"tcp"` // TCP proxy entries (no HTTP status)
+	Status2xx int `json:"status_2xx"`
+	Status4xx int `json:"status_4xx"`
+	Status5xx int `json:"status_5xx"`
+	Status503 int `json:"status_503"`
+
+	// Flags counts the response flags of 5xx entries ("UF,URX" counts both).
+	Flags Counter `json:"flags"`
+	// TCPFlags counts the response flags of TCP entries, which have no status
+	// but fail with the same flags (UF, UH, ...).
+	TCPFlags Counter `json:"tcp_flags"`
+	// Details counts response_code_details of 5xx entries.
+	Details Counter `json:"details"`
+	// TransportFailures counts upstream_transport_failure_reason of all entries.
+	TransportFailures Counter `json:"transport_failures"`
+	// Clusters5xx counts the upstream cluster of 5xx entries.
+	Clusters5xx Counter `json:"clusters_5xx"`
+
+	BlackHole int `json:"blackhole"`
+	// BlackHoleHosts counts the destinations (authority, SNI or address) of
+	// BlackHoleCluster entries.
+	BlackHoleHosts    Counter `json:"blackhole_hosts"`
+	Passthrough       int     `json:"passthrough"`
+	ConnectionRefused int     `json:"connection_refused"`
+
+	// First and Last are the earliest and latest START_TIME seen (zero when
+	// no entry had a readable one).
+	First time.Time `json:"first,omitzero"`
+	Last  time.Time `json:"last,omitzero"`
+
+	// Samples are the first MaxSamples 5xx, BlackHoleCluster or
+	// connection-refused lines, verbatim.
+	Samples []string `json:"samples,omitempty"`
+
+	minTS, maxTS []byte
+}
+
+// Tally reads r to its end, line by line, and tallies every line. Only a read
+// error from r is returned; unparseable lines are counted in Unparsed.
+func Tally(r io.Reader) (Summary, error) {
+	var s Summary
+	err := s.AddFrom(r)
+	return s, err
+}
+
+// AddFrom tallies every line of r into s.
+func (s *Summary) AddFrom(r io.Reader) error {
+	br := bufio.NewReaderSize(r, MaxLine)
+	for {
+		line, err := br.ReadSlice('\n')
+		if errors.Is(err, bufio.ErrBufferFull) {
+			s.Lines++
+			s.Unparsed++
+			if err = skipLine(br); err == nil {
+				continue
+			}
+			line = nil
+		}
+		if len(line) > 0 {
+			s.AddLine(bytesString(line))
+		}
+		if err == io.EOF {
+			s.Finish()
+			return nil
+		}
+		if err != nil {
+			s.Finish()
+			return err
+		}
+	}
+}
+
+func skipLine(br *bufio.Reader) error {
+	for {
+		_, err := br.ReadSlice('\n')
+		if !errors.Is(err, bufio.ErrBufferFull) {
+			return err
+		}
+	}
+}
+
+// bytesString views b as a string without copying. Safe here because the
+// tally copies every string it keeps (Counter.Add, samples, timestamps)
+// before the reader's buffer is reused.
+func bytesString(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
+
+// AddLine tallies one line; it may alias a reused buffer. Call Finish after
+// the last one.
+func (s *Summary) AddLine(line string) {
+	line = strings.TrimRight(line, "\r\n")
+	if strings.TrimSpace(line) == "" {
+		return
+	}
+	s.Lines++
+	e, ok := ParseLine(line)
+	if !ok {
+		s.Unparsed++
+		return
+	}
+	s.AddEntry(e, line)
+}
+
+// AddEntry tallies a parsed entry; raw is kept as a sample when notable.
+func (s *Summary) AddEntry(e Entry, raw string) {
+	s.Entries++
+	notable := false
+	switch {
+	case e.TCP && e.ResponseCode == 0:
+		s.TCP++
+		eachFlag(e.Flags, s.TCPFlags.Add)
+	case e.ResponseCode >= 200 && e.ResponseCode < 300:
+		s.Status2xx++
+	case e.ResponseCode >= 400 && e.ResponseCode < 500:
+		s.Status4xx++
+	case e.Is5xx():
+		s.Status5xx++
+		if e.ResponseCode == 503 {
+			s.Status503++
+		}
+		eachFlag(e.Flags, s.Flags.Add)
+		if e.ResponseCodeDetails != "" {
+			s.Details.Add(e.ResponseCodeDetails)
+		}
+		if e.UpstreamCluster != "" {
+			s.Clusters5xx.Add(e.UpstreamCluster)
+		}
+		notable = true
+	}
+	if e.UpstreamTransportFailure != "" {
+		s.TransportFailures.Add(e.UpstreamTransportFailure)
+	}
+	switch e.UpstreamCluster {
+	case BlackHoleCluster:
+		s.BlackHole++
+		if d := e.Destination(); d != "" {
+			s.BlackHoleHosts.Add(d)
+		}
+		notable = true
+	case PassthroughCluster:
+		s.Passthrough++
+	}
+	if e.ConnectionRefused() {
+		s.ConnectionRefused++
+		notable = true
+	}
+	if notable && len(s.Samples) < MaxSamples {
+		s.Samples = append(s.Samples, strings.Clone(raw))
+	}
+	s.seen(e.StartTime)
+}
+
+func eachFlag(flags string, f func(string)) {
+	for flags != "" {
+		var flag string
+		flag, flags, _ = strings.Cut(flags, ",")
+		if flag = strings.TrimSpace(flag); flag != "" && flag != "-" {
+			f(flag)
+		}
+	}
+}
+
+// seen keeps the earliest and latest timestamps. Envoy logs an entry when it
+// completes, so START_TIME is not monotonic in the file; Istio's
+// %START_TIME% is fixed-width UTC, which orders as text, so the comparison
+// parses nothing per line.
+func (s *Summary) seen(ts string) {
+	if len(ts) < len("2006-01-02T15:04:05Z") || !isDigit(ts[0]) {
+		return
+	}
+	if s.minTS == nil || tsBefore(ts, string(s.minTS)) {
+		s.minTS = append(s.minTS[:0], ts...)
+	}
+	if s.maxTS == nil || tsBefore(string(s.maxTS), ts) {
+		s.maxTS = append(s.maxTS[:0], ts...)
+	}
+}
+
+func tsBefore(a, b string) bool {
+	if len(a) == len(b) && a[len(a)-1] == 'Z' && b[len(b)-1] == 'Z' {
+		return a < b
+	}
+	ta, erra := parseTime(a)
+	tb, errb := parseTime(b)
+	if erra != nil || errb != nil {
+		return a < b
+	}
+	return ta.Before(tb)
+}
+
+func parseTime(s string) (time.Time, error) { return time.Parse(time.RFC3339Nano, s) }
+
+// Finish sets First and Last; AddFrom calls it, callers of AddLine and
+// AddEntry call it when done.
+func (s *Summary) Finish() {
+	if t, err := parseTime(string(s.minTS)); err == nil {
+		s.First = t
+	}
+	if t, err := parseTime(string(s.maxTS)); err == nil {
+		s.Last = t
+	}
+}
+
+// Merge adds o's counts into s (for one figure over several pods).
+func (s *Summary) Merge(o Summary) {
+	s.Lines += o.Lines
+	s.Unparsed += o.Unparsed
+	s.Entries += o.Entries
+	s.TCP += o.TCP
+	s.Status2xx += o.Status2xx
+	s.Status4xx += o.Status4xx
+	s.Status5xx += o.Status5xx
+	s.Status503 += o.Status503
+	s.BlackHole += o.BlackHole
+	s.Passthrough += o.Passthrough
+	s.ConnectionRefused += o.ConnectionRefused
+	for _, p := range []struct{ dst, src *Counter }{
+		{&s.Flags, &o.Flags}, {&s.TCPFlags, &o.TCPFlags}, {&s.Details, &o.Details},
+		{&s.TransportFailures, &o.TransportFailures}, {&s.Clusters5xx, &o.Clusters5xx},
+		{&s.BlackHoleHosts, &o.BlackHoleHosts},
+	} {
+		p.dst.merge(*p.src)
+	}
+	for _, l := range o.Samples {
+		if len(s.Samples) >= MaxSamples {
+			break
+		}
+		s.Samples = append(s.Samples, l)
+	}
+	if !o.First.IsZero() && (s.First.IsZero() || o.First.Before(s.First)) {
+		s.First = o.First
+	}
+	if o.Last.After(s.Last) {
+		s.Last = o.Last
+	}
+}
+
+func (c *Counter) merge(o Counter) {
+	for _, k := range o.Keys() {
+		n := o.Counts[k]
+		if _, ok := c.Counts[k]; !ok && len(c.Counts) >= MaxDistinct {
+			c.Other += n
+			continue
+		}
+		if c.Counts == nil {
+			c.Counts = map[string]int{}
+		}
+		c.Counts[k] += n
+	}
+	c.Other += o.Other
+}
