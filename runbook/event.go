@@ -21,6 +21,9 @@ const (
 	EventVerification   EventKind = "verification"
 	EventAction         EventKind = "action" // an explicit change to the cluster and its undo
 	EventSessionEnded   EventKind = "session_ended"
+	// EventRuleSkipped: a branch rule could not decide because a fact it
+	// reads is unknown (its probe errored, was skipped or did not run).
+	EventRuleSkipped EventKind = "rule_skipped"
 )
 
 // Event is one line of the incident log. Exactly one of the pointer fields is
@@ -39,6 +42,7 @@ type Event struct {
 	Verification *Verification   `json:"verification,omitempty"`
 	Action       *Action         `json:"action,omitempty"`
 	Ended        *SessionEnded   `json:"ended,omitempty"`
+	Skipped      *RuleSkipped    `json:"skipped,omitempty"`
 }
 
 // SessionStarted records who triaged what, where.
@@ -122,6 +126,14 @@ type Action struct {
 type SessionEnded struct {
 	Findings []string `json:"findings,omitempty"` // cause IDs
 	Reason   string   `json:"reason,omitempty"`   // quit, completed, interrupted
+}
+
+// RuleSkipped records a rule that could not decide, and why.
+type RuleSkipped struct {
+	Step    string   `json:"step"`
+	When    string   `json:"when"`
+	Unknown []string `json:"unknown"`
+	Why     string   `json:"why"`
 }
 
 // Sink receives every event as it happens. The incident-log writer is one;

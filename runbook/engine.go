@@ -1,0 +1,318 @@
+package runbook
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/meshtriage/meshtriage/probes"
+)
+
+// causeHit is one cause rule that matched at a step.
+type causeHit struct {
+	cause  string
+	step   *Step
+	branch *Branch
+	reason string
+}
+
+// decision is what a step's rules say with the given facts.
+type decision struct {
+	next, when, reason string
+	causes             []causeHit
+	skipped            []SkippedRule
+}
+
+// decide evaluates every rule of step: each matching cause rule is a hit, the
+// first matching next rule (else otherwise) is the way on. A rule that reads
+// an unknown fact does not match and is reported as skipped.
+func (s *Session) decide(step *Step, facts probes.Facts) decision {
+	var d decision
+	for i := range step.Branches {
+		b := &step.Branches[i]
+		if b.Next != "" && d.next != "" {
+			continue // a later next rule cannot win
+		}
+		if miss := missingFacts(b.cond.facts, facts); len(miss) > 0 {
+			d.skipped = append(d.skipped, SkippedRule{
+				Step: step.ID, When: b.When, Unknown: miss,
+				Why: "rule skipped: " + s.unknownWhy(miss),
+			})
+			continue
+		}
+		out, err := b.cond.eval(facts)
+		if err != nil {
+			d.skipped = append(d.skipped, SkippedRule{
+				Step: step.ID, When: b.When, Why: "rule skipped: cannot evaluate: " + err.Error(),
+			})
+			continue
+		}
+		if matched, _ := out.(bool); !matched {
+			continue
+		}
+		reason := renderReason(b.reason, facts)
+		if b.Cause != "" {
+			d.causes = append(d.causes, causeHit{cause: b.Cause, step: step, branch: b, reason: reason})
+			continue
+		}
+		d.next, d.when, d.reason = b.Next, b.When, reason
+	}
+	if d.next == "" && step.Otherwise != "" {
+		d.next, d.reason = step.Otherwise, "no rule matched"
+	}
+	return d
+}
+
+// unknownWhy says, per missing fact, what happened to the probe that should
+// have reported it: "envoy_hosts_total unknown (envoy-clusters: error: ...)".
+func (s *Session) unknownWhy(missing []string) string {
+	var parts []string
+	for _, f := range missing {
+		probeID := s.cfg.Graph.ProbeOf(f)
+		var why string
+		res, ran := s.results[probeID]
+		switch {
+		case probeID == "":
+			why = "no probe declares it"
+		case !ran:
+			why = probeID + " has not run"
+		case !trusted(res.Status):
+			why = fmt.Sprintf("%s: %s: %s", probeID, res.Status, res.Summary)
+		default:
+			why = probeID + " did not report it"
+		}
+		parts = append(parts, fmt.Sprintf("%s unknown (%s)", f, why))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// recordSkipped logs undecidable rules; s.mu is held.
+func (s *Session) recordSkipped(skipped []SkippedRule) {
+	for _, r := range skipped {
+		s.emit(Event{Kind: EventRuleSkipped, Skipped: &RuleSkipped{
+			Step: r.Step, When: r.When, Unknown: r.Unknown, Why: r.Why,
+		}})
+	}
+}
+
+// dedupe turns hits into findings, one per cause: the highest confidence
+// wins, evidence is merged; most confident first, then in the order reached.
+func (s *Session) dedupe(hits []causeHit) []Finding {
+	facts := s.knownFacts()
+	byCause := map[string]*Finding{}
+	var order []string
+	for _, h := range hits {
+		ev := s.evidence(h, facts)
+		f, ok := byCause[h.cause]
+		if !ok {
+			f = s.newFinding(h.cause)
+			byCause[h.cause] = f
+			order = append(order, h.cause)
+		}
+		if h.branch.Confidence.Rank() > f.Confidence.Rank() {
+			f.Confidence = h.branch.Confidence
+		}
+		if !hasEvidence(f.Evidence, ev) {
+			f.Evidence = append(f.Evidence, ev)
+		}
+	}
+	out := make([]Finding, 0, len(order))
+	for _, id := range order {
+		out = append(out, *byCause[id])
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Confidence.Rank() > out[j].Confidence.Rank() })
+	return out
+}
+
+func hasEvidence(list []Evidence, ev Evidence) bool {
+	for _, e := range list {
+		if e.Step == ev.Step && e.When == ev.When {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *Session) newFinding(causeID string) *Finding {
+	c, _ := s.cfg.Graph.Cause(causeID)
+	sev := c.Severity
+	if sev == "" {
+		sev = SeverityCause
+	}
+	return &Finding{
+		Cause: c.ID, Title: c.Title, Severity: sev, Summary: c.Summary,
+		Fixes: c.Fixes, Verify: c.Verify, Warnings: s.cfg.Graph.WarningsFor(c.Warnings),
+		Verdict: s.verdicts[causeID].Verdict, ChosenFix: s.fixes[causeID],
+	}
+}
+
+// evidence is the facts a hit read and the probes behind them.
+func (s *Session) evidence(h causeHit, facts probes.Facts) Evidence {
+	ev := Evidence{
+		Step: h.step.ID, When: h.branch.When, Reason: h.reason,
+		Confidence: h.branch.Confidence, Facts: map[string]any{},
+	}
+	probeIDs := []string{h.step.Probe}
+	for _, f := range h.branch.cond.facts {
+		ev.Facts[f] = facts[f]
+		if p := s.cfg.Graph.ProbeOf(f); p != "" && !contains(probeIDs, p) {
+			probeIDs = append(probeIDs, p)
+		}
+	}
+	for _, id := range probeIDs {
+		if r, ok := s.results[id]; ok {
+			ev.Probes = append(ev.Probes, ProbeSummary{Probe: id, Status: r.Status, Summary: r.Summary})
+		}
+	}
+	if r, ok := s.results[h.step.Probe]; ok && len(r.Evidence.Rows) > 0 {
+		ev.Table = &probes.Evidence{Columns: r.Evidence.Columns, Rows: r.Evidence.Rows}
+	}
+	return ev
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// Auto is the unattended triage of `meshtriage check`: it starts the session
+// if needed, runs every probe concurrently, then walks the graph from every
+// start option, visiting each step once. At a step every matching cause rule
+// is a finding and the first matching next rule (else otherwise) goes on.
+// Every move is recorded with chosen_by engine.
+func (s *Session) Auto(ctx context.Context) ([]Finding, error) {
+	s.mu.Lock()
+	started := s.started
+	s.mu.Unlock()
+	if !started {
+		if err := s.Start(""); err != nil {
+			return nil, err
+		}
+	}
+	s.RunAll(ctx)
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	facts := s.knownFacts()
+	visited := map[string]bool{}
+	for _, opt := range s.cfg.Graph.Start.Options {
+		s.emit(Event{Kind: EventBranchTaken, Branch: &BranchTaken{
+			From: StartNode, To: opt.Next, ChosenBy: ChosenByEngine, Reason: opt.Title,
+		}})
+		for id := opt.Next; id != "" && !visited[id]; {
+			visited[id] = true
+			s.reach(id)
+			step, _ := s.cfg.Graph.Step(id)
+			d := s.decide(step, facts)
+			s.recordSkipped(d.skipped)
+			for _, c := range d.causes {
+				s.emit(Event{Kind: EventBranchTaken, Branch: &BranchTaken{
+					From: id, To: c.cause, IsCause: true, ChosenBy: ChosenByEngine,
+					Reason: c.reason, When: c.branch.When,
+				}})
+			}
+			if d.next != "" {
+				s.emit(Event{Kind: EventBranchTaken, Branch: &BranchTaken{
+					From: id, To: d.next, ChosenBy: ChosenByEngine, Reason: d.reason, When: d.when,
+				}})
+			}
+			id = d.next
+		}
+	}
+	return s.findings(), nil
+}
+
+// Resume rebuilds a session from its recorded history (meshtriage log
+// resume): results, the current step, verdicts and fixes come back; new
+// events go to cfg.Sinks, the history is not written again.
+func Resume(cfg Config, history []Event) (*Session, error) {
+	if len(history) > 0 && cfg.SessionID == "" {
+		cfg.SessionID = history[0].Session
+	}
+	s, err := NewSession(cfg)
+	if err != nil {
+		return nil, err
+	}
+	g := cfg.Graph
+	for _, ev := range history {
+		switch ev.Kind {
+		case EventSessionStarted:
+			if ev.Started != nil {
+				s.started = true
+				s.symptom = ev.Started.Symptom
+			}
+		case EventProbeRan:
+			if p := ev.Probe; p != nil {
+				s.results[p.Probe] = probes.Result{
+					Probe: p.Probe, Status: p.Status, Summary: p.Summary,
+					Facts: coerceFacts(p.Facts, g.facts), Evidence: p.Evidence, Commands: p.Commands,
+				}
+				if _, ok := g.Step(p.Step); ok {
+					s.runs[p.Step]++
+					s.reach(p.Step)
+				}
+			}
+		case EventBranchTaken:
+			if b := ev.Branch; b != nil && !b.IsCause {
+				if _, ok := g.Step(b.To); ok {
+					s.current = b.To
+				}
+			}
+		case EventHypothesis:
+			if h := ev.Hypothesis; h != nil {
+				s.verdicts[h.Cause] = *h
+			}
+		case EventFixChosen:
+			if f := ev.Fix; f != nil {
+				s.fixes[f.Cause] = f.Fix
+			}
+		}
+	}
+	if !s.started {
+		return nil, fmt.Errorf("history of session %s has no session_started event", s.id)
+	}
+	s.events = append([]Event(nil), history...)
+	return s, nil
+}
+
+// coerceFacts restores declared types to facts decoded from JSON (numbers
+// arrive as float64, lists as []any).
+func coerceFacts(in probes.Facts, types map[string]probes.FactType) probes.Facts {
+	out := probes.Facts{}
+	for k, v := range in {
+		out[k] = coerce(v, types[k])
+	}
+	return out
+}
+
+func coerce(v any, t probes.FactType) any {
+	switch t {
+	case probes.FactInt:
+		if f, ok := v.(float64); ok {
+			return int(f)
+		}
+	case probes.FactFloat:
+		if i, ok := v.(int); ok {
+			return float64(i)
+		}
+	case probes.FactList:
+		if l, ok := v.([]any); ok {
+			s := make([]string, 0, len(l))
+			for _, e := range l {
+				s = append(s, fmt.Sprint(e))
+			}
+			return s
+		}
+		if v == nil {
+			return []string{}
+		}
+	}
+	return v
+}

@@ -1,0 +1,215 @@
+// Package runbook is the triage engine: a runbook graph loaded from YAML
+// (steps that run probes, branch rules over the facts they emit, cause nodes
+// with fix directions and verification), and the Session that walks it and
+// records every move as an event. The engine knows nothing about Istio: the
+// knowledge is in the YAML, the facts come from the probes.
+package runbook
+
+import "github.com/meshtriage/meshtriage/probes"
+
+// Graph is one runbook, loaded and validated by Load.
+type Graph struct {
+	ID    string `json:"id"`
+	Title string `json:"title"`
+	Start Start  `json:"start"`
+	// Steps are in the order the runbook lists them; free mode shows them so.
+	Steps  []*Step  `json:"steps"`
+	Causes []*Cause `json:"causes"`
+	// Warnings is the runbook's catalogue of anti-patterns; steps and causes
+	// name the ones that bite there.
+	Warnings []Warning `json:"warnings,omitempty"`
+
+	file     string
+	steps    map[string]*Step
+	causes   map[string]*Cause
+	warnings map[string]Warning
+	// factProbe maps a fact to the probe that declares it, to say why a
+	// fact is unknown.
+	factProbe map[string]string
+	facts     map[string]probes.FactType
+}
+
+// Start asks the on-call for the symptom; each option leads to a first step.
+type Start struct {
+	Question string          `json:"question"`
+	Options  []SymptomOption `json:"options"`
+}
+
+// SymptomOption is one answer to the start question.
+type SymptomOption struct {
+	ID    string `json:"id"`
+	Title string `json:"title"`
+	Next  string `json:"next"`
+}
+
+// Step runs one probe and branches on the facts.
+type Step struct {
+	ID    string `json:"id"`
+	Title string `json:"title"`
+	Probe string `json:"probe"`
+	// Tell is what to tell the on-call while, or before, the probe runs.
+	Tell string `json:"tell,omitempty"`
+	// Warnings are IDs from Graph.Warnings.
+	Warnings []string `json:"warnings,omitempty"`
+	Branches []Branch `json:"branches,omitempty"`
+	// Otherwise is the next step when no `next` branch matches; "" ends the
+	// walk here.
+	Otherwise string `json:"otherwise,omitempty"`
+}
+
+// Branch is one rule of a step: when When holds, go to Next or report Cause.
+type Branch struct {
+	When string `json:"when"`
+	Next string `json:"next,omitempty"`
+	// Cause is a cause ID; Confidence is how sure the rule is when it fires.
+	Cause      string     `json:"cause,omitempty"`
+	Confidence Confidence `json:"confidence,omitempty"`
+	// Reason explains the move; {expr} interpolates an expression over the
+	// facts, e.g. "{envoy_hosts_healthy}/{envoy_hosts_total} hosts healthy".
+	Reason string `json:"reason,omitempty"`
+
+	cond *condition
+	// reason is Reason split into literal text and compiled expressions.
+	reason []reasonPart
+}
+
+// Cause is a root cause node: what it is, how to fix it, how to verify the
+// fix, and what makes it worse.
+type Cause struct {
+	ID      string `json:"id"`
+	Title   string `json:"title"`
+	Summary string `json:"summary"`
+	// Severity is "cause" (the default) or "warning": a warning-level finding
+	// is reported but is not a root cause of the 503s by itself.
+	Severity string       `json:"severity,omitempty"`
+	Fixes    []Fix        `json:"fixes"`
+	Verify   []VerifyStep `json:"verify"`
+	// Warnings are IDs from Graph.Warnings: the things that make it worse.
+	Warnings []string `json:"warnings,omitempty"`
+}
+
+// Severities of a cause.
+const (
+	SeverityCause   = "cause"
+	SeverityWarning = "warning"
+)
+
+// Fix is one fix direction for a cause. meshtriage never applies it: the
+// on-call does, after reading the trade-offs.
+type Fix struct {
+	ID        string   `json:"id"`
+	Title     string   `json:"title"`
+	Text      string   `json:"text"`
+	YAML      []string `json:"yaml,omitempty"`
+	Commands  []string `json:"commands,omitempty"`
+	Tradeoffs []string `json:"tradeoffs,omitempty"`
+	Security  []string `json:"security,omitempty"`
+}
+
+// VerifyStep is one check that the fix worked: a probe re-run whose facts
+// must satisfy Expect, or, without a probe, a manual Command the on-call runs
+// (a test request through the sidecar: meshtriage itself sends no traffic).
+type VerifyStep struct {
+	Probe    string `json:"probe,omitempty"`
+	Expect   string `json:"expect,omitempty"`
+	Describe string `json:"describe"`
+	Command  string `json:"command,omitempty"`
+
+	cond *condition
+}
+
+// Warning is an anti-pattern the on-call should not fall into.
+type Warning struct {
+	ID    string `json:"id"`
+	Title string `json:"title"`
+	Text  string `json:"text"`
+}
+
+// Confidence of a finding.
+type Confidence string
+
+const (
+	ConfidenceHigh   Confidence = "high"
+	ConfidenceMedium Confidence = "medium"
+	ConfidenceLow    Confidence = "low"
+)
+
+// Rank orders confidences: high > medium > low > anything else.
+func (c Confidence) Rank() int {
+	switch c {
+	case ConfidenceHigh:
+		return 3
+	case ConfidenceMedium:
+		return 2
+	case ConfidenceLow:
+		return 1
+	}
+	return 0
+}
+
+// File is the name the graph was loaded from, for messages.
+func (g *Graph) File() string { return g.file }
+
+// Step returns the step with id.
+func (g *Graph) Step(id string) (*Step, bool) {
+	s, ok := g.steps[id]
+	return s, ok
+}
+
+// Cause returns the cause node with id.
+func (g *Graph) Cause(id string) (*Cause, bool) {
+	c, ok := g.causes[id]
+	return c, ok
+}
+
+// Warning returns the catalogue warning with id.
+func (g *Graph) Warning(id string) (Warning, bool) {
+	w, ok := g.warnings[id]
+	return w, ok
+}
+
+// WarningsFor resolves warning IDs, skipping unknown ones (Load rejects
+// those, so none are skipped on a loaded graph).
+func (g *Graph) WarningsFor(ids []string) []Warning {
+	var out []Warning
+	for _, id := range ids {
+		if w, ok := g.warnings[id]; ok {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+// ProbeOf names the probe that declares fact, or "".
+func (g *Graph) ProbeOf(fact string) string { return g.factProbe[fact] }
+
+// Probes lists the probe IDs the steps use, once each, in step order.
+func (g *Graph) Probes() []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, s := range g.Steps {
+		if !seen[s.Probe] {
+			seen[s.Probe] = true
+			out = append(out, s.Probe)
+		}
+	}
+	return out
+}
+
+// Option returns the start option with id.
+func (g *Graph) Option(id string) (SymptomOption, bool) {
+	for _, o := range g.Start.Options {
+		if o.ID == id {
+			return o, true
+		}
+	}
+	return SymptomOption{}, false
+}
+
+// Facts returns the identifiers of the catalogue that the condition reads.
+func (b Branch) Facts() []string {
+	if b.cond == nil {
+		return nil
+	}
+	return b.cond.facts
+}

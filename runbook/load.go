@@ -1,0 +1,516 @@
+package runbook
+
+import (
+	"fmt"
+	"io/fs"
+	"path"
+	"sort"
+	"strings"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/meshtriage/meshtriage/probes"
+)
+
+// Catalogue is what a runbook is validated against, handed in by the caller
+// so the engine stays generic: the facts with their types, the probes with
+// the facts each declares, and the cause IDs every runbook must cover.
+type Catalogue struct {
+	Facts map[string]probes.FactType
+	// Probes maps a probe ID to the facts it declares.
+	Probes map[string][]string
+	// Causes are the stable cause IDs; every one needs a cause node and no
+	// other cause node is allowed. Nil skips both checks.
+	Causes []string
+}
+
+// CatalogueOf builds the catalogue from probe metas and the cause IDs.
+func CatalogueOf(ps []probes.Probe, causes []string) Catalogue {
+	c := Catalogue{Facts: map[string]probes.FactType{}, Probes: map[string][]string{}, Causes: causes}
+	for _, p := range ps {
+		m := p.Meta()
+		var names []string
+		for _, f := range m.Facts {
+			c.Facts[f.Name] = f.Type
+			names = append(names, f.Name)
+		}
+		c.Probes[m.ID] = names
+	}
+	return c
+}
+
+// ProblemKind classifies a load problem, so tests and tools can tell them apart.
+type ProblemKind string
+
+const (
+	ProblemSyntax       ProblemKind = "syntax"          // not YAML, or a field the schema does not have
+	ProblemInvalid      ProblemKind = "invalid"         // a required field missing, a duplicate ID, a bad value
+	ProblemUnknownProbe ProblemKind = "unknown-probe"   // a step or verification names no known probe
+	ProblemUnknownFact  ProblemKind = "unknown-fact"    // an expression reads a fact no probe declares
+	ProblemExpression   ProblemKind = "expression"      // an expression does not compile or type-check
+	ProblemDangling     ProblemKind = "dangling"        // next/otherwise/option names no step
+	ProblemUnknownCause ProblemKind = "unknown-cause"   // a branch names no cause node, or a node is not in the catalogue
+	ProblemMissingCause ProblemKind = "missing-cause"   // a catalogue cause has no node
+	ProblemUnknownWarn  ProblemKind = "unknown-warning" // a warning ID not in the runbook's catalogue
+	ProblemUnreachable  ProblemKind = "unreachable"     // a step or cause no path leads to
+	ProblemCycle        ProblemKind = "cycle"           // steps that loop with no way out
+)
+
+// Problem is one thing wrong with a runbook, with where it is.
+type Problem struct {
+	Kind  ProblemKind
+	Where string // "step envoy-clusters, branch 2 (when: ...)"
+	Msg   string
+}
+
+// LoadError lists every problem found in one runbook file.
+type LoadError struct {
+	File     string
+	Problems []Problem
+}
+
+func (e *LoadError) Error() string {
+	lines := make([]string, len(e.Problems))
+	for i, p := range e.Problems {
+		if p.Where == "" {
+			lines[i] = fmt.Sprintf("%s: %s", e.File, p.Msg)
+		} else {
+			lines[i] = fmt.Sprintf("%s: %s: %s", e.File, p.Where, p.Msg)
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
+// Has reports whether a problem of kind was found.
+func (e *LoadError) Has(kind ProblemKind) bool {
+	for _, p := range e.Problems {
+		if p.Kind == kind {
+			return true
+		}
+	}
+	return false
+}
+
+// LoadFS loads and validates the runbook at name in fsys.
+func LoadFS(fsys fs.FS, name string, cat Catalogue) (*Graph, error) {
+	data, err := fs.ReadFile(fsys, name)
+	if err != nil {
+		return nil, err
+	}
+	return Load(path.Base(name), data, cat)
+}
+
+// Load parses a runbook and validates it against cat; the error is a
+// *LoadError naming every problem with its position.
+func Load(file string, data []byte, cat Catalogue) (*Graph, error) {
+	g := &Graph{}
+	if err := yaml.UnmarshalStrict(data, g); err != nil {
+		return nil, &LoadError{File: file, Problems: []Problem{{Kind: ProblemSyntax, Msg: oneLine(err.Error())}}}
+	}
+	g.file = file
+	v := &validator{g: g, cat: cat}
+	v.index()
+	v.checkStart()
+	v.checkSteps()
+	v.checkCauses()
+	v.checkReachable()
+	v.checkCycles()
+	if len(v.problems) > 0 {
+		return nil, &LoadError{File: file, Problems: v.problems}
+	}
+	return g, nil
+}
+
+type validator struct {
+	g        *Graph
+	cat      Catalogue
+	problems []Problem
+}
+
+func (v *validator) add(kind ProblemKind, where, format string, args ...any) {
+	v.problems = append(v.problems, Problem{Kind: kind, Where: where, Msg: fmt.Sprintf(format, args...)})
+}
+
+func (v *validator) index() {
+	g := v.g
+	if g.ID == "" {
+		v.add(ProblemInvalid, "", "runbook has no id")
+	}
+	if g.Title == "" {
+		v.add(ProblemInvalid, "", "runbook has no title")
+	}
+	g.facts = v.cat.Facts
+	g.factProbe = map[string]string{}
+	for probe, facts := range v.cat.Probes {
+		for _, f := range facts {
+			g.factProbe[f] = probe
+		}
+	}
+	g.steps = map[string]*Step{}
+	for i, s := range g.Steps {
+		where := fmt.Sprintf("step %d", i+1)
+		switch {
+		case s.ID == "":
+			v.add(ProblemInvalid, where, "step has no id")
+		case g.steps[s.ID] != nil:
+			v.add(ProblemInvalid, "step "+s.ID, "step id declared twice")
+		default:
+			g.steps[s.ID] = s
+		}
+	}
+	g.causes = map[string]*Cause{}
+	for i, c := range g.Causes {
+		where := fmt.Sprintf("cause %d", i+1)
+		switch {
+		case c.ID == "":
+			v.add(ProblemInvalid, where, "cause has no id")
+		case g.causes[c.ID] != nil:
+			v.add(ProblemInvalid, "cause "+c.ID, "cause id declared twice")
+		case g.steps[c.ID] != nil:
+			v.add(ProblemInvalid, "cause "+c.ID, "id is also a step id")
+		default:
+			g.causes[c.ID] = c
+		}
+	}
+	g.warnings = map[string]Warning{}
+	for i, w := range g.Warnings {
+		where := fmt.Sprintf("warning %d", i+1)
+		switch {
+		case w.ID == "":
+			v.add(ProblemInvalid, where, "warning has no id")
+		case strings.TrimSpace(w.Text) == "":
+			v.add(ProblemInvalid, "warning "+w.ID, "warning has no text")
+			g.warnings[w.ID] = w
+		case g.warnings[w.ID].ID != "":
+			v.add(ProblemInvalid, "warning "+w.ID, "warning id declared twice")
+		default:
+			g.warnings[w.ID] = w
+		}
+	}
+}
+
+func (v *validator) checkStart() {
+	g := v.g
+	if len(g.Start.Options) == 0 {
+		v.add(ProblemInvalid, "start", "start has no options")
+	}
+	seen := map[string]bool{}
+	for i, o := range g.Start.Options {
+		where := fmt.Sprintf("start option %d", i+1)
+		if o.ID != "" {
+			where = "start option " + o.ID
+		}
+		switch {
+		case o.ID == "":
+			v.add(ProblemInvalid, where, "option has no id")
+		case seen[o.ID]:
+			v.add(ProblemInvalid, where, "option id declared twice")
+		}
+		seen[o.ID] = true
+		if o.Title == "" {
+			v.add(ProblemInvalid, where, "option has no title")
+		}
+		v.checkStepRef(where, "next", o.Next, true)
+	}
+}
+
+func (v *validator) checkStepRef(where, field, target string, required bool) {
+	if target == "" {
+		if required {
+			v.add(ProblemDangling, where, "%s is empty", field)
+		}
+		return
+	}
+	if _, ok := v.g.steps[target]; !ok {
+		hint := ""
+		if _, isCause := v.g.causes[target]; isCause {
+			hint = " (it is a cause: use cause: instead)"
+		}
+		v.add(ProblemDangling, where, "%s %q is not a step%s", field, target, hint)
+	}
+}
+
+func (v *validator) checkWarnings(where string, ids []string) {
+	for _, id := range ids {
+		if _, ok := v.g.warnings[id]; !ok {
+			v.add(ProblemUnknownWarn, where, "unknown warning %q", id)
+		}
+	}
+}
+
+func (v *validator) checkProbe(where, id string) bool {
+	if id == "" {
+		v.add(ProblemUnknownProbe, where, "no probe")
+		return false
+	}
+	if _, ok := v.cat.Probes[id]; !ok {
+		v.add(ProblemUnknownProbe, where, "unknown probe %q (known: %s)", id, strings.Join(sortedKeys(v.cat.Probes), ", "))
+		return false
+	}
+	return true
+}
+
+// compile reports a compile error as unknown-fact when expr names an
+// unknown identifier, otherwise as an expression problem.
+func (v *validator) compile(where, src string) *condition {
+	c, err := compileCondition(src, v.cat.Facts, true)
+	if err != nil {
+		v.exprProblem(where, err)
+		return nil
+	}
+	return c
+}
+
+func (v *validator) exprProblem(where string, err error) {
+	msg := err.Error()
+	if strings.Contains(msg, "unknown name ") {
+		name := msg[strings.Index(msg, "unknown name ")+len("unknown name "):]
+		if i := strings.IndexAny(name, " ("); i >= 0 {
+			name = name[:i]
+		}
+		v.add(ProblemUnknownFact, where, "unknown fact %s (%s)", name, msg)
+		return
+	}
+	v.add(ProblemExpression, where, "%s", msg)
+}
+
+func (v *validator) checkSteps() {
+	for _, s := range v.g.Steps {
+		if s.ID == "" {
+			continue
+		}
+		where := "step " + s.ID
+		if s.Title == "" {
+			v.add(ProblemInvalid, where, "step has no title")
+		}
+		v.checkProbe(where, s.Probe)
+		v.checkWarnings(where, s.Warnings)
+		v.checkStepRef(where, "otherwise", s.Otherwise, false)
+		for i := range s.Branches {
+			b := &s.Branches[i]
+			bw := fmt.Sprintf("%s, branch %d (when: %s)", where, i+1, b.When)
+			switch {
+			case b.Next != "" && b.Cause != "":
+				v.add(ProblemInvalid, bw, "a branch has either next or cause, not both")
+			case b.Next == "" && b.Cause == "":
+				v.add(ProblemInvalid, bw, "a branch needs next or cause")
+			case b.Next != "":
+				v.checkStepRef(bw, "next", b.Next, true)
+				if b.Confidence != "" {
+					v.add(ProblemInvalid, bw, "confidence belongs to cause branches")
+				}
+			default:
+				if _, ok := v.g.causes[b.Cause]; !ok {
+					v.add(ProblemUnknownCause, bw, "unknown cause %q", b.Cause)
+				}
+				if b.Confidence.Rank() == 0 {
+					v.add(ProblemInvalid, bw, "confidence must be high, medium or low, not %q", b.Confidence)
+				}
+			}
+			b.cond = v.compile(bw, b.When)
+			parts, err := compileReason(b.Reason, v.cat.Facts)
+			if err != nil {
+				v.exprProblem(bw+", reason", err)
+			}
+			b.reason = parts
+		}
+	}
+}
+
+func (v *validator) checkCauses() {
+	inCatalogue := map[string]bool{}
+	for _, id := range v.cat.Causes {
+		inCatalogue[id] = true
+		if _, ok := v.g.causes[id]; !ok {
+			v.add(ProblemMissingCause, "", "catalogue cause %s has no cause node", id)
+		}
+	}
+	for _, c := range v.g.Causes {
+		if c.ID == "" {
+			continue
+		}
+		where := "cause " + c.ID
+		if v.cat.Causes != nil && !inCatalogue[c.ID] {
+			v.add(ProblemUnknownCause, where, "cause %s is not in the cause catalogue", c.ID)
+		}
+		if c.Title == "" || strings.TrimSpace(c.Summary) == "" {
+			v.add(ProblemInvalid, where, "cause needs a title and a summary")
+		}
+		if c.Severity != "" && c.Severity != SeverityCause && c.Severity != SeverityWarning {
+			v.add(ProblemInvalid, where, "severity must be %s or %s, not %q", SeverityCause, SeverityWarning, c.Severity)
+		}
+		v.checkWarnings(where, c.Warnings)
+		if len(c.Fixes) == 0 {
+			v.add(ProblemInvalid, where, "cause has no fix direction")
+		}
+		fixIDs := map[string]bool{}
+		for i, f := range c.Fixes {
+			fw := fmt.Sprintf("%s, fix %d", where, i+1)
+			switch {
+			case f.ID == "":
+				v.add(ProblemInvalid, fw, "fix has no id")
+			case fixIDs[f.ID]:
+				v.add(ProblemInvalid, fw, "fix id %q declared twice", f.ID)
+			}
+			fixIDs[f.ID] = true
+			if f.Title == "" || strings.TrimSpace(f.Text) == "" {
+				v.add(ProblemInvalid, fw, "fix needs a title and text")
+			}
+		}
+		if len(c.Verify) == 0 {
+			v.add(ProblemInvalid, where, "cause has no verification step")
+		}
+		for i := range c.Verify {
+			vs := &c.Verify[i]
+			vw := fmt.Sprintf("%s, verify %d", where, i+1)
+			if vs.Describe == "" {
+				v.add(ProblemInvalid, vw, "verification needs describe")
+			}
+			if vs.Probe == "" {
+				if vs.Command == "" {
+					v.add(ProblemInvalid, vw, "verification needs a probe with expect, or a manual command")
+				}
+				if vs.Expect != "" {
+					v.add(ProblemInvalid, vw, "expect without a probe")
+				}
+				continue
+			}
+			if v.checkProbe(vw, vs.Probe) {
+				if vs.Expect == "" {
+					v.add(ProblemInvalid, vw, "verification probe %s needs expect", vs.Probe)
+					continue
+				}
+				vs.cond = v.compile(vw+" (expect: "+vs.Expect+")", vs.Expect)
+			}
+		}
+	}
+}
+
+// successors are the steps a step can move to.
+func successors(s *Step) []string {
+	var out []string
+	for _, b := range s.Branches {
+		if b.Next != "" {
+			out = append(out, b.Next)
+		}
+	}
+	if s.Otherwise != "" {
+		out = append(out, s.Otherwise)
+	}
+	return out
+}
+
+func (v *validator) checkReachable() {
+	g := v.g
+	seen := map[string]bool{}
+	var stack []string
+	for _, o := range g.Start.Options {
+		stack = append(stack, o.Next)
+	}
+	causes := map[string]bool{}
+	for len(stack) > 0 {
+		id := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		s, ok := g.steps[id]
+		if !ok || seen[id] {
+			continue
+		}
+		seen[id] = true
+		for _, b := range s.Branches {
+			if b.Cause != "" {
+				causes[b.Cause] = true
+			}
+		}
+		stack = append(stack, successors(s)...)
+	}
+	for _, s := range g.Steps {
+		if s.ID != "" && !seen[s.ID] {
+			v.add(ProblemUnreachable, "step "+s.ID, "no start option or branch leads here")
+		}
+	}
+	for _, c := range g.Causes {
+		if c.ID != "" && !causes[c.ID] {
+			v.add(ProblemUnreachable, "cause "+c.ID, "no reachable branch reports this cause")
+		}
+	}
+}
+
+// checkCycles finds steps from which no path leaves the graph: a step exits
+// when it reports a cause or has no otherwise (the walk may end there).
+func (v *validator) checkCycles() {
+	g := v.g
+	exits := map[string]bool{}
+	for _, s := range g.Steps {
+		if s.ID == "" {
+			continue
+		}
+		if s.Otherwise == "" {
+			exits[s.ID] = true
+		}
+		for _, b := range s.Branches {
+			if b.Cause != "" {
+				exits[s.ID] = true
+			}
+		}
+	}
+	for changed := true; changed; {
+		changed = false
+		for _, s := range g.Steps {
+			if s.ID == "" || exits[s.ID] {
+				continue
+			}
+			for _, n := range successors(s) {
+				if exits[n] {
+					exits[s.ID] = true
+					changed = true
+					break
+				}
+			}
+		}
+	}
+	reported := map[string]bool{}
+	for _, s := range g.Steps {
+		if s.ID == "" || exits[s.ID] || reported[s.ID] {
+			continue
+		}
+		// Follow successors inside the trapped set until one repeats.
+		pos := map[string]int{}
+		var path []string
+		for id := s.ID; ; {
+			if i, ok := pos[id]; ok {
+				loop := append(path[i:], id)
+				for _, l := range loop {
+					reported[l] = true
+				}
+				v.add(ProblemCycle, "step "+loop[0], "cycle without exit: %s", strings.Join(loop, " -> "))
+				break
+			}
+			if reported[id] {
+				break // leads into a loop already reported
+			}
+			next := ""
+			for _, n := range successors(g.steps[id]) {
+				if _, ok := g.steps[n]; ok && !exits[n] {
+					next = n
+					break
+				}
+			}
+			pos[id] = len(path)
+			path = append(path, id)
+			reported[id] = true
+			if next == "" {
+				break
+			}
+			id = next
+		}
+	}
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,704 @@
+package runbook
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/meshtriage/meshtriage/probes"
+)
+
+// Mode is how the session moves through the graph.
+type Mode string
+
+const (
+	// ModeGuided: the engine proposes the next step from the facts and the
+	// on-call accepts it or picks another.
+	ModeGuided Mode = "guided"
+	// ModeFree: any step, in any order.
+	ModeFree Mode = "free"
+	// ModeAuto: every probe runs, the engine walks every branch (check).
+	ModeAuto Mode = "auto"
+)
+
+// Who moved through the graph, for BranchTaken.ChosenBy.
+const (
+	ChosenByEngine = "engine"
+	ChosenByUser   = "user"
+)
+
+// Hypothesis verdicts.
+const (
+	VerdictConfirmed = "confirmed"
+	VerdictRuledOut  = "ruled_out"
+)
+
+// StartNode is the BranchTaken.From of the move from the symptom question.
+const StartNode = "start"
+
+// Runner runs one probe; probes.Run in production, recorded results in tests.
+type Runner func(ctx context.Context, p probes.Probe, c probes.Cluster, t probes.Target) probes.Result
+
+// Config is what a session needs. Graph, Probes and Target are required.
+type Config struct {
+	Graph   *Graph
+	Cluster probes.Cluster
+	Target  probes.Target
+	// Probes is the registry the steps' probe IDs resolve in (probes.ByID()).
+	Probes map[string]probes.Probe
+	Sinks  []Sink
+	// Clock stamps events; time.Now when nil.
+	Clock func() time.Time
+	User  string
+	Mode  Mode
+	// SessionID names the session in every event; generated when empty.
+	SessionID string
+	// Run runs a probe; probes.Run when nil.
+	Run Runner
+	// ProbeTimeout bounds each probe run; probes.DefaultTimeout when zero.
+	ProbeTimeout time.Duration
+	// Started fills the session_started event beyond what the session
+	// knows itself (kube context, server version, tool version).
+	Started SessionStarted
+}
+
+// Session is one triage: it runs steps, evaluates branch rules over the facts
+// and records every move as an Event. It is safe for concurrent use: the TUI
+// runs probes in the background while it renders.
+type Session struct {
+	cfg Config
+
+	mu      sync.Mutex
+	id      string
+	started bool
+	ended   bool
+	symptom string
+	events  []Event
+	// results holds the latest result of each probe; a step's result is its
+	// probe's, so two steps running one probe see the same data.
+	results map[string]probes.Result
+	runs    map[string]int // step -> times run
+	// reached lists, in order, the steps whose cause rules count toward
+	// Findings: the steps run (guided, free) or walked (auto).
+	reached    []string
+	reachedSet map[string]bool
+	current    string
+	verdicts   map[string]Hypothesis
+	fixes      map[string]string
+	sinkErr    error
+}
+
+// ProbeSummary is one probe's outcome in a finding's evidence.
+type ProbeSummary struct {
+	Probe   string        `json:"probe"`
+	Status  probes.Status `json:"status"`
+	Summary string        `json:"summary"`
+}
+
+// Evidence is why a rule fired: the facts it read with their values and the
+// probes that produced them.
+type Evidence struct {
+	Step       string         `json:"step"`
+	When       string         `json:"when"`
+	Reason     string         `json:"reason,omitempty"`
+	Confidence Confidence     `json:"confidence"`
+	Facts      map[string]any `json:"facts"`
+	Probes     []ProbeSummary `json:"probes"`
+	// Table is the step probe's evidence table (the rows the on-call reads).
+	Table *probes.Evidence `json:"table,omitempty"`
+}
+
+// Finding is a cause the facts support.
+type Finding struct {
+	Cause      string       `json:"cause"`
+	Title      string       `json:"title"`
+	Severity   string       `json:"severity"`
+	Confidence Confidence   `json:"confidence"`
+	Summary    string       `json:"summary"`
+	Evidence   []Evidence   `json:"evidence"`
+	Fixes      []Fix        `json:"fixes"`
+	Verify     []VerifyStep `json:"verify"`
+	Warnings   []Warning    `json:"warnings,omitempty"`
+	// Verdict is the on-call's hypothesis verdict, if any.
+	Verdict string `json:"verdict,omitempty"`
+	// ChosenFix is the fix ID the on-call picked, if any.
+	ChosenFix string `json:"chosen_fix,omitempty"`
+}
+
+// SkippedRule is a rule that could not decide because a fact it reads is
+// unknown: its probe errored, was skipped, or has not run. An undecidable
+// rule never matches; "Envoy admin unreachable" must not read as "0 hosts".
+type SkippedRule struct {
+	Step    string   `json:"step"`
+	When    string   `json:"when"`
+	Unknown []string `json:"unknown"`
+	Why     string   `json:"why"`
+}
+
+// Proposal is the engine's suggestion at the current step (guided mode).
+type Proposal struct {
+	From string `json:"from"`
+	// NeedsRun: From's probe has not run; run it before trusting Next.
+	NeedsRun bool `json:"needs_run,omitempty"`
+	// Next is the proposed step, "" when the walk ends at From.
+	Next   string `json:"next,omitempty"`
+	When   string `json:"when,omitempty"` // the condition that chose Next; "" for otherwise
+	Reason string `json:"reason,omitempty"`
+	// Causes are the causes From's rules reach with the current facts.
+	Causes  []Finding     `json:"causes,omitempty"`
+	Skipped []SkippedRule `json:"skipped,omitempty"`
+}
+
+// VerificationResult is one verification step checked after a fix.
+type VerificationResult struct {
+	Cause    string        `json:"cause"`
+	Probe    string        `json:"probe,omitempty"`
+	Expect   string        `json:"expect,omitempty"`
+	Describe string        `json:"describe"`
+	Passed   bool          `json:"passed"`
+	Status   probes.Status `json:"status,omitempty"`
+	Detail   string        `json:"detail,omitempty"`
+	// Manual: no probe can check this; Command is for the on-call to run.
+	Manual  bool   `json:"manual,omitempty"`
+	Command string `json:"command,omitempty"`
+}
+
+// NewSession prepares a session; nothing is recorded until Start.
+func NewSession(cfg Config) (*Session, error) {
+	if cfg.Graph == nil {
+		return nil, errors.New("runbook session: no graph")
+	}
+	if cfg.Probes == nil {
+		return nil, errors.New("runbook session: no probe registry")
+	}
+	for _, id := range cfg.Graph.Probes() {
+		if _, ok := cfg.Probes[id]; !ok {
+			return nil, fmt.Errorf("runbook session: probe %q of %s is not in the registry", id, cfg.Graph.ID)
+		}
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = time.Now
+	}
+	if cfg.Run == nil {
+		cfg.Run = probes.Run
+	}
+	if cfg.ProbeTimeout <= 0 {
+		cfg.ProbeTimeout = probes.DefaultTimeout
+	}
+	if cfg.Mode == "" {
+		cfg.Mode = ModeGuided
+	}
+	id := cfg.SessionID
+	if id == "" {
+		id = newSessionID(cfg.Clock())
+	}
+	return &Session{
+		cfg:        cfg,
+		id:         id,
+		results:    map[string]probes.Result{},
+		runs:       map[string]int{},
+		reachedSet: map[string]bool{},
+		verdicts:   map[string]Hypothesis{},
+		fixes:      map[string]string{},
+	}, nil
+}
+
+func newSessionID(t time.Time) string {
+	b := make([]byte, 3)
+	_, _ = rand.Read(b)
+	return t.UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(b)
+}
+
+// ID names the session.
+func (s *Session) ID() string { return s.id }
+
+// Graph is the runbook the session walks.
+func (s *Session) Graph() *Graph { return s.cfg.Graph }
+
+// Target is what the session triages.
+func (s *Session) Target() probes.Target { return s.cfg.Target }
+
+// Mode is the session's mode.
+func (s *Session) Mode() Mode { return s.cfg.Mode }
+
+// Start records session_started. symptom is a start option ID; in guided mode
+// its first step becomes current. Auto mode walks every option and takes "".
+func (s *Session) Start(symptom string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.started {
+		return errors.New("session already started")
+	}
+	var opt SymptomOption
+	if symptom != "" {
+		var ok bool
+		if opt, ok = s.cfg.Graph.Option(symptom); !ok {
+			return fmt.Errorf("unknown symptom %q (one of %s)", symptom, s.optionIDs())
+		}
+	}
+	st := s.cfg.Started
+	st.User = s.cfg.User
+	st.Target = s.cfg.Target
+	st.Runbook = s.cfg.Graph.ID
+	st.Symptom = symptom
+	st.Mode = string(s.cfg.Mode)
+	if s.cfg.Cluster != nil && st.KubeContext == "" {
+		info := s.cfg.Cluster.Info()
+		st.KubeContext, st.Server = info.Context, info.Server
+	}
+	s.started = true
+	s.symptom = symptom
+	s.emit(Event{Kind: EventSessionStarted, Started: &st})
+	if symptom != "" {
+		s.current = opt.Next
+		s.emit(Event{Kind: EventBranchTaken, Branch: &BranchTaken{
+			From: StartNode, To: opt.Next, ChosenBy: ChosenByUser, Reason: opt.Title,
+		}})
+	}
+	return nil
+}
+
+func (s *Session) optionIDs() string {
+	var ids []string
+	for _, o := range s.cfg.Graph.Start.Options {
+		ids = append(ids, o.ID)
+	}
+	return fmt.Sprint(ids)
+}
+
+// Symptom is the start option chosen, "" before Start or in auto mode.
+func (s *Session) Symptom() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.symptom
+}
+
+// Steps lists every step, in runbook order (free mode shows them all).
+func (s *Session) Steps() []*Step { return s.cfg.Graph.Steps }
+
+// Current is the guided walk's current step ("" before Start).
+func (s *Session) Current() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.current
+}
+
+// RunStep runs the step's probe and records probe_ran; a step run before is
+// recorded as a re-run and reads fresh data (a caching Cluster is reset).
+func (s *Session) RunStep(ctx context.Context, stepID string) (probes.Result, error) {
+	step, ok := s.cfg.Graph.Step(stepID)
+	if !ok {
+		return probes.Result{}, fmt.Errorf("unknown step %q", stepID)
+	}
+	s.mu.Lock()
+	rerun := s.runs[stepID] > 0
+	s.mu.Unlock()
+	if rerun {
+		s.resetCache()
+	}
+	res := s.runProbe(ctx, step.Probe)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.recordRun(step, res)
+	s.reach(stepID)
+	return res, nil
+}
+
+// RunAll runs every probe the graph's steps use, concurrently and once each,
+// and records probe_ran for every step. Auto mode starts with it; the TUI may
+// use it to prefetch.
+func (s *Session) RunAll(ctx context.Context) {
+	ids := s.cfg.Graph.Probes()
+	out := make([]probes.Result, len(ids))
+	var wg sync.WaitGroup
+	for i, id := range ids {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out[i] = s.runProbe(ctx, id)
+		}()
+	}
+	wg.Wait()
+	byProbe := map[string]probes.Result{}
+	for i, id := range ids {
+		byProbe[id] = out[i]
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, step := range s.cfg.Graph.Steps {
+		s.recordRun(step, byProbe[step.Probe])
+	}
+}
+
+func (s *Session) runProbe(ctx context.Context, probeID string) probes.Result {
+	p := s.cfg.Probes[probeID]
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.ProbeTimeout)
+	defer cancel()
+	res := s.cfg.Run(ctx, p, s.cfg.Cluster, s.cfg.Target)
+	res.Probe = probeID
+	if res.Facts == nil {
+		res.Facts = probes.Facts{}
+	}
+	return res
+}
+
+// resetCache makes the next reads go to the cluster again.
+func (s *Session) resetCache() {
+	if r, ok := s.cfg.Cluster.(interface{ Reset() }); ok {
+		r.Reset()
+	}
+}
+
+// recordRun stores res as the probe's latest result; s.mu is held.
+func (s *Session) recordRun(step *Step, res probes.Result) {
+	rerun := s.runs[step.ID] > 0
+	s.runs[step.ID]++
+	s.results[step.Probe] = res
+	s.emit(Event{Kind: EventProbeRan, Probe: &ProbeRan{
+		Step: step.ID, Probe: step.Probe, Status: res.Status, Summary: res.Summary,
+		Facts: res.Facts, Evidence: res.Evidence, Commands: res.Commands,
+		DurationMS: res.Duration.Milliseconds(), Rerun: rerun,
+	}})
+}
+
+// reach counts stepID's cause rules toward Findings; s.mu is held.
+func (s *Session) reach(stepID string) {
+	if !s.reachedSet[stepID] {
+		s.reachedSet[stepID] = true
+		s.reached = append(s.reached, stepID)
+	}
+}
+
+// Result is the latest result of the step's probe.
+func (s *Session) Result(stepID string) (probes.Result, bool) {
+	step, ok := s.cfg.Graph.Step(stepID)
+	if !ok {
+		return probes.Result{}, false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, ok := s.results[step.Probe]
+	return r, ok
+}
+
+// Ran reports how many times the step has run.
+func (s *Session) Ran(stepID string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.runs[stepID]
+}
+
+// Facts are the known facts: those of every probe's latest result, except
+// results that errored or were skipped, whose facts are not trusted.
+func (s *Session) Facts() probes.Facts {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.knownFacts()
+}
+
+func (s *Session) knownFacts() probes.Facts {
+	out := probes.Facts{}
+	for _, r := range s.results {
+		if !trusted(r.Status) {
+			continue
+		}
+		for k, v := range r.Facts {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+func trusted(st probes.Status) bool {
+	return st != probes.StatusError && st != probes.StatusSkipped
+}
+
+// Proposal is the engine's next move from the current step.
+func (s *Session) Proposal() Proposal {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.proposalAt(s.current)
+}
+
+// ProposalAt is the engine's move from any step (free mode shows it too).
+func (s *Session) ProposalAt(stepID string) Proposal {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.proposalAt(stepID)
+}
+
+func (s *Session) proposalAt(stepID string) Proposal {
+	p := Proposal{From: stepID}
+	step, ok := s.cfg.Graph.Step(stepID)
+	if !ok {
+		return p
+	}
+	if _, ran := s.results[step.Probe]; !ran {
+		p.NeedsRun = true
+	}
+	d := s.decide(step, s.knownFacts())
+	p.Next, p.When, p.Reason, p.Skipped = d.next, d.when, d.reason, d.skipped
+	for _, f := range s.dedupe(d.causes) {
+		p.Causes = append(p.Causes, f)
+	}
+	return p
+}
+
+// Choose records a move from the current step to target, a step or a cause
+// ID, by chosenBy (ChosenByUser or ChosenByEngine). Moving to a step makes it
+// current; reaching a cause records it without moving.
+func (s *Session) Choose(target, chosenBy string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	g := s.cfg.Graph
+	_, isStep := g.Step(target)
+	_, isCause := g.Cause(target)
+	if !isStep && !isCause {
+		return fmt.Errorf("unknown step or cause %q", target)
+	}
+	from := s.current
+	if from == "" {
+		from = StartNode
+	}
+	bt := &BranchTaken{From: from, To: target, IsCause: isCause, ChosenBy: chosenBy}
+	if step, ok := g.Step(s.current); ok {
+		d := s.decide(step, s.knownFacts())
+		s.recordSkipped(d.skipped)
+		switch {
+		case isStep && target == d.next:
+			bt.When, bt.Reason = d.when, d.reason
+		case isCause:
+			for _, c := range d.causes {
+				if c.cause == target {
+					bt.When, bt.Reason = c.branch.When, c.reason
+					break
+				}
+			}
+		}
+	}
+	s.emit(Event{Kind: EventBranchTaken, Branch: bt})
+	if isStep {
+		s.current = target
+	}
+	return nil
+}
+
+// Findings are the causes the facts support at the reached steps, deduped by
+// cause (highest confidence, evidence merged), most confident first.
+func (s *Session) Findings() []Finding {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.findings()
+}
+
+func (s *Session) findings() []Finding {
+	facts := s.knownFacts()
+	var hits []causeHit
+	for _, id := range s.reached {
+		step, _ := s.cfg.Graph.Step(id)
+		hits = append(hits, s.decide(step, facts).causes...)
+	}
+	return s.dedupe(hits)
+}
+
+// Skipped lists the undecidable rules at the reached steps (or, before any
+// step ran, none).
+func (s *Session) Skipped() []SkippedRule {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	facts := s.knownFacts()
+	var out []SkippedRule
+	for _, id := range s.reached {
+		step, _ := s.cfg.Graph.Step(id)
+		out = append(out, s.decide(step, facts).skipped...)
+	}
+	return out
+}
+
+// Note records free text from the on-call, optionally about a step.
+func (s *Session) Note(step, text string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.emit(Event{Kind: EventNote, Note: &Note{Step: step, Text: text}})
+}
+
+// Hypothesis records a cause confirmed or ruled out, and why.
+func (s *Session) Hypothesis(cause, verdict, why string) error {
+	if _, ok := s.cfg.Graph.Cause(cause); !ok {
+		return fmt.Errorf("unknown cause %q", cause)
+	}
+	if verdict != VerdictConfirmed && verdict != VerdictRuledOut {
+		return fmt.Errorf("verdict must be %s or %s, not %q", VerdictConfirmed, VerdictRuledOut, verdict)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	h := Hypothesis{Cause: cause, Verdict: verdict, Why: why}
+	s.verdicts[cause] = h
+	s.emit(Event{Kind: EventHypothesis, Hypothesis: &h})
+	return nil
+}
+
+// ChooseFix records the fix direction the on-call picked for a cause.
+func (s *Session) ChooseFix(cause, fixID string) error {
+	c, ok := s.cfg.Graph.Cause(cause)
+	if !ok {
+		return fmt.Errorf("unknown cause %q", cause)
+	}
+	for _, f := range c.Fixes {
+		if f.ID == fixID {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			s.fixes[cause] = fixID
+			s.emit(Event{Kind: EventFixChosen, Fix: &FixChosen{Cause: cause, Fix: fixID, Text: f.Title}})
+			return nil
+		}
+	}
+	return fmt.Errorf("cause %s has no fix %q", cause, fixID)
+}
+
+// Verify re-runs the cause's verification probes (fresh data) and checks each
+// expectation; manual checks come back with Manual set and their command.
+func (s *Session) Verify(ctx context.Context, causeID string) ([]VerificationResult, error) {
+	c, ok := s.cfg.Graph.Cause(causeID)
+	if !ok {
+		return nil, fmt.Errorf("unknown cause %q", causeID)
+	}
+	s.resetCache()
+	fresh := map[string]probes.Result{}
+	for _, v := range c.Verify {
+		if v.Probe == "" || hasResult(fresh, v.Probe) {
+			continue
+		}
+		fresh[v.Probe] = s.runProbe(ctx, v.Probe)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, v := range c.Verify {
+		res, ok := fresh[v.Probe]
+		if !ok {
+			continue
+		}
+		delete(fresh, v.Probe)
+		step := s.stepForProbe(v.Probe)
+		if step == nil {
+			step = &Step{ID: "verify/" + causeID, Probe: v.Probe}
+		}
+		s.recordRun(step, res)
+	}
+	facts := s.knownFacts()
+	var out []VerificationResult
+	for _, v := range c.Verify {
+		vr := VerificationResult{Cause: causeID, Probe: v.Probe, Expect: v.Expect, Describe: v.Describe, Command: v.Command}
+		if v.Probe == "" {
+			vr.Manual = true
+			vr.Detail = "manual check"
+		} else {
+			res := s.results[v.Probe]
+			vr.Status = res.Status
+			vr.Passed, vr.Detail = s.checkExpect(v, res, facts)
+		}
+		out = append(out, vr)
+		s.emit(Event{Kind: EventVerification, Verification: &Verification{
+			Cause: causeID, Probe: v.Probe, Expect: v.Expect, Passed: vr.Passed, Status: vr.Status, Detail: vr.Detail,
+		}})
+	}
+	return out, nil
+}
+
+func hasResult(m map[string]probes.Result, id string) bool {
+	_, ok := m[id]
+	return ok
+}
+
+func (s *Session) stepForProbe(probeID string) *Step {
+	for _, st := range s.cfg.Graph.Steps {
+		if st.Probe == probeID {
+			return st
+		}
+	}
+	return nil
+}
+
+func (s *Session) checkExpect(v VerifyStep, res probes.Result, facts probes.Facts) (bool, string) {
+	if !trusted(res.Status) {
+		return false, fmt.Sprintf("%s %s: %s", v.Probe, res.Status, res.Summary)
+	}
+	if miss := missingFacts(v.cond.facts, facts); len(miss) > 0 {
+		return false, s.unknownWhy(miss)
+	}
+	out, err := v.cond.eval(facts)
+	if err != nil {
+		return false, "cannot evaluate: " + err.Error()
+	}
+	passed, _ := out.(bool)
+	detail := factValues(v.cond.facts, facts)
+	return passed, detail
+}
+
+func factValues(names []string, facts probes.Facts) string {
+	var parts []string
+	for _, n := range names {
+		parts = append(parts, n+"="+FormatValue(facts[n]))
+	}
+	sort.Strings(parts)
+	return joinComma(parts)
+}
+
+func joinComma(parts []string) string {
+	out := ""
+	for i, p := range parts {
+		if i > 0 {
+			out += ", "
+		}
+		out += p
+	}
+	return out
+}
+
+// End records session_ended with the findings' cause IDs. Ending twice is a
+// no-op.
+func (s *Session) End(reason string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ended {
+		return
+	}
+	s.ended = true
+	var ids []string
+	for _, f := range s.findings() {
+		ids = append(ids, f.Cause)
+	}
+	s.emit(Event{Kind: EventSessionEnded, Ended: &SessionEnded{Findings: ids, Reason: reason}})
+}
+
+// Events is the history so far, oldest first.
+func (s *Session) Events() []Event {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Event(nil), s.events...)
+}
+
+// SinkErr is the first error a sink returned (the incident log could not be
+// written); the session keeps going, the caller decides what to say.
+func (s *Session) SinkErr() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.sinkErr
+}
+
+// emit stamps and records ev and hands it to every sink; s.mu is held.
+func (s *Session) emit(ev Event) {
+	ev.Time = s.cfg.Clock()
+	ev.Session = s.id
+	s.events = append(s.events, ev)
+	for _, sink := range s.cfg.Sinks {
+		if err := sink.Write(ev); err != nil && s.sinkErr == nil {
+			s.sinkErr = err
+		}
+	}
+}
