@@ -1,6 +1,16 @@
 package probes
 
-import "context"
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+)
 
 // StartupOrderProbe compares, per target pod, when the app started with when
 // Envoy became ready, and looks for restarts soon after creation: the app that
@@ -13,8 +23,8 @@ func (StartupOrderProbe) Meta() Meta {
 		Title: "Container start order: app vs sidecar",
 		Reads: []string{"pods", "pods/log (istio-proxy, app)", "configmaps (mesh config)"},
 		Facts: []FactSpec{
-			{"startup_native_sidecar", FactBool, "the sidecar is a native sidecar (init container with restartPolicy Always)"},
-			{"startup_hold_application", FactBool, "holdApplicationUntilProxyStarts is in effect (pod annotation or mesh defaultConfig)"},
+			{"startup_native_sidecar", FactBool, "every meshed target pod runs its sidecar as a native sidecar (init container with restartPolicy Always)"},
+			{"startup_hold_application", FactBool, "holdApplicationUntilProxyStarts is in effect on every meshed target pod"},
 			{"startup_app_before_proxy", FactInt, "pods whose app container started before Envoy was ready"},
 			{"startup_early_restarts", FactInt, "pods restarted within 60 s of creation"},
 			{"startup_restart_reasons", FactList, "lastState termination reason and exit code of those restarts"},
@@ -23,7 +33,326 @@ func (StartupOrderProbe) Meta() Meta {
 	}
 }
 
-// Run is filled in by the probe's implementation.
-func (p StartupOrderProbe) Run(ctx context.Context, c Cluster, t Target) Result {
-	return Result{Status: StatusSkipped, Summary: "startup-order: not implemented yet"}
+// Windows that define "at startup".
+const (
+	earlyRestartWindow = 60 * time.Second
+	startupLogWindow   = 30 * time.Second
+	maxPodsWithLogs    = 5
+)
+
+// proxyReadyMarker is what pilot-agent logs once Envoy answers its readiness
+// check.
+const proxyReadyMarker = "Envoy proxy is ready"
+
+type startupPod struct {
+	Pod *corev1.Pod
+	// ProxyLog, AppLogs (current and previous instance) may be empty when
+	// the logs could not be read; the judgement then uses statuses only.
+	ProxyLog    []byte
+	AppLogs     map[string][]byte // container -> current log
+	AppPrevLogs map[string][]byte // container -> previous instance log
+	LogProblems []string
+}
+
+type startupInput struct {
+	Pods []startupPod
+	Mesh MeshConfig
+}
+
+func (StartupOrderProbe) Run(ctx context.Context, c Cluster, t Target) Result {
+	in, what, err := fetchStartup(ctx, c, t)
+	if err != nil {
+		r := ErrorResult(what, err)
+		r.Commands = startupCommands(t, nil)
+		return r
+	}
+	return evaluateStartup(t, in)
+}
+
+func fetchStartup(ctx context.Context, c Cluster, t Target) (startupInput, string, error) {
+	var in startupInput
+	var err error
+	if in.Mesh, err = ReadMeshConfig(ctx, c); err != nil {
+		return in, "read the mesh config", err
+	}
+	svc, err := c.GetService(ctx, t.Namespace, t.Service)
+	if err != nil {
+		return in, fmt.Sprintf("get service %s/%s", t.Namespace, t.Service), err
+	}
+	pods, err := c.ListPods(ctx, t.Namespace, svc.Spec.Selector)
+	if err != nil {
+		return in, "list pods in " + t.Namespace, err
+	}
+	// Restarted pods first: they carry the evidence, and logs are read for a
+	// few pods only.
+	sort.SliceStable(pods, func(i, j int) bool { return restarts(&pods[i]) > restarts(&pods[j]) })
+	for i := range pods {
+		sp := startupPod{Pod: &pods[i], AppLogs: map[string][]byte{}, AppPrevLogs: map[string][]byte{}}
+		if i < maxPodsWithLogs {
+			ref := PodRef{Namespace: pods[i].Namespace, Name: pods[i].Name}
+			if PodSidecar(&pods[i]) != SidecarNone {
+				if b, err := c.Logs(ctx, ref, LogOptions{Container: ProxyContainer, LimitBytes: DefaultLogLimit}); err == nil {
+					sp.ProxyLog = b
+				} else {
+					sp.LogProblems = append(sp.LogProblems, AccessProblem("read istio-proxy log of "+ref.String(), err))
+				}
+			}
+			for _, app := range AppContainers(&pods[i]) {
+				if b, err := c.Logs(ctx, ref, LogOptions{Container: app.Name, LimitBytes: 256 << 10}); err == nil {
+					sp.AppLogs[app.Name] = b
+				}
+				if st, ok := ContainerStatus(&pods[i], app.Name); ok && st.RestartCount > 0 {
+					if b, err := c.Logs(ctx, ref, LogOptions{Container: app.Name, Previous: true, LimitBytes: 256 << 10}); err == nil {
+						sp.AppPrevLogs[app.Name] = b
+					} else {
+						sp.LogProblems = append(sp.LogProblems, AccessProblem("read previous log of "+ref.String()+" "+app.Name, err))
+					}
+				}
+			}
+		}
+		in.Pods = append(in.Pods, sp)
+	}
+	return in, "", nil
+}
+
+func evaluateStartup(t Target, in startupInput) Result {
+	res := Result{Commands: startupCommands(t, in.Pods)}
+	meshHold := in.Mesh.DefaultProxyConfig().GetHoldApplicationUntilProxyStarts().GetValue()
+	meshed, native, hold := 0, 0, 0
+	appBeforeProxy, earlyRestarts, refused := 0, 0, 0
+	var reasons, problems []string
+	res.Evidence.Columns = []string{"pod", "sidecar", "hold app", "proxy ready", "app started", "restarts", "last termination", "connection refused"}
+
+	for _, sp := range in.Pods {
+		pod := sp.Pod
+		kind := PodSidecar(pod)
+		holdApp := holdsApplication(pod, meshHold)
+		if kind != SidecarNone {
+			meshed++
+			if kind == SidecarNative {
+				native++
+			}
+			if holdApp {
+				hold++
+			}
+		}
+		created := pod.CreationTimestamp.Time
+		proxyReady, readyKnown := proxyReadyTime(sp.ProxyLog)
+		if !readyKnown && kind != SidecarNone {
+			// Without the log, the proxy container's start is the earliest
+			// Envoy could have been ready.
+			if st, ok := ContainerStatus(pod, ProxyContainer); ok {
+				if s := firstStart(st); !s.IsZero() {
+					proxyReady = s
+				}
+			}
+		}
+		appStart := time.Time{}
+		podRestarted, podRefused, podBefore := false, false, false
+		var lastTerm string
+		for _, app := range AppContainers(pod) {
+			st, ok := ContainerStatus(pod, app.Name)
+			if !ok {
+				continue
+			}
+			s := firstStart(st)
+			if appStart.IsZero() || (!s.IsZero() && s.Before(appStart)) {
+				appStart = s
+			}
+			if kind != SidecarNone && !s.IsZero() && !proxyReady.IsZero() && s.Before(proxyReady) {
+				podBefore = true
+			}
+			if term := st.LastTerminationState.Terminated; term != nil && st.RestartCount > 0 {
+				end := term.FinishedAt.Time
+				if end.IsZero() {
+					end = term.StartedAt.Time
+				}
+				if !created.IsZero() && !end.IsZero() && end.Sub(created) <= earlyRestartWindow {
+					podRestarted = true
+					lastTerm = fmt.Sprintf("%s %s exit %d at +%s", app.Name, term.Reason, term.ExitCode, end.Sub(created).Round(time.Second))
+					reasons = append(reasons, pod.Name+": "+lastTerm)
+				} else if lastTerm == "" {
+					lastTerm = fmt.Sprintf("%s %s exit %d", app.Name, term.Reason, term.ExitCode)
+				}
+			}
+			if connectionRefusedAtStart(sp.AppPrevLogs[app.Name]) || connectionRefusedAtStart(sp.AppLogs[app.Name]) {
+				podRefused = true
+			}
+		}
+		if podBefore {
+			appBeforeProxy++
+		}
+		if podRestarted {
+			earlyRestarts++
+		}
+		if podRefused {
+			refused++
+		}
+		problems = append(problems, sp.LogProblems...)
+		res.Evidence.Rows = append(res.Evidence.Rows, []string{
+			pod.Name, string(kind), yesNo(holdApp), relative(proxyReady, created, readyKnown), relative(appStart, created, true),
+			fmt.Sprint(restarts(pod)), dash(lastTerm), yesNo(podRefused),
+		})
+	}
+
+	allNative := meshed > 0 && native == meshed
+	allHold := meshed > 0 && hold == meshed
+	res.Facts = Facts{
+		"startup_native_sidecar":     allNative,
+		"startup_hold_application":   allHold,
+		"startup_app_before_proxy":   appBeforeProxy,
+		"startup_early_restarts":     earlyRestarts,
+		"startup_restart_reasons":    nonNil(reasons),
+		"startup_connection_refused": refused,
+	}
+	raw := []string{fmt.Sprintf("mesh defaultConfig holdApplicationUntilProxyStarts: %v (applies at injection: existing pods keep what they were injected with)", meshHold)}
+	raw = append(raw, problems...)
+	res.Evidence.Raw = strings.Join(raw, "\n")
+
+	switch {
+	case len(in.Pods) == 0:
+		res.Status = StatusSkipped
+		res.Summary = "no pods selected by the service: nothing to compare"
+	case earlyRestarts > 0 && !allNative && !allHold:
+		res.Status = StatusFail
+		res.Summary = fmt.Sprintf("%d pod(s) restarted within 60 s of creation; app starts before Envoy is ready (%d pod(s)), no holdApplicationUntilProxyStarts", earlyRestarts, appBeforeProxy)
+	case earlyRestarts > 0:
+		res.Status = StatusWarn
+		res.Summary = fmt.Sprintf("%d pod(s) restarted within 60 s of creation although the app waits for the proxy: look at the app's own dependencies", earlyRestarts)
+	case appBeforeProxy > 0 && !allNative && !allHold:
+		res.Status = StatusWarn
+		res.Summary = fmt.Sprintf("app starts before Envoy is ready on %d pod(s): outbound calls at startup can fail", appBeforeProxy)
+	default:
+		res.Status = StatusPass
+		res.Summary = "no early restarts; start order is safe"
+	}
+	return res
+}
+
+// holdsApplication reports whether the pod was injected with
+// holdApplicationUntilProxyStarts: the injector then gives istio-proxy a
+// postStart hook running `pilot-agent wait`, which is the ground truth; the
+// pod annotation (and the mesh default) say what was asked for.
+func holdsApplication(pod *corev1.Pod, meshDefault bool) bool {
+	if c, ok := ProxyContainerSpec(pod); ok && c.Lifecycle != nil && c.Lifecycle.PostStart != nil && c.Lifecycle.PostStart.Exec != nil {
+		cmd := strings.Join(c.Lifecycle.PostStart.Exec.Command, " ")
+		if strings.Contains(cmd, "pilot-agent") && strings.Contains(cmd, "wait") {
+			return true
+		}
+	}
+	if a := PodProxyConfigAnnotation(pod); a != "" {
+		if pc, err := ParseProxyConfig(a); err == nil && pc.GetHoldApplicationUntilProxyStarts() != nil {
+			return pc.GetHoldApplicationUntilProxyStarts().GetValue()
+		}
+	}
+	return meshDefault
+}
+
+// proxyReadyTime finds pilot-agent's "Envoy proxy is ready" line; its first
+// field is an RFC 3339 timestamp.
+func proxyReadyTime(log []byte) (time.Time, bool) {
+	sc := bufio.NewScanner(bytes.NewReader(log))
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.Contains(line, proxyReadyMarker) {
+			continue
+		}
+		if ts, ok := leadingTimestamp(line); ok {
+			return ts, true
+		}
+	}
+	return time.Time{}, false
+}
+
+// connectionRefusedAtStart looks for "connection refused" in the first
+// seconds of a container log (timestamped lines), or its first lines when the
+// app does not timestamp its output.
+func connectionRefusedAtStart(log []byte) bool {
+	sc := bufio.NewScanner(bytes.NewReader(log))
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	var first time.Time
+	for n := 0; sc.Scan(); n++ {
+		line := sc.Text()
+		ts, ok := leadingTimestamp(line)
+		if ok && first.IsZero() {
+			first = ts
+		}
+		within := (ok && ts.Sub(first) <= startupLogWindow) || (!ok && n < 50)
+		if !within {
+			if ok {
+				return false
+			}
+			continue
+		}
+		if strings.Contains(strings.ToLower(line), "connection refused") {
+			return true
+		}
+	}
+	return false
+}
+
+func leadingTimestamp(line string) (time.Time, bool) {
+	field := line
+	if i := strings.IndexAny(line, " \t"); i > 0 {
+		field = line[:i]
+	}
+	field = strings.Trim(field, "[]")
+	for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04:05.000000Z", "2006/01/02 15:04:05"} {
+		if ts, err := time.Parse(layout, field); err == nil {
+			return ts, true
+		}
+	}
+	return time.Time{}, false
+}
+
+// firstStart is when the container's first recorded instance started.
+func firstStart(st corev1.ContainerStatus) time.Time {
+	if t := st.LastTerminationState.Terminated; t != nil && !t.StartedAt.IsZero() {
+		return t.StartedAt.Time
+	}
+	if st.State.Running != nil {
+		return st.State.Running.StartedAt.Time
+	}
+	if t := st.State.Terminated; t != nil {
+		return t.StartedAt.Time
+	}
+	return time.Time{}
+}
+
+func restarts(pod *corev1.Pod) int32 {
+	var n int32
+	for _, st := range pod.Status.ContainerStatuses {
+		n += st.RestartCount
+	}
+	return n
+}
+
+func relative(t, created time.Time, known bool) string {
+	if t.IsZero() || !known && created.IsZero() {
+		return "-"
+	}
+	if created.IsZero() {
+		return t.UTC().Format(time.RFC3339)
+	}
+	s := "+" + t.Sub(created).Round(100*time.Millisecond).String()
+	if !known {
+		s += " (container start)"
+	}
+	return s
+}
+
+func startupCommands(t Target, pods []startupPod) []string {
+	cmds := []string{fmt.Sprintf("kubectl get pods -n %s -o custom-columns=NAME:.metadata.name,CREATED:.metadata.creationTimestamp,RESTARTS:.status.containerStatuses[*].restartCount", t.Namespace)}
+	if len(pods) > 0 {
+		p := pods[0].Pod
+		cmds = append(cmds,
+			fmt.Sprintf("kubectl get pod -n %s %s -o jsonpath='{range .status.containerStatuses[*]}{.name}{\"\\t\"}{.state.running.startedAt}{\"\\t\"}{.lastState.terminated.reason}{\"\\n\"}{end}'", p.Namespace, p.Name),
+			fmt.Sprintf("kubectl logs -n %s %s -c %s | grep '%s'", p.Namespace, p.Name, ProxyContainer, proxyReadyMarker),
+		)
+		if apps := AppContainers(p); len(apps) > 0 {
+			cmds = append(cmds, fmt.Sprintf("kubectl logs -n %s %s -c %s --previous | head -50", p.Namespace, p.Name, apps[0].Name))
+		}
+	}
+	return cmds
 }

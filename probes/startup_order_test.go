@@ -1,0 +1,116 @@
+package probes
+
+import (
+	"testing"
+
+	"istio.io/api/annotation"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+var podCreated = time.Date(2026, 12, 2, 3, 0, 0, 0, time.UTC)
+
+func at(d time.Duration) metav1.Time { return metav1.NewTime(podCreated.Add(d)) }
+
+// ordersPod is the orders-api pod of the startup race: the app container
+// starts 200 ms after creation, Envoy is ready at +2.5 s, the app's first
+// instance dials postgres, is refused and exits 1 at +1.4 s, and restarts.
+func ordersPod(restarted bool) *corev1.Pod {
+	app := corev1.ContainerStatus{Name: "orders-api", Ready: true, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: at(200 * time.Millisecond)}}}
+	if restarted {
+		app.RestartCount = 1
+		app.State.Running.StartedAt = at(3 * time.Second)
+		app.LastTerminationState.Terminated = &corev1.ContainerStateTerminated{Reason: "Error", ExitCode: 1, StartedAt: at(200 * time.Millisecond), FinishedAt: at(1400 * time.Millisecond)}
+	}
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "orders-api-5c9f-x2x", Namespace: "shop", CreationTimestamp: metav1.NewTime(podCreated)},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "orders-api"}, {Name: ProxyContainer}}},
+		Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{
+			app,
+			{Name: ProxyContainer, Ready: true, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: at(250 * time.Millisecond)}}},
+		}},
+	}
+}
+
+const ordersProxyLog = `2026-12-02T03:00:00.300000Z	info	FLAG: --concurrency="2"
+2026-12-02T03:00:01.900000Z	info	Readiness succeeded in 1.6s
+2026-12-02T03:00:02.500000Z	info	Envoy proxy is ready
+`
+
+const ordersPreviousLog = `2026-12-02T03:00:00.900Z INFO starting orders-api v1.8.2
+2026-12-02T03:00:01.300Z ERROR db: dial tcp 10.96.0.20:5432: connect: connection refused
+2026-12-02T03:00:01.390Z FATAL cannot reach postgres, exiting
+`
+
+func TestStartupOrderFindsTheOrdersAPIRace(t *testing.T) {
+	in := startupInput{Pods: []startupPod{{
+		Pod:         ordersPod(true),
+		ProxyLog:    []byte(ordersProxyLog),
+		AppLogs:     map[string][]byte{"orders-api": []byte("2026-12-02T03:00:03.100Z INFO connected to postgres\n")},
+		AppPrevLogs: map[string][]byte{"orders-api": []byte(ordersPreviousLog)},
+	}}}
+	res := evaluateStartup(Target{Namespace: "shop", Service: "orders-api"}, in)
+	if err := CheckFacts(StartupOrderProbe{}.Meta(), res); err != nil {
+		t.Fatal(err)
+	}
+	want := Facts{"startup_app_before_proxy": 1, "startup_early_restarts": 1, "startup_connection_refused": 1, "startup_native_sidecar": false, "startup_hold_application": false}
+	for k, v := range want {
+		if res.Facts[k] != v {
+			t.Errorf("%s = %v, want %v", k, res.Facts[k], v)
+		}
+	}
+	if reasons := res.Facts["startup_restart_reasons"].([]string); len(reasons) != 1 || reasons[0] != "orders-api-5c9f-x2x: orders-api Error exit 1 at +1s" {
+		t.Errorf("restart reasons = %q", reasons)
+	}
+	if res.Status != StatusFail {
+		t.Errorf("status = %s: %s", res.Status, res.Summary)
+	}
+}
+
+func TestStartupOrderHoldAndNativeSidecarAreSafe(t *testing.T) {
+	held := ordersPod(false)
+	held.Spec.Containers[1].Lifecycle = &corev1.Lifecycle{PostStart: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{"pilot-agent", "wait"}}}}
+	always := corev1.ContainerRestartPolicyAlways
+	native := ordersPod(false)
+	native.Spec.Containers = native.Spec.Containers[:1]
+	native.Spec.InitContainers = []corev1.Container{{Name: ProxyContainer, RestartPolicy: &always}}
+	annotated := ordersPod(false)
+	annotated.Annotations = map[string]string{annotation.ProxyConfig.Name: "holdApplicationUntilProxyStarts: true\n"}
+
+	for name, pod := range map[string]*corev1.Pod{"postStart hook": held, "native sidecar": native, "annotation": annotated} {
+		t.Run(name, func(t *testing.T) {
+			res := evaluateStartup(Target{Namespace: "shop", Service: "orders-api"}, startupInput{Pods: []startupPod{{Pod: pod}}})
+			if res.Status != StatusPass {
+				t.Errorf("status = %s: %s", res.Status, res.Summary)
+			}
+			protected := res.Facts["startup_hold_application"] == true || res.Facts["startup_native_sidecar"] == true
+			if !protected {
+				t.Errorf("neither hold nor native detected: %v", res.Facts)
+			}
+		})
+	}
+}
+
+func TestStartupOrderLateRestartIsNotAStartupRace(t *testing.T) {
+	pod := ordersPod(true)
+	st := &pod.Status.ContainerStatuses[0]
+	st.LastTerminationState.Terminated.StartedAt = at(time.Hour)
+	st.LastTerminationState.Terminated.FinishedAt = at(2 * time.Hour)
+	st.LastTerminationState.Terminated.Reason = "OOMKilled"
+	res := evaluateStartup(Target{Namespace: "shop", Service: "orders-api"}, startupInput{Pods: []startupPod{{Pod: pod, ProxyLog: []byte(ordersProxyLog)}}})
+	if res.Facts["startup_early_restarts"] != 0 {
+		t.Errorf("a restart two hours in counted as early: %v", res.Facts)
+	}
+}
+
+func TestConnectionRefusedOnlyCountsAtStartup(t *testing.T) {
+	late := "2026-12-02T03:00:00Z INFO up\n2026-12-02T03:05:00Z ERROR dial tcp: connect: connection refused\n"
+	if connectionRefusedAtStart([]byte(late)) {
+		t.Error("a refusal five minutes in is not a startup refusal")
+	}
+	if !connectionRefusedAtStart([]byte("booting\nError: connect ECONNREFUSED... connection refused\n")) {
+		t.Error("untimestamped early refusal missed")
+	}
+}
