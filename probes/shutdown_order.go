@@ -1,6 +1,13 @@
 package probes
 
-import "context"
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	meshv1alpha1 "istio.io/api/mesh/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+)
 
 // ShutdownOrderProbe checks whether a classic sidecar can exit before the app
 // has drained: no terminationDrainDuration or EXIT_ON_ZERO_ACTIVE_CONNECTIONS,
@@ -13,16 +20,172 @@ func (ShutdownOrderProbe) Meta() Meta {
 		Title: "Shutdown order: proxy drain vs app",
 		Reads: []string{"pods", "configmaps (mesh config)"},
 		Facts: []FactSpec{
-			{"shutdown_classic_sidecar", FactBool, "the target pods use a classic (container) sidecar"},
-			{"shutdown_drain_configured", FactBool, "terminationDrainDuration or EXIT_ON_ZERO_ACTIVE_CONNECTIONS is set"},
-			{"shutdown_app_prestop", FactBool, "the app container has a preStop hook"},
+			{"shutdown_classic_sidecar", FactBool, "some target pod uses a classic (container) sidecar"},
+			{"shutdown_drain_configured", FactBool, "every classic-sidecar pod has terminationDrainDuration, EXIT_ON_ZERO_ACTIVE_CONNECTIONS or a proxy preStop"},
+			{"shutdown_app_prestop", FactBool, "every classic-sidecar pod's app containers have a preStop hook"},
 			{"shutdown_pods_terminating", FactInt, "target pods being deleted now (a rollout in progress)"},
-			{"shutdown_at_risk", FactBool, "classic sidecar with neither drain settings nor an app preStop"},
+			{"shutdown_at_risk", FactBool, "some pod has a classic sidecar with neither drain settings nor an app preStop"},
 		},
 	}
 }
 
-// Run is filled in by the probe's implementation.
-func (p ShutdownOrderProbe) Run(ctx context.Context, c Cluster, t Target) Result {
-	return Result{Status: StatusSkipped, Summary: "shutdown-order: not implemented yet"}
+const exitOnZeroActive = "EXIT_ON_ZERO_ACTIVE_CONNECTIONS"
+
+type shutdownInput struct {
+	Pods []corev1.Pod
+	Mesh MeshConfig
+}
+
+func (ShutdownOrderProbe) Run(ctx context.Context, c Cluster, t Target) Result {
+	in, what, err := fetchShutdown(ctx, c, t)
+	if err != nil {
+		r := ErrorResult(what, err)
+		r.Commands = shutdownCommands(t)
+		return r
+	}
+	return evaluateShutdown(t, in)
+}
+
+func fetchShutdown(ctx context.Context, c Cluster, t Target) (shutdownInput, string, error) {
+	var in shutdownInput
+	var err error
+	if in.Mesh, err = ReadMeshConfig(ctx, c); err != nil {
+		return in, "read the mesh config", err
+	}
+	svc, err := c.GetService(ctx, t.Namespace, t.Service)
+	if err != nil {
+		return in, fmt.Sprintf("get service %s/%s", t.Namespace, t.Service), err
+	}
+	if in.Pods, err = c.ListPods(ctx, t.Namespace, svc.Spec.Selector); err != nil {
+		return in, "list pods in " + t.Namespace, err
+	}
+	return in, "", nil
+}
+
+func evaluateShutdown(t Target, in shutdownInput) Result {
+	res := Result{Commands: shutdownCommands(t)}
+	res.Evidence.Columns = []string{"pod", "sidecar", "drain", "app preStop", "grace period", "terminating"}
+	classic, drained, prestopped, terminating, atRisk := 0, 0, 0, 0, 0
+	for i := range in.Pods {
+		pod := &in.Pods[i]
+		kind := PodSidecar(pod)
+		drain := drainSetting(pod, in.Mesh.DefaultProxyConfig())
+		prestop := appsHavePreStop(pod)
+		if pod.DeletionTimestamp != nil {
+			terminating++
+		}
+		if kind == SidecarClassic {
+			classic++
+			if drain != "" {
+				drained++
+			}
+			if prestop {
+				prestopped++
+			}
+			if drain == "" && !prestop {
+				atRisk++
+			}
+		}
+		grace := "30s (default)"
+		if g := pod.Spec.TerminationGracePeriodSeconds; g != nil {
+			grace = fmt.Sprintf("%ds", *g)
+		}
+		res.Evidence.Rows = append(res.Evidence.Rows, []string{
+			pod.Name, string(kind), dash(drain), yesNo(prestop), grace, yesNo(pod.DeletionTimestamp != nil),
+		})
+	}
+	res.Facts = Facts{
+		"shutdown_classic_sidecar":  classic > 0,
+		"shutdown_drain_configured": classic > 0 && drained == classic,
+		"shutdown_app_prestop":      classic > 0 && prestopped == classic,
+		"shutdown_pods_terminating": terminating,
+		"shutdown_at_risk":          atRisk > 0,
+	}
+	res.Evidence.Raw = "A classic sidecar receives SIGTERM together with the app and drains for terminationDrainDuration (5 s when unset) " +
+		"before exiting; requests the app is still serving, and calls the app makes while draining, then fail. " +
+		"Native sidecars (Kubernetes 1.29+) stop after the app containers."
+	switch {
+	case len(in.Pods) == 0:
+		res.Status = StatusSkipped
+		res.Summary = "no pods selected by the service"
+	case atRisk > 0:
+		res.Status = StatusWarn
+		res.Summary = fmt.Sprintf("%d of %d pod(s) have a classic sidecar with no drain settings and no app preStop: the proxy can exit before the app drains", atRisk, len(in.Pods))
+		if terminating > 0 {
+			res.Summary += fmt.Sprintf(" (%d terminating now)", terminating)
+		}
+	case classic == 0:
+		res.Status = StatusPass
+		res.Summary = "no classic sidecars: shutdown order is handled by Kubernetes (native sidecar) or there is no proxy"
+	default:
+		res.Status = StatusPass
+		res.Summary = "classic sidecars have drain settings or an app preStop"
+	}
+	return res
+}
+
+// drainSetting says how the pod's proxy waits for in-flight work on
+// shutdown, or "" when it uses the bare default. The injected istio-proxy
+// container is the ground truth (PROXY_CONFIG and proxyMetadata become its
+// env at injection); the pod annotation and mesh default fill in.
+func drainSetting(pod *corev1.Pod, meshDefault *meshv1alpha1.ProxyConfig) string {
+	proxy, ok := ProxyContainerSpec(pod)
+	if !ok {
+		return ""
+	}
+	if proxy.Lifecycle != nil && proxy.Lifecycle.PreStop != nil {
+		return "proxy preStop"
+	}
+	configs := []*meshv1alpha1.ProxyConfig{}
+	for _, env := range proxy.Env {
+		switch env.Name {
+		case exitOnZeroActive:
+			if strings.EqualFold(env.Value, "true") {
+				return exitOnZeroActive
+			}
+		case "TERMINATION_DRAIN_DURATION_SECONDS":
+			if env.Value != "" && env.Value != "0" {
+				return "terminationDrainDuration " + env.Value + "s"
+			}
+		case "PROXY_CONFIG":
+			if pc, err := ParseProxyConfig(env.Value); err == nil {
+				configs = append(configs, pc)
+			}
+		}
+	}
+	if a := PodProxyConfigAnnotation(pod); a != "" {
+		if pc, err := ParseProxyConfig(a); err == nil {
+			configs = append(configs, pc)
+		}
+	}
+	configs = append(configs, meshDefault)
+	for _, pc := range configs {
+		if strings.EqualFold(pc.GetProxyMetadata()[exitOnZeroActive], "true") {
+			return exitOnZeroActive
+		}
+		if d := pc.GetTerminationDrainDuration(); d != nil && d.AsDuration() > 0 {
+			return "terminationDrainDuration " + d.AsDuration().String()
+		}
+	}
+	return ""
+}
+
+func appsHavePreStop(pod *corev1.Pod) bool {
+	apps := AppContainers(pod)
+	if len(apps) == 0 {
+		return false
+	}
+	for _, c := range apps {
+		if c.Lifecycle == nil || c.Lifecycle.PreStop == nil {
+			return false
+		}
+	}
+	return true
+}
+
+func shutdownCommands(t Target) []string {
+	return []string{
+		fmt.Sprintf("kubectl get pods -n %s -o yaml | grep -nE 'preStop|terminationGracePeriodSeconds|EXIT_ON_ZERO_ACTIVE_CONNECTIONS|terminationDrainDuration'", t.Namespace),
+		"kubectl get configmap istio -n istio-system -o jsonpath='{.data.mesh}'",
+	}
 }

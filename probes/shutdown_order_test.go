@@ -1,0 +1,74 @@
+package probes
+
+import (
+	"testing"
+	"time"
+
+	"google.golang.org/protobuf/types/known/durationpb"
+	"istio.io/api/annotation"
+	meshv1alpha1 "istio.io/api/mesh/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+func shutdownPod(name string, mutate func(*corev1.Pod)) corev1.Pod {
+	p := corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "shop"},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "checkout"}, {Name: ProxyContainer}}},
+	}
+	if mutate != nil {
+		mutate(&p)
+	}
+	return p
+}
+
+func TestShutdownOrder(t *testing.T) {
+	now := metav1.NewTime(time.Date(2026, 12, 2, 3, 0, 0, 0, time.UTC))
+	always := corev1.ContainerRestartPolicyAlways
+	cases := []struct {
+		name    string
+		pods    []corev1.Pod
+		mesh    *meshv1alpha1.MeshConfig
+		atRisk  bool
+		drain   bool
+		status  Status
+		terming int
+	}{
+		{"bare classic sidecar mid-rollout", []corev1.Pod{
+			shutdownPod("c-old", func(p *corev1.Pod) { p.DeletionTimestamp = &now }),
+			shutdownPod("c-new", nil),
+		}, nil, true, false, StatusWarn, 1},
+		{"EXIT_ON_ZERO_ACTIVE_CONNECTIONS in the injected env", []corev1.Pod{shutdownPod("c", func(p *corev1.Pod) {
+			p.Spec.Containers[1].Env = []corev1.EnvVar{{Name: exitOnZeroActive, Value: "true"}}
+		})}, nil, false, true, StatusPass, 0},
+		{"terminationDrainDuration in the pod annotation", []corev1.Pod{shutdownPod("c", func(p *corev1.Pod) {
+			p.Annotations = map[string]string{annotation.ProxyConfig.Name: "terminationDrainDuration: 30s"}
+		})}, nil, false, true, StatusPass, 0},
+		{"mesh-wide drain default", []corev1.Pod{shutdownPod("c", nil)},
+			&meshv1alpha1.MeshConfig{DefaultConfig: &meshv1alpha1.ProxyConfig{TerminationDrainDuration: durationpb.New(20 * time.Second)}}, false, true, StatusPass, 0},
+		{"app preStop only", []corev1.Pod{shutdownPod("c", func(p *corev1.Pod) {
+			p.Spec.Containers[0].Lifecycle = &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Sleep: &corev1.SleepAction{Seconds: 10}}}
+		})}, nil, false, false, StatusPass, 0},
+		{"native sidecar", []corev1.Pod{shutdownPod("c", func(p *corev1.Pod) {
+			p.Spec.Containers = p.Spec.Containers[:1]
+			p.Spec.InitContainers = []corev1.Container{{Name: ProxyContainer, RestartPolicy: &always}}
+		})}, nil, false, false, StatusPass, 0},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			res := evaluateShutdown(Target{Namespace: "shop", Service: "checkout"}, shutdownInput{Pods: tc.pods, Mesh: MeshConfig{Raw: tc.mesh}})
+			if err := CheckFacts(ShutdownOrderProbe{}.Meta(), res); err != nil {
+				t.Fatal(err)
+			}
+			if res.Facts["shutdown_at_risk"] != tc.atRisk || res.Facts["shutdown_drain_configured"] != tc.drain {
+				t.Errorf("facts = %v", res.Facts)
+			}
+			if res.Facts["shutdown_pods_terminating"] != tc.terming {
+				t.Errorf("terminating = %v, want %d", res.Facts["shutdown_pods_terminating"], tc.terming)
+			}
+			if res.Status != tc.status {
+				t.Errorf("status = %s: %s", res.Status, res.Summary)
+			}
+		})
+	}
+}
