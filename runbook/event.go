@@ -70,6 +70,10 @@ type ProbeRan struct {
 	Commands   []string        `json:"commands,omitempty"`
 	DurationMS int64           `json:"duration_ms"`
 	Rerun      bool            `json:"rerun,omitempty"`
+	// Causes are the cause IDs the step's rules can report: when the step
+	// passes and none of them is found, the incident record lists them as
+	// ruled out.
+	Causes []string `json:"causes,omitempty"`
 }
 
 // BranchTaken records a move through the runbook graph.
