@@ -114,6 +114,10 @@ type Verification struct {
 	Passed bool          `json:"passed"`
 	Status probes.Status `json:"status"`
 	Detail string        `json:"detail,omitempty"`
+	// Describe says what the check shows; for a manual check (no probe) it
+	// and Command are all the incident record can say.
+	Describe string `json:"describe,omitempty"`
+	Command  string `json:"command,omitempty"`
 }
 
 // Action records an explicit, confirmed change to the cluster and its undo.
