@@ -1,6 +1,19 @@
 package probes
 
-import "context"
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"istio.io/api/annotation"
+	"istio.io/api/label"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
 
 // TargetProbe resolves the Service and the pods it selects, and whether those
 // pods carry a sidecar: every other probe's reading depends on these.
@@ -17,15 +30,312 @@ func (TargetProbe) Meta() Meta {
 			{"target_pods_selected", FactInt, "pods matched by the Service selector"},
 			{"target_pods_with_sidecar", FactInt, "selected pods with an istio-proxy (classic container or native sidecar init container)"},
 			{"target_pods_without_sidecar", FactInt, "selected pods without an istio-proxy"},
-			{"target_namespace_injection", FactString, "namespace injection setting: enabled, disabled, revision=<rev> or none"},
+			{"target_namespace_injection", FactString, "namespace injection setting: enabled, disabled, revision=<rev> or none (absent when the namespace cannot be read)"},
 			{"target_ports", FactList, "service ports as port/targetPort/protocol"},
-			{"target_source_found", FactBool, "the source pod named with --from exists"},
-			{"target_source_has_sidecar", FactBool, "the source pod carries an istio-proxy"},
+			{"target_port_found", FactBool, "the port named with --port is a port of the Service (true when no port was named)"},
+			{"target_source_found", FactBool, "the source pod named with --from exists (false when none was named)"},
+			{"target_source_has_sidecar", FactBool, "the source pod carries an istio-proxy (false when none was named)"},
 		},
 	}
 }
 
-// Run is filled in by the probe's implementation.
+type targetInput struct {
+	// NamespaceFound is false only when the API said the namespace does not
+	// exist; NamespaceProblem is set when it could not be read at all.
+	NamespaceFound   bool
+	Namespace        *corev1.Namespace
+	NamespaceProblem string
+
+	Service *corev1.Service // nil: the Service does not exist
+	Pods    []corev1.Pod
+
+	// Source is nil when no source was named, or it does not exist
+	// (SourceFound false), or it could not be read (SourceProblem).
+	Source        *corev1.Pod
+	SourceFound   bool
+	SourceProblem string
+}
+
 func (p TargetProbe) Run(ctx context.Context, c Cluster, t Target) Result {
-	return Result{Status: StatusSkipped, Summary: "target: not implemented yet"}
+	in, what, err := fetchTarget(ctx, c, t)
+	if err != nil {
+		r := ErrorResult(what, err)
+		r.Commands = targetCommands(t, nil)
+		return r
+	}
+	return evaluateTarget(t, in)
+}
+
+// fetchTarget fails only when the Service or its pods cannot be read; a
+// namespace or source pod it cannot read leaves those facts unknown.
+func fetchTarget(ctx context.Context, c Cluster, t Target) (targetInput, string, error) {
+	var in targetInput
+	ns, err := c.GetNamespace(ctx, t.Namespace)
+	switch {
+	case err == nil:
+		in.NamespaceFound, in.Namespace = true, ns
+	case apierrors.IsNotFound(err) && !isMissingKind(err):
+		return in, "", nil
+	default:
+		// Namespace-scoped on-call roles often cannot get namespaces; the
+		// Service is still worth reading.
+		in.NamespaceFound = true
+		in.NamespaceProblem = AccessProblem("get namespace "+t.Namespace, err)
+	}
+
+	svc, err := c.GetService(ctx, t.Namespace, t.Service)
+	switch {
+	case apierrors.IsNotFound(err):
+	case err != nil:
+		return in, fmt.Sprintf("get service %s/%s", t.Namespace, t.Service), err
+	default:
+		in.Service = svc
+		if len(svc.Spec.Selector) > 0 {
+			pods, err := c.ListPods(ctx, t.Namespace, svc.Spec.Selector)
+			if err != nil {
+				return in, fmt.Sprintf("list pods in %s matching %s", t.Namespace, labels.SelectorFromSet(svc.Spec.Selector)), err
+			}
+			in.Pods = pods
+		}
+	}
+
+	if t.Source != nil {
+		pod, err := c.GetPod(ctx, t.Source.Namespace, t.Source.Name)
+		switch {
+		case err == nil:
+			in.Source, in.SourceFound = pod, true
+		case apierrors.IsNotFound(err):
+		default:
+			in.SourceProblem = AccessProblem("get pod "+t.Source.String(), err)
+		}
+	}
+	return in, "", nil
+}
+
+func evaluateTarget(t Target, in targetInput) Result {
+	r := Result{Status: StatusPass, Facts: Facts{}, Commands: targetCommands(t, in.Service)}
+	var raw []string
+
+	if !in.NamespaceFound || in.Service == nil {
+		r.Status = StatusFail
+		r.Facts["target_service_found"] = false
+		r.Facts["target_pods_selected"] = 0
+		if !in.NamespaceFound {
+			r.Summary = fmt.Sprintf("namespace %s not found", t.Namespace)
+			r.Commands = []string{"kubectl get namespaces"}
+		} else {
+			r.Summary = fmt.Sprintf("service %s not found in namespace %s", t.Service, t.Namespace)
+			r.Commands = []string{"kubectl get services -n " + t.Namespace}
+		}
+		return r
+	}
+
+	svc := in.Service
+	selector := svc.Spec.Selector
+	r.Facts["target_service_found"] = true
+	r.Facts["target_selector_empty"] = len(selector) == 0
+	r.Facts["target_ports"] = servicePortStrings(svc)
+	portFound := t.Port == 0
+	for _, sp := range svc.Spec.Ports {
+		if sp.Port == t.Port {
+			portFound = true
+		}
+	}
+	r.Facts["target_port_found"] = portFound
+
+	raw = append(raw, fmt.Sprintf("service %s/%s type %s clusterIP %s selector %s ports %s",
+		svc.Namespace, svc.Name, svc.Spec.Type, dash(svc.Spec.ClusterIP),
+		dash(labels.SelectorFromSet(selector).String()), strings.Join(servicePortStrings(svc), ",")))
+
+	nsInjection := ""
+	if in.NamespaceProblem != "" {
+		raw = append(raw, in.NamespaceProblem+": namespace injection unknown")
+	} else {
+		nsInjection = namespaceInjection(in.Namespace)
+		r.Facts["target_namespace_injection"] = nsInjection
+		raw = append(raw, fmt.Sprintf("namespace %s injection: %s", t.Namespace, nsInjection))
+	}
+
+	pods := append([]corev1.Pod(nil), in.Pods...)
+	sort.Slice(pods, func(i, j int) bool { return pods[i].Name < pods[j].Name })
+	withSidecar, withoutSidecar := 0, 0
+	r.Evidence.Columns = []string{"pod", "phase", "ready", "sidecar", "node", "ip", "injection"}
+	for i := range pods {
+		pod := &pods[i]
+		kind := PodSidecar(pod)
+		if kind == SidecarNone {
+			withoutSidecar++
+		} else {
+			withSidecar++
+		}
+		ready, _ := PodReady(pod)
+		injection := "unknown (namespace unreadable)"
+		if in.NamespaceProblem == "" {
+			injection = podInjection(nsInjection, pod)
+		}
+		r.Evidence.Rows = append(r.Evidence.Rows, []string{
+			pod.Name, string(pod.Status.Phase), yesNo(ready), string(kind), dash(pod.Spec.NodeName), dash(pod.Status.PodIP), injection,
+		})
+	}
+	r.Facts["target_pods_selected"] = len(pods)
+	r.Facts["target_pods_with_sidecar"] = withSidecar
+	r.Facts["target_pods_without_sidecar"] = withoutSidecar
+
+	var problems, warnings []string
+	switch {
+	case len(selector) == 0:
+		warnings = append(warnings, "service has no selector: its endpoints are managed by hand")
+	case len(pods) == 0:
+		problems = append(problems, fmt.Sprintf("selector %s matches no pods", labels.SelectorFromSet(selector)))
+	}
+	if !portFound {
+		problems = append(problems, fmt.Sprintf("service has no port %d (ports %s)", t.Port, strings.Join(servicePortStrings(svc), ",")))
+	}
+	if withoutSidecar > 0 {
+		warnings = append(warnings, fmt.Sprintf("%d of %d pods without istio-proxy", withoutSidecar, len(pods)))
+	}
+
+	r.Facts["target_source_found"] = false
+	r.Facts["target_source_has_sidecar"] = false
+	switch {
+	case t.Source == nil:
+		raw = append(raw, "no source pod named (--from): source facts are false, not measured")
+	case in.SourceProblem != "":
+		// Unknown is not "absent": leave the source facts out.
+		delete(r.Facts, "target_source_found")
+		delete(r.Facts, "target_source_has_sidecar")
+		warnings = append(warnings, in.SourceProblem)
+		raw = append(raw, in.SourceProblem)
+	case !in.SourceFound:
+		problems = append(problems, fmt.Sprintf("source pod %s not found", t.Source))
+		raw = append(raw, fmt.Sprintf("source pod %s not found", t.Source))
+	default:
+		kind := PodSidecar(in.Source)
+		r.Facts["target_source_found"] = true
+		r.Facts["target_source_has_sidecar"] = kind != SidecarNone
+		raw = append(raw, fmt.Sprintf("source pod %s: phase %s, sidecar %s", t.Source, in.Source.Status.Phase, kind))
+		if kind == SidecarNone {
+			warnings = append(warnings, fmt.Sprintf("source %s has no istio-proxy", t.Source))
+		}
+	}
+	if in.NamespaceProblem != "" {
+		warnings = append(warnings, in.NamespaceProblem)
+	}
+
+	head := fmt.Sprintf("svc/%s: %s selected, %d with sidecar", t.Service, countNoun(len(pods), "pod"), withSidecar)
+	switch {
+	case len(problems) > 0:
+		r.Status = StatusFail
+		r.Summary = head + "; " + strings.Join(append(problems, warnings...), "; ")
+	case len(warnings) > 0:
+		r.Status = StatusWarn
+		r.Summary = head + "; " + strings.Join(warnings, "; ")
+	default:
+		r.Summary = head
+	}
+	r.Evidence.Raw = strings.Join(raw, "\n")
+	return r
+}
+
+// servicePortStrings renders each port as port/targetPort/protocol; an unset
+// targetPort means the port itself, as Kubernetes defaults it.
+func servicePortStrings(svc *corev1.Service) []string {
+	out := []string{}
+	for _, sp := range svc.Spec.Ports {
+		proto := sp.Protocol
+		if proto == "" {
+			proto = corev1.ProtocolTCP
+		}
+		tp := serviceTargetPort(sp)
+		out = append(out, fmt.Sprintf("%d/%s/%s", sp.Port, tp.String(), proto))
+	}
+	return out
+}
+
+// serviceTargetPort is sp.TargetPort with the API default applied.
+func serviceTargetPort(sp corev1.ServicePort) intstr.IntOrString {
+	tp := sp.TargetPort
+	if (tp.Type == intstr.Int && tp.IntVal == 0) || (tp.Type == intstr.String && tp.StrVal == "") {
+		return intstr.FromInt32(sp.Port)
+	}
+	return tp
+}
+
+// namespaceInjection reads the namespace's injection labels the way Istio's
+// webhooks select them: istio-injection wins over istio.io/rev (the revision
+// webhooks require istio-injection to be absent).
+func namespaceInjection(ns *corev1.Namespace) string {
+	if ns == nil {
+		return "none"
+	}
+	switch v, ok := ns.Labels[NamespaceInjectionName]; {
+	case ok && v == "enabled":
+		return "enabled"
+	case ok:
+		return "disabled"
+	}
+	if rev := ns.Labels[label.IoIstioRev.Name]; rev != "" {
+		return "revision=" + rev
+	}
+	return "none"
+}
+
+// podInjection says whether the injector would give pod a sidecar, following
+// Istio's documented policy: if either the namespace or the pod says
+// disabled, no; if either says enabled, yes; otherwise no. The pod's
+// sidecar.istio.io/inject label takes precedence over the deprecated
+// annotation of the same name; a pod istio.io/rev label opts in to that
+// revision.
+func podInjection(nsInjection string, pod *corev1.Pod) string {
+	podSetting, from := "", ""
+	if v, ok := pod.Labels[label.SidecarInject.Name]; ok {
+		podSetting, from = v, "pod label"
+	} else if v, ok := pod.Annotations[annotation.SidecarInject.Name]; ok {
+		podSetting, from = v, "pod annotation"
+	}
+	podOff, podOn := false, false
+	if from != "" {
+		b, err := strconv.ParseBool(podSetting)
+		podOff = err == nil && !b
+		// Only the label opts a pod in where the namespace is unlabelled: the
+		// webhook's object selector reads labels, so the annotation can only
+		// opt out.
+		podOn = err == nil && b && from == "pod label"
+	}
+	podRev := pod.Labels[label.IoIstioRev.Name]
+	switch {
+	case nsInjection == "disabled":
+		return "off (namespace disabled)"
+	case podOff:
+		return fmt.Sprintf("off (%s %s=%s)", from, label.SidecarInject.Name, podSetting)
+	case nsInjection == "enabled" || strings.HasPrefix(nsInjection, "revision="):
+		return "on (namespace " + nsInjection + ")"
+	case podOn:
+		return fmt.Sprintf("on (%s %s=%s)", from, label.SidecarInject.Name, podSetting)
+	case podRev != "":
+		return fmt.Sprintf("on (pod label %s=%s)", label.IoIstioRev.Name, podRev)
+	}
+	return "off (no injection label)"
+}
+
+func targetCommands(t Target, svc *corev1.Service) []string {
+	cmds := []string{
+		fmt.Sprintf("kubectl get service -n %s %s -o yaml", t.Namespace, t.Service),
+		fmt.Sprintf("kubectl get namespace %s --show-labels", t.Namespace),
+	}
+	if svc != nil && len(svc.Spec.Selector) > 0 {
+		cmds = append(cmds, fmt.Sprintf("kubectl get pods -n %s -l %s -o wide", t.Namespace, labels.SelectorFromSet(svc.Spec.Selector)))
+	}
+	if t.Source != nil {
+		cmds = append(cmds, fmt.Sprintf("kubectl get pod -n %s %s -o jsonpath='{.spec.initContainers[*].name} {.spec.containers[*].name}'", t.Source.Namespace, t.Source.Name))
+	}
+	return cmds
+}
+
+// countNoun renders "1 pod", "3 pods".
+func countNoun(n int, noun string) string {
+	if n == 1 {
+		return fmt.Sprintf("%d %s", n, noun)
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }

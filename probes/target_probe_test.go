@@ -1,0 +1,289 @@
+package probes
+
+import (
+	"context"
+	"reflect"
+	"strings"
+	"testing"
+
+	"istio.io/api/annotation"
+	"istio.io/api/label"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
+// Fixtures shared by this engineer's probe tests (fx prefix: other tests in
+// package probes have their own).
+
+func fxNamespace(name string, labels map[string]string) *corev1.Namespace {
+	return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}
+}
+
+// fxService is svc/orders -n shop selecting app=orders, port 80 -> targetPort.
+func fxService(targetPort intstr.IntOrString) *corev1.Service {
+	return &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "orders", Namespace: "shop"},
+		Spec: corev1.ServiceSpec{
+			Type:      corev1.ServiceTypeClusterIP,
+			ClusterIP: "10.96.0.20",
+			Selector:  map[string]string{"app": "orders"},
+			Ports:     []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: targetPort, Protocol: corev1.ProtocolTCP}},
+		},
+	}
+}
+
+// fxPod is a ready orders pod; sidecar picks none, classic or native.
+func fxPod(name string, sidecar SidecarKind, mutate ...func(*corev1.Pod)) *corev1.Pod {
+	always := corev1.ContainerRestartPolicyAlways
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "shop", Labels: map[string]string{"app": "orders", "version": "v1"}},
+		Spec: corev1.PodSpec{
+			NodeName: "node-a",
+			Containers: []corev1.Container{{
+				Name:  "app",
+				Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 8080, Protocol: corev1.ProtocolTCP}},
+			}},
+		},
+		Status: corev1.PodStatus{
+			Phase:      corev1.PodRunning,
+			PodIP:      "10.0.0.11",
+			Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}},
+		},
+	}
+	switch sidecar {
+	case SidecarClassic:
+		pod.Spec.Containers = append(pod.Spec.Containers, corev1.Container{Name: ProxyContainer,
+			Ports: []corev1.ContainerPort{{Name: "http-envoy-prom", ContainerPort: 15090}}})
+	case SidecarNative:
+		pod.Spec.InitContainers = append(pod.Spec.InitContainers, corev1.Container{Name: ProxyContainer, RestartPolicy: &always})
+	}
+	for _, m := range mutate {
+		m(pod)
+	}
+	return pod
+}
+
+func fxObjects(objs ...runtime.Object) []runtime.Object { return objs }
+
+func mustFacts(t *testing.T, p Probe, r Result) {
+	t.Helper()
+	if err := CheckFacts(p.Meta(), r); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// mustAllFacts checks that a successful result carries every declared fact,
+// so runbook conditions never meet an unknown on the happy path.
+func mustAllFacts(t *testing.T, p Probe, r Result) {
+	t.Helper()
+	mustFacts(t, p, r)
+	for _, f := range p.Meta().Facts {
+		if _, ok := r.Facts[f.Name]; !ok {
+			t.Errorf("fact %s missing from %s result %q", f.Name, p.Meta().ID, r.Summary)
+		}
+	}
+}
+
+func TestTargetEvaluate(t *testing.T) {
+	orders := Target{Namespace: "shop", Service: "orders"}
+	from := Target{Namespace: "shop", Service: "orders", Source: &PodRef{Namespace: "web", Name: "web-1"}}
+	enabled := fxNamespace("shop", map[string]string{NamespaceInjectionName: "enabled"})
+	cases := []struct {
+		name      string
+		target    Target
+		in        targetInput
+		status    Status
+		summary   string
+		facts     Facts
+		allFacts  bool
+		injection []string // evidence injection column per pod
+	}{
+		{
+			name:   "healthy meshed service",
+			target: orders,
+			in: targetInput{NamespaceFound: true, Namespace: enabled, Service: fxService(intstr.FromInt32(8080)),
+				Pods: []corev1.Pod{*fxPod("orders-b", SidecarNative), *fxPod("orders-a", SidecarClassic)}},
+			status:   StatusPass,
+			summary:  "svc/orders: 2 pods selected, 2 with sidecar",
+			allFacts: true,
+			facts: Facts{"target_service_found": true, "target_selector_empty": false, "target_pods_selected": 2,
+				"target_pods_with_sidecar": 2, "target_pods_without_sidecar": 0, "target_namespace_injection": "enabled",
+				"target_ports": []string{"80/8080/TCP"}, "target_port_found": true,
+				"target_source_found": false, "target_source_has_sidecar": false},
+			injection: []string{"on (namespace enabled)", "on (namespace enabled)"},
+		},
+		{
+			name:   "namespace absent",
+			target: orders,
+			in:     targetInput{},
+			status: StatusFail, summary: "namespace shop not found",
+			facts: Facts{"target_service_found": false, "target_pods_selected": 0},
+		},
+		{
+			name:   "service absent",
+			target: orders,
+			in:     targetInput{NamespaceFound: true, Namespace: enabled},
+			status: StatusFail, summary: "service orders not found in namespace shop",
+			facts: Facts{"target_service_found": false, "target_pods_selected": 0},
+		},
+		{
+			name:   "selector matches nothing, unknown port, revision namespace",
+			target: Target{Namespace: "shop", Service: "orders", Port: 8080},
+			in: targetInput{NamespaceFound: true, Namespace: fxNamespace("shop", map[string]string{label.IoIstioRev.Name: "canary"}),
+				Service: fxService(intstr.IntOrString{})},
+			status:   StatusFail,
+			summary:  "svc/orders: 0 pods selected, 0 with sidecar; selector app=orders matches no pods; service has no port 8080 (ports 80/80/TCP)",
+			allFacts: true,
+			facts: Facts{"target_pods_selected": 0, "target_namespace_injection": "revision=canary",
+				"target_ports": []string{"80/80/TCP"}, "target_port_found": false},
+		},
+		{
+			name:   "pod without sidecar, source without sidecar",
+			target: from,
+			in: targetInput{NamespaceFound: true, Namespace: fxNamespace("shop", nil), Service: fxService(intstr.FromString("http")),
+				Pods: []corev1.Pod{
+					*fxPod("orders-a", SidecarNone, func(p *corev1.Pod) { p.Labels[label.SidecarInject.Name] = "false" }),
+					*fxPod("orders-b", SidecarNone, func(p *corev1.Pod) { p.Annotations = map[string]string{annotation.SidecarInject.Name: "true"} }),
+					*fxPod("orders-c", SidecarClassic, func(p *corev1.Pod) { p.Labels[label.SidecarInject.Name] = "true" }),
+				},
+				Source: fxPod("web-1", SidecarNone), SourceFound: true},
+			status:   StatusWarn,
+			allFacts: true,
+			summary:  "svc/orders: 3 pods selected, 1 with sidecar; 2 of 3 pods without istio-proxy; source web/web-1 has no istio-proxy",
+			facts: Facts{"target_pods_with_sidecar": 1, "target_pods_without_sidecar": 2, "target_namespace_injection": "none",
+				"target_ports": []string{"80/http/TCP"}, "target_source_found": true, "target_source_has_sidecar": false},
+			// The annotation alone cannot opt a pod in: the webhook only
+			// sees pods of unlabelled namespaces through the label.
+			injection: []string{"off (pod label sidecar.istio.io/inject=false)", "off (no injection label)", "on (pod label sidecar.istio.io/inject=true)"},
+		},
+		{
+			name:   "source named but absent",
+			target: from,
+			in: targetInput{NamespaceFound: true, Namespace: enabled, Service: fxService(intstr.FromInt32(8080)),
+				Pods: []corev1.Pod{*fxPod("orders-a", SidecarClassic)}},
+			status:   StatusFail,
+			allFacts: true,
+			summary:  "svc/orders: 1 pod selected, 1 with sidecar; source pod web/web-1 not found",
+			facts:    Facts{"target_source_found": false, "target_source_has_sidecar": false},
+		},
+		{
+			name:   "namespace and source unreadable leave their facts unknown",
+			target: from,
+			in: targetInput{NamespaceFound: true, NamespaceProblem: "forbidden: cannot get namespace shop (RBAC: x)",
+				Service: fxService(intstr.FromInt32(8080)), Pods: []corev1.Pod{*fxPod("orders-a", SidecarClassic)},
+				SourceProblem: "forbidden: cannot get pod web/web-1 (RBAC: y)"},
+			status:  StatusWarn,
+			summary: "svc/orders: 1 pod selected, 1 with sidecar; forbidden: cannot get pod web/web-1 (RBAC: y); forbidden: cannot get namespace shop (RBAC: x)",
+			facts:   Facts{"target_pods_selected": 1},
+		},
+		{
+			name:   "selectorless service",
+			target: orders,
+			in: targetInput{NamespaceFound: true, Namespace: fxNamespace("shop", map[string]string{NamespaceInjectionName: "disabled"}),
+				Service: func() *corev1.Service { s := fxService(intstr.FromInt32(8080)); s.Spec.Selector = nil; return s }()},
+			status:   StatusWarn,
+			allFacts: true,
+			summary:  "svc/orders: 0 pods selected, 0 with sidecar; service has no selector: its endpoints are managed by hand",
+			facts:    Facts{"target_selector_empty": true, "target_namespace_injection": "disabled"},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := evaluateTarget(tc.target, tc.in)
+			if tc.allFacts {
+				mustAllFacts(t, TargetProbe{}, r)
+			} else {
+				mustFacts(t, TargetProbe{}, r)
+			}
+			if r.Status != tc.status || r.Summary != tc.summary {
+				t.Errorf("got %s %q, want %s %q", r.Status, r.Summary, tc.status, tc.summary)
+			}
+			for k, want := range tc.facts {
+				if got := r.Facts[k]; !reflect.DeepEqual(got, want) {
+					t.Errorf("fact %s = %#v, want %#v", k, got, want)
+				}
+			}
+			if tc.name == "namespace and source unreadable leave their facts unknown" {
+				for _, k := range []string{"target_namespace_injection", "target_source_found", "target_source_has_sidecar"} {
+					if _, ok := r.Facts[k]; ok {
+						t.Errorf("fact %s emitted though it could not be read", k)
+					}
+				}
+			}
+			if tc.injection != nil {
+				var got []string
+				for _, row := range r.Evidence.Rows {
+					got = append(got, row[len(row)-1])
+				}
+				if !reflect.DeepEqual(got, tc.injection) {
+					t.Errorf("injection column %q, want %q", got, tc.injection)
+				}
+			}
+		})
+	}
+}
+
+func TestTargetProbeThroughClusterReads(t *testing.T) {
+	ctx := context.Background()
+	base := func() []runtime.Object {
+		return fxObjects(
+			fxNamespace("shop", map[string]string{NamespaceInjectionName: "enabled"}),
+			fxNamespace("web", nil),
+			fxService(intstr.FromInt32(8080)),
+			fxPod("orders-a", SidecarClassic),
+			fxPod("orders-other", SidecarClassic, func(p *corev1.Pod) { p.Labels = map[string]string{"app": "payments"} }),
+			fxPod("web-1", SidecarNative, func(p *corev1.Pod) { p.Namespace = "web"; p.Labels = map[string]string{"app": "web"} }),
+		)
+	}
+	target := Target{Namespace: "shop", Service: "orders", Source: &PodRef{Namespace: "web", Name: "web-1"}}
+
+	t.Run("reads service, selected pods and source", func(t *testing.T) {
+		r := Run(ctx, TargetProbe{}, newFakeCluster(t, base()...), target)
+		mustAllFacts(t, TargetProbe{}, r)
+		if r.Status != StatusPass || r.Facts["target_pods_selected"] != 1 || r.Facts["target_source_has_sidecar"] != true {
+			t.Fatalf("%s %q %v", r.Status, r.Summary, r.Facts)
+		}
+		if !strings.Contains(strings.Join(r.Commands, "\n"), "kubectl get pods -n shop -l app=orders -o wide") {
+			t.Errorf("commands %q", r.Commands)
+		}
+	})
+	t.Run("namespace absent", func(t *testing.T) {
+		r := Run(ctx, TargetProbe{}, newFakeCluster(t), target)
+		mustFacts(t, TargetProbe{}, r)
+		if r.Status != StatusFail || r.Summary != "namespace shop not found" || r.Facts["target_service_found"] != false {
+			t.Fatalf("%s %q %v", r.Status, r.Summary, r.Facts)
+		}
+	})
+	t.Run("service absent", func(t *testing.T) {
+		r := Run(ctx, TargetProbe{}, newFakeCluster(t, fxNamespace("shop", nil)), target)
+		if r.Status != StatusFail || r.Summary != "service orders not found in namespace shop" {
+			t.Fatalf("%s %q", r.Status, r.Summary)
+		}
+	})
+	t.Run("listing pods forbidden", func(t *testing.T) {
+		f := newFakeCluster(t, base()...)
+		f.forbid("list", "pods")
+		r := Run(ctx, TargetProbe{}, f, target)
+		if r.Status != StatusError || len(r.Facts) != 0 || !strings.Contains(r.Summary, "forbidden: cannot list pods in shop matching app=orders") {
+			t.Fatalf("%s %q %v", r.Status, r.Summary, r.Facts)
+		}
+		if len(r.Commands) == 0 {
+			t.Error("an error result still tells the on-call what to run")
+		}
+	})
+	t.Run("namespace and source get forbidden", func(t *testing.T) {
+		f := newFakeCluster(t, base()...)
+		f.forbid("get", "namespaces")
+		f.forbid("get", "pods")
+		r := Run(ctx, TargetProbe{}, f, target)
+		mustFacts(t, TargetProbe{}, r)
+		if r.Status != StatusWarn || r.Facts["target_pods_selected"] != 1 {
+			t.Fatalf("%s %q %v", r.Status, r.Summary, r.Facts)
+		}
+		if _, ok := r.Facts["target_source_found"]; ok {
+			t.Error("unreadable source reported as a fact")
+		}
+	})
+}
