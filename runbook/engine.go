@@ -20,8 +20,10 @@ type causeHit struct {
 // decision is what a step's rules say with the given facts.
 type decision struct {
 	next, when, reason string
-	causes             []causeHit
-	skipped            []SkippedRule
+	// abort is the reason of the first matching abort rule.
+	abort   string
+	causes  []causeHit
+	skipped []SkippedRule
 }
 
 // decide evaluates every rule of step: each matching cause rule is a hit, the
@@ -52,6 +54,12 @@ func (s *Session) decide(step *Step, facts probes.Facts) decision {
 			continue
 		}
 		reason := renderReason(b.reason, facts)
+		if b.Abort {
+			if d.abort == "" {
+				d.abort = reason
+			}
+			continue
+		}
 		if b.Cause != "" {
 			d.causes = append(d.causes, causeHit{cause: b.Cause, step: step, branch: b, reason: reason})
 			continue
@@ -140,11 +148,33 @@ func (s *Session) newFinding(causeID string) *Finding {
 	if sev == "" {
 		sev = SeverityCause
 	}
-	return &Finding{
-		Cause: c.ID, Title: c.Title, Severity: sev, Summary: c.Summary,
-		Fixes: c.Fixes, Verify: c.Verify, Warnings: s.cfg.Graph.WarningsFor(c.Warnings),
-		Verdict: s.verdicts[causeID].Verdict, ChosenFix: s.fixes[causeID],
+	f := &Finding{
+		Cause: c.ID, Title: c.Title, Severity: sev, Summary: s.Expand(c.Summary),
+		Warnings: s.cfg.Graph.WarningsFor(c.Warnings),
+		Verdict:  s.verdicts[causeID].Verdict, ChosenFix: s.fixes[causeID],
 	}
+	for _, fix := range c.Fixes {
+		fix.Text = s.Expand(fix.Text)
+		fix.YAML = s.expandAll(fix.YAML)
+		fix.Commands = s.expandAll(fix.Commands)
+		f.Fixes = append(f.Fixes, fix)
+	}
+	for _, v := range c.Verify {
+		v.Command = s.Expand(v.Command)
+		f.Verify = append(f.Verify, v)
+	}
+	return f
+}
+
+func (s *Session) expandAll(list []string) []string {
+	if list == nil {
+		return nil
+	}
+	out := make([]string, len(list))
+	for i, x := range list {
+		out[i] = s.Expand(x)
+	}
+	return out
 }
 
 // evidence is the facts a hit read and the probes behind them.
@@ -200,6 +230,11 @@ func (s *Session) Auto(ctx context.Context) ([]Finding, error) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	for _, step := range s.cfg.Graph.Steps {
+		if res := s.results[step.Probe]; step.Required && !trusted(res.Status) {
+			return nil, &TriageError{Step: step.ID, Reason: fmt.Sprintf("%s %s", step.Probe, res.Status), Summary: res.Summary}
+		}
+	}
 	facts := s.knownFacts()
 	visited := map[string]bool{}
 	for _, opt := range s.cfg.Graph.Start.Options {
@@ -212,6 +247,10 @@ func (s *Session) Auto(ctx context.Context) ([]Finding, error) {
 			step, _ := s.cfg.Graph.Step(id)
 			d := s.decide(step, facts)
 			s.recordSkipped(d.skipped)
+			if d.abort != "" {
+				res := s.results[step.Probe]
+				return nil, &TriageError{Step: id, Reason: d.abort, Summary: res.Summary}
+			}
 			for _, c := range d.causes {
 				s.emit(Event{Kind: EventBranchTaken, Branch: &BranchTaken{
 					From: id, To: c.cause, IsCause: true, ChosenBy: ChosenByEngine,
@@ -227,6 +266,22 @@ func (s *Session) Auto(ctx context.Context) ([]Finding, error) {
 		}
 	}
 	return s.findings(), nil
+}
+
+// TriageError says the runbook cannot be walked: a required step's probe
+// failed to read (cluster unreachable, RBAC) or an abort rule matched (the
+// target does not exist). check exits 1 on it.
+type TriageError struct {
+	Step    string
+	Reason  string
+	Summary string // the step probe's summary
+}
+
+func (e *TriageError) Error() string {
+	if e.Summary == "" || e.Summary == e.Reason {
+		return fmt.Sprintf("cannot triage (step %s): %s", e.Step, e.Reason)
+	}
+	return fmt.Sprintf("cannot triage (step %s): %s: %s", e.Step, e.Reason, e.Summary)
 }
 
 // Resume rebuilds a session from its recorded history (meshtriage log

@@ -52,6 +52,9 @@ type Step struct {
 	// Warnings are IDs from Graph.Warnings.
 	Warnings []string `json:"warnings,omitempty"`
 	Branches []Branch `json:"branches,omitempty"`
+	// Required: without this step's result (its probe errored or was
+	// skipped) nothing can be triaged, e.g. the target cannot be read.
+	Required bool `json:"required,omitempty"`
 	// Otherwise is the next step when no `next` branch matches; "" ends the
 	// walk here.
 	Otherwise string `json:"otherwise,omitempty"`
@@ -64,6 +67,9 @@ type Branch struct {
 	// Cause is a cause ID; Confidence is how sure the rule is when it fires.
 	Cause      string     `json:"cause,omitempty"`
 	Confidence Confidence `json:"confidence,omitempty"`
+	// Abort: the facts say the triage cannot go on (the target does not
+	// exist); Reason says why.
+	Abort bool `json:"abort,omitempty"`
 	// Reason explains the move; {expr} interpolates an expression over the
 	// facts, e.g. "{envoy_hosts_healthy}/{envoy_hosts_total} hosts healthy".
 	Reason string `json:"reason,omitempty"`
@@ -117,6 +123,17 @@ type VerifyStep struct {
 
 	cond *condition
 }
+
+// Placeholders a runbook's text, YAML snippets and commands may use; the
+// session replaces them with the target's values (see Session.Expand).
+const (
+	PlaceholderNamespace       = "${NAMESPACE}"
+	PlaceholderService         = "${SERVICE}"
+	PlaceholderHost            = "${HOST}"
+	PlaceholderPort            = "${PORT}"
+	PlaceholderSource          = "${SOURCE}"
+	PlaceholderSourceNamespace = "${SOURCE_NAMESPACE}"
+)
 
 // Warning is an anti-pattern the on-call should not fall into.
 type Warning struct {
@@ -212,4 +229,15 @@ func (b Branch) Facts() []string {
 		return nil
 	}
 	return b.cond.facts
+}
+
+// causeIDs are the causes the step's rules can report, once each.
+func (s *Step) causeIDs() []string {
+	var out []string
+	for _, b := range s.Branches {
+		if b.Cause != "" && !contains(out, b.Cause) {
+			out = append(out, b.Cause)
+		}
+	}
+	return out
 }

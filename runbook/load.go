@@ -289,11 +289,21 @@ func (v *validator) checkSteps() {
 		for i := range s.Branches {
 			b := &s.Branches[i]
 			bw := fmt.Sprintf("%s, branch %d (when: %s)", where, i+1, b.When)
+			targets := 0
+			for _, set := range []bool{b.Next != "", b.Cause != "", b.Abort} {
+				if set {
+					targets++
+				}
+			}
 			switch {
-			case b.Next != "" && b.Cause != "":
-				v.add(ProblemInvalid, bw, "a branch has either next or cause, not both")
-			case b.Next == "" && b.Cause == "":
-				v.add(ProblemInvalid, bw, "a branch needs next or cause")
+			case targets > 1:
+				v.add(ProblemInvalid, bw, "a branch has one of next, cause or abort")
+			case targets == 0:
+				v.add(ProblemInvalid, bw, "a branch needs next, cause or abort")
+			case b.Abort:
+				if strings.TrimSpace(b.Reason) == "" {
+					v.add(ProblemInvalid, bw, "an abort branch needs a reason")
+				}
 			case b.Next != "":
 				v.checkStepRef(bw, "next", b.Next, true)
 				if b.Confidence != "" {
@@ -448,7 +458,7 @@ func (v *validator) checkCycles() {
 			exits[s.ID] = true
 		}
 		for _, b := range s.Branches {
-			if b.Cause != "" {
+			if b.Cause != "" || b.Abort {
 				exits[s.ID] = true
 			}
 		}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -91,6 +92,7 @@ type Session struct {
 	verdicts   map[string]Hypothesis
 	fixes      map[string]string
 	sinkErr    error
+	expander   *strings.Replacer
 }
 
 // ProbeSummary is one probe's outcome in a finding's evidence.
@@ -152,6 +154,9 @@ type Proposal struct {
 	// Causes are the causes From's rules reach with the current facts.
 	Causes  []Finding     `json:"causes,omitempty"`
 	Skipped []SkippedRule `json:"skipped,omitempty"`
+	// Abort says why the triage cannot go on from here, if an abort rule
+	// matched.
+	Abort string `json:"abort,omitempty"`
 }
 
 // VerificationResult is one verification step checked after a fix.
@@ -205,8 +210,33 @@ func NewSession(cfg Config) (*Session, error) {
 		reachedSet: map[string]bool{},
 		verdicts:   map[string]Hypothesis{},
 		fixes:      map[string]string{},
+		expander:   targetReplacer(cfg.Target),
 	}, nil
 }
+
+func targetReplacer(t probes.Target) *strings.Replacer {
+	port, source, sourceNS := "<port>", "<source-pod>", t.Namespace
+	if t.Port != 0 {
+		port = fmt.Sprint(t.Port)
+	}
+	if t.Source != nil {
+		source, sourceNS = t.Source.Name, t.Source.Namespace
+	}
+	return strings.NewReplacer(
+		PlaceholderNamespace, t.Namespace,
+		PlaceholderService, t.Service,
+		PlaceholderHost, t.Host(),
+		PlaceholderPort, port,
+		PlaceholderSource, source,
+		PlaceholderSourceNamespace, sourceNS,
+	)
+}
+
+// Expand replaces the runbook placeholders (${NAMESPACE}, ${SERVICE},
+// ${HOST}, ${PORT}, ${SOURCE}, ${SOURCE_NAMESPACE}) with the target's values,
+// so commands can be pasted as they are. Findings come expanded; the TUI
+// expands a step's tell with it.
+func (s *Session) Expand(text string) string { return s.expander.Replace(text) }
 
 func newSessionID(t time.Time) string {
 	b := make([]byte, 3)
@@ -297,23 +327,49 @@ func (s *Session) RunStep(ctx context.Context, stepID string) (probes.Result, er
 	}
 	s.mu.Lock()
 	rerun := s.runs[stepID] > 0
+	deps := s.missingDeps(step)
 	s.mu.Unlock()
 	if rerun {
 		s.resetCache()
 	}
-	res := s.runProbe(ctx, step.Probe)
+	ids := append([]string{step.Probe}, deps...)
+	out := s.runConcurrently(ctx, ids)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.recordRun(step, res)
+	for i, dep := range deps {
+		depStep := s.stepForProbe(dep)
+		if depStep == nil {
+			depStep = &Step{ID: dep, Probe: dep}
+		}
+		s.recordRun(depStep, out[i+1])
+		s.reach(depStep.ID)
+	}
+	s.recordRun(step, out[0])
 	s.reach(stepID)
-	return res, nil
+	return out[0], nil
 }
 
-// RunAll runs every probe the graph's steps use, concurrently and once each,
-// and records probe_ran for every step. Auto mode starts with it; the TUI may
-// use it to prefetch.
-func (s *Session) RunAll(ctx context.Context) {
-	ids := s.cfg.Graph.Probes()
+// missingDeps lists the probes, other than the step's own, whose facts the
+// step's rules read and that have not run: RunStep runs them too, so that in
+// guided mode a rule is not undecidable only because the on-call came by
+// another path. s.mu is held.
+func (s *Session) missingDeps(step *Step) []string {
+	var deps []string
+	for _, b := range step.Branches {
+		for _, f := range b.cond.facts {
+			p := s.cfg.Graph.ProbeOf(f)
+			if _, ran := s.results[p]; ran || p == "" || p == step.Probe || contains(deps, p) {
+				continue
+			}
+			if _, ok := s.cfg.Probes[p]; ok {
+				deps = append(deps, p)
+			}
+		}
+	}
+	return deps
+}
+
+func (s *Session) runConcurrently(ctx context.Context, ids []string) []probes.Result {
 	out := make([]probes.Result, len(ids))
 	var wg sync.WaitGroup
 	for i, id := range ids {
@@ -324,6 +380,15 @@ func (s *Session) RunAll(ctx context.Context) {
 		}()
 	}
 	wg.Wait()
+	return out
+}
+
+// RunAll runs every probe the graph's steps use, concurrently and once each,
+// and records probe_ran for every step. Auto mode starts with it; the TUI may
+// use it to prefetch.
+func (s *Session) RunAll(ctx context.Context) {
+	ids := s.cfg.Graph.Probes()
+	out := s.runConcurrently(ctx, ids)
 	byProbe := map[string]probes.Result{}
 	for i, id := range ids {
 		byProbe[id] = out[i]
@@ -362,7 +427,7 @@ func (s *Session) recordRun(step *Step, res probes.Result) {
 	s.emit(Event{Kind: EventProbeRan, Probe: &ProbeRan{
 		Step: step.ID, Probe: step.Probe, Status: res.Status, Summary: res.Summary,
 		Facts: res.Facts, Evidence: res.Evidence, Commands: res.Commands,
-		DurationMS: res.Duration.Milliseconds(), Rerun: rerun,
+		DurationMS: res.Duration.Milliseconds(), Rerun: rerun, Causes: step.causeIDs(),
 	}})
 }
 
@@ -442,7 +507,7 @@ func (s *Session) proposalAt(stepID string) Proposal {
 		p.NeedsRun = true
 	}
 	d := s.decide(step, s.knownFacts())
-	p.Next, p.When, p.Reason, p.Skipped = d.next, d.when, d.reason, d.skipped
+	p.Next, p.When, p.Reason, p.Skipped, p.Abort = d.next, d.when, d.reason, d.skipped, d.abort
 	for _, f := range s.dedupe(d.causes) {
 		p.Causes = append(p.Causes, f)
 	}
@@ -593,7 +658,7 @@ func (s *Session) Verify(ctx context.Context, causeID string) ([]VerificationRes
 	facts := s.knownFacts()
 	var out []VerificationResult
 	for _, v := range c.Verify {
-		vr := VerificationResult{Cause: causeID, Probe: v.Probe, Expect: v.Expect, Describe: v.Describe, Command: v.Command}
+		vr := VerificationResult{Cause: causeID, Probe: v.Probe, Expect: v.Expect, Describe: v.Describe, Command: s.Expand(v.Command)}
 		if v.Probe == "" {
 			vr.Manual = true
 			vr.Detail = "manual check"
@@ -605,6 +670,7 @@ func (s *Session) Verify(ctx context.Context, causeID string) ([]VerificationRes
 		out = append(out, vr)
 		s.emit(Event{Kind: EventVerification, Verification: &Verification{
 			Cause: causeID, Probe: v.Probe, Expect: v.Expect, Passed: vr.Passed, Status: vr.Status, Detail: vr.Detail,
+			Describe: vr.Describe, Command: vr.Command,
 		}})
 	}
 	return out, nil
