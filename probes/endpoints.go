@@ -1,6 +1,18 @@
 package probes
 
-import "context"
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
 
 // EndpointsProbe reads the Service's EndpointSlices (core Endpoints as a
 // fallback) and checks targetPort against the selected pods' containerPorts.
@@ -18,12 +30,422 @@ func (EndpointsProbe) Meta() Meta {
 			{"endpoints_not_ready_pods", FactList, "not-ready pods with their readiness condition reason"},
 			{"endpoints_port_mismatch", FactBool, "a service targetPort (number or name) matches no containerPort of a selected pod"},
 			{"endpoints_mismatched_ports", FactList, "service ports whose targetPort matches no containerPort, as port->targetPort"},
-			{"endpoints_source", FactString, "EndpointSlice or Endpoints: which API the counts came from"},
+			{"endpoints_source", FactString, "EndpointSlice or Endpoints: which API the counts came from (none when neither exists)"},
 		},
 	}
 }
 
-// Run is filled in by the probe's implementation.
+type endpointsInput struct {
+	Service *corev1.Service
+	Slices  []discoveryv1.EndpointSlice
+	// Pods are the pods the selector matches, plus pods named by not-ready
+	// endpoints that the selector no longer matches.
+	Pods map[string]*corev1.Pod
+	// Selected are the names of the pods the selector matches.
+	Selected []string
+	// PodProblems says why a not-ready endpoint's pod could not be read.
+	PodProblems map[string]string
+}
+
 func (p EndpointsProbe) Run(ctx context.Context, c Cluster, t Target) Result {
-	return Result{Status: StatusSkipped, Summary: "endpoints: not implemented yet"}
+	in, what, err := fetchEndpoints(ctx, c, t)
+	if err != nil {
+		r := ErrorResult(what, err)
+		r.Commands = endpointsCommands(t, in.Service, nil)
+		return r
+	}
+	return evaluateEndpoints(t, in)
+}
+
+func fetchEndpoints(ctx context.Context, c Cluster, t Target) (endpointsInput, string, error) {
+	in := endpointsInput{Pods: map[string]*corev1.Pod{}, PodProblems: map[string]string{}}
+	svc, err := c.GetService(ctx, t.Namespace, t.Service)
+	if err != nil {
+		return in, fmt.Sprintf("get service %s/%s", t.Namespace, t.Service), err
+	}
+	in.Service = svc
+	if in.Slices, err = c.EndpointSlices(ctx, t.Namespace, t.Service); err != nil {
+		return in, fmt.Sprintf("list endpointslices of %s/%s", t.Namespace, t.Service), err
+	}
+	if len(svc.Spec.Selector) > 0 {
+		pods, err := c.ListPods(ctx, t.Namespace, svc.Spec.Selector)
+		if err != nil {
+			return in, fmt.Sprintf("list pods in %s matching %s", t.Namespace, labels.SelectorFromSet(svc.Spec.Selector)), err
+		}
+		for i := range pods {
+			in.Pods[pods[i].Name] = &pods[i]
+			in.Selected = append(in.Selected, pods[i].Name)
+		}
+	}
+	for _, s := range in.Slices {
+		for _, ep := range s.Endpoints {
+			ref := ep.TargetRef
+			if endpointState(ep) != "not-ready" || ref == nil || ref.Kind != "Pod" || in.Pods[ref.Name] != nil {
+				continue
+			}
+			ns := ref.Namespace
+			if ns == "" {
+				ns = t.Namespace
+			}
+			pod, err := c.GetPod(ctx, ns, ref.Name)
+			switch {
+			case err == nil:
+				in.Pods[pod.Name] = pod
+			case apierrors.IsNotFound(err):
+				in.PodProblems[ref.Name] = "pod gone"
+			default:
+				in.PodProblems[ref.Name] = AccessProblem("get pod "+ns+"/"+ref.Name, err)
+			}
+		}
+	}
+	return in, "", nil
+}
+
+// convertedSliceName is how objects.Reader names slices it builds from core
+// Endpoints.
+var convertedSliceName = regexp.MustCompile(`-endpoints-\d+$`)
+
+// endpointsAPI tells which API the slices came from. The EndpointSlice
+// controllers (and the mirroring controller for hand-made Endpoints) always
+// set the managed-by label; a slice the Reader converted from core Endpoints
+// has none and is named "<svc>-endpoints-N". Hand-made slices without the
+// label but with another name still count as EndpointSlice.
+func endpointsAPI(svc string, slices []discoveryv1.EndpointSlice) string {
+	if len(slices) == 0 {
+		return "none"
+	}
+	for _, s := range slices {
+		if _, managed := s.Labels[discoveryv1.LabelManagedBy]; managed {
+			return "EndpointSlice"
+		}
+		if !strings.HasPrefix(s.Name, svc) || !convertedSliceName.MatchString(s.Name) {
+			return "EndpointSlice"
+		}
+	}
+	return "Endpoints"
+}
+
+// endpointState follows the EndpointConditions docs: a nil ready means
+// ready, terminating wins over ready (publishNotReadyAddresses can keep a
+// terminating endpoint ready).
+func endpointState(ep discoveryv1.Endpoint) string {
+	switch {
+	case ep.Conditions.Terminating != nil && *ep.Conditions.Terminating:
+		return "terminating"
+	case ep.Conditions.Ready == nil || *ep.Conditions.Ready:
+		return "ready"
+	}
+	return "not-ready"
+}
+
+func evaluateEndpoints(t Target, in endpointsInput) Result {
+	r := Result{Status: StatusPass, Facts: Facts{}}
+	svc := in.Service
+	source := endpointsAPI(t.Service, in.Slices)
+	r.Facts["endpoints_source"] = source
+
+	// One pod appears once per address family (dual-stack gives an IPv4 and
+	// an IPv6 slice) and sometimes in two slices during an update: count
+	// each pod (or bare address) once.
+	type seenEndpoint struct {
+		state, addr, node, pod, why string
+	}
+	seen := map[string]*seenEndpoint{}
+	var order []string
+	for _, s := range in.Slices {
+		for _, ep := range s.Endpoints {
+			key, pod := "", ""
+			if ep.TargetRef != nil && ep.TargetRef.Kind == "Pod" {
+				pod = ep.TargetRef.Name
+				key = "pod/" + pod
+			} else if len(ep.Addresses) > 0 {
+				key = "addr/" + ep.Addresses[0]
+			} else {
+				continue
+			}
+			addr := strings.Join(ep.Addresses, ",")
+			if e, ok := seen[key]; ok {
+				e.addr += "," + addr
+				continue
+			}
+			node := ""
+			if ep.NodeName != nil {
+				node = *ep.NodeName
+			}
+			seen[key] = &seenEndpoint{state: endpointState(ep), addr: addr, node: node, pod: pod}
+			order = append(order, key)
+		}
+	}
+	sort.Strings(order)
+
+	ready, notReady, terminating := 0, 0, 0
+	notReadyPods := []string{}
+	r.Evidence.Columns = []string{"address", "pod", "node", "state", "why"}
+	for _, key := range order {
+		e := seen[key]
+		switch e.state {
+		case "ready":
+			ready++
+		case "terminating":
+			terminating++
+		default:
+			notReady++
+			e.why = notReadyReason(e.pod, in)
+			if e.pod != "" {
+				notReadyPods = append(notReadyPods, e.pod+": "+e.why)
+			} else {
+				notReadyPods = append(notReadyPods, e.addr+": "+e.why)
+			}
+		}
+		r.Evidence.Rows = append(r.Evidence.Rows, []string{e.addr, dash(e.pod), dash(e.node), e.state, dash(e.why)})
+	}
+	r.Facts["endpoints_ready"] = ready
+	r.Facts["endpoints_not_ready"] = notReady
+	r.Facts["endpoints_terminating"] = terminating
+	r.Facts["endpoints_not_ready_pods"] = notReadyPods
+
+	mismatched, portNotes := checkTargetPorts(t, svc, in)
+	r.Facts["endpoints_port_mismatch"] = len(mismatched) > 0
+	r.Facts["endpoints_mismatched_ports"] = mismatched
+
+	raw := []string{fmt.Sprintf("source: %s (%d slices)", source, len(in.Slices))}
+	if svc.Spec.Type == corev1.ServiceTypeExternalName {
+		raw = append(raw, "ExternalName service: DNS CNAME to "+svc.Spec.ExternalName+", it never has endpoints")
+	}
+	if svc.Spec.PublishNotReadyAddresses {
+		raw = append(raw, "service sets publishNotReadyAddresses: endpoints are marked ready whatever the pods' readiness")
+	}
+	raw = append(raw, portNotes...)
+	r.Evidence.Raw = strings.Join(raw, "\n")
+
+	var problems, warnings []string
+	if len(mismatched) > 0 {
+		problems = append(problems, "targetPort matches no containerPort: "+strings.Join(mismatched, ", "))
+	}
+	switch {
+	case ready == 0 && len(in.Selected) > 0:
+		problems = append(problems, fmt.Sprintf("no ready endpoint though %s selected", countNoun(len(in.Selected), "pod")))
+	case ready == 0:
+		problems = append(problems, "no ready endpoint")
+	}
+	if notReady > 0 {
+		warnings = append(warnings, fmt.Sprintf("%d not ready", notReady))
+	}
+	if terminating > 0 {
+		warnings = append(warnings, fmt.Sprintf("%d terminating", terminating))
+	}
+	head := fmt.Sprintf("%d ready endpoints", ready)
+	if ready == 1 {
+		head = "1 ready endpoint"
+	}
+	switch {
+	case len(problems) > 0:
+		r.Status = StatusFail
+		r.Summary = strings.Join(append(problems, warnings...), "; ")
+	case len(warnings) > 0:
+		r.Status = StatusWarn
+		r.Summary = head + ", " + strings.Join(warnings, ", ")
+	default:
+		r.Summary = head
+	}
+	var notReadyNames []string
+	for _, key := range order {
+		if e := seen[key]; e.state == "not-ready" && e.pod != "" {
+			notReadyNames = append(notReadyNames, e.pod)
+		}
+	}
+	r.Commands = endpointsCommands(t, svc, notReadyNames)
+	if source == "Endpoints" {
+		r.Commands = append(r.Commands, fmt.Sprintf("kubectl get endpoints -n %s %s -o yaml", t.Namespace, t.Service))
+	}
+	return r
+}
+
+// notReadyReason says why pod's endpoint is not ready: the pod's Ready
+// condition, then the first app or proxy container that is not ready and
+// what state it is in.
+func notReadyReason(pod string, in endpointsInput) string {
+	if pod == "" {
+		return "no pod behind this address"
+	}
+	if p := in.PodProblems[pod]; p != "" {
+		return p
+	}
+	po := in.Pods[pod]
+	if po == nil {
+		return "pod not read"
+	}
+	_, why := PodReady(po)
+	if po.DeletionTimestamp != nil {
+		why = strings.TrimSpace("deleting " + why)
+	}
+	for _, c := range append(append([]corev1.Container(nil), po.Spec.InitContainers...), po.Spec.Containers...) {
+		st, ok := ContainerStatus(po, c.Name)
+		if !ok || st.Ready {
+			continue
+		}
+		if isInit(po, c.Name) && !(c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways) {
+			if st.State.Terminated != nil && st.State.Terminated.ExitCode == 0 {
+				continue
+			}
+		}
+		return why + "; " + containerNotReady(c, st)
+	}
+	return dash(why)
+}
+
+func isInit(pod *corev1.Pod, name string) bool {
+	for _, c := range pod.Spec.InitContainers {
+		if c.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+func containerNotReady(c corev1.Container, st corev1.ContainerStatus) string {
+	s := st.State
+	switch {
+	case s.Waiting != nil:
+		out := fmt.Sprintf("container %s waiting: %s", c.Name, s.Waiting.Reason)
+		if st.RestartCount > 0 {
+			out += fmt.Sprintf(" (%d restarts)", st.RestartCount)
+		}
+		return out
+	case s.Terminated != nil:
+		return fmt.Sprintf("container %s terminated: %s exit %d", c.Name, s.Terminated.Reason, s.Terminated.ExitCode)
+	case s.Running != nil && c.ReadinessProbe != nil:
+		return fmt.Sprintf("container %s running, readiness probe failing", c.Name)
+	case s.Running != nil && st.Started != nil && !*st.Started:
+		return fmt.Sprintf("container %s running, startup probe not passed", c.Name)
+	case s.Running != nil:
+		return fmt.Sprintf("container %s running, not ready", c.Name)
+	}
+	return fmt.Sprintf("container %s not ready", c.Name)
+}
+
+// checkTargetPorts compares each service port's targetPort (or only the
+// target's port) with the selected pods' containerPorts.
+//
+// A named targetPort is resolved by Kubernetes against the pod's container
+// port names (and protocol): a pod without that name gets no port in the
+// EndpointSlice, so a missing name is always a mismatch. A numeric targetPort
+// is used as is whether or not a container declares it (containerPort is
+// informational), so the number alone proves nothing: it is reported as a
+// mismatch only when the pod's app containers declare ports and none is that
+// number, the shape of "the app moved to 8081 and the Service still says 8080".
+func checkTargetPorts(t Target, svc *corev1.Service, in endpointsInput) (mismatched, notes []string) {
+	mismatched = []string{}
+	if len(in.Selected) == 0 {
+		notes = append(notes, "no selected pods: targetPort not checked")
+		return mismatched, notes
+	}
+	names := append([]string(nil), in.Selected...)
+	sort.Strings(names)
+	for _, sp := range svc.Spec.Ports {
+		if t.Port != 0 && sp.Port != t.Port {
+			continue
+		}
+		tp := serviceTargetPort(sp)
+		proto := sp.Protocol
+		if proto == "" {
+			proto = corev1.ProtocolTCP
+		}
+		var bad, undeclared []string
+		for _, name := range names {
+			pod := in.Pods[name]
+			switch tp.Type {
+			case intstr.String:
+				if !podHasNamedPort(pod, tp.StrVal, proto) {
+					bad = append(bad, fmt.Sprintf("%s (declares %s)", name, dash(declaredPorts(pod, true))))
+				}
+			default:
+				declared := declaredPorts(pod, false)
+				switch {
+				case declared == "":
+					undeclared = append(undeclared, name)
+				case !podAppHasPortNumber(pod, tp.IntVal):
+					bad = append(bad, fmt.Sprintf("%s (declares %s)", name, declared))
+				}
+			}
+		}
+		pair := fmt.Sprintf("%d->%s", sp.Port, tp.String())
+		if len(bad) > 0 {
+			mismatched = append(mismatched, pair)
+			notes = append(notes, fmt.Sprintf("port %s matches no containerPort on: %s", pair, strings.Join(bad, ", ")))
+		} else {
+			notes = append(notes, fmt.Sprintf("port %s matches a containerPort on every selected pod", pair))
+		}
+		if len(undeclared) > 0 {
+			notes = append(notes, fmt.Sprintf("port %s: %s declare no containerPort; Kubernetes forwards to the number anyway, so this is not proof of a mismatch",
+				pair, strings.Join(undeclared, ", ")))
+		}
+	}
+	return mismatched, notes
+}
+
+// podHasNamedPort resolves a named port the way Kubernetes does: any regular
+// container (or native sidecar) port with that name and protocol.
+func podHasNamedPort(pod *corev1.Pod, name string, proto corev1.Protocol) bool {
+	for _, c := range append(append([]corev1.Container(nil), pod.Spec.Containers...), pod.Spec.InitContainers...) {
+		for _, p := range c.Ports {
+			pp := p.Protocol
+			if pp == "" {
+				pp = corev1.ProtocolTCP
+			}
+			if p.Name == name && pp == proto {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func podAppHasPortNumber(pod *corev1.Pod, n int32) bool {
+	for _, c := range AppContainers(pod) {
+		for _, p := range c.Ports {
+			if p.ContainerPort == n {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// declaredPorts lists the app containers' ports ("http=8080"); withAll
+// lists every container's, as a named-port lookup sees them.
+func declaredPorts(pod *corev1.Pod, withAll bool) string {
+	containers := AppContainers(pod)
+	if withAll {
+		containers = append(append([]corev1.Container(nil), pod.Spec.Containers...), pod.Spec.InitContainers...)
+	}
+	var out []string
+	for _, c := range containers {
+		for _, p := range c.Ports {
+			if p.Name != "" {
+				out = append(out, fmt.Sprintf("%s=%d", p.Name, p.ContainerPort))
+			} else {
+				out = append(out, fmt.Sprint(p.ContainerPort))
+			}
+		}
+	}
+	return strings.Join(out, ",")
+}
+
+func endpointsCommands(t Target, svc *corev1.Service, notReadyPods []string) []string {
+	cmds := []string{
+		fmt.Sprintf("kubectl get endpointslices -n %s -l %s=%s -o wide", t.Namespace, discoveryv1.LabelServiceName, t.Service),
+		fmt.Sprintf("kubectl get service -n %s %s -o jsonpath='{.spec.ports}'", t.Namespace, t.Service),
+	}
+	if svc != nil && len(svc.Spec.Selector) > 0 {
+		cmds = append(cmds, fmt.Sprintf("kubectl get pods -n %s -l %s -o jsonpath='{range .items[*]}{.metadata.name}{\"\\t\"}{.spec.containers[*].ports}{\"\\n\"}{end}'",
+			t.Namespace, labels.SelectorFromSet(svc.Spec.Selector)))
+	}
+	for i, p := range notReadyPods {
+		if i == 3 {
+			break
+		}
+		cmds = append(cmds, fmt.Sprintf("kubectl describe pod -n %s %s", t.Namespace, p))
+	}
+	return cmds
 }
