@@ -21,6 +21,7 @@ func All() []Probe {
 		ShutdownOrderProbe{},
 		PortExclusionProbe{},
 		VersionsProbe{},
+		MetricsProbe{},
 	}
 }
 

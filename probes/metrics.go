@@ -1,0 +1,270 @@
+package probes
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+)
+
+// MetricsProbe reads the sidecar's Prometheus stats twice, a few seconds
+// apart, and reports istio_requests_total for the target by response code and
+// flags: the difference is the current 503 rate, which is what proves a fix.
+type MetricsProbe struct {
+	// Interval between the two samples; DefaultMetricsInterval when zero.
+	Interval time.Duration
+}
+
+// DefaultMetricsInterval is long enough for a busy service to show a rate
+// and short enough for an on-call to wait for.
+const DefaultMetricsInterval = 5 * time.Second
+
+// prometheusPath is Envoy's admin path behind the sidecar's :15090 listener.
+const prometheusPath = "/stats/prometheus"
+
+func (MetricsProbe) Meta() Meta {
+	return Meta{
+		ID:    "metrics",
+		Title: "Sidecar metrics: current 503 rate",
+		Reads: []string{"pods/portforward (Envoy admin /stats/prometheus)", "pods/exec (pilot-agent fallback)"},
+		Facts: []FactSpec{
+			{"metrics_reporter", FactString, "whose sidecar was sampled: source (the caller) or destination (an upstream pod)"},
+			{"metrics_requests", FactInt, "istio_requests_total for the target at the second sample"},
+			{"metrics_503", FactInt, "of which response_code 503"},
+			{"metrics_request_rate", FactFloat, "requests per second between the two samples"},
+			{"metrics_503_rate", FactFloat, "503s per second between the two samples"},
+			{"metrics_5xx_rate", FactFloat, "5xx per second between the two samples"},
+			{"metrics_window_s", FactFloat, "seconds between the two samples"},
+			{"metrics_503_by_flag", FactList, "new 503s in the window by response_flags, as FLAGS=count"},
+			{"metrics_cx_connect_fail", FactInt, "envoy_cluster_upstream_cx_connect_fail over the target clusters"},
+		},
+	}
+}
+
+// requestSeries is istio_requests_total for the target, summed by code/flags.
+type requestSeries map[string]float64 // "code flags" -> count
+
+type metricsSample struct {
+	At          time.Time
+	Requests    requestSeries
+	ConnectFail float64
+}
+
+type metricsInput struct {
+	Reporter      string
+	First, Second metricsSample
+}
+
+func (p MetricsProbe) Run(ctx context.Context, c Cluster, t Target) Result {
+	in, what, err := p.fetch(ctx, c, t)
+	if err != nil {
+		r := ErrorResult(what, err)
+		r.Commands = metricsCommands(t, in.Reporter)
+		return r
+	}
+	return evaluateMetrics(t, in)
+}
+
+func (p MetricsProbe) fetch(ctx context.Context, c Cluster, t Target) (metricsInput, string, error) {
+	in := metricsInput{Reporter: "source"}
+	pod := t.Source
+	if pod == nil {
+		// Without a caller, an upstream pod's sidecar still counts what it
+		// receives (reporter="destination").
+		in.Reporter = "destination"
+		svc, err := c.GetService(ctx, t.Namespace, t.Service)
+		if err != nil {
+			return in, fmt.Sprintf("get service %s/%s", t.Namespace, t.Service), err
+		}
+		pods, err := c.ListPods(ctx, t.Namespace, svc.Spec.Selector)
+		if err != nil {
+			return in, "list pods in " + t.Namespace, err
+		}
+		for i := range pods {
+			if PodSidecar(&pods[i]) != SidecarNone && pods[i].Status.Phase == "Running" {
+				pod = &PodRef{Namespace: pods[i].Namespace, Name: pods[i].Name}
+				break
+			}
+		}
+		if pod == nil {
+			return in, "find a meshed pod of " + t.Service, fmt.Errorf("no running pod with a sidecar: %w", ErrNotFound)
+		}
+	}
+	interval := p.Interval
+	if interval == 0 {
+		interval = DefaultMetricsInterval
+	}
+	sample := func() (metricsSample, error) {
+		b, err := c.EnvoyAdmin(ctx, *pod, prometheusPath)
+		if err != nil {
+			return metricsSample{}, err
+		}
+		s, err := parseMetricsSample(b, t, in.Reporter)
+		s.At = time.Now()
+		return s, err
+	}
+	what := "read " + prometheusPath + " of " + pod.String()
+	var err error
+	if in.First, err = sample(); err != nil {
+		return in, what, err
+	}
+	select {
+	case <-ctx.Done():
+		return in, what, ctx.Err()
+	case <-time.After(interval):
+	}
+	if in.Second, err = sample(); err != nil {
+		return in, what, err
+	}
+	return in, "", nil
+}
+
+// parseMetricsSample extracts the target's series from Prometheus text.
+func parseMetricsSample(text []byte, t Target, reporter string) (metricsSample, error) {
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(bytes.NewReader(text))
+	if err != nil {
+		return metricsSample{}, fmt.Errorf("malformed Prometheus text: %w", err)
+	}
+	s := metricsSample{Requests: requestSeries{}}
+	host := t.Host()
+	if f := families["istio_requests_total"]; f != nil {
+		for _, m := range f.GetMetric() {
+			l := labelMap(m)
+			if l["reporter"] != reporter || l["destination_service"] != host {
+				continue
+			}
+			if t.Port != 0 && l["destination_port"] != "" && l["destination_port"] != fmt.Sprint(t.Port) && reporter == "source" {
+				// destination_port is the container port on the inbound
+				// side; only the outbound side names the service port.
+				continue
+			}
+			s.Requests[l["response_code"]+" "+l["response_flags"]] += metricValue(m)
+		}
+	}
+	if f := families["envoy_cluster_upstream_cx_connect_fail"]; f != nil {
+		for _, m := range f.GetMetric() {
+			if isTargetCluster(labelMap(m)["cluster_name"], t) {
+				s.ConnectFail += metricValue(m)
+			}
+		}
+	}
+	return s, nil
+}
+
+func evaluateMetrics(t Target, in metricsInput) Result {
+	res := Result{Commands: metricsCommands(t, in.Reporter)}
+	window := in.Second.At.Sub(in.First.At).Seconds()
+	if window <= 0 {
+		window = DefaultMetricsInterval.Seconds()
+	}
+	var total, total503, delta, delta503, delta5xx float64
+	byFlag := map[string]float64{}
+	keys := make([]string, 0, len(in.Second.Requests))
+	for k := range in.Second.Requests {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	res.Evidence.Columns = []string{"response code", "flags", "total", "in window"}
+	for _, k := range keys {
+		now := in.Second.Requests[k]
+		d := now - in.First.Requests[k]
+		if d < 0 { // the proxy restarted between samples: its counters reset
+			d = now
+		}
+		code, flags, _ := strings.Cut(k, " ")
+		total += now
+		delta += d
+		if strings.HasPrefix(code, "5") {
+			delta5xx += d
+		}
+		if code == "503" {
+			total503 += now
+			delta503 += d
+			if d > 0 {
+				byFlag[flags] += d
+			}
+		}
+		res.Evidence.Rows = append(res.Evidence.Rows, []string{code, flags, fmt.Sprint(now), fmt.Sprint(d)})
+	}
+	var flagList []string
+	for f, n := range byFlag {
+		flagList = append(flagList, fmt.Sprintf("%s=%d", f, int(n)))
+	}
+	sort.Strings(flagList)
+	res.Facts = Facts{
+		"metrics_reporter":        in.Reporter,
+		"metrics_requests":        int(total),
+		"metrics_503":             int(total503),
+		"metrics_request_rate":    delta / window,
+		"metrics_503_rate":        delta503 / window,
+		"metrics_5xx_rate":        delta5xx / window,
+		"metrics_window_s":        window,
+		"metrics_503_by_flag":     nonNil(flagList),
+		"metrics_cx_connect_fail": int(in.Second.ConnectFail),
+	}
+	res.Evidence.Raw = fmt.Sprintf("istio_requests_total{reporter=%q,destination_service=%q}, two samples %.1f s apart", in.Reporter, t.Host(), window)
+	switch {
+	case len(keys) == 0:
+		res.Status = StatusWarn
+		res.Summary = fmt.Sprintf("no istio_requests_total for %s from the %s sidecar: no traffic, or stats not enabled", t.Host(), in.Reporter)
+	case delta503 > 0:
+		res.Status = StatusFail
+		res.Summary = fmt.Sprintf("%.2f 503/s now (%d in %.0f s of %d requests)", delta503/window, int(delta503), window, int(delta))
+	case delta == 0:
+		res.Status = StatusWarn
+		res.Summary = fmt.Sprintf("no requests in the %.0f s window; %d 503s before it", window, int(total503))
+	default:
+		res.Status = StatusPass
+		res.Summary = fmt.Sprintf("0 503/s over %.0f s (%.1f req/s)", window, delta/window)
+	}
+	return res
+}
+
+// isTargetCluster reports whether an Envoy cluster name is one of the
+// target's outbound|PORT|SUBSET|HOST clusters.
+func isTargetCluster(name string, t Target) bool {
+	parts := strings.Split(name, "|")
+	if len(parts) != 4 || parts[0] != "outbound" || parts[3] != t.Host() {
+		return false
+	}
+	return t.Port == 0 || parts[1] == fmt.Sprint(t.Port)
+}
+
+func labelMap(m *dto.Metric) map[string]string {
+	out := make(map[string]string, len(m.GetLabel()))
+	for _, l := range m.GetLabel() {
+		out[l.GetName()] = l.GetValue()
+	}
+	return out
+}
+
+func metricValue(m *dto.Metric) float64 {
+	switch {
+	case m.GetCounter() != nil:
+		return m.GetCounter().GetValue()
+	case m.GetGauge() != nil:
+		return m.GetGauge().GetValue()
+	case m.GetUntyped() != nil:
+		return m.GetUntyped().GetValue()
+	}
+	return 0
+}
+
+func metricsCommands(t Target, reporter string) []string {
+	pod := "<pod>"
+	ns := t.Namespace
+	if t.Source != nil {
+		pod, ns = t.Source.Name, t.Source.Namespace
+	}
+	return []string{
+		fmt.Sprintf("kubectl exec -n %s %s -c %s -- pilot-agent request GET stats/prometheus | grep 'istio_requests_total{.*destination_service=\"%s\"'", ns, pod, ProxyContainer, t.Host()),
+		fmt.Sprintf(`sum by (response_code, response_flags) (rate(istio_requests_total{reporter=%q,destination_service=%q}[5m]))`, reporter, t.Host()),
+	}
+}

@@ -1,0 +1,91 @@
+package probes
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+	"time"
+)
+
+func readMetricsSample(t *testing.T, file string, at time.Time, target Target) metricsSample {
+	t.Helper()
+	b, err := os.ReadFile("testdata/metrics/" + file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := parseMetricsSample(b, target, "source")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.At = at
+	return s
+}
+
+func TestMetricsRateFromTwoRecordedSamples(t *testing.T) {
+	target := Target{Namespace: "shop", Service: "orders", Port: 8080, Source: &PodRef{Namespace: "web", Name: "web-1"}}
+	t0 := time.Date(2026, 12, 2, 3, 0, 0, 0, time.UTC)
+	in := metricsInput{
+		Reporter: "source",
+		First:    readMetricsSample(t, "before.prom", t0, target),
+		Second:   readMetricsSample(t, "after.prom", t0.Add(5*time.Second), target),
+	}
+	res := evaluateMetrics(target, in)
+	if err := CheckFacts(MetricsProbe{}.Meta(), res); err != nil {
+		t.Fatal(err)
+	}
+	// 15 new 503s (UF,URX) and 100 new 200s in 5 s; payments' 503s are not ours.
+	if got := res.Facts["metrics_503_rate"]; got != 3.0 {
+		t.Errorf("503 rate = %v, want 3", got)
+	}
+	if got := res.Facts["metrics_request_rate"]; got != 23.0 {
+		t.Errorf("request rate = %v, want 23", got)
+	}
+	if got := res.Facts["metrics_503"]; got != 55 {
+		t.Errorf("503 total = %v, want 55", got)
+	}
+	if flags := res.Facts["metrics_503_by_flag"].([]string); len(flags) != 1 || flags[0] != "UF,URX=15" {
+		t.Errorf("by flag = %q", flags)
+	}
+	if res.Facts["metrics_cx_connect_fail"] != 21 {
+		t.Errorf("connect fail = %v", res.Facts["metrics_cx_connect_fail"])
+	}
+	if res.Status != StatusFail {
+		t.Errorf("status = %s", res.Status)
+	}
+
+	// After the fix the counters stand still for 503 and move for 200.
+	fixed := metricsInput{Reporter: "source", First: in.Second, Second: in.Second}
+	fixed.Second.At = fixed.First.At.Add(5 * time.Second)
+	fixed.Second.Requests = requestSeries{"200 -": in.Second.Requests["200 -"] + 50, "503 UF,URX": in.Second.Requests["503 UF,URX"]}
+	res = evaluateMetrics(target, fixed)
+	if res.Status != StatusPass || res.Facts["metrics_503_rate"] != 0.0 {
+		t.Errorf("after the fix: %s %v", res.Status, res.Facts)
+	}
+}
+
+func TestMetricsProbeSamplesThroughEnvoyAdmin(t *testing.T) {
+	f := newFakeCluster(t)
+	src := PodRef{Namespace: "web", Name: "web-1"}
+	before, _ := os.ReadFile("testdata/metrics/before.prom")
+	f.envoy[envoyKey(src, prometheusPath)] = before
+	target := Target{Namespace: "shop", Service: "orders", Source: &src}
+	res := Run(context.Background(), MetricsProbe{Interval: time.Millisecond}, f, target)
+	if res.Status != StatusWarn || res.Facts["metrics_503_rate"] != 0.0 {
+		t.Errorf("identical samples must show no new traffic: %s %q %v", res.Status, res.Summary, res.Facts)
+	}
+
+	f.envoy[envoyKey(src, prometheusPath)] = []byte("istio_requests_total{reporter=\"source\" 12\n")
+	res = Run(context.Background(), MetricsProbe{Interval: time.Millisecond}, f, target)
+	if res.Status != StatusError || len(res.Facts) != 0 {
+		t.Errorf("malformed text: %s %q", res.Status, res.Summary)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	f.envoy[envoyKey(src, prometheusPath)] = before
+	res = Run(ctx, MetricsProbe{Interval: time.Hour}, f, target)
+	if res.Status != StatusError || !strings.Contains(res.Summary, "deadline exceeded") {
+		t.Errorf("the probe must give up at its deadline: %s %q", res.Status, res.Summary)
+	}
+}
