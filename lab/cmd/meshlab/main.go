@@ -1,0 +1,73 @@
+// Command meshlab runs the mesh lab by hand: `meshlab up` starts etcd, a
+// kube-apiserver with the Istio CRDs and the fake kubelet, prints the
+// kubeconfig to point kubectl or meshtriage at, and keeps running until
+// Ctrl-C; `meshlab build` only builds (or finds) the cached kube-apiserver.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/meshtriage/meshtriage/lab"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:]))
+}
+
+func usage() {
+	fmt.Fprintln(os.Stderr, `usage: meshlab up [--dir DIR]   start the lab, print its kubeconfig, run until Ctrl-C
+       meshlab build            build or reuse the cached kube-apiserver, print its path`)
+}
+
+func run(args []string) int {
+	if len(args) == 0 {
+		usage()
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	switch args[0] {
+	case "build":
+		start := time.Now()
+		bin, err := lab.APIServerBinary(ctx)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "meshlab:", err)
+			return 1
+		}
+		fmt.Fprintf(os.Stderr, "kube-apiserver %s ready (%s)\n", lab.KubeVersion, time.Since(start).Round(time.Second))
+		fmt.Println(bin)
+		return 0
+	case "up":
+		fs := flag.NewFlagSet("up", flag.ContinueOnError)
+		dir := fs.String("dir", "", "directory for data, certificates, logs and the kubeconfig (default: a temporary one, removed on exit)")
+		if err := fs.Parse(args[1:]); err != nil {
+			return 2
+		}
+		return up(ctx, *dir)
+	default:
+		usage()
+		return 2
+	}
+}
+
+func up(ctx context.Context, dir string) int {
+	logf := func(format string, a ...any) { fmt.Fprintf(os.Stderr, "meshlab: "+format+"\n", a...) }
+	l, err := lab.Start(ctx, lab.Options{Dir: dir, Logf: logf})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "meshlab:", err)
+		return 1
+	}
+	defer l.Stop()
+	fmt.Printf("export KUBECONFIG=%s\n", l.Kubeconfig)
+	logf("audit log: %s", l.AuditLog)
+	logf("running; Ctrl-C stops etcd, kube-apiserver and the kubelet")
+	<-ctx.Done()
+	logf("stopping")
+	return 0
+}
