@@ -1,0 +1,40 @@
+// Package assets embeds the data meshtriage ships: the runbooks (the Istio
+// knowledge the generic engine walks), and, as their owners add them, the
+// recorded scenarios and the RBAC manifests.
+package assets
+
+import "embed"
+
+// FS holds runbooks/ (and later scenarios/, rbac/), each under its folder
+// name. "all:" keeps files whose names start with "." or "_".
+//
+//go:embed all:runbooks
+var FS embed.FS
+
+// RunbooksDir is the folder of FS that holds the runbooks.
+const RunbooksDir = "runbooks"
+
+// Runbook503 is the Envoy 503 runbook, the one `check` and the TUI walk.
+const Runbook503 = RunbooksDir + "/503.yaml"
+
+// Causes are the stable cause IDs of the catalogue (architecture.md): the
+// JSON report and the tests use them, and every runbook must give each one a
+// cause node. Changing an ID breaks users' alerting on `check` output.
+var Causes = []string{
+	"service.no-selector-match",
+	"service.port-mismatch",
+	"endpoints.none-ready",
+	"sidecar.missing-upstream",
+	"mtls.plaintext-to-strict",
+	"mtls.origination-conflict",
+	"dr.subset-no-pods",
+	"vs.subset-undefined",
+	"outlier.all-ejected",
+	"circuit-breaker.overflow",
+	"serviceentry.missing",
+	"xds.stale",
+	"startup.app-before-proxy",
+	"shutdown.proxy-exits-first",
+	"upstream.idle-reset",
+	"security.port-excluded",
+}
