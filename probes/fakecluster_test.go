@@ -144,10 +144,16 @@ func (f *fakeCluster) Istiod(ctx context.Context, path string) ([]byte, error) {
 	return nil, fmt.Errorf("istiod %s: %w", path, ErrNotFound)
 }
 
-// forbid makes every verb on resource (plural, e.g. "pods",
-// "destinationrules") fail as RBAC would, in both clientsets.
-func (f *fakeCluster) forbid(verb, resource string) {
+// forbid makes verb on resource (plural, e.g. "pods", "destinationrules")
+// fail as RBAC would, in every namespace of both clientsets.
+func (f *fakeCluster) forbid(verb, resource string) { f.forbidIn(verb, resource, "") }
+
+// forbidIn is forbid limited to namespace ns ("" for all).
+func (f *fakeCluster) forbidIn(verb, resource, ns string) {
 	react := func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if ns != "" && a.GetNamespace() != ns {
+			return false, nil, nil
+		}
 		gr := schema.GroupResource{Group: a.GetResource().Group, Resource: resource}
 		return true, nil, apierrors.NewForbidden(gr, "", fmt.Errorf("User \"oncall\" cannot %s resource %q in API group %q in the namespace %q", verb, resource, gr.Group, a.GetNamespace()))
 	}

@@ -1,0 +1,346 @@
+package probes
+
+import (
+	"context"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/wrapperspb"
+	networkingv1alpha3 "istio.io/api/networking/v1alpha3"
+	typev1beta1 "istio.io/api/type/v1beta1"
+	networkingv1 "istio.io/client-go/pkg/apis/networking/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
+var drEpoch = time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+
+// fxDR is a DestinationRule with subsets name=version label ("v1" selects
+// version=v1); age orders rules (older first).
+func fxDR(ns, name, host string, age int, subsets ...string) *networkingv1.DestinationRule {
+	dr := &networkingv1.DestinationRule{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns,
+		CreationTimestamp: metav1.NewTime(drEpoch.Add(time.Duration(age) * time.Hour))}}
+	dr.Spec.Host = host
+	for _, s := range subsets {
+		dr.Spec.Subsets = append(dr.Spec.Subsets, &networkingv1alpha3.Subset{Name: s, Labels: map[string]string{"version": s}})
+	}
+	return dr
+}
+
+// fxVS routes host to each "subset:weight" of dest.
+func fxVS(ns, name string, hosts []string, dest string, subsets ...string) *networkingv1.VirtualService {
+	vs := &networkingv1.VirtualService{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}}
+	vs.Spec.Hosts = hosts
+	route := &networkingv1alpha3.HTTPRoute{}
+	for _, s := range subsets {
+		route.Route = append(route.Route, &networkingv1alpha3.HTTPRouteDestination{
+			Destination: &networkingv1alpha3.Destination{Host: dest, Subset: s}, Weight: int32(100 / len(subsets))})
+	}
+	vs.Spec.Http = []*networkingv1alpha3.HTTPRoute{route}
+	return vs
+}
+
+func fxDRInput(drs []*networkingv1.DestinationRule, vss []*networkingv1.VirtualService, subsetPods map[string][]string) drInput {
+	in := drInput{Service: fxService(intstr.FromInt32(8080)), ClientNamespace: "shop", RootNamespace: "istio-system",
+		DRs: drs, VSs: vss, Subsets: map[string]subsetSelection{}}
+	for k, pods := range subsetPods {
+		in.Subsets[k] = subsetSelection{Pods: pods}
+	}
+	return in
+}
+
+func withPolicy(dr *networkingv1.DestinationRule, tp *networkingv1alpha3.TrafficPolicy) *networkingv1.DestinationRule {
+	dr.Spec.TrafficPolicy = tp
+	return dr
+}
+
+func TestIstioHostResolution(t *testing.T) {
+	fqdn := "orders.shop.svc.cluster.local"
+	for _, tc := range []struct {
+		host, ns string
+		want     bool
+	}{
+		{"orders", "shop", true},
+		{"orders", "web", false}, // short names resolve in the rule's namespace
+		{fqdn, "web", true},
+		{"orders.shop", "shop", false}, // Istio leaves dotted names alone
+		{"*.shop.svc.cluster.local", "istio-system", true},
+		{"*.svc.cluster.local", "istio-system", true},
+		{"*", "istio-system", true},
+		{"*.web.svc.cluster.local", "shop", false},
+		{"payments", "shop", false},
+	} {
+		if got := istioHostCovers(tc.host, tc.ns, fqdn); got != tc.want {
+			t.Errorf("istioHostCovers(%q in %s) = %v, want %v", tc.host, tc.ns, got, tc.want)
+		}
+	}
+}
+
+func TestDestinationRulesEvaluate(t *testing.T) {
+	orders := Target{Namespace: "shop", Service: "orders"}
+	fromWeb := Target{Namespace: "shop", Service: "orders", Source: &PodRef{Namespace: "web", Name: "web-1"}}
+	vsV1V2 := fxVS("shop", "orders", []string{"orders"}, "orders", "v1", "v2")
+	cases := []struct {
+		name    string
+		target  Target
+		in      drInput
+		status  Status
+		summary string
+		facts   Facts
+		raw     string
+	}{
+		{
+			name:    "no rules",
+			target:  orders,
+			in:      fxDRInput(nil, nil, nil),
+			status:  StatusPass,
+			summary: "no DestinationRule applies",
+			facts: Facts{"dr_found": false, "dr_names": []string{}, "dr_subsets_without_pods": []string{}, "vs_found": false,
+				"vs_undefined_subsets": []string{}, "dr_outlier_consecutive_5xx": 0, "dr_outlier_max_ejection_percent": 0,
+				"dr_outlier_aggressive": false, "dr_pool_tiny": false, "dr_pool_limits": []string{}, "dr_idle_timeout_s": 0},
+		},
+		{
+			name:   "healthy subsets and routes",
+			target: orders,
+			in: fxDRInput([]*networkingv1.DestinationRule{fxDR("shop", "orders", "orders", 0, "v1", "v2")}, []*networkingv1.VirtualService{vsV1V2},
+				map[string][]string{"shop/orders/v1": {"orders-a"}, "shop/orders/v2": {"orders-b"}}),
+			status:  StatusPass,
+			summary: "DestinationRule shop/orders applies; VirtualService routes resolve",
+			facts:   Facts{"dr_found": true, "dr_names": []string{"shop/orders"}, "vs_found": true, "vs_undefined_subsets": []string{}},
+		},
+		{
+			name:   "route to a subset no rule defines, subset without pods",
+			target: orders,
+			in: fxDRInput([]*networkingv1.DestinationRule{fxDR("shop", "orders", "orders.shop.svc.cluster.local", 0, "v1", "v3")},
+				[]*networkingv1.VirtualService{vsV1V2}, map[string][]string{"shop/orders/v1": {"orders-a"}, "shop/orders/v3": nil}),
+			status:  StatusFail,
+			summary: "VirtualService routes to undefined subsets: orders/v2; subsets select no pods: orders/v3",
+			facts:   Facts{"vs_undefined_subsets": []string{"orders/v2"}, "dr_subsets_without_pods": []string{"orders/v3"}},
+		},
+		{
+			// The client's namespace rule wins over the service's, so the
+			// subsets defined next to the service do not exist for web.
+			name:   "client namespace rule shadows the service's subsets",
+			target: fromWeb,
+			in: func() drInput {
+				in := fxDRInput([]*networkingv1.DestinationRule{
+					fxDR("shop", "orders", "orders", 0, "v1", "v2"),
+					fxDR("web", "orders-tls", "orders.shop.svc.cluster.local", 5),
+				}, []*networkingv1.VirtualService{vsV1V2}, map[string][]string{"shop/orders/v1": {"a"}, "shop/orders/v2": {"b"}})
+				in.ClientNamespace = "web"
+				return in
+			}(),
+			status:  StatusFail,
+			summary: "VirtualService routes to undefined subsets: orders/v1, orders/v2",
+			facts:   Facts{"dr_names": []string{"web/orders-tls"}},
+			raw:     "",
+		},
+		{
+			name:   "same host in one namespace merges; exact beats wildcard; near-miss host flagged",
+			target: orders,
+			in: fxDRInput([]*networkingv1.DestinationRule{
+				fxDR("shop", "orders-b", "orders", 2, "v2"),
+				fxDR("shop", "orders-a", "orders", 1, "v1"),
+				fxDR("shop", "wild", "*.shop.svc.cluster.local", 0, "v9"),
+				fxDR("shop", "typo", "orders.shop", 0, "v1"),
+				fxDR("istio-system", "mesh", "*", 0),
+			}, []*networkingv1.VirtualService{vsV1V2}, map[string][]string{"shop/orders-a/v1": {"a"}, "shop/orders-b/v2": {"b"}}),
+			status:  StatusWarn,
+			summary: `DestinationRule shop/orders-a, shop/orders-b applies; shop/typo never applies: Istio does not complete host "orders.shop", use orders.shop.svc.cluster.local`,
+			facts:   Facts{"dr_names": []string{"shop/orders-a", "shop/orders-b"}, "vs_undefined_subsets": []string{}},
+		},
+		{
+			name:   "exportTo hides the service namespace rule; root rule applies",
+			target: fromWeb,
+			in: func() drInput {
+				hidden := fxDR("shop", "orders", "orders", 0, "v1", "v2")
+				hidden.Spec.ExportTo = []string{"."}
+				in := fxDRInput([]*networkingv1.DestinationRule{hidden, fxDR("istio-system", "mesh", "*.svc.cluster.local", 0)}, nil, nil)
+				in.ClientNamespace = "web"
+				return in
+			}(),
+			status:  StatusPass,
+			summary: "DestinationRule istio-system/mesh applies",
+			facts:   Facts{"dr_names": []string{"istio-system/mesh"}},
+		},
+		{
+			name:   "workloadSelector rule only for the clients it selects",
+			target: fromWeb,
+			in: func() drInput {
+				sel := fxDR("web", "canary-only", "orders.shop.svc.cluster.local", 0)
+				sel.Spec.WorkloadSelector = &typev1beta1.WorkloadSelector{MatchLabels: map[string]string{"app": "canary"}}
+				in := fxDRInput([]*networkingv1.DestinationRule{sel, fxDR("shop", "orders", "orders", 0)}, nil, nil)
+				in.ClientNamespace, in.ClientLabels = "web", map[string]string{"app": "web"}
+				return in
+			}(),
+			status:  StatusPass,
+			summary: "DestinationRule shop/orders applies",
+		},
+		{
+			name:   "subset label contradicting the selector",
+			target: orders,
+			in: func() drInput {
+				dr := fxDR("shop", "orders", "orders", 0)
+				dr.Spec.Subsets = []*networkingv1alpha3.Subset{{Name: "v1", Labels: map[string]string{"app": "orders-v1"}}}
+				in := fxDRInput([]*networkingv1.DestinationRule{dr}, nil, nil)
+				in.Subsets["shop/orders/v1"] = subsetSelection{Conflict: "subset label app=orders-v1 contradicts the service selector app=orders"}
+				return in
+			}(),
+			status:  StatusFail,
+			summary: "subsets select no pods: orders/v1",
+			raw:     "subset orders/v1: subset label app=orders-v1 contradicts",
+		},
+		{
+			name:   "aggressive outlier and tiny pool; maxRequestsPerConnection 1 is not tiny",
+			target: orders,
+			in: fxDRInput([]*networkingv1.DestinationRule{withPolicy(fxDR("shop", "orders", "orders", 0), &networkingv1alpha3.TrafficPolicy{
+				OutlierDetection: &networkingv1alpha3.OutlierDetection{Consecutive_5XxErrors: wrapperspb.UInt32(1), MaxEjectionPercent: 100},
+				ConnectionPool: &networkingv1alpha3.ConnectionPoolSettings{
+					Tcp:  &networkingv1alpha3.ConnectionPoolSettings_TCPSettings{MaxConnections: 1},
+					Http: &networkingv1alpha3.ConnectionPoolSettings_HTTPSettings{Http1MaxPendingRequests: 1, MaxRequestsPerConnection: 1, IdleTimeout: durationpb.New(90 * time.Second)},
+				},
+			})}, nil, nil),
+			status: StatusWarn,
+			summary: "DestinationRule shop/orders applies; aggressive outlier detection (shop/orders: consecutive5xxErrors 1 ejects a host on its first 5xx; " +
+				"shop/orders: maxEjectionPercent 100 lets every host be ejected at once); tiny connection pool (shop/orders: tcp.maxConnections 1; shop/orders: http1MaxPendingRequests 1)",
+			facts: Facts{"dr_outlier_consecutive_5xx": 1, "dr_outlier_max_ejection_percent": 100, "dr_outlier_aggressive": true, "dr_pool_tiny": true,
+				"dr_idle_timeout_s": 90, "dr_pool_limits": []string{"tcp.maxConnections=1", "http.http1MaxPendingRequests=1", "http.maxRequestsPerConnection=1", "http.idleTimeout=1m30s"}},
+			raw: "maxRequestsPerConnection 1 disables keep-alive",
+		},
+		{
+			name:   "keep-alive off alone is not a warning; deprecated consecutiveErrors read",
+			target: orders,
+			in: fxDRInput([]*networkingv1.DestinationRule{withPolicy(fxDR("shop", "orders", "orders", 0), &networkingv1alpha3.TrafficPolicy{
+				OutlierDetection: &networkingv1alpha3.OutlierDetection{ConsecutiveErrors: 7},
+				ConnectionPool:   &networkingv1alpha3.ConnectionPoolSettings{Http: &networkingv1alpha3.ConnectionPoolSettings_HTTPSettings{MaxRequestsPerConnection: 1}},
+			})}, nil, nil),
+			status:  StatusPass,
+			summary: "DestinationRule shop/orders applies",
+			facts:   Facts{"dr_outlier_consecutive_5xx": 7, "dr_outlier_max_ejection_percent": 0, "dr_outlier_aggressive": false, "dr_pool_tiny": false},
+			raw:     "maxEjectionPercent unset (Envoy default 10%",
+		},
+		{
+			name:   "port-level settings replace the top level for --port",
+			target: Target{Namespace: "shop", Service: "orders", Port: 80},
+			in: fxDRInput([]*networkingv1.DestinationRule{withPolicy(fxDR("shop", "orders", "orders", 0), &networkingv1alpha3.TrafficPolicy{
+				OutlierDetection: &networkingv1alpha3.OutlierDetection{Consecutive_5XxErrors: wrapperspb.UInt32(5)},
+				PortLevelSettings: []*networkingv1alpha3.TrafficPolicy_PortTrafficPolicy{{
+					Port:             &networkingv1alpha3.PortSelector{Number: 80},
+					OutlierDetection: &networkingv1alpha3.OutlierDetection{Consecutive_5XxErrors: wrapperspb.UInt32(1)},
+				}},
+			})}, nil, nil),
+			status:  StatusWarn,
+			facts:   Facts{"dr_outlier_consecutive_5xx": 1, "dr_outlier_aggressive": true},
+			summary: "DestinationRule shop/orders applies; aggressive outlier detection (shop/orders port 80: consecutive5xxErrors 1 ejects a host on its first 5xx)",
+		},
+		{
+			name:   "subset policy adds flags",
+			target: orders,
+			in: func() drInput {
+				dr := fxDR("shop", "orders", "orders", 0, "v1")
+				dr.Spec.Subsets[0].TrafficPolicy = &networkingv1alpha3.TrafficPolicy{ConnectionPool: &networkingv1alpha3.ConnectionPoolSettings{
+					Http: &networkingv1alpha3.ConnectionPoolSettings_HTTPSettings{Http2MaxRequests: 2}}}
+				return fxDRInput([]*networkingv1.DestinationRule{dr}, nil, map[string][]string{"shop/orders/v1": {"a"}})
+			}(),
+			status:  StatusWarn,
+			summary: "DestinationRule shop/orders applies; tiny connection pool (shop/orders subset v1: http2MaxRequests 2)",
+			facts:   Facts{"dr_pool_tiny": true, "dr_pool_limits": []string{}},
+		},
+		{
+			name:   "partial read of the root namespace is said",
+			target: orders,
+			in: func() drInput {
+				in := fxDRInput(nil, nil, nil)
+				in.Partial = []string{"forbidden: cannot list DestinationRules in istio-system (RBAC: x); mesh-wide rules unknown"}
+				return in
+			}(),
+			status:  StatusWarn,
+			summary: "no DestinationRule applies; forbidden: cannot list DestinationRules in istio-system (RBAC: x); mesh-wide rules unknown",
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := evaluateDestinationRules(tc.target, tc.in)
+			mustAllFacts(t, DestinationRulesProbe{}, r)
+			if r.Status != tc.status || r.Summary != tc.summary {
+				t.Errorf("got %s %q\nwant %s %q", r.Status, r.Summary, tc.status, tc.summary)
+			}
+			for k, want := range tc.facts {
+				if got := r.Facts[k]; !reflect.DeepEqual(got, want) {
+					t.Errorf("fact %s = %#v, want %#v", k, got, want)
+				}
+			}
+			if !strings.Contains(r.Evidence.Raw, tc.raw) {
+				t.Errorf("raw lacks %q:\n%s", tc.raw, r.Evidence.Raw)
+			}
+		})
+	}
+}
+
+func TestDestinationRulesProbeThroughClusterReads(t *testing.T) {
+	ctx := context.Background()
+	target := Target{Namespace: "shop", Service: "orders", Source: &PodRef{Namespace: "web", Name: "web-1"}}
+	objs := func() []runtime.Object {
+		mesh := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: MeshConfigMap, Namespace: "istio-system"},
+			Data: map[string]string{"mesh": "rootNamespace: mesh-root\n"}}
+		return []runtime.Object{
+			mesh,
+			fxService(intstr.FromInt32(8080)),
+			fxPod("orders-a", SidecarClassic),
+			fxPod("web-1", SidecarClassic, func(p *corev1.Pod) { p.Namespace = "web"; p.Labels = map[string]string{"app": "web"} }),
+			fxDR("shop", "orders", "orders", 0, "v1", "v2"),
+			fxDR("mesh-root", "mesh-wide", "*", 0, "never"),
+			fxVS("shop", "orders", []string{"orders"}, "orders", "v1", "v2", "v3"),
+		}
+	}
+
+	t.Run("subset pods listed with the merged selector, root namespace from mesh config", func(t *testing.T) {
+		r := Run(ctx, DestinationRulesProbe{}, newFakeCluster(t, objs()...), target)
+		mustAllFacts(t, DestinationRulesProbe{}, r)
+		if r.Status != StatusFail ||
+			!reflect.DeepEqual(r.Facts["dr_subsets_without_pods"], []string{"orders/v2"}) ||
+			!reflect.DeepEqual(r.Facts["vs_undefined_subsets"], []string{"orders/v3"}) {
+			t.Fatalf("%s %q %#v", r.Status, r.Summary, r.Facts)
+		}
+		cmds := strings.Join(r.Commands, "\n")
+		for _, want := range []string{"kubectl get destinationrules,virtualservices -n mesh-root -o yaml", "kubectl get pods -n shop -l app=orders,version=v2 --show-labels"} {
+			if !strings.Contains(cmds, want) {
+				t.Errorf("commands lack %q:\n%s", want, cmds)
+			}
+		}
+	})
+	t.Run("Istio CRDs absent", func(t *testing.T) {
+		f := newFakeCluster(t, objs()...)
+		f.withoutKind("destinationrules")
+		r := Run(ctx, DestinationRulesProbe{}, f, target)
+		if r.Status != StatusError || len(r.Facts) != 0 || !strings.Contains(r.Summary, "Istio CRDs not installed") {
+			t.Fatalf("%s %q %v", r.Status, r.Summary, r.Facts)
+		}
+	})
+	t.Run("root namespace forbidden is partial, target namespace forbidden is an error", func(t *testing.T) {
+		f := newFakeCluster(t, objs()...)
+		f.forbidIn("list", "virtualservices", "mesh-root")
+		r := Run(ctx, DestinationRulesProbe{}, f, target)
+		mustAllFacts(t, DestinationRulesProbe{}, r)
+		if !strings.Contains(r.Summary, "forbidden: cannot list VirtualServices in mesh-root") {
+			t.Fatalf("%s %q", r.Status, r.Summary)
+		}
+		f = newFakeCluster(t, objs()...)
+		f.forbid("list", "destinationrules")
+		r = Run(ctx, DestinationRulesProbe{}, f, target)
+		if r.Status != StatusError || len(r.Facts) != 0 || !strings.Contains(r.Summary, "forbidden: cannot list DestinationRules in shop") {
+			t.Fatalf("%s %q %v", r.Status, r.Summary, r.Facts)
+		}
+	})
+	t.Run("service absent", func(t *testing.T) {
+		r := Run(ctx, DestinationRulesProbe{}, newFakeCluster(t), target)
+		if r.Status != StatusError || r.Summary != "cannot get service shop/orders: not found" {
+			t.Fatalf("%s %q", r.Status, r.Summary)
+		}
+	})
+}
