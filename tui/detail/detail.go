@@ -1,0 +1,224 @@
+// Package detail is the pane beside the checklist: for the selected step,
+// the probe's summary, its evidence table, the raw output and the commands
+// the on-call would type to see the same by hand.
+package detail
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"charm.land/bubbles/v2/key"
+	"charm.land/bubbles/v2/viewport"
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/meshtriage/meshtriage/probes"
+	"github.com/meshtriage/meshtriage/tui/common"
+	"github.com/meshtriage/meshtriage/tui/engine"
+)
+
+// Model is the detail pane: a scrollable viewport with a title line.
+type Model struct {
+	common  *common.Common
+	vp      viewport.Model
+	title   string
+	key     string
+	content string
+	width   int
+	height  int
+}
+
+// New returns an empty pane.
+func New(c *common.Common) *Model {
+	vp := viewport.New()
+	vp.SoftWrap = true
+	// The checklist owns the arrow keys; the pane scrolls with the page keys.
+	vp.KeyMap = viewport.KeyMap{
+		PageDown:     c.Keys.PageDown,
+		PageUp:       c.Keys.PageUp,
+		HalfPageDown: key.NewBinding(key.WithDisabled()),
+		HalfPageUp:   key.NewBinding(key.WithDisabled()),
+		Up:           key.NewBinding(key.WithDisabled()),
+		Down:         key.NewBinding(key.WithDisabled()),
+		Left:         key.NewBinding(key.WithDisabled()),
+		Right:        key.NewBinding(key.WithDisabled()),
+	}
+	return &Model{common: c, vp: vp}
+}
+
+// Show replaces the pane's content. itemKey names what is shown: the scroll
+// position survives a refresh of the same item and resets for a new one.
+func (m *Model) Show(itemKey, title, content string) {
+	if itemKey != m.key {
+		m.vp.GotoTop()
+	}
+	m.key, m.title, m.content = itemKey, title, content
+	m.vp.SetContent(content)
+}
+
+// Content is what the pane shows, unstyled lines included.
+func (m *Model) Content() string { return m.content }
+
+// SetSize sets the outer size, border included.
+func (m *Model) SetSize(width, height int) {
+	m.width, m.height = width, height
+	m.vp.SetWidth(max(0, width-4))
+	m.vp.SetHeight(max(0, height-3))
+	m.vp.SetContent(m.content)
+}
+
+// InnerWidth is the width content is laid out for.
+func (m *Model) InnerWidth() int { return max(10, m.width-4) }
+
+// Update scrolls.
+func (m *Model) Update(msg tea.Msg) tea.Cmd {
+	var cmd tea.Cmd
+	m.vp, cmd = m.vp.Update(msg)
+	return cmd
+}
+
+// View renders the pane.
+func (m *Model) View() string {
+	if m.width < 4 || m.height < 3 {
+		return ""
+	}
+	s := m.common.Styles
+	inner := m.width - 4
+	title := m.title
+	if pct := m.vp.ScrollPercent(); m.vp.TotalLineCount() > m.vp.Height() {
+		title = fmt.Sprintf("%s  %3.0f%%", title, pct*100)
+	}
+	body := s.PaneTitle.Render(common.Truncate(title, inner)) + "\n" + m.vp.View()
+	return s.Pane.Width(m.width).Height(m.height).Render(common.FitLines(body, inner, m.height-2))
+}
+
+func (m *Model) ShortHelp() []key.Binding {
+	return []key.Binding{m.common.Keys.PageUp, m.common.Keys.PageDown}
+}
+
+func (m *Model) FullHelp() [][]key.Binding { return [][]key.Binding{m.ShortHelp()} }
+
+// StepState is what the UI knows about a step beyond its last result.
+type StepState struct {
+	Ran       bool
+	Running   bool
+	Cancelled bool
+	Proposed  bool
+	Reason    string
+}
+
+// RenderStep lays out a step and its last result for a pane width wide.
+func RenderStep(s *common.Styles, width int, step engine.Step, res probes.Result, st StepState) string {
+	var b strings.Builder
+	section := func(name string) {
+		b.WriteString("\n" + s.Heading.Render(name) + "\n")
+	}
+	meta := "probe " + step.Probe
+	if st.Ran {
+		meta += " · " + s.StatusStyle(res.Status).Render(string(res.Status))
+		if d := common.FormatDuration(res.Duration); d != "" {
+			meta += " · " + d
+		}
+	}
+	b.WriteString(s.Title.Render(step.Title) + "\n" + s.Label.Render(meta) + "\n")
+	if st.Proposed && st.Reason != "" {
+		b.WriteString(s.Reason.Render(common.Wrap(common.IconProposed+" proposed next: "+st.Reason, width)) + "\n")
+	}
+	if step.Tell != "" {
+		b.WriteString("\n" + common.Wrap(step.Tell, width) + "\n")
+	}
+	switch {
+	case st.Running:
+		b.WriteString("\n" + s.Running.Render("Running… esc cancels.") + "\n")
+	case st.Cancelled && !st.Ran:
+		b.WriteString("\n" + s.Cancelled.Render("Cancelled before it reported. enter or r runs it again.") + "\n")
+	case !st.Ran:
+		b.WriteString("\n" + s.Muted.Render("Not run yet: enter runs it.") + "\n")
+	}
+	if st.Ran {
+		section("Summary")
+		b.WriteString(common.Indent(common.Wrap(res.Summary, width-2), "  ") + "\n")
+		if len(res.Evidence.Rows) > 0 || len(res.Evidence.Columns) > 0 {
+			section("Evidence")
+			b.WriteString(common.Indent(common.Table(s, res.Evidence.Columns, res.Evidence.Rows, width-2), "  ") + "\n")
+		}
+		if raw := strings.TrimRight(res.Evidence.Raw, "\n"); raw != "" {
+			section("Raw")
+			b.WriteString(common.Indent(raw, "  ") + "\n")
+		}
+	}
+	if len(res.Commands) > 0 {
+		section("By hand")
+		for _, c := range res.Commands {
+			b.WriteString(s.Command.Render(common.Wrap("$ "+c, width)) + "\n")
+		}
+	}
+	if st.Ran && len(res.Facts) > 0 {
+		section("Facts")
+		b.WriteString(renderFacts(s, res.Facts, width))
+	}
+	if len(step.Warnings) > 0 {
+		section("Warnings")
+		for _, w := range step.Warnings {
+			b.WriteString(s.WarningText.Render(common.IconWarn+" "+w.Title) + "\n")
+			if w.Text != "" {
+				b.WriteString(common.Indent(common.Wrap(w.Text, width-2), "  ") + "\n")
+			}
+		}
+	}
+	return strings.TrimRight(b.String(), "\n")
+}
+
+func renderFacts(s *common.Styles, f probes.Facts, width int) string {
+	names := make([]string, 0, len(f))
+	for k := range f {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	var b strings.Builder
+	for _, n := range names {
+		b.WriteString("  " + s.Label.Render(n+" = ") + FactValue(f[n]) + "\n")
+	}
+	return b.String()
+}
+
+// FactValue renders a fact's value as the runbook conditions read it.
+func FactValue(v any) string {
+	switch v := v.(type) {
+	case []string:
+		if len(v) == 0 {
+			return "[]"
+		}
+		return "[" + strings.Join(v, ", ") + "]"
+	case string:
+		return fmt.Sprintf("%q", v)
+	}
+	return fmt.Sprint(v)
+}
+
+// RenderCause is the pane's summary of a cause row; the cause screen has the
+// rest.
+func RenderCause(s *common.Styles, width int, c engine.Cause, f *engine.Finding, v engine.Verdict) string {
+	var b strings.Builder
+	b.WriteString(s.Cause.Render(common.IconCause+" "+c.Title) + "\n" + s.Label.Render(c.ID) + "\n")
+	if f != nil && f.Confidence != "" {
+		b.WriteString(s.Label.Render("confidence "+f.Confidence) + "\n")
+	}
+	if v != "" {
+		b.WriteString(s.Label.Render("hypothesis "+strings.ReplaceAll(string(v), "_", " ")) + "\n")
+	}
+	if c.Summary != "" {
+		b.WriteString("\n" + common.Wrap(c.Summary, width) + "\n")
+	}
+	if f != nil && f.Summary != "" {
+		b.WriteString("\n" + common.Wrap(f.Summary, width) + "\n")
+	}
+	if f != nil && len(f.Evidence) > 0 {
+		b.WriteString("\n" + s.Heading.Render("Evidence") + "\n")
+		for _, e := range f.Evidence {
+			b.WriteString(common.Indent(common.Wrap("• "+e, width-2), "  ") + "\n")
+		}
+	}
+	b.WriteString("\n" + s.Muted.Render(fmt.Sprintf("enter opens the fix directions (%d) and verification (%d).", len(c.Fixes), len(c.Verify))))
+	return b.String()
+}

@@ -1,0 +1,184 @@
+// Package engine is the narrow view of a triage session that the terminal UI
+// drives: the runbook's steps and causes, the probe results so far, and the
+// engine's proposal for what to look at next. The runbook.Session is adapted
+// to it (session.go); tests drive the UI with a scripted engine
+// (tui/enginetest). The UI contains no diagnosis logic: every decision about
+// what the facts mean comes from here.
+package engine
+
+import (
+	"context"
+
+	"github.com/meshtriage/meshtriage/probes"
+)
+
+// Engine is one triage session as the UI sees it.
+//
+// The UI calls every method from inside a tea.Cmd, so from several
+// goroutines at once ("run all remaining" runs steps concurrently):
+// implementations must be safe for concurrent use. RunStep and Verify honour
+// ctx: cancelling it ends the probe promptly.
+type Engine interface {
+	Target() probes.Target
+	// Question and Symptoms are the runbook's start node: what the on-call
+	// sees (callers get 503s, pods restart at startup, ...). A single
+	// symptom needs no question.
+	Question() string
+	Symptoms() []Symptom
+	// Start begins the session on a symptom and writes the first event.
+	Start(ctx context.Context, symptom string) error
+
+	// Steps are the runbook's steps in the order it lists them.
+	Steps() []Step
+	// Causes are the runbook's cause nodes.
+	Causes() []Cause
+	// Result is the latest result of a step, if it ran.
+	Result(step string) (probes.Result, bool)
+	// RunStep runs a step's probe and records it; a second run of the same
+	// step is recorded as a re-run.
+	RunStep(ctx context.Context, step string) probes.Result
+	// Proposal is what the engine would look at next given the facts so far.
+	Proposal() Proposal
+	// Choose records a move to a step or cause and who chose it.
+	Choose(to string, by ChosenBy) error
+	// Findings are the causes the facts support so far, strongest first.
+	Findings() []Finding
+	// Hypotheses are the verdicts recorded so far, by cause ID.
+	Hypotheses() map[string]Verdict
+
+	Note(step, text string) error
+	Hypothesis(cause string, v Verdict, why string) error
+	ChooseFix(cause, fix string) error
+	// Verify runs the cause's verification steps that name a probe and
+	// reports each; manual steps (a command for the on-call) come back with
+	// Manual set and are not run.
+	Verify(ctx context.Context, cause string) []VerifyResult
+	// End closes the session (quit, completed, interrupted).
+	End(reason string) error
+}
+
+// Symptom is one answer to the runbook's start question.
+type Symptom struct {
+	ID    string
+	Title string
+}
+
+// Step is a runbook step: the probe it runs and what to tell the on-call.
+type Step struct {
+	ID    string
+	Title string
+	Probe string
+	// Tell is the runbook's advice for this step, shown before and after
+	// the probe runs.
+	Tell     string
+	Warnings []Warning
+}
+
+// Cause is a root cause node with its fix directions and verification.
+type Cause struct {
+	ID      string
+	Title   string
+	Summary string
+	// Warning marks a warning-level cause: reported, but not a root cause of
+	// the 503s by itself.
+	Warning  bool
+	Fixes    []Fix
+	Verify   []VerifyStep
+	Warnings []Warning
+}
+
+// Fix is one fix direction. meshtriage never applies it; the on-call copies
+// what they need.
+type Fix struct {
+	ID        string
+	Title     string
+	Text      string
+	YAML      []string
+	Commands  []string
+	Tradeoffs []string
+	Security  []string
+}
+
+// VerifyStep says how to check a fix: a probe whose facts must satisfy
+// Expect, or a manual command.
+type VerifyStep struct {
+	Describe string
+	Probe    string
+	Expect   string
+	Command  string
+}
+
+// Warning is an anti-pattern that makes things worse where it appears.
+type Warning struct {
+	ID    string
+	Title string
+	Text  string
+}
+
+// Proposal is the engine's suggestion for the next move.
+type Proposal struct {
+	// Next is a step or cause ID; empty when the runbook has nothing more
+	// to suggest.
+	Next    string
+	IsCause bool
+	// Reason is why, in the on-call's terms: "0/5 hosts healthy -> check
+	// outlier ejection".
+	Reason string
+	// From is the step whose facts led here; empty at the start.
+	From string
+	// Causes are the cause IDs reached so far.
+	Causes []string
+}
+
+// Finding is a cause the facts support.
+type Finding struct {
+	Cause      string
+	Confidence string
+	Summary    string
+	Evidence   []string
+}
+
+// VerifyResult is one verification step after it ran.
+type VerifyResult struct {
+	Step   VerifyStep
+	Manual bool
+	Passed bool
+	Result probes.Result
+	Detail string
+}
+
+// ChosenBy says who picked a move.
+type ChosenBy string
+
+const (
+	ByEngine ChosenBy = "engine"
+	ByUser   ChosenBy = "user"
+)
+
+// Verdict is the on-call's judgement of a cause hypothesis.
+type Verdict string
+
+const (
+	Confirmed Verdict = "confirmed"
+	RuledOut  Verdict = "ruled_out"
+)
+
+// StepByID finds a step.
+func StepByID(e Engine, id string) (Step, bool) {
+	for _, s := range e.Steps() {
+		if s.ID == id {
+			return s, true
+		}
+	}
+	return Step{}, false
+}
+
+// CauseByID finds a cause node.
+func CauseByID(e Engine, id string) (Cause, bool) {
+	for _, c := range e.Causes() {
+		if c.ID == id {
+			return c, true
+		}
+	}
+	return Cause{}, false
+}
