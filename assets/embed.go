@@ -8,7 +8,7 @@ import "embed"
 // FS holds runbooks/ (and later scenarios/, rbac/), each under its folder
 // name. "all:" keeps files whose names start with "." or "_".
 //
-//go:embed all:runbooks
+//go:embed all:runbooks all:scenarios
 var FS embed.FS
 
 // RunbooksDir is the folder of FS that holds the runbooks.
