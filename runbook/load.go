@@ -498,12 +498,23 @@ func (v *validator) checkCycles() {
 			if reported[id] {
 				break // leads into a loop already reported
 			}
-			next := ""
+			// Prefer a step not yet on the path, so the reported loop names
+			// every step it traps rather than the shortest self-loop.
+			next, closing := "", ""
 			for _, n := range successors(g.steps[id]) {
-				if _, ok := g.steps[n]; ok && !exits[n] {
+				if _, ok := g.steps[n]; !ok || exits[n] {
+					continue
+				}
+				if _, onPath := pos[n]; !onPath && n != id {
 					next = n
 					break
 				}
+				if closing == "" {
+					closing = n
+				}
+			}
+			if next == "" {
+				next = closing
 			}
 			pos[id] = len(path)
 			path = append(path, id)

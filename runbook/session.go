@@ -533,7 +533,10 @@ func (s *Session) Choose(target, chosenBy string) error {
 	bt := &BranchTaken{From: from, To: target, IsCause: isCause, ChosenBy: chosenBy}
 	if step, ok := g.Step(s.current); ok {
 		d := s.decide(step, s.knownFacts())
-		s.recordSkipped(d.skipped)
+		if _, ran := s.results[step.Probe]; ran {
+			// Leaving a step that never ran skips nothing worth a record.
+			s.recordSkipped(d.skipped)
+		}
 		switch {
 		case isStep && target == d.next:
 			bt.When, bt.Reason = d.when, d.reason

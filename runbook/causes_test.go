@@ -1,0 +1,289 @@
+package runbook_test
+
+import (
+	"context"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/meshtriage/meshtriage/assets"
+	"github.com/meshtriage/meshtriage/probes"
+	"github.com/meshtriage/meshtriage/runbook"
+)
+
+type F = probes.Facts
+
+// causeCases: for each catalogue cause, the facts of an incident of that
+// cause, which must lead the engine to it and to no other cause.
+var causeCases = []struct {
+	cause string
+	over  map[string]probes.Facts
+	conf  runbook.Confidence
+}{
+	{"service.no-selector-match", map[string]probes.Facts{
+		"target":         {"target_pods_selected": 0, "target_pods_with_sidecar": 0},
+		"endpoints":      {"endpoints_ready": 0},
+		"envoy-clusters": {"envoy_hosts_total": 0, "envoy_hosts_healthy": 0},
+		"access-log":     {"log_503": 50, "log_5xx": 50, "log_flag_uh": 50, "log_2xx": 0},
+		"startup-order":  {"startup_app_before_proxy": 0},
+	}, runbook.ConfidenceHigh},
+	{"service.port-mismatch", map[string]probes.Facts{
+		"endpoints": {"endpoints_port_mismatch": true, "endpoints_mismatched_ports": []string{"80->8081"}},
+		"access-log": {"log_503": 40, "log_5xx": 40, "log_flag_uf": 40, "log_connection_refused": 40,
+			"log_transport_failures": []string{"delayed connect error: 111"}},
+	}, runbook.ConfidenceHigh},
+	{"endpoints.none-ready", map[string]probes.Facts{
+		"endpoints": {"endpoints_ready": 0, "endpoints_not_ready": 3,
+			"endpoints_not_ready_pods": []string{"web-1 ContainersNotReady", "web-2 ContainersNotReady", "web-3 ContainersNotReady"}},
+		"envoy-clusters": {"envoy_hosts_total": 0, "envoy_hosts_healthy": 0},
+		"access-log":     {"log_503": 30, "log_5xx": 30, "log_flag_uh": 30},
+	}, runbook.ConfidenceHigh},
+	{"sidecar.missing-upstream", map[string]probes.Facts{
+		"target": {"target_pods_with_sidecar": 0, "target_pods_without_sidecar": 3},
+		"mtls": {"mtls_mismatch": "mtls-to-no-sidecar", "mtls_client_tls_mode": "ISTIO_MUTUAL",
+			"mtls_upstream_sidecar": false},
+		"envoy-config": {"config_tls": "istio-mtls"},
+		"access-log":   {"log_503": 20, "log_5xx": 20, "log_flag_uf": 20, "log_transport_failures": []string{"connection reset by peer"}},
+	}, runbook.ConfidenceHigh},
+	{"mtls.plaintext-to-strict", map[string]probes.Facts{
+		"mtls": {"mtls_mismatch": "plaintext-to-strict", "mtls_upstream_mode": "STRICT", "mtls_upstream_mode_source": "namespace",
+			"mtls_client_tls_mode": "DISABLE", "mtls_client_sends": "plaintext"},
+		"envoy-config": {"config_tls": "none"},
+		"access-log":   {"log_503": 20, "log_5xx": 20, "log_flag_uc": 0, "log_flag_uf": 20},
+	}, runbook.ConfidenceHigh},
+	{"mtls.origination-conflict", map[string]probes.Facts{
+		"mtls": {"mtls_mismatch": "double-tls", "mtls_client_tls_mode": "SIMPLE", "mtls_client_sends": "tls"},
+		"envoy-config": {"config_tls": "tls"},
+		"access-log": {"log_503": 20, "log_5xx": 20, "log_flag_uf": 20,
+			"log_transport_failures": []string{"TLS_error:|268435703:SSL routines:OPENSSL_internal:WRONG_VERSION_NUMBER"}},
+	}, runbook.ConfidenceHigh},
+	{"dr.subset-no-pods", map[string]probes.Facts{
+		"destination-rules": {"dr_found": true, "dr_names": []string{"shop/web"}, "dr_subsets_without_pods": []string{"v2"}, "vs_found": true},
+		"envoy-clusters":    {"envoy_empty_clusters": []string{"outbound|80|v2|web.shop.svc.cluster.local"}},
+		"access-log":        {"log_503": 30, "log_5xx": 30, "log_flag_uh": 30},
+	}, runbook.ConfidenceHigh},
+	{"vs.subset-undefined", map[string]probes.Facts{
+		"destination-rules": {"dr_found": true, "vs_found": true, "vs_undefined_subsets": []string{"v3"}},
+		"access-log":        {"log_503": 20, "log_5xx": 20, "log_flag_nc": 20},
+	}, runbook.ConfidenceHigh},
+	{"outlier.all-ejected", map[string]probes.Facts{
+		"envoy-clusters": {"envoy_hosts_healthy": 0, "envoy_hosts_outlier_ejected": 3, "envoy_ejections_active": 3},
+		"envoy-config":   {"config_outlier_consecutive_5xx": 1, "config_outlier_max_ejection_percent": 100},
+		"destination-rules": {"dr_found": true, "dr_outlier_consecutive_5xx": 1, "dr_outlier_max_ejection_percent": 100,
+			"dr_outlier_aggressive": true},
+		"access-log": {"log_503": 100, "log_5xx": 100, "log_flag_uh": 100},
+	}, runbook.ConfidenceHigh},
+	{"circuit-breaker.overflow", map[string]probes.Facts{
+		"envoy-clusters":    {"envoy_rq_pending_overflow": 42},
+		"envoy-config":      {"config_max_connections": 1, "config_max_pending_requests": 1},
+		"destination-rules": {"dr_found": true, "dr_pool_tiny": true, "dr_pool_limits": []string{"tcp.maxConnections=1", "http.http1MaxPendingRequests=1"}},
+		"access-log":        {"log_503": 42, "log_5xx": 42, "log_flag_uo": 42},
+	}, runbook.ConfidenceHigh},
+	{"serviceentry.missing", map[string]probes.Facts{
+		"service-entry": {"se_registry_only": true, "se_unregistered_hosts": []string{"api.stripe.com"}},
+		"access-log": {"log_503": 12, "log_5xx": 12, "log_flag_nr": 12, "log_blackhole": 12,
+			"log_blackhole_hosts": []string{"api.stripe.com"}},
+	}, runbook.ConfidenceHigh},
+	{"xds.stale", map[string]probes.Facts{
+		"proxy-status": {"xds_stale_types": []string{"EDS"}, "xds_eds": "STALE"},
+		"access-log":   {"log_503": 10, "log_5xx": 10, "log_flag_uh": 10},
+	}, runbook.ConfidenceHigh},
+	{"startup.app-before-proxy", map[string]probes.Facts{
+		"startup-order": {"startup_app_before_proxy": 3, "startup_early_restarts": 2, "startup_connection_refused": 2,
+			"startup_restart_reasons": []string{"Error exit 1", "Error exit 1"}},
+	}, runbook.ConfidenceHigh},
+	{"shutdown.proxy-exits-first", map[string]probes.Facts{
+		"shutdown-order": {"shutdown_pods_terminating": 1},
+		"endpoints":      {"endpoints_terminating": 1},
+		"access-log":     {"log_503": 5, "log_5xx": 5, "log_flag_uc": 3, "log_flag_dc": 2},
+	}, runbook.ConfidenceHigh},
+	{"upstream.idle-reset", map[string]probes.Facts{
+		"access-log": {"log_503": 7, "log_5xx": 7, "log_flag_uc": 7,
+			"log_details": []string{"upstream_reset_before_response_started{connection_termination}"}},
+	}, runbook.ConfidenceHigh},
+	{"security.port-excluded", map[string]probes.Facts{
+		"port-exclusion": {"exclusion_outbound_ports": []string{"80"}, "exclusion_target_port_bypassed": true},
+	}, runbook.ConfidenceLow},
+}
+
+func TestEveryCatalogueCauseHasACase(t *testing.T) {
+	have := map[string]bool{}
+	for _, c := range causeCases {
+		have[c.cause] = true
+	}
+	for _, id := range assets.Causes {
+		if !have[id] {
+			t.Errorf("no engine case for cause %s", id)
+		}
+	}
+}
+
+// The fixtures must speak the probes' contract, or the cases prove nothing.
+func TestFixtureFactsAreDeclared(t *testing.T) {
+	byID := probes.ByID()
+	check := func(name string, facts map[string]probes.Facts) {
+		for probe, f := range facts {
+			p, ok := byID[probe]
+			if !ok {
+				t.Errorf("%s: no probe %q", name, probe)
+				continue
+			}
+			if err := probes.CheckFacts(p.Meta(), probes.Result{Facts: f}); err != nil {
+				t.Errorf("%s: %v", name, err)
+			}
+		}
+	}
+	check("healthy", healthy())
+	for _, c := range causeCases {
+		check(c.cause, c.over)
+	}
+}
+
+func TestEachCauseAloneFromItsFacts(t *testing.T) {
+	g := load503(t)
+	for _, c := range causeCases {
+		t.Run(c.cause, func(t *testing.T) {
+			s := newSession(t, g, newRecorded(with(healthy(), c.over)), runbook.ModeAuto)
+			findings, err := s.Auto(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := causeIDs(findings); !reflect.DeepEqual(got, []string{c.cause}) {
+				t.Fatalf("findings = %v, want only %s\nskipped: %+v", got, c.cause, s.Skipped())
+			}
+			f := findings[0]
+			if f.Confidence != c.conf {
+				t.Errorf("confidence = %s, want %s", f.Confidence, c.conf)
+			}
+			if len(f.Evidence) == 0 || len(f.Evidence[0].Facts) == 0 || len(f.Evidence[0].Probes) == 0 {
+				t.Errorf("finding without evidence: %+v", f.Evidence)
+			}
+			if len(f.Fixes) == 0 || len(f.Verify) == 0 {
+				t.Errorf("finding without fix or verify")
+			}
+			for _, fix := range f.Fixes {
+				for _, cmd := range append(append([]string{fix.Text}, fix.Commands...), fix.YAML...) {
+					if strings.Contains(cmd, "${") {
+						t.Errorf("placeholder left in %q", cmd)
+					}
+				}
+			}
+			if len(s.Skipped()) != 0 {
+				t.Errorf("complete facts, yet rules skipped: %+v", s.Skipped())
+			}
+		})
+	}
+}
+
+func TestHealthyServiceHasNoFinding(t *testing.T) {
+	g := load503(t)
+	s := newSession(t, g, newRecorded(healthy()), runbook.ModeAuto)
+	findings, err := s.Auto(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(findings) != 0 {
+		t.Fatalf("healthy service: findings %v", causeIDs(findings))
+	}
+	// The walk visits every step of the runbook from the three symptoms,
+	// except versions, which only matters once startup restarts show.
+	walked := map[string]bool{}
+	for _, ev := range s.Events() {
+		if ev.Kind == runbook.EventBranchTaken {
+			walked[ev.Branch.To] = true
+			if ev.Branch.ChosenBy != runbook.ChosenByEngine {
+				t.Errorf("auto move chosen by %q", ev.Branch.ChosenBy)
+			}
+		}
+	}
+	for _, st := range g.Steps {
+		if !walked[st.ID] && st.ID != "versions" {
+			t.Errorf("healthy walk never reached step %s", st.ID)
+		}
+	}
+	if walked["versions"] {
+		t.Errorf("healthy walk went to versions without startup restarts")
+	}
+}
+
+// A PERMISSIVE upstream accepts ISTIO_MUTUAL: a DestinationRule that says
+// ISTIO_MUTUAL toward it is not an mTLS problem.
+func TestPermissiveUpstreamWithIstioMutualIsNotAMismatch(t *testing.T) {
+	g := load503(t)
+	facts := with(healthy(), map[string]probes.Facts{
+		"mtls": {"mtls_upstream_mode": "PERMISSIVE", "mtls_client_tls_mode": "ISTIO_MUTUAL", "mtls_client_sends": "mtls", "mtls_mismatch": "none"},
+		"envoy-config":      {"config_tls": "istio-mtls"},
+		"destination-rules": {"dr_found": true, "dr_names": []string{"shop/web"}},
+	})
+	s := newSession(t, g, newRecorded(facts), runbook.ModeAuto)
+	findings, err := s.Auto(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(findings) != 0 {
+		t.Fatalf("PERMISSIVE + ISTIO_MUTUAL reported as %v", causeIDs(findings))
+	}
+}
+
+// Default classic sidecars without drain settings are not a finding until
+// a rollout shows the gap.
+func TestShutdownRiskWithoutRolloutIsNoFinding(t *testing.T) {
+	g := load503(t)
+	facts := with(healthy(), map[string]probes.Facts{
+		"access-log": {"log_503": 2, "log_5xx": 2, "log_flag_uf": 2},
+	})
+	s := newSession(t, g, newRecorded(facts), runbook.ModeAuto)
+	findings, _ := s.Auto(context.Background())
+	if len(findings) != 0 {
+		t.Fatalf("findings %v without a rollout", causeIDs(findings))
+	}
+}
+
+// UC during a rollout is the shutdown gap, not an idle timeout.
+func TestUCDuringRolloutIsNotIdleReset(t *testing.T) {
+	g := load503(t)
+	facts := with(healthy(), map[string]probes.Facts{
+		"shutdown-order": {"shutdown_pods_terminating": 2},
+		"access-log": {"log_503": 7, "log_5xx": 7, "log_flag_uc": 7,
+			"log_details": []string{"upstream_reset_before_response_started{connection_termination}"}},
+	})
+	s := newSession(t, g, newRecorded(facts), runbook.ModeAuto)
+	findings, _ := s.Auto(context.Background())
+	if got := causeIDs(findings); !reflect.DeepEqual(got, []string{"shutdown.proxy-exits-first"}) {
+		t.Fatalf("findings = %v", got)
+	}
+}
+
+// Several rules of one cause give one finding: highest confidence, all the
+// evidence.
+func TestFindingsDedupeByCause(t *testing.T) {
+	g := load503(t)
+	var over map[string]probes.Facts
+	for _, c := range causeCases {
+		if c.cause == "outlier.all-ejected" {
+			over = c.over
+		}
+	}
+	s := newSession(t, g, newRecorded(with(healthy(), over)), runbook.ModeAuto)
+	findings, _ := s.Auto(context.Background())
+	if len(findings) != 1 {
+		t.Fatalf("findings = %v", causeIDs(findings))
+	}
+	var steps []string
+	for _, e := range findings[0].Evidence {
+		steps = append(steps, e.Step)
+	}
+	if want := []string{"envoy-clusters", "envoy-config", "destination-rules"}; !reflect.DeepEqual(steps, want) {
+		t.Errorf("evidence from steps %v, want %v", steps, want)
+	}
+	if findings[0].Confidence != runbook.ConfidenceHigh {
+		t.Errorf("confidence %s, want the highest (high)", findings[0].Confidence)
+	}
+	ev := findings[0].Evidence[0]
+	if ev.Facts["envoy_hosts_outlier_ejected"] != 3 || ev.Facts["envoy_hosts_total"] != 3 {
+		t.Errorf("evidence facts = %v", ev.Facts)
+	}
+	if !strings.Contains(ev.Reason, "3/3 hosts ejected") {
+		t.Errorf("reason not interpolated: %q", ev.Reason)
+	}
+}

@@ -1,0 +1,125 @@
+package runbook_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/meshtriage/meshtriage/probes"
+	"github.com/meshtriage/meshtriage/runbook"
+)
+
+// Envoy admin unreachable must never read as "0 healthy hosts": the errored
+// probe's facts are not trusted even if it left numbers behind, the rules
+// reading them do not match, and the session says why.
+func TestErroredProbeIsUnknownNotZero(t *testing.T) {
+	g := load503(t)
+	facts := with(healthy(), map[string]probes.Facts{
+		// What a careless probe might leave behind on error.
+		"envoy-clusters": {"envoy_hosts_total": 3, "envoy_hosts_healthy": 0, "envoy_hosts_outlier_ejected": 3},
+		"access-log":     {"log_503": 30, "log_5xx": 30, "log_flag_uh": 30},
+	})
+	r := newRecorded(facts).fail("envoy-clusters", probes.StatusError,
+		"cannot read /clusters: Envoy admin of shop/client-1 unreachable: connection refused")
+	sink := &memSink{}
+	s := newSession(t, g, r, runbook.ModeAuto, sink)
+	findings, err := s.Auto(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(findings) != 0 {
+		t.Fatalf("findings %v from an unreachable Envoy admin", causeIDs(findings))
+	}
+	if _, ok := s.Facts()["envoy_hosts_total"]; ok {
+		t.Errorf("errored probe's facts are in the session")
+	}
+	var why []string
+	for _, ev := range sink.events {
+		if ev.Kind == runbook.EventRuleSkipped {
+			why = append(why, ev.Skipped.Why)
+		}
+	}
+	joined := strings.Join(why, "\n")
+	want := "rule skipped: envoy_hosts_outlier_ejected unknown (envoy-clusters: error: cannot read /clusters: Envoy admin of shop/client-1 unreachable"
+	if !strings.Contains(joined, want) {
+		t.Errorf("rule_skipped events do not say why:\n%s", joined)
+	}
+}
+
+// The same facts with the probe working do give the finding: the test above
+// fails for the right reason.
+func TestErroredProbeControl(t *testing.T) {
+	g := load503(t)
+	facts := with(healthy(), map[string]probes.Facts{
+		"envoy-clusters": {"envoy_hosts_total": 3, "envoy_hosts_healthy": 0, "envoy_hosts_outlier_ejected": 3},
+		"access-log":     {"log_503": 30, "log_5xx": 30, "log_flag_uh": 30},
+	})
+	s := newSession(t, g, newRecorded(facts), runbook.ModeAuto)
+	findings, _ := s.Auto(context.Background())
+	if got := causeIDs(findings); len(got) != 1 || got[0] != "outlier.all-ejected" {
+		t.Fatalf("findings = %v", got)
+	}
+}
+
+// idle-reset needs to know no rollout is in progress; with shutdown-order
+// unknown it cannot decide, and it does not guess.
+func TestIdleResetUndecidedWithoutRolloutFacts(t *testing.T) {
+	g := load503(t)
+	facts := with(healthy(), map[string]probes.Facts{
+		"access-log": {"log_503": 7, "log_5xx": 7, "log_flag_uc": 7,
+			"log_details": []string{"upstream_reset_before_response_started{connection_termination}"}},
+	})
+	r := newRecorded(facts).fail("shutdown-order", probes.StatusError, "forbidden: cannot list pods in shop")
+	s := newSession(t, g, r, runbook.ModeAuto)
+	findings, _ := s.Auto(context.Background())
+	if len(findings) != 0 {
+		t.Fatalf("findings %v with shutdown-order unknown", causeIDs(findings))
+	}
+	var found bool
+	for _, sk := range s.Skipped() {
+		if sk.Step == "access-log" && strings.Contains(sk.Why, "shutdown_pods_terminating unknown (shutdown-order: error: forbidden") {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("skipped rules do not explain: %+v", s.Skipped())
+	}
+}
+
+// A skipped probe (no sidecar to ask) is unknown too.
+func TestSkippedProbeIsUnknown(t *testing.T) {
+	g := load503(t)
+	facts := with(healthy(), map[string]probes.Facts{
+		"proxy-status": {"xds_stale_types": []string{"EDS"}},
+	})
+	r := newRecorded(facts).fail("proxy-status", probes.StatusSkipped, "no source proxy to ask istiod about")
+	s := newSession(t, g, r, runbook.ModeAuto)
+	findings, _ := s.Auto(context.Background())
+	if len(findings) != 0 {
+		t.Fatalf("findings %v from a skipped probe", causeIDs(findings))
+	}
+}
+
+func TestCannotTriage(t *testing.T) {
+	g := load503(t)
+	t.Run("target unreadable", func(t *testing.T) {
+		r := newRecorded(healthy()).fail("target", probes.StatusError, "cannot get service shop/web: connection refused")
+		s := newSession(t, g, r, runbook.ModeAuto)
+		_, err := s.Auto(context.Background())
+		var te *runbook.TriageError
+		if !errors.As(err, &te) || te.Step != "target" || !strings.Contains(err.Error(), "connection refused") {
+			t.Fatalf("err = %v", err)
+		}
+	})
+	t.Run("no such service", func(t *testing.T) {
+		facts := with(healthy(), map[string]probes.Facts{"target": {"target_service_found": false, "target_pods_selected": 0}})
+		r := newRecorded(facts).fail("target", probes.StatusFail, "Service shop/web not found")
+		s := newSession(t, g, r, runbook.ModeAuto)
+		_, err := s.Auto(context.Background())
+		var te *runbook.TriageError
+		if !errors.As(err, &te) || !strings.Contains(err.Error(), "does not exist") {
+			t.Fatalf("err = %v", err)
+		}
+	})
+}
