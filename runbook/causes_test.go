@@ -52,7 +52,7 @@ var causeCases = []struct {
 		"access-log":   {"log_503": 20, "log_5xx": 20, "log_flag_uc": 0, "log_flag_uf": 20},
 	}, runbook.ConfidenceHigh},
 	{"mtls.origination-conflict", map[string]probes.Facts{
-		"mtls": {"mtls_mismatch": "double-tls", "mtls_client_tls_mode": "SIMPLE", "mtls_client_sends": "tls"},
+		"mtls":         {"mtls_mismatch": "double-tls", "mtls_client_tls_mode": "SIMPLE", "mtls_client_sends": "tls"},
 		"envoy-config": {"config_tls": "tls"},
 		"access-log": {"log_503": 20, "log_5xx": 20, "log_flag_uf": 20,
 			"log_transport_failures": []string{"TLS_error:|268435703:SSL routines:OPENSSL_internal:WRONG_VERSION_NUMBER"}},
@@ -211,7 +211,7 @@ func TestHealthyServiceHasNoFinding(t *testing.T) {
 func TestPermissiveUpstreamWithIstioMutualIsNotAMismatch(t *testing.T) {
 	g := load503(t)
 	facts := with(healthy(), map[string]probes.Facts{
-		"mtls": {"mtls_upstream_mode": "PERMISSIVE", "mtls_client_tls_mode": "ISTIO_MUTUAL", "mtls_client_sends": "mtls", "mtls_mismatch": "none"},
+		"mtls":              {"mtls_upstream_mode": "PERMISSIVE", "mtls_client_tls_mode": "ISTIO_MUTUAL", "mtls_client_sends": "mtls", "mtls_mismatch": "none"},
 		"envoy-config":      {"config_tls": "istio-mtls"},
 		"destination-rules": {"dr_found": true, "dr_names": []string{"shop/web"}},
 	})

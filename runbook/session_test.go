@@ -96,7 +96,7 @@ func TestGuidedSession(t *testing.T) {
 	}
 	want := []runbook.EventKind{
 		runbook.EventSessionStarted, runbook.EventBranchTaken, // start -> target
-		runbook.EventProbeRan,                                 // target
+		runbook.EventProbeRan,                              // target
 		runbook.EventBranchTaken, runbook.EventBranchTaken, // -> envoy-clusters, -> endpoints
 	}
 	if !reflect.DeepEqual(kinds[:len(want)], want) {
