@@ -129,6 +129,7 @@ type snapshot struct {
 	proposal engine.Proposal
 	findings []engine.Finding
 	verdicts map[string]engine.Verdict
+	logErr   error
 }
 
 func takeSnapshot(e engine.Engine) snapshot {
@@ -141,6 +142,7 @@ func takeSnapshot(e engine.Engine) snapshot {
 	s.proposal = e.Proposal()
 	s.findings = e.Findings()
 	s.verdicts = e.Hypotheses()
+	s.logErr = e.LogError()
 	return s
 }
 

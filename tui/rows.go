@@ -25,6 +25,13 @@ func (m *Model) refresh() {
 	if m.eng == nil {
 		return
 	}
+	// A step may run as another's dependency (its facts feed the rules):
+	// it joins the path when its result shows up.
+	for _, st := range m.eng.Steps() {
+		if _, ok := m.snap.results[st.ID]; ok {
+			m.noteRan(st.ID)
+		}
+	}
 	m.checklist.SetTitle("Runbook · " + m.mode.String())
 	m.checklist.SetRows(m.rows())
 	m.showSelected()
@@ -163,6 +170,9 @@ func (m *Model) showSelected() {
 		Cancelled: row.Cancelled,
 		Proposed:  row.Proposed,
 		Reason:    p.Reason,
+	}
+	if p.From == row.ID {
+		state.Undecided = p.Undecided
 	}
 	m.detail.Show("step/"+row.ID, "Detail · "+row.ID, detail.RenderStep(s, width, st, res, state))
 }

@@ -153,9 +153,12 @@ func (m *Model) verify(causeID string) tea.Cmd {
 	eng := m.eng
 	work := func() tea.Msg {
 		defer cancel()
-		res := eng.Verify(ctx, causeID)
-		if ctx.Err() != nil {
+		res, err := eng.Verify(ctx, causeID)
+		switch {
+		case ctx.Err() != nil:
 			return verifyDoneMsg{cause: causeID, err: fmt.Errorf("verification cancelled")}
+		case err != nil:
+			return verifyDoneMsg{cause: causeID, err: fmt.Errorf("verification: %w", err)}
 		}
 		return verifyDoneMsg{cause: causeID, results: res}
 	}

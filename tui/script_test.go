@@ -93,7 +93,12 @@ func outlierScript() enginetest.Script {
 		},
 		Findings: map[string]engine.Finding{
 			"outlier.all-ejected": {Cause: "outlier.all-ejected", Confidence: "high", Summary: "3/3 hosts ejected by outlier detection",
-				Evidence: []string{"envoy-clusters: 0/3 hosts healthy: 3 failed_outlier_check", "destination-rules: consecutive5xxErrors 1, maxEjectionPercent 100"}},
+				Evidence: []engine.Evidence{
+					{Step: "envoy-clusters", Reason: "0/3 hosts healthy", When: "envoy_hosts_healthy == 0 && envoy_hosts_outlier_ejected > 0",
+						Facts: []string{"envoy_hosts_healthy=0", "envoy_hosts_outlier_ejected=3"}, Probes: []string{"envoy-clusters fail: 0/3 hosts healthy: 3 failed_outlier_check"}},
+					{Step: "destination-rules", Reason: "consecutive5xxErrors 1, maxEjectionPercent 100", When: "dr_outlier_aggressive",
+						Facts: []string{"dr_outlier_aggressive=true"}},
+				}},
 		},
 		Verify: map[string][]engine.VerifyResult{
 			"outlier.all-ejected": {

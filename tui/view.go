@@ -143,6 +143,8 @@ func (m *Model) proposalLine(w int) string {
 	var line string
 	switch {
 	case m.eng == nil:
+	case p.Abort != "":
+		line = s.ErrorText.Render(common.IconFail+" cannot go on: "+p.Abort) + s.Muted.Render(" · m lists every step")
 	case p.Next == "" && len(p.Causes) == 0:
 		line = s.Muted.Render("runbook finished without a cause: m lists every step, n adds a note")
 	case p.Next == "":
@@ -168,6 +170,9 @@ func (m *Model) messageLine(w int) string {
 		}
 		label := fmt.Sprintf(" %d/%d steps · esc cancels", b.done, b.total)
 		return common.Truncate(m.progress.ViewAs(pct)+s.Label.Render(label), w)
+	}
+	if m.snap.logErr != nil && m.message == "" {
+		return common.Truncate(s.ErrorText.Render("incident log NOT written: "+m.snap.logErr.Error()), w)
 	}
 	if n := len(m.runs); n > 0 && m.message == "" {
 		return common.Truncate(s.Running.Render(fmt.Sprintf("%s running %d probe(s) · esc cancels", m.spinner.View(), n)), w)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/meshtriage/meshtriage/probes"
 	"github.com/meshtriage/meshtriage/tui/common"
+	"github.com/meshtriage/meshtriage/tui/detail"
 	"github.com/meshtriage/meshtriage/tui/engine"
 )
 
@@ -81,6 +82,18 @@ func (m *Model) Open(c engine.Cause, f *engine.Finding, v engine.Verdict) {
 	if c.ID != m.cause.ID {
 		m.sel, m.chosenFix, m.verify, m.verifying = 0, "", nil, false
 		m.vp.GotoTop()
+	}
+	// A finding's directions are expanded for the target; prefer them.
+	if f != nil {
+		if len(f.Fixes) > 0 {
+			c.Fixes = f.Fixes
+		}
+		if len(f.Verify) > 0 {
+			c.Verify = f.Verify
+		}
+		if f.ChosenFix != "" {
+			m.chosenFix = f.ChosenFix
+		}
 	}
 	m.cause, m.finding, m.verdict = c, f, v
 	m.render()
@@ -240,8 +253,8 @@ func (m *Model) render() {
 		if f.Summary != "" {
 			add(common.Indent(common.Wrap(f.Summary, width-2), "  "))
 		}
-		for _, e := range f.Evidence {
-			add(common.Indent(common.Wrap("• "+e, width-2), "  "))
+		if len(f.Evidence) > 0 {
+			add(detail.RenderEvidence(s, width, f.Evidence))
 		}
 	}
 
@@ -327,14 +340,9 @@ func (m *Model) addBlock(lines *[]string, b Block, width int) {
 
 func (m *Model) verifyLine(i int, v engine.VerifyStep, width int) string {
 	s := m.common.Styles
+	// Results come back in the order of the cause's verification steps.
 	var res *engine.VerifyResult
-	for j := range m.verify {
-		if m.verify[j].Step == v {
-			res = &m.verify[j]
-			break
-		}
-	}
-	if res == nil && i < len(m.verify) {
+	if i < len(m.verify) {
 		res = &m.verify[i]
 	}
 	icon, style := common.IconNotRun, s.NotRun

@@ -105,6 +105,8 @@ type StepState struct {
 	Cancelled bool
 	Proposed  bool
 	Reason    string
+	// Undecided are this step's rules that could not decide.
+	Undecided []string
 }
 
 // RenderStep lays out a step and its last result for a pane width wide.
@@ -151,6 +153,12 @@ func RenderStep(s *common.Styles, width int, step engine.Step, res probes.Result
 		section("By hand")
 		for _, c := range res.Commands {
 			b.WriteString(s.Command.Render(common.Wrap("$ "+c, width)) + "\n")
+		}
+	}
+	if len(st.Undecided) > 0 {
+		section("Undecided rules")
+		for _, u := range st.Undecided {
+			b.WriteString(s.WarningText.Render(common.Indent(common.Wrap(u, width-2), "  ")) + "\n")
 		}
 	}
 	if st.Ran && len(res.Facts) > 0 {
@@ -215,10 +223,38 @@ func RenderCause(s *common.Styles, width int, c engine.Cause, f *engine.Finding,
 	}
 	if f != nil && len(f.Evidence) > 0 {
 		b.WriteString("\n" + s.Heading.Render("Evidence") + "\n")
-		for _, e := range f.Evidence {
-			b.WriteString(common.Indent(common.Wrap("• "+e, width-2), "  ") + "\n")
-		}
+		b.WriteString(RenderEvidence(s, width, f.Evidence) + "\n")
 	}
 	b.WriteString("\n" + s.Muted.Render(fmt.Sprintf("enter opens the fix directions (%d) and verification (%d).", len(c.Fixes), len(c.Verify))))
 	return b.String()
+}
+
+// RenderEvidence lays out why a cause's rules fired: per rule, the reason,
+// the condition, the facts it read, the probe results behind them and the
+// probe's evidence table.
+func RenderEvidence(s *common.Styles, width int, evs []engine.Evidence) string {
+	var b strings.Builder
+	for i, ev := range evs {
+		if i > 0 {
+			b.WriteString("\n")
+		}
+		head := "• " + ev.Step
+		if ev.Reason != "" {
+			head += ": " + ev.Reason
+		}
+		b.WriteString(common.Indent(common.Wrap(head, width-2), "  ") + "\n")
+		if ev.When != "" {
+			b.WriteString(s.Label.Render(common.Indent(common.Wrap("when "+ev.When, width-4), "    ")) + "\n")
+		}
+		if len(ev.Facts) > 0 {
+			b.WriteString(s.Label.Render(common.Indent(common.Wrap("facts "+strings.Join(ev.Facts, ", "), width-4), "    ")) + "\n")
+		}
+		for _, p := range ev.Probes {
+			b.WriteString(common.Indent(common.Wrap(p, width-4), "    ") + "\n")
+		}
+		if t := ev.Table; t != nil && len(t.Rows) > 0 {
+			b.WriteString(common.Indent(common.Table(s, t.Columns, t.Rows, width-4), "    ") + "\n")
+		}
+	}
+	return strings.TrimRight(b.String(), "\n")
 }

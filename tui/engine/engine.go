@@ -52,9 +52,12 @@ type Engine interface {
 	// Verify runs the cause's verification steps that name a probe and
 	// reports each; manual steps (a command for the on-call) come back with
 	// Manual set and are not run.
-	Verify(ctx context.Context, cause string) []VerifyResult
+	Verify(ctx context.Context, cause string) ([]VerifyResult, error)
 	// End closes the session (quit, completed, interrupted).
 	End(reason string) error
+	// LogError is the first failure to write the incident log, if any: the
+	// session goes on, and the UI must say that the record is incomplete.
+	LogError() error
 }
 
 // Symptom is one answer to the runbook's start question.
@@ -128,14 +131,38 @@ type Proposal struct {
 	From string
 	// Causes are the cause IDs reached so far.
 	Causes []string
+	// Abort says why the triage cannot go on (the target does not exist).
+	Abort string
+	// Undecided explains rules that could not decide because a fact they
+	// read is unknown (its probe errored or has not run): unknown is never
+	// read as zero.
+	Undecided []string
 }
 
-// Finding is a cause the facts support.
+// Finding is a cause the facts support, with its fix directions expanded for
+// the target (commands paste as they are).
 type Finding struct {
 	Cause      string
+	Title      string
 	Confidence string
 	Summary    string
-	Evidence   []string
+	Evidence   []Evidence
+	Fixes      []Fix
+	Verify     []VerifyStep
+	ChosenFix  string
+}
+
+// Evidence is why a rule fired: the facts it read and the probe results
+// behind them.
+type Evidence struct {
+	Step   string
+	Reason string
+	When   string
+	// Facts are "name=value", sorted.
+	Facts []string
+	// Probes are "probe status: summary".
+	Probes []string
+	Table  *probes.Evidence
 }
 
 // VerifyResult is one verification step after it ran.

@@ -7,7 +7,6 @@ import (
 	"context"
 	"fmt"
 	"sync"
-	"time"
 
 	"github.com/meshtriage/meshtriage/probes"
 	"github.com/meshtriage/meshtriage/tui/engine"
@@ -36,8 +35,10 @@ type Script struct {
 	Verify   map[string][]engine.VerifyResult
 	Findings map[string]engine.Finding
 	// Hold lists steps whose probe blocks until its context ends, as a hung
-	// port-forward would.
+	// port-forward would; "verify/<cause>" holds that verification.
 	Hold map[string]bool
+	// LogErr is reported as the incident log's write failure.
+	LogErr error
 }
 
 // Call is one recorded mutation of the session, in the order made.
@@ -200,6 +201,7 @@ func (e *Engine) Findings() []engine.Finding {
 		if !ok {
 			f = engine.Finding{Cause: c, Confidence: "high"}
 		}
+		f.Cause = c
 		out = append(out, f)
 	}
 	return out
@@ -237,17 +239,19 @@ func (e *Engine) ChooseFix(cause, fix string) error {
 	return nil
 }
 
-func (e *Engine) Verify(ctx context.Context, cause string) []engine.VerifyResult {
-	select {
-	case <-ctx.Done():
-		return nil
-	case <-time.After(time.Millisecond):
+func (e *Engine) Verify(ctx context.Context, cause string) ([]engine.VerifyResult, error) {
+	if e.s.Hold["verify/"+cause] {
+		<-ctx.Done()
+		return nil, ctx.Err()
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.record("verify", cause)
-	return e.s.Verify[cause]
+	return e.s.Verify[cause], nil
 }
+
+// LogError is the scripted incident-log failure, if any.
+func (e *Engine) LogError() error { return e.s.LogErr }
 
 func (e *Engine) End(reason string) error {
 	e.mu.Lock()
