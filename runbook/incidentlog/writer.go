@@ -75,7 +75,31 @@ func Open(path string) (*Writer, error) {
 			return nil, fmt.Errorf("incident log: %s is readable by others and cannot be restricted: %w", path, err)
 		}
 	}
-	return newWriter(path, f), nil
+	w := newWriter(path, f)
+	// Appending to a log whose last line was torn by a crash (a resumed
+	// session): start on a fresh line, or the torn line swallows the first
+	// new event.
+	w.torn = endsTorn(path)
+	return w, nil
+}
+
+// endsTorn reports whether the file at path is non-empty and does not end
+// with a newline.
+func endsTorn(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil || st.Size() == 0 {
+		return false
+	}
+	last := make([]byte, 1)
+	if _, err := f.ReadAt(last, st.Size()-1); err != nil {
+		return false
+	}
+	return last[0] != '\n'
 }
 
 func newWriter(path string, f logFile) *Writer {

@@ -294,3 +294,28 @@ func readFile(t *testing.T, path string) ([]runbook.Event, []Problem) {
 	defer f.Close()
 	return Read(f)
 }
+
+// A resumed session appends to a log whose last line a crash tore: the new
+// events must not be glued to it.
+func TestOpenAfterACrashStartsAFreshLine(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "crashed.jsonl")
+	l := lines(t, noteEvent(0, "before"), noteEvent(1, "torn"))
+	if err := os.WriteFile(path, []byte(l[0]+l[1][:20]), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	w, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Write(noteEvent(2, "resumed")); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	events, problems := readFile(t, path)
+	if len(events) != 2 || events[0].Note.Text != "before" || events[1].Note.Text != "resumed" {
+		t.Errorf("events = %+v", events)
+	}
+	if len(problems) != 1 || problems[0].Line != 2 {
+		t.Errorf("problems = %v, want the torn line 2 only", problems)
+	}
+}
