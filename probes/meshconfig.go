@@ -2,6 +2,7 @@ package probes
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 
 	"google.golang.org/protobuf/encoding/protojson"
@@ -55,13 +56,33 @@ func ParseMeshConfig(text string) (*meshv1alpha1.MeshConfig, error) {
 		return nil, fmt.Errorf("mesh config is not YAML: %w", err)
 	}
 	mc := &meshv1alpha1.MeshConfig{}
-	if string(js) == "null" {
-		return mc, nil
+	if string(js) != "null" {
+		if err := (protojson.UnmarshalOptions{DiscardUnknown: true}).Unmarshal(js, mc); err != nil {
+			return nil, fmt.Errorf("mesh config: %w", err)
+		}
 	}
-	if err := (protojson.UnmarshalOptions{DiscardUnknown: true}).Unmarshal(js, mc); err != nil {
-		return nil, fmt.Errorf("mesh config: %w", err)
+	// Istio applies this text over its defaults (mode ALLOW_ANY); proto3
+	// cannot tell an absent mode from REGISTRY_ONLY, the enum's zero.
+	if !namesOutboundMode(js) {
+		mc.OutboundTrafficPolicy = &meshv1alpha1.MeshConfig_OutboundTrafficPolicy{Mode: meshv1alpha1.MeshConfig_OutboundTrafficPolicy_ALLOW_ANY}
 	}
 	return mc, nil
+}
+
+func namesOutboundMode(js []byte) bool {
+	var doc map[string]json.RawMessage
+	if json.Unmarshal(js, &doc) != nil {
+		return false
+	}
+	for _, key := range []string{"outboundTrafficPolicy", "outbound_traffic_policy"} {
+		var policy map[string]json.RawMessage
+		if raw, ok := doc[key]; ok && json.Unmarshal(raw, &policy) == nil {
+			if _, ok := policy["mode"]; ok {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // ParseProxyConfig parses a proxy.istio.io/config annotation (YAML).
