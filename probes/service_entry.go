@@ -1,6 +1,23 @@
 package probes
 
-import "context"
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"net/netip"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/meshtriage/meshtriage/probes/accesslog"
+	networkingv1alpha3 "istio.io/api/networking/v1alpha3"
+	networkingv1 "istio.io/client-go/pkg/apis/networking/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+)
 
 // ServiceEntryProbe checks external hosts the source reaches under
 // outboundTrafficPolicy REGISTRY_ONLY: without a ServiceEntry visible to the
@@ -11,16 +28,354 @@ func (ServiceEntryProbe) Meta() Meta {
 	return Meta{
 		ID:    "service-entry",
 		Title: "ServiceEntry for external hosts (REGISTRY_ONLY)",
-		Reads: []string{"serviceentries", "configmaps (mesh config)", "pods/log (istio-proxy)"},
+		Reads: []string{"serviceentries", "sidecars", "configmaps (mesh config)", "pods", "pods/log (istio-proxy)"},
 		Facts: []FactSpec{
-			{"se_registry_only", FactBool, "mesh outboundTrafficPolicy is REGISTRY_ONLY"},
+			{"se_registry_only", FactBool, "outboundTrafficPolicy is REGISTRY_ONLY for the source: the mesh config, or a Sidecar that selects the source"},
 			{"se_unregistered_hosts", FactList, "external hosts sent to BlackHoleCluster with no ServiceEntry"},
 			{"se_hidden_hosts", FactList, "hosts whose ServiceEntry exportTo hides it from the source namespace"},
 		},
 	}
 }
 
-// Run is filled in by the probe's implementation.
+// seLogWindow is how far back the source's proxy log is read.
+const seLogWindow = 30 * time.Minute
+
+// blackholed is one destination the source's proxy refused to route.
+type blackholed struct {
+	Host   string // authority or SNI without port, or the original destination IP
+	Ports  []int  // original destination ports seen
+	Count  int
+	Sample string
+}
+
+type seInput struct {
+	Mesh MeshConfig
+	// Sidecar is the Sidecar resource that applies to the source, if any.
+	Sidecar *networkingv1.Sidecar
+	// Hosts are the BlackHoleCluster destinations in the source's proxy log.
+	Hosts   []blackholed
+	Entries int // access-log entries read
+	SEs     []*networkingv1.ServiceEntry
+	// Partial lists reads that failed without making the result worthless.
+	Partial []string
+}
+
 func (p ServiceEntryProbe) Run(ctx context.Context, c Cluster, t Target) Result {
-	return Result{Status: StatusSkipped, Summary: "service-entry: not implemented yet"}
+	in, what, err := fetchServiceEntry(ctx, c, t)
+	if err != nil {
+		r := ErrorResult(what, err)
+		r.Commands = seCommands(t, controlPlane(c), in.Mesh.RootNamespace(controlPlane(c)))
+		return r
+	}
+	r := evaluateServiceEntry(t, in)
+	r.Commands = seCommands(t, controlPlane(c), in.Mesh.RootNamespace(controlPlane(c)))
+	return r
+}
+
+func fetchServiceEntry(ctx context.Context, c Cluster, t Target) (seInput, string, error) {
+	var in seInput
+	var err error
+	if in.Mesh, err = ReadMeshConfig(ctx, c); err != nil {
+		return in, "read the mesh config", err
+	}
+	if t.Source == nil {
+		return in, "", nil
+	}
+	src := *t.Source
+	pod, err := c.GetPod(ctx, src.Namespace, src.Name)
+	if err != nil {
+		return in, "get pod " + src.String(), err
+	}
+	root := in.Mesh.RootNamespace(controlPlane(c))
+	var sidecars []*networkingv1.Sidecar
+	for _, ns := range uniqueNonEmpty(src.Namespace, root) {
+		scs, err := c.Sidecars(ctx, ns)
+		if err != nil {
+			// A Sidecar only refines the mesh-wide mode; say it is unknown.
+			in.Partial = append(in.Partial, AccessProblem("list Sidecars in "+ns, err))
+			continue
+		}
+		sidecars = append(sidecars, scs...)
+	}
+	in.Sidecar = sidecarFor(pod, root, sidecars)
+
+	log, err := c.Logs(ctx, src, LogOptions{Container: ProxyContainer, Since: seLogWindow, LimitBytes: DefaultLogLimit})
+	if err != nil {
+		return in, fmt.Sprintf("read the %s log of %s", ProxyContainer, src), err
+	}
+	in.Hosts, in.Entries = blackholedHosts(log)
+	if len(in.Hosts) == 0 {
+		return in, "", nil
+	}
+	for _, ns := range uniqueNonEmpty(src.Namespace, t.Namespace, root) {
+		ses, err := c.ServiceEntries(ctx, ns)
+		if err != nil {
+			return in, "list ServiceEntries in " + ns, err
+		}
+		in.SEs = append(in.SEs, ses...)
+	}
+	return in, "", nil
+}
+
+// sidecarFor picks the Sidecar resource Istio applies to pod: one in its
+// namespace whose workloadSelector selects it, else its namespace's one
+// without a selector, else the root namespace's one without a selector.
+func sidecarFor(pod *corev1.Pod, root string, sidecars []*networkingv1.Sidecar) *networkingv1.Sidecar {
+	sort.SliceStable(sidecars, func(i, j int) bool {
+		return sidecars[i].CreationTimestamp.Before(&sidecars[j].CreationTimestamp)
+	})
+	var nsDefault, rootDefault *networkingv1.Sidecar
+	for _, sc := range sidecars {
+		sel := sc.Spec.GetWorkloadSelector().GetLabels()
+		switch {
+		case sc.Namespace == pod.Namespace && len(sel) > 0:
+			if labels.SelectorFromSet(sel).Matches(labels.Set(pod.Labels)) {
+				return sc
+			}
+		case sc.Namespace == pod.Namespace && nsDefault == nil:
+			nsDefault = sc
+		case sc.Namespace == root && len(sel) == 0 && rootDefault == nil:
+			rootDefault = sc
+		}
+	}
+	if nsDefault != nil {
+		return nsDefault
+	}
+	return rootDefault
+}
+
+// blackholedHosts collects the destinations of entries Istio refused to
+// route: TCP/TLS sent to BlackHoleCluster, and HTTP answered 502 by the
+// block_all route that REGISTRY_ONLY puts on outbound HTTP ports.
+func blackholedHosts(log []byte) ([]blackholed, int) {
+	byHost := map[string]*blackholed{}
+	entries := 0
+	sc := bufio.NewScanner(bytes.NewReader(log))
+	sc.Buffer(make([]byte, 0, 64<<10), accesslog.MaxLine)
+	for sc.Scan() {
+		e, ok := accesslog.ParseLine(sc.Text())
+		if !ok {
+			continue
+		}
+		entries++
+		if !e.BlackHole() && e.RouteName != "block_all" {
+			continue
+		}
+		host := hostWithoutPort(e.Destination())
+		if host == "" {
+			continue
+		}
+		b := byHost[host]
+		if b == nil {
+			b = &blackholed{Host: host, Sample: sc.Text()}
+			byHost[host] = b
+		}
+		b.Count++
+		if _, port, err := net.SplitHostPort(e.DownstreamLocalAddress); err == nil {
+			if n, err := strconv.Atoi(port); err == nil && !containsInt(b.Ports, n) {
+				b.Ports = append(b.Ports, n)
+			}
+		}
+	}
+	out := make([]blackholed, 0, len(byHost))
+	for _, b := range byHost {
+		sort.Ints(b.Ports)
+		out = append(out, *b)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Host < out[j].Host })
+	return out, entries
+}
+
+func hostWithoutPort(s string) string {
+	if h, _, err := net.SplitHostPort(s); err == nil {
+		return h
+	}
+	return strings.Trim(s, "[]")
+}
+
+func containsInt(list []int, n int) bool {
+	for _, v := range list {
+		if v == n {
+			return true
+		}
+	}
+	return false
+}
+
+// seMatchesHost reports whether the ServiceEntry declares host: one of its
+// hosts equal or a matching wildcard ("*.example.com" covers
+// "api.example.com", not "example.com"), or for an IP one of its addresses.
+func seMatchesHost(se *networkingv1.ServiceEntry, host string) bool {
+	if ip, err := netip.ParseAddr(host); err == nil {
+		for _, a := range se.Spec.GetAddresses() {
+			if p, err := netip.ParsePrefix(a); err == nil && p.Contains(ip) {
+				return true
+			}
+			if ai, err := netip.ParseAddr(a); err == nil && ai == ip {
+				return true
+			}
+		}
+	}
+	for _, h := range se.Spec.GetHosts() {
+		switch {
+		case strings.EqualFold(h, host), h == "*":
+			return true
+		case strings.HasPrefix(h, "*.") && len(host) > len(h)-1 && strings.HasSuffix(strings.ToLower(host), strings.ToLower(h[1:])):
+			return true
+		}
+	}
+	return false
+}
+
+// seExportedTo applies exportTo, defaulting to the mesh's
+// defaultServiceExportTo (itself "*" unless set) when the entry has none.
+func seExportedTo(se *networkingv1.ServiceEntry, ns string, meshDefault []string) bool {
+	exportTo := se.Spec.GetExportTo()
+	if len(exportTo) == 0 {
+		exportTo = meshDefault
+	}
+	for _, e := range exportTo {
+		if e == "~" {
+			return false
+		}
+	}
+	return ExportedTo(exportTo, se.Namespace, ns)
+}
+
+func sePorts(se *networkingv1.ServiceEntry) []int {
+	var out []int
+	for _, p := range se.Spec.GetPorts() {
+		out = append(out, int(p.GetNumber()))
+	}
+	return out
+}
+
+func evaluateServiceEntry(t Target, in seInput) Result {
+	r := Result{Status: StatusPass, Facts: Facts{}}
+	registryOnly := in.Mesh.RegistryOnly()
+	modeFrom := "mesh config"
+	if !in.Mesh.Found {
+		modeFrom = "mesh config absent: Istio default"
+	}
+	if sc := in.Sidecar; sc != nil && sc.Spec.GetOutboundTrafficPolicy() != nil {
+		// The enum's zero is REGISTRY_ONLY, so a present policy without a
+		// mode means REGISTRY_ONLY, as istiod reads it.
+		registryOnly = sc.Spec.GetOutboundTrafficPolicy().GetMode() == networkingv1alpha3.OutboundTrafficPolicy_REGISTRY_ONLY
+		modeFrom = "Sidecar " + sc.Namespace + "/" + sc.Name
+	}
+	mode := "ALLOW_ANY"
+	if registryOnly {
+		mode = "REGISTRY_ONLY"
+	}
+	r.Facts["se_registry_only"] = registryOnly
+	unregistered, hidden := []string{}, []string{}
+	r.Facts["se_unregistered_hosts"] = unregistered
+	r.Facts["se_hidden_hosts"] = hidden
+	raw := []string{fmt.Sprintf("outboundTrafficPolicy %s (%s)", mode, modeFrom)}
+
+	if t.Source == nil {
+		r.Status = StatusSkipped
+		r.Summary = fmt.Sprintf("outbound policy %s; name the calling pod with --from to check external hosts", mode)
+		r.Evidence.Raw = strings.Join(raw, "\n")
+		return r
+	}
+	srcNS := t.Source.Namespace
+	meshExport := in.Mesh.Raw.GetDefaultServiceExportTo()
+	r.Evidence.Columns = []string{"host", "ports", "requests", "service entry", "verdict"}
+	var visibleButBlocked []string
+	for _, b := range in.Hosts {
+		var matching, visible []*networkingv1.ServiceEntry
+		for _, se := range in.SEs {
+			if !seMatchesHost(se, b.Host) {
+				continue
+			}
+			matching = append(matching, se)
+			if seExportedTo(se, srcNS, meshExport) {
+				visible = append(visible, se)
+			}
+		}
+		var verdict string
+		switch {
+		case len(matching) == 0:
+			unregistered = append(unregistered, b.Host)
+			verdict = "no ServiceEntry"
+		case len(visible) == 0:
+			hidden = append(hidden, b.Host)
+			verdict = fmt.Sprintf("exportTo %s hides it from %s", strings.Join(matching[0].Spec.GetExportTo(), ","), srcNS)
+		default:
+			// Declared and visible, yet refused: the port is not declared,
+			// the entry is newer than these log lines, or a Sidecar egress
+			// list leaves it out.
+			verdict = "declared and visible"
+			var missing []string
+			for _, p := range b.Ports {
+				if !containsInt(sePorts(visible[0]), p) {
+					missing = append(missing, strconv.Itoa(p))
+				}
+			}
+			if len(missing) > 0 {
+				verdict += fmt.Sprintf("; port %s not among its ports %s", strings.Join(missing, ","), intsString(sePorts(visible[0])))
+			} else {
+				verdict += "; refused anyway: entry newer than the log, or a Sidecar egress list excludes it"
+			}
+			visibleButBlocked = append(visibleButBlocked, b.Host)
+		}
+		names := make([]string, 0, len(matching))
+		for _, se := range matching {
+			names = append(names, se.Namespace+"/"+se.Name)
+		}
+		r.Evidence.Rows = append(r.Evidence.Rows, []string{b.Host, intsString(b.Ports), strconv.Itoa(b.Count), dash(strings.Join(names, ",")), verdict})
+		raw = append(raw, b.Sample)
+	}
+	r.Facts["se_unregistered_hosts"] = unregistered
+	r.Facts["se_hidden_hosts"] = hidden
+	raw = append(raw, fmt.Sprintf("%d access-log entries in the last %s of %s's %s log", in.Entries, seLogWindow, t.Source, ProxyContainer))
+	raw = append(raw, in.Partial...)
+	r.Evidence.Raw = strings.Join(raw, "\n")
+
+	var problems []string
+	if len(unregistered) > 0 {
+		problems = append(problems, "no ServiceEntry for "+strings.Join(unregistered, ", "))
+	}
+	if len(hidden) > 0 {
+		problems = append(problems, "ServiceEntry not exported to "+srcNS+" for "+strings.Join(hidden, ", "))
+	}
+	switch {
+	case len(problems) > 0:
+		r.Status = StatusFail
+		r.Summary = fmt.Sprintf("%s: %s sent to BlackHoleCluster; %s", mode, countNoun(len(in.Hosts), "external host"), strings.Join(problems, "; "))
+	case len(visibleButBlocked) > 0:
+		r.Status = StatusWarn
+		r.Summary = fmt.Sprintf("%s: %s sent to BlackHoleCluster though a visible ServiceEntry declares them", mode, strings.Join(visibleButBlocked, ", "))
+	default:
+		r.Summary = fmt.Sprintf("outbound policy %s; no BlackHoleCluster traffic in %s's proxy log", mode, t.Source)
+	}
+	if len(in.Partial) > 0 && r.Status == StatusPass {
+		r.Status = StatusWarn
+		r.Summary += "; " + strings.Join(in.Partial, "; ")
+	}
+	return r
+}
+
+func intsString(ns []int) string {
+	s := make([]string, len(ns))
+	for i, n := range ns {
+		s[i] = strconv.Itoa(n)
+	}
+	return dash(strings.Join(s, ","))
+}
+
+func seCommands(t Target, controlPlaneNS, root string) []string {
+	cmds := []string{fmt.Sprintf("kubectl get configmap -n %s %s -o jsonpath='{.data.mesh}'", controlPlaneNS, MeshConfigMap)}
+	if t.Source == nil {
+		return cmds
+	}
+	src := t.Source
+	cmds = append(cmds,
+		fmt.Sprintf("kubectl logs -n %s %s -c %s --since=30m | grep -E 'BlackHoleCluster|block_all'", src.Namespace, src.Name, ProxyContainer),
+		fmt.Sprintf("kubectl get serviceentries,sidecars -n %s", src.Namespace),
+		fmt.Sprintf("kubectl get serviceentries -n %s", root),
+		fmt.Sprintf("istioctl proxy-config cluster %s.%s | grep -v '\\.svc\\.cluster\\.local'", src.Name, src.Namespace),
+	)
+	return cmds
 }

@@ -1,0 +1,246 @@
+package probes
+
+import (
+	"context"
+	"os"
+	"reflect"
+	"strings"
+	"testing"
+
+	networkingv1alpha3 "istio.io/api/networking/v1alpha3"
+	networkingv1 "istio.io/client-go/pkg/apis/networking/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+func fxSE(ns, name string, hosts []string, ports []uint32, exportTo ...string) *networkingv1.ServiceEntry {
+	se := &networkingv1.ServiceEntry{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}}
+	se.Spec.Hosts = hosts
+	se.Spec.ExportTo = exportTo
+	for _, p := range ports {
+		se.Spec.Ports = append(se.Spec.Ports, &networkingv1alpha3.ServicePort{Number: p, Name: "p", Protocol: "TLS"})
+	}
+	return se
+}
+
+func readTestdata(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func registryOnlyMesh(t *testing.T) MeshConfig {
+	t.Helper()
+	mc, err := ParseMeshConfig(string(readTestdata(t, "testdata/service-entry/mesh.yaml")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return MeshConfig{Raw: mc, Found: true}
+}
+
+// A mesh config that does not name outboundTrafficPolicy runs ALLOW_ANY:
+// istiod applies it over its defaults, even though the proto's zero mode is
+// REGISTRY_ONLY.
+func TestMeshConfigOutboundModeDefault(t *testing.T) {
+	for text, want := range map[string]bool{
+		"rootNamespace: mesh-root\n":  false,
+		"":                            false,
+		"outboundTrafficPolicy: {}\n": false,
+		"outboundTrafficPolicy:\n  mode: REGISTRY_ONLY\n": true,
+		"outboundTrafficPolicy:\n  mode: ALLOW_ANY\n":     false,
+	} {
+		mc, err := ParseMeshConfig(text)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := (MeshConfig{Raw: mc, Found: true}).RegistryOnly(); got != want {
+			t.Errorf("%q: RegistryOnly = %v, want %v", text, got, want)
+		}
+	}
+}
+
+func TestBlackholedHostsFromProxyLog(t *testing.T) {
+	hosts, entries := blackholedHosts(readTestdata(t, "testdata/service-entry/proxy.log"))
+	if entries != 7 {
+		t.Errorf("entries = %d, want 7", entries)
+	}
+	var got []string
+	for _, h := range hosts {
+		got = append(got, h.Host+" "+intsString(h.Ports)+" x"+string(rune('0'+h.Count)))
+	}
+	want := []string{"203.0.113.7 5432 x1", "api.example.com 8443 x1", "api.stripe.com 80 x2", "github.com 443 x1"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("blackholed = %q, want %q", got, want)
+	}
+}
+
+func TestServiceEntryEvaluate(t *testing.T) {
+	from := Target{Namespace: "shop", Service: "orders", Source: &PodRef{Namespace: "web", Name: "web-1"}}
+	hosts, entries := blackholedHosts(readTestdata(t, "testdata/service-entry/proxy.log"))
+	mesh := registryOnlyMesh(t)
+	cases := []struct {
+		name    string
+		target  Target
+		in      seInput
+		status  Status
+		summary string
+		facts   Facts
+		rows    map[string]string // host -> verdict
+	}{
+		{
+			name:    "no source: skipped, mode still reported",
+			target:  Target{Namespace: "shop", Service: "orders"},
+			in:      seInput{Mesh: mesh},
+			status:  StatusSkipped,
+			summary: "outbound policy REGISTRY_ONLY; name the calling pod with --from to check external hosts",
+			facts:   Facts{"se_registry_only": true, "se_unregistered_hosts": []string{}, "se_hidden_hosts": []string{}},
+		},
+		{
+			name:   "unregistered, hidden, wildcard, IP range and undeclared port",
+			target: from,
+			in: seInput{Mesh: mesh, Hosts: hosts, Entries: entries, SEs: []*networkingv1.ServiceEntry{
+				fxSE("shop", "stripe", []string{"api.stripe.com"}, []uint32{443}, "."),
+				fxSE("web", "example", []string{"*.example.com"}, []uint32{443}),
+				func() *networkingv1.ServiceEntry {
+					se := fxSE("istio-system", "db", []string{"db.internal"}, []uint32{5432})
+					se.Spec.Addresses = []string{"203.0.113.0/24"}
+					return se
+				}(),
+			}},
+			status:  StatusFail,
+			summary: "REGISTRY_ONLY: 4 external hosts sent to BlackHoleCluster; no ServiceEntry for github.com; ServiceEntry not exported to web for api.stripe.com",
+			facts:   Facts{"se_unregistered_hosts": []string{"github.com"}, "se_hidden_hosts": []string{"api.stripe.com"}},
+			rows: map[string]string{
+				"api.stripe.com":  "exportTo . hides it from web",
+				"api.example.com": "declared and visible; port 8443 not among its ports 443",
+				"203.0.113.7":     "declared and visible; refused anyway: entry newer than the log, or a Sidecar egress list excludes it",
+				"github.com":      "no ServiceEntry",
+			},
+		},
+		{
+			name:    "nothing blackholed",
+			target:  from,
+			in:      seInput{Mesh: mesh},
+			status:  StatusPass,
+			summary: "outbound policy REGISTRY_ONLY; no BlackHoleCluster traffic in web/web-1's proxy log",
+			facts:   Facts{"se_registry_only": true},
+		},
+		{
+			name:   "a Sidecar makes the namespace REGISTRY_ONLY under an ALLOW_ANY mesh",
+			target: from,
+			in: func() seInput {
+				sc := &networkingv1.Sidecar{ObjectMeta: metav1.ObjectMeta{Name: "default", Namespace: "web"}}
+				sc.Spec.OutboundTrafficPolicy = &networkingv1alpha3.OutboundTrafficPolicy{}
+				return seInput{Sidecar: sc, Hosts: hosts[3:]}
+			}(),
+			status:  StatusFail,
+			summary: "REGISTRY_ONLY: 1 external host sent to BlackHoleCluster; no ServiceEntry for github.com",
+			facts:   Facts{"se_registry_only": true, "se_unregistered_hosts": []string{"github.com"}},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := evaluateServiceEntry(tc.target, tc.in)
+			mustAllFacts(t, ServiceEntryProbe{}, r)
+			if r.Status != tc.status || r.Summary != tc.summary {
+				t.Errorf("got %s %q\nwant %s %q", r.Status, r.Summary, tc.status, tc.summary)
+			}
+			for k, want := range tc.facts {
+				if got := r.Facts[k]; !reflect.DeepEqual(got, want) {
+					t.Errorf("fact %s = %#v, want %#v", k, got, want)
+				}
+			}
+			for host, want := range tc.rows {
+				found := false
+				for _, row := range r.Evidence.Rows {
+					if row[0] == host {
+						found = true
+						if row[4] != want {
+							t.Errorf("%s verdict %q, want %q", host, row[4], want)
+						}
+					}
+				}
+				if !found {
+					t.Errorf("no evidence row for %s", host)
+				}
+			}
+		})
+	}
+}
+
+func TestServiceEntryProbeThroughClusterReads(t *testing.T) {
+	ctx := context.Background()
+	target := Target{Namespace: "shop", Service: "orders", Source: &PodRef{Namespace: "web", Name: "web-1"}}
+	src := PodRef{Namespace: "web", Name: "web-1"}
+	objs := func() []runtime.Object {
+		return []runtime.Object{
+			&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: MeshConfigMap, Namespace: "istio-system"},
+				Data: map[string]string{"mesh": string(readTestdata(t, "testdata/service-entry/mesh.yaml"))}},
+			fxPod("web-1", SidecarClassic, func(p *corev1.Pod) { p.Namespace = "web"; p.Labels = map[string]string{"app": "web"} }),
+			fxSE("istio-system", "github", []string{"github.com"}, []uint32{443}),
+		}
+	}
+	cluster := func() *fakeCluster {
+		f := newFakeCluster(t, objs()...)
+		f.logs[logKey(src, ProxyContainer)] = readTestdata(t, "testdata/service-entry/proxy.log")
+		return f
+	}
+
+	t.Run("log, mesh config and root-namespace entries", func(t *testing.T) {
+		f := cluster()
+		r := Run(ctx, ServiceEntryProbe{}, f, target)
+		mustAllFacts(t, ServiceEntryProbe{}, r)
+		want := []string{"203.0.113.7", "api.example.com", "api.stripe.com"}
+		if r.Status != StatusFail || r.Facts["se_registry_only"] != true || !reflect.DeepEqual(r.Facts["se_unregistered_hosts"], want) {
+			t.Fatalf("%s %q %#v", r.Status, r.Summary, r.Facts)
+		}
+		if o := f.lastLogOptions; o.Container != ProxyContainer || o.Since != seLogWindow || o.LimitBytes != DefaultLogLimit {
+			t.Errorf("log read unbounded: %+v", o)
+		}
+		if !strings.Contains(strings.Join(r.Commands, "\n"), "kubectl logs -n web web-1 -c istio-proxy --since=30m") {
+			t.Errorf("commands %q", r.Commands)
+		}
+	})
+	t.Run("log unreadable", func(t *testing.T) {
+		f := newFakeCluster(t, objs()...)
+		r := Run(ctx, ServiceEntryProbe{}, f, target)
+		if r.Status != StatusError || len(r.Facts) != 0 || !strings.Contains(r.Summary, "read the istio-proxy log of web/web-1") {
+			t.Fatalf("%s %q %v", r.Status, r.Summary, r.Facts)
+		}
+	})
+	t.Run("ServiceEntries forbidden", func(t *testing.T) {
+		f := cluster()
+		f.forbid("list", "serviceentries")
+		r := Run(ctx, ServiceEntryProbe{}, f, target)
+		if r.Status != StatusError || len(r.Facts) != 0 || !strings.Contains(r.Summary, "forbidden: cannot list ServiceEntries in istio-system") {
+			t.Fatalf("%s %q %v", r.Status, r.Summary, r.Facts)
+		}
+	})
+	t.Run("Sidecar CRD absent only notes it", func(t *testing.T) {
+		f := cluster()
+		f.withoutKind("sidecars")
+		r := Run(ctx, ServiceEntryProbe{}, f, target)
+		mustAllFacts(t, ServiceEntryProbe{}, r)
+		if !strings.Contains(r.Evidence.Raw, "cannot list Sidecars in web") {
+			t.Fatalf("%q", r.Evidence.Raw)
+		}
+	})
+	t.Run("source pod absent", func(t *testing.T) {
+		f := newFakeCluster(t)
+		r := Run(ctx, ServiceEntryProbe{}, f, target)
+		if r.Status != StatusError || r.Summary != "cannot get pod web/web-1: not found" {
+			t.Fatalf("%s %q", r.Status, r.Summary)
+		}
+	})
+	t.Run("no source", func(t *testing.T) {
+		r := Run(ctx, ServiceEntryProbe{}, newFakeCluster(t), Target{Namespace: "shop", Service: "orders"})
+		mustAllFacts(t, ServiceEntryProbe{}, r)
+		if r.Status != StatusSkipped || r.Facts["se_registry_only"] != false {
+			t.Fatalf("%s %q %v", r.Status, r.Summary, r.Facts)
+		}
+	})
+}
