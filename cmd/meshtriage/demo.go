@@ -1,15 +1,253 @@
 package main
 
 import (
-	"errors"
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/user"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/meshtriage/meshtriage/assets"
+	"github.com/meshtriage/meshtriage/probes"
+	"github.com/meshtriage/meshtriage/probes/scenario"
+	"github.com/meshtriage/meshtriage/runbook"
+	"github.com/meshtriage/meshtriage/runbook/incidentlog"
+	"github.com/meshtriage/meshtriage/tui"
+	"github.com/meshtriage/meshtriage/tui/engine"
 )
 
 func newDemoCmd(g *globalOptions) *cobra.Command {
-	return &cobra.Command{
-		Use:   "demo",
-		Short: "not implemented yet",
-		RunE:  func(*cobra.Command, []string) error { return errors.New("demo: not implemented yet") },
+	var logPath string
+	cmd := &cobra.Command{
+		Use:   "demo [SCENARIO]",
+		Short: "Triage a recorded incident: no cluster needed",
+		Long: `demo runs the triage on an embedded scenario: a recorded incident (Kubernetes
+and Istio objects, Envoy admin output, proxy and app logs, istiod sync status)
+served from memory, so every probe runs as it would against a cluster.
+
+With no argument it lists the scenarios and asks which one to open.`,
+		Example: "  meshtriage demo\n  meshtriage demo startup-race",
+		Args:    cobra.MaximumNArgs(1),
+		ValidArgsFunction: func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+			names, _ := scenario.Names(assets.FS)
+			return names, cobra.ShellCompDirectiveNoFileComp
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			if ctx == nil {
+				ctx = context.Background()
+			}
+			name := ""
+			if len(args) == 1 {
+				name = args[0]
+			} else {
+				picked, err := pickScenario(g.streams.In, g.streams.Out)
+				if err != nil || picked == "" {
+					return err
+				}
+				name = picked
+			}
+			return runDemo(ctx, g, name, logPath)
+		},
 	}
+	cmd.Flags().StringVar(&logPath, "log", "", "incident log file (default: a new file under the meshtriage state directory)")
+	return cmd
+}
+
+// pickScenario lists the scenarios; on a terminal it asks for one, otherwise
+// it says how to name one and returns "".
+func pickScenario(in io.Reader, out io.Writer) (string, error) {
+	list, err := demoScenarios()
+	if err != nil {
+		return "", err
+	}
+	fmt.Fprintln(out, "Recorded incidents to triage (no cluster needed):")
+	fmt.Fprintln(out)
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	for i, s := range list {
+		fmt.Fprintf(tw, "  %2d\t%s\t%s\n", i+1, s.Name, s.Title)
+	}
+	tw.Flush()
+	fmt.Fprintln(out)
+	if !isTerminal(in) {
+		example := list[0].Name
+		for _, s := range list {
+			if s.Name == "startup-race" {
+				example = s.Name
+			}
+		}
+		fmt.Fprintln(out, "Open one with: meshtriage demo", example)
+		return "", nil
+	}
+	br := bufio.NewReader(in)
+	for {
+		fmt.Fprintf(out, "Scenario [1-%d or name, empty to quit]: ", len(list))
+		line, err := br.ReadString('\n')
+		answer := strings.TrimSpace(line)
+		if answer == "" {
+			if err != nil && err != io.EOF {
+				return "", err
+			}
+			return "", nil
+		}
+		if n, convErr := strconv.Atoi(answer); convErr == nil && n >= 1 && n <= len(list) {
+			return list[n-1].Name, nil
+		}
+		for _, s := range list {
+			if s.Name == answer {
+				return s.Name, nil
+			}
+		}
+		fmt.Fprintf(out, "no scenario %q\n", answer)
+		if err != nil {
+			return "", nil
+		}
+	}
+}
+
+func demoScenarios() ([]*scenario.Scenario, error) {
+	names, err := scenario.Names(assets.FS)
+	if err != nil {
+		return nil, err
+	}
+	if len(names) == 0 {
+		return nil, fmt.Errorf("this build embeds no scenarios")
+	}
+	var out []*scenario.Scenario
+	for _, n := range names {
+		s, err := scenario.Load(assets.FS, n)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// runDemo opens the scenario in the TUI; without a terminal (a pipe, CI) it
+// runs the unattended check instead and prints what it found.
+func runDemo(ctx context.Context, g *globalOptions, name, logPath string) error {
+	s, err := loadScenario(name)
+	if err != nil {
+		return &exitError{code: exitTriage, err: err}
+	}
+	cluster, err := scenario.NewCluster(s)
+	if err != nil {
+		return &exitError{code: exitTriage, err: err}
+	}
+	interactive := isTerminal(g.streams.In) && isTerminal(g.streams.Out)
+	mode := runbook.ModeGuided
+	if !interactive {
+		mode = runbook.ModeAuto
+	}
+	sess, logw, err := newScenarioSession(s, cluster, mode, logPath)
+	if err != nil {
+		return &exitError{code: exitTriage, err: err}
+	}
+	defer logw.Close()
+	if interactive {
+		return tui.Run(ctx, tui.Options{
+			Engine:  engine.FromSession(sess),
+			Context: cluster.Info().Context + " (scenario " + s.Name + ")",
+			LogPath: logw.Path(),
+		})
+	}
+	findings, err := sess.Auto(ctx)
+	sess.End("completed")
+	if err != nil {
+		return &exitError{code: exitTriage, err: err}
+	}
+	printDemoReport(g.streams.Out, s, findings, logw.Path())
+	if len(findings) > 0 {
+		return &exitError{code: exitFindings}
+	}
+	return nil
+}
+
+// newScenarioSession builds the runbook session for a scenario, recording to
+// an incident log like a live triage.
+func newScenarioSession(s *scenario.Scenario, c probes.Cluster, mode runbook.Mode, logPath string) (*runbook.Session, *incidentlog.Writer, error) {
+	graph, err := runbook.LoadFS(assets.FS, assets.Runbook503, runbook.CatalogueOf(probes.All(), assets.Causes))
+	if err != nil {
+		return nil, nil, err
+	}
+	id := incidentlog.NewSessionID()
+	if logPath == "" {
+		if logPath, err = incidentlog.DefaultPath(time.Now(), id); err != nil {
+			return nil, nil, err
+		}
+	}
+	logw, err := incidentlog.Open(logPath)
+	if err != nil {
+		return nil, nil, err
+	}
+	sess, err := runbook.NewSession(runbook.Config{
+		Graph:     graph,
+		Cluster:   c,
+		Target:    s.Target,
+		Probes:    probes.ByID(),
+		Sinks:     []runbook.Sink{logw},
+		User:      demoUser(),
+		Mode:      mode,
+		SessionID: id,
+		Started: runbook.SessionStarted{
+			KubeContext:   c.Info().Context,
+			Server:        c.Info().Server,
+			ServerVersion: s.ServerVersion,
+			Tool:          version,
+			Extra:         map[string]string{"scenario": s.Name},
+		},
+	})
+	if err != nil {
+		logw.Close()
+		return nil, nil, err
+	}
+	return sess, logw, nil
+}
+
+func printDemoReport(out io.Writer, s *scenario.Scenario, findings []runbook.Finding, logPath string) {
+	fmt.Fprintf(out, "scenario %s: %s\n", s.Name, s.Title)
+	fmt.Fprintf(out, "target: %s\n\n", s.Target)
+	if len(findings) == 0 {
+		fmt.Fprintln(out, "no finding: the checks found no mesh cause for 503s.")
+	}
+	for _, f := range findings {
+		fmt.Fprintf(out, "finding %s (%s confidence): %s\n", f.Cause, f.Confidence, f.Title)
+		if f.Summary != "" {
+			fmt.Fprintf(out, "  %s\n", f.Summary)
+		}
+		for _, ev := range f.Evidence {
+			for _, p := range ev.Probes {
+				fmt.Fprintf(out, "  - %s: %s\n", p.Probe, p.Summary)
+			}
+		}
+		if len(f.Fixes) > 0 {
+			fmt.Fprintf(out, "  fix: %s\n", f.Fixes[0].Title)
+		}
+		fmt.Fprintln(out)
+	}
+	fmt.Fprintf(out, "incident log: %s\n", logPath)
+	fmt.Fprintln(out, "(run in a terminal for the guided triage UI)")
+}
+
+func demoUser() string {
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		return u.Username
+	}
+	return os.Getenv("USER")
+}
+
+// isTerminal reports whether f is an interactive terminal (not a pipe, a
+// file or /dev/null).
+func isTerminal(f any) bool {
+	file, ok := f.(*os.File)
+	return ok && term.IsTerminal(int(file.Fd()))
 }
