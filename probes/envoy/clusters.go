@@ -1,0 +1,94 @@
+package envoy
+
+import (
+	"fmt"
+	"net"
+	"strconv"
+
+	adminv3 "github.com/envoyproxy/go-control-plane/envoy/admin/v3"
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+)
+
+// Cluster is one cluster of /clusters?format=json with its hosts as Envoy
+// sees them right now.
+type Cluster struct {
+	Name        string
+	AddedViaAPI bool
+	Hosts       []Host
+}
+
+// Host is one upstream host of a cluster.
+type Host struct {
+	Address string // ip:port, or a pipe/internal address as Envoy names it
+	// FailedOutlierCheck: outlier detection ejected the host.
+	FailedOutlierCheck bool
+	// FailedActiveHealthCheck: an active health check (rare in Istio,
+	// which relies on Kubernetes readiness) failed.
+	FailedActiveHealthCheck bool
+	// EDSHealth is the health istiod sent: HEALTHY, UNHEALTHY, DRAINING,
+	// TIMEOUT, DEGRADED or UNKNOWN.
+	EDSHealth string
+	// PendingRemoval: istiod removed the host; Envoy keeps it until its
+	// connections drain.
+	PendingRemoval bool
+	Weight         uint32
+	// Stats are the host's counters and gauges (cx_connect_fail, rq_error,
+	// rq_timeout, cx_active, rq_total, ...). Envoy omits zeros.
+	Stats map[string]uint64
+}
+
+// EDSUnhealthy reports an EDS status that takes the host out of load
+// balancing. UNKNOWN is how Envoy treats a host without a status: healthy.
+func (h Host) EDSUnhealthy() bool {
+	return h.EDSHealth != "" && h.EDSHealth != corev3.HealthStatus_HEALTHY.String() && h.EDSHealth != corev3.HealthStatus_UNKNOWN.String()
+}
+
+// Healthy reports a host Envoy will send requests to.
+func (h Host) Healthy() bool {
+	return !h.FailedOutlierCheck && !h.FailedActiveHealthCheck && !h.EDSUnhealthy()
+}
+
+// ParseClusters decodes /clusters?format=json.
+func ParseClusters(data []byte) ([]Cluster, error) {
+	var cs adminv3.Clusters
+	if err := tolerant(nil).Unmarshal(data, &cs); err != nil {
+		return nil, fmt.Errorf("clusters?format=json: %w", err)
+	}
+	out := make([]Cluster, 0, len(cs.GetClusterStatuses()))
+	for _, c := range cs.GetClusterStatuses() {
+		cl := Cluster{Name: c.GetName(), AddedViaAPI: c.GetAddedViaApi()}
+		for _, h := range c.GetHostStatuses() {
+			hs := h.GetHealthStatus()
+			host := Host{
+				Address:                 AddressString(h.GetAddress()),
+				FailedOutlierCheck:      hs.GetFailedOutlierCheck(),
+				FailedActiveHealthCheck: hs.GetFailedActiveHealthCheck(),
+				EDSHealth:               hs.GetEdsHealthStatus().String(),
+				PendingRemoval:          hs.GetPendingDynamicRemoval(),
+				Weight:                  h.GetWeight(),
+				Stats:                   map[string]uint64{},
+			}
+			for _, s := range h.GetStats() {
+				host.Stats[s.GetName()] = s.GetValue()
+			}
+			cl.Hosts = append(cl.Hosts, host)
+		}
+		out = append(out, cl)
+	}
+	return out, nil
+}
+
+// AddressString renders an Envoy address as ip:port (or the pipe path or
+// internal listener name).
+func AddressString(a *corev3.Address) string {
+	switch {
+	case a.GetSocketAddress() != nil:
+		sa := a.GetSocketAddress()
+		return net.JoinHostPort(sa.GetAddress(), strconv.FormatUint(uint64(sa.GetPortValue()), 10))
+	case a.GetPipe() != nil:
+		return a.GetPipe().GetPath()
+	case a.GetEnvoyInternalAddress() != nil:
+		return "envoy://" + a.GetEnvoyInternalAddress().GetServerListenerName()
+	}
+	return ""
+}

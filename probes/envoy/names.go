@@ -1,0 +1,51 @@
+// Package envoy parses what a sidecar's Envoy admin API and istiod's debug
+// endpoint return: /clusters?format=json, /stats, /listeners?format=json,
+// /config_dump and /debug/syncz. Every parser is pure (bytes in, values out)
+// and tolerant: fields and types it does not know are skipped, never fatal,
+// because live sidecars carry Istio extensions go-control-plane has never
+// heard of.
+package envoy
+
+import (
+	"strconv"
+	"strings"
+)
+
+// ClusterName is an Istio cluster name split into its parts:
+// DIRECTION|PORT|SUBSET|HOST, e.g. outbound|8080|v2|orders.shop.svc.cluster.local.
+type ClusterName struct {
+	Direction string // outbound, inbound, inbound-vip, outbound_.8080_ ...
+	Port      int32
+	Subset    string
+	Host      string
+}
+
+// ParseClusterName splits name; ok is false for names without the four
+// '|'-separated parts (BlackHoleCluster, PassthroughCluster, xds-grpc, ...).
+func ParseClusterName(name string) (ClusterName, bool) {
+	parts := strings.Split(name, "|")
+	if len(parts) != 4 {
+		return ClusterName{}, false
+	}
+	port, err := strconv.ParseInt(parts[1], 10, 32)
+	if err != nil {
+		return ClusterName{}, false
+	}
+	return ClusterName{Direction: parts[0], Port: int32(port), Subset: parts[2], Host: parts[3]}, true
+}
+
+// IsTargetCluster reports an outbound cluster for host and port (any port
+// when port is 0), any subset.
+func IsTargetCluster(name, host string, port int32) bool {
+	if !strings.HasPrefix(name, "outbound|") || !strings.HasSuffix(name, "|"+host) {
+		return false
+	}
+	n, ok := ParseClusterName(name)
+	return ok && n.Direction == "outbound" && n.Host == host && (port == 0 || n.Port == port)
+}
+
+// TargetMatcher returns IsTargetCluster bound to host and port, the shape the
+// decoders take to pick clusters.
+func TargetMatcher(host string, port int32) func(string) bool {
+	return func(name string) bool { return IsTargetCluster(name, host, port) }
+}
