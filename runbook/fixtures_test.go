@@ -1,196 +1,32 @@
 package runbook_test
 
 import (
-	"context"
-	"fmt"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/meshtriage/meshtriage/probes"
 	"github.com/meshtriage/meshtriage/runbook"
+	"github.com/meshtriage/meshtriage/runbook/runbooktest"
 )
 
-// healthy is a service in good shape as every probe would report it: three
-// meshed pods behind a PERMISSIVE upstream, default classic sidecars (which
-// are "at risk" at shutdown but show no rollout), a clean access log.
-func healthy() map[string]probes.Facts {
-	return map[string]probes.Facts{
-		"target": {
-			"target_service_found": true, "target_selector_empty": false,
-			"target_pods_selected": 3, "target_pods_with_sidecar": 3, "target_pods_without_sidecar": 0,
-			"target_namespace_injection": "enabled", "target_ports": []string{"80/8080/TCP"},
-			"target_source_found": true, "target_source_has_sidecar": true,
-		},
-		"endpoints": {
-			"endpoints_ready": 3, "endpoints_not_ready": 0, "endpoints_terminating": 0,
-			"endpoints_not_ready_pods": []string{}, "endpoints_port_mismatch": false,
-			"endpoints_mismatched_ports": []string{}, "endpoints_source": "EndpointSlice",
-		},
-		"envoy-clusters": {
-			"envoy_cluster_present": true, "envoy_clusters": []string{"outbound|80||web.shop.svc.cluster.local"},
-			"envoy_hosts_total": 3, "envoy_hosts_healthy": 3, "envoy_hosts_outlier_ejected": 0,
-			"envoy_hosts_active_hc_failed": 0, "envoy_hosts_eds_unhealthy": 0, "envoy_empty_clusters": []string{},
-			"envoy_rq_pending_overflow": 0, "envoy_cx_overflow": 0, "envoy_ejections_active": 0, "envoy_cx_connect_fail": 0,
-		},
-		"envoy-listeners": {"listener_found": true, "listener_names": []string{"0.0.0.0_80"}},
-		"envoy-config": {
-			"config_cluster_found": true, "config_tls": "auto", "config_outlier_consecutive_5xx": 0,
-			"config_outlier_max_ejection_percent": 0, "config_max_connections": 0,
-			"config_max_pending_requests": 0, "config_idle_timeout_s": 0,
-		},
-		"access-log": {
-			"log_lines": 200, "log_unparsed": 0, "log_5xx": 0, "log_503": 0, "log_2xx": 200,
-			"log_flag_uh": 0, "log_flag_uf": 0, "log_flag_uo": 0, "log_flag_nr": 0, "log_flag_nc": 0,
-			"log_flag_urx": 0, "log_flag_uc": 0, "log_flag_ut": 0, "log_flag_dc": 0, "log_flag_lr": 0, "log_flag_ur": 0,
-			"log_details": []string{}, "log_transport_failures": []string{}, "log_blackhole": 0,
-			"log_blackhole_hosts": []string{}, "log_connection_refused": 0,
-		},
-		"proxy-status": {
-			"xds_proxy_known": true, "xds_stale_types": []string{}, "xds_cds": "SYNCED", "xds_eds": "SYNCED",
-			"xds_lds": "SYNCED", "xds_rds": "SYNCED", "xds_istiod_version": "1.24.2",
-		},
-		"mtls": {
-			"mtls_upstream_mode": "PERMISSIVE", "mtls_upstream_mode_source": "default", "mtls_client_tls_mode": "none",
-			"mtls_auto": true, "mtls_client_sends": "mtls", "mtls_upstream_sidecar": true,
-			"mtls_source_sidecar": true, "mtls_mismatch": "none",
-		},
-		"destination-rules": {
-			"dr_found": false, "dr_names": []string{}, "dr_subsets_without_pods": []string{}, "vs_found": false,
-			"vs_undefined_subsets": []string{}, "dr_outlier_consecutive_5xx": 0, "dr_outlier_max_ejection_percent": 0,
-			"dr_outlier_aggressive": false, "dr_pool_tiny": false, "dr_pool_limits": []string{}, "dr_idle_timeout_s": 0,
-		},
-		"service-entry":  {"se_registry_only": false, "se_unregistered_hosts": []string{}, "se_hidden_hosts": []string{}},
-		"port-exclusion": {"exclusion_outbound_ports": []string{}, "exclusion_inbound_ports": []string{}, "exclusion_target_port_bypassed": false},
-		"startup-order": {
-			"startup_native_sidecar": false, "startup_hold_application": false, "startup_app_before_proxy": 1,
-			"startup_early_restarts": 0, "startup_restart_reasons": []string{}, "startup_connection_refused": 0,
-		},
-		"shutdown-order": {
-			"shutdown_classic_sidecar": true, "shutdown_drain_configured": false, "shutdown_app_prestop": false,
-			"shutdown_pods_terminating": 0, "shutdown_at_risk": true,
-		},
-		"versions": {
-			"versions_kubernetes": "v1.30.4", "versions_native_sidecar_supported": true,
-			"versions_istiod": "1.24.2", "versions_native_sidecars_enabled": false,
-		},
-	}
-}
+var (
+	healthy     = runbooktest.Healthy
+	with        = runbooktest.With
+	newRecorded = runbooktest.NewRecorded
+	newClock    = runbooktest.NewClock
+	causeIDs    = runbooktest.CauseIDs
+	testTarget  = runbooktest.Target
+)
 
-// with returns base with the facts of over replaced, probe by probe.
-func with(base map[string]probes.Facts, over map[string]probes.Facts) map[string]probes.Facts {
-	for probe, facts := range over {
-		for k, v := range facts {
-			base[probe][k] = v
-		}
-	}
-	return base
-}
+type memSink = runbooktest.Sink
 
-// recorded serves recorded results instead of running probes: the facts
-// given, completed with the zero value of any fact a probe declares that the
-// fixture does not set (a probe added a fact after this test was written),
-// status pass unless statuses says otherwise. Each call counts per probe.
-type recorded struct {
-	mu       sync.Mutex
-	facts    map[string]probes.Facts
-	statuses map[string]probes.Status
-	summary  map[string]string
-	calls    map[string]int
-	// next, when set, replaces facts for runs after the first (a re-run
-	// after a fix sees fresh data).
-	next map[string]probes.Facts
-}
-
-func newRecorded(facts map[string]probes.Facts) *recorded {
-	return &recorded{facts: facts, statuses: map[string]probes.Status{}, summary: map[string]string{}, calls: map[string]int{}}
-}
-
-func (r *recorded) fail(probe string, status probes.Status, summary string) *recorded {
-	r.statuses[probe] = status
-	r.summary[probe] = summary
-	return r
-}
-
-func (r *recorded) run(_ context.Context, p probes.Probe, _ probes.Cluster, _ probes.Target) probes.Result {
-	m := p.Meta()
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.calls[m.ID]++
-	src := r.facts[m.ID]
-	if r.calls[m.ID] > 1 && r.next != nil && r.next[m.ID] != nil {
-		src = r.next[m.ID]
-	}
-	facts := probes.Facts{}
-	for _, f := range m.Facts {
-		if v, ok := src[f.Name]; ok {
-			facts[f.Name] = v
-		} else {
-			facts[f.Name] = f.Type.Zero()
-		}
-	}
-	status := probes.StatusPass
-	if s, ok := r.statuses[m.ID]; ok {
-		status = s
-	}
-	summary := r.summary[m.ID]
-	if summary == "" {
-		summary = fmt.Sprintf("%s: recorded", m.ID)
-	}
-	return probes.Result{
-		Probe: m.ID, Status: status, Summary: summary, Facts: facts,
-		Evidence: probes.Evidence{Columns: []string{"probe"}, Rows: [][]string{{m.ID}}},
-		Duration: 12 * time.Millisecond,
-	}
-}
-
-// fixedClock ticks one second per event from a fixed start.
-type fixedClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func newClock() *fixedClock {
-	return &fixedClock{t: time.Date(2025, 3, 14, 2, 0, 0, 0, time.UTC)}
-}
-
-func (c *fixedClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(time.Second)
-	return c.t
-}
-
-type memSink struct {
-	mu     sync.Mutex
-	events []runbook.Event
-}
-
-func (m *memSink) Write(ev runbook.Event) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.events = append(m.events, ev)
-	return nil
-}
-
-var testTarget = probes.Target{Namespace: "shop", Service: "web", Port: 80, Source: &probes.PodRef{Namespace: "shop", Name: "client-1"}}
-
-func newSession(t *testing.T, g *runbook.Graph, r *recorded, mode runbook.Mode, sinks ...runbook.Sink) *runbook.Session {
+func newSession(t *testing.T, g *runbook.Graph, r *runbooktest.Recorded, mode runbook.Mode, sinks ...runbook.Sink) *runbook.Session {
 	t.Helper()
 	s, err := runbook.NewSession(runbook.Config{
-		Graph: g, Target: testTarget, Probes: probes.ByID(), Run: r.run,
+		Graph: g, Target: testTarget, Probes: probes.ByID(), Run: r.Run,
 		Clock: newClock().Now, User: "oncall", Mode: mode, SessionID: "test-session", Sinks: sinks,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return s
-}
-
-func causeIDs(fs []runbook.Finding) []string {
-	var out []string
-	for _, f := range fs {
-		out = append(out, f.Cause)
-	}
-	return out
 }

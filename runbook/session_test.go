@@ -91,7 +91,7 @@ func TestGuidedSession(t *testing.T) {
 	s.End("completed")
 
 	kinds := []runbook.EventKind{}
-	for _, ev := range sink.events {
+	for _, ev := range sink.Events() {
 		kinds = append(kinds, ev.Kind)
 	}
 	want := []runbook.EventKind{
@@ -102,7 +102,7 @@ func TestGuidedSession(t *testing.T) {
 	if !reflect.DeepEqual(kinds[:len(want)], want) {
 		t.Fatalf("events start %v, want %v", kinds[:len(want)], want)
 	}
-	if last := sink.events[len(sink.events)-1]; last.Kind != runbook.EventSessionEnded ||
+	if last := sink.Events()[len(sink.Events())-1]; last.Kind != runbook.EventSessionEnded ||
 		!reflect.DeepEqual(last.Ended.Findings, []string{"service.port-mismatch"}) {
 		t.Errorf("last event = %+v", last)
 	}
@@ -110,17 +110,17 @@ func TestGuidedSession(t *testing.T) {
 		t.Errorf("session_ended %d times", n)
 	}
 	// Events carry the session's clock, strictly increasing, and its ID.
-	for i, ev := range sink.events {
+	for i, ev := range sink.Events() {
 		if ev.Session != "test-session" {
 			t.Errorf("event %d session %q", i, ev.Session)
 		}
-		if i > 0 && !ev.Time.After(sink.events[i-1].Time) {
-			t.Errorf("event %d time %v not after %v", i, ev.Time, sink.events[i-1].Time)
+		if i > 0 && !ev.Time.After(sink.Events()[i-1].Time) {
+			t.Errorf("event %d time %v not after %v", i, ev.Time, sink.Events()[i-1].Time)
 		}
 	}
 	// Who chose what is on record.
 	var moves []string
-	for _, ev := range sink.events {
+	for _, ev := range sink.Events() {
 		if ev.Kind == runbook.EventBranchTaken {
 			moves = append(moves, ev.Branch.From+">"+ev.Branch.To+":"+ev.Branch.ChosenBy)
 		}
@@ -129,7 +129,7 @@ func TestGuidedSession(t *testing.T) {
 	if !reflect.DeepEqual(moves, wantMoves) {
 		t.Errorf("moves = %v, want %v", moves, wantMoves)
 	}
-	if !reflect.DeepEqual(s.Events(), sink.events) {
+	if !reflect.DeepEqual(s.Events(), sink.Events()) {
 		t.Errorf("Events() differs from what the sink got")
 	}
 }
@@ -152,10 +152,10 @@ func TestRunStepFetchesFactsItsRulesRead(t *testing.T) {
 	if _, err := s.RunStep(context.Background(), "endpoints"); err != nil {
 		t.Fatal(err)
 	}
-	if r.calls["target"] != 1 {
-		t.Errorf("target ran %d times, want once (endpoints rules read target_pods_selected)", r.calls["target"])
+	if r.Calls("target") != 1 {
+		t.Errorf("target ran %d times, want once (endpoints rules read target_pods_selected)", r.Calls("target"))
 	}
-	if r.calls["access-log"] != 0 {
+	if r.Calls("access-log") != 0 {
 		t.Errorf("access-log ran though endpoints does not read it")
 	}
 	if len(s.Skipped()) != 0 {
@@ -166,7 +166,7 @@ func TestRunStepFetchesFactsItsRulesRead(t *testing.T) {
 func TestRerunSeesFreshData(t *testing.T) {
 	g := load503(t)
 	r := newRecorded(portMismatchFacts())
-	r.next = map[string]probes.Facts{"endpoints": healthy()["endpoints"]}
+	r.Next = map[string]probes.Facts{"endpoints": healthy()["endpoints"]}
 	sink := &memSink{}
 	s := newSession(t, g, r, runbook.ModeFree, sink)
 	_ = s.Start("callers-see-503")
@@ -186,7 +186,7 @@ func TestRerunSeesFreshData(t *testing.T) {
 		t.Errorf("Ran = %d", s.Ran("endpoints"))
 	}
 	var reruns []bool
-	for _, ev := range sink.events {
+	for _, ev := range sink.Events() {
 		if ev.Kind == runbook.EventProbeRan && ev.Probe.Step == "endpoints" {
 			reruns = append(reruns, ev.Probe.Rerun)
 			if !reflect.DeepEqual(ev.Probe.Causes, []string{"service.port-mismatch", "endpoints.none-ready"}) {
@@ -212,7 +212,7 @@ func TestRerunResetsTheCache(t *testing.T) {
 	g := load503(t)
 	c := &resettable{}
 	s, err := runbook.NewSession(runbook.Config{Graph: g, Cluster: c, Target: testTarget, Probes: probes.ByID(),
-		Run: newRecorded(healthy()).run, Clock: newClock().Now})
+		Run: newRecorded(healthy()).Run, Clock: newClock().Now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -231,7 +231,7 @@ func TestVerify(t *testing.T) {
 	g := load503(t)
 	r := newRecorded(portMismatchFacts())
 	// After the fix: targetPort aligned, 200s in the log.
-	r.next = map[string]probes.Facts{
+	r.Next = map[string]probes.Facts{
 		"endpoints":  healthy()["endpoints"],
 		"access-log": healthy()["access-log"],
 	}
@@ -262,7 +262,7 @@ func TestVerify(t *testing.T) {
 		}
 	}
 	var verif int
-	for _, ev := range sink.events {
+	for _, ev := range sink.Events() {
 		if ev.Kind == runbook.EventVerification {
 			verif++
 			if ev.Verification.Describe == "" {
@@ -283,7 +283,7 @@ func TestVerify(t *testing.T) {
 	}
 
 	// With the probe failing, verification fails and says why.
-	r3 := newRecorded(healthy()).fail("endpoints", probes.StatusError, "forbidden: cannot list endpointslices in shop")
+	r3 := newRecorded(healthy()).Fail("endpoints", probes.StatusError, "forbidden: cannot list endpointslices in shop")
 	s3 := newSession(t, g, r3, runbook.ModeGuided)
 	_ = s3.Start("callers-see-503")
 	res3, _ := s3.Verify(ctx, "service.port-mismatch")
@@ -323,7 +323,7 @@ func TestResumeFromLog(t *testing.T) {
 	sink := &memSink{}
 	r := newRecorded(healthy())
 	resumed, err := runbook.Resume(runbook.Config{Graph: g, Target: testTarget, Probes: probes.ByID(),
-		Run: r.run, Clock: newClock().Now, Mode: runbook.ModeGuided, Sinks: []runbook.Sink{sink}}, history)
+		Run: r.Run, Clock: newClock().Now, Mode: runbook.ModeGuided, Sinks: []runbook.Sink{sink}}, history)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -344,12 +344,12 @@ func TestResumeFromLog(t *testing.T) {
 	if _, ok := resumed.Facts()["target_ports"].([]string); !ok {
 		t.Errorf("target_ports = %#v", resumed.Facts()["target_ports"])
 	}
-	if len(sink.events) != 0 {
-		t.Errorf("resume rewrote %d history events", len(sink.events))
+	if len(sink.Events()) != 0 {
+		t.Errorf("resume rewrote %d history events", len(sink.Events()))
 	}
 	resumed.Note("", "back after a break")
-	if len(sink.events) != 1 || len(resumed.Events()) != len(history)+1 {
-		t.Errorf("new events after resume: sink %d, history %d", len(sink.events), len(resumed.Events()))
+	if len(sink.Events()) != 1 || len(resumed.Events()) != len(history)+1 {
+		t.Errorf("new events after resume: sink %d, history %d", len(sink.Events()), len(resumed.Events()))
 	}
 	if _, err := runbook.Resume(runbook.Config{Graph: g, Probes: probes.ByID()}, history[1:]); err == nil {
 		t.Error("history without session_started resumed")

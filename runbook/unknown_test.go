@@ -20,7 +20,7 @@ func TestErroredProbeIsUnknownNotZero(t *testing.T) {
 		"envoy-clusters": {"envoy_hosts_total": 3, "envoy_hosts_healthy": 0, "envoy_hosts_outlier_ejected": 3},
 		"access-log":     {"log_503": 30, "log_5xx": 30, "log_flag_uh": 30},
 	})
-	r := newRecorded(facts).fail("envoy-clusters", probes.StatusError,
+	r := newRecorded(facts).Fail("envoy-clusters", probes.StatusError,
 		"cannot read /clusters: Envoy admin of shop/client-1 unreachable: connection refused")
 	sink := &memSink{}
 	s := newSession(t, g, r, runbook.ModeAuto, sink)
@@ -35,7 +35,7 @@ func TestErroredProbeIsUnknownNotZero(t *testing.T) {
 		t.Errorf("errored probe's facts are in the session")
 	}
 	var why []string
-	for _, ev := range sink.events {
+	for _, ev := range sink.Events() {
 		if ev.Kind == runbook.EventRuleSkipped {
 			why = append(why, ev.Skipped.Why)
 		}
@@ -70,7 +70,7 @@ func TestIdleResetUndecidedWithoutRolloutFacts(t *testing.T) {
 		"access-log": {"log_503": 7, "log_5xx": 7, "log_flag_uc": 7,
 			"log_details": []string{"upstream_reset_before_response_started{connection_termination}"}},
 	})
-	r := newRecorded(facts).fail("shutdown-order", probes.StatusError, "forbidden: cannot list pods in shop")
+	r := newRecorded(facts).Fail("shutdown-order", probes.StatusError, "forbidden: cannot list pods in shop")
 	s := newSession(t, g, r, runbook.ModeAuto)
 	findings, _ := s.Auto(context.Background())
 	if len(findings) != 0 {
@@ -93,7 +93,7 @@ func TestSkippedProbeIsUnknown(t *testing.T) {
 	facts := with(healthy(), map[string]probes.Facts{
 		"proxy-status": {"xds_stale_types": []string{"EDS"}},
 	})
-	r := newRecorded(facts).fail("proxy-status", probes.StatusSkipped, "no source proxy to ask istiod about")
+	r := newRecorded(facts).Fail("proxy-status", probes.StatusSkipped, "no source proxy to ask istiod about")
 	s := newSession(t, g, r, runbook.ModeAuto)
 	findings, _ := s.Auto(context.Background())
 	if len(findings) != 0 {
@@ -104,7 +104,7 @@ func TestSkippedProbeIsUnknown(t *testing.T) {
 func TestCannotTriage(t *testing.T) {
 	g := load503(t)
 	t.Run("target unreadable", func(t *testing.T) {
-		r := newRecorded(healthy()).fail("target", probes.StatusError, "cannot get service shop/web: connection refused")
+		r := newRecorded(healthy()).Fail("target", probes.StatusError, "cannot get service shop/web: connection refused")
 		s := newSession(t, g, r, runbook.ModeAuto)
 		_, err := s.Auto(context.Background())
 		var te *runbook.TriageError
@@ -114,7 +114,7 @@ func TestCannotTriage(t *testing.T) {
 	})
 	t.Run("no such service", func(t *testing.T) {
 		facts := with(healthy(), map[string]probes.Facts{"target": {"target_service_found": false, "target_pods_selected": 0}})
-		r := newRecorded(facts).fail("target", probes.StatusFail, "Service shop/web not found")
+		r := newRecorded(facts).Fail("target", probes.StatusFail, "Service shop/web not found")
 		s := newSession(t, g, r, runbook.ModeAuto)
 		_, err := s.Auto(context.Background())
 		var te *runbook.TriageError

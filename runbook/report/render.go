@@ -1,0 +1,190 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	"github.com/meshtriage/meshtriage/runbook"
+)
+
+// Markdown writes r for a ticket or the incident channel.
+func Markdown(w io.Writer, r Report) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# meshtriage check: %s\n\n", r.Target)
+	fmt.Fprintf(&b, "Runbook `%s`: %s.\n", r.Runbook, countFindings(len(r.Findings)))
+	for i, f := range r.Findings {
+		fmt.Fprintf(&b, "\n## %d. `%s`: %s\n\n", i+1, f.Cause, f.Title)
+		fmt.Fprintf(&b, "Confidence **%s**", f.Confidence)
+		if f.Severity == runbook.SeverityWarning {
+			b.WriteString(", severity **warning** (reported, not a root cause by itself)")
+		}
+		fmt.Fprintf(&b, ".\n\n%s\n", f.Summary)
+
+		b.WriteString("\n### Evidence\n\n")
+		for _, e := range f.Evidence {
+			fmt.Fprintf(&b, "- **%s** (%s): %s\n", e.Step, e.Confidence, e.Reason)
+			fmt.Fprintf(&b, "  - rule: `%s`\n", e.When)
+			if len(e.Facts) > 0 {
+				fmt.Fprintf(&b, "  - facts: %s\n", mdFacts(e.Facts))
+			}
+			for _, p := range e.Probes {
+				fmt.Fprintf(&b, "  - %s %s: %s\n", p.Probe, p.Status, p.Summary)
+			}
+		}
+
+		b.WriteString("\n### Fix directions\n")
+		for _, d := range f.Fix.Directions {
+			fmt.Fprintf(&b, "\n#### %s (`%s`)\n\n%s\n", d.Title, d.ID, d.Text)
+			for _, y := range d.YAML {
+				fmt.Fprintf(&b, "\n```yaml\n%s\n```\n", strings.TrimRight(y, "\n"))
+			}
+			if len(d.Commands) > 0 {
+				fmt.Fprintf(&b, "\n```sh\n%s\n```\n", strings.Join(d.Commands, "\n"))
+			}
+			mdList(&b, "Trade-offs", d.Tradeoffs)
+			mdList(&b, "Security", d.Security)
+		}
+
+		b.WriteString("\n### Verify\n\n")
+		for _, v := range f.Verify {
+			switch {
+			case v.Probe != "":
+				fmt.Fprintf(&b, "- [ ] %s: re-run `%s`, expect `%s`\n", v.Describe, v.Probe, v.Expect)
+			default:
+				fmt.Fprintf(&b, "- [ ] %s: `%s`\n", v.Describe, v.Command)
+			}
+		}
+		if len(f.Fix.Warnings) > 0 {
+			b.WriteString("\n### Things that make it worse\n\n")
+			for _, wn := range f.Fix.Warnings {
+				fmt.Fprintf(&b, "- **%s.** %s\n", wn.Title, wn.Text)
+			}
+		}
+	}
+	if len(r.Skipped) > 0 {
+		b.WriteString("\n## Could not decide\n\n")
+		for _, s := range r.Skipped {
+			fmt.Fprintf(&b, "- %s: `%s`: %s\n", s.Step, s.When, s.Why)
+		}
+	}
+	b.WriteString("\n## Steps\n\n| step | probe | status | summary | ms |\n|---|---|---|---|---|\n")
+	for _, s := range r.Steps {
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %d |\n", s.ID, s.Probe, s.Status, mdCell(s.Summary), s.DurationMS)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func mdList(b *strings.Builder, title string, items []string) {
+	if len(items) == 0 {
+		return
+	}
+	fmt.Fprintf(b, "\n%s:\n", title)
+	for _, it := range items {
+		fmt.Fprintf(b, "- %s\n", it)
+	}
+}
+
+func mdFacts(facts map[string]any) string {
+	parts := factPairs(facts)
+	for i, p := range parts {
+		parts[i] = "`" + p + "`"
+	}
+	return strings.Join(parts, ", ")
+}
+
+func mdCell(s string) string {
+	return strings.NewReplacer("|", `\|`, "\n", " ").Replace(s)
+}
+
+// Text writes r for a terminal: findings first, then the steps.
+func Text(w io.Writer, r Report) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "meshtriage check: %s\n", r.Target)
+	fmt.Fprintf(&b, "runbook %s: %s\n", r.Runbook, countFindings(len(r.Findings)))
+	for i, f := range r.Findings {
+		sev := ""
+		if f.Severity == runbook.SeverityWarning {
+			sev = ", warning"
+		}
+		fmt.Fprintf(&b, "\nFINDING %d  %s  (%s confidence%s)\n", i+1, f.Cause, f.Confidence, sev)
+		fmt.Fprintf(&b, "  %s\n", f.Title)
+		fmt.Fprintf(&b, "  %s\n", f.Summary)
+		b.WriteString("  evidence:\n")
+		for _, e := range f.Evidence {
+			fmt.Fprintf(&b, "    - %s: %s\n", e.Step, e.Reason)
+			if len(e.Facts) > 0 {
+				fmt.Fprintf(&b, "      %s\n", strings.Join(factPairs(e.Facts), " "))
+			}
+			for _, p := range e.Probes {
+				fmt.Fprintf(&b, "      %s %s: %s\n", p.Probe, p.Status, p.Summary)
+			}
+		}
+		b.WriteString("  fix directions:\n")
+		for _, d := range f.Fix.Directions {
+			fmt.Fprintf(&b, "    * %s [%s]\n", d.Title, d.ID)
+			fmt.Fprintf(&b, "      %s\n", d.Text)
+			for _, c := range d.Commands {
+				fmt.Fprintf(&b, "      $ %s\n", c)
+			}
+			for _, t := range d.Tradeoffs {
+				fmt.Fprintf(&b, "      trade-off: %s\n", t)
+			}
+			for _, s := range d.Security {
+				fmt.Fprintf(&b, "      security: %s\n", s)
+			}
+		}
+		b.WriteString("  verify:\n")
+		for _, v := range f.Verify {
+			if v.Probe != "" {
+				fmt.Fprintf(&b, "    [ ] %s (%s: %s)\n", v.Describe, v.Probe, v.Expect)
+			} else {
+				fmt.Fprintf(&b, "    [ ] %s\n        $ %s\n", v.Describe, v.Command)
+			}
+		}
+		if len(f.Fix.Warnings) > 0 {
+			b.WriteString("  things that make it worse:\n")
+			for _, wn := range f.Fix.Warnings {
+				fmt.Fprintf(&b, "    ! %s\n", wn.Title)
+			}
+		}
+	}
+	if len(r.Skipped) > 0 {
+		b.WriteString("\nCOULD NOT DECIDE\n")
+		for _, s := range r.Skipped {
+			fmt.Fprintf(&b, "  %s: %s\n", s.Step, s.Why)
+		}
+	}
+	b.WriteString("\nSTEPS\n")
+	idw, probew := 0, 0
+	for _, s := range r.Steps {
+		idw = max(idw, len(s.ID))
+		probew = max(probew, len(s.Probe))
+	}
+	for _, s := range r.Steps {
+		fmt.Fprintf(&b, "  %-7s %-*s  %-*s  %5dms  %s\n", s.Status, idw, s.ID, probew, s.Probe, s.DurationMS, s.Summary)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func countFindings(n int) string {
+	switch n {
+	case 0:
+		return "no finding"
+	case 1:
+		return "1 finding"
+	}
+	return fmt.Sprintf("%d findings", n)
+}
+
+func factPairs(facts map[string]any) []string {
+	parts := make([]string, 0, len(facts))
+	for k, v := range facts {
+		parts = append(parts, k+"="+runbook.FormatValue(v))
+	}
+	sort.Strings(parts)
+	return parts
+}

@@ -1,0 +1,107 @@
+// Package report renders a finished check run as JSON (the contract in
+// architecture.md, for scripts and alerting), Markdown (for the incident
+// channel or ticket) or plain text (for the terminal).
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+
+	"github.com/meshtriage/meshtriage/probes"
+	"github.com/meshtriage/meshtriage/runbook"
+)
+
+// Report is one check run.
+type Report struct {
+	Target   probes.Target `json:"target"`
+	Runbook  string        `json:"runbook"`
+	Steps    []Step        `json:"steps"`
+	Findings []Finding     `json:"findings"`
+	// Skipped are the rules that could not decide: what this run could not
+	// rule out.
+	Skipped []runbook.SkippedRule `json:"skipped,omitempty"`
+}
+
+// Step is one step's probe run.
+type Step struct {
+	ID         string        `json:"id"`
+	Title      string        `json:"-"`
+	Probe      string        `json:"probe"`
+	Status     probes.Status `json:"status"`
+	Summary    string        `json:"summary"`
+	Facts      probes.Facts  `json:"facts"`
+	DurationMS int64         `json:"duration_ms"`
+}
+
+// Finding is a cause with its evidence, what to do and how to check it.
+type Finding struct {
+	Cause      string               `json:"cause"`
+	Title      string               `json:"title"`
+	Severity   string               `json:"severity"`
+	Confidence runbook.Confidence   `json:"confidence"`
+	Summary    string               `json:"summary"`
+	Evidence   []runbook.Evidence   `json:"evidence"`
+	Fix        Fix                  `json:"fix"`
+	Verify     []runbook.VerifyStep `json:"verify"`
+}
+
+// Fix is a finding's fix directions and the things that make it worse.
+type Fix struct {
+	Directions []runbook.Fix     `json:"directions"`
+	Warnings   []runbook.Warning `json:"warnings,omitempty"`
+}
+
+// FromSession builds the report of a session that has run: every step whose
+// probe ran, in runbook order, and the findings.
+func FromSession(s *runbook.Session) Report {
+	r := Report{Target: s.Target(), Runbook: s.Graph().ID, Steps: []Step{}, Findings: []Finding{}}
+	for _, st := range s.Graph().Steps {
+		res, ok := s.Result(st.ID)
+		if !ok {
+			continue
+		}
+		facts := res.Facts
+		if facts == nil {
+			facts = probes.Facts{}
+		}
+		r.Steps = append(r.Steps, Step{
+			ID: st.ID, Title: st.Title, Probe: st.Probe, Status: res.Status, Summary: res.Summary,
+			Facts: facts, DurationMS: res.Duration.Milliseconds(),
+		})
+	}
+	for _, f := range s.Findings() {
+		r.Findings = append(r.Findings, Finding{
+			Cause: f.Cause, Title: f.Title, Severity: f.Severity, Confidence: f.Confidence,
+			Summary: f.Summary, Evidence: f.Evidence,
+			Fix:    Fix{Directions: f.Fixes, Warnings: f.Warnings},
+			Verify: f.Verify,
+		})
+	}
+	r.Skipped = s.Skipped()
+	return r
+}
+
+// Formats are the values -o takes.
+var Formats = []string{"json", "md", "text"}
+
+// Write renders r in format.
+func Write(w io.Writer, r Report, format string) error {
+	switch format {
+	case "json":
+		return JSON(w, r)
+	case "md", "markdown":
+		return Markdown(w, r)
+	case "text", "":
+		return Text(w, r)
+	}
+	return fmt.Errorf("unknown output format %q (one of json, md, text)", format)
+}
+
+// JSON writes r as indented JSON.
+func JSON(w io.Writer, r Report) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(r)
+}
