@@ -1,0 +1,164 @@
+package probes
+
+import (
+	"context"
+	"reflect"
+	"strings"
+	"testing"
+
+	"istio.io/api/annotation"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
+func annotate(kv ...string) func(*corev1.Pod) {
+	return func(p *corev1.Pod) {
+		if p.Annotations == nil {
+			p.Annotations = map[string]string{}
+		}
+		for i := 0; i+1 < len(kv); i += 2 {
+			p.Annotations[kv[i]] = kv[i+1]
+		}
+	}
+}
+
+func inWeb(p *corev1.Pod) { p.Namespace = "web"; p.Labels = map[string]string{"app": "web"} }
+
+func TestPortExclusionEvaluate(t *testing.T) {
+	orders := Target{Namespace: "shop", Service: "orders"}
+	from := Target{Namespace: "shop", Service: "orders", Source: &PodRef{Namespace: "web", Name: "web-1"}}
+	svc := fxService(intstr.FromString("http")) // 80 -> http (8080 on fxPod)
+	exOut, exIn := annotation.SidecarTrafficExcludeOutboundPorts.Name, annotation.SidecarTrafficExcludeInboundPorts.Name
+	cases := []struct {
+		name    string
+		target  Target
+		in      portExclusionInput
+		status  Status
+		summary string
+		facts   Facts
+		raw     string
+	}{
+		{
+			name:    "nothing excluded",
+			target:  from,
+			in:      portExclusionInput{Service: svc, Pods: []corev1.Pod{*fxPod("orders-a", SidecarClassic)}, Source: fxPod("web-1", SidecarClassic, inWeb)},
+			status:  StatusPass,
+			summary: "no interception exclusions on the source or target pods",
+			facts:   Facts{"exclusion_outbound_ports": []string{}, "exclusion_inbound_ports": []string{}, "exclusion_target_port_bypassed": false},
+		},
+		{
+			name:   "inbound exclusion of the resolved named targetPort",
+			target: orders,
+			in: portExclusionInput{Service: svc, Pods: []corev1.Pod{
+				*fxPod("orders-a", SidecarClassic, annotate(exIn, "8080, 9090")),
+				*fxPod("orders-b", SidecarClassic),
+			}},
+			status:  StatusWarn,
+			summary: "traffic to the target bypasses the sidecar: orders-a excludes inbound port 8080",
+			facts:   Facts{"exclusion_inbound_ports": []string{"8080", "9090"}, "exclusion_target_port_bypassed": true},
+			raw:     "skips mTLS, AuthorizationPolicy",
+		},
+		{
+			name:   "source excludes the service port; target's own outbound exclusion is not reported with a source",
+			target: from,
+			in: portExclusionInput{Service: svc,
+				Pods:   []corev1.Pod{*fxPod("orders-a", SidecarClassic, annotate(exOut, "5432"))},
+				Source: fxPod("web-1", SidecarClassic, inWeb, annotate(exOut, "80,443"))},
+			status:  StatusWarn,
+			summary: "traffic to the target bypasses the sidecar: web-1 excludes outbound port 80",
+			facts:   Facts{"exclusion_outbound_ports": []string{"443", "80"}, "exclusion_target_port_bypassed": true},
+		},
+		{
+			name:   "excluding the targetPort on the client does nothing for a ClusterIP service",
+			target: from,
+			in: portExclusionInput{Service: svc, Pods: []corev1.Pod{*fxPod("orders-a", SidecarClassic)},
+				Source: fxPod("web-1", SidecarClassic, inWeb, annotate(exOut, "8080"))},
+			status:  StatusPass,
+			summary: "exclusion annotations present, none covers the target's port",
+			facts:   Facts{"exclusion_target_port_bypassed": false},
+		},
+		{
+			name:   "source excludes the ClusterIP range; includeInboundPorts leaves the port out",
+			target: from,
+			in: portExclusionInput{Service: svc,
+				Pods:   []corev1.Pod{*fxPod("orders-a", SidecarClassic, annotate(annotation.SidecarTrafficIncludeInboundPorts.Name, "9090"))},
+				Source: fxPod("web-1", SidecarClassic, inWeb, annotate(annotation.SidecarTrafficExcludeOutboundIPRanges.Name, "10.96.0.0/12"))},
+			status: StatusWarn,
+			summary: "traffic to the target bypasses the sidecar: web-1 excludes outbound range covering 10.96.0.20; " +
+				"orders-a captures only inbound ports 9090, not 8080",
+			facts: Facts{"exclusion_target_port_bypassed": true, "exclusion_inbound_ports": []string{}},
+		},
+		{
+			name:   "includeOutboundIPRanges not covering the service; includeOutboundPorts forces it back",
+			target: from,
+			in: portExclusionInput{Service: svc, Pods: []corev1.Pod{*fxPod("orders-a", SidecarClassic)},
+				Source: fxPod("web-1", SidecarClassic, inWeb, annotate(annotation.SidecarTrafficIncludeOutboundIPRanges.Name, "10.0.0.0/16",
+					annotation.SidecarTrafficIncludeOutboundPorts.Name, "80"))},
+			status:  StatusPass,
+			summary: "exclusion annotations present, none covers the target's port",
+			facts:   Facts{"exclusion_target_port_bypassed": false},
+		},
+		{
+			name:   "annotations on a pod without sidecar change nothing",
+			target: orders,
+			in:     portExclusionInput{Service: svc, Pods: []corev1.Pod{*fxPod("orders-a", SidecarNone, annotate(exIn, "8080"))}},
+			status: StatusPass, summary: "exclusion annotations present, none covers the target's port",
+			facts: Facts{"exclusion_target_port_bypassed": false, "exclusion_inbound_ports": []string{"8080"}},
+			raw:   "orders-a has no sidecar: its annotations have no effect",
+		},
+		{
+			name:   "--port other than the excluded one",
+			target: Target{Namespace: "shop", Service: "orders", Port: 9000},
+			in: portExclusionInput{Service: func() *corev1.Service {
+				s := fxService(intstr.FromString("http"))
+				s.Spec.Ports = append(s.Spec.Ports, corev1.ServicePort{Name: "admin", Port: 9000, TargetPort: intstr.FromInt32(9000)})
+				return s
+			}(), Pods: []corev1.Pod{*fxPod("orders-a", SidecarClassic, annotate(exIn, "8080"))}},
+			status: StatusPass, summary: "exclusion annotations present, none covers the target's port",
+			facts: Facts{"exclusion_target_port_bypassed": false},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := evaluatePortExclusion(tc.target, tc.in)
+			mustAllFacts(t, PortExclusionProbe{}, r)
+			if r.Status != tc.status || r.Summary != tc.summary {
+				t.Errorf("got %s %q\nwant %s %q", r.Status, r.Summary, tc.status, tc.summary)
+			}
+			for k, want := range tc.facts {
+				if got := r.Facts[k]; !reflect.DeepEqual(got, want) {
+					t.Errorf("fact %s = %#v, want %#v", k, got, want)
+				}
+			}
+			if !strings.Contains(r.Evidence.Raw, tc.raw) {
+				t.Errorf("raw lacks %q:\n%s", tc.raw, r.Evidence.Raw)
+			}
+		})
+	}
+}
+
+func TestPortExclusionProbeThroughClusterReads(t *testing.T) {
+	ctx := context.Background()
+	target := Target{Namespace: "shop", Service: "orders", Source: &PodRef{Namespace: "web", Name: "web-1"}}
+	f := newFakeCluster(t, fxService(intstr.FromInt32(8080)),
+		fxPod("orders-a", SidecarNative, annotate(annotation.SidecarTrafficExcludeInboundPorts.Name, "8080")),
+		fxPod("web-1", SidecarClassic, inWeb))
+	r := Run(ctx, PortExclusionProbe{}, f, target)
+	mustAllFacts(t, PortExclusionProbe{}, r)
+	if r.Status != StatusWarn || r.Facts["exclusion_target_port_bypassed"] != true {
+		t.Fatalf("%s %q %v", r.Status, r.Summary, r.Facts)
+	}
+	if !strings.Contains(strings.Join(r.Commands, "\n"), "kubectl get pods -n shop -l app=orders") {
+		t.Errorf("commands %q", r.Commands)
+	}
+
+	f.forbid("list", "pods")
+	r = Run(ctx, PortExclusionProbe{}, f, target)
+	if r.Status != StatusError || len(r.Facts) != 0 || !strings.Contains(r.Summary, "forbidden: cannot list pods in shop") {
+		t.Fatalf("%s %q %v", r.Status, r.Summary, r.Facts)
+	}
+	r = Run(ctx, PortExclusionProbe{}, newFakeCluster(t), target)
+	if r.Status != StatusError || r.Summary != "cannot get service shop/orders: not found" {
+		t.Fatalf("%s %q", r.Status, r.Summary)
+	}
+}
