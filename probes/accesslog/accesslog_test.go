@@ -361,3 +361,35 @@ func BenchmarkParseLineJSON(b *testing.B) {
 		}
 	}
 }
+
+func TestBlockAllRouteIsBlackHole(t *testing.T) {
+	e, ok := ParseLine(`[2026-12-02T03:04:07.500Z] "GET /v1/charges HTTP/1.1" 502 - direct_response - "-" 0 0 0 - "-" "Go-http-client/1.1" "f6a7" "api.stripe.com" "-" - - 104.18.10.1:80 10.244.0.9:51252 - block_all`)
+	if !ok || !e.BlackHole() || e.UpstreamCluster != "" || e.Destination() != "api.stripe.com" {
+		t.Errorf("%+v", e)
+	}
+}
+
+func TestSplit(t *testing.T) {
+	f, err := os.Open("testdata/text_current.log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	matched, rest, err := Split(f, func(e *Entry) bool { return strings.HasSuffix(e.UpstreamCluster, "|orders.shop.svc.cluster.local") })
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := tallyFile(t, "text_current.log")
+	if matched.Lines+rest.Lines != all.Lines || matched.Unparsed != all.Unparsed || rest.Unparsed != 0 {
+		t.Errorf("lines %d+%d of %d, unparsed %d/%d", matched.Lines, rest.Lines, all.Lines, matched.Unparsed, rest.Unparsed)
+	}
+	if matched.Entries != 7 || matched.Status503 != 5 || matched.Status5xx != 6 || matched.Flags.Counts["UH"] != 1 || matched.BlackHole != 0 {
+		t.Errorf("matched %+v", matched)
+	}
+	if rest.Entries != 4 || rest.BlackHole != 2 || rest.Status503 != 0 || rest.Passthrough != 1 {
+		t.Errorf("rest %+v", rest)
+	}
+	if matched.First.IsZero() || rest.Last.IsZero() {
+		t.Error("window not set")
+	}
+}

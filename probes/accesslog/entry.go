@@ -75,10 +75,17 @@ func (e Entry) HasFlag(f string) bool {
 // Is5xx reports a 5xx response code.
 func (e Entry) Is5xx() bool { return e.ResponseCode >= 500 && e.ResponseCode < 600 }
 
-// BlackHole reports an entry Istio routed to BlackHoleCluster: the destination
+// BlockAllRoute is the route REGISTRY_ONLY puts on outbound HTTP ports: it
+// answers 502 itself (direct_response), with no upstream cluster.
+const BlockAllRoute = "block_all"
+
+// BlackHole reports an entry Istio refused to route: TCP/TLS sent to
+// BlackHoleCluster, or HTTP answered by the block_all route. The destination
 // is not in the proxy's registry and the mesh is REGISTRY_ONLY (or a Sidecar
 // restricts egress).
-func (e Entry) BlackHole() bool { return e.UpstreamCluster == BlackHoleCluster }
+func (e Entry) BlackHole() bool {
+	return e.UpstreamCluster == BlackHoleCluster || e.RouteName == BlockAllRoute
+}
 
 // Destination names where the caller tried to go: the HTTP authority, or for
 // TCP entries the SNI, or the original destination address.

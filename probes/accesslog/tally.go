@@ -120,26 +120,63 @@ func Tally(r io.Reader) (Summary, error) {
 
 // AddFrom tallies every line of r into s.
 func (s *Summary) AddFrom(r io.Reader) error {
+	return eachLine(r, func(line string) {
+		s.AddLine(line)
+	}, s.skipped, s.Finish)
+}
+
+// Split tallies r into the entries match selects and the rest: a caller
+// triaging one service reads a proxy log that also records the pod's calls
+// to every other service. Lines that are not entries count in matched
+// (Lines, Unparsed); rest counts only entries.
+func Split(r io.Reader, match func(*Entry) bool) (matched, rest Summary, err error) {
+	err = eachLine(r, func(line string) {
+		line = strings.TrimRight(line, "\r\n")
+		if strings.TrimSpace(line) == "" {
+			return
+		}
+		e, ok := ParseLine(line)
+		switch {
+		case !ok:
+			matched.Lines++
+			matched.Unparsed++
+		case match(&e):
+			matched.Lines++
+			matched.AddEntry(e, line)
+		default:
+			rest.Lines++
+			rest.AddEntry(e, line)
+		}
+	}, matched.skipped, func() { matched.Finish(); rest.Finish() })
+	return matched, rest, err
+}
+
+func (s *Summary) skipped() {
+	s.Lines++
+	s.Unparsed++
+}
+
+// eachLine calls line for every line of r (aliasing the reader's buffer),
+// tooLong for lines beyond MaxLine, and done at the end.
+func eachLine(r io.Reader, line func(string), tooLong, done func()) error {
+	defer done()
 	br := bufio.NewReaderSize(r, MaxLine)
 	for {
-		line, err := br.ReadSlice('\n')
+		b, err := br.ReadSlice('\n')
 		if errors.Is(err, bufio.ErrBufferFull) {
-			s.Lines++
-			s.Unparsed++
+			tooLong()
 			if err = skipLine(br); err == nil {
 				continue
 			}
-			line = nil
+			b = nil
 		}
-		if len(line) > 0 {
-			s.AddLine(bytesString(line))
+		if len(b) > 0 {
+			line(bytesString(b))
 		}
 		if err == io.EOF {
-			s.Finish()
 			return nil
 		}
 		if err != nil {
-			s.Finish()
 			return err
 		}
 	}
@@ -204,14 +241,14 @@ func (s *Summary) AddEntry(e Entry, raw string) {
 	if e.UpstreamTransportFailure != "" {
 		s.TransportFailures.Add(e.UpstreamTransportFailure)
 	}
-	switch e.UpstreamCluster {
-	case BlackHoleCluster:
+	if e.BlackHole() {
 		s.BlackHole++
 		if d := e.Destination(); d != "" {
 			s.BlackHoleHosts.Add(d)
 		}
 		notable = true
-	case PassthroughCluster:
+	}
+	if e.UpstreamCluster == PassthroughCluster {
 		s.Passthrough++
 	}
 	if e.ConnectionRefused() {
