@@ -10,6 +10,8 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/meshtriage/meshtriage/probes"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -35,45 +37,119 @@ func (e *exitError) Error() string {
 	return e.err.Error()
 }
 
+func (e *exitError) Unwrap() error { return e.err }
+
 // globalOptions are the flags every command shares: kubectl's own
 // connection flags, so --kubeconfig, --context, -n and KUBECONFIG behave as
 // the on-call expects.
 type globalOptions struct {
 	kube    *genericclioptions.ConfigFlags
 	streams genericiooptions.IOStreams
+	// controlPlaneNamespace is where istiod and the `istio` mesh ConfigMap live.
+	controlPlaneNamespace string
+}
+
+// namespace is -n, or else the kubeconfig context's namespace, or "default",
+// as kubectl resolves it.
+func (g *globalOptions) namespace() string {
+	if g.kube.Namespace != nil && *g.kube.Namespace != "" {
+		return *g.kube.Namespace
+	}
+	if ns, _, err := g.kube.ToRawKubeConfigLoader().Namespace(); err == nil && ns != "" {
+		return ns
+	}
+	return "default"
+}
+
+// pluginName is how the binary is invoked: kubectl runs a plugin as
+// kubectl-meshtriage, and its help must then say "kubectl meshtriage".
+func pluginName(argv0 string) string {
+	base := strings.TrimSuffix(filepath.Base(argv0), ".exe")
+	if strings.HasPrefix(base, "kubectl-") {
+		// kubectl maps dashes in the plugin name to spaces, underscores to dashes.
+		return "kubectl " + strings.ReplaceAll(strings.TrimPrefix(base, "kubectl-"), "_", "-")
+	}
+	return "meshtriage"
 }
 
 func newRootCmd(streams genericiooptions.IOStreams) *cobra.Command {
+	return newRootCmdAs(os.Args[0], streams)
+}
+
+func newRootCmdAs(argv0 string, streams genericiooptions.IOStreams) *cobra.Command {
 	g := &globalOptions{
 		kube:    genericclioptions.NewConfigFlags(true),
 		streams: streams,
 	}
-	name := "meshtriage"
-	if strings.HasPrefix(filepath.Base(os.Args[0]), "kubectl-") {
-		name = "kubectl meshtriage"
-	}
+	name := pluginName(argv0)
 	root := &cobra.Command{
-		Use:           name,
-		Short:         "Triage Envoy 503s in an Istio mesh, step by step",
+		// Use stays one word: cobra takes a command's name from Use's first
+		// word, and "kubectl" would then name every subcommand's path.
+		Use:   "meshtriage",
+		Short: "Triage Envoy 503s in an Istio mesh, step by step",
+		Long: "Runs read-only probes against the cluster, shows the evidence and walks a runbook\n" +
+			"from an Envoy 503 to its root cause, fix directions and verification steps.",
+		Example: fmt.Sprintf("  %[1]s check -n shop svc/payments --from pod/web-7d9c\n"+
+			"  %[1]s demo", name),
+		Annotations:   map[string]string{cobra.CommandDisplayNameAnnotation: name},
 		Version:       version,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	root.SetVersionTemplate("meshtriage {{.Version}}\n")
 	root.SetIn(streams.In)
 	root.SetOut(streams.Out)
 	root.SetErr(streams.ErrOut)
 	g.kube.AddFlags(root.PersistentFlags())
+	root.PersistentFlags().StringVar(&g.controlPlaneNamespace, "istio-namespace", probes.DefaultControlPlane,
+		"Namespace of the Istio control plane (istiod and the istio mesh ConfigMap)")
+	registerFlagCompletions(root, g)
 	root.AddCommand(
 		newCheckCmd(g),
 		newDemoCmd(g),
 		newLogCmd(g),
+		newVersionCmd(g),
 	)
 	return root
 }
 
+func newVersionCmd(g *globalOptions) *cobra.Command {
+	clientOnly := false
+	cmd := &cobra.Command{
+		Use:   "version",
+		Short: "Print the meshtriage version and, unless --client, the cluster it would talk to",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			fmt.Fprintf(g.streams.Out, "meshtriage %s\n", version)
+			if clientOnly {
+				return nil
+			}
+			c, err := openLiveCluster(g)
+			if err != nil {
+				return &exitError{code: exitTriage, err: err}
+			}
+			info := c.Info()
+			v, err := c.ServerVersion(cmd.Context())
+			if err != nil {
+				return &exitError{code: exitTriage, err: fmt.Errorf("server %s: %w", info.Server, err)}
+			}
+			fmt.Fprintf(g.streams.Out, "kubernetes %s at %s (context %s)\n", v, info.Server, info.Context)
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&clientOnly, "client", false, "Print the meshtriage version only; do not contact the cluster")
+	return cmd
+}
+
 // execute runs the CLI and maps errors to exit codes with a one-line message.
 func execute(streams genericiooptions.IOStreams, args []string) int {
-	root := newRootCmd(streams)
+	return executeAs(os.Args[0], streams, args)
+}
+
+// executeAs is execute for a binary invoked as argv0 (meshtriage or
+// kubectl-meshtriage).
+func executeAs(argv0 string, streams genericiooptions.IOStreams, args []string) int {
+	root := newRootCmdAs(argv0, streams)
 	root.SetArgs(args)
 	err := root.Execute()
 	if err == nil {
@@ -82,10 +158,19 @@ func execute(streams genericiooptions.IOStreams, args []string) int {
 	var ee *exitError
 	if errors.As(err, &ee) {
 		if ee.err != nil {
-			fmt.Fprintln(streams.ErrOut, "meshtriage:", ee.err)
+			fmt.Fprintln(streams.ErrOut, "meshtriage:", oneLine(ee.err.Error()))
 		}
 		return ee.code
 	}
-	fmt.Fprintln(streams.ErrOut, "meshtriage:", err)
+	fmt.Fprintln(streams.ErrOut, "meshtriage:", oneLine(err.Error()))
 	return exitTriage
+}
+
+// oneLine keeps an error to the single line the contract promises on stderr.
+func oneLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
 }

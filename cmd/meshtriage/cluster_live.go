@@ -1,0 +1,186 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/meshtriage/meshtriage/probes"
+	"github.com/meshtriage/meshtriage/probes/live"
+)
+
+const (
+	// reachTimeout bounds the /version check before a triage starts: an
+	// on-call pointed at the wrong cluster should know in seconds.
+	reachTimeout = 5 * time.Second
+	// completionTimeout keeps a shell's TAB from hanging on a slow cluster.
+	completionTimeout = 3 * time.Second
+)
+
+// openLiveCluster connects to the cluster the kubeconfig flags select and
+// checks that its API server answers; every failure is one line the on-call
+// can act on.
+func openLiveCluster(g *globalOptions) (probes.Cluster, error) {
+	c, err := openLive(g)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), reachTimeout)
+	defer cancel()
+	if err := checkReachable(ctx, c); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func openLive(g *globalOptions) (*live.Cluster, error) {
+	c, err := live.New(g.kube, live.Options{
+		ControlPlaneNamespace: g.controlPlaneNamespace,
+		UserAgent:             "meshtriage/" + version,
+	})
+	var noContext *live.ContextNotFoundError
+	switch {
+	case errors.Is(err, live.ErrNoKubeconfig):
+		return nil, errors.New("no kubeconfig: set KUBECONFIG or --kubeconfig, or try `meshtriage demo`")
+	case errors.As(err, &noContext):
+		return nil, noContext
+	case err != nil:
+		return nil, err
+	}
+	return c, nil
+}
+
+// checkReachable asks the API server for /version. A refusal to answer
+// /version still proves the server is there; bad credentials do not.
+func checkReachable(ctx context.Context, c probes.Cluster) error {
+	_, err := c.ServerVersion(ctx)
+	info := c.Info()
+	switch {
+	case err == nil, apierrors.IsForbidden(err):
+		return nil
+	case apierrors.IsUnauthorized(err):
+		return fmt.Errorf("the API server at %s rejects the credentials of context %s (Unauthorized): log in again or pick another --context", info.Server, info.Context)
+	case errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil:
+		return fmt.Errorf("cannot reach the API server at %s (context %s): no answer within %s", info.Server, info.Context, reachTimeout)
+	}
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err
+	}
+	return fmt.Errorf("cannot reach the API server at %s (context %s): %s", info.Server, info.Context, oneLine(err.Error()))
+}
+
+// registerFlagCompletions completes the connection flags from the kubeconfig
+// and the cluster, as kubectl does.
+func registerFlagCompletions(root *cobra.Command, g *globalOptions) {
+	_ = root.RegisterFlagCompletionFunc("namespace", completeNamespaces(g))
+	_ = root.RegisterFlagCompletionFunc("istio-namespace", completeNamespaces(g))
+	_ = root.RegisterFlagCompletionFunc("context", func(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		raw, err := g.kube.ToRawKubeConfigLoader().RawConfig()
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		var names []string
+		for n := range raw.Contexts {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		return names, cobra.ShellCompDirectiveNoFileComp
+	})
+}
+
+func completeNamespaces(g *globalOptions) cobra.CompletionFunc {
+	return func(_ *cobra.Command, _ []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		return completeFromCluster(g, func(ctx context.Context, c *live.Cluster) ([]string, error) {
+			l, err := c.Kube.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
+			if err != nil {
+				return nil, err
+			}
+			var names []string
+			for _, ns := range l.Items {
+				names = append(names, ns.Name)
+			}
+			return withPrefix("", names, toComplete), nil
+		})
+	}
+}
+
+// completeServices completes a `svc/NAME` argument with the Services of the
+// -n namespace; commands taking a target use it as ValidArgsFunction.
+func completeServices(g *globalOptions) cobra.CompletionFunc {
+	return func(_ *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		if len(args) > 0 {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		return completeFromCluster(g, func(ctx context.Context, c *live.Cluster) ([]string, error) {
+			l, err := c.Kube.CoreV1().Services(g.namespace()).List(ctx, metav1.ListOptions{})
+			if err != nil {
+				return nil, err
+			}
+			var names []string
+			for _, s := range l.Items {
+				names = append(names, s.Name)
+			}
+			return withPrefix("svc/", names, toComplete), nil
+		})
+	}
+}
+
+// completePods completes a `pod/NAME` flag value (the calling pod) with the
+// pods of the -n namespace.
+func completePods(g *globalOptions) cobra.CompletionFunc {
+	return func(_ *cobra.Command, _ []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		return completeFromCluster(g, func(ctx context.Context, c *live.Cluster) ([]string, error) {
+			l, err := c.Kube.CoreV1().Pods(g.namespace()).List(ctx, metav1.ListOptions{})
+			if err != nil {
+				return nil, err
+			}
+			var names []string
+			for _, p := range l.Items {
+				names = append(names, p.Name)
+			}
+			return withPrefix("pod/", names, toComplete), nil
+		})
+	}
+}
+
+// completeFromCluster runs list against the live cluster with a short
+// deadline; an error yields no completions rather than a stuck shell.
+func completeFromCluster(g *globalOptions, list func(context.Context, *live.Cluster) ([]string, error)) ([]cobra.Completion, cobra.ShellCompDirective) {
+	c, err := openLive(g)
+	if err != nil {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), completionTimeout)
+	defer cancel()
+	names, err := list(ctx, c)
+	if err != nil {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	return names, cobra.ShellCompDirectiveNoFileComp
+}
+
+// withPrefix returns kind+name for the names that match what the user typed,
+// with or without the kind prefix.
+func withPrefix(kind string, names []string, toComplete string) []string {
+	typed := toComplete
+	if i := strings.IndexByte(typed, '/'); i >= 0 {
+		typed = typed[i+1:]
+	}
+	var out []string
+	for _, n := range names {
+		if strings.HasPrefix(n, typed) {
+			out = append(out, kind+n)
+		}
+	}
+	sort.Strings(out)
+	return out
+}

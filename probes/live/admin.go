@@ -1,0 +1,282 @@
+package live
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/remotecommand"
+	"k8s.io/klog/v2"
+
+	"github.com/meshtriage/meshtriage/probes"
+)
+
+// execFunc runs command in a container of pod, writing its stdout to stdout;
+// it returns the start of stderr for the error message.
+type execFunc func(ctx context.Context, pod probes.PodRef, container string, command []string, stdout io.Writer) (stderr string, err error)
+
+// istiodSelector finds istiod pods; every revision keeps app=istiod.
+var istiodSelector = map[string]string{"app": "istiod"}
+
+// EnvoyAdmin reads path from pod's Envoy admin API: through a port-forward
+// to 15000, or, when the port-forward is refused or cannot be upgraded,
+// through `pilot-agent request GET` exec'd in the istio-proxy container.
+func (c *Cluster) EnvoyAdmin(ctx context.Context, pod probes.PodRef, path string) ([]byte, error) {
+	ctx, cancel := c.bound(ctx)
+	defer cancel()
+	what := "Envoy admin of " + pod.String()
+	p, err := c.GetPod(ctx, pod.Namespace, pod.Name)
+	if err != nil {
+		return nil, err
+	}
+	if probes.PodSidecar(p) == probes.SidecarNone {
+		return nil, fmt.Errorf("pod %s has no %s container, so no Envoy admin to read", pod, probes.ProxyContainer)
+	}
+	if p.Status.Phase != corev1.PodRunning {
+		return nil, &probes.UnreachableError{What: what, Err: fmt.Errorf("pod is %s, not Running", p.Status.Phase)}
+	}
+	if !strings.HasPrefix(path, "/") {
+		path = "/" + path
+	}
+	body, err := c.forwardGet(ctx, what, pod, probes.EnvoyAdminPort, path)
+	var setup *setupError
+	if !errors.As(err, &setup) {
+		return body, err
+	}
+	return c.adminByExec(ctx, what, pod, path, setup.err)
+}
+
+// adminByExec is the fallback when the port-forward could not be set up.
+func (c *Cluster) adminByExec(ctx context.Context, what string, pod probes.PodRef, path string, forwardErr error) ([]byte, error) {
+	out := &cappedBuffer{max: c.maxBytes}
+	execCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	out.overflow = cancel
+	command := []string{"pilot-agent", "request", "GET", strings.TrimPrefix(path, "/")}
+	stderr, err := c.execInProxy(execCtx, pod, probes.ProxyContainer, command, out)
+	if err == nil {
+		return out.bytes(), nil
+	}
+	if out.exceeded() {
+		return nil, fmt.Errorf("response to GET %s via pilot-agent is larger than %d bytes", path, c.maxBytes)
+	}
+	if ctxErr := ctx.Err(); ctxErr != nil {
+		return nil, &probes.UnreachableError{What: what, Err: ctxErr}
+	}
+	execErr := forbiddenFrom(err, "pods/exec", pod.Name)
+	if execErr == nil {
+		execErr = err
+		if stderr != "" {
+			execErr = fmt.Errorf("%w: %s", err, stderr)
+		}
+	}
+	if apierrors.IsForbidden(forwardErr) && apierrors.IsForbidden(execErr) {
+		return nil, bothForbidden(pod, forwardErr, execErr)
+	}
+	return nil, &probes.UnreachableError{What: what, Err: fmt.Errorf("port-forward: %s; exec fallback: %s",
+		firstLine(forwardErr.Error()), firstLine(execErr.Error()))}
+}
+
+// bothForbidden joins the two refusals into one Forbidden whose message
+// names both missing permissions.
+func bothForbidden(pod probes.PodRef, forwardErr, execErr error) error {
+	detail := func(err error) string {
+		var status apierrors.APIStatus
+		if errors.As(err, &status) {
+			msg := status.Status().Message
+			if i := strings.Index(msg, "User "); i >= 0 {
+				return msg[i:]
+			}
+			return msg
+		}
+		return err.Error()
+	}
+	return apierrors.NewForbidden(corev1.Resource("pods/portforward"), pod.Name,
+		fmt.Errorf("%s; and the exec fallback: %s", detail(forwardErr), detail(execErr)))
+}
+
+// exec runs command through pods/exec as kubectl exec does: WebSocket
+// first, SPDY when the upgrade fails.
+func (c *Cluster) exec(ctx context.Context, pod probes.PodRef, container string, command []string, stdout io.Writer) (string, error) {
+	u := c.Kube.CoreV1().RESTClient().Post().
+		Resource("pods").Namespace(pod.Namespace).Name(pod.Name).SubResource("exec").
+		VersionedParams(&corev1.PodExecOptions{
+			Container: container,
+			Command:   command,
+			Stdout:    true,
+			Stderr:    true,
+		}, scheme.ParameterCodec).URL()
+	spdyExec, err := remotecommand.NewSPDYExecutor(c.config, "POST", u)
+	if err != nil {
+		return "", err
+	}
+	// RFC 6455 requires GET for the WebSocket upgrade.
+	wsExec, err := remotecommand.NewWebSocketExecutor(c.config, "GET", u.String())
+	if err != nil {
+		return "", err
+	}
+	executor, err := remotecommand.NewFallbackExecutor(wsExec, spdyExec, shouldFallback)
+	if err != nil {
+		return "", err
+	}
+	stderr := &headBuffer{max: 4 << 10}
+	// Stream copy errors go to the context's logger, not klog's stderr.
+	ctx = klog.NewContext(ctx, logr.New(&errorSink{}))
+	err = executor.StreamWithContext(ctx, remotecommand.StreamOptions{Stdout: stdout, Stderr: stderr})
+	return firstLine(strings.TrimSpace(stderr.String())), err
+}
+
+// Istiod GETs path from istiod's monitoring port through a port-forward to
+// a Running (preferably Ready) istiod pod.
+func (c *Cluster) Istiod(ctx context.Context, path string) ([]byte, error) {
+	ctx, cancel := c.bound(ctx)
+	defer cancel()
+	ns := c.info.ControlPlaneNamespace
+	pods, err := c.ListPods(ctx, ns, istiodSelector)
+	if err != nil {
+		return nil, err
+	}
+	pod, ok := pickIstiod(pods)
+	if !ok {
+		return nil, &probes.UnreachableError{What: "istiod", Err: fmt.Errorf("no Running istiod pod (%s) in %s",
+			labels.SelectorFromSet(istiodSelector), ns)}
+	}
+	if !strings.HasPrefix(path, "/") {
+		path = "/" + path
+	}
+	ref := probes.PodRef{Namespace: ns, Name: pod.Name}
+	body, err := c.forwardGet(ctx, "istiod "+ref.String(), ref, probes.IstiodMonitoringPort, path)
+	var setup *setupError
+	if errors.As(err, &setup) {
+		return nil, setup.err
+	}
+	return body, err
+}
+
+// pickIstiod prefers Ready over merely Running pods, then the oldest, so
+// repeated reads in one session ask the same istiod.
+func pickIstiod(pods []corev1.Pod) (corev1.Pod, bool) {
+	var running []corev1.Pod
+	for _, p := range pods {
+		if p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil {
+			running = append(running, p)
+		}
+	}
+	if len(running) == 0 {
+		return corev1.Pod{}, false
+	}
+	sort.SliceStable(running, func(i, j int) bool {
+		ri, _ := probes.PodReady(&running[i])
+		rj, _ := probes.PodReady(&running[j])
+		if ri != rj {
+			return ri
+		}
+		ti, tj := running[i].CreationTimestamp, running[j].CreationTimestamp
+		if !ti.Equal(&tj) {
+			return ti.Before(&tj)
+		}
+		return running[i].Name < running[j].Name
+	})
+	return running[0], true
+}
+
+// Logs streams a container's log through pods/log, bounded by opts, and
+// never holds more than the byte limit in memory even if the server ignores
+// limitBytes.
+func (c *Cluster) Logs(ctx context.Context, pod probes.PodRef, opts probes.LogOptions) ([]byte, error) {
+	limit := opts.LimitBytes
+	if limit <= 0 {
+		limit = probes.DefaultLogLimit
+	}
+	lo := &corev1.PodLogOptions{
+		Container:  opts.Container,
+		Previous:   opts.Previous,
+		LimitBytes: &limit,
+	}
+	if opts.Since > 0 {
+		secs := int64(math.Ceil(opts.Since.Seconds()))
+		lo.SinceSeconds = &secs
+	}
+	rc, err := c.Kube.CoreV1().Pods(pod.Namespace).GetLogs(pod.Name, lo).Stream(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	return readLimited(rc, limit)
+}
+
+// readLimited reads at most limit bytes of r.
+func readLimited(r io.Reader, limit int64) ([]byte, error) {
+	return io.ReadAll(io.LimitReader(r, limit))
+}
+
+// cappedBuffer collects at most max bytes; a write past the cap fails and
+// calls overflow, which cancels the exec stream that feeds it.
+type cappedBuffer struct {
+	mu       sync.Mutex
+	buf      bytes.Buffer
+	max      int64
+	over     bool
+	overflow func()
+}
+
+var errOverflow = errors.New("output exceeds the byte limit")
+
+func (b *cappedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if int64(b.buf.Len())+int64(len(p)) > b.max {
+		b.over = true
+		if b.overflow != nil {
+			b.overflow()
+		}
+		return 0, errOverflow
+	}
+	return b.buf.Write(p)
+}
+
+func (b *cappedBuffer) bytes() []byte {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return bytes.Clone(b.buf.Bytes())
+}
+
+func (b *cappedBuffer) exceeded() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.over
+}
+
+// headBuffer keeps the first max bytes written and drops the rest without
+// failing the writer, so a chatty stderr never aborts the command.
+type headBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+	max int
+}
+
+func (b *headBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if room := b.max - b.buf.Len(); room > 0 {
+		b.buf.Write(p[:min(room, len(p))])
+	}
+	return len(p), nil
+}
+
+func (b *headBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}

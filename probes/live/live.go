@@ -1,0 +1,253 @@
+// Package live is the probes.Cluster of a real cluster: object reads through
+// client-go and the Istio clientset, Envoy admin through a port-forward to the
+// sidecar (or exec of pilot-agent when port-forward is refused), container
+// logs through pods/log, and istiod's debug endpoints through a port-forward
+// to its monitoring port. Every call is a read; nothing is ever written.
+package live
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	istioclient "istio.io/client-go/pkg/clientset/versioned"
+	"k8s.io/apimachinery/pkg/version"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/meshtriage/meshtriage/probes"
+	"github.com/meshtriage/meshtriage/probes/objects"
+)
+
+// Options tune a live Cluster; the zero value is ready to use.
+type Options struct {
+	// ControlPlaneNamespace is where istiod and the mesh config live
+	// (default istio-system).
+	ControlPlaneNamespace string
+	// RequestTimeout bounds each API request and each Envoy admin / istiod
+	// read when the kubeconfig and --request-timeout set none (default 30 s).
+	// A triage never waits without a bound, so an explicit --request-timeout=0
+	// also gets this default.
+	RequestTimeout time.Duration
+	// MaxResponseBytes caps one Envoy admin or istiod response (default
+	// 256 MiB: a config_dump of a large mesh runs to ~100 MB).
+	MaxResponseBytes int64
+	// UserAgent names meshtriage in the API server's audit log.
+	UserAgent string
+}
+
+const (
+	DefaultRequestTimeout   = 30 * time.Second
+	DefaultMaxResponseBytes = 256 << 20
+
+	// Probes of one wave run in parallel and each makes a handful of reads;
+	// client-go's default of 5 QPS would serialise them for seconds.
+	clientQPS   = 50
+	clientBurst = 100
+
+	// inClusterContext names the session when meshtriage runs in a pod with
+	// its service account and no kubeconfig.
+	inClusterContext = "in-cluster"
+	// noContext names a session whose kubeconfig has no current context
+	// (--server given on the command line).
+	noContext = "(none)"
+)
+
+// ErrNoKubeconfig says no kubeconfig was found (KUBECONFIG, --kubeconfig,
+// ~/.kube/config) and meshtriage is not running inside a cluster.
+var ErrNoKubeconfig = errors.New("no kubeconfig")
+
+// ContextNotFoundError says --context names a context the kubeconfig lacks.
+type ContextNotFoundError struct {
+	Name      string
+	Available []string
+}
+
+func (e *ContextNotFoundError) Error() string {
+	if len(e.Available) == 0 {
+		return fmt.Sprintf("context %q not found: the kubeconfig has no contexts", e.Name)
+	}
+	return fmt.Sprintf("context %q not found in kubeconfig (contexts: %s)", e.Name, strings.Join(e.Available, ", "))
+}
+
+// Cluster reads a real cluster. It is safe for concurrent use.
+type Cluster struct {
+	objects.Reader
+	info     probes.ClusterInfo
+	config   *rest.Config
+	timeout  time.Duration
+	maxBytes int64
+
+	// openTunnel and execInProxy reach into pods; New sets the client-go
+	// implementations, and the package's tests replace them to drive the
+	// fallback and error paths without a kubelet.
+	openTunnel  tunnelFunc
+	execInProxy execFunc
+}
+
+var _ probes.Cluster = (*Cluster)(nil)
+
+// New connects to the cluster that flags select, exactly as kubectl would
+// (KUBECONFIG, --kubeconfig, --context, --request-timeout, ...). It does not
+// contact the API server; ServerVersion is the cheap reachability check.
+func New(flags *genericclioptions.ConfigFlags, opts Options) (*Cluster, error) {
+	loader := flags.ToRawKubeConfigLoader()
+	cfg, err := flags.ToRESTConfig()
+	if err != nil {
+		return nil, configError(flags, loader, err)
+	}
+	if noKubeconfig(flags, loader, cfg) {
+		return nil, ErrNoKubeconfig
+	}
+	cfg = rest.CopyConfig(cfg)
+	timeout := cfg.Timeout
+	if timeout <= 0 {
+		timeout = opts.RequestTimeout
+		if timeout <= 0 {
+			timeout = DefaultRequestTimeout
+		}
+		cfg.Timeout = timeout
+	}
+	cfg.QPS, cfg.Burst = clientQPS, clientBurst
+	// API deprecation warnings would be printed by klog over the terminal UI;
+	// they say nothing about the incident.
+	cfg.WarningHandler = rest.NoWarnings{}
+	if opts.UserAgent != "" {
+		cfg.UserAgent = opts.UserAgent
+	}
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes client: %w", err)
+	}
+	istio, err := istioclient.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("istio client: %w", err)
+	}
+	c := newCluster(objects.Reader{Kube: kube, Istio: istio}, cfg, opts)
+	c.info.Context = contextName(flags, loader)
+	c.openTunnel = c.portForward
+	c.execInProxy = c.exec
+	return c, nil
+}
+
+// newCluster holds what New and the tests share.
+func newCluster(r objects.Reader, cfg *rest.Config, opts Options) *Cluster {
+	ns := opts.ControlPlaneNamespace
+	if ns == "" {
+		ns = probes.DefaultControlPlane
+	}
+	max := opts.MaxResponseBytes
+	if max <= 0 {
+		max = DefaultMaxResponseBytes
+	}
+	timeout := cfg.Timeout
+	if timeout <= 0 {
+		timeout = DefaultRequestTimeout
+	}
+	return &Cluster{
+		Reader:   r,
+		info:     probes.ClusterInfo{Server: cfg.Host, ControlPlaneNamespace: ns},
+		config:   cfg,
+		timeout:  timeout,
+		maxBytes: max,
+	}
+}
+
+func (c *Cluster) Info() probes.ClusterInfo { return c.info }
+
+// ServerVersion GETs /version with ctx, unlike client-go's discovery call,
+// which takes no context.
+func (c *Cluster) ServerVersion(ctx context.Context) (string, error) {
+	ctx, cancel := c.bound(ctx)
+	defer cancel()
+	raw, err := c.Kube.Discovery().RESTClient().Get().AbsPath("/version").Do(ctx).Raw()
+	if err != nil {
+		return "", err
+	}
+	var v version.Info
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return "", fmt.Errorf("/version: %w", err)
+	}
+	return v.GitVersion, nil
+}
+
+// bound applies the request timeout to calls that do not go through the
+// REST client (port-forward, exec), so --request-timeout bounds them too.
+func (c *Cluster) bound(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, c.timeout)
+}
+
+func contextName(flags *genericclioptions.ConfigFlags, loader clientcmd.ClientConfig) string {
+	if flags.Context != nil && *flags.Context != "" {
+		return *flags.Context
+	}
+	raw, err := loader.RawConfig()
+	if err == nil && raw.CurrentContext != "" {
+		return raw.CurrentContext
+	}
+	if inCluster() {
+		return inClusterContext
+	}
+	return noContext
+}
+
+// noKubeconfig tells an empty kubeconfig from a real one: client-go then
+// silently falls back to kubectl's historical default server
+// (localhost:8080), which only ever yields a confusing "connection refused".
+func noKubeconfig(flags *genericclioptions.ConfigFlags, loader clientcmd.ClientConfig, cfg *rest.Config) bool {
+	if flags.APIServer != nil && *flags.APIServer != "" {
+		return false
+	}
+	if inCluster() || cfg.Host != clientcmd.ClusterDefaults.Server {
+		return false
+	}
+	raw, err := loader.RawConfig()
+	return err == nil && len(raw.Clusters) == 0
+}
+
+// inCluster is client-go's own test for a pod's service-account config.
+func inCluster() bool {
+	return os.Getenv("KUBERNETES_SERVICE_HOST") != "" && os.Getenv("KUBERNETES_SERVICE_PORT") != ""
+}
+
+// configError turns clientcmd's loading errors into ones a CLI can explain.
+func configError(flags *genericclioptions.ConfigFlags, loader clientcmd.ClientConfig, err error) error {
+	switch {
+	case clientcmd.IsEmptyConfig(err):
+		return ErrNoKubeconfig
+	case clientcmd.IsContextNotFound(err) || isMissingContext(err):
+		name := ""
+		if flags.Context != nil {
+			name = *flags.Context
+		}
+		var available []string
+		if raw, rerr := loader.RawConfig(); rerr == nil {
+			for n := range raw.Contexts {
+				available = append(available, n)
+			}
+			if name == "" {
+				name = raw.CurrentContext
+			}
+		}
+		sort.Strings(available)
+		return &ContextNotFoundError{Name: name, Available: available}
+	case errors.Is(err, fs.ErrNotExist) && flags.KubeConfig != nil && *flags.KubeConfig != "":
+		return fmt.Errorf("kubeconfig %s does not exist", *flags.KubeConfig)
+	}
+	return fmt.Errorf("kubeconfig: %w", err)
+}
+
+// isMissingContext matches clientcmd's `context "x" does not exist`, which
+// it returns for --context instead of its typed not-found error.
+func isMissingContext(err error) bool {
+	msg := err.Error()
+	return strings.HasPrefix(msg, `context "`) && strings.HasSuffix(msg, `" does not exist`)
+}
