@@ -1,15 +1,249 @@
 package main
 
 import (
+	"context"
 	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
+
+	"github.com/meshtriage/meshtriage/assets"
+	"github.com/meshtriage/meshtriage/probes"
+	"github.com/meshtriage/meshtriage/probes/scenario"
+	"github.com/meshtriage/meshtriage/runbook"
+	"github.com/meshtriage/meshtriage/runbook/incidentlog"
+	"github.com/meshtriage/meshtriage/tui"
+	"github.com/meshtriage/meshtriage/tui/engine"
 )
 
 func newLogCmd(g *globalOptions) *cobra.Command {
-	return &cobra.Command{
+	cmd := &cobra.Command{
 		Use:   "log",
-		Short: "not implemented yet",
-		RunE:  func(*cobra.Command, []string) error { return errors.New("log: not implemented yet") },
+		Short: "Render, find or resume incident logs",
+		Long: `Every triage writes an incident log: one JSON event a line, fsynced as it
+happens, with credentials redacted. These commands turn a log into the
+Markdown record for the postmortem, say where logs are kept, and reopen a
+session where it stopped.`,
+		Example: "  meshtriage log path\n" +
+			"  meshtriage log render ~/.local/state/meshtriage/2026-12-02T0304-3f9a0c12.jsonl > incident.md\n" +
+			"  meshtriage log resume ~/.local/state/meshtriage/2026-12-02T0304-3f9a0c12.jsonl",
 	}
+	cmd.AddCommand(newLogRenderCmd(g), newLogPathCmd(g), newLogResumeCmd(g))
+	return cmd
+}
+
+func newLogRenderCmd(g *globalOptions) *cobra.Command {
+	format := incidentlog.FormatMarkdown
+	cmd := &cobra.Command{
+		Use:   "render FILE",
+		Short: "Print an incident log as a Markdown incident record (or JSON)",
+		Long: `render prints the log as the incident record on-call teams paste into a
+postmortem: summary, timeline, symptoms, what was ruled out, root cause, the
+fix and its verification, with each step's evidence collapsed under it.
+FILE "-" reads standard input. Lines a crash tore or corrupted are skipped
+with a warning on stderr.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if !validFormat(format) {
+				return &exitError{code: exitTriage, err: fmt.Errorf("unknown output format %q (one of %s)", format, strings.Join(incidentlog.Formats, ", "))}
+			}
+			log, err := readLog(g, args[0])
+			if err != nil {
+				return err
+			}
+			if err := incidentlog.Render(log.events, log.problems, g.streams.Out, format); err != nil {
+				return &exitError{code: exitTriage, err: fmt.Errorf("render %s: %w", args[0], err)}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVarP(&format, "output", "o", format, "output format: "+strings.Join(incidentlog.Formats, "|"))
+	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions(incidentlog.Formats, cobra.ShellCompDirectiveNoFileComp))
+	return cmd
+}
+
+func validFormat(f string) bool {
+	for _, known := range incidentlog.Formats {
+		if f == known {
+			return true
+		}
+	}
+	return false
+}
+
+func newLogPathCmd(g *globalOptions) *cobra.Command {
+	return &cobra.Command{
+		Use:   "path",
+		Short: "Print the directory incident logs are written to",
+		Long:  "path prints $XDG_STATE_HOME/meshtriage (default ~/.local/state/meshtriage); --log overrides it per session.",
+		Args:  cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			dir, err := incidentlog.DefaultDir()
+			if err != nil {
+				return &exitError{code: exitTriage, err: err}
+			}
+			fmt.Fprintln(g.streams.Out, dir)
+			return nil
+		},
+	}
+}
+
+func newLogResumeCmd(g *globalOptions) *cobra.Command {
+	return &cobra.Command{
+		Use:   "resume FILE",
+		Short: "Reopen a session from its incident log in the terminal UI",
+		Long: `resume rebuilds a session from its log (the probe results, the current step,
+verdicts and the fix chosen) and reopens it in the terminal UI; new events
+are appended to the same log. A live session reconnects to the kube context
+it was recorded on unless --context says otherwise; a demo session reopens
+its scenario.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			if ctx == nil {
+				ctx = context.Background()
+			}
+			return resumeLog(ctx, g, args[0])
+		},
+	}
+}
+
+// readResult is a log as read: its events and the lines that were skipped.
+type readResult struct {
+	events   []runbook.Event
+	problems []incidentlog.Problem
+}
+
+// readLog reads the log at path ("-" for stdin), warning on stderr about
+// every skipped line. An unreadable file, or one without a single event, is
+// an error.
+func readLog(g *globalOptions, path string) (readResult, error) {
+	var r io.Reader
+	name := path
+	if path == "-" {
+		r, name = g.streams.In, "stdin"
+	} else {
+		f, err := os.Open(path)
+		if err != nil {
+			return readResult{}, &exitError{code: exitTriage, err: fmt.Errorf("cannot read incident log: %w", err)}
+		}
+		defer f.Close()
+		if st, err := f.Stat(); err == nil && st.IsDir() {
+			return readResult{}, &exitError{code: exitTriage, err: fmt.Errorf("%s is a directory, not an incident log (the logs in it: ls %s)", path, path)}
+		}
+		r = f
+	}
+	events, problems := incidentlog.Read(r)
+	for _, p := range problems {
+		fmt.Fprintf(g.streams.ErrOut, "meshtriage: warning: %s: %s\n", name, p)
+	}
+	if len(events) == 0 {
+		return readResult{}, &exitError{code: exitTriage, err: fmt.Errorf("%s holds no incident log events", name)}
+	}
+	return readResult{events, problems}, nil
+}
+
+// resumeLog reopens the session recorded at path in the TUI.
+func resumeLog(ctx context.Context, g *globalOptions, path string) error {
+	if path == "-" {
+		return &exitError{code: exitTriage, err: errors.New("resume needs the log file itself: new events are appended to it")}
+	}
+	log, err := readLog(g, path)
+	if err != nil {
+		return err
+	}
+	if !isTerminal(g.streams.In) || !isTerminal(g.streams.Out) {
+		return &exitError{code: exitTriage, err: fmt.Errorf("resume opens the terminal UI and needs a terminal; to read the log, run: meshtriage log render %s", path)}
+	}
+	r, err := prepareResume(g, path, log.events)
+	if err != nil {
+		return &exitError{code: exitTriage, err: err}
+	}
+	defer r.log.Close()
+	return tui.Run(ctx, tui.Options{
+		Engine:  engine.FromSession(r.session),
+		Resumed: true,
+		Context: r.contextLabel,
+		LogPath: r.log.Path(),
+	})
+}
+
+// resumed is a session rebuilt from its log, writing on to the same file.
+type resumed struct {
+	session      *runbook.Session
+	log          *incidentlog.Writer
+	contextLabel string
+}
+
+// prepareResume rebuilds the session from history, reconnecting to what it
+// triaged: the embedded scenario of a demo, else the live cluster of the
+// recorded kube context (unless --context overrides it).
+func prepareResume(g *globalOptions, path string, history []runbook.Event) (*resumed, error) {
+	var started *runbook.SessionStarted
+	for _, ev := range history {
+		if ev.Kind == runbook.EventSessionStarted {
+			started = ev.Started
+			break
+		}
+	}
+	if started == nil {
+		return nil, fmt.Errorf("%s has no session_started event: nothing says what was triaged", path)
+	}
+	graph, err := runbook.LoadFS(assets.FS, assets.Runbook503, runbook.CatalogueOf(probes.All(), assets.Causes))
+	if err != nil {
+		return nil, err
+	}
+	if started.Runbook != "" && started.Runbook != graph.ID {
+		return nil, fmt.Errorf("%s was recorded with runbook %q; this meshtriage has %q", path, started.Runbook, graph.ID)
+	}
+
+	var (
+		cluster probes.Cluster
+		label   string
+	)
+	if name := started.Extra["scenario"]; name != "" {
+		s, err := loadScenario(name)
+		if err != nil {
+			return nil, err
+		}
+		if cluster, err = scenario.NewCluster(s); err != nil {
+			return nil, err
+		}
+		label = cluster.Info().Context + " (scenario " + name + ")"
+	} else {
+		if (g.kube.Context == nil || *g.kube.Context == "") && started.KubeContext != "" {
+			g.kube.Context = &started.KubeContext
+		}
+		if cluster, err = openLiveCluster(g); err != nil {
+			return nil, err
+		}
+		label = cluster.Info().Context
+	}
+
+	mode := runbook.Mode(started.Mode)
+	if mode == runbook.ModeAuto || mode == "" {
+		mode = runbook.ModeGuided // the UI walks with the on-call, not unattended
+	}
+	w, err := incidentlog.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	sess, err := runbook.Resume(runbook.Config{
+		Graph:   graph,
+		Cluster: cluster,
+		Target:  started.Target,
+		Probes:  probes.ByID(),
+		Sinks:   []runbook.Sink{w},
+		User:    demoUser(),
+		Mode:    mode,
+		Started: *started,
+	}, history)
+	if err != nil {
+		w.Close()
+		return nil, err
+	}
+	return &resumed{session: sess, log: w, contextLabel: label}, nil
 }
