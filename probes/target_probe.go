@@ -183,6 +183,8 @@ func evaluateTarget(t Target, in targetInput) Result {
 
 	var problems, warnings []string
 	switch {
+	case svc.Spec.Type == corev1.ServiceTypeExternalName:
+		warnings = append(warnings, "ExternalName service (DNS alias of "+svc.Spec.ExternalName+"): no pods or endpoints behind it")
 	case len(selector) == 0:
 		warnings = append(warnings, "service has no selector: its endpoints are managed by hand")
 	case len(pods) == 0:

@@ -188,6 +188,19 @@ func TestTargetEvaluate(t *testing.T) {
 			summary:  "svc/orders: 0 pods selected, 0 with sidecar; service has no selector: its endpoints are managed by hand",
 			facts:    Facts{"target_selector_empty": true, "target_namespace_injection": "disabled"},
 		},
+		{
+			name:   "ExternalName service",
+			target: orders,
+			in: targetInput{NamespaceFound: true, Namespace: enabled, Service: func() *corev1.Service {
+				s := fxService(intstr.FromInt32(8080))
+				s.Spec.Type, s.Spec.ExternalName, s.Spec.Selector = corev1.ServiceTypeExternalName, "orders.legacy.example.com", nil
+				return s
+			}()},
+			status:   StatusWarn,
+			allFacts: true,
+			summary:  "svc/orders: 0 pods selected, 0 with sidecar; ExternalName service (DNS alias of orders.legacy.example.com): no pods or endpoints behind it",
+			facts:    Facts{"target_selector_empty": true, "target_pods_selected": 0},
+		},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
