@@ -123,7 +123,12 @@ func evaluateMTLS(t Target, in mtlsInput) Result {
 	if in.Source != nil {
 		clientLabels = in.Source.Labels
 	}
-	dr := EffectiveDestinationRule(in.DestinationRules, t, sourceNamespace(t), in.RootNamespace, clientLabels)
+	clientNS := sourceNamespace(t)
+	if clientNS == "" {
+		clientNS = t.Namespace
+	}
+	applied, _ := effectiveDestinationRules(t, drInput{ClientNamespace: clientNS, ClientLabels: clientLabels, RootNamespace: in.RootNamespace, DRs: in.DestinationRules})
+	dr := trafficPolicyRule(applied)
 
 	withSidecar, labelledIstio := 0, 0
 	for i := range in.Pods {
@@ -319,6 +324,20 @@ func older(cur, pa *securityv1.PeerAuthentication) *securityv1.PeerAuthenticatio
 		return pa
 	}
 	return cur
+}
+
+// trafficPolicyRule is the rule whose trafficPolicy Istio uses when it
+// merges same-host rules: the oldest that sets one.
+func trafficPolicyRule(applied []*networkingv1.DestinationRule) *networkingv1.DestinationRule {
+	for _, dr := range applied {
+		if dr.Spec.GetTrafficPolicy() != nil {
+			return dr
+		}
+	}
+	if len(applied) > 0 {
+		return applied[0]
+	}
+	return nil
 }
 
 // drTLSMode is the tls mode a DestinationRule sets for a service port: a
