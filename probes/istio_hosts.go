@@ -1,6 +1,5 @@
 package probes
 
-import ()
 
 // ExportedTo reports whether a rule in ruleNamespace with exportTo is visible
 // from namespace ns. Empty exportTo means everywhere (Istio's default).
