@@ -1,6 +1,5 @@
 package probes
 
-
 // ExportedTo reports whether a rule in ruleNamespace with exportTo is visible
 // from namespace ns. Empty exportTo means everywhere (Istio's default).
 func ExportedTo(exportTo []string, ruleNamespace, ns string) bool {
