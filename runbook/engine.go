@@ -38,7 +38,7 @@ func (s *Session) decide(step *Step, facts probes.Facts) decision {
 		}
 		if miss := missingFacts(b.cond.facts, facts); len(miss) > 0 {
 			d.skipped = append(d.skipped, SkippedRule{
-				Step: step.ID, When: b.When, Unknown: miss,
+				Step: step.ID, When: b.When, Unknown: miss, Probes: s.probesOf(miss),
 				Why: "rule skipped: " + s.unknownWhy(miss),
 			})
 			continue
@@ -93,6 +93,16 @@ func (s *Session) unknownWhy(missing []string) string {
 		parts = append(parts, fmt.Sprintf("%s unknown (%s)", f, why))
 	}
 	return strings.Join(parts, "; ")
+}
+
+func (s *Session) probesOf(facts []string) []string {
+	var out []string
+	for _, f := range facts {
+		if p := s.cfg.Graph.ProbeOf(f); p != "" && !contains(out, p) {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // recordSkipped logs undecidable rules; s.mu is held.

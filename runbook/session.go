@@ -139,7 +139,9 @@ type SkippedRule struct {
 	Step    string   `json:"step"`
 	When    string   `json:"when"`
 	Unknown []string `json:"unknown"`
-	Why     string   `json:"why"`
+	// Probes declare the unknown facts, once each.
+	Probes []string `json:"probes,omitempty"`
+	Why    string   `json:"why"`
 }
 
 // Proposal is the engine's suggestion at the current step (guided mode).

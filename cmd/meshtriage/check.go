@@ -1,15 +1,214 @@
 package main
 
 import (
+	"context"
 	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/meshtriage/meshtriage/assets"
+	"github.com/meshtriage/meshtriage/probes"
+	"github.com/meshtriage/meshtriage/runbook"
+	"github.com/meshtriage/meshtriage/runbook/incidentlog"
+	"github.com/meshtriage/meshtriage/runbook/report"
 )
 
+// checkOptions are the flags of `meshtriage check`.
+type checkOptions struct {
+	g            *globalOptions
+	target       targetFlags
+	manifests    string
+	scenario     string
+	logPath      string
+	output       string
+	probeTimeout time.Duration
+}
+
 func newCheckCmd(g *globalOptions) *cobra.Command {
-	return &cobra.Command{
-		Use:   "check",
-		Short: "not implemented yet",
-		RunE:  func(*cobra.Command, []string) error { return errors.New("check: not implemented yet") },
+	o := &checkOptions{g: g, output: "text", probeTimeout: probes.DefaultTimeout}
+	cmd := &cobra.Command{
+		Use:   "check svc/NAME [--port P] [--from pod/NAME]",
+		Short: "Run the 503 runbook unattended and print the findings",
+		Long: `check runs every probe of the 503 runbook against the target (read-only),
+walks the runbook from every symptom and prints the causes the evidence
+supports, with their evidence, fix directions and verification steps.
+
+Exit status: 0 no finding, 3 at least one finding, 1 could not triage (bad
+input, cluster unreachable, target unreadable).`,
+		Example: `  meshtriage check -n shop svc/payments --from pod/web-7d9c -o md
+  meshtriage check -n shop svc/payments --port 8080 --manifests ./dump/
+  meshtriage check --scenario healthy -o json`,
+		ValidArgsFunction: completeServices(g),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return o.run(cmd.Context(), args)
+		},
 	}
+	f := cmd.Flags()
+	f.IntVar(&o.target.port, "port", 0, "Service port the 503s are on (default: every port)")
+	f.StringVar(&o.target.from, "from", "", "the calling pod whose sidecar reports the 503s: pod/NAME or NAMESPACE/pod/NAME")
+	f.StringVar(&o.manifests, "manifests", "", "run on `kubectl get -o yaml` files in DIR instead of a cluster")
+	f.StringVar(&o.scenario, "scenario", "", "run on an embedded recorded scenario (see `meshtriage demo`)")
+	f.StringVar(&o.logPath, "log", "", "also write the incident log (JSON Lines) to FILE")
+	f.StringVarP(&o.output, "output", "o", o.output, "report format: "+strings.Join(report.Formats, ", "))
+	f.DurationVar(&o.probeTimeout, "probe-timeout", o.probeTimeout, "deadline of each probe")
+	_ = cmd.RegisterFlagCompletionFunc("from", completePods(g))
+	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions(report.Formats, cobra.ShellCompDirectiveNoFileComp))
+	return cmd
+}
+
+func triageErr(format string, args ...any) error {
+	return &exitError{code: exitTriage, err: fmt.Errorf(format, args...)}
+}
+
+func (o *checkOptions) run(ctx context.Context, args []string) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	if !validReportFormat(o.output) {
+		return triageErr("unknown output format %q (one of %s)", o.output, strings.Join(report.Formats, ", "))
+	}
+	if o.probeTimeout <= 0 {
+		return triageErr("--probe-timeout must be positive")
+	}
+	cluster, target, err := o.open(args)
+	if err != nil {
+		return &exitError{code: exitTriage, err: err}
+	}
+	graph, err := runbook.LoadFS(assets.FS, assets.Runbook503, runbook.CatalogueOf(probes.All(), assets.Causes))
+	if err != nil {
+		return triageErr("runbook: %w", err)
+	}
+
+	var sinks []runbook.Sink
+	if o.logPath != "" {
+		w, err := incidentlog.Open(o.logPath)
+		if err != nil {
+			return triageErr("incident log: %w", err)
+		}
+		defer w.Close()
+		sinks = append(sinks, w)
+	}
+
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt)
+	defer stop()
+	info := cluster.Info()
+	started := runbook.SessionStarted{KubeContext: info.Context, Server: info.Server, Tool: version}
+	if o.scenario != "" {
+		started.Extra = map[string]string{"scenario": o.scenario}
+	}
+	vctx, cancel := context.WithTimeout(ctx, reachTimeout)
+	if v, err := cluster.ServerVersion(vctx); err == nil {
+		started.ServerVersion = v
+	}
+	cancel()
+
+	sess, err := runbook.NewSession(runbook.Config{
+		Graph:        graph,
+		Cluster:      cluster,
+		Target:       target,
+		Probes:       probes.ByID(),
+		Sinks:        sinks,
+		User:         demoUser(),
+		Mode:         runbook.ModeAuto,
+		SessionID:    incidentlog.NewSessionID(),
+		ProbeTimeout: o.probeTimeout,
+		Started:      started,
+	})
+	if err != nil {
+		return triageErr("%w", err)
+	}
+	_, err = sess.Auto(ctx)
+	if err != nil {
+		reason := "could not triage"
+		if ctx.Err() != nil {
+			reason = "interrupted"
+		}
+		sess.End(reason)
+		return &exitError{code: exitTriage, err: err}
+	}
+	rep := report.FromSession(sess)
+	sess.End("completed")
+	if err := report.Write(o.g.streams.Out, rep, o.output); err != nil {
+		return triageErr("write report: %w", err)
+	}
+	if err := sess.SinkErr(); err != nil {
+		fmt.Fprintf(o.g.streams.ErrOut, "meshtriage: incident log %s: %v\n", o.logPath, err)
+	}
+	if len(rep.Findings) > 0 {
+		return &exitError{code: exitFindings}
+	}
+	return nil
+}
+
+// open picks the cluster (live, --manifests or --scenario) and the target,
+// behind one cache so probes of the run share their reads.
+func (o *checkOptions) open(args []string) (probes.Cluster, probes.Target, error) {
+	if o.manifests != "" && o.scenario != "" {
+		return nil, probes.Target{}, errors.New("--manifests and --scenario are two different sources: give one")
+	}
+	var (
+		c   probes.Cluster
+		t   probes.Target
+		err error
+	)
+	switch {
+	case o.scenario != "":
+		var st *probes.Target
+		c, st, err = openScenario(o.scenario)
+		if err != nil {
+			return nil, t, err
+		}
+		t = *st
+		if len(args) > 0 {
+			ns := t.Namespace
+			if o.namespaceGiven() {
+				ns = o.g.namespace()
+			}
+			if t, err = parseTarget(ns, args, o.target); err != nil {
+				return nil, t, err
+			}
+		} else if err := applyTargetFlags(&t, o.target); err != nil {
+			return nil, t, err
+		}
+	case o.manifests != "":
+		if t, err = parseTarget(o.g.namespace(), args, o.target); err != nil {
+			return nil, t, err
+		}
+		if st, statErr := os.Stat(o.manifests); statErr != nil || !st.IsDir() {
+			return nil, t, fmt.Errorf("--manifests %s: not a directory", o.manifests)
+		}
+		c, err = openManifests(o.manifests, probes.ClusterInfo{
+			Context: "manifests", Server: o.manifests, ControlPlaneNamespace: o.g.controlPlaneNamespace,
+		})
+		if err != nil {
+			return nil, t, err
+		}
+	default:
+		// Parse before connecting: a typo should not wait on the network.
+		if t, err = parseTarget(o.g.namespace(), args, o.target); err != nil {
+			return nil, t, err
+		}
+		if c, err = openLiveCluster(o.g); err != nil {
+			return nil, t, err
+		}
+	}
+	return probes.NewCache(c), t, nil
+}
+
+func (o *checkOptions) namespaceGiven() bool {
+	return o.g.kube.Namespace != nil && *o.g.kube.Namespace != ""
+}
+
+func validReportFormat(f string) bool {
+	for _, x := range report.Formats {
+		if x == f {
+			return true
+		}
+	}
+	return false
 }

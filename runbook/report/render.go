@@ -63,10 +63,10 @@ func Markdown(w io.Writer, r Report) error {
 			}
 		}
 	}
-	if len(r.Skipped) > 0 {
-		b.WriteString("\n## Could not decide\n\n")
-		for _, s := range r.Skipped {
-			fmt.Fprintf(&b, "- %s: `%s`: %s\n", s.Step, s.When, s.Why)
+	if groups := undecided(r); len(groups) > 0 {
+		b.WriteString("\n## Could not decide\n\nThese rules read facts of probes that errored or were skipped, so they neither fired nor ruled their cause out.\n\n")
+		for _, u := range groups {
+			fmt.Fprintf(&b, "- **%s**: %s, needs %s\n", u.step, countRules(u.rules), u.needs)
 		}
 	}
 	b.WriteString("\n## Steps\n\n| step | probe | status | summary | ms |\n|---|---|---|---|---|\n")
@@ -151,10 +151,10 @@ func Text(w io.Writer, r Report) error {
 			}
 		}
 	}
-	if len(r.Skipped) > 0 {
-		b.WriteString("\nCOULD NOT DECIDE\n")
-		for _, s := range r.Skipped {
-			fmt.Fprintf(&b, "  %s: %s\n", s.Step, s.Why)
+	if groups := undecided(r); len(groups) > 0 {
+		b.WriteString("\nCOULD NOT DECIDE (rules reading facts of probes that errored or were skipped)\n")
+		for _, u := range groups {
+			fmt.Fprintf(&b, "  %s: %s, needs %s\n", u.step, countRules(u.rules), u.needs)
 		}
 	}
 	b.WriteString("\nSTEPS\n")
@@ -187,4 +187,68 @@ func factPairs(facts map[string]any) []string {
 	}
 	sort.Strings(parts)
 	return parts
+}
+
+// undecidedStep sums up the undecidable rules of one step.
+type undecidedStep struct {
+	step  string
+	rules int
+	needs string // "envoy-clusters (error), access-log (skipped)"
+}
+
+// undecided groups the skipped rules by step, naming each probe they wait
+// on with its status once; the full list stays in the JSON.
+func undecided(r Report) []undecidedStep {
+	status := map[string]string{}
+	for _, s := range r.Steps {
+		status[s.Probe] = string(s.Status)
+	}
+	var out []undecidedStep
+	index := map[string]int{}
+	probes := map[string][]string{}
+	for _, s := range r.Skipped {
+		i, ok := index[s.Step]
+		if !ok {
+			i = len(out)
+			index[s.Step] = i
+			out = append(out, undecidedStep{step: s.Step})
+		}
+		out[i].rules++
+		for _, p := range s.Probes {
+			if !containsString(probes[s.Step], p) {
+				probes[s.Step] = append(probes[s.Step], p)
+			}
+		}
+	}
+	for i := range out {
+		var parts []string
+		for _, p := range probes[out[i].step] {
+			st := status[p]
+			if st == "" {
+				st = "not run"
+			}
+			parts = append(parts, fmt.Sprintf("%s (%s)", p, st))
+		}
+		if len(parts) == 0 {
+			parts = []string{"facts that could not be evaluated"}
+		}
+		out[i].needs = strings.Join(parts, ", ")
+	}
+	return out
+}
+
+func countRules(n int) string {
+	if n == 1 {
+		return "1 rule"
+	}
+	return fmt.Sprintf("%d rules", n)
+}
+
+func containsString(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
 }

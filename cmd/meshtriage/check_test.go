@@ -1,0 +1,213 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/meshtriage/meshtriage/probes"
+	"github.com/meshtriage/meshtriage/runbook/incidentlog"
+)
+
+type checkRun struct {
+	code           int
+	stdout, stderr string
+}
+
+func runCheck(t *testing.T, args ...string) checkRun {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	// No kubeconfig of the machine running the tests leaks in.
+	t.Setenv("KUBECONFIG", filepath.Join(t.TempDir(), "absent"))
+	code := execute(genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}, append([]string{"check"}, args...))
+	return checkRun{code, out.String(), errOut.String()}
+}
+
+const noSelectorDir = "testdata/check/no-selector-match"
+
+func TestCheckExitCodes(t *testing.T) {
+	t.Run("healthy scenario: 0", func(t *testing.T) {
+		r := runCheck(t, "--scenario", "healthy")
+		if r.code != exitOK || !strings.Contains(r.stdout, "no finding") {
+			t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+		}
+	})
+	t.Run("finding: 3", func(t *testing.T) {
+		r := runCheck(t, "-n", "shop", "svc/web", "--manifests", noSelectorDir)
+		if r.code != exitFindings || !strings.Contains(r.stdout, "FINDING 1  service.no-selector-match") {
+			t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+		}
+		if r.stderr != "" {
+			t.Errorf("findings are not errors; stderr: %q", r.stderr)
+		}
+	})
+	bad := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"no target", []string{"-n", "shop", "--manifests", noSelectorDir}, "need exactly one target"},
+		{"two targets", []string{"-n", "shop", "svc/a", "svc/b", "--manifests", noSelectorDir}, "need exactly one target"},
+		{"not a service", []string{"-n", "shop", "deploy/web", "--manifests", noSelectorDir}, "only Services can be triaged"},
+		{"empty name", []string{"-n", "shop", "svc/", "--manifests", noSelectorDir}, "no Service name"},
+		{"bad port", []string{"-n", "shop", "svc/web", "--port", "70000", "--manifests", noSelectorDir}, "1-65535"},
+		{"bad from", []string{"-n", "shop", "svc/web", "--from", "a/b/c/d", "--manifests", noSelectorDir}, "want pod/NAME or NAMESPACE/pod/NAME"},
+		{"bad format", []string{"-n", "shop", "svc/web", "-o", "yaml", "--manifests", noSelectorDir}, `unknown output format "yaml"`},
+		{"unknown scenario", []string{"--scenario", "no-such-incident"}, `no scenario "no-such-incident"`},
+		{"two sources", []string{"--scenario", "healthy", "--manifests", noSelectorDir}, "give one"},
+		{"manifests not a dir", []string{"-n", "shop", "svc/web", "--manifests", "check_test.go"}, "not a directory"},
+		{"service absent", []string{"-n", "shop", "svc/payments", "--manifests", noSelectorDir}, "cannot triage (step target)"},
+		{"port absent", []string{"-n", "shop", "svc/web", "--port", "81", "--manifests", noSelectorDir}, "not a port of the Service"},
+		{"no kubeconfig", []string{"-n", "shop", "svc/web"}, "no kubeconfig"},
+	}
+	for _, c := range bad {
+		t.Run(c.name+": 1", func(t *testing.T) {
+			r := runCheck(t, c.args...)
+			if r.code != exitTriage {
+				t.Fatalf("exit %d, want 1\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+			}
+			if !strings.Contains(r.stderr, c.want) {
+				t.Errorf("stderr %q does not say %q", r.stderr, c.want)
+			}
+			if n := strings.Count(strings.TrimRight(r.stderr, "\n"), "\n"); n != 0 {
+				t.Errorf("stderr is %d lines, want one:\n%s", n+1, r.stderr)
+			}
+			if r.stdout != "" {
+				t.Errorf("a failed triage printed a report:\n%s", r.stdout)
+			}
+		})
+	}
+}
+
+// An API server that does not answer is "could not triage", in seconds.
+func TestCheckUnreachableCluster(t *testing.T) {
+	kubeconfig := filepath.Join(t.TempDir(), "config")
+	err := os.WriteFile(kubeconfig, []byte(`apiVersion: v1
+kind: Config
+clusters:
+- name: dead
+  cluster: {server: "https://127.0.0.1:1"}
+contexts:
+- name: dead
+  context: {cluster: dead, user: u}
+current-context: dead
+users:
+- name: u
+  user: {token: t}
+`), 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out, errOut bytes.Buffer
+	code := execute(genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut},
+		[]string{"check", "--kubeconfig", kubeconfig, "-n", "shop", "svc/web"})
+	if code != exitTriage || !strings.Contains(errOut.String(), "cannot reach the API server at https://127.0.0.1:1") {
+		t.Fatalf("exit %d, stderr %q", code, errOut.String())
+	}
+}
+
+func TestCheckJSONAndLog(t *testing.T) {
+	logPath := filepath.Join(t.TempDir(), "incident.jsonl")
+	r := runCheck(t, "-n", "shop", "svc/web", "--port", "80", "--manifests", noSelectorDir, "-o", "json", "--log", logPath)
+	if r.code != exitFindings {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	var doc struct {
+		Target   probes.Target `json:"target"`
+		Steps    []struct{ ID, Probe, Status string }
+		Findings []struct {
+			Cause    string
+			Evidence []json.RawMessage
+			Fix      struct{ Directions []json.RawMessage }
+			Verify   []json.RawMessage
+		}
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil {
+		t.Fatalf("stdout is not JSON: %v\n%s", err, r.stdout)
+	}
+	if doc.Target.Service != "web" || doc.Target.Namespace != "shop" || doc.Target.Port != 80 {
+		t.Errorf("target = %+v", doc.Target)
+	}
+	if len(doc.Findings) != 1 || doc.Findings[0].Cause != "service.no-selector-match" ||
+		len(doc.Findings[0].Evidence) == 0 || len(doc.Findings[0].Fix.Directions) == 0 || len(doc.Findings[0].Verify) == 0 {
+		t.Fatalf("findings = %+v", doc.Findings)
+	}
+	if len(doc.Steps) < 10 || doc.Steps[0].ID != "target" || doc.Steps[0].Status != "fail" {
+		t.Errorf("steps = %+v", doc.Steps)
+	}
+
+	f, err := os.Open(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	events, problems := incidentlog.Read(f)
+	if len(problems) > 0 || len(events) < 3 {
+		t.Fatalf("log: %d events, problems %v", len(events), problems)
+	}
+	if events[0].Started == nil || events[0].Started.Mode != "auto" || events[0].Started.Target.Service != "web" {
+		t.Errorf("first event = %+v", events[0])
+	}
+	last := events[len(events)-1]
+	if last.Ended == nil || len(last.Ended.Findings) != 1 || last.Ended.Findings[0] != "service.no-selector-match" {
+		t.Errorf("last event = %+v", last)
+	}
+}
+
+func TestCheckScenarioTargetOverride(t *testing.T) {
+	// The scenario's own target is used; an argument replaces the Service.
+	r := runCheck(t, "--scenario", "healthy", "svc/nope", "-o", "json")
+	if r.code != exitTriage || !strings.Contains(r.stderr, "cannot triage") {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+}
+
+func TestParseTarget(t *testing.T) {
+	ok := []struct {
+		args []string
+		f    targetFlags
+		want probes.Target
+	}{
+		{[]string{"svc/web"}, targetFlags{}, probes.Target{Namespace: "shop", Service: "web"}},
+		{[]string{"web"}, targetFlags{port: 8080}, probes.Target{Namespace: "shop", Service: "web", Port: 8080}},
+		{[]string{"service/web"}, targetFlags{from: "pod/client-7d9c"},
+			probes.Target{Namespace: "shop", Service: "web", Source: &probes.PodRef{Namespace: "shop", Name: "client-7d9c"}}},
+		{[]string{"svc/web"}, targetFlags{from: "front/pod/client-1"},
+			probes.Target{Namespace: "shop", Service: "web", Source: &probes.PodRef{Namespace: "front", Name: "client-1"}}},
+		{[]string{"svc/web"}, targetFlags{from: "client-1"},
+			probes.Target{Namespace: "shop", Service: "web", Source: &probes.PodRef{Namespace: "shop", Name: "client-1"}}},
+	}
+	for _, c := range ok {
+		got, err := parseTarget("shop", c.args, c.f)
+		if err != nil {
+			t.Errorf("%v %+v: %v", c.args, c.f, err)
+			continue
+		}
+		if got.String() != c.want.String() {
+			t.Errorf("%v %+v = %s, want %s", c.args, c.f, got, c.want)
+		}
+	}
+	bad := []struct {
+		ns   string
+		args []string
+		f    targetFlags
+	}{
+		{"shop", []string{"svc/Web"}, targetFlags{}},
+		{"shop", []string{"svc/web.shop"}, targetFlags{}},
+		{"Shop", []string{"svc/web"}, targetFlags{}},
+		{"shop", []string{"svc/web"}, targetFlags{port: -1}},
+		{"shop", []string{"svc/web"}, targetFlags{from: "deploy/client"}},
+		{"shop", []string{"svc/web"}, targetFlags{from: "pod/"}},
+		{"shop", []string{"svc/web"}, targetFlags{from: "Front/pod/x"}},
+	}
+	for _, c := range bad {
+		if got, err := parseTarget(c.ns, c.args, c.f); err == nil {
+			t.Errorf("%s %v %+v accepted as %s", c.ns, c.args, c.f, got)
+		}
+	}
+}
