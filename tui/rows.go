@@ -171,7 +171,9 @@ func (m *Model) showSelected() {
 		Proposed:  row.Proposed,
 		Reason:    p.Reason,
 	}
-	if p.From == row.ID {
+	// Before a step runs every rule is undecided; after, an undecided rule
+	// means a probe could not read what it needed, which the on-call must see.
+	if p.From == row.ID && ran {
 		state.Undecided = p.Undecided
 	}
 	m.detail.Show("step/"+row.ID, "Detail · "+row.ID, detail.RenderStep(s, width, st, res, state))

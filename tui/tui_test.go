@@ -8,12 +8,21 @@ import (
 
 func TestSmoke(t *testing.T) {
 	h := start(t, enginetest.New(outlierScript()), 80, 24, Options{})
-	s := h.waitFor("What are the callers seeing?")
-	t.Log("\n" + s)
+	h.waitFor("What are the callers seeing?")
 	h.key("enter")
-	s = h.waitFor("next:")
+	h.waitFor("next:")
+	for i := 0; i < 4; i++ {
+		h.key("enter")
+		h.quiet()
+	}
 	t.Log("\n" + h.quiet())
 	h.key("enter")
-	h.waitFor("3/3 pods")
+	t.Log("\n" + h.quiet())
+	h.key("tab")
+	t.Log("\n" + h.quiet())
+	h.key("?")
+	t.Log("\n" + h.quiet())
+	h.key("esc")
+	h.key("q")
 	t.Log("\n" + h.quiet())
 }

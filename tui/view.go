@@ -177,6 +177,9 @@ func (m *Model) messageLine(w int) string {
 	if n := len(m.runs); n > 0 && m.message == "" {
 		return common.Truncate(s.Running.Render(fmt.Sprintf("%s running %d probe(s) · esc cancels", m.spinner.View(), n)), w)
 	}
+	if m.message == "" && m.opts.LogPath != "" && m.eng != nil && !m.status.LogShown() {
+		return s.Label.Render("incident log ") + s.StatusLog.Render(common.TruncateMiddle(m.opts.LogPath, max(8, w-13)))
+	}
 	return common.Truncate(s.Message.Render(m.message), w)
 }
 

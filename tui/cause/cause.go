@@ -372,7 +372,11 @@ func (m *Model) verifyLine(i int, v engine.VerifyStep, width int) string {
 		}
 		text += "]"
 	}
-	out := "  " + style.Render(icon) + " " + common.Wrap(text, width-4)
+	wrapped := strings.Split(common.Wrap(text, width-4), "\n")
+	for j := 1; j < len(wrapped); j++ {
+		wrapped[j] = "    " + wrapped[j]
+	}
+	out := "  " + style.Render(icon) + " " + strings.Join(wrapped, "\n")
 	if v.Command != "" {
 		out += "\n" + s.Command.Render(common.Indent(common.Wrap("$ "+v.Command, width-6), "      "))
 	}
@@ -391,7 +395,7 @@ func (m *Model) FullHelp() [][]key.Binding {
 	k := m.common.Keys
 	return [][]key.Binding{
 		{k.NextBlock, k.PrevBlock, k.PageUp, k.PageDown, k.Top, k.Bottom},
-		{k.Copy, k.ChooseFix, k.Verify, k.Cancel},
+		{k.Copy, k.ChooseFix, k.Verify},
 		{k.Confirm, k.RuleOut, k.Note, k.Back, k.Help, k.Quit},
 	}
 }

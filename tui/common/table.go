@@ -28,6 +28,7 @@ func Table(s *Styles, columns []string, rows [][]string, width int) string {
 	}
 	const gap = 2
 	avail := width - gap*(n-1)
+	natural := append([]int(nil), widths...)
 	for total(widths) > avail {
 		widest := 0
 		for i, w := range widths {
@@ -35,8 +36,10 @@ func Table(s *Styles, columns []string, rows [][]string, width int) string {
 				widest = i
 			}
 		}
-		if widths[widest] <= 3 {
-			break
+		// A column cut below ten cells (a pod name, an IP) no longer says
+		// anything: lay the rows out as records instead.
+		if widths[widest] <= min(natural[widest], 10) {
+			return records(s, columns, rows, width)
 		}
 		widths[widest]--
 	}
@@ -71,4 +74,28 @@ func total(ws []int) int {
 		t += w
 	}
 	return t
+}
+
+// records lays each row out as its first cell followed by the other cells
+// labelled with their column, for tables too wide for the pane.
+func records(s *Styles, columns []string, rows [][]string, width int) string {
+	var out []string
+	for _, r := range rows {
+		if len(r) == 0 {
+			continue
+		}
+		out = append(out, s.Title.Render(Truncate(r[0], width)))
+		var parts []string
+		for i := 1; i < len(r); i++ {
+			label := ""
+			if i < len(columns) && columns[i] != "" {
+				label = columns[i] + " "
+			}
+			parts = append(parts, label+strings.ReplaceAll(r[i], "\n", " "))
+		}
+		if len(parts) > 0 {
+			out = append(out, Indent(Wrap(strings.Join(parts, " · "), width-2), "  "))
+		}
+	}
+	return strings.Join(out, "\n")
 }

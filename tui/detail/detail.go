@@ -146,7 +146,7 @@ func RenderStep(s *common.Styles, width int, step engine.Step, res probes.Result
 		}
 		if raw := strings.TrimRight(res.Evidence.Raw, "\n"); raw != "" {
 			section("Raw")
-			b.WriteString(common.Indent(raw, "  ") + "\n")
+			b.WriteString(s.Muted.Render(common.Indent(common.Wrap(raw, width-2), "  ")) + "\n")
 		}
 	}
 	if len(res.Commands) > 0 {

@@ -119,7 +119,7 @@ func (e *sessionEngine) Proposal() Proposal {
 		p.Causes = append(p.Causes, c.Cause)
 	}
 	for _, sk := range sp.Skipped {
-		p.Undecided = append(p.Undecided, fmt.Sprintf("%s: `%s` undecided: %s", sk.Step, sk.When, sk.Why))
+		p.Undecided = append(p.Undecided, fmt.Sprintf("%s: %s", sk.When, strings.TrimPrefix(sk.Why, "rule skipped: ")))
 	}
 	switch {
 	case sp.Abort != "":

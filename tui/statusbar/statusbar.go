@@ -53,56 +53,88 @@ func (m *Model) SetSize(width, _ int) { m.width = width }
 // Elapsed is the session time shown.
 func (m *Model) Elapsed() time.Duration { return m.common.Now().Sub(m.Started) }
 
-// View renders the bar. The context and the clock always show; the target
-// and the log path share the rest, the path cut in the middle (its
-// directory and its file name both matter). The full path is in the quit
-// dialog and printed on exit.
+const logLabel = "log "
+
+type part struct{ label, value string }
+
+// View renders the bar: context, target, session clock and, when it fits,
+// the incident log path (otherwise the footer shows it).
 func (m *Model) View() string {
 	if m.width <= 0 {
 		return ""
 	}
 	s := m.common.Styles
-	sep := " │ "
-	ctx := m.Context
-	if ctx == "" {
-		ctx = "(no context)"
-	}
-	clock := "⏱ " + common.FormatClock(m.Elapsed())
-	brand := "meshtriage" + sep
-	if m.width < 100 {
-		brand = ""
-	}
-	logPath := m.LogPath
-	if logPath == "" {
-		logPath = "(not recorded)"
-	}
-	fixed := 1 + ansi.StringWidth(brand) + len("ctx ") + ansi.StringWidth(ctx) + len(sep) + ansi.StringWidth(clock)
-	room := m.width - fixed
-	target, logRoom := m.target, 0
-	if target != "" {
-		room -= len(sep)
-	}
-	room -= len(sep) + len("log ")
-	if room > 0 {
-		logRoom = min(ansi.StringWidth(logPath), max(room/2, room-ansi.StringWidth(target)))
-		target = common.Truncate(target, room-logRoom)
-	}
 	var b strings.Builder
 	b.WriteString(s.StatusBar.Render(" "))
-	if brand != "" {
-		b.WriteString(s.StatusValue.Render("meshtriage") + s.StatusLabel.Render(sep))
-	}
-	b.WriteString(s.StatusLabel.Render("ctx ") + s.StatusValue.Render(ctx))
-	if target != "" && room > 0 {
-		b.WriteString(s.StatusLabel.Render(sep) + s.StatusValue.Render(target))
-	}
-	b.WriteString(s.StatusLabel.Render(sep) + s.StatusValue.Render(clock))
-	if logRoom >= 8 {
-		b.WriteString(s.StatusLabel.Render(sep+"log ") + s.StatusLog.Render(common.TruncateMiddle(logPath, logRoom)))
+	for i, p := range m.parts() {
+		if i > 0 {
+			b.WriteString(s.StatusLabel.Render(" │ "))
+		}
+		if p.label != "" {
+			b.WriteString(s.StatusLabel.Render(p.label))
+		}
+		style := s.StatusValue
+		if p.label == logLabel {
+			style = s.StatusLog
+		}
+		b.WriteString(style.Render(p.value))
 	}
 	line := common.Truncate(b.String(), m.width)
 	if pad := m.width - ansi.StringWidth(line); pad > 0 {
 		line += s.StatusBar.Render(strings.Repeat(" ", pad))
 	}
 	return line
+}
+
+// LogShown reports whether the bar has room for the log path; when it has
+// not, the root model shows the path in the footer.
+func (m *Model) LogShown() bool {
+	ps := m.parts()
+	return len(ps) > 0 && ps[len(ps)-1].label == logLabel
+}
+
+// parts is what fits: the program name goes first, then the log path (to
+// the footer), then the end of the target.
+func (m *Model) parts() []part {
+	ctx := m.Context
+	if ctx == "" {
+		ctx = "(no context)"
+	}
+	clock := "⏱ " + common.FormatClock(m.Elapsed())
+	build := func(brand, log bool, target string) []part {
+		var ps []part
+		if brand {
+			ps = append(ps, part{"", "meshtriage"})
+		}
+		ps = append(ps, part{"ctx ", ctx})
+		if target != "" {
+			ps = append(ps, part{"", target})
+		}
+		ps = append(ps, part{"", clock})
+		if log && m.LogPath != "" {
+			ps = append(ps, part{logLabel, m.LogPath})
+		}
+		return ps
+	}
+	width := func(ps []part) int {
+		w := 1
+		for i, p := range ps {
+			if i > 0 {
+				w += 3
+			}
+			w += ansi.StringWidth(p.label + p.value)
+		}
+		return w
+	}
+	parts := build(true, true, m.target)
+	if width(parts) > m.width {
+		parts = build(false, true, m.target)
+	}
+	if width(parts) > m.width {
+		parts = build(false, false, m.target)
+	}
+	if over := width(parts) - m.width; over > 0 && m.target != "" {
+		parts = build(false, false, common.Truncate(m.target, max(1, ansi.StringWidth(m.target)-over)))
+	}
+	return parts
 }
