@@ -104,6 +104,7 @@ func newRootCmdAs(argv0 string, streams genericiooptions.IOStreams) *cobra.Comma
 	root.PersistentFlags().StringVar(&g.controlPlaneNamespace, "istio-namespace", probes.DefaultControlPlane,
 		"Namespace of the Istio control plane (istiod and the istio mesh ConfigMap)")
 	registerFlagCompletions(root, g)
+	addTUI(root, g) // no subcommand: the terminal UI (tui.go)
 	root.AddCommand(
 		newCheckCmd(g),
 		newDemoCmd(g),
