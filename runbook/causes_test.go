@@ -287,3 +287,40 @@ func TestFindingsDedupeByCause(t *testing.T) {
 		t.Errorf("reason not interpolated: %q", ev.Reason)
 	}
 }
+
+// A wrong port fails every request, and outlier detection then ejects every
+// host: both are real, but the port is the root cause and comes first.
+func TestConsequenceComesAfterItsCause(t *testing.T) {
+	g := load503(t)
+	facts := with(healthy(), map[string]probes.Facts{
+		"endpoints":      {"endpoints_port_mismatch": true, "endpoints_mismatched_ports": []string{"80->8081"}},
+		"envoy-clusters": {"envoy_hosts_healthy": 0, "envoy_hosts_outlier_ejected": 3, "envoy_ejections_active": 3},
+		"access-log":     {"log_503": 40, "log_5xx": 40, "log_flag_uf": 20, "log_flag_uh": 20},
+	})
+	s := newSession(t, g, newRecorded(facts), runbook.ModeAuto)
+	findings, _ := s.Auto(context.Background())
+	if got := causeIDs(findings); !reflect.DeepEqual(got, []string{"service.port-mismatch", "outlier.all-ejected"}) {
+		t.Fatalf("findings = %v", got)
+	}
+	if len(findings[0].ConsequenceOf) != 0 || !reflect.DeepEqual(findings[1].ConsequenceOf, []string{"service.port-mismatch"}) {
+		t.Errorf("consequence_of = %v / %v", findings[0].ConsequenceOf, findings[1].ConsequenceOf)
+	}
+}
+
+// With access logging off (the default profile), the sidecar's metrics still
+// show overflow.
+func TestOverflowFromMetricsWithoutAccessLog(t *testing.T) {
+	g := load503(t)
+	facts := with(healthy(), map[string]probes.Facts{
+		"access-log": {"log_lines": 0, "log_2xx": 0},
+		"metrics":    {"metrics_503": 120, "metrics_503_rate": 24.0, "metrics_503_by_flag": []string{"UO=120"}},
+	})
+	s := newSession(t, g, newRecorded(facts), runbook.ModeAuto)
+	findings, _ := s.Auto(context.Background())
+	if got := causeIDs(findings); !reflect.DeepEqual(got, []string{"circuit-breaker.overflow"}) {
+		t.Fatalf("findings = %v", got)
+	}
+	if !strings.Contains(findings[0].Evidence[0].Reason, "UO=120") {
+		t.Errorf("reason = %q", findings[0].Evidence[0].Reason)
+	}
+}

@@ -137,9 +137,23 @@ func (s *Session) dedupe(hits []causeHit) []Finding {
 	}
 	out := make([]Finding, 0, len(order))
 	for _, id := range order {
-		out = append(out, *byCause[id])
+		f := byCause[id]
+		c, _ := s.cfg.Graph.Cause(id)
+		for _, other := range c.ConsequenceOf {
+			if byCause[other] != nil {
+				f.ConsequenceOf = append(f.ConsequenceOf, other)
+			}
+		}
+		out = append(out, *f)
 	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].Confidence.Rank() > out[j].Confidence.Rank() })
+	// Root causes first, most confident first, then in the order reached.
+	sort.SliceStable(out, func(i, j int) bool {
+		ci, cj := len(out[i].ConsequenceOf) > 0, len(out[j].ConsequenceOf) > 0
+		if ci != cj {
+			return !ci
+		}
+		return out[i].Confidence.Rank() > out[j].Confidence.Rank()
+	})
 	return out
 }
 

@@ -92,6 +92,10 @@ type Cause struct {
 	Verify   []VerifyStep `json:"verify"`
 	// Warnings are IDs from Graph.Warnings: the things that make it worse.
 	Warnings []string `json:"warnings,omitempty"`
+	// ConsequenceOf names causes this one follows from when both are found
+	// (hosts ejected because a wrong port fails every request): the finding
+	// is then reported after them, marked as a consequence.
+	ConsequenceOf []string `json:"consequence_of,omitempty"`
 }
 
 // Severities of a cause.

@@ -350,6 +350,11 @@ func (v *validator) checkCauses() {
 			v.add(ProblemInvalid, where, "severity must be %s or %s, not %q", SeverityCause, SeverityWarning, c.Severity)
 		}
 		v.checkWarnings(where, c.Warnings)
+		for _, other := range c.ConsequenceOf {
+			if _, ok := v.g.causes[other]; !ok || other == c.ID {
+				v.add(ProblemUnknownCause, where, "consequence_of names %q, not another cause", other)
+			}
+		}
 		if len(c.Fixes) == 0 {
 			v.add(ProblemInvalid, where, "cause has no fix direction")
 		}

@@ -188,3 +188,11 @@ func TestLoadNotYAML(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+func TestLoadConsequenceOfUnknownCause(t *testing.T) {
+	y := strings.Replace(tinyGood, "  - id: x.two\n", "  - id: x.two\n    consequence_of: [x.nine]\n", 1)
+	_, err := runbook.Load("tiny.yaml", []byte(y), tinyCatalogue())
+	if err == nil || !strings.Contains(err.Error(), `cause x.two: consequence_of names "x.nine"`) {
+		t.Fatalf("err = %v", err)
+	}
+}

@@ -130,6 +130,9 @@ type Finding struct {
 	Verdict string `json:"verdict,omitempty"`
 	// ChosenFix is the fix ID the on-call picked, if any.
 	ChosenFix string `json:"chosen_fix,omitempty"`
+	// ConsequenceOf lists the other findings this one follows from: fix
+	// those first.
+	ConsequenceOf []string `json:"consequence_of,omitempty"`
 }
 
 // SkippedRule is a rule that could not decide because a fact it reads is

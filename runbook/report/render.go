@@ -20,7 +20,11 @@ func Markdown(w io.Writer, r Report) error {
 		if f.Severity == runbook.SeverityWarning {
 			b.WriteString(", severity **warning** (reported, not a root cause by itself)")
 		}
-		fmt.Fprintf(&b, ".\n\n%s\n", f.Summary)
+		b.WriteString(".")
+		if len(f.ConsequenceOf) > 0 {
+			fmt.Fprintf(&b, " A consequence of %s: fix that first.", mdCodes(f.ConsequenceOf))
+		}
+		fmt.Fprintf(&b, "\n\n%s\n", f.Summary)
 
 		b.WriteString("\n### Evidence\n\n")
 		for _, e := range f.Evidence {
@@ -95,6 +99,14 @@ func mdFacts(facts map[string]any) string {
 	return strings.Join(parts, ", ")
 }
 
+func mdCodes(ids []string) string {
+	out := make([]string, len(ids))
+	for i, id := range ids {
+		out[i] = "`" + id + "`"
+	}
+	return strings.Join(out, ", ")
+}
+
 func mdCell(s string) string {
 	return strings.NewReplacer("|", `\|`, "\n", " ").Replace(s)
 }
@@ -111,6 +123,9 @@ func Text(w io.Writer, r Report) error {
 		}
 		fmt.Fprintf(&b, "\nFINDING %d  %s  (%s confidence%s)\n", i+1, f.Cause, f.Confidence, sev)
 		fmt.Fprintf(&b, "  %s\n", f.Title)
+		if len(f.ConsequenceOf) > 0 {
+			fmt.Fprintf(&b, "  a consequence of %s: fix that first\n", strings.Join(f.ConsequenceOf, ", "))
+		}
 		fmt.Fprintf(&b, "  %s\n", f.Summary)
 		b.WriteString("  evidence:\n")
 		for _, e := range f.Evidence {

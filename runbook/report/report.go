@@ -44,6 +44,8 @@ type Finding struct {
 	Evidence   []runbook.Evidence   `json:"evidence"`
 	Fix        Fix                  `json:"fix"`
 	Verify     []runbook.VerifyStep `json:"verify"`
+	// ConsequenceOf: this finding follows from these others; fix them first.
+	ConsequenceOf []string `json:"consequence_of,omitempty"`
 }
 
 // Fix is a finding's fix directions and the things that make it worse.
@@ -75,7 +77,7 @@ func FromSession(s *runbook.Session) Report {
 			Cause: f.Cause, Title: f.Title, Severity: f.Severity, Confidence: f.Confidence,
 			Summary: f.Summary, Evidence: f.Evidence,
 			Fix:    Fix{Directions: f.Fixes, Warnings: f.Warnings},
-			Verify: f.Verify,
+			Verify: f.Verify, ConsequenceOf: f.ConsequenceOf,
 		})
 	}
 	r.Skipped = s.Skipped()
