@@ -22,6 +22,7 @@ func All() []Probe {
 		PortExclusionProbe{},
 		VersionsProbe{},
 		MetricsProbe{},
+		PrometheusProbe{}, // skipped unless check/watch --prometheus replaces it with a URL
 	}
 }
 
