@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	istiofake "istio.io/client-go/pkg/clientset/versioned/fake"
@@ -29,6 +30,14 @@ type Cluster struct {
 	// logNow is the newest timestamp in the scenario's logs: a recorded
 	// scenario's "now", against which LogOptions.Since is measured.
 	logNow time.Time
+
+	mu    sync.Mutex
+	reads map[envoyRead]int
+}
+
+type envoyRead struct {
+	pod  probes.PodRef
+	path string
 }
 
 var _ probes.Cluster = (*Cluster)(nil)
@@ -135,7 +144,9 @@ func (c *Cluster) ServerVersion(ctx context.Context) (string, error) {
 }
 
 // EnvoyAdmin answers from the recorded admin responses, after the checks a
-// live port-forward would fail on: the pod exists and carries a sidecar.
+// live port-forward would fail on: the pod exists and carries a sidecar. The
+// n-th read of a path gets the n-th recording of it when there is one (two
+// samples of counters), else the latest before it.
 func (c *Cluster) EnvoyAdmin(ctx context.Context, pod probes.PodRef, path string) ([]byte, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -148,7 +159,15 @@ func (c *Cluster) EnvoyAdmin(ctx context.Context, pod probes.PodRef, path string
 	if probes.PodSidecar(p) == probes.SidecarNone {
 		return nil, &probes.UnreachableError{What: what, Err: fmt.Errorf("pod has no %s container", probes.ProxyContainer)}
 	}
-	data, ok := c.s.EnvoyResponse(pod, path)
+	c.mu.Lock()
+	if c.reads == nil {
+		c.reads = map[envoyRead]int{}
+	}
+	read := envoyRead{pod, basePath(path)}
+	c.reads[read]++
+	n := c.reads[read]
+	c.mu.Unlock()
+	data, ok := c.s.EnvoyResponseN(pod, path, n)
 	if !ok {
 		return nil, &probes.UnreachableError{What: what, Err: fmt.Errorf("GET %s: %w", path, probes.ErrNotFound)}
 	}

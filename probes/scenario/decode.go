@@ -12,8 +12,9 @@ import (
 	"sort"
 	"strings"
 
-	"google.golang.org/protobuf/encoding/protojson"
+	"github.com/golang/protobuf/jsonpb" //nolint:staticcheck // the decoder Istio's types use
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/runtime/protoiface"
 	networkingv1 "istio.io/client-go/pkg/apis/networking/v1"
 	networkingv1alpha3 "istio.io/client-go/pkg/apis/networking/v1alpha3"
 	networkingv1beta1 "istio.io/client-go/pkg/apis/networking/v1beta1"
@@ -210,10 +211,11 @@ func isBlank(doc []byte) bool {
 	return true
 }
 
-// checkIstioSpec re-reads an Istio spec with strict protojson: the Istio
-// types' own JSON decoding drops unknown fields, and a misspelt
-// "consecutive5xxError" in a recorded scenario would silently change what it
-// demonstrates.
+// checkIstioSpec re-reads an Istio spec with the JSON decoder the Istio
+// types use (golang/protobuf jsonpb: it takes durations such as "3m", as
+// kubectl apply and istiod do) but refusing unknown fields, which the types'
+// own decoding drops: a misspelt "consecutive5xxError" in a recorded
+// scenario would silently change what it demonstrates.
 func checkIstioSpec(obj runtime.Object, raw []byte) error {
 	var spec proto.Message
 	switch o := obj.(type) {
@@ -239,8 +241,11 @@ func checkIstioSpec(obj runtime.Object, raw []byte) error {
 	if len(doc.Spec) == 0 {
 		return nil
 	}
-	fresh := spec.ProtoReflect().New().Interface()
-	if err := protojson.Unmarshal(doc.Spec, fresh); err != nil {
+	fresh, ok := spec.ProtoReflect().New().Interface().(protoiface.MessageV1)
+	if !ok {
+		return fmt.Errorf("spec type %T is not a protobuf message", spec)
+	}
+	if err := (&jsonpb.Unmarshaler{}).Unmarshal(bytes.NewReader(doc.Spec), fresh); err != nil {
 		return fmt.Errorf("spec: %w", err)
 	}
 	return nil

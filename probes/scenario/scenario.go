@@ -12,6 +12,8 @@
 //	envoy/NS/POD/stats.txt                 GET /stats
 //	envoy/NS/POD/listeners.json            GET /listeners?format=json
 //	envoy/NS/POD/config_dump.json          GET /config_dump
+//	envoy/NS/POD/stats_prometheus.txt      GET /stats/prometheus
+//	envoy/NS/POD/stats_prometheus.2.txt    the same path read a second time (counters moved on)
 //	logs/NS/POD/CONTAINER.log              the container's log
 //	logs/NS/POD/CONTAINER.previous.log     the previous (crashed) instance's log
 //	istiod/syncz.json                      istiod GET /debug/syncz
@@ -24,6 +26,7 @@ import (
 	"io/fs"
 	"path"
 	"sort"
+	"strconv"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -74,9 +77,14 @@ type LogKey struct {
 var envoyFiles = map[string]string{
 	"/clusters?format=json":  "clusters.json",
 	"/stats":                 "stats.txt",
+	"/stats/prometheus":      "stats_prometheus.txt",
 	"/listeners?format=json": "listeners.json",
 	"/config_dump":           "config_dump.json",
 }
+
+// readSuffix marks the recording of a later read of the same path: the
+// metrics probe samples counters twice and needs to see them move.
+const readSuffix = "#"
 
 // IstiodSyncz is the istiod debug path recorded in istiod/syncz.json.
 const IstiodSyncz = "/debug/syncz"
@@ -243,7 +251,19 @@ func loadEnvoy(dir fs.FS, s *Scenario) error {
 	return walkPodFiles(dir, "envoy", func(pod probes.PodRef, file string, data []byte) error {
 		adminPath, ok := byFile[file]
 		if !ok {
-			return fmt.Errorf("envoy/%s/%s/%s: not a recorded admin response (want one of clusters.json, stats.txt, listeners.json, config_dump.json)", pod.Namespace, pod.Name, file)
+			// NAME.N.EXT is the N-th read of NAME.EXT's path.
+			ext := path.Ext(file)
+			stem := strings.TrimSuffix(file, ext)
+			if dot := strings.LastIndexByte(stem, '.'); dot > 0 {
+				if n, err := strconv.Atoi(stem[dot+1:]); err == nil && n >= 2 {
+					if p, known := byFile[stem[:dot]+ext]; known {
+						adminPath, ok = p+readSuffix+strconv.Itoa(n), true
+					}
+				}
+			}
+		}
+		if !ok {
+			return fmt.Errorf("envoy/%s/%s/%s: not a recorded admin response (want one of clusters.json, stats.txt, stats_prometheus[.N].txt, listeners.json, config_dump.json)", pod.Namespace, pod.Name, file)
 		}
 		if s.Envoy[pod] == nil {
 			s.Envoy[pod] = map[string][]byte{}
@@ -316,23 +336,41 @@ func walkPodFiles(dir fs.FS, root string, fn func(probes.PodRef, string, []byte)
 // exactly or by the part before '?' (so "/stats?format=text" finds the
 // recorded /stats). The lab's Envoy admin simulator serves through it too.
 func (s *Scenario) EnvoyResponse(pod probes.PodRef, adminPath string) ([]byte, bool) {
+	return s.EnvoyResponseN(pod, adminPath, 1)
+}
+
+// EnvoyResponseN is the answer to the n-th read of path (n from 1): the
+// recording of that read, or of the latest read recorded before it.
+func (s *Scenario) EnvoyResponseN(pod probes.PodRef, adminPath string, n int) ([]byte, bool) {
 	recorded := s.Envoy[pod]
-	if data, ok := recorded[adminPath]; ok {
-		return data, true
-	}
-	base := adminPath
-	if i := strings.IndexByte(base, '?'); i >= 0 {
-		base = base[:i]
-	}
-	for p, data := range recorded {
-		if q := strings.IndexByte(p, '?'); q >= 0 {
-			p = p[:q]
+	key, ok := "", false
+	if _, exact := recorded[adminPath]; exact {
+		key, ok = adminPath, true
+	} else {
+		base := basePath(adminPath)
+		for p := range recorded {
+			if !strings.Contains(p, readSuffix) && basePath(p) == base {
+				key, ok = p, true
+				break
+			}
 		}
-		if p == base {
+	}
+	if !ok {
+		return nil, false
+	}
+	for ; n >= 2; n-- {
+		if data, later := recorded[key+readSuffix+strconv.Itoa(n)]; later {
 			return data, true
 		}
 	}
-	return nil, false
+	return recorded[key], true
+}
+
+func basePath(p string) string {
+	if i := strings.IndexByte(p, '?'); i >= 0 {
+		return p[:i]
+	}
+	return p
 }
 
 // lineEnd reports the index just after the line starting at i.

@@ -84,6 +84,7 @@ func TestEmbeddedScenarios(t *testing.T) {
 					t.Errorf("Envoy data for %s, which has no sidecar", ref)
 				}
 				for path := range paths {
+					path, _, _ = strings.Cut(path, readSuffix)
 					if _, ok := envoyFiles[path]; !ok {
 						t.Errorf("Envoy data for %s at unexpected path %s", ref, path)
 					}
@@ -219,6 +220,8 @@ kind: DestinationRule
 metadata: {name: orders, namespace: shop}
 spec:
   host: orders.shop.svc.cluster.local
+  trafficPolicy:
+    outlierDetection: {consecutive5xxErrors: 5, baseEjectionTime: 3m}
   subsets:
   - name: v1
     labels: {version: v1}
@@ -232,19 +235,21 @@ spec:
 
 func fixtureFS(manifests string) fstest.MapFS {
 	return fstest.MapFS{
-		"scenarios/tiny/scenario.yaml":                          {Data: []byte(fixtureScenario)},
-		"scenarios/tiny/manifests/all.yaml":                     {Data: []byte(manifests)},
-		"scenarios/tiny/manifests/notes.txt":                    {Data: []byte("not YAML: ignored")},
-		"scenarios/tiny/envoy/shop/web-1/clusters.json":         {Data: []byte(`{"cluster_statuses":[]}`)},
-		"scenarios/tiny/envoy/shop/web-1/stats.txt":             {Data: []byte("server.live: 1\n")},
-		"scenarios/tiny/envoy/shop/web-1/listeners.json":        {Data: []byte(`{"listener_statuses":[]}`)},
-		"scenarios/tiny/envoy/shop/web-1/config_dump.json":      {Data: []byte(`{"configs":[]}`)},
-		"scenarios/tiny/logs/shop/web-1/istio-proxy.log":        {Data: []byte(proxyLog)},
-		"scenarios/tiny/logs/shop/orders-1/orders.log":          {Data: []byte("2026-12-02T03:00:13.000Z INFO listening on :8080\n")},
-		"scenarios/tiny/logs/shop/orders-1/orders.previous.log": {Data: []byte("2026-12-02T03:00:02.304Z ERROR dial tcp 10.96.0.20:5432: connect: connection refused\n")},
-		"scenarios/tiny/istiod/syncz.json":                      {Data: []byte(`[{"proxy":"web-1.shop"}]`)},
-		"scenarios/not-a-scenario/README":                       {Data: []byte("no scenario.yaml here")},
-		"runbooks/503.yaml":                                     {Data: []byte("id: x")},
+		"scenarios/tiny/scenario.yaml":                           {Data: []byte(fixtureScenario)},
+		"scenarios/tiny/manifests/all.yaml":                      {Data: []byte(manifests)},
+		"scenarios/tiny/manifests/notes.txt":                     {Data: []byte("not YAML: ignored")},
+		"scenarios/tiny/envoy/shop/web-1/clusters.json":          {Data: []byte(`{"cluster_statuses":[]}`)},
+		"scenarios/tiny/envoy/shop/web-1/stats.txt":              {Data: []byte("server.live: 1\n")},
+		"scenarios/tiny/envoy/shop/web-1/listeners.json":         {Data: []byte(`{"listener_statuses":[]}`)},
+		"scenarios/tiny/envoy/shop/web-1/config_dump.json":       {Data: []byte(`{"configs":[]}`)},
+		"scenarios/tiny/envoy/shop/web-1/stats_prometheus.txt":   {Data: []byte("istio_requests_total 10\n")},
+		"scenarios/tiny/envoy/shop/web-1/stats_prometheus.2.txt": {Data: []byte("istio_requests_total 25\n")},
+		"scenarios/tiny/logs/shop/web-1/istio-proxy.log":         {Data: []byte(proxyLog)},
+		"scenarios/tiny/logs/shop/orders-1/orders.log":           {Data: []byte("2026-12-02T03:00:13.000Z INFO listening on :8080\n")},
+		"scenarios/tiny/logs/shop/orders-1/orders.previous.log":  {Data: []byte("2026-12-02T03:00:02.304Z ERROR dial tcp 10.96.0.20:5432: connect: connection refused\n")},
+		"scenarios/tiny/istiod/syncz.json":                       {Data: []byte(`[{"proxy":"web-1.shop"}]`)},
+		"scenarios/not-a-scenario/README":                        {Data: []byte("no scenario.yaml here")},
+		"runbooks/503.yaml":                                      {Data: []byte("id: x")},
 	}
 }
 
@@ -303,7 +308,7 @@ func TestLoadReadsEveryPart(t *testing.T) {
 		t.Errorf("decoded %d objects, want 10", len(s.Objects))
 	}
 	web := probes.PodRef{Namespace: "shop", Name: "web-1"}
-	if len(s.Envoy[web]) != 4 || string(s.Envoy[web]["/stats"]) != "server.live: 1\n" {
+	if len(s.Envoy[web]) != 6 || string(s.Envoy[web]["/stats"]) != "server.live: 1\n" {
 		t.Errorf("envoy data = %v", s.Envoy[web])
 	}
 	if _, ok := s.Logs[LogKey{Pod: probes.PodRef{Namespace: "shop", Name: "orders-1"}, Container: "orders", Previous: true}]; !ok {
@@ -375,7 +380,8 @@ func TestClusterReadsThroughObjectsReader(t *testing.T) {
 		t.Errorf("EndpointSlices = %+v, %v", slicesGot, err)
 	}
 	drs, err := c.DestinationRules(ctx, "shop")
-	if err != nil || len(drs) != 1 || drs[0].Spec.GetSubsets()[0].GetLabels()["version"] != "v1" {
+	if err != nil || len(drs) != 1 || drs[0].Spec.GetSubsets()[0].GetLabels()["version"] != "v1" ||
+		drs[0].Spec.GetTrafficPolicy().GetOutlierDetection().GetBaseEjectionTime().AsDuration() != 3*time.Minute {
 		t.Errorf("DestinationRules = %v, %v", drs, err)
 	}
 	pas, err := c.PeerAuthentications(ctx, "istio-system")
@@ -426,6 +432,13 @@ func TestClusterEnvoyAdmin(t *testing.T) {
 	}
 	if _, err := c.EnvoyAdmin(ctx, probes.PodRef{Namespace: "shop", Name: "gone"}, "/stats"); !apierrors.IsNotFound(err) {
 		t.Errorf("EnvoyAdmin on an absent pod: %v, want NotFound", err)
+	}
+	// Counters are recorded twice; a third read still sees the second.
+	for i, want := range []string{"10", "25", "25"} {
+		data, err := c.EnvoyAdmin(ctx, web, "/stats/prometheus")
+		if err != nil || !strings.Contains(string(data), want) {
+			t.Errorf("read %d of /stats/prometheus = %q, %v; want %s", i+1, data, err, want)
+		}
 	}
 	data, _ := c.EnvoyAdmin(ctx, web, "/stats")
 	data[0] = 'X'

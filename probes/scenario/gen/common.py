@@ -50,6 +50,15 @@ IMAGES = {
 }
 
 
+class Ghost:
+    """A pod that is gone: its address lingers in some proxy's EDS."""
+
+    def __init__(self, ip, name, app="orders", ns="shop"):
+        self.ip, self.name, self.app, self.ns = ip, name, app, ns
+        self.sidecar = "none"  # nothing of it logs any more
+        self.node = None
+
+
 class Shop:
     """A scenario world with the shop's conventions."""
 
@@ -64,6 +73,8 @@ class Shop:
         self.w.control_plane(now - timedelta(days=9, hours=2, minutes=17), mesh_config, native_sidecars=native)
         self.shop_created = created
         self.sidecars = []  # (pod, Sidecar) recorded
+        self.requests = []  # (src pod, t, code, flags, svc, ns, upstream pod)
+        self.history = {}  # src proxy id -> {(code, flags): count before the log window}
         self.syncz = {}  # proxy id -> overrides
 
     # --- objects ---------------------------------------------------------
@@ -163,7 +174,7 @@ class Shop:
     def call(self, src, svc, t, upstream, code=200, flags="-", details="via_upstream", method="GET", path=None, port=8080,
              ns="shop", subset="", tfr="-", dur=None, inbound=True, inbound_code=None, inbound_flags="-", inbound_details="via_upstream",
              inbound_tfr="-", target_port=None, cluster=None, authority=None, tx=None, term="-", route="default", ua="Go-http-client/1.1",
-             inbound_term="-"):
+             inbound_term="-", remote=None):
         """One request from src's app through its sidecar to svc: the source
         sidecar's outbound line and, when the request reached an upstream
         sidecar, that sidecar's inbound line."""
@@ -180,6 +191,7 @@ class Shop:
         eph = 30000 + rng.randrange(30000)
         lines = {}
         if src is not None and src.sidecar != "none":
+            self.requests.append((src, t, code, flags, svc, ns, upstream))
             ust = "-" if flags != "-" else str(max(dur - 1, 1))
             lines[(src.ns, src.name)] = access(
                 t, method, path, code, flags, details, uhost, cluster, "%s:%d" % (SVC_IPS.get(svc, "10.96.40.9"), port), "%s:%d" % (src.ip, eph), authority,
@@ -190,7 +202,7 @@ class Shop:
             idur = max(dur - 1, 1)
             iust = "-" if inbound_flags != "-" else str(max(idur - 1, 1))
             itx = tx if icode == code else 19
-            remote_ip = src.ip if src is not None else "10.244.2.41"
+            remote_ip = remote or (src.ip if src is not None else "10.244.2.41")
             lines[(upstream.ns, upstream.name)] = access(
                 t + timedelta(milliseconds=1), method, path, icode, inbound_flags, inbound_details, "%s:%d" % (upstream.ip, target_port), "inbound|%d||" % target_port,
                 "%s:%d" % (upstream.ip, target_port), "%s:%d" % (remote_ip, eph + 7), authority,
@@ -245,7 +257,10 @@ class Shop:
         for pod, sc in self.sidecars:
             pd = os.path.join(d, "envoy", pod.ns, pod.name)
             os.makedirs(pd)
-            for fname, text in sc.files().items():
+            files = sc.files()
+            files["stats_prometheus.txt"] = prometheus(self, pod, sc, self.now - timedelta(seconds=5))
+            files["stats_prometheus.2.txt"] = prometheus(self, pod, sc, self.now)
+            for fname, text in files.items():
                 with open(os.path.join(pd, fname), "w") as f:
                     f.write(text)
         for (ns, pod, container, prev), lines in sorted(self.w.logs.items()):
@@ -265,3 +280,59 @@ class Shop:
 def line_time(line):
     s = line[1:] if line.startswith("[") else line
     return s[:27].split("]")[0].split("\t")[0].split(" ")[0].rstrip("Z").ljust(26, "0")
+
+
+def digest_int(*parts):
+    return int(digest(*parts, n=8), 16)
+
+
+def _labels(d):
+    return "{" + ",".join('%s="%s"' % (k, v) for k, v in d.items()) + "}"
+
+
+def prometheus(shop, pod, sidecar, at):
+    """The sidecar's /stats/prometheus at time at: istio_requests_total as
+    the stats plugin reports it (reporter="source" for the calls pod made),
+    plus the Envoy cluster counters the metrics probe reads."""
+    series = {}
+    hist = shop.history.get(pod.proxy_id, {})
+    for (code, flags, svc, ns, up), n in hist.items():
+        series[(code, flags, svc, ns, up)] = n
+    for src, t, code, flags, svc, ns, up in shop.requests:
+        if src is pod and t <= at:
+            key = (code, flags, svc, ns, up.app if up is not None else None)
+            series[key] = series.get(key, 0) + 1
+    out = ["# TYPE envoy_server_live gauge", "envoy_server_live{} 1",
+           "# TYPE istio_build gauge", 'istio_build{component="proxy",tag="%s"} 1' % ISTIO_VERSION]
+    for key in list(series):
+        code, flags, svc, ns, up = key
+        if code == 200 and (200, "-", svc, ns, up) not in hist:
+            series[key] += 38000 + digest_int(pod.name, svc) % 20000
+    out.append("# TYPE istio_requests_total counter")
+    for (code, flags, svc, ns, up_app), n in sorted(series.items(), key=lambda kv: (str(kv[0]))):
+        known = up_app is not None
+        labels = {
+            "reporter": "source",
+            "source_workload": pod.app, "source_canonical_service": pod.app, "source_canonical_revision": pod.labels.get("version", "latest"),
+            "source_workload_namespace": pod.ns, "source_principal": "spiffe://%s/ns/%s/sa/%s" % (DOMAIN, pod.ns, pod.app),
+            "source_app": pod.app, "source_version": pod.labels.get("version", "unknown"), "source_cluster": "Kubernetes",
+            "destination_workload": up_app if known else "unknown", "destination_workload_namespace": ns if known else "unknown",
+            "destination_principal": "spiffe://%s/ns/%s/sa/%s" % (DOMAIN, ns, up_app) if known else "unknown",
+            "destination_app": up_app if known else "unknown", "destination_version": "v1" if known else "unknown",
+            "destination_service": "%s.%s.svc.%s" % (svc, ns, DOMAIN) if "." not in svc else svc,
+            "destination_canonical_service": up_app if known else "unknown", "destination_canonical_revision": "v1" if known else "latest",
+            "destination_service_name": svc, "destination_service_namespace": ns if "." not in svc else "unknown", "destination_cluster": "Kubernetes" if known else "unknown",
+            "request_protocol": "http" if code else "tcp", "response_code": str(code), "grpc_response_status": "", "response_flags": flags,
+            "connection_security_policy": "unknown",
+        }
+        out.append("istio_requests_total%s %d" % (_labels(labels), n))
+    out.append("# TYPE envoy_cluster_upstream_cx_connect_fail counter")
+    for c in sidecar.clusters:
+        if c.name.startswith("outbound|") and c.kind == "EDS":
+            total = c.stats.get("cx_connect_fail", sum(h.cx_connect_fail for h in c.hosts))
+            out.append('envoy_cluster_upstream_cx_connect_fail{cluster_name="%s"} %d' % (c.name, total))
+    out.append("# TYPE envoy_cluster_upstream_rq_pending_overflow counter")
+    for c in sidecar.clusters:
+        if c.name.startswith("outbound|") and c.kind == "EDS":
+            out.append('envoy_cluster_upstream_rq_pending_overflow{cluster_name="%s"} %d' % (c.name, c.stats.get("rq_pending_overflow", 0)))
+    return "\n".join(out) + "\n"

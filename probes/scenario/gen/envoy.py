@@ -86,9 +86,11 @@ class Cluster:
     def status(self):
         d = {"max_connections": self.cb.get("max_connections", MAX), "max_pending_requests": self.cb.get("max_pending_requests", MAX),
              "max_requests": self.cb.get("max_requests", MAX), "max_retries": self.cb.get("max_retries", MAX)}
-        if self.kind != "EDS":
+        if self.kind not in ("EDS", "STRICT_DNS_BOOT"):
             d = {"max_connections": 1024, "max_pending_requests": 1024, "max_requests": 1024, "max_retries": 3}
         out = {"name": self.name, "added_via_api": self.kind != "STATIC_BOOT"}
+        if self.kind == "STRICT_DNS_BOOT":
+            d = {"max_connections": MAX, "max_pending_requests": MAX, "max_requests": MAX, "max_retries": MAX}
         if self.kind == "STATIC_BOOT":
             del out["added_via_api"]
         out["host_statuses"] = [h.status() for h in self.hosts]

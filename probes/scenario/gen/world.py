@@ -332,7 +332,7 @@ class Pod:
                  proxy_started=None, proxy_ready=True, proxy_state=None, app_state=None,
                  ready=None, ready_at=None, ready_message=None, deletion=None,
                  extra_labels=None, extra_annotations=None, inject_label=None, resources=None,
-                 proxy_resources=None, app_container=None, file=None):
+                 proxy_resources=None, app_container=None, file=None, restart_policy="Always", probe=None):
         self.w, self.ns, self.name, self.app, self.node = w, ns, name, app, node
         self.ip = w.pod_ip(node, host)
         self.uid = uid(w.name, "Pod", ns, name)
@@ -343,9 +343,10 @@ class Pod:
         if sidecar == "none":
             init_done = created + timedelta(seconds=1)
         proxy_started = proxy_started or (init_done + timedelta(seconds=1))
-        if sidecar == "native":
+        if sidecar == "native" or (sidecar == "classic" and hold):
             # The kubelet starts the app only once the native sidecar's
-            # startupProbe passed.
+            # startupProbe passed, or (hold) once istio-proxy's postStart
+            # `pilot-agent wait` returned.
             app_started = app_started or proxy_started + timedelta(seconds=2)
         app_started = app_started or init_done + timedelta(seconds=1)
         self.app_started, self.proxy_started = app_started, proxy_started
@@ -409,6 +410,8 @@ class Pod:
             del app_c["env"]
         if not app_c["ports"]:
             del app_c["ports"]
+        if probe:
+            readiness_probe = probe
         if readiness_probe:
             app_c["readinessProbe"] = readiness_probe
         if prestop:
@@ -515,7 +518,7 @@ class Pod:
         spec = {
             "containers": containers,
             "dnsPolicy": "ClusterFirst", "enableServiceLinks": True, "nodeName": node, "preemptionPolicy": "PreemptLowerPriority", "priority": 0,
-            "restartPolicy": "Always", "schedulerName": "default-scheduler", "securityContext": {}, "serviceAccount": sa, "serviceAccountName": sa,
+            "restartPolicy": restart_policy, "schedulerName": "default-scheduler", "securityContext": {}, "serviceAccount": sa, "serviceAccountName": sa,
             "terminationGracePeriodSeconds": 30, "tolerations": default_tolerations(), "volumes": volumes,
         }
         if init_containers:
