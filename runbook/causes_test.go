@@ -324,3 +324,23 @@ func TestOverflowFromMetricsWithoutAccessLog(t *testing.T) {
 		t.Errorf("reason = %q", findings[0].Evidence[0].Reason)
 	}
 }
+
+// A caller without a sidecar is unknown to istiod; that is not a stale proxy.
+func TestSourceWithoutSidecarIsNotStale(t *testing.T) {
+	g := load503(t)
+	facts := with(healthy(), map[string]probes.Facts{
+		"target":       {"target_source_has_sidecar": false},
+		"proxy-status": {"xds_proxy_known": false, "xds_cds": "UNKNOWN", "xds_eds": "UNKNOWN", "xds_lds": "UNKNOWN", "xds_rds": "UNKNOWN"},
+	})
+	s := newSession(t, g, newRecorded(facts), runbook.ModeAuto)
+	findings, _ := s.Auto(context.Background())
+	if len(findings) != 0 {
+		t.Fatalf("findings = %v", causeIDs(findings))
+	}
+	facts["target"]["target_source_has_sidecar"] = true
+	s = newSession(t, g, newRecorded(facts), runbook.ModeAuto)
+	findings, _ = s.Auto(context.Background())
+	if got := causeIDs(findings); !reflect.DeepEqual(got, []string{"xds.stale"}) {
+		t.Fatalf("meshed source unknown to istiod: findings = %v", got)
+	}
+}
