@@ -130,30 +130,74 @@ func Redact(s string) string {
 		return s
 	}
 	lower := strings.ToLower(s)
-	for _, r := range rules {
-		if r.triggered(lower) {
+	for _, r := range textRules {
+		if r.triggered(lower, false) {
 			s = r.apply(s)
 		}
 	}
-	return s
+	// The other rules see one line at a time, and only lines that can
+	// match: a config_dump excerpt is mostly lines that cannot.
+	lower = strings.ToLower(s)
+	if !anyTriggered(lineRules, lower, hasCredentialKey(lower)) {
+		return s
+	}
+	lines := strings.SplitAfter(s, "\n")
+	for i, line := range lines {
+		ll := strings.ToLower(line)
+		hasKey := hasCredentialKey(ll)
+		for _, r := range lineRules {
+			if r.triggered(ll, hasKey) {
+				line = r.apply(line)
+			}
+		}
+		lines[i] = line
+	}
+	return strings.Join(lines, "")
 }
 
-// rule is one redaction. triggers are lower-case substrings of which at
-// least one must occur for the rule to run, so that large evidence (a
-// config_dump fragment) only pays for the expressions that can match.
+// hasCredentialKey reports whether lower holds a credential key, spelled
+// with '-', '_' or neither.
+func hasCredentialKey(lower string) bool {
+	norm := dropSeparators.Replace(lower)
+	for _, k := range normalizedKeys {
+		if strings.Contains(norm, k) {
+			return true
+		}
+	}
+	return false
+}
+
+// rule is one redaction. It runs only if its text contains, lower-cased, one
+// of triggers, or (byKey) a credential key, so that large evidence only pays
+// for the expressions that can match.
 type rule struct {
 	triggers []string
+	byKey    bool
 	apply    func(string) string
 }
 
-func (r rule) triggered(lower string) bool {
+func (r rule) triggered(lower string, hasKey bool) bool {
+	if r.byKey && hasKey {
+		return true
+	}
 	for _, t := range r.triggers {
 		if strings.Contains(lower, t) {
 			return true
 		}
 	}
-	return len(r.triggers) == 0
+	return false
 }
+
+func anyTriggered(rules []rule, lower string, hasKey bool) bool {
+	for _, r := range rules {
+		if r.triggered(lower, hasKey) {
+			return true
+		}
+	}
+	return false
+}
+
+var dropSeparators = strings.NewReplacer("-", "", "_", "")
 
 // keyAlternation turns key names written with '-' into a case-insensitive
 // alternation where each '-' also matches '_' or nothing, so one entry
@@ -187,51 +231,64 @@ var credentialKeys = []string{
 	"inline-bytes", "private-key", "certificate-chain",
 }
 
-var keys = keyAlternation(credentialKeys)
+var (
+	keys = keyAlternation(credentialKeys)
+	// sensitiveKey matches a map key (a fact name, an Extra field) that
+	// names a credential.
+	sensitiveKey   = regexp.MustCompile(`(?i)^(?:` + keys + `)$`)
+	normalizedKeys = func() []string {
+		out := make([]string, len(credentialKeys))
+		for i, k := range credentialKeys {
+			out[i] = dropSeparators.Replace(k)
+		}
+		return out
+	}()
+)
 
-// sensitiveKey matches a map key (a fact name, an Extra field) that names a
-// credential.
-var sensitiveKey = regexp.MustCompile(`(?i)^(?:` + keys + `)$`)
+// Names of environment variables that hold secrets.
+const secretEnvName = `(?i:[A-Za-z0-9_.-]*(?:token|secret|password|passwd|credential|api[-_]?key|access[-_]?key|private[-_]?key)[A-Za-z0-9_.-]*)`
 
-// keyTriggers are cheap substrings of which every credential key contains at
-// least one.
-var keyTriggers = []string{"auth", "cookie", "api", "token", "key", "pass", "secret", "bytes", "certificate"}
-
-var rules = []rule{
-	{[]string{"-----begin"}, redactPEM},
-	// base64 of "-----BEGIN": client-certificate-data, client-key-data,
-	// inline_bytes of certificates and keys, Secret data.
-	{[]string{"ls0tls1crudjtil"}, replaceAll(`LS0tLS1CRUdJTi[A-Za-z0-9+/=]*`, Redacted)},
-	// Envoy DataSource objects that hold TLS keys or secrets:
-	// "private_key": {"inline_string": "..."}; filename stays readable.
-	{[]string{"private", "certificate", "password", "secret"}, redactDataSourceObjects},
-	{[]string{"inline"}, redactGroup(`(?im)^[ \t-]*(?:private[-_]?key|certificate[-_]?chain|password|secret|generic[-_]?secret)[ \t]*:[ \t]*\r?\n[ \t-]*inline[-_]?(?:string|bytes)[ \t]*:[ \t]*([^\r\n]*)`, 1)},
-	// Key-value forms: JSON, JSON inside a JSON string, single-quoted (Envoy
-	// debug header dumps: 'authorization', 'Bearer ...').
-	{keyTriggers, redactGroup(`(?i)"(?:`+keys+`)"\s*:\s*"((?:[^"\\]|\\.)*)"`, 1)},
-	{keyTriggers, redactGroup(`(?i)\\"(?:`+keys+`)\\"\s*:\s*\\"(.*?)\\"`, 1)},
-	{keyTriggers, redactGroup(`(?i)'(?:`+keys+`)'\s*[:,]\s*'([^']*)'`, 1)},
+// textRules can span lines; each starts with a literal so the scan is fast.
+var textRules = []rule{
+	{triggers: []string{"-----begin"}, apply: redactPEM},
+	// Envoy DataSource inline strings under a key that holds TLS keys or
+	// secrets: "private_key": {"inline_string": "..."}; filename stays.
+	{triggers: []string{"inline_string", "inlinestring"}, apply: redactSecretInlineStrings},
 	// Environment variables that hold secrets, in pod specs and kubeconfig
 	// exec plugins: {"name": "AWS_SECRET_ACCESS_KEY", "value": "..."}.
-	{keyTriggers, redactGroup(`(?i)"name"\s*:\s*"[^"]*(?:token|secret|password|passwd|credential|api[-_]?key|access[-_]?key|private[-_]?key)[^"]*"\s*,\s*"value"\s*:\s*"((?:[^"\\]|\\.)*)"`, 1)},
-	{keyTriggers, redactGroup(`(?im)name[ \t]*:[ \t]*["']?[A-Za-z0-9_.-]*(?:token|secret|password|passwd|credential|api[-_]?key|access[-_]?key|private[-_]?key)[A-Za-z0-9_.-]*["']?[ \t]*\r?\n[ \t-]*value[ \t]*:[ \t]*([^\r\n]*)`, 1)},
+	{triggers: []string{`"name"`}, apply: redactGroup(`"name"\s*:\s*"`+secretEnvName+`"\s*,\s*"value"\s*:\s*"((?:[^"\\]|\\.)*)"`, 1)},
+	{triggers: []string{"name"}, apply: redactGroup(`name[ \t]*:[ \t]*["']?`+secretEnvName+`["']?[ \t]*\r?\n[ \t-]*value[ \t]*:[ \t]*([^\r\n]*)`, 1)},
+}
+
+// lineRules see one line at a time.
+var lineRules = []rule{
+	// base64 of "-----BEGIN": client-certificate-data, client-key-data,
+	// inline_bytes of certificates and keys, Secret data.
+	{triggers: []string{"ls0tls1crudjtil"}, apply: replaceAll(`LS0tLS1CRUdJTi[A-Za-z0-9+/=]*`, Redacted)},
+	// Key-value forms: JSON, JSON inside a JSON string, single-quoted (Envoy
+	// debug header dumps: 'authorization', 'Bearer ...').
+	{byKey: true, apply: redactGroup(`(?i)"(?:`+keys+`)"\s*:\s*"((?:[^"\\]|\\.)*)"`, 1)},
+	{byKey: true, apply: redactGroup(`(?i)\\"(?:`+keys+`)\\"\s*:\s*\\"(.*?)\\"`, 1)},
+	{byKey: true, apply: redactGroup(`(?i)'(?:`+keys+`)'\s*[:,]\s*'([^']*)'`, 1)},
 	// Header or YAML text: a quoted access-log field "Authorization: ..."
 	// ends at its quote; otherwise the value runs to the end of the line.
-	{keyTriggers, redactGroup(`(?i)"(?:`+keys+`)[ \t]*:[ \t]*([^"\r\n]*)`, 1)},
+	{byKey: true, apply: redactGroup(`(?i)"(?:`+keys+`)[ \t]*:[ \t]*([^"\r\n]*)`, 1)},
 	// A JSON object or list value is left to the rules above, which see
 	// its inner keys.
-	{keyTriggers, redactGroup(`(?im)(?:^|[^A-Za-z0-9_-])(?:`+keys+`)["']?[ \t]*:[ \t]*([^\s{\[][^\r\n]*)`, 1)},
+	{byKey: true, apply: redactGroup(`(?i)(?:^|[^A-Za-z0-9_-])(?:`+keys+`)["']?[ \t]*:[ \t]*([^\s{\[][^\r\n]*)`, 1)},
 	// Command lines: kubectl --token=..., curl -u user:pass.
-	{[]string{"--", "-u"}, redactGroup(`(?i)--(?:token|password|client-secret|api-key|auth-token|bearer-token)(?:=|[ \t]+)([^\s"']+)`, 1)},
-	{[]string{"curl"}, redactGroup(`(?i)\bcurl\b[^\r\n]*?\s(?:-u|--user)[ \t]+[^\s:]+:([^\s"']+)`, 1)},
+	{triggers: []string{"--token", "--password", "--client-secret", "--api-key", "--auth-token", "--bearer-token"},
+		apply: redactGroup(`(?i)--(?:token|password|client-secret|api-key|auth-token|bearer-token)(?:=|[ \t]+)([^\s"']+)`, 1)},
+	{triggers: []string{"curl"}, apply: redactGroup(`(?i)\bcurl\b[^\r\n]*?\s(?:-u|--user)[ \t]+[^\s:]+:([^\s"']+)`, 1)},
 	// URLs: secrets in the query string (access-log paths) and userinfo.
-	{[]string{"="}, redactGroup(`(?i)[?&;](?:access[-_]?token|id[-_]?token|refresh[-_]?token|token|api[-_]?key|apikey|key|password|passwd|client[-_]?secret|secret|sig|signature|x-amz-signature|x-amz-credential|x-amz-security-token|code|auth)=([^&\s"'#;]*)`, 1)},
-	{[]string{"://"}, redactGroup(`(?i)\b[a-z][a-z0-9+.-]*://[^/\s:@"']+:([^/\s@"']+)@`, 1)},
+	{triggers: []string{"token=", "key=", "password=", "passwd=", "secret=", "sig=", "signature=", "credential=", "code=", "auth="},
+		apply: redactGroup(`(?i)[?&;](?:access[-_]?token|id[-_]?token|refresh[-_]?token|token|api[-_]?key|apikey|key|password|passwd|client[-_]?secret|secret|sig|signature|x-amz-signature|x-amz-credential|x-amz-security-token|code|auth)=([^&\s"'#;]*)`, 1)},
+	{triggers: []string{"@"}, apply: redactGroup(`(?i)\b[a-z][a-z0-9+.-]*://[^/\s:@"']+:([^/\s@"']+)@`, 1)},
 	// Credentials standing alone: Bearer anywhere, Basic where it is quoted,
 	// and anything shaped like a JWT.
-	{[]string{"bearer"}, redactBearer},
-	{[]string{"basic"}, redactGroup(`(?i)["']basic(?:[ \t]+|%20)([A-Za-z0-9+/]+=*)`, 1)},
-	{[]string{"eyj"}, replaceAll(`eyJ[A-Za-z0-9_-]{2,}\.eyJ[A-Za-z0-9_-]{2,}\.[A-Za-z0-9_-]*`, Redacted)},
+	{triggers: []string{"bearer"}, apply: redactBearer},
+	{triggers: []string{"basic"}, apply: redactGroup(`(?i)["']basic(?:[ \t]+|%20)([A-Za-z0-9+/]+=*)`, 1)},
+	{triggers: []string{"eyj"}, apply: replaceAll(`eyJ[A-Za-z0-9_-]{2,}\.eyJ[A-Za-z0-9_-]{2,}\.[A-Za-z0-9_-]*`, Redacted)},
 }
 
 func replaceAll(expr, with string) func(string) string {
@@ -335,18 +392,123 @@ func redactPEM(s string) string {
 	}
 }
 
-var (
-	dataSourceObject = regexp.MustCompile(`(?i)"(?:private[-_]?key|certificate[-_]?chain|password|secret|generic[-_]?secret|hmac[-_]?secret|client[-_]?secret|token[-_]?secret)"\s*:\s*\{[^{}]*\}`)
-	inlineValue      = regexp.MustCompile(`(?i)"inline[-_]?(?:string|bytes)"\s*:\s*"((?:[^"\\]|\\.)*)"`)
-)
+// secretParent names the DataSource fields of Envoy's TLS and generic
+// secrets, whose inline_string is the key or secret itself. Elsewhere an
+// inline_string is config (an access-log format) and stays readable.
+var secretParent = regexp.MustCompile(`(?i)^(?:private[-_]?key|certificate[-_]?chain|password|secret|generic[-_]?secret|hmac[-_]?secret|client[-_]?secret|token[-_]?secret)$`)
 
-func redactDataSourceObjects(s string) string {
-	return dataSourceObject.ReplaceAllStringFunc(s, func(obj string) string {
-		return replaceSubmatch(inlineValue, obj, 1, func(val string) string {
-			if val == "" {
-				return val
+var inlineStringKey = regexp.MustCompile(`inline(?:_string|String)["']?[ \t]*:[ \t]*`)
+
+// redactSecretInlineStrings redacts the value of every inline_string whose
+// parent key is a secretParent, in JSON ("private_key": {"inline_string":
+// "..."}) and YAML (private_key:\n  inline_string: ...).
+func redactSecretInlineStrings(s string) string {
+	locs := inlineStringKey.FindAllStringIndex(s, -1)
+	var b strings.Builder
+	last := 0
+	for _, loc := range locs {
+		if loc[0] < last || !secretParent.MatchString(parentKey(s, loc[0])) {
+			continue
+		}
+		start, end := valueSpan(s, loc[1])
+		if start == end || s[start:end] == Redacted {
+			continue
+		}
+		b.WriteString(s[last:start])
+		b.WriteString(Redacted)
+		last = end
+	}
+	if last == 0 {
+		return s
+	}
+	b.WriteString(s[last:])
+	return b.String()
+}
+
+// parentKey is the key of the object that holds the key starting at at.
+func parentKey(s string, at int) string {
+	if at > 0 && (s[at-1] == '"' || s[at-1] == '\'') {
+		return jsonParentKey(s, at-1)
+	}
+	return yamlParentKey(s, at)
+}
+
+func jsonParentKey(s string, at int) string {
+	depth := 0
+	i := at - 1
+	for ; i >= 0; i-- {
+		if s[i] == '}' {
+			depth++
+		} else if s[i] == '{' {
+			if depth == 0 {
+				break
 			}
-			return Redacted
-		})
-	})
+			depth--
+		}
+	}
+	i = skipSpaceBack(s, i-1)
+	if i < 0 || s[i] != ':' {
+		return ""
+	}
+	i = skipSpaceBack(s, i-1)
+	if i < 0 || (s[i] != '"' && s[i] != '\'') {
+		return ""
+	}
+	quote := s[i]
+	j := strings.LastIndexByte(s[:i], quote)
+	if j < 0 {
+		return ""
+	}
+	return s[j+1 : i]
+}
+
+func skipSpaceBack(s string, i int) int {
+	for i >= 0 && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r') {
+		i--
+	}
+	return i
+}
+
+var yamlKeyLine = regexp.MustCompile(`^[ \t]*(?:-[ \t]+)?["']?([A-Za-z0-9_-]+)["']?[ \t]*:[ \t]*\r?$`)
+
+// yamlParentKey is the key of the nearest line above at with less indent.
+func yamlParentKey(s string, at int) string {
+	lineStart := strings.LastIndexByte(s[:at], '\n') + 1
+	indent := at - lineStart
+	for end := lineStart - 1; end > 0; {
+		start := strings.LastIndexByte(s[:end], '\n') + 1
+		line := s[start:end]
+		if trimmed := strings.TrimLeft(line, " \t-"); trimmed != "" && len(line)-len(trimmed) < indent {
+			if m := yamlKeyLine.FindStringSubmatch(line); m != nil {
+				return m[1]
+			}
+			return ""
+		}
+		end = start - 1
+	}
+	return ""
+}
+
+// valueSpan is the value starting at i: a quoted string without its quotes,
+// or the rest of the line.
+func valueSpan(s string, i int) (int, int) {
+	if i >= len(s) {
+		return i, i
+	}
+	if q := s[i]; q == '"' || q == '\'' {
+		for j := i + 1; j < len(s); j++ {
+			switch s[j] {
+			case '\\':
+				j++
+			case q:
+				return i + 1, j
+			}
+		}
+		return i + 1, len(s)
+	}
+	end := strings.IndexAny(s[i:], "\r\n")
+	if end < 0 {
+		return i, len(s)
+	}
+	return i, i + end
 }

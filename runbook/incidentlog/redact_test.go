@@ -89,15 +89,16 @@ func TestRedact(t *testing.T) {
 			name: "config_dump secret fragment",
 			in: `{"name":"default","tls_certificate":{"certificate_chain":{"inline_bytes":"LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCk1JSURVVENDQWptZ0F3SUJBZ0lRYjc3aVZNSXBBR0Zj"},` +
 				`"private_key":{"inline_bytes":"bm90LWEtcmVhbC1rZXk="},"password":{"inline_string":"hunter2"}},` +
+				`"generic_secret":{"secret":{"watched_directory":{"path":"/etc/hmac"},"inline_string":"hmac-s3cret"}},` +
 				`"session_ticket_keys":{"keys":[{"inlineBytes":"c2Vzc2lvbi10aWNrZXQ="}]},"access_log":{"format":{"inline_string":"%START_TIME%"}}}`,
-			secrets: []string{"LS0tLS1CRUdJTiBDRVJU", "bm90LWEtcmVhbC1rZXk=", "hunter2", "c2Vzc2lvbi10aWNrZXQ="},
-			keep:    []string{`"name":"default"`, `"inline_bytes":"[REDACTED]"`, `"inlineBytes":"[REDACTED]"`, `"inline_string":"%START_TIME%"`},
+			secrets: []string{"LS0tLS1CRUdJTiBDRVJU", "bm90LWEtcmVhbC1rZXk=", "hunter2", "hmac-s3cret", "c2Vzc2lvbi10aWNrZXQ="},
+			keep:    []string{`"name":"default"`, `"inline_bytes":"[REDACTED]"`, `"inlineBytes":"[REDACTED]"`, `"inline_string":"%START_TIME%"`, `"path":"/etc/hmac"`},
 		},
 		{
 			name:    "config_dump as YAML",
-			in:      "tls_certificate:\n  certificate_chain:\n    inline_bytes: c29tZS1jZXJ0\n  private_key:\n    inline_string: super-secret-key\n  private_key_provider: null",
+			in:      "tls_certificate:\n  certificate_chain:\n    inline_bytes: c29tZS1jZXJ0\n  private_key:\n    inline_string: super-secret-key\n  private_key_provider: null\naccess_log:\n  format:\n    inline_string: '%START_TIME% %RESPONSE_FLAGS%'",
 			secrets: []string{"c29tZS1jZXJ0", "super-secret-key"},
-			keep:    []string{"inline_bytes: [REDACTED]", "inline_string: [REDACTED]", "private_key_provider: null"},
+			keep:    []string{"inline_bytes: [REDACTED]", "inline_string: [REDACTED]", "private_key_provider: null", "inline_string: '%START_TIME% %RESPONSE_FLAGS%'"},
 		},
 		{
 			name: "kubeconfig",
@@ -179,7 +180,7 @@ users:
 // The real config_dump of a sidecar carries its workload certificate chain
 // and (Envoy-redacted) key as base64 inline_bytes.
 func TestRedactRealConfigDump(t *testing.T) {
-	raw, err := os.ReadFile("testdata/config_dump_secrets.json")
+	raw, err := os.ReadFile("testdata/config_dump.json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -228,5 +229,23 @@ func TestRedactEventCoversEveryString(t *testing.T) {
 	}
 	if got.Probe.Facts["log_details"].([]string)[0] != "x Bearer [REDACTED]" {
 		t.Errorf("list fact: %q", got.Probe.Facts["log_details"])
+	}
+}
+
+// A probe's evidence can be a large config_dump excerpt; redaction runs on
+// every event before it is written, so it must stay cheap.
+func BenchmarkRedact(b *testing.B) {
+	for _, name := range []string{"config_dump.json", "config_dump_secrets.json"} {
+		raw, err := os.ReadFile("testdata/" + name)
+		if err != nil {
+			b.Fatal(err)
+		}
+		s := strings.Repeat(string(raw), 1<<20/len(raw)) // about 1 MB
+		b.Run(name, func(b *testing.B) {
+			b.SetBytes(int64(len(s)))
+			for b.Loop() {
+				Redact(s)
+			}
+		})
 	}
 }
