@@ -1,6 +1,20 @@
 package probes
 
-import "context"
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/meshtriage/meshtriage/probes/accesslog"
+	"github.com/meshtriage/meshtriage/probes/envoy"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+)
 
 // AccessLogProbe tallies the source (and upstream) istio-proxy access logs:
 // 5xx by response flag, response code details and transport failure reasons,
@@ -11,7 +25,7 @@ func (AccessLogProbe) Meta() Meta {
 	return Meta{
 		ID:    "access-log",
 		Title: "istio-proxy access log: 503s by response flag",
-		Reads: []string{"pods/log (istio-proxy)"},
+		Reads: []string{"pods/log (istio-proxy)", "pods", "services"},
 		Facts: []FactSpec{
 			{"log_lines", FactInt, "access-log lines read"},
 			{"log_unparsed", FactInt, "lines that are not access-log entries"},
@@ -31,14 +45,339 @@ func (AccessLogProbe) Meta() Meta {
 			{"log_flag_ur", FactInt, "5xx entries flagged UR (upstream remote reset)"},
 			{"log_details", FactList, "distinct response_code_details of 5xx entries"},
 			{"log_transport_failures", FactList, "distinct upstream_transport_failure_reason values"},
-			{"log_blackhole", FactInt, "entries routed to BlackHoleCluster"},
+			{"log_blackhole", FactInt, "entries of the source routed to BlackHoleCluster (or the block_all route), whatever their destination"},
 			{"log_blackhole_hosts", FactList, "authorities of entries routed to BlackHoleCluster"},
 			{"log_connection_refused", FactInt, "entries whose failure reason says connection refused (delayed connect error: 111)"},
+			{"log_upstream_pods", FactInt, "upstream pods whose istio-proxy log was read (inbound side)"},
 		},
 	}
 }
 
-// Run is filled in by the probe's implementation.
+const (
+	// accessLogWindow bounds every log read of the probe.
+	accessLogWindow = 30 * time.Minute
+	// maxUpstreamLogs caps how many upstream pods' logs are read.
+	maxUpstreamLogs = 5
+)
+
+// podLog is one pod's tally, split into the entries about the target and
+// the rest of what the proxy logged.
+type podLog struct {
+	Pod      PodRef
+	Upstream bool // an upstream (target) pod: its inbound side
+	Target   accesslog.Summary
+	Other    accesslog.Summary
+	Problem  string // why the log could not be read
+}
+
+type accessLogInput struct {
+	Logs []podLog
+	// Selector is the Service selector the upstream pods were listed by.
+	Selector map[string]string
+	// UpstreamSkipped counts upstream pods not read: no sidecar, or beyond
+	// maxUpstreamLogs.
+	UpstreamSkipped int
+	UpstreamTotal   int
+	// Problems are reads that failed without spoiling the rest.
+	Problems []string
+}
+
 func (p AccessLogProbe) Run(ctx context.Context, c Cluster, t Target) Result {
-	return Result{Status: StatusSkipped, Summary: "access-log: not implemented yet"}
+	in, what, err := fetchAccessLog(ctx, c, t)
+	if err != nil {
+		r := ErrorResult(what, err)
+		r.Commands = accessLogCommands(t, in.Selector)
+		return r
+	}
+	if len(in.Logs) == 0 {
+		summary := "no istio-proxy log to read: " + noLogWhy(t, in)
+		return Result{Status: StatusSkipped, Summary: summary, Facts: Facts{}, Commands: accessLogCommands(t, in.Selector)}
+	}
+	return evaluateAccessLog(t, in)
+}
+
+func noLogWhy(t Target, in accessLogInput) string {
+	var why []string
+	if t.Source == nil {
+		why = append(why, "no source pod named (--from pod/NAME)")
+	}
+	why = append(why, in.Problems...)
+	switch {
+	case len(in.Selector) == 0:
+		why = append(why, "the Service has no selector")
+	case in.UpstreamTotal == 0:
+		why = append(why, "the Service selects no pod")
+	default:
+		why = append(why, fmt.Sprintf("none of the %d selected pods has a sidecar", in.UpstreamTotal))
+	}
+	return strings.Join(why, "; ")
+}
+
+func fetchAccessLog(ctx context.Context, c Cluster, t Target) (accessLogInput, string, error) {
+	var in accessLogInput
+	opts := LogOptions{Container: ProxyContainer, Since: accessLogWindow, LimitBytes: DefaultLogLimit}
+	var firstErr error
+	var firstWhat string
+	fail := func(what string, err error) {
+		in.Problems = append(in.Problems, AccessProblem(what, err))
+		if firstErr == nil {
+			firstErr, firstWhat = err, what
+		}
+	}
+	read := func(pod PodRef, upstream bool) {
+		what := fmt.Sprintf("read the %s log of %s", ProxyContainer, pod)
+		b, err := c.Logs(ctx, pod, opts)
+		if err != nil {
+			in.Logs = append(in.Logs, podLog{Pod: pod, Upstream: upstream, Problem: AccessProblem(what, err)})
+			fail(what, err)
+			return
+		}
+		pl := podLog{Pod: pod, Upstream: upstream}
+		match := sourceEntryMatcher(t)
+		if upstream {
+			match = inboundEntry
+		}
+		pl.Target, pl.Other, _ = accesslog.Split(bytes.NewReader(b), match)
+		in.Logs = append(in.Logs, pl)
+	}
+
+	if t.Source != nil {
+		src := *t.Source
+		pod, err := c.GetPod(ctx, src.Namespace, src.Name)
+		switch {
+		case err != nil:
+			// RBAC on pods need not stop a log read.
+			read(src, false)
+		case PodSidecar(pod) == SidecarNone:
+			in.Problems = append(in.Problems, fmt.Sprintf("source pod %s has no %s: no outbound access log", src, ProxyContainer))
+		default:
+			read(src, false)
+		}
+	}
+
+	svc, err := c.GetService(ctx, t.Namespace, t.Service)
+	if err != nil {
+		fail(fmt.Sprintf("get service %s/%s", t.Namespace, t.Service), err)
+	} else if in.Selector = svc.Spec.Selector; len(in.Selector) > 0 {
+		pods, err := c.ListPods(ctx, t.Namespace, in.Selector)
+		if err != nil {
+			fail(fmt.Sprintf("list pods in %s matching %s", t.Namespace, labels.SelectorFromSet(in.Selector)), err)
+		}
+		in.UpstreamTotal = len(pods)
+		readable := upstreamLogPods(pods)
+		in.UpstreamSkipped = len(pods) - len(readable)
+		for i, pod := range readable {
+			if i >= maxUpstreamLogs {
+				in.UpstreamSkipped += len(readable) - i
+				break
+			}
+			read(PodRef{Namespace: pod.Namespace, Name: pod.Name}, true)
+		}
+	}
+
+	for _, l := range in.Logs {
+		if l.Problem == "" {
+			return in, "", nil
+		}
+	}
+	if firstErr != nil {
+		return in, firstWhat, firstErr
+	}
+	return in, "", nil
+}
+
+// upstreamLogPods are the pods worth reading, most recently started first
+// (they log the present), sidecar-less pods left out.
+func upstreamLogPods(pods []corev1.Pod) []corev1.Pod {
+	var out []corev1.Pod
+	for _, p := range pods {
+		if PodSidecar(&p) != SidecarNone {
+			out = append(out, p)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		a, b := out[i].Status.StartTime, out[j].Status.StartTime
+		if a == nil || b == nil || a.Equal(b) {
+			return out[i].Name < out[j].Name
+		}
+		return b.Before(a)
+	})
+	return out
+}
+
+// sourceEntryMatcher selects the source's entries about the target: sent
+// to one of its outbound clusters, or addressed to its name when no cluster
+// took them (NR, NC). A pod calls many services; counting their 503s would
+// blame the target for someone else's outage.
+func sourceEntryMatcher(t Target) func(*accesslog.Entry) bool {
+	names := map[string]bool{}
+	for _, n := range []string{t.Service, t.Service + "." + t.Namespace, t.Service + "." + t.Namespace + ".svc", t.Host()} {
+		names[n] = true
+	}
+	return func(e *accesslog.Entry) bool {
+		if e.UpstreamCluster != "" && e.UpstreamCluster != accesslog.BlackHoleCluster && e.UpstreamCluster != accesslog.PassthroughCluster {
+			return envoy.IsTargetCluster(e.UpstreamCluster, t.Host(), t.Port)
+		}
+		host, port := e.Authority, ""
+		if h, p, err := net.SplitHostPort(e.Authority); err == nil {
+			host, port = h, p
+		}
+		if !names[host] {
+			return false
+		}
+		return t.Port == 0 || port == "" || port == strconv.Itoa(int(t.Port))
+	}
+}
+
+// inboundEntry selects an upstream proxy's inbound entries (inbound|PORT||,
+// InboundPassthroughCluster); its outbound entries are its own calls.
+func inboundEntry(e *accesslog.Entry) bool {
+	return strings.HasPrefix(e.UpstreamCluster, "inbound|") || strings.HasPrefix(e.UpstreamCluster, "InboundPassthroughCluster")
+}
+
+// accessLogFlags maps the flag facts to Envoy's response flags.
+var accessLogFlags = []struct{ fact, flag string }{
+	{"log_flag_uh", "UH"}, {"log_flag_uf", "UF"}, {"log_flag_uo", "UO"}, {"log_flag_nr", "NR"},
+	{"log_flag_nc", "NC"}, {"log_flag_urx", "URX"}, {"log_flag_uc", "UC"}, {"log_flag_ut", "UT"},
+	{"log_flag_dc", "DC"}, {"log_flag_lr", "LR"}, {"log_flag_ur", "UR"},
+}
+
+func evaluateAccessLog(t Target, in accessLogInput) Result {
+	var all accesslog.Summary
+	var blackhole accesslog.Summary // every entry of the source, for BlackHoleCluster
+	var rows [][]string
+	var raw []string
+	upstreamRead := 0
+	var srcSummary, upSummary string
+	var up accesslog.Summary
+	for _, l := range in.Logs {
+		side := "source (outbound)"
+		if l.Upstream {
+			side = "upstream (inbound)"
+		}
+		if l.Problem != "" {
+			rows = append(rows, []string{side, l.Pod.String(), "-", "-", "-", "-", "-", l.Problem})
+			continue
+		}
+		all.Merge(l.Target)
+		if l.Upstream {
+			upstreamRead++
+			up.Merge(l.Target)
+		} else {
+			blackhole.Merge(l.Target)
+			blackhole.Merge(l.Other)
+			srcSummary = sideSummary("source "+l.Pod.Name, l.Target)
+		}
+		rows = append(rows, []string{side, l.Pod.String(), strconv.Itoa(l.Target.Entries), strconv.Itoa(l.Target.Status2xx),
+			strconv.Itoa(l.Target.Status5xx), strconv.Itoa(l.Target.Status503), dash(counterText(l.Target.Flags)), dash(counterText(l.Target.Details))})
+		if len(l.Target.Samples) > 0 {
+			raw = append(raw, fmt.Sprintf("# %s %s (%s .. %s)", side, l.Pod, timeText(l.Target.First), timeText(l.Target.Last)))
+			raw = append(raw, l.Target.Samples...)
+		}
+	}
+	if upstreamRead > 0 {
+		upSummary = sideSummary(fmt.Sprintf("upstream %d pod%s", upstreamRead, plural(upstreamRead, "", "s")), up)
+	}
+	// Lines the tally set aside (the source's calls elsewhere) were still read.
+	lines := all.Lines
+	for _, l := range in.Logs {
+		lines += l.Other.Lines
+	}
+
+	facts := Facts{
+		"log_lines":              lines,
+		"log_unparsed":           all.Unparsed,
+		"log_5xx":                all.Status5xx,
+		"log_503":                all.Status503,
+		"log_2xx":                all.Status2xx,
+		"log_details":            nonNil(all.Details.Keys()),
+		"log_transport_failures": nonNil(all.TransportFailures.Keys()),
+		"log_blackhole":          blackhole.BlackHole,
+		"log_blackhole_hosts":    nonNil(blackhole.BlackHoleHosts.Keys()),
+		"log_connection_refused": all.ConnectionRefused,
+		"log_upstream_pods":      upstreamRead,
+	}
+	for _, f := range accessLogFlags {
+		facts[f.fact] = all.Flags.Counts[f.flag]
+	}
+
+	var parts []string
+	for _, s := range []string{srcSummary, upSummary} {
+		if s != "" {
+			parts = append(parts, s)
+		}
+	}
+	status := StatusPass
+	switch {
+	case all.Status503 > 0:
+		status = StatusFail
+	case all.Status5xx > 0 || blackhole.BlackHole > 0:
+		status = StatusWarn
+	case all.Entries == 0:
+		status = StatusWarn
+		parts = append(parts, "no access-log entry for the target in the last 30m (is meshConfig.accessLogFile set?)")
+	}
+	if blackhole.BlackHole > 0 {
+		parts = append(parts, fmt.Sprintf("%d to BlackHoleCluster (%s)", blackhole.BlackHole, strings.Join(blackhole.BlackHoleHosts.Keys(), ", ")))
+	}
+	if in.UpstreamSkipped > 0 {
+		parts = append(parts, fmt.Sprintf("%d of %d upstream pods not read (no sidecar, or over %d)", in.UpstreamSkipped, in.UpstreamTotal, maxUpstreamLogs))
+	}
+	if len(in.Problems) > 0 {
+		parts = append(parts, strings.Join(in.Problems, "; "))
+	}
+	return Result{
+		Status:  status,
+		Summary: strings.Join(parts, "; "),
+		Evidence: Evidence{
+			Columns: []string{"side", "pod", "entries", "2xx", "5xx", "503", "5xx flags", "response_code_details"},
+			Rows:    rows,
+			Raw:     strings.Join(raw, "\n"),
+		},
+		Facts:    facts,
+		Commands: accessLogCommands(t, in.Selector),
+	}
+}
+
+func sideSummary(who string, s accesslog.Summary) string {
+	out := fmt.Sprintf("%s: %d 503, %d 5xx of %d entries", who, s.Status503, s.Status5xx, s.Entries)
+	if f := counterText(s.Flags); f != "" {
+		out += " (" + f + ")"
+	}
+	if s.ConnectionRefused > 0 {
+		out += fmt.Sprintf(", %d connection refused", s.ConnectionRefused)
+	}
+	return out
+}
+
+// counterText renders the most frequent values of c, e.g. "UF 8, URX 8".
+func counterText(c accesslog.Counter) string {
+	keys := c.Keys()
+	var parts []string
+	for i, k := range keys {
+		if i == 4 {
+			parts = append(parts, fmt.Sprintf("+%d more", len(keys)-4))
+			break
+		}
+		parts = append(parts, fmt.Sprintf("%s %d", k, c.Counts[k]))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func timeText(t time.Time) string {
+	if t.IsZero() {
+		return "?"
+	}
+	return t.UTC().Format(time.RFC3339)
+}
+
+func accessLogCommands(t Target, selector map[string]string) []string {
+	var cmds []string
+	if t.Source != nil {
+		cmds = append(cmds, fmt.Sprintf("kubectl logs -n %s %s -c %s --since=30m | grep ' 503 '", t.Source.Namespace, t.Source.Name, ProxyContainer))
+	}
+	if len(selector) > 0 {
+		cmds = append(cmds, fmt.Sprintf("kubectl logs -n %s -l %s -c %s --since=30m --prefix | grep 'inbound|' | grep ' 503 '", t.Namespace, labels.SelectorFromSet(selector), ProxyContainer))
+	}
+	return cmds
 }

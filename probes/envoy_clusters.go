@@ -1,6 +1,16 @@
 package probes
 
-import "context"
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/meshtriage/meshtriage/probes/envoy"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+)
 
 // EnvoyClustersProbe reads the source sidecar's /clusters?format=json and
 // /stats for the target's outbound|PORT|SUBSET|HOST clusters: what Envoy
@@ -11,7 +21,7 @@ func (EnvoyClustersProbe) Meta() Meta {
 	return Meta{
 		ID:    "envoy-clusters",
 		Title: "Envoy upstream hosts and health (source sidecar)",
-		Reads: []string{"pods/portforward (Envoy admin /clusters, /stats)", "pods/exec (pilot-agent fallback)"},
+		Reads: []string{"pods", "pods/portforward (Envoy admin /clusters, /stats)", "pods/exec (pilot-agent fallback)"},
 		Facts: []FactSpec{
 			{"envoy_cluster_present", FactBool, "the source proxy has an outbound cluster for the target host and port"},
 			{"envoy_clusters", FactList, "the outbound cluster names found for the target"},
@@ -21,15 +31,321 @@ func (EnvoyClustersProbe) Meta() Meta {
 			{"envoy_hosts_active_hc_failed", FactInt, "hosts flagged failed_active_hc"},
 			{"envoy_hosts_eds_unhealthy", FactInt, "hosts whose eds_health_status is not HEALTHY"},
 			{"envoy_empty_clusters", FactList, "target clusters with zero hosts (a subset selecting no pods shows here)"},
-			{"envoy_rq_pending_overflow", FactInt, "upstream_rq_pending_overflow summed over the target clusters"},
-			{"envoy_cx_overflow", FactInt, "upstream_cx_overflow summed over the target clusters"},
-			{"envoy_ejections_active", FactInt, "outlier_detection.ejections_active summed over the target clusters"},
-			{"envoy_cx_connect_fail", FactInt, "upstream_cx_connect_fail summed over the target clusters"},
+			{"envoy_rq_pending_overflow", FactInt, "upstream_rq_pending_overflow summed over the target clusters (0 when /stats does not report them: see envoy_cluster_stats_present)"},
+			{"envoy_cx_overflow", FactInt, "upstream_cx_overflow summed over the target clusters (0 when /stats does not report them)"},
+			{"envoy_ejections_active", FactInt, "outlier_detection.ejections_active summed over the target clusters (hosts flagged failed_outlier_check when /stats does not report it)"},
+			{"envoy_cx_connect_fail", FactInt, "upstream_cx_connect_fail summed over the target clusters (the hosts' cx_connect_fail when /stats does not report it)"},
+			{"envoy_cluster_stats_present", FactBool, "/stats reports the target clusters' upstream stats; Istio's default stats inclusion list leaves them out, so their overflow counters are unknown, not zero"},
 		},
 	}
 }
 
-// Run is filled in by the probe's implementation.
+// Envoy admin paths the probes read; recorded scenarios are keyed by them.
+const (
+	adminClusters   = "/clusters?format=json"
+	adminStats      = "/stats"
+	adminListeners  = "/listeners?format=json"
+	adminConfigDump = "/config_dump"
+)
+
+// noSourceSummary is what the source-sidecar probes say without --from.
+const noSourceSummary = "no source pod: name the calling pod with --from pod/NAME"
+
+type envoyClustersInput struct {
+	// Clusters are every cluster of /clusters; evaluate picks the target's.
+	Clusters []envoy.Cluster
+	// Stats holds the target clusters' stats from /stats.
+	Stats envoy.Stats
+	// StatsProblem says why /stats could not be read ("" when it was).
+	StatsProblem string
+}
+
 func (p EnvoyClustersProbe) Run(ctx context.Context, c Cluster, t Target) Result {
-	return Result{Status: StatusSkipped, Summary: "envoy-clusters: not implemented yet"}
+	if r, stop := sourceProxyCheck(ctx, c, t); stop {
+		return r
+	}
+	in, what, err := fetchEnvoyClusters(ctx, c, t)
+	if err != nil {
+		r := ErrorResult(what, err)
+		r.Commands = envoyClustersCommands(t, nil)
+		return r
+	}
+	return evaluateEnvoyClusters(t, in)
+}
+
+// sourceProxyCheck stops a probe that reads the source's Envoy when there is
+// no source, or the source has no sidecar. A pod that cannot be read for
+// another reason (RBAC on pods) does not stop it: the admin API may still
+// answer.
+func sourceProxyCheck(ctx context.Context, c Cluster, t Target) (Result, bool) {
+	if t.Source == nil {
+		return Result{Status: StatusSkipped, Summary: noSourceSummary, Facts: Facts{}}, true
+	}
+	pod, err := c.GetPod(ctx, t.Source.Namespace, t.Source.Name)
+	switch {
+	case err == nil && PodSidecar(pod) == SidecarNone:
+		return Result{Status: StatusSkipped, Facts: Facts{},
+			Summary: fmt.Sprintf("source pod %s has no %s: there is no Envoy to read, its calls leave without mTLS", t.Source, ProxyContainer)}, true
+	case apierrors.IsNotFound(err):
+		return ErrorResult("get source pod "+t.Source.String(), err), true
+	}
+	return Result{}, false
+}
+
+func fetchEnvoyClusters(ctx context.Context, c Cluster, t Target) (envoyClustersInput, string, error) {
+	var in envoyClustersInput
+	src := *t.Source
+	body, err := c.EnvoyAdmin(ctx, src, adminClusters)
+	if err != nil {
+		return in, fmt.Sprintf("read Envoy %s of %s", adminClusters, src), err
+	}
+	if in.Clusters, err = envoy.ParseClusters(body); err != nil {
+		return in, fmt.Sprintf("parse Envoy %s of %s", adminClusters, src), err
+	}
+	stats, err := c.EnvoyAdmin(ctx, src, adminStats)
+	if err != nil {
+		// Host health alone answers most of the question; the counters are
+		// then unknown, as they are when Istio does not record them.
+		in.StatsProblem = AccessProblem(fmt.Sprintf("read Envoy %s of %s", adminStats, src), err)
+		return in, "", nil
+	}
+	// Keep every stat of the target's clusters (any port, any subset); the
+	// host is followed by the stat name, so "|HOST." cannot match another
+	// host that merely starts or ends like it.
+	marker := "|" + t.Host() + "."
+	in.Stats = envoy.ParseStats(stats, func(name string) bool {
+		return strings.HasPrefix(name, "cluster.outbound|") && strings.Contains(name, marker)
+	})
+	return in, "", nil
+}
+
+// clusterFigures are the host counts and counters over the target clusters.
+type clusterFigures struct {
+	names, empty                           []string
+	total, healthy, outlier, activeHC, eds int
+	pendingOverflow, cxOverflow            int
+	ejections, connectFail                 int
+	hostConnectFail                        int
+	statsPresent                           bool
+	rows                                   [][]string
+	raw, statsLines                        []string
+}
+
+func evaluateEnvoyClusters(t Target, in envoyClustersInput) Result {
+	var f clusterFigures
+	var targets []envoy.Cluster
+	for _, c := range in.Clusters {
+		if envoy.IsTargetCluster(c.Name, t.Host(), t.Port) {
+			targets = append(targets, c)
+		}
+	}
+	sort.Slice(targets, func(i, j int) bool { return targets[i].Name < targets[j].Name })
+	for _, c := range targets {
+		f.names = append(f.names, c.Name)
+		if len(c.Hosts) == 0 {
+			f.empty = append(f.empty, c.Name)
+			f.rows = append(f.rows, []string{c.Name, "(no hosts)", "-", "-", "-", "-", "-"})
+		}
+		for _, h := range c.Hosts {
+			f.total++
+			var flags []string
+			if h.FailedOutlierCheck {
+				f.outlier++
+				flags = append(flags, "failed_outlier_check")
+			}
+			if h.FailedActiveHealthCheck {
+				f.activeHC++
+				flags = append(flags, "failed_active_hc")
+			}
+			if h.EDSUnhealthy() {
+				f.eds++
+				flags = append(flags, "eds_health_status="+h.EDSHealth)
+			}
+			if h.PendingRemoval {
+				flags = append(flags, "pending_dynamic_removal")
+			}
+			health := "healthy"
+			if h.Healthy() {
+				f.healthy++
+			} else {
+				health = "unhealthy"
+			}
+			f.hostConnectFail += int(h.Stats["cx_connect_fail"])
+			f.rows = append(f.rows, []string{c.Name, h.Address, health, dash(strings.Join(flags, ",")),
+				strconv.FormatUint(h.Stats["cx_connect_fail"], 10), strconv.FormatUint(h.Stats["rq_error"], 10), strconv.FormatUint(h.Stats["rq_total"], 10)})
+			f.raw = append(f.raw, fmt.Sprintf("%s::%s::health_flags::%s", c.Name, h.Address, healthFlagsText(h)))
+		}
+		if in.Stats.HasCluster(c.Name) {
+			f.statsPresent = true
+		}
+	}
+	if f.statsPresent {
+		for _, c := range targets {
+			f.pendingOverflow += clusterStat(in.Stats, c.Name, "upstream_rq_pending_overflow")
+			f.cxOverflow += clusterStat(in.Stats, c.Name, "upstream_cx_overflow")
+			f.ejections += clusterStat(in.Stats, c.Name, "outlier_detection.ejections_active")
+			f.connectFail += clusterStat(in.Stats, c.Name, "upstream_cx_connect_fail")
+		}
+		names := make([]string, 0, len(in.Stats))
+		for n, v := range in.Stats {
+			if v != 0 && slices.ContainsFunc(f.names, func(c string) bool { return strings.HasPrefix(n, "cluster."+c+".") }) {
+				names = append(names, n)
+			}
+		}
+		sort.Strings(names)
+		for _, n := range names {
+			f.statsLines = append(f.statsLines, fmt.Sprintf("%s: %d", n, in.Stats[n]))
+		}
+	} else {
+		f.ejections = f.outlier
+		f.connectFail = f.hostConnectFail
+	}
+
+	facts := Facts{
+		"envoy_cluster_present":        len(targets) > 0,
+		"envoy_clusters":               nonNil(f.names),
+		"envoy_hosts_total":            f.total,
+		"envoy_hosts_healthy":          f.healthy,
+		"envoy_hosts_outlier_ejected":  f.outlier,
+		"envoy_hosts_active_hc_failed": f.activeHC,
+		"envoy_hosts_eds_unhealthy":    f.eds,
+		"envoy_empty_clusters":         nonNil(f.empty),
+		"envoy_rq_pending_overflow":    f.pendingOverflow,
+		"envoy_cx_overflow":            f.cxOverflow,
+		"envoy_ejections_active":       f.ejections,
+		"envoy_cx_connect_fail":        f.connectFail,
+		"envoy_cluster_stats_present":  f.statsPresent,
+	}
+
+	status, summary := StatusPass, ""
+	switch {
+	case len(targets) == 0:
+		status = StatusFail
+		summary = fmt.Sprintf("the source proxy has no outbound cluster for %s%s: requests get 503 NC/NR (Sidecar egress scope, exportTo, or a stale proxy)", t.Host(), portSuffix(t.Port))
+	case f.total == 0:
+		status = StatusFail
+		summary = fmt.Sprintf("%s: 0 upstream hosts in the source proxy: requests get 503 UH", strings.Join(f.names, ", "))
+	default:
+		summary = fmt.Sprintf("%d/%d hosts healthy in %s", f.healthy, f.total, clusterList(f.names))
+		var why []string
+		if f.outlier > 0 {
+			why = append(why, fmt.Sprintf("%d outlier-ejected", f.outlier))
+		}
+		if f.activeHC > 0 {
+			why = append(why, fmt.Sprintf("%d failing active health checks", f.activeHC))
+		}
+		if f.eds > 0 {
+			why = append(why, fmt.Sprintf("%d not HEALTHY in EDS", f.eds))
+		}
+		if len(why) > 0 {
+			summary += " (" + strings.Join(why, ", ") + ")"
+		}
+		if f.healthy == 0 {
+			status = StatusFail
+		} else if f.healthy < f.total {
+			status = StatusWarn
+		}
+		if len(f.empty) > 0 {
+			summary += "; no hosts in " + strings.Join(f.empty, ", ")
+			status = worse(status, StatusWarn)
+		}
+	}
+	if f.pendingOverflow > 0 || f.cxOverflow > 0 {
+		summary += fmt.Sprintf("; circuit breakers overflowed (upstream_rq_pending_overflow %d, upstream_cx_overflow %d)", f.pendingOverflow, f.cxOverflow)
+		status = worse(status, StatusWarn)
+	}
+	if len(targets) > 0 && !f.statsPresent {
+		if in.StatsProblem != "" {
+			summary += "; overflow counters unknown: " + in.StatsProblem
+		} else {
+			summary += "; /stats has no upstream stats for these clusters (Istio's default stats inclusion), overflow counters unknown"
+		}
+	}
+
+	raw := strings.Join(f.raw, "\n")
+	if len(f.statsLines) > 0 {
+		raw += "\n\n" + strings.Join(f.statsLines, "\n")
+	}
+	return Result{
+		Status:  status,
+		Summary: summary,
+		Evidence: Evidence{
+			Columns: []string{"cluster", "host", "health", "flags", "cx_connect_fail", "rq_error", "rq_total"},
+			Rows:    f.rows,
+			Raw:     strings.TrimSpace(raw),
+		},
+		Facts:    facts,
+		Commands: envoyClustersCommands(t, f.names),
+	}
+}
+
+func clusterStat(s envoy.Stats, cluster, stat string) int {
+	v, _ := s.ClusterStat(cluster, stat)
+	return int(v)
+}
+
+// healthFlagsText renders a host's flags as Envoy's text /clusters does.
+func healthFlagsText(h envoy.Host) string {
+	var flags []string
+	if h.FailedActiveHealthCheck {
+		flags = append(flags, "/failed_active_hc")
+	}
+	if h.FailedOutlierCheck {
+		flags = append(flags, "/failed_outlier_check")
+	}
+	if h.EDSUnhealthy() {
+		flags = append(flags, "/failed_eds_health")
+	}
+	if h.PendingRemoval {
+		flags = append(flags, "/pending_dynamic_removal")
+	}
+	if len(flags) == 0 {
+		return "healthy"
+	}
+	return strings.Join(flags, "")
+}
+
+func envoyClustersCommands(t Target, clusters []string) []string {
+	if t.Source == nil {
+		return nil
+	}
+	src := *t.Source
+	cmds := []string{
+		pilotAgentRequest(src, "clusters?format=json"),
+		pilotAgentRequest(src, "stats") + " | grep -F '" + t.Host() + "' | grep -E 'overflow|ejections_active|cx_connect_fail'",
+		fmt.Sprintf("istioctl proxy-config cluster %s.%s --fqdn %s", src.Name, src.Namespace, t.Host()),
+	}
+	for _, c := range clusters {
+		cmds = append(cmds, fmt.Sprintf("istioctl proxy-config endpoint %s.%s --cluster '%s'", src.Name, src.Namespace, c))
+	}
+	return cmds
+}
+
+// pilotAgentRequest is the by-hand way to GET an Envoy admin path, the same
+// fallback the live Cluster uses when port-forward is refused.
+func pilotAgentRequest(pod PodRef, path string) string {
+	return fmt.Sprintf("kubectl exec -n %s %s -c %s -- pilot-agent request GET '%s'", pod.Namespace, pod.Name, ProxyContainer, path)
+}
+
+func portSuffix(port int32) string {
+	if port == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" port %d", port)
+}
+
+func clusterList(names []string) string {
+	if len(names) <= 2 {
+		return strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("%s and %d more clusters", names[0], len(names)-1)
+}
+
+// worse returns the more severe of two statuses.
+func worse(a, b Status) Status {
+	rank := map[Status]int{StatusSkipped: 0, StatusPass: 1, StatusWarn: 2, StatusFail: 3, StatusError: 4}
+	if rank[b] > rank[a] {
+		return b
+	}
+	return a
 }

@@ -1,6 +1,12 @@
 package probes
 
-import "context"
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/meshtriage/meshtriage/probes/envoy"
+)
 
 // ProxyStatusProbe asks istiod (/debug/syncz) whether the source proxy is
 // SYNCED for each xDS type, as istioctl proxy-status does.
@@ -10,20 +16,155 @@ func (ProxyStatusProbe) Meta() Meta {
 	return Meta{
 		ID:    "proxy-status",
 		Title: "istiod sync status of the source proxy",
-		Reads: []string{"pods (istiod)", "pods/portforward (istiod :15014 /debug/syncz)"},
+		Reads: []string{"pods", "pods (istiod)", "pods/portforward (istiod :15014 /debug/syncz)"},
 		Facts: []FactSpec{
 			{"xds_proxy_known", FactBool, "istiod lists the source proxy"},
-			{"xds_stale_types", FactList, "xDS types (CDS EDS LDS RDS) that are STALE or NOT SENT"},
-			{"xds_cds", FactString, "SYNCED, STALE or NOT SENT"},
-			{"xds_eds", FactString, "SYNCED, STALE or NOT SENT"},
-			{"xds_lds", FactString, "SYNCED, STALE or NOT SENT"},
-			{"xds_rds", FactString, "SYNCED, STALE or NOT SENT"},
-			{"xds_istiod_version", FactString, "istiod version that serves the proxy"},
+			{"xds_stale_types", FactList, "xDS types (CDS EDS LDS RDS) that are STALE, plus CDS or LDS NOT SENT (a connected sidecar always gets both); EDS or RDS NOT SENT only means istiod had nothing to send"},
+			{"xds_cds", FactString, "SYNCED, STALE or NOT SENT (UNKNOWN when istiod does not list the proxy)"},
+			{"xds_eds", FactString, "SYNCED, STALE or NOT SENT (UNKNOWN when istiod does not list the proxy)"},
+			{"xds_lds", FactString, "SYNCED, STALE or NOT SENT (UNKNOWN when istiod does not list the proxy)"},
+			{"xds_rds", FactString, "SYNCED, STALE or NOT SENT (UNKNOWN when istiod does not list the proxy)"},
+			{"xds_istiod_version", FactString, "the Istio version syncz reports for the proxy (current istiod: the proxy's own ISTIO_VERSION; xDS-shaped output: istiod's)"},
 		},
 	}
 }
 
-// Run is filled in by the probe's implementation.
+const (
+	synczPath  = "/debug/syncz"
+	xdsUnknown = "UNKNOWN"
+)
+
+type proxyStatusInput struct {
+	Proxies []envoy.ProxySync
+}
+
 func (p ProxyStatusProbe) Run(ctx context.Context, c Cluster, t Target) Result {
-	return Result{Status: StatusSkipped, Summary: "proxy-status: not implemented yet"}
+	// A pod without a sidecar is not an xDS client: istiod not listing it
+	// says nothing about staleness.
+	if r, stop := sourceProxyCheck(ctx, c, t); stop {
+		r.Commands = proxyStatusCommands(t)
+		return r
+	}
+	in, what, err := fetchProxyStatus(ctx, c)
+	if err != nil {
+		r := ErrorResult(what, err)
+		r.Commands = proxyStatusCommands(t)
+		return r
+	}
+	return evaluateProxyStatus(t, in)
+}
+
+func fetchProxyStatus(ctx context.Context, c Cluster) (proxyStatusInput, string, error) {
+	var in proxyStatusInput
+	body, err := c.Istiod(ctx, synczPath)
+	if err != nil {
+		return in, "read istiod " + synczPath, err
+	}
+	if in.Proxies, err = envoy.ParseSyncz(body); err != nil {
+		return in, "parse istiod " + synczPath, err
+	}
+	return in, "", nil
+}
+
+func evaluateProxyStatus(t Target, in proxyStatusInput) Result {
+	src := *t.Source
+	id := src.Name + "." + src.Namespace
+	stale := 0
+	for _, p := range in.Proxies {
+		if len(staleTypes(p)) > 0 {
+			stale++
+		}
+	}
+	fleet := fmt.Sprintf("%d of %d proxies on this istiod are not in sync", stale, len(in.Proxies))
+
+	p, known := envoy.FindProxy(in.Proxies, src.Name, src.Namespace)
+	if !known {
+		return Result{
+			Status: StatusWarn,
+			Summary: fmt.Sprintf("istiod does not list %s: the proxy is not connected to this istiod (with several istiod replicas it may be connected to another; %s)",
+				id, fleet),
+			Evidence: Evidence{Columns: []string{"proxy", "CDS", "LDS", "EDS", "RDS", "version"}, Rows: [][]string{{id, "-", "-", "-", "-", "-"}},
+				Raw: fmt.Sprintf("%d proxies listed, %s not among them", len(in.Proxies), id)},
+			Facts: Facts{
+				"xds_proxy_known": false, "xds_stale_types": []string{},
+				"xds_cds": xdsUnknown, "xds_eds": xdsUnknown, "xds_lds": xdsUnknown, "xds_rds": xdsUnknown,
+				"xds_istiod_version": "",
+			},
+			Commands: proxyStatusCommands(t),
+		}
+	}
+
+	types := staleTypes(p)
+	status := StatusPass
+	summary := id + " is SYNCED with istiod for CDS, LDS, EDS and RDS"
+	if len(types) > 0 {
+		status = StatusFail
+		var parts []string
+		for _, ty := range types {
+			parts = append(parts, ty+" "+p.Detail[ty])
+		}
+		summary = fmt.Sprintf("%s is not in sync with istiod: %s", id, strings.Join(parts, ", "))
+	} else if notSent := notSentTypes(p); len(notSent) > 0 {
+		summary = fmt.Sprintf("%s is SYNCED with istiod (%s NOT SENT: istiod had nothing to send)", id, strings.Join(notSent, ", "))
+	}
+	summary += "; " + fleet
+
+	var raw []string
+	for _, tv := range p.Types() {
+		raw = append(raw, fmt.Sprintf("%s %s", tv[0], p.Detail[tv[0]]))
+	}
+	return Result{
+		Status:  status,
+		Summary: summary,
+		Evidence: Evidence{
+			Columns: []string{"proxy", "CDS", "LDS", "EDS", "RDS", "version"},
+			Rows:    [][]string{{p.ProxyID, p.CDS, p.LDS, p.EDS, p.RDS, dash(p.IstioVersion)}},
+			Raw:     strings.Join(raw, "\n"),
+		},
+		Facts: Facts{
+			"xds_proxy_known":    true,
+			"xds_stale_types":    nonNil(types),
+			"xds_cds":            p.CDS,
+			"xds_eds":            p.EDS,
+			"xds_lds":            p.LDS,
+			"xds_rds":            p.RDS,
+			"xds_istiod_version": p.IstioVersion,
+		},
+		Commands: proxyStatusCommands(t),
+	}
+}
+
+// staleTypes are the xDS types the proxy is out of sync for. istioctl's
+// NOT SENT means istiod sent nothing, usually because it had nothing to
+// send: normal for RDS of a TCP-only proxy or EDS without EDS clusters,
+// but a connected sidecar always gets clusters and listeners.
+func staleTypes(p envoy.ProxySync) []string {
+	var out []string
+	for _, tv := range p.Types() {
+		switch {
+		case tv[1] == envoy.Stale:
+			out = append(out, tv[0])
+		case tv[1] == envoy.NotSent && (tv[0] == "CDS" || tv[0] == "LDS"):
+			out = append(out, tv[0])
+		}
+	}
+	return out
+}
+
+func notSentTypes(p envoy.ProxySync) []string {
+	var out []string
+	for _, tv := range p.Types() {
+		if tv[1] == envoy.NotSent {
+			out = append(out, tv[0])
+		}
+	}
+	return out
+}
+
+func proxyStatusCommands(t Target) []string {
+	cmds := []string{"istioctl proxy-status"}
+	if t.Source != nil {
+		cmds = append(cmds, fmt.Sprintf("istioctl proxy-status %s.%s", t.Source.Name, t.Source.Namespace))
+	}
+	return cmds
 }

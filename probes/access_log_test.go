@@ -1,0 +1,158 @@
+package probes
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+func evAccessLogCluster(t *testing.T, extra ...runtime.Object) *fakeCluster {
+	objs := append([]runtime.Object{
+		evPod("web-7d9", "web", true), evService(8080),
+		evPod("orders-1", "orders", true), evPod("orders-2", "orders", true), evPod("orders-3", "orders", false),
+	}, extra...)
+	f := newFakeCluster(t, objs...)
+	f.logs[logKey(evSource, ProxyContainer)] = evTestdata(t, "access-log", "web-7d9.log")
+	f.logs[logKey(PodRef{Namespace: "shop", Name: "orders-1"}, ProxyContainer)] = evTestdata(t, "access-log", "orders-1.log")
+	f.logs[logKey(PodRef{Namespace: "shop", Name: "orders-2"}, ProxyContainer)] = evTestdata(t, "access-log", "orders-2.log")
+	return f
+}
+
+func TestAccessLogSourceAndUpstream(t *testing.T) {
+	p := AccessLogProbe{}
+	f := evAccessLogCluster(t)
+	r := Run(context.Background(), p, f, evTarget)
+	evCheck(t, p, r)
+	if f.lastLogOptions.Container != ProxyContainer || f.lastLogOptions.Since != accessLogWindow || f.lastLogOptions.LimitBytes != DefaultLogLimit {
+		t.Errorf("log options %+v", f.lastLogOptions)
+	}
+	want := Facts{
+		// web: 11 lines, orders-1: 4, orders-2: 2.
+		"log_lines": 17, "log_unparsed": 3,
+		// web's 503s to orders (UF+URX, UH, UC, NC), orders-1's startup
+		// refusal and orders-2's UC; web's UO to payments and orders-1's own
+		// call to inventory are someone else's 503s.
+		"log_503": 6, "log_5xx": 6, "log_2xx": 3,
+		"log_flag_uf": 2, "log_flag_urx": 1, "log_flag_uh": 1, "log_flag_uc": 2, "log_flag_nc": 1,
+		"log_flag_uo": 0, "log_flag_nr": 0, "log_flag_ut": 0, "log_flag_dc": 0, "log_flag_lr": 0, "log_flag_ur": 0,
+		"log_blackhole": 1, "log_blackhole_hosts": []string{"api.stripe.com"},
+		"log_connection_refused": 2, "log_upstream_pods": 2,
+		"log_transport_failures": []string{"delayed_connect_error:_111", "delayed_connect_error:_Connection_refused"},
+	}
+	for k, v := range want {
+		if !reflect.DeepEqual(r.Facts[k], v) {
+			t.Errorf("%s = %#v, want %#v", k, r.Facts[k], v)
+		}
+	}
+	details := r.Facts["log_details"].([]string)
+	if len(details) != 5 || details[0] != "upstream_reset_before_response_started{connection_termination}" {
+		t.Errorf("details %q", details)
+	}
+	if r.Status != StatusFail {
+		t.Errorf("status %s", r.Status)
+	}
+	for _, s := range []string{"source web-7d9: 4 503", "upstream 2 pods: 2 503", "1 to BlackHoleCluster (api.stripe.com)", "1 of 3 upstream pods not read"} {
+		if !strings.Contains(r.Summary, s) {
+			t.Errorf("summary %q lacks %q", r.Summary, s)
+		}
+	}
+	if len(r.Evidence.Rows) != 3 || r.Evidence.Rows[0][0] != "source (outbound)" || r.Evidence.Rows[1][0] != "upstream (inbound)" {
+		t.Errorf("rows %v", r.Evidence.Rows)
+	}
+	if !strings.Contains(r.Evidence.Raw, "# upstream (inbound) shop/orders-1") || strings.Contains(r.Evidence.Raw, "payments.shop") {
+		t.Errorf("raw:\n%s", r.Evidence.Raw)
+	}
+	wantCmds := []string{
+		"kubectl logs -n shop web-7d9 -c istio-proxy --since=30m | grep ' 503 '",
+		"kubectl logs -n shop -l app=orders -c istio-proxy --since=30m --prefix | grep 'inbound|' | grep ' 503 '",
+	}
+	if !reflect.DeepEqual(r.Commands, wantCmds) {
+		t.Errorf("commands %q", r.Commands)
+	}
+}
+
+func TestAccessLogWithoutSourceReadsUpstreamOnly(t *testing.T) {
+	p := AccessLogProbe{}
+	r := Run(context.Background(), p, evAccessLogCluster(t), Target{Namespace: "shop", Service: "orders", Port: 8080})
+	evCheck(t, p, r)
+	if r.Facts["log_503"] != 2 || r.Facts["log_blackhole"] != 0 || r.Facts["log_upstream_pods"] != 2 || r.Facts["log_lines"] != 6 || strings.Contains(r.Summary, "source") {
+		t.Errorf("%s %v", r.Summary, r.Facts)
+	}
+}
+
+func TestAccessLogCapsUpstreamPods(t *testing.T) {
+	p := AccessLogProbe{}
+	var extra []runtime.Object
+	for i := 4; i <= 9; i++ {
+		extra = append(extra, evPod(fmt.Sprintf("orders-%d", i), "orders", true))
+	}
+	f := evAccessLogCluster(t, extra...)
+	for i := 4; i <= 9; i++ {
+		f.logs[logKey(PodRef{Namespace: "shop", Name: fmt.Sprintf("orders-%d", i)}, ProxyContainer)] = evTestdata(t, "access-log", "orders-2.log")
+	}
+	r := Run(context.Background(), p, f, evTarget)
+	evCheck(t, p, r)
+	if r.Facts["log_upstream_pods"] != maxUpstreamLogs || !strings.Contains(r.Summary, "4 of 9 upstream pods not read") {
+		t.Errorf("%s %v", r.Summary, r.Facts["log_upstream_pods"])
+	}
+}
+
+func TestAccessLogBadInput(t *testing.T) {
+	p := AccessLogProbe{}
+	ctx := context.Background()
+	orders1 := PodRef{Namespace: "shop", Name: "orders-1"}
+	cases := []struct {
+		name   string
+		mutate func(*fakeCluster)
+		target Target
+		status Status
+		inSum  string
+		facts  Facts
+	}{
+		{"one log missing", func(f *fakeCluster) { delete(f.logs, logKey(orders1, ProxyContainer)) }, evTarget, StatusFail,
+			"cannot read the istio-proxy log of shop/orders-1: no data recorded", Facts{"log_upstream_pods": 1}},
+		{"every log forbidden", func(f *fakeCluster) {
+			for k := range f.logs {
+				f.errs["logs:"+k] = errors.New(`pods "x" is forbidden: User "oncall" cannot get resource "pods/log"`)
+			}
+		}, evTarget, StatusError, "cannot read the istio-proxy log of shop/web-7d9", nil},
+		{"garbage only", func(f *fakeCluster) {
+			for k := range f.logs {
+				f.logs[k] = []byte("\x00\x01 not a log\n{\"level\":\"info\"}\n[2026-12-02 03:00:00.000][1][info][main] starting\n")
+			}
+		}, evTarget, StatusWarn, "no access-log entry for the target", Facts{"log_lines": 9, "log_unparsed": 9, "log_503": 0}},
+		{"source without sidecar", func(f *fakeCluster) {
+			_ = f.kube.Tracker().Update(corev1.SchemeGroupVersion.WithResource("pods"), evPod("web-7d9", "web", false), "shop")
+		}, evTarget, StatusFail, "source pod shop/web-7d9 has no istio-proxy", Facts{"log_blackhole": 0, "log_503": 2}},
+		{"service gone, source read", func(f *fakeCluster) {
+			_ = f.kube.Tracker().Delete(corev1.SchemeGroupVersion.WithResource("services"), "shop", "orders")
+		}, evTarget, StatusFail, "cannot get service shop/orders: not found", Facts{"log_upstream_pods": 0, "log_503": 4}},
+		{"nothing to read", func(f *fakeCluster) {
+			_ = f.kube.Tracker().Delete(corev1.SchemeGroupVersion.WithResource("services"), "shop", "orders")
+			_ = f.kube.Tracker().Add(&corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "orders", Namespace: "shop"}})
+		}, Target{Namespace: "shop", Service: "orders"}, StatusSkipped, "the Service has no selector", nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			f := evAccessLogCluster(t)
+			c.mutate(f)
+			r := Run(ctx, p, f, c.target)
+			evCheck(t, p, r)
+			if r.Status != c.status || !strings.Contains(r.Summary, c.inSum) {
+				t.Errorf("%s %q, want %s with %q", r.Status, r.Summary, c.status, c.inSum)
+			}
+			for k, v := range c.facts {
+				if !reflect.DeepEqual(r.Facts[k], v) {
+					t.Errorf("%s = %#v, want %#v", k, r.Facts[k], v)
+				}
+			}
+		})
+	}
+}

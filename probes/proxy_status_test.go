@@ -1,0 +1,78 @@
+package probes
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+func TestProxyStatus(t *testing.T) {
+	p := ProxyStatusProbe{}
+	ctx := context.Background()
+	orders := PodRef{Namespace: "shop", Name: "orders-5f6c8-x2k9q"}
+	gateway := PodRef{Namespace: "istio-system", Name: "istio-ingressgateway-7b9c-qq2lm"}
+	cases := []struct {
+		name   string
+		file   string
+		source *PodRef
+		err    error
+		status Status
+		facts  Facts
+		inSum  string
+	}{
+		{"EDS stale with a NACK", "syncz.json", &evSource, nil, StatusFail,
+			Facts{"xds_proxy_known": true, "xds_stale_types": []string{"EDS"}, "xds_cds": "SYNCED", "xds_eds": "STALE", "xds_lds": "SYNCED", "xds_rds": "SYNCED", "xds_istiod_version": "1.24.2"},
+			"EDS STALE: malformed cluster load assignment"},
+		// LDS never acknowledged is stale; RDS NOT SENT is istiod having nothing to send.
+		{"never acknowledged", "syncz.json", &orders, nil, StatusFail,
+			Facts{"xds_stale_types": []string{"LDS"}, "xds_lds": "STALE", "xds_rds": "NOT SENT"},
+			"LDS STALE (Never Acknowledged)"},
+		{"synced", "syncz.json", &gateway, nil, StatusPass,
+			Facts{"xds_stale_types": []string{}, "xds_cds": "SYNCED"}, "is SYNCED with istiod for CDS, LDS, EDS and RDS; 2 of 3 proxies"},
+		{"xDS-shaped syncz", "syncz_xds.json", &evSource, nil, StatusFail,
+			Facts{"xds_stale_types": []string{"RDS"}, "xds_eds": "NOT SENT", "xds_rds": "STALE", "xds_istiod_version": "1.25.0"}, "RDS STALE"},
+		{"not connected", "syncz.json", &PodRef{Namespace: "shop", Name: "web-new"}, nil, StatusWarn,
+			Facts{"xds_proxy_known": false, "xds_stale_types": []string{}, "xds_cds": "UNKNOWN", "xds_istiod_version": ""}, "istiod does not list web-new.shop"},
+		{"istiod unreachable", "syncz.json", &evSource, &UnreachableError{What: "istiod", Err: errors.New("no running istiod pod in istio-system")}, StatusError,
+			nil, "cannot read istiod /debug/syncz: istiod unreachable: no running istiod pod"},
+		{"malformed", "", &evSource, nil, StatusError, nil, "cannot parse istiod /debug/syncz"},
+		{"no source", "syncz.json", nil, nil, StatusSkipped, nil, noSourceSummary},
+		{"source without sidecar", "syncz.json", &PodRef{Namespace: "batch", Name: "report-cron"}, nil, StatusSkipped, nil, "has no istio-proxy"},
+		{"source pod gone", "syncz.json", &PodRef{Namespace: "shop", Name: "web-gone"}, nil, StatusError, nil, "cannot get source pod shop/web-gone: not found"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			cronPod := evPod("report-cron", "report", false)
+			cronPod.Namespace = "batch"
+			f := newFakeCluster(t, evPod("web-7d9", "web", true), evPod("web-new", "web", true), cronPod,
+				evPod(orders.Name, "orders", true), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: gateway.Name, Namespace: gateway.Namespace},
+					Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: ProxyContainer}}}})
+			if c.file != "" {
+				f.istiod["/debug/syncz"] = evTestdata(t, "proxy-status", c.file)
+			} else {
+				f.istiod["/debug/syncz"] = []byte(`[{"proxy": "web-7d9.shop", "cluster_sent": 5`)
+			}
+			if c.err != nil {
+				f.errs["istiod:/debug/syncz"] = c.err
+			}
+			r := Run(ctx, p, f, Target{Namespace: "shop", Service: "orders", Port: 8080, Source: c.source})
+			evCheck(t, p, r)
+			if r.Status != c.status || !strings.Contains(r.Summary, c.inSum) {
+				t.Errorf("%s %q, want %s with %q", r.Status, r.Summary, c.status, c.inSum)
+			}
+			for k, v := range c.facts {
+				if !reflect.DeepEqual(r.Facts[k], v) {
+					t.Errorf("%s = %#v, want %#v", k, r.Facts[k], v)
+				}
+			}
+			if c.source != nil && r.Commands[len(r.Commands)-1] != "istioctl proxy-status "+c.source.Name+"."+c.source.Namespace {
+				t.Errorf("commands %q", r.Commands)
+			}
+		})
+	}
+}
