@@ -128,6 +128,9 @@ type Action struct {
 	Undo     string `json:"undo,omitempty"`
 	Reverted bool   `json:"reverted,omitempty"`
 	Error    string `json:"error,omitempty"`
+	// Output is what the action showed: the test request's transcript, the
+	// Envoy debug log lines captured while debug logging was on.
+	Output string `json:"output,omitempty"`
 }
 
 // SessionEnded closes the log.
