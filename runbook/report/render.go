@@ -173,13 +173,16 @@ func Text(w io.Writer, r Report) error {
 		}
 	}
 	b.WriteString("\nSTEPS\n")
-	idw, probew := 0, 0
+	idw := 0
 	for _, s := range r.Steps {
 		idw = max(idw, len(s.ID))
-		probew = max(probew, len(s.Probe))
 	}
 	for _, s := range r.Steps {
-		fmt.Fprintf(&b, "  %-7s %-*s  %-*s  %5dms  %s\n", s.Status, idw, s.ID, probew, s.Probe, s.DurationMS, s.Summary)
+		summary := s.Summary
+		if s.Probe != s.ID {
+			summary = "[" + s.Probe + "] " + summary
+		}
+		fmt.Fprintf(&b, "  %-7s %-*s  %5dms  %s\n", s.Status, idw, s.ID, s.DurationMS, summary)
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
