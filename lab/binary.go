@@ -85,7 +85,7 @@ func APIServerBinary(ctx context.Context) (string, error) {
 		return "", err
 	}
 	tmp := bin + ".tmp"
-	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", tmp, ".")
+	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags", versionLDFlags(), "-o", tmp, ".")
 	cmd.Dir = filepath.Join(root, "lab", "tools", "kube-apiserver")
 	cmd.Env = append(os.Environ(), "GOWORK=off")
 	var out bytes.Buffer
@@ -97,6 +97,21 @@ func APIServerBinary(ctx context.Context) (string, error) {
 		return "", err
 	}
 	return bin, nil
+}
+
+// versionLDFlags stamp the version into the binary as Kubernetes' own build
+// does; without them /version reports v0.0.0-master and the versions probe
+// would judge a cluster that does not exist.
+func versionLDFlags() string {
+	major, minor, _ := strings.Cut(strings.TrimPrefix(KubeVersion, "v"), ".")
+	minor, _, _ = strings.Cut(minor, ".")
+	pkg := "k8s.io/component-base/version"
+	return strings.Join([]string{
+		"-X", pkg + ".gitVersion=" + KubeVersion,
+		"-X", pkg + ".gitMajor=" + major,
+		"-X", pkg + ".gitMinor=" + minor,
+		"-X", pkg + ".gitTreeState=clean",
+	}, " ")
 }
 
 // EtcdPath returns $MESHLAB_ETCD, /usr/bin/etcd, or etcd on $PATH.

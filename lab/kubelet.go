@@ -145,6 +145,33 @@ func (k *Kubelet) Reset() {
 	}
 }
 
+// Forget stops running pod: its logs, ports and simulators go.
+func (k *Kubelet) Forget(pod probes.PodRef) {
+	k.mu.Lock()
+	var closing []*http.Server
+	delete(k.pods, pod)
+	for key := range k.logs {
+		if key.pod == pod {
+			delete(k.logs, key)
+		}
+	}
+	for key, s := range k.servers {
+		if key.pod == pod {
+			closing = append(closing, s)
+			delete(k.servers, key)
+		}
+	}
+	for key := range k.ports {
+		if key.pod == pod {
+			delete(k.ports, key)
+		}
+	}
+	k.mu.Unlock()
+	for _, s := range closing {
+		s.Close()
+	}
+}
+
 // AddPod makes the kubelet run pod: its containers' logs read as empty
 // until SetLogs, and its ports refuse connections until Serve or Forward.
 func (k *Kubelet) AddPod(pod probes.PodRef) {

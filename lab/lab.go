@@ -59,6 +59,7 @@ type Lab struct {
 
 	caPEM      []byte
 	adminToken string
+	etcdURL    string
 	removeDir  bool
 	etcd       *process
 	apiserver  *process
@@ -105,11 +106,10 @@ func Start(ctx context.Context, opts Options) (_ *Lab, err error) {
 		return nil, err
 	}
 
-	etcdURL, err := l.startEtcd(ctx, etcdBin)
-	if err != nil {
+	if l.etcdURL, err = l.startEtcd(ctx, etcdBin); err != nil {
 		return nil, err
 	}
-	if err := l.startAPIServer(ctx, apiserverBin, etcdURL); err != nil {
+	if err := l.startAPIServer(ctx, apiserverBin, l.etcdURL); err != nil {
 		return nil, err
 	}
 	if err := l.writeKubeconfig(); err != nil {
@@ -125,7 +125,7 @@ func Start(ctx context.Context, opts Options) (_ *Lab, err error) {
 	if l.Kubelet, err = StartKubelet(); err != nil {
 		return nil, err
 	}
-	if err := l.registerNode(ctx); err != nil {
+	if err := l.RegisterNode(ctx, NodeName); err != nil {
 		return nil, err
 	}
 	if !opts.SkipIstioCRDs {
@@ -297,6 +297,9 @@ func (l *Lab) startAPIServer(ctx context.Context, bin, etcdURL string) error {
 			// with no kubelet CA configured the API server does not verify
 			// its self-signed serving certificate.
 			"--kubelet-preferred-address-types=InternalIP",
+			// JSON in etcd lets Apply restore the creation and deletion
+			// times a scenario recorded, which no API request can set.
+			"--storage-media-type=application/json",
 			"--enable-priority-and-fairness=false",
 			"--profiling=false",
 		)

@@ -1,0 +1,117 @@
+//go:build integration
+
+package lab
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+)
+
+// The shipped ClusterRole is enough for a whole check of every scenario, and
+// the audit log proves the check changed nothing: its only non-read verbs are
+// the create of pods/portforward and pods/exec that open a stream.
+func TestReadOnlyRoleSufficesAndWritesNothing(t *testing.T) {
+	l := sharedLab(t)
+	_, role, binding := readOnlyRules(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var sa *rbacv1.Subject
+	for i, s := range binding.Subjects {
+		if s.Kind == rbacv1.ServiceAccountKind {
+			sa = &binding.Subjects[i]
+		}
+	}
+	if sa == nil {
+		t.Fatal("the shipped binding has no ServiceAccount subject to test with")
+	}
+	if binding.RoleRef.Name != role.Name {
+		t.Fatalf("the shipped binding refers to %q, the role is %q", binding.RoleRef.Name, role.Name)
+	}
+	if err := l.ApplyRBAC(ctx, role, binding); err != nil {
+		t.Fatal(err)
+	}
+	token, err := l.ServiceAccountToken(ctx, sa.Namespace, sa.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.WaitAllowed(ctx, sa.Namespace, sa.Name, role.Rules[0]); err != nil {
+		t.Fatal(err)
+	}
+	kubeconfig := filepath.Join(t.TempDir(), "readonly.kubeconfig")
+	if err := l.WriteKubeconfig(kubeconfig, sa.Name, token, "default"); err != nil {
+		t.Fatal(err)
+	}
+
+	for _, name := range scenarioNames(t) {
+		t.Run(name, func(t *testing.T) {
+			s := loadScenario(t, name)
+			applyShared(t, l, s)
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			run := runCheck(t, ctx, liveCluster(t, kubeconfig, s, 20*time.Second), s.Target)
+			for id, r := range run.results {
+				if strings.Contains(strings.ToLower(r.Summary), "forbidden") {
+					t.Errorf("probe %s with the read-only role: %s", id, r.Summary)
+				}
+			}
+		})
+	}
+
+	user := ServiceAccountUser(sa.Namespace, sa.Name)
+	events, err := ReadAudit(l.AuditLog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	used := map[string]int{}
+	for _, e := range events {
+		if e.User.Username != user || e.Stage != "ResponseComplete" && e.Stage != "Panic" {
+			continue
+		}
+		what := e.Verb + " " + e.Resource()
+		used[fmt.Sprintf("%s -> %d", what, e.Code())]++
+		if !readOnlyVerb(e) {
+			t.Errorf("audit: %s %s (%s) by the read-only user", e.Verb, e.Resource(), e.RequestURI)
+		}
+		if e.Code() == 403 && !websocketProbe(e) {
+			t.Errorf("audit: forbidden %s %s (%s): the role lacks a permission a probe uses", e.Verb, e.Resource(), e.RequestURI)
+		}
+	}
+	if len(used) == 0 {
+		t.Fatalf("the audit log has no request by %s", user)
+	}
+	var lines []string
+	for k, n := range used {
+		lines = append(lines, fmt.Sprintf("%5d  %s", n, k))
+	}
+	sort.Strings(lines)
+	t.Logf("requests by %s:\n%s", user, strings.Join(lines, "\n"))
+}
+
+// readOnlyVerb: reads, and the creates that open a port-forward or exec
+// stream (which change nothing in the cluster).
+func readOnlyVerb(e AuditEvent) bool {
+	switch e.Verb {
+	case "get", "list", "watch":
+		return true
+	case "create":
+		return e.ObjectRef != nil && e.ObjectRef.Resource == "pods" && e.ObjectRef.APIGroup == "" &&
+			slices.Contains([]string{"portforward", "exec"}, e.ObjectRef.Subresource)
+	}
+	return false
+}
+
+// websocketProbe is the WebSocket upgrade a client tries first: before
+// Kubernetes 1.35 the API server authorises it as "get" on the subresource,
+// which the role does not grant, and the client falls back to SPDY (create).
+func websocketProbe(e AuditEvent) bool {
+	return e.Verb == "get" && e.ObjectRef != nil && e.ObjectRef.Resource == "pods" &&
+		(e.ObjectRef.Subresource == "portforward" || e.ObjectRef.Subresource == "exec")
+}
