@@ -20,6 +20,7 @@ import (
 	"github.com/meshtriage/meshtriage/probes/scenario"
 	"github.com/meshtriage/meshtriage/runbook"
 	"github.com/meshtriage/meshtriage/runbook/incidentlog"
+	"github.com/meshtriage/meshtriage/runbook/report"
 	"github.com/meshtriage/meshtriage/tui"
 	"github.com/meshtriage/meshtriage/tui/engine"
 )
@@ -165,7 +166,9 @@ func runDemo(ctx context.Context, g *globalOptions, name, logPath string) error 
 	if err != nil {
 		return &exitError{code: exitTriage, err: err}
 	}
-	printDemoReport(g.streams.Out, s, findings, logw.Path())
+	if err := printDemoReport(g.streams.Out, s, sess, logw.Path()); err != nil {
+		return &exitError{code: exitTriage, err: err}
+	}
 	if len(findings) > 0 {
 		return &exitError{code: exitFindings}
 	}
@@ -213,29 +216,13 @@ func newScenarioSession(s *scenario.Scenario, c probes.Cluster, mode runbook.Mod
 	return sess, logw, nil
 }
 
-func printDemoReport(out io.Writer, s *scenario.Scenario, findings []runbook.Finding, logPath string) {
-	fmt.Fprintf(out, "scenario %s: %s\n", s.Name, s.Title)
-	fmt.Fprintf(out, "target: %s\n\n", s.Target)
-	if len(findings) == 0 {
-		fmt.Fprintln(out, "no finding: the checks found no mesh cause for 503s.")
+func printDemoReport(out io.Writer, s *scenario.Scenario, sess *runbook.Session, logPath string) error {
+	fmt.Fprintf(out, "scenario %s: %s\n\n", s.Name, s.Title)
+	if err := report.Text(out, report.FromSession(sess)); err != nil {
+		return err
 	}
-	for _, f := range findings {
-		fmt.Fprintf(out, "finding %s (%s confidence): %s\n", f.Cause, f.Confidence, f.Title)
-		if f.Summary != "" {
-			fmt.Fprintf(out, "  %s\n", f.Summary)
-		}
-		for _, ev := range f.Evidence {
-			for _, p := range ev.Probes {
-				fmt.Fprintf(out, "  - %s: %s\n", p.Probe, p.Summary)
-			}
-		}
-		if len(f.Fixes) > 0 {
-			fmt.Fprintf(out, "  fix: %s\n", f.Fixes[0].Title)
-		}
-		fmt.Fprintln(out)
-	}
-	fmt.Fprintf(out, "incident log: %s\n", logPath)
-	fmt.Fprintln(out, "(run in a terminal for the guided triage UI)")
+	fmt.Fprintf(out, "\nincident log: %s\n(run in a terminal for the guided triage UI)\n", logPath)
+	return nil
 }
 
 func demoUser() string {
