@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -163,12 +164,18 @@ func resumeLog(ctx context.Context, g *globalOptions, path string) error {
 		return &exitError{code: exitTriage, err: err}
 	}
 	defer r.log.Close()
-	return tui.Run(ctx, tui.Options{
+	if err := tui.Run(ctx, tui.Options{
 		Engine:  engine.FromSession(r.session),
 		Resumed: true,
 		Context: r.contextLabel,
 		LogPath: r.log.Path(),
-	})
+	}); err != nil {
+		return &exitError{code: exitTriage, err: err}
+	}
+	if err := r.session.SinkErr(); err != nil {
+		return &exitError{code: exitTriage, err: fmt.Errorf("incident log %s: %w", path, err)}
+	}
+	return nil
 }
 
 // resumed is a session rebuilt from its log, writing on to the same file.
@@ -217,10 +224,12 @@ func prepareResume(g *globalOptions, path string, history []runbook.Event) (*res
 		if (g.kube.Context == nil || *g.kube.Context == "") && started.KubeContext != "" {
 			g.kube.Context = &started.KubeContext
 		}
-		if cluster, err = openLiveCluster(g); err != nil {
+		lc, err := openLiveCluster(g)
+		if err != nil {
 			return nil, err
 		}
-		label = cluster.Info().Context
+		// Probes of one step share reads; a re-run resets the cache.
+		cluster, label = probes.NewCache(lc), lc.Info().Context
 	}
 
 	mode := runbook.Mode(started.Mode)
@@ -242,6 +251,16 @@ func prepareResume(g *globalOptions, path string, history []runbook.Event) (*res
 		Started: *started,
 	}, history)
 	if err != nil {
+		w.Close()
+		return nil, err
+	}
+	// The log says when, by whom and against what the session went on; the
+	// record shows it as "Session resumed".
+	again := *started
+	again.User, again.Mode, again.Tool = demoUser(), string(mode), version
+	info := cluster.Info()
+	again.KubeContext, again.Server = info.Context, info.Server
+	if err := w.Write(runbook.Event{Time: time.Now(), Kind: runbook.EventSessionStarted, Session: sess.ID(), Started: &again}); err != nil {
 		w.Close()
 		return nil, err
 	}

@@ -228,12 +228,22 @@ func TestPrepareResumeOfADemoSession(t *testing.T) {
 	r.log.Close()
 
 	events, problems := readLogFile(t, path)
-	if len(problems) > 0 || len(events) != recorded+1 {
-		t.Fatalf("%d events (%v), want %d recorded + 1", len(events), problems, recorded)
+	if len(problems) > 0 || len(events) != recorded+2 {
+		t.Fatalf("%d events (%v), want %d recorded + resumed + note", len(events), problems, recorded)
 	}
-	last := events[len(events)-1]
-	if last.Kind != runbook.EventNote || last.Session != sess.ID() {
-		t.Errorf("appended event = %+v", last)
+	again, note := events[recorded], events[recorded+1]
+	if again.Kind != runbook.EventSessionStarted || again.Session != sess.ID() || again.Started.Mode != string(runbook.ModeGuided) || again.Started.Target.String() != sess.Target().String() {
+		t.Errorf("resume marker = %+v", again)
+	}
+	if note.Kind != runbook.EventNote || note.Session != sess.ID() {
+		t.Errorf("appended event = %+v", note)
+	}
+	var md bytes.Buffer
+	if err := incidentlog.Render(events, nil, &md, incidentlog.FormatMarkdown); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(md.String(), "Session resumed by") || !strings.Contains(md.String(), "resumed after the bridge call") {
+		t.Errorf("record does not show the resume:\n%s", md.String())
 	}
 }
 
