@@ -68,7 +68,7 @@ func checkReachable(ctx context.Context, c probes.Cluster) error {
 		return nil
 	case apierrors.IsUnauthorized(err):
 		return fmt.Errorf("the API server at %s rejects the credentials of context %s (Unauthorized): log in again or pick another --context", info.Server, info.Context)
-	case errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil:
+	case ctx.Err() != nil:
 		return fmt.Errorf("cannot reach the API server at %s (context %s): no answer within %s", info.Server, info.Context, reachTimeout)
 	}
 	var ue *url.Error

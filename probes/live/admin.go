@@ -156,10 +156,14 @@ func (c *Cluster) Istiod(ctx context.Context, path string) ([]byte, error) {
 		path = "/" + path
 	}
 	ref := probes.PodRef{Namespace: ns, Name: pod.Name}
-	body, err := c.forwardGet(ctx, "istiod "+ref.String(), ref, probes.IstiodMonitoringPort, path)
+	what := "istiod " + ref.String()
+	body, err := c.forwardGet(ctx, what, ref, probes.IstiodMonitoringPort, path)
 	var setup *setupError
 	if errors.As(err, &setup) {
-		return nil, setup.err
+		if apierrors.IsForbidden(setup.err) {
+			return nil, setup.err
+		}
+		return nil, &probes.UnreachableError{What: what, Err: setup.err}
 	}
 	return body, err
 }

@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/tools/portforward"
 	"k8s.io/client-go/transport/spdy"
 	"k8s.io/klog/v2"
+	streamhttp "k8s.io/streaming/pkg/httpstream"
 
 	"github.com/meshtriage/meshtriage/probes"
 )
@@ -204,8 +205,12 @@ func upgradeDialer(cfg *rest.Config, u *url.URL, logger klog.Logger) (httpstream
 }
 
 // shouldFallback is kubectl's rule for retrying a WebSocket upgrade as SPDY.
+// client-go's WebSocket transport now reports a refused upgrade with
+// k8s.io/streaming's error type, which apimachinery's test does not
+// recognise; either is a failed upgrade.
 func shouldFallback(err error) bool {
-	return httpstream.IsUpgradeFailure(err) || httpstream.IsHTTPSProxyError(err)
+	return httpstream.IsUpgradeFailure(err) || streamhttp.IsUpgradeFailure(err) ||
+		httpstream.IsHTTPSProxyError(err)
 }
 
 // forwardError restores the API server's verdict that the port-forward

@@ -1,0 +1,682 @@
+package live
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"runtime"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/httpstream"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/rest"
+	streamhttp "k8s.io/streaming/pkg/httpstream"
+
+	"github.com/meshtriage/meshtriage/probes"
+	"github.com/meshtriage/meshtriage/probes/objects"
+)
+
+var webPod = probes.PodRef{Namespace: "shop", Name: "web-1"}
+
+// clustersJSON stands in for Envoy's /clusters?format=json.
+const clustersJSON = `{"cluster_statuses":[{"name":"outbound|8080||payments.shop.svc.cluster.local"}]}`
+
+func envoyAdmin(t *testing.T) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.RequestURI() {
+		case "/clusters?format=json":
+			_, _ = io.WriteString(w, clustersJSON)
+		case "/slow":
+			select {
+			case <-r.Context().Done():
+			case <-time.After(10 * time.Second):
+			}
+		default:
+			http.Error(w, "invalid path: "+r.URL.Path, http.StatusNotFound)
+		}
+	})
+}
+
+func newLive(t *testing.T, a *fakeAPI, opts Options, flags ...func(*genericclioptions.ConfigFlags)) *Cluster {
+	t.Helper()
+	c, err := New(a.flags(t, flags...), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func TestNewReadsTheKubeconfigLikeKubectl(t *testing.T) {
+	a := newFakeAPI(t)
+	c := newLive(t, a, Options{})
+	want := probes.ClusterInfo{Context: "kind-lab", Server: a.srv.URL, ControlPlaneNamespace: "istio-system"}
+	if c.Info() != want {
+		t.Errorf("Info = %+v, want %+v", c.Info(), want)
+	}
+	other := newLive(t, a, Options{ControlPlaneNamespace: "istio-prod"}, func(f *genericclioptions.ConfigFlags) {
+		ctx := "other"
+		f.Context = &ctx
+	})
+	if got := other.Info(); got.Context != "other" || got.ControlPlaneNamespace != "istio-prod" {
+		t.Errorf("--context other: Info = %+v", got)
+	}
+	v, err := c.ServerVersion(context.Background())
+	if err != nil || v != "v1.31.2" {
+		t.Errorf("ServerVersion = %q, %v", v, err)
+	}
+	if c.config.QPS != clientQPS || c.config.Timeout != DefaultRequestTimeout {
+		t.Errorf("rest config QPS %v timeout %v", c.config.QPS, c.config.Timeout)
+	}
+}
+
+func TestNewExplainsAMissingKubeconfigOrContext(t *testing.T) {
+	t.Setenv("KUBERNETES_SERVICE_HOST", "")
+	t.Setenv("HOME", t.TempDir())
+	t.Setenv("KUBECONFIG", "")
+	_, err := New(genericclioptions.NewConfigFlags(false), Options{})
+	if !errors.Is(err, ErrNoKubeconfig) {
+		t.Errorf("no kubeconfig: err = %v, want ErrNoKubeconfig", err)
+	}
+
+	a := newFakeAPI(t)
+	_, err = New(a.flags(t, func(f *genericclioptions.ConfigFlags) {
+		ctx := "prod"
+		f.Context = &ctx
+	}), Options{})
+	var nf *ContextNotFoundError
+	if !errors.As(err, &nf) || nf.Name != "prod" || strings.Join(nf.Available, ",") != "kind-lab,other" {
+		t.Fatalf("unknown context: err = %#v", err)
+	}
+	if got := err.Error(); got != `context "prod" not found in kubeconfig (contexts: kind-lab, other)` {
+		t.Errorf("message = %q", got)
+	}
+}
+
+func TestEnvoyAdminThroughPortForward(t *testing.T) {
+	a := newFakeAPI(t)
+	a.addPod(meshedPod("shop", "web-1"))
+	a.listen("shop", "web-1", 15000, envoyAdmin(t))
+	c := newLive(t, a, Options{})
+
+	body, err := c.EnvoyAdmin(context.Background(), webPod, "/clusters?format=json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(body) != clustersJSON {
+		t.Errorf("body = %q", body)
+	}
+	if a.count("portforward shop/web-1") == 0 || a.count("exec shop/web-1") != 0 {
+		t.Errorf("requests = %v: want port-forward and no exec", a.requests)
+	}
+	// A path without the leading slash reaches the same endpoint.
+	if body, err := c.EnvoyAdmin(context.Background(), webPod, "clusters?format=json"); err != nil || string(body) != clustersJSON {
+		t.Errorf("relative path: %q, %v", body, err)
+	}
+}
+
+func TestEnvoyAdminNon200IsAnError(t *testing.T) {
+	a := newFakeAPI(t)
+	a.addPod(meshedPod("shop", "web-1"))
+	a.listen("shop", "web-1", 15000, envoyAdmin(t))
+	c := newLive(t, a, Options{})
+	_, err := c.EnvoyAdmin(context.Background(), webPod, "/nope")
+	var st *httpStatusError
+	if !errors.As(err, &st) || st.Status != 404 || st.Path != "/nope" {
+		t.Fatalf("err = %v, want HTTP 404 for /nope", err)
+	}
+	if !strings.Contains(err.Error(), "invalid path: /nope") {
+		t.Errorf("error hides Envoy's answer: %v", err)
+	}
+	if a.count("exec shop/web-1") != 0 {
+		t.Error("an HTTP error from Envoy must not trigger the exec fallback")
+	}
+}
+
+func TestEnvoyAdminFallsBackToPilotAgentWhenPortForwardIsForbidden(t *testing.T) {
+	a := newFakeAPI(t)
+	a.addPod(meshedPod("shop", "web-1"))
+	a.listen("shop", "web-1", 15000, envoyAdmin(t))
+	a.forbidForward = true
+	c := newLive(t, a, Options{})
+
+	body, err := c.EnvoyAdmin(context.Background(), webPod, "/clusters?format=json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(body) != clustersJSON {
+		t.Errorf("body = %q", body)
+	}
+	if len(a.execs) != 1 {
+		t.Fatalf("execs = %v", a.execs)
+	}
+	want := execCall{Pod: "shop/web-1", Container: "istio-proxy", Command: []string{"pilot-agent", "request", "GET", "clusters?format=json"}}
+	if got := a.execs[0]; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("exec = %+v, want %+v", got, want)
+	}
+}
+
+func TestEnvoyAdminForbiddenBothWaysNamesBothPermissions(t *testing.T) {
+	a := newFakeAPI(t)
+	a.addPod(meshedPod("shop", "web-1"))
+	a.forbidForward, a.forbidExec = true, true
+	c := newLive(t, a, Options{})
+
+	_, err := c.EnvoyAdmin(context.Background(), webPod, "/clusters?format=json")
+	if !apierrors.IsForbidden(err) {
+		t.Fatalf("err = %v (%T), want a Forbidden", err, err)
+	}
+	msg := probes.AccessProblem("read Envoy admin of shop/web-1", err)
+	for _, want := range []string{`cannot create resource "pods/portforward"`, `cannot create resource "pods/exec"`, forbiddenUser} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("AccessProblem = %q, missing %q", msg, want)
+		}
+	}
+	if strings.Contains(msg, "\n") {
+		t.Errorf("AccessProblem is not one line: %q", msg)
+	}
+}
+
+func TestEnvoyAdminForbiddenForwardAndFailingExecIsUnreachable(t *testing.T) {
+	a := newFakeAPI(t)
+	a.addPod(meshedPod("shop", "web-1"))
+	a.forbidForward = true // and nothing listens on 15000: pilot-agent fails
+	c := newLive(t, a, Options{})
+	_, err := c.EnvoyAdmin(context.Background(), webPod, "/clusters?format=json")
+	var u *probes.UnreachableError
+	if !errors.As(err, &u) {
+		t.Fatalf("err = %v (%T), want UnreachableError", err, err)
+	}
+	for _, want := range []string{"pods/portforward", "exit code 1", "connection refused"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q lacks %q", err, want)
+		}
+	}
+}
+
+func TestEnvoyAdminUnreachableProxyDoesNotExec(t *testing.T) {
+	a := newFakeAPI(t)
+	a.addPod(meshedPod("shop", "web-1")) // port-forward allowed, but Envoy not listening
+	c := newLive(t, a, Options{})
+	_, err := c.EnvoyAdmin(context.Background(), webPod, "/clusters?format=json")
+	var u *probes.UnreachableError
+	if !errors.As(err, &u) || u.What != "Envoy admin of shop/web-1" {
+		t.Fatalf("err = %v (%T), want UnreachableError for the pod", err, err)
+	}
+	if !strings.Contains(err.Error(), "connection refused") {
+		t.Errorf("error does not carry the kubelet's reason: %v", err)
+	}
+	if a.count("exec shop/web-1") != 0 {
+		t.Error("a proxy that does not answer must not trigger the exec fallback")
+	}
+}
+
+func TestEnvoyAdminOfPodWithoutSidecarIsClearAndDoesNotForward(t *testing.T) {
+	a := newFakeAPI(t)
+	plain := meshedPod("shop", "legacy-1")
+	plain.Spec.Containers = plain.Spec.Containers[:1]
+	a.addPod(plain)
+	pending := meshedPod("shop", "web-2")
+	pending.Status.Phase = corev1.PodPending
+	a.addPod(pending)
+	c := newLive(t, a, Options{})
+
+	_, err := c.EnvoyAdmin(context.Background(), probes.PodRef{Namespace: "shop", Name: "legacy-1"}, "/clusters")
+	if err == nil || !strings.Contains(err.Error(), "no istio-proxy container") {
+		t.Errorf("no sidecar: err = %v", err)
+	}
+	_, err = c.EnvoyAdmin(context.Background(), probes.PodRef{Namespace: "shop", Name: "web-2"}, "/clusters")
+	var u *probes.UnreachableError
+	if !errors.As(err, &u) || !strings.Contains(err.Error(), "Pending") {
+		t.Errorf("pending pod: err = %v", err)
+	}
+	_, err = c.EnvoyAdmin(context.Background(), probes.PodRef{Namespace: "shop", Name: "gone"}, "/clusters")
+	if !apierrors.IsNotFound(err) {
+		t.Errorf("absent pod: err = %v, want NotFound", err)
+	}
+	if n := a.count("portforward shop/legacy-1") + a.count("portforward shop/web-2") + a.count("exec shop/legacy-1"); n != 0 {
+		t.Errorf("%d port-forward/exec requests for pods that cannot answer", n)
+	}
+}
+
+func TestEnvoyAdminHonoursTheDeadlineAndRequestTimeout(t *testing.T) {
+	a := newFakeAPI(t)
+	a.addPod(meshedPod("shop", "web-1"))
+	a.listen("shop", "web-1", 15000, envoyAdmin(t))
+
+	c := newLive(t, a, Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err := c.EnvoyAdmin(ctx, webPod, "/slow")
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("err = %v, want the deadline", err)
+	}
+	if d := time.Since(start); d > 3*time.Second {
+		t.Errorf("EnvoyAdmin returned %v after a 300ms deadline", d)
+	}
+
+	// --request-timeout bounds a read whose caller set no deadline.
+	bounded := newLive(t, a, Options{}, func(f *genericclioptions.ConfigFlags) {
+		timeout := "500ms"
+		f.Timeout = &timeout
+	})
+	start = time.Now()
+	_, err = bounded.EnvoyAdmin(context.Background(), webPod, "/slow")
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("--request-timeout 500ms: err = %v", err)
+	}
+	if d := time.Since(start); d > 3*time.Second {
+		t.Errorf("--request-timeout 500ms: returned after %v", d)
+	}
+}
+
+func TestNoGoroutineOutlivesAReadOfEnvoyOrIstiod(t *testing.T) {
+	a := newFakeAPI(t)
+	a.addPod(meshedPod("shop", "web-1"))
+	a.addPod(meshedPod("shop", "web-2"))
+	a.listen("shop", "web-1", 15000, envoyAdmin(t))
+	istiod := meshedPod("istio-system", "istiod-abc")
+	istiod.Labels = map[string]string{"app": "istiod"}
+	a.addPod(istiod)
+	a.listen("istio-system", "istiod-abc", 15014, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = io.WriteString(w, "[]")
+	}))
+	c := newLive(t, a, Options{})
+	ctx := context.Background()
+	reads := func() {
+		_, _ = c.EnvoyAdmin(ctx, webPod, "/clusters?format=json")                       // success
+		_, _ = c.EnvoyAdmin(ctx, probes.PodRef{Namespace: "shop", Name: "web-2"}, "/x") // refused
+		short, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+		_, _ = c.EnvoyAdmin(short, webPod, "/slow") // deadline
+		cancel()
+		_, _ = c.Istiod(ctx, "/debug/syncz")
+		a.mu.Lock()
+		a.forbidForward = !a.forbidForward // exec fallback on alternate rounds
+		a.mu.Unlock()
+	}
+	for range 5 {
+		reads()
+	}
+	// Nothing of a port-forward or exec may remain once the reads are done;
+	// the API client's pooled keep-alive connections are plain HTTP.
+	deadline := time.Now().Add(5 * time.Second)
+	left := streamingGoroutines()
+	for len(left) > 0 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+		left = streamingGoroutines()
+	}
+	if len(left) > 0 {
+		t.Errorf("%d port-forward/exec goroutines outlived their reads:\n%s", len(left), strings.Join(left, "\n\n"))
+	}
+}
+
+// streamingGoroutines lists the goroutines running port-forward, SPDY, exec
+// or this package's code, on either side of the fake API server.
+func streamingGoroutines() []string {
+	buf := make([]byte, 1<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	var out []string
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		if strings.Contains(g, "streamingGoroutines") {
+			continue
+		}
+		for _, marker := range []string{"tools/portforward", "spdystream", "tools/remotecommand", "probes/live.(*Cluster)", "httpstream"} {
+			if strings.Contains(g, marker) {
+				out = append(out, g)
+				break
+			}
+		}
+	}
+	return out
+}
+
+func TestIstiodPrefersAReadyPodAndForwardsToItsMonitoringPort(t *testing.T) {
+	a := newFakeAPI(t)
+	mk := func(name string, phase corev1.PodPhase, ready bool, age time.Duration) {
+		p := meshedPod("istio-system", name)
+		p.Labels = map[string]string{"app": "istiod"}
+		p.Status.Phase = phase
+		p.CreationTimestamp = metav1.NewTime(time.Now().Add(-age).Truncate(time.Second))
+		if !ready {
+			p.Status.Conditions[0].Status = corev1.ConditionFalse
+		}
+		a.addPod(p)
+	}
+	mk("istiod-old-notready", corev1.PodRunning, false, time.Hour)
+	mk("istiod-pending", corev1.PodPending, false, 2*time.Hour)
+	mk("istiod-ready", corev1.PodRunning, true, time.Minute)
+	var hits atomic.Int32
+	a.listen("istio-system", "istiod-ready", 15014, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		if r.URL.Path != "/debug/syncz" {
+			http.NotFound(w, r)
+			return
+		}
+		_, _ = io.WriteString(w, `[{"proxy":"web-1.shop"}]`)
+	}))
+	c := newLive(t, a, Options{})
+	body, err := c.Istiod(context.Background(), "/debug/syncz")
+	if err != nil || string(body) != `[{"proxy":"web-1.shop"}]` {
+		t.Fatalf("Istiod = %q, %v", body, err)
+	}
+	if hits.Load() != 1 || a.count("portforward istio-system/istiod-ready") == 0 {
+		t.Errorf("istiod-ready not asked: hits %d, requests %v", hits.Load(), a.requests)
+	}
+
+	a.forbidForward = true
+	_, err = c.Istiod(context.Background(), "/debug/syncz")
+	if !apierrors.IsForbidden(err) || !strings.Contains(probes.AccessProblem("read istiod", err), "pods/portforward") {
+		t.Errorf("forbidden istiod port-forward: %v", err)
+	}
+}
+
+func TestIstiodWithoutARunningPodIsUnreachable(t *testing.T) {
+	a := newFakeAPI(t)
+	c := newLive(t, a, Options{ControlPlaneNamespace: "istio-prod"})
+	_, err := c.Istiod(context.Background(), "/debug/syncz")
+	var u *probes.UnreachableError
+	if !errors.As(err, &u) || !strings.Contains(err.Error(), "no Running istiod pod (app=istiod) in istio-prod") {
+		t.Errorf("err = %v", err)
+	}
+}
+
+func TestLogsSendsTheBoundsAndStopsReadingAtTheLimit(t *testing.T) {
+	a := newFakeAPI(t)
+	a.logBody = strings.Repeat("upstream connect error or disconnect/reset before headers\n", 10000)
+	c := newLive(t, a, Options{})
+	body, err := c.Logs(context.Background(), webPod, probes.LogOptions{
+		Container: "istio-proxy", Since: 90*time.Second + time.Millisecond, LimitBytes: 1000, Previous: true,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(body) != 1000 || !strings.HasPrefix(string(body), "upstream connect error") {
+		t.Errorf("read %d bytes, want the first 1000", len(body))
+	}
+	q := a.logQuery
+	for k, want := range map[string]string{"container": "istio-proxy", "sinceSeconds": "91", "limitBytes": "1000", "previous": "true"} {
+		if got := strings.Join(q[k], ","); got != want {
+			t.Errorf("query %s = %q, want %q", k, got, want)
+		}
+	}
+
+	if _, err := c.Logs(context.Background(), webPod, probes.LogOptions{Container: "app"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(a.logQuery["limitBytes"], ","); got != fmt.Sprint(probes.DefaultLogLimit) {
+		t.Errorf("default limitBytes = %q", got)
+	}
+	if _, ok := a.logQuery["sinceSeconds"]; ok {
+		t.Error("Since 0 must not send sinceSeconds")
+	}
+}
+
+func TestLogsThroughAClientset(t *testing.T) {
+	c := newCluster(objects.Reader{Kube: fake.NewClientset()}, &rest.Config{}, Options{})
+	body, err := c.Logs(context.Background(), webPod, probes.LogOptions{Container: "istio-proxy"})
+	if err != nil || string(body) != "fake logs" {
+		t.Errorf("Logs = %q, %v", body, err)
+	}
+	body, err = c.Logs(context.Background(), webPod, probes.LogOptions{Container: "istio-proxy", LimitBytes: 4})
+	if err != nil || string(body) != "fake" {
+		t.Errorf("Logs limited to 4 bytes = %q, %v", body, err)
+	}
+}
+
+// endless never ends, like a log followed forever.
+type endless struct{ reads int }
+
+func (e *endless) Read(p []byte) (int, error) {
+	e.reads++
+	for i := range p {
+		p[i] = 'x'
+	}
+	return len(p), nil
+}
+
+func TestReadLimitedNeverReadsPastTheLimit(t *testing.T) {
+	r := &endless{}
+	b, err := readLimited(r, 100_000)
+	if err != nil || len(b) != 100_000 {
+		t.Fatalf("read %d bytes, %v", len(b), err)
+	}
+	if r.reads > 100 {
+		t.Errorf("%d reads for 100 kB", r.reads)
+	}
+}
+
+// fakeTunnel is a tunnel to a local server, recording that it was closed.
+type fakeTunnel struct {
+	addr    string
+	err     error
+	closed  atomic.Int32
+	lastErr error
+}
+
+func (f *fakeTunnel) open(ctx context.Context, _ probes.PodRef, _ int) (tunnel, error) {
+	if f.err != nil {
+		return tunnel{}, f.err
+	}
+	return tunnel{addr: f.addr, close: func() { f.closed.Add(1) }, lastError: func() error { return f.lastErr }}, nil
+}
+
+// seamCluster is a Cluster whose pod reads come from a fake clientset and
+// whose tunnel and exec are test doubles.
+func seamCluster(t *testing.T, ft *fakeTunnel, exec execFunc, opts Options) *Cluster {
+	t.Helper()
+	kube := fake.NewClientset(meshedPod("shop", "web-1"))
+	c := newCluster(objects.Reader{Kube: kube}, &rest.Config{Host: "https://lab:6443"}, opts)
+	c.openTunnel = ft.open
+	c.execInProxy = exec
+	return c
+}
+
+func noExec(t *testing.T) execFunc {
+	return func(context.Context, probes.PodRef, string, []string, io.Writer) (string, error) {
+		t.Error("exec fallback used")
+		return "", errors.New("no exec")
+	}
+}
+
+func TestForwardGetClosesTheTunnelOnEveryPath(t *testing.T) {
+	srv := httptest.NewServer(envoyAdmin(t))
+	defer srv.Close()
+	ft := &fakeTunnel{addr: srv.Listener.Addr().String()}
+	c := seamCluster(t, ft, noExec(t), Options{})
+
+	if _, err := c.EnvoyAdmin(context.Background(), webPod, "/clusters?format=json"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.EnvoyAdmin(context.Background(), webPod, "/missing"); err == nil {
+		t.Fatal("404 accepted")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	if _, err := c.EnvoyAdmin(ctx, webPod, "/slow"); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("slow: %v", err)
+	}
+	if n := ft.closed.Load(); n != 3 {
+		t.Errorf("tunnel closed %d times for 3 reads", n)
+	}
+}
+
+func TestForwardGetCapsTheResponse(t *testing.T) {
+	srv := httptest.NewServer(envoyAdmin(t))
+	defer srv.Close()
+	ft := &fakeTunnel{addr: srv.Listener.Addr().String()}
+	c := seamCluster(t, ft, noExec(t), Options{MaxResponseBytes: 10})
+	_, err := c.EnvoyAdmin(context.Background(), webPod, "/clusters?format=json")
+	if err == nil || !strings.Contains(err.Error(), "larger than 10 bytes") {
+		t.Errorf("err = %v", err)
+	}
+}
+
+func TestUnreachableCarriesTheForwardersReason(t *testing.T) {
+	// A listener that accepts and hangs up, as a tunnel whose pod port refused.
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		conn, _, _ := w.(http.Hijacker).Hijack()
+		_ = conn.Close()
+	}))
+	defer srv.Close()
+	ft := &fakeTunnel{addr: srv.Listener.Addr().String(), lastErr: errors.New("error forwarding port 15000: connection refused")}
+	c := seamCluster(t, ft, noExec(t), Options{})
+	_, err := c.EnvoyAdmin(context.Background(), webPod, "/clusters")
+	var u *probes.UnreachableError
+	if !errors.As(err, &u) || !strings.Contains(err.Error(), "port 15000: connection refused") {
+		t.Errorf("err = %v", err)
+	}
+	if got := probes.AccessProblem("read Envoy clusters of shop/web-1", err); !strings.HasPrefix(got, "cannot read Envoy clusters of shop/web-1: Envoy admin of shop/web-1 unreachable") {
+		t.Errorf("AccessProblem = %q", got)
+	}
+}
+
+func TestExecFallbackDecision(t *testing.T) {
+	pfForbidden := fmt.Errorf("error upgrading connection: unable to upgrade connection: %s", forbidden("pods/portforward", "web-1", "shop").Error())
+	upgradeFailed := errors.New("error upgrading connection: unable to upgrade connection: 400 Bad Request")
+	for _, tc := range []struct {
+		name     string
+		setupErr error
+		execErr  error
+		wantExec bool
+		check    func(t *testing.T, body []byte, err error)
+	}{
+		{"forbidden port-forward -> exec", pfForbidden, nil, true, func(t *testing.T, body []byte, err error) {
+			if err != nil || string(body) != "from pilot-agent" {
+				t.Errorf("= %q, %v", body, err)
+			}
+		}},
+		{"failed upgrade -> exec", upgradeFailed, nil, true, func(t *testing.T, body []byte, err error) {
+			if err != nil || string(body) != "from pilot-agent" {
+				t.Errorf("= %q, %v", body, err)
+			}
+		}},
+		{"both forbidden -> Forbidden", forwardError(pfForbidden, webPod), fmt.Errorf("unable to upgrade connection: %s", forbidden("pods/exec", "web-1", "shop").Error()), true,
+			func(t *testing.T, _ []byte, err error) {
+				if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), `"pods/exec"`) {
+					t.Errorf("err = %v", err)
+				}
+			}},
+		{"upgrade failed, exec forbidden -> unreachable with both reasons", upgradeFailed, fmt.Errorf("unable to upgrade connection: %s", forbidden("pods/exec", "web-1", "shop").Error()), true,
+			func(t *testing.T, _ []byte, err error) {
+				var u *probes.UnreachableError
+				if !errors.As(err, &u) || !strings.Contains(err.Error(), "400 Bad Request") || !strings.Contains(err.Error(), "pods/exec") {
+					t.Errorf("err = %v", err)
+				}
+			}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var calls int
+			exec := func(_ context.Context, pod probes.PodRef, container string, command []string, stdout io.Writer) (string, error) {
+				calls++
+				if pod != webPod || container != "istio-proxy" || strings.Join(command, " ") != "pilot-agent request GET stats?filter=upstream_rq" {
+					t.Errorf("exec %s %s %q", pod, container, command)
+				}
+				if tc.execErr != nil {
+					return "", tc.execErr
+				}
+				_, _ = io.WriteString(stdout, "from pilot-agent")
+				return "", nil
+			}
+			c := seamCluster(t, &fakeTunnel{err: tc.setupErr}, exec, Options{})
+			body, err := c.EnvoyAdmin(context.Background(), webPod, "/stats?filter=upstream_rq")
+			if (calls == 1) != tc.wantExec {
+				t.Errorf("exec calls = %d", calls)
+			}
+			tc.check(t, body, err)
+		})
+	}
+}
+
+func TestForbiddenFromRecognisesTheAPIServersRefusal(t *testing.T) {
+	text := `error upgrading connection: unable to upgrade connection: pods "web-1" is forbidden: User "alice" cannot create resource "pods/portforward" in API group "" in the namespace "shop"`
+	err := forbiddenFrom(errors.New(text), "pods/portforward", "web-1")
+	if !apierrors.IsForbidden(err) {
+		t.Fatalf("not a Forbidden: %v", err)
+	}
+	got := probes.AccessProblem("read Envoy admin of shop/web-1", err)
+	want := `forbidden: cannot read Envoy admin of shop/web-1 (RBAC: User "alice" cannot create resource "pods/portforward" in API group "" in the namespace "shop")`
+	if got != want {
+		t.Errorf("AccessProblem =\n %q\nwant\n %q", got, want)
+	}
+	for _, other := range []error{
+		errors.New("error upgrading connection: dial tcp 10.0.0.1:6443: i/o timeout"),
+		&httpstream.UpgradeFailureError{Cause: errors.New("400 Bad Request")},
+		nil,
+	} {
+		if forbiddenFrom(other, "pods/portforward", "web-1") != nil {
+			t.Errorf("%v taken for a Forbidden", other)
+		}
+	}
+}
+
+func TestExecOutputIsCapped(t *testing.T) {
+	exec := func(ctx context.Context, _ probes.PodRef, _ string, _ []string, stdout io.Writer) (string, error) {
+		for {
+			if _, err := stdout.Write([]byte("0123456789")); err != nil {
+				<-ctx.Done() // the overflow cancels the stream, as remotecommand then returns
+				return "", ctx.Err()
+			}
+		}
+	}
+	c := seamCluster(t, &fakeTunnel{err: errors.New("error upgrading connection: 400")}, exec, Options{MaxResponseBytes: 35})
+	_, err := c.EnvoyAdmin(context.Background(), webPod, "/config_dump")
+	if err == nil || !strings.Contains(err.Error(), "larger than 35 bytes") {
+		t.Errorf("err = %v", err)
+	}
+}
+
+func TestPickIstiodIsStable(t *testing.T) {
+	now := time.Now().Truncate(time.Second)
+	pod := func(name string, ready bool, age time.Duration) corev1.Pod {
+		p := *meshedPod("istio-system", name)
+		p.CreationTimestamp = metav1.NewTime(now.Add(-age))
+		if !ready {
+			p.Status.Conditions[0].Status = corev1.ConditionFalse
+		}
+		return p
+	}
+	got, ok := pickIstiod([]corev1.Pod{pod("b", true, time.Minute), pod("a", false, time.Hour), pod("c", true, time.Hour)})
+	if !ok || got.Name != "c" {
+		t.Errorf("picked %q, want the oldest ready (c)", got.Name)
+	}
+	if _, ok := pickIstiod(nil); ok {
+		t.Error("picked from no pods")
+	}
+}
+
+func TestShouldFallbackOnEitherUpgradeFailureType(t *testing.T) {
+	for _, err := range []error{
+		&httpstream.UpgradeFailureError{Cause: errors.New("400")},
+		fmt.Errorf("dial: %w", &streamhttp.UpgradeFailureError{Cause: errors.New("403")}),
+		errors.New("proxy: unknown scheme: https"),
+	} {
+		if !shouldFallback(err) {
+			t.Errorf("%v: no fallback", err)
+		}
+	}
+	if shouldFallback(errors.New("dial tcp: i/o timeout")) {
+		t.Error("a network error is not an upgrade failure")
+	}
+}
+
+func TestIstiodTunnelFailureIsUnreachable(t *testing.T) {
+	istiod := meshedPod("istio-system", "istiod-abc")
+	istiod.Labels = map[string]string{"app": "istiod"}
+	c := newCluster(objects.Reader{Kube: fake.NewClientset(istiod)}, &rest.Config{}, Options{})
+	c.openTunnel = (&fakeTunnel{err: errors.New("error upgrading connection: 502 Bad Gateway")}).open
+	_, err := c.Istiod(context.Background(), "debug/syncz")
+	var u *probes.UnreachableError
+	if !errors.As(err, &u) || u.What != "istiod istio-system/istiod-abc" || !strings.Contains(err.Error(), "502 Bad Gateway") {
+		t.Errorf("err = %v", err)
+	}
+}
