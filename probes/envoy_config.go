@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"sort"
 	"strconv"
 	"strings"
@@ -61,11 +62,26 @@ func fetchEnvoyConfig(ctx context.Context, c Cluster, t Target) (envoyConfigInpu
 	}
 	in.Size = len(body)
 	// The streaming decoder: a big mesh's dump is 100 MB, and unknown
-	// extensions must not fail the read (see probes/envoy).
-	if in.Dump, err = envoy.StreamConfigDump(bytes.NewReader(body), envoy.TargetMatcher(t.Host(), t.Port)); err != nil {
+	// extensions must not fail the read (see probes/envoy). Decoding one
+	// takes a second or more, so it stops when the probe's deadline does.
+	r := ctxReader{ctx: ctx, r: bytes.NewReader(body)}
+	if in.Dump, err = envoy.StreamConfigDump(r, envoy.TargetMatcher(t.Host(), t.Port)); err != nil {
 		return in, fmt.Sprintf("parse Envoy %s of %s", adminConfigDump, src), err
 	}
 	return in, "", nil
+}
+
+// ctxReader fails reads once ctx is done.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
 }
 
 // mainCluster is the one the scalar facts describe: the subset-less cluster

@@ -139,3 +139,27 @@ func TestEnvoyConfigThroughClusterReads(t *testing.T) {
 		})
 	}
 }
+
+// cancelAfterAdmin ends the probe's context once the dump has been fetched,
+// as a deadline passing mid-decode would.
+type cancelAfterAdmin struct {
+	*fakeCluster
+	cancel context.CancelFunc
+}
+
+func (c cancelAfterAdmin) EnvoyAdmin(ctx context.Context, pod PodRef, path string) ([]byte, error) {
+	defer c.cancel()
+	return c.fakeCluster.EnvoyAdmin(ctx, pod, path)
+}
+
+func TestEnvoyConfigStopsAtTheDeadline(t *testing.T) {
+	f := newFakeCluster(t, evPod("web-7d9", "web", true))
+	f.envoy[envoyKey(evSource, "/config_dump")] = evTestdata(t, "envoy-config", "config_dump_sidecar.json")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	r := Run(ctx, EnvoyConfigProbe{}, cancelAfterAdmin{f, cancel}, evTarget)
+	evCheck(t, EnvoyConfigProbe{}, r)
+	if r.Status != StatusError || !strings.Contains(r.Summary, "context canceled") {
+		t.Errorf("%s %q", r.Status, r.Summary)
+	}
+}

@@ -60,7 +60,7 @@ const (
 )
 
 // HasFlag reports whether the entry carries response flag f (e.g. "UH").
-func (e Entry) HasFlag(f string) bool {
+func (e *Entry) HasFlag(f string) bool {
 	rest := e.Flags
 	for rest != "" {
 		var flag string
@@ -73,7 +73,7 @@ func (e Entry) HasFlag(f string) bool {
 }
 
 // Is5xx reports a 5xx response code.
-func (e Entry) Is5xx() bool { return e.ResponseCode >= 500 && e.ResponseCode < 600 }
+func (e *Entry) Is5xx() bool { return e.ResponseCode >= 500 && e.ResponseCode < 600 }
 
 // BlockAllRoute is the route REGISTRY_ONLY puts on outbound HTTP ports: it
 // answers 502 itself (direct_response), with no upstream cluster.
@@ -83,13 +83,13 @@ const BlockAllRoute = "block_all"
 // BlackHoleCluster, or HTTP answered by the block_all route. The destination
 // is not in the proxy's registry and the mesh is REGISTRY_ONLY (or a Sidecar
 // restricts egress).
-func (e Entry) BlackHole() bool {
+func (e *Entry) BlackHole() bool {
 	return e.UpstreamCluster == BlackHoleCluster || e.RouteName == BlockAllRoute
 }
 
 // Destination names where the caller tried to go: the HTTP authority, or for
 // TCP entries the SNI, or the original destination address.
-func (e Entry) Destination() string {
+func (e *Entry) Destination() string {
 	switch {
 	case e.Authority != "":
 		return e.Authority
@@ -103,7 +103,7 @@ func (e Entry) Destination() string {
 // "delayed_connect_error:_111" (errno ECONNREFUSED; newer Envoy spells it
 // "delayed_connect_error:_Connection_refused"), which is what an app that
 // starts before its sidecar, or a closed target port, looks like.
-func (e Entry) ConnectionRefused() bool {
+func (e *Entry) ConnectionRefused() bool {
 	return mentionsRefused(e.UpstreamTransportFailure) || mentionsRefused(e.ResponseCodeDetails)
 }
 
@@ -129,11 +129,29 @@ func mentionsRefused(s string) bool {
 // that are not access-log entries. The returned strings share memory with
 // line.
 func ParseLine(line string) (Entry, bool) {
-	line = strings.TrimRight(line, "\r\n")
+	line = trimEOL(line)
 	if len(line) > 0 && line[0] == '{' {
 		return parseJSON(line)
 	}
 	return parseText(line)
+}
+
+func trimEOL(s string) string {
+	for len(s) > 0 && (s[len(s)-1] == '\n' || s[len(s)-1] == '\r') {
+		s = s[:len(s)-1]
+	}
+	return s
+}
+
+// blank reports a line of nothing but spaces; it stops at the first other
+// byte, which for an access-log entry is the first.
+func blank(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] != ' ' && s[i] != '\t' {
+			return false
+		}
+	}
+	return true
 }
 
 // maxTokens bounds the fields read from one TEXT line; Istio's default format

@@ -131,8 +131,8 @@ func (s *Summary) AddFrom(r io.Reader) error {
 // (Lines, Unparsed); rest counts only entries.
 func Split(r io.Reader, match func(*Entry) bool) (matched, rest Summary, err error) {
 	err = eachLine(r, func(line string) {
-		line = strings.TrimRight(line, "\r\n")
-		if strings.TrimSpace(line) == "" {
+		line = trimEOL(line)
+		if blank(line) {
 			return
 		}
 		e, ok := ParseLine(line)
@@ -142,10 +142,10 @@ func Split(r io.Reader, match func(*Entry) bool) (matched, rest Summary, err err
 			matched.Unparsed++
 		case match(&e):
 			matched.Lines++
-			matched.AddEntry(e, line)
+			matched.AddEntry(&e, line)
 		default:
 			rest.Lines++
-			rest.AddEntry(e, line)
+			rest.AddEntry(&e, line)
 		}
 	}, matched.skipped, func() { matched.Finish(); rest.Finish() })
 	return matched, rest, err
@@ -199,8 +199,8 @@ func bytesString(b []byte) string { return unsafe.String(unsafe.SliceData(b), le
 // AddLine tallies one line; it may alias a reused buffer. Call Finish after
 // the last one.
 func (s *Summary) AddLine(line string) {
-	line = strings.TrimRight(line, "\r\n")
-	if strings.TrimSpace(line) == "" {
+	line = trimEOL(line)
+	if blank(line) {
 		return
 	}
 	s.Lines++
@@ -209,11 +209,11 @@ func (s *Summary) AddLine(line string) {
 		s.Unparsed++
 		return
 	}
-	s.AddEntry(e, line)
+	s.AddEntry(&e, line)
 }
 
 // AddEntry tallies a parsed entry; raw is kept as a sample when notable.
-func (s *Summary) AddEntry(e Entry, raw string) {
+func (s *Summary) AddEntry(e *Entry, raw string) {
 	s.Entries++
 	notable := false
 	switch {
