@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"charm.land/bubbles/v2/help"
@@ -364,9 +365,7 @@ func (m *Model) handleResult(msg tea.Msg) tea.Cmd {
 			delete(m.runs, msg.step)
 		}
 		m.noteRan(msg.step)
-		m.snap = msg.snap
-		m.refresh()
-		return nil
+		return m.takeSnap(msg.snap)
 	case batchItemMsg:
 		if m.batch == nil || msg.batch != m.batch.id {
 			return nil
@@ -374,9 +373,7 @@ func (m *Model) handleResult(msg tea.Msg) tea.Cmd {
 		m.batch.done++
 		delete(m.batch.steps, msg.step)
 		m.noteRan(msg.step)
-		m.snap = msg.snap
-		m.refresh()
-		return waitBatch(m.eng, m.batch.id, m.batch.ch)
+		return tea.Batch(m.takeSnap(msg.snap), waitBatch(m.eng, m.batch.id, m.batch.ch))
 	case batchDoneMsg:
 		if m.batch != nil && msg.batch == m.batch.id {
 			done, total := m.batch.done, m.batch.total
@@ -425,6 +422,8 @@ func (m *Model) handleResult(msg tea.Msg) tea.Cmd {
 		})
 	case cause.VerifyMsg:
 		return m.verify(msg.Cause)
+	case cause.NoticeMsg:
+		return m.flash(string(msg))
 	case notes.SubmitMsg:
 		return m.submitNote(msg)
 	case notes.DiscardMsg:
@@ -436,6 +435,27 @@ func (m *Model) handleResult(msg tea.Msg) tea.Cmd {
 	// Anything else (cursor blinks, list filtering) goes to the active
 	// component.
 	return m.active().Update(msg)
+}
+
+// takeSnap adopts a newer snapshot and says so when it reaches a cause the
+// on-call has not seen yet.
+func (m *Model) takeSnap(next snapshot) tea.Cmd {
+	before := map[string]bool{}
+	for _, id := range m.foundCauses() {
+		before[id] = true
+	}
+	m.snap = next
+	m.refresh()
+	var fresh []string
+	for _, id := range m.foundCauses() {
+		if !before[id] {
+			fresh = append(fresh, id)
+		}
+	}
+	if len(fresh) == 0 {
+		return nil
+	}
+	return m.flash(common.IconCause + " cause reached: " + strings.Join(fresh, ", ") + " · o opens it")
 }
 
 func (m *Model) noteRan(step string) {

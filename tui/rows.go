@@ -85,7 +85,7 @@ func (m *Model) rows() []checklist.Row {
 			title = c.Title
 		}
 		return checklist.Row{Kind: checklist.KindCause, ID: id, Title: title, Verdict: m.snap.verdicts[id],
-			Proposed: p.IsCause && p.Next == id, Dim: dim}
+			Proposed: p.IsCause && p.Next == id, Dim: dim, Reached: reached[id]}
 	}
 	var rows []checklist.Row
 	if m.mode == modeFree {

@@ -140,25 +140,50 @@ func (m *Model) helpLine() string {
 func (m *Model) proposalLine(w int) string {
 	s := m.common.Styles
 	p := m.snap.proposal
+	found := m.foundCauses()
 	var line string
 	switch {
 	case m.eng == nil:
 	case p.Abort != "":
 		line = s.ErrorText.Render(common.IconFail+" cannot go on: "+p.Abort) + s.Muted.Render(" · m lists every step")
-	case p.Next == "" && len(p.Causes) == 0:
-		line = s.Muted.Render("runbook finished without a cause: m lists every step, n adds a note")
-	case p.Next == "":
-		line = s.Cause.Render(common.IconCause+" cause reached: "+strings.Join(p.Causes, ", ")) + s.Muted.Render(" · o opens it")
 	case p.IsCause:
 		line = s.Cause.Render(common.IconCause+" cause reached: "+p.Next) + s.Reason.Render(" · "+p.Reason) + s.Muted.Render(" · enter opens it")
+	case p.Next == "" && len(found) == 0:
+		line = s.Muted.Render("runbook finished without a cause: m lists every step, n adds a note")
+	case p.Next == "":
+		line = s.Cause.Render(common.IconCause+" found: "+strings.Join(found, ", ")) + s.Muted.Render(" · runbook finished · o opens it")
 	default:
 		title := p.Next
 		if st, ok := engine.StepByID(m.eng, p.Next); ok {
 			title = st.Title
 		}
-		line = s.Proposed.Render(common.IconProposed+" next: "+title) + s.Reason.Render(" · "+p.Reason) + s.Muted.Render(" · enter")
+		// A cause already found stays in view while the runbook goes on.
+		if len(found) > 0 {
+			line = s.Cause.Render(common.IconCause+" "+strings.Join(found, ", ")) + s.Muted.Render(" (o) │ ")
+		}
+		line += s.Proposed.Render(common.IconProposed+" next: "+title) + s.Reason.Render(" · "+p.Reason) + s.Muted.Render(" · enter")
 	}
 	return common.Truncate(line, w)
+}
+
+// foundCauses are the cause IDs reached so far: the proposal's and the
+// findings', in that order, once each.
+func (m *Model) foundCauses() []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, id := range m.snap.proposal.Causes {
+		if !seen[id] {
+			seen[id] = true
+			out = append(out, id)
+		}
+	}
+	for _, f := range m.snap.findings {
+		if !seen[f.Cause] {
+			seen[f.Cause] = true
+			out = append(out, f.Cause)
+		}
+	}
+	return out
 }
 
 func (m *Model) messageLine(w int) string {

@@ -32,6 +32,8 @@ type (
 	ChooseFixMsg struct{ Cause, Fix string }
 	// VerifyMsg asks to run the cause's verification.
 	VerifyMsg struct{ Cause string }
+	// NoticeMsg is a hint for the message line.
+	NoticeMsg string
 )
 
 // Block is a copyable piece of a fix direction: one YAML snippet, or the
@@ -80,7 +82,9 @@ func New(c *common.Common) *Model {
 // Open shows a cause, resetting the selection when it is another cause.
 func (m *Model) Open(c engine.Cause, f *engine.Finding, v engine.Verdict) {
 	if c.ID != m.cause.ID {
-		m.sel, m.chosenFix, m.verify, m.verifying = 0, "", nil, false
+		// No block is selected until the on-call tabs to one: the screen
+		// opens on the evidence.
+		m.sel, m.chosenFix, m.verify, m.verifying = -1, "", nil, false
 		m.vp.GotoTop()
 	}
 	// A finding's directions are expanded for the target; prefer them.
@@ -164,10 +168,12 @@ func (m *Model) Update(msg tea.Msg) tea.Cmd {
 		if b, ok := m.Selected(); ok {
 			return send(CopyMsg{What: b.Fix + " " + b.What, Text: b.Text})
 		}
+		return send(NoticeMsg(keys.NextBlock.Help().Key + " selects a block to copy"))
 	case key.Matches(k, keys.ChooseFix):
 		if b, ok := m.Selected(); ok {
 			return send(ChooseFixMsg{Cause: m.cause.ID, Fix: b.Fix})
 		}
+		return send(NoticeMsg(keys.NextBlock.Help().Key + " selects a fix direction first"))
 	case key.Matches(k, keys.Verify):
 		if !m.verifying {
 			return send(VerifyMsg{Cause: m.cause.ID})
@@ -192,6 +198,9 @@ func (m *Model) selectBlock(i int) {
 	}
 	m.sel = max(0, min(i, len(m.blocks)-1))
 	m.render()
+	if m.sel < 0 {
+		return
+	}
 	b := m.blocks[m.sel]
 	// Bring the whole block into view, its heading line included.
 	top := max(0, b.line-1)
@@ -244,13 +253,17 @@ func (m *Model) render() {
 		meta += " · " + common.IconRuledOut + " ruled out"
 	}
 	add(s.Label.Render(meta))
+	if n := len(c.Fixes); n > 0 || len(c.Verify) > 0 {
+		add(s.Muted.Render(fmt.Sprintf("%s · %s below · %s jumps to the fixes",
+			plural(n, "fix direction"), plural(len(c.Verify), "verification step"), m.common.Keys.NextBlock.Help().Key)))
+	}
 	if c.Summary != "" {
 		add("")
 		add(common.Wrap(c.Summary, width))
 	}
 	if f := m.finding; f != nil && (f.Summary != "" || len(f.Evidence) > 0) {
 		section("Evidence")
-		if f.Summary != "" {
+		if f.Summary != "" && f.Summary != c.Summary {
 			add(common.Indent(common.Wrap(f.Summary, width-2), "  "))
 		}
 		if len(f.Evidence) > 0 {
@@ -306,8 +319,15 @@ func (m *Model) render() {
 	}
 	m.vp.SetContentLines(lines)
 	if m.sel >= len(m.blocks) {
-		m.sel = max(0, len(m.blocks)-1)
+		m.sel = len(m.blocks) - 1
 	}
+}
+
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return strconv.Itoa(n) + " " + noun + "s"
 }
 
 func (m *Model) addBlock(lines *[]string, b Block, width int) {

@@ -42,6 +42,9 @@ type Row struct {
 	Verdict   engine.Verdict
 	// Dim rows are off the engine's path (guided mode's "other steps").
 	Dim bool
+	// Reached marks a cause the facts support (free mode also lists the
+	// others, to rule them out).
+	Reached bool
 }
 
 // Model is the checklist pane.
@@ -223,7 +226,7 @@ func (m *Model) renderRow(r Row, selected bool, width int) string {
 		titleStyle = s.Proposed
 	case r.Dim:
 		titleStyle = s.RowDim
-	case r.Kind == KindCause:
+	case r.Kind == KindCause && r.Reached:
 		titleStyle = s.Cause
 	}
 	// cursor, icon, title, right-aligned label: "› ✓ Service and pods  0.1s"
@@ -251,6 +254,9 @@ func rowIcon(m *Model, r Row) (icon string, style lipgloss.Style, right string) 
 			return common.IconConfirmed, s.SuccessText, "confirmed"
 		case engine.RuledOut:
 			return common.IconRuledOut, s.Muted, "ruled out"
+		}
+		if !r.Reached {
+			return common.IconCauseOther, s.NotRun, ""
 		}
 		return common.IconCause, s.Cause, "found"
 	}

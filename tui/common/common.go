@@ -112,6 +112,21 @@ func Wrap(s string, width int) string {
 	return ansi.Wrap(s, width, "")
 }
 
+// Hang wraps s to width with first before its first line and the same
+// width of spaces before the others, so a bullet's text lines up.
+func Hang(s string, width int, first string) string {
+	pad := strings.Repeat(" ", ansi.StringWidth(first))
+	lines := strings.Split(Wrap(s, max(1, width-ansi.StringWidth(first))), "\n")
+	for i := range lines {
+		if i == 0 {
+			lines[i] = first + lines[i]
+		} else {
+			lines[i] = pad + lines[i]
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
 // Indent prefixes every line of s.
 func Indent(s, prefix string) string {
 	lines := strings.Split(s, "\n")

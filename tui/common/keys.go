@@ -74,8 +74,8 @@ func DefaultKeyMap() *KeyMap {
 		Confirm: key.NewBinding(key.WithKeys("c"), key.WithHelp("c", "confirm")),
 		RuleOut: key.NewBinding(key.WithKeys("x"), key.WithHelp("x", "rule out")),
 
-		NextBlock: key.NewBinding(key.WithKeys("tab", "down", "j"), key.WithHelp("tab", "next block")),
-		PrevBlock: key.NewBinding(key.WithKeys("shift+tab", "up", "k"), key.WithHelp("shift+tab", "prev block")),
+		NextBlock: key.NewBinding(key.WithKeys("tab", "down", "j"), key.WithHelp("tab", "block")),
+		PrevBlock: key.NewBinding(key.WithKeys("shift+tab", "up", "k"), key.WithHelp("shift+tab", "previous block")),
 		Copy:      key.NewBinding(key.WithKeys("y"), key.WithHelp("y", "copy")),
 		ChooseFix: key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "choose fix")),
 		Verify:    key.NewBinding(key.WithKeys("v"), key.WithHelp("v", "verify")),

@@ -13,18 +13,19 @@ import (
 // Glyphs of the checklist. They carry the meaning on their own, so a
 // NO_COLOR terminal or a colour-blind reader loses nothing.
 const (
-	IconPass      = "✓"
-	IconWarn      = "!"
-	IconFail      = "✗"
-	IconError     = "⚠"
-	IconSkipped   = "-"
-	IconNotRun    = "·"
-	IconCancelled = "⊘"
-	IconCause     = "◆"
-	IconCursor    = "›"
-	IconProposed  = "→"
-	IconConfirmed = "✔"
-	IconRuledOut  = "✘"
+	IconPass       = "✓"
+	IconWarn       = "!"
+	IconFail       = "✗"
+	IconError      = "⚠"
+	IconSkipped    = "-"
+	IconNotRun     = "·"
+	IconCancelled  = "⊘"
+	IconCause      = "◆"
+	IconCauseOther = "◇"
+	IconCursor     = "›"
+	IconProposed   = "→"
+	IconConfirmed  = "✔"
+	IconRuledOut   = "✘"
 )
 
 // Styles is every style of the UI. Nothing outside this file picks a colour.

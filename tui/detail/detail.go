@@ -218,7 +218,7 @@ func RenderCause(s *common.Styles, width int, c engine.Cause, f *engine.Finding,
 	if c.Summary != "" {
 		b.WriteString("\n" + common.Wrap(c.Summary, width) + "\n")
 	}
-	if f != nil && f.Summary != "" {
+	if f != nil && f.Summary != "" && f.Summary != c.Summary {
 		b.WriteString("\n" + common.Wrap(f.Summary, width) + "\n")
 	}
 	if f != nil && len(f.Evidence) > 0 {
@@ -238,19 +238,19 @@ func RenderEvidence(s *common.Styles, width int, evs []engine.Evidence) string {
 		if i > 0 {
 			b.WriteString("\n")
 		}
-		head := "• " + ev.Step
+		head := ev.Step
 		if ev.Reason != "" {
 			head += ": " + ev.Reason
 		}
-		b.WriteString(common.Indent(common.Wrap(head, width-2), "  ") + "\n")
+		b.WriteString(common.Hang(head, width, "  • ") + "\n")
 		if ev.When != "" {
-			b.WriteString(s.Label.Render(common.Indent(common.Wrap("when "+ev.When, width-4), "    ")) + "\n")
+			b.WriteString(s.Label.Render(common.Hang(ev.When, width, "    when ")) + "\n")
 		}
 		if len(ev.Facts) > 0 {
-			b.WriteString(s.Label.Render(common.Indent(common.Wrap("facts "+strings.Join(ev.Facts, ", "), width-4), "    ")) + "\n")
+			b.WriteString(s.Label.Render(common.Hang(strings.Join(ev.Facts, ", "), width, "    facts ")) + "\n")
 		}
 		for _, p := range ev.Probes {
-			b.WriteString(common.Indent(common.Wrap(p, width-4), "    ") + "\n")
+			b.WriteString(common.Hang(p, width, "    ") + "\n")
 		}
 		if t := ev.Table; t != nil && len(t.Rows) > 0 {
 			b.WriteString(common.Indent(common.Table(s, t.Columns, t.Rows, width-4), "    ") + "\n")

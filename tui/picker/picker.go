@@ -101,6 +101,7 @@ func (m *Model) load() tea.Cmd {
 	if m.stage != StageNamespace {
 		m.list.Title += " in " + m.ns
 	}
+	m.list.ResetFilter()
 	m.list.SetItems(nil)
 	ctx, cat, stage, ns := m.common.Ctx, m.catalog, m.stage, m.ns
 	return func() tea.Msg {
@@ -150,8 +151,13 @@ func (m *Model) SetSize(width, height int) {
 	m.width, m.height = width, height
 	m.list.SetSize(max(0, width-4), max(0, height-4))
 	if m.typed != nil {
-		m.typed.SetWidth(max(10, width-6))
+		m.typed.SetWidth(m.typedWidth(m.typed.Prompt))
 	}
+}
+
+// typedWidth is the text width left of the pane after the prompt.
+func (m *Model) typedWidth(prompt string) int {
+	return max(10, m.width-4-len(prompt)-1)
 }
 
 // Update handles loading and the keys.
@@ -170,7 +176,7 @@ func (m *Model) Update(msg tea.Msg) tea.Cmd {
 			}
 			ti := textinput.New()
 			ti.Prompt = m.stage.noun() + ": "
-			ti.SetWidth(max(10, m.width-6))
+			ti.SetWidth(m.typedWidth(ti.Prompt))
 			m.typed = &ti
 			return m.typed.Focus()
 		}
@@ -279,9 +285,9 @@ func (m *Model) View() string {
 	s := m.common.Styles
 	inner := m.width - 4
 	var b strings.Builder
-	crumbs := "target: "
+	crumbs := "target: choose a namespace"
 	if m.ns != "" {
-		crumbs += "ns " + m.ns
+		crumbs = "target: ns " + m.ns
 	}
 	if m.service != "" && m.stage == StageSource {
 		crumbs += " › svc/" + m.service
