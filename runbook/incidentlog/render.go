@@ -233,8 +233,11 @@ func (r *record) timeline(b *strings.Builder) {
 			prevDay = day
 		}
 		fmt.Fprintf(b, "- **%s** %s\n", at, r.line(i))
-		if ev.Kind == runbook.EventProbeRan {
+		switch ev.Kind {
+		case runbook.EventProbeRan:
 			writeIndented(b, evidenceBlock(ev.Probe), "  ")
+		case runbook.EventAction:
+			writeIndented(b, outputBlock(ev.Action), "  ")
 		}
 		if ev.Kind == runbook.EventNote {
 			if rest := noteRest(ev.Note.Text); rest != "" {
@@ -394,7 +397,7 @@ func verificationText(v *runbook.Verification) string {
 }
 
 func actionText(a *runbook.Action) string {
-	verb := "Changed"
+	verb := "Action" // a change, or a test request: the name says which
 	if a.Reverted {
 		verb = "Reverted"
 	}
@@ -602,24 +605,29 @@ func (r *record) lastRunOf(step string, before int) *runbook.ProbeRan {
 
 func (r *record) fix(b *strings.Builder) {
 	b.WriteString("## The fix\n\n")
-	n := 0
+	var fixes, changes []string
 	for _, ev := range r.events {
+		at := ev.Time.UTC().Format("15:04")
 		switch ev.Kind {
 		case runbook.EventFixChosen:
 			f := ev.Fix
-			fmt.Fprintf(b, "- For %s: %s", code(f.Cause), code(f.Fix))
+			line := fmt.Sprintf("- For %s: %s", code(f.Cause), code(f.Fix))
 			if f.Text != "" {
-				b.WriteString(" — " + text(f.Text))
+				line += " — " + text(f.Text)
 			}
-			fmt.Fprintf(b, " (chosen %s UTC)\n", ev.Time.UTC().Format("15:04"))
-			n++
+			fixes = append(fixes, line+" (chosen "+at+" UTC)")
 		case runbook.EventAction:
-			fmt.Fprintf(b, "- %s (%s UTC)\n", actionText(ev.Action), ev.Time.UTC().Format("15:04"))
-			n++
+			changes = append(changes, fmt.Sprintf("- %s (%s UTC)", actionText(ev.Action), at))
 		}
 	}
-	if n == 0 {
+	if len(fixes) == 0 {
 		b.WriteString("No fix was chosen in this session.\n")
+	} else {
+		b.WriteString(strings.Join(fixes, "\n") + "\n")
+	}
+	if len(changes) > 0 {
+		b.WriteString("\nActions taken during the triage, with their undo:\n\n")
+		b.WriteString(strings.Join(changes, "\n") + "\n")
 	}
 	b.WriteString("\n")
 }
@@ -679,6 +687,23 @@ func evidenceBlock(p *runbook.ProbeRan) string {
 		b.WriteString("\n")
 	}
 	b.WriteString("</details>\n\n")
+	return b.String()
+}
+
+// outputBlock is what an action showed (a test request's transcript, debug
+// log lines), collapsed like evidence.
+func outputBlock(a *runbook.Action) string {
+	if a.Output == "" {
+		return ""
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "\n<details><summary>%s</summary>\n\n", html("Output: "+a.Name))
+	out, cut := truncate(a.Output)
+	b.WriteString(fence(out, "text"))
+	if cut != "" {
+		b.WriteString("\n" + cut + "\n")
+	}
+	b.WriteString("\n</details>\n\n")
 	return b.String()
 }
 

@@ -93,6 +93,14 @@ func representativeSession() []runbook.Event {
 	e = ev(at(4, 30), runbook.EventFixChosen)
 	e.Fix = &runbook.FixChosen{Cause: "mtls.plaintext-to-strict", Fix: "dr-istio-mutual", Text: "Set the DestinationRule's tls mode to ISTIO_MUTUAL"}
 	add(e)
+	e = ev(at(5, 0), runbook.EventAction)
+	e.Action = &runbook.Action{Name: "envoy-debug-logging", Target: "pod/web-7d9c -n shop",
+		Done: "connection and http loggers at debug for 60 s", Undo: "kubectl exec -n shop web-7d9c -c istio-proxy -- pilot-agent request POST 'logging?level=info'",
+		Output: "[debug][http] [C12][S3] request headers complete (end_stream=true):\n':authority', 'checkout:8080'\n'authorization', 'Bearer sk-live-a1b2c3'\n[debug][connection] [C13] TLS error: WRONG_VERSION_NUMBER"}
+	add(e)
+	e = ev(at(6, 0), runbook.EventAction)
+	e.Action = &runbook.Action{Name: "envoy-debug-logging", Target: "pod/web-7d9c -n shop", Done: "loggers back at info", Reverted: true}
+	add(e)
 	e = ev(at(9, 0), runbook.EventAction)
 	e.Action = &runbook.Action{Name: "apply-destinationrule", Target: "destinationrule/checkout -n shop",
 		Done: "tls.mode DISABLE -> ISTIO_MUTUAL", Undo: "kubectl apply -f checkout-dr.before.yaml"}
@@ -173,7 +181,7 @@ func TestRenderTruncatedLog(t *testing.T) {
 		t.Fatal("no verification event in the log")
 	}
 	events, problems := Read(bytes.NewReader(data[:cut+40]))
-	if len(problems) != 1 || problems[0].String() != "line 16: truncated, skipped" {
+	if len(problems) != 1 || problems[0].String() != "line 18: truncated, skipped" {
 		t.Fatalf("problems = %v", problems)
 	}
 	golden.RequireEqual(t, render(t, events, problems, FormatMarkdown))
