@@ -77,7 +77,7 @@ func DefaultKeyMap() *KeyMap {
 		NextBlock: key.NewBinding(key.WithKeys("tab", "down", "j"), key.WithHelp("tab", "block")),
 		PrevBlock: key.NewBinding(key.WithKeys("shift+tab", "up", "k"), key.WithHelp("shift+tab", "previous block")),
 		Copy:      key.NewBinding(key.WithKeys("y"), key.WithHelp("y", "copy")),
-		ChooseFix: key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "choose fix")),
+		ChooseFix: key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "pick")),
 		Verify:    key.NewBinding(key.WithKeys("v"), key.WithHelp("v", "verify")),
 		Back:      key.NewBinding(key.WithKeys("esc", "backspace"), key.WithHelp("esc", "back")),
 
