@@ -100,8 +100,11 @@ func (p MetricsProbe) fetch(ctx context.Context, c Cluster, t Target) (metricsIn
 	if interval == 0 {
 		interval = DefaultMetricsInterval
 	}
+	// The counters are read twice to make a rate: a memoising Cluster would
+	// answer the second read with the first.
+	counters := Uncached(c)
 	sample := func() (metricsSample, error) {
-		b, err := c.EnvoyAdmin(ctx, *pod, prometheusPath)
+		b, err := counters.EnvoyAdmin(ctx, *pod, prometheusPath)
 		if err != nil {
 			return metricsSample{}, err
 		}

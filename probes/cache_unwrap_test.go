@@ -1,0 +1,42 @@
+package probes
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+)
+
+// movingCounters answers /stats/prometheus with a counter that moves on at
+// every read, as a live sidecar's does.
+type movingCounters struct {
+	*fakeCluster
+	mu    sync.Mutex
+	reads int
+}
+
+func (m *movingCounters) EnvoyAdmin(ctx context.Context, pod PodRef, path string) ([]byte, error) {
+	if path != prometheusPath {
+		return m.fakeCluster.EnvoyAdmin(ctx, pod, path)
+	}
+	m.mu.Lock()
+	m.reads++
+	n := m.reads
+	m.mu.Unlock()
+	return []byte(fmt.Sprintf("istio_requests_total{reporter=\"source\",destination_service=\"orders.shop.svc.cluster.local\",response_code=\"503\",response_flags=\"UF\"} %d\n", n*10)), nil
+}
+
+func TestMetricsSamplesTwiceThroughTheCache(t *testing.T) {
+	live := &movingCounters{fakeCluster: newFakeCluster(t)}
+	cache := NewCache(live)
+	src := PodRef{Namespace: "web", Name: "web-1"}
+	target := Target{Namespace: "shop", Service: "orders", Source: &src}
+	res := Run(context.Background(), MetricsProbe{Interval: time.Millisecond}, cache, target)
+	if res.Status != StatusFail || res.Facts["metrics_503"] != 20 || live.reads != 2 {
+		t.Errorf("the second sample must reach the cluster: %s %q %v after %d reads", res.Status, res.Summary, res.Facts, live.reads)
+	}
+	if Uncached(cache) != Cluster(live) || Uncached(live) != Cluster(live) {
+		t.Error("Uncached does not strip the cache")
+	}
+}
