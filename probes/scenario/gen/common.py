@@ -182,7 +182,10 @@ class Shop:
         path = path or rng.choice(["/api/orders?customer=%d" % rng.randrange(10000, 99999), "/api/orders/%d" % rng.randrange(100000, 999999)])
         if dur is None:
             dur = 2 + rng.randrange(14) if code == 200 else 1 + rng.randrange(3)
-        tx = tx if tx is not None else (400 + rng.randrange(900) if code == 200 else (19 if code in (503, 502) and flags != "-" else 95))
+        if tx is None:
+            # Envoy's local replies: "no healthy upstream", "upstream connect
+            # error or disconnect/reset before headers. reset reason: ...".
+            tx = 400 + rng.randrange(900) if code == 200 else {"UH": 19, "UC": 95, "UO": 81, "UF,URX": 152, "UF": 145}.get(flags, 95)
         cluster = cluster or "outbound|%d|%s|%s.%s.svc.%s" % (port, subset, svc, ns, DOMAIN)
         authority = authority or ("%s:%d" % (svc, port) if src is None or src.ns == ns else "%s.%s:%d" % (svc, ns, port))
         target_port = target_port or port
@@ -224,7 +227,8 @@ class Shop:
     # --- syncz and files ------------------------------------------------------
 
     def nonce(self, at):
-        return "%s/%d%s" % (ts(at), 40 + self.rng.randrange(30), uid(self.w.name, "nonce", at, self.rng.random()))
+        """istiod's nonce: the push version (time/counter) and a UUID."""
+        return "%s/%d%s" % (ts(at), 40 + (int(at.timestamp()) // 60) % 30, uid(self.w.name, "nonce", at, self.rng.random()))
 
     def syncz_entries(self):
         out = []
@@ -234,10 +238,11 @@ class Shop:
             if p.obj["status"]["containerStatuses"] and any(
                     c["name"] == "istio-proxy" and "terminated" in c["state"] for c in p.obj["status"]["containerStatuses"]):
                 continue
-            n = self.nonce(self.now - timedelta(minutes=3, seconds=self.rng.randrange(50)))
-            e = {"cluster_id": "Kubernetes", "proxy": p.proxy_id, "proxy_type": "sidecar", "istio_version": ISTIO_VERSION,
-                 "cluster_sent": n, "cluster_acked": n, "listener_sent": n, "listener_acked": n,
-                 "route_sent": n, "route_acked": n, "endpoint_sent": n, "endpoint_acked": n}
+            at = self.now - timedelta(minutes=3, seconds=self.rng.randrange(50))
+            e = {"cluster_id": "Kubernetes", "proxy": p.proxy_id, "proxy_type": "sidecar", "istio_version": ISTIO_VERSION}
+            for typ in ("cluster", "listener", "route", "endpoint"):
+                n = self.nonce(at)
+                e[typ + "_sent"], e[typ + "_acked"] = n, n
             e.update(self.syncz.get(p.proxy_id, {}))
             out.append(e)
         return out

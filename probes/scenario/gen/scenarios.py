@@ -189,18 +189,20 @@ def mtls_plaintext_to_strict():
     for attempt in range(1, 6):
         up = orders[attempt % 3]
         eph = 38712 + attempt * 17
-        at = cron.app_started + timedelta(seconds=t)
+        jitter = s.rng.randrange(900) / 1000
+        at = cron.app_started + timedelta(seconds=t + jitter)
         s.w.log("shop", up.name, "istio-proxy", [E_access_tcp_nr(at, up.ip, cron.ip, eph)])
-        lines.append((t + 0.003, "WARN", 'GET http://orders.shop:8080/api/orders?since=2026-12-02T03:15:00Z failed: read tcp %s:%d->%s:8080: read: connection reset by peer (attempt %d/5)'
+        lines.append((t + jitter + 0.002, "WARN", 'GET http://orders.shop:8080/api/orders?since=2026-12-02T03:15:00Z failed: read tcp %s:%d->%s:8080: read: connection reset by peer (attempt %d/5)'
                       % (cron.ip, eph, SVC_IPS["orders"], attempt)))
         t += 2 ** attempt
     lines.append((t, "ERROR", "export failed after 5 attempts: orders API unreachable; exiting 1"))
     lines.append((t + 0.01, "INFO", "restarting in-process loop (restartPolicy OnFailure keeps this pod); next attempt in 30s"))
     for k in range(4):
-        at = cron.app_started + timedelta(seconds=t + 30 + k * 40)
+        jitter = s.rng.randrange(900) / 1000
+        at = cron.app_started + timedelta(seconds=t + 30 + k * 40 + jitter)
         up = orders[k % 3]
         s.w.log("shop", up.name, "istio-proxy", [E_access_tcp_nr(at, up.ip, cron.ip, 40100 + k)])
-        lines.append((t + 30 + k * 40 + 0.003, "WARN", "GET http://orders.shop:8080/api/orders?since=2026-12-02T03:15:00Z failed: read tcp %s:%d->%s:8080: read: connection reset by peer"
+        lines.append((t + 30 + k * 40 + jitter + 0.002, "WARN", "GET http://orders.shop:8080/api/orders?since=2026-12-02T03:15:00Z failed: read tcp %s:%d->%s:8080: read: connection reset by peer"
                       % (cron.ip, 40100 + k, SVC_IPS["orders"])))
     s.app_log(cron, app_lines(cron.app_started, lines))
     s.write(ROOT, header(s, "Plaintext client after a namespace went STRICT",
@@ -285,15 +287,15 @@ def startup_race():
     for suffix, node, host, offset, crashed in plan:
         created = parse("2026-12-02T03:00:00") + timedelta(seconds=offset)
         first = created + timedelta(seconds=2)
-        kw = {}
+        # The third pod's image pull took 2 s longer: its app started after
+        # Envoy was ready and connected at once.
+        kw = {"app_started": first + timedelta(seconds=2)}
         if crashed:
             kw = dict(restarts=1, app_started=created + timedelta(seconds=14),
                       last_terminated={"containerID": "containerd://" + digest(s.w.name, suffix, "crash"), "exitCode": 1, "finishedAt": ts(first + timedelta(seconds=1)),
                                        "reason": "Error", "startedAt": ts(first)})
         p = s.pod("shop", "%s-%s" % (rs, suffix), "orders-api", node, host, created, rs=rs, proxy_started=first,
                   readiness=("/readyz", 8080), app_env=[{"name": "DATABASE_URL", "value": "postgres://orders@postgres.shop.svc.cluster.local:5432/orders?sslmode=disable"}], **kw)
-        if not crashed:
-            p.obj["spec"]["containers"][0]["env"] = p.obj["spec"]["containers"][0]["env"]
         pods.append((p, crashed, first))
     s.slice("web", [web.name])
     s.slice("orders-api", [p.name for p, _, _ in pods])
@@ -783,9 +785,9 @@ def stale_xds():
         s.outbound("orders", hosts, stats={"cx_connect_fail": 3 * n, "rq_retry": 2 * n, "rq_retry_limit_exceeded": n}),
         s.outbound("web", [web]),
     ])
-    acked = s.nonce(parse("2026-12-02T03:29:40"))
-    sent = s.nonce(parse("2026-12-02T03:51:58"))
-    s.syncz[web.proxy_id] = {"cluster_sent": sent, "cluster_acked": acked, "endpoint_sent": sent, "endpoint_acked": acked}
+    s.syncz[web.proxy_id] = {
+        "cluster_sent": s.nonce(parse("2026-12-02T03:51:58")), "cluster_acked": s.nonce(parse("2026-12-02T03:29:40")),
+        "endpoint_sent": s.nonce(parse("2026-12-02T03:51:58")), "endpoint_acked": s.nonce(parse("2026-12-02T03:29:40"))}
     s.write(ROOT, header(s, "Stale proxy: web's Envoy still has the old orders endpoints",
                          """
 orders was redeployed at 03:31 and has three new, ready pods. web's sidecar runs with a 100m CPU limit
