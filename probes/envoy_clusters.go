@@ -52,6 +52,8 @@ const (
 const noSourceSummary = "no source pod: name the calling pod with --from pod/NAME"
 
 type envoyClustersInput struct {
+	// Skip says why there is no Envoy to read ("" when there is).
+	Skip string
 	// Clusters are every cluster of /clusters; evaluate picks the target's.
 	Clusters []envoy.Cluster
 	// Stats holds the target clusters' stats from /stats.
@@ -61,9 +63,6 @@ type envoyClustersInput struct {
 }
 
 func (p EnvoyClustersProbe) Run(ctx context.Context, c Cluster, t Target) Result {
-	if r, stop := sourceProxyCheck(ctx, c, t); stop {
-		return r
-	}
 	in, what, err := fetchEnvoyClusters(ctx, c, t)
 	if err != nil {
 		r := ErrorResult(what, err)
@@ -73,27 +72,34 @@ func (p EnvoyClustersProbe) Run(ctx context.Context, c Cluster, t Target) Result
 	return evaluateEnvoyClusters(t, in)
 }
 
-// sourceProxyCheck stops a probe that reads the source's Envoy when there is
-// no source, or the source has no sidecar. A pod that cannot be read for
-// another reason (RBAC on pods) does not stop it: the admin API may still
-// answer.
-func sourceProxyCheck(ctx context.Context, c Cluster, t Target) (Result, bool) {
+// readSourceProxy says why a probe that reads the source's Envoy has
+// nothing to read: no source named, or a source without a sidecar (skip is
+// then the one-line reason). A pod that cannot be read for another reason
+// (RBAC on pods) is no reason to stop: the admin API may still answer.
+func readSourceProxy(ctx context.Context, c Cluster, t Target) (skip, what string, err error) {
 	if t.Source == nil {
-		return Result{Status: StatusSkipped, Summary: noSourceSummary, Facts: Facts{}}, true
+		return noSourceSummary, "", nil
 	}
 	pod, err := c.GetPod(ctx, t.Source.Namespace, t.Source.Name)
 	switch {
 	case err == nil && PodSidecar(pod) == SidecarNone:
-		return Result{Status: StatusSkipped, Facts: Facts{},
-			Summary: fmt.Sprintf("source pod %s has no %s: there is no Envoy to read, its calls leave without mTLS", t.Source, ProxyContainer)}, true
+		return fmt.Sprintf("source pod %s has no %s: there is no Envoy to read, its calls leave without mTLS", t.Source, ProxyContainer), "", nil
 	case apierrors.IsNotFound(err):
-		return ErrorResult("get source pod "+t.Source.String(), err), true
+		return "", "get source pod " + t.Source.String(), err
 	}
-	return Result{}, false
+	return "", "", nil
 }
 
-func fetchEnvoyClusters(ctx context.Context, c Cluster, t Target) (envoyClustersInput, string, error) {
-	var in envoyClustersInput
+// skippedResult is a probe result with nothing read: no facts, so the
+// runbook treats every fact of the probe as unknown.
+func skippedResult(summary string, commands []string) Result {
+	return Result{Status: StatusSkipped, Summary: summary, Facts: Facts{}, Commands: commands}
+}
+
+func fetchEnvoyClusters(ctx context.Context, c Cluster, t Target) (in envoyClustersInput, what string, err error) {
+	if in.Skip, what, err = readSourceProxy(ctx, c, t); err != nil || in.Skip != "" {
+		return in, what, err
+	}
 	src := *t.Source
 	body, err := c.EnvoyAdmin(ctx, src, adminClusters)
 	if err != nil {
@@ -132,6 +138,9 @@ type clusterFigures struct {
 }
 
 func evaluateEnvoyClusters(t Target, in envoyClustersInput) Result {
+	if in.Skip != "" {
+		return skippedResult(in.Skip, envoyClustersCommands(t, nil))
+	}
 	var f clusterFigures
 	var targets []envoy.Cluster
 	for _, c := range in.Clusters {

@@ -36,14 +36,13 @@ func (EnvoyConfigProbe) Meta() Meta {
 }
 
 type envoyConfigInput struct {
+	// Skip says why there is no Envoy to read ("" when there is).
+	Skip string
 	Dump envoy.ConfigDump
 	Size int // bytes of the config dump
 }
 
 func (p EnvoyConfigProbe) Run(ctx context.Context, c Cluster, t Target) Result {
-	if r, stop := sourceProxyCheck(ctx, c, t); stop {
-		return r
-	}
 	in, what, err := fetchEnvoyConfig(ctx, c, t)
 	if err != nil {
 		r := ErrorResult(what, err)
@@ -53,8 +52,10 @@ func (p EnvoyConfigProbe) Run(ctx context.Context, c Cluster, t Target) Result {
 	return evaluateEnvoyConfig(t, in)
 }
 
-func fetchEnvoyConfig(ctx context.Context, c Cluster, t Target) (envoyConfigInput, string, error) {
-	var in envoyConfigInput
+func fetchEnvoyConfig(ctx context.Context, c Cluster, t Target) (in envoyConfigInput, what string, err error) {
+	if in.Skip, what, err = readSourceProxy(ctx, c, t); err != nil || in.Skip != "" {
+		return in, what, err
+	}
 	src := *t.Source
 	body, err := c.EnvoyAdmin(ctx, src, adminConfigDump)
 	if err != nil {
@@ -103,6 +104,9 @@ func mainCluster(active []envoy.ClusterConfig) envoy.ClusterConfig {
 }
 
 func evaluateEnvoyConfig(t Target, in envoyConfigInput) Result {
+	if in.Skip != "" {
+		return skippedResult(in.Skip, envoyConfigCommands(t))
+	}
 	var active, warming []envoy.ClusterConfig
 	for _, c := range in.Dump.Clusters {
 		if c.Warming {

@@ -31,6 +31,8 @@ func (EnvoyListenersProbe) Meta() Meta {
 }
 
 type envoyListenersInput struct {
+	// Skip says why there is no Envoy to read ("" when there is).
+	Skip      string
 	Listeners []envoy.Listener
 	// Ports are the target ports: t.Port, or every port of the Service.
 	Ports []int32
@@ -43,9 +45,6 @@ type envoyListenersInput struct {
 }
 
 func (p EnvoyListenersProbe) Run(ctx context.Context, c Cluster, t Target) Result {
-	if r, stop := sourceProxyCheck(ctx, c, t); stop {
-		return r
-	}
 	in, what, err := fetchEnvoyListeners(ctx, c, t)
 	if err != nil {
 		r := ErrorResult(what, err)
@@ -55,8 +54,10 @@ func (p EnvoyListenersProbe) Run(ctx context.Context, c Cluster, t Target) Resul
 	return evaluateEnvoyListeners(t, in)
 }
 
-func fetchEnvoyListeners(ctx context.Context, c Cluster, t Target) (envoyListenersInput, string, error) {
-	var in envoyListenersInput
+func fetchEnvoyListeners(ctx context.Context, c Cluster, t Target) (in envoyListenersInput, what string, err error) {
+	if in.Skip, what, err = readSourceProxy(ctx, c, t); err != nil || in.Skip != "" {
+		return in, what, err
+	}
 	svc, err := c.GetService(ctx, t.Namespace, t.Service)
 	switch {
 	case err == nil:
@@ -96,6 +97,9 @@ func serviceVIPs(svc *corev1.Service) []string {
 }
 
 func evaluateEnvoyListeners(t Target, in envoyListenersInput) Result {
+	if in.Skip != "" {
+		return skippedResult(in.Skip, envoyListenersCommands(t))
+	}
 	var names, missing []string
 	var rows [][]string
 	virtualOutbound := false

@@ -35,17 +35,13 @@ const (
 )
 
 type proxyStatusInput struct {
+	// Skip says why there is no proxy to ask about ("" when there is).
+	Skip    string
 	Proxies []envoy.ProxySync
 }
 
 func (p ProxyStatusProbe) Run(ctx context.Context, c Cluster, t Target) Result {
-	// A pod without a sidecar is not an xDS client: istiod not listing it
-	// says nothing about staleness.
-	if r, stop := sourceProxyCheck(ctx, c, t); stop {
-		r.Commands = proxyStatusCommands(t)
-		return r
-	}
-	in, what, err := fetchProxyStatus(ctx, c)
+	in, what, err := fetchProxyStatus(ctx, c, t)
 	if err != nil {
 		r := ErrorResult(what, err)
 		r.Commands = proxyStatusCommands(t)
@@ -54,8 +50,12 @@ func (p ProxyStatusProbe) Run(ctx context.Context, c Cluster, t Target) Result {
 	return evaluateProxyStatus(t, in)
 }
 
-func fetchProxyStatus(ctx context.Context, c Cluster) (proxyStatusInput, string, error) {
-	var in proxyStatusInput
+func fetchProxyStatus(ctx context.Context, c Cluster, t Target) (in proxyStatusInput, what string, err error) {
+	// A pod without a sidecar is not an xDS client: istiod not listing it
+	// says nothing about staleness.
+	if in.Skip, what, err = readSourceProxy(ctx, c, t); err != nil || in.Skip != "" {
+		return in, what, err
+	}
 	body, err := c.Istiod(ctx, synczPath)
 	if err != nil {
 		return in, "read istiod " + synczPath, err
@@ -67,6 +67,9 @@ func fetchProxyStatus(ctx context.Context, c Cluster) (proxyStatusInput, string,
 }
 
 func evaluateProxyStatus(t Target, in proxyStatusInput) Result {
+	if in.Skip != "" {
+		return skippedResult(in.Skip, proxyStatusCommands(t))
+	}
 	src := *t.Source
 	id := src.Name + "." + src.Namespace
 	stale := 0
