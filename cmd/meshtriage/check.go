@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"strings"
@@ -133,7 +134,13 @@ func (o *checkOptions) run(ctx context.Context, args []string) error {
 	}
 	rep := report.FromSession(sess)
 	sess.End("completed")
-	if err := report.Write(o.g.streams.Out, rep, o.output); err != nil {
+	// The report is pasted into tickets and chats: it gets the same
+	// redaction as the incident log.
+	var out strings.Builder
+	if err := report.Write(&out, rep, o.output); err != nil {
+		return triageErr("write report: %w", err)
+	}
+	if _, err := io.WriteString(o.g.streams.Out, incidentlog.Redact(out.String())); err != nil {
 		return triageErr("write report: %w", err)
 	}
 	if err := sess.SinkErr(); err != nil {
@@ -142,7 +149,30 @@ func (o *checkOptions) run(ctx context.Context, args []string) error {
 	if len(rep.Findings) > 0 {
 		return &exitError{code: exitFindings}
 	}
+	// "No finding" is a claim about the checks that ran; at 3 a.m. it must
+	// not hide the ones that could not.
+	unchecked, ran := uncheckedSteps(rep)
+	if ran == 0 {
+		return triageErr("no check could run: %s", rep.Steps[0].Summary)
+	}
+	if len(unchecked) > 0 {
+		fmt.Fprintf(o.g.streams.ErrOut, "meshtriage: no finding, but %d of %d checks could not run (%s): their causes are not ruled out\n",
+			len(unchecked), len(rep.Steps), strings.Join(unchecked, ", "))
+	}
 	return nil
+}
+
+// uncheckedSteps lists the steps whose probe errored, and counts those that
+// produced a verdict.
+func uncheckedSteps(rep report.Report) (unchecked []string, ran int) {
+	for _, st := range rep.Steps {
+		if st.Status == probes.StatusError {
+			unchecked = append(unchecked, st.ID)
+		} else if st.Status != probes.StatusSkipped {
+			ran++
+		}
+	}
+	return unchecked, ran
 }
 
 // open picks the cluster (live, --manifests or --scenario) and the target,

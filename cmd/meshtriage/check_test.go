@@ -46,6 +46,16 @@ func TestCheckExitCodes(t *testing.T) {
 			t.Errorf("findings are not errors; stderr: %q", r.stderr)
 		}
 	})
+	t.Run("no finding with checks that could not run: 0 and a warning", func(t *testing.T) {
+		r := runCheck(t, "-n", "shop", "svc/web", "--manifests", "testdata/check/unchecked")
+		if r.code != exitOK {
+			t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+		}
+		want := "checks could not run (access-log, metrics, versions): their causes are not ruled out"
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("stderr %q does not warn %q", r.stderr, want)
+		}
+	})
 	bad := []struct {
 		name string
 		args []string
