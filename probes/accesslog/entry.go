@@ -129,11 +129,28 @@ func mentionsRefused(s string) bool {
 // that are not access-log entries. The returned strings share memory with
 // line.
 func ParseLine(line string) (Entry, bool) {
+	var p parser
+	e, ok := p.parse(line)
+	return *e, ok
+}
+
+// parser keeps the scratch space of one line's parse, so a tally reuses it
+// instead of zeroing and copying a fresh Entry and token array per line.
+type parser struct {
+	e    Entry
+	toks [maxTokens]token
+}
+
+// parse parses line into p's Entry, valid until the next call.
+func (p *parser) parse(line string) (*Entry, bool) {
 	line = trimEOL(line)
 	if len(line) > 0 && line[0] == '{' {
-		return parseJSON(line)
+		var ok bool
+		p.e, ok = parseJSON(line)
+		return &p.e, ok
 	}
-	return parseText(line)
+	p.e = Entry{}
+	return &p.e, parseText(line, &p.e, &p.toks)
 }
 
 func trimEOL(s string) string {
@@ -173,29 +190,27 @@ type token struct {
 // before 1.9, DETAILS and TERMINATION since) and the quoted mixer status of
 // 1.5-1.8, so runs of bare and quoted fields are matched in turn rather than
 // counted from one fixed layout.
-func parseText(line string) (Entry, bool) {
-	var e Entry
+func parseText(line string, e *Entry, toks *[maxTokens]token) bool {
 	if len(line) < 4 || line[0] != '[' {
-		return e, false
+		return false
 	}
 	end := strings.IndexByte(line, ']')
 	// Envoy's own log lines also open with "[time]" but continue with "[".
 	if end < 2 || end+2 >= len(line) || line[end+1] != ' ' || line[end+2] != '"' || !isDigit(line[1]) {
-		return e, false
+		return false
 	}
 	e.StartTime = line[1:end]
 
-	var toks [maxTokens]token
-	n := tokenize(line[end+2:], &toks)
+	n := tokenize(line[end+2:], toks)
 	if n < 3 || !toks[0].quoted || toks[1].quoted || toks[2].quoted {
-		return e, false
+		return false
 	}
-	if !parseRequest(toks[0].s, &e) {
-		return e, false
+	if !parseRequest(toks[0].s, e) {
+		return false
 	}
 	code, ok := atoi(toks[1].s)
 	if !ok {
-		return e, false
+		return false
 	}
 	e.ResponseCode = int(code)
 	e.Flags = unset(toks[2].s)
@@ -210,7 +225,7 @@ func parseText(line string) (Entry, bool) {
 		e.ResponseCodeDetails = unset(bare[0].s)
 		e.ConnectionTerminationDetails = unset(bare[1].s)
 	default:
-		return e, false
+		return false
 	}
 	i += len(bare)
 	quoted := quotedRun(toks[:n], i)
@@ -272,7 +287,7 @@ func parseText(line string) (Entry, bool) {
 			e.RouteName = v
 		}
 	}
-	return e, true
+	return true
 }
 
 // tokenize splits s into bare (space-separated) and quoted fields. Envoy does

@@ -120,8 +120,9 @@ func Tally(r io.Reader) (Summary, error) {
 
 // AddFrom tallies every line of r into s.
 func (s *Summary) AddFrom(r io.Reader) error {
+	var p parser
 	return eachLine(r, func(line string) {
-		s.AddLine(line)
+		s.addLine(&p, line)
 	}, s.skipped, s.Finish)
 }
 
@@ -130,22 +131,23 @@ func (s *Summary) AddFrom(r io.Reader) error {
 // to every other service. Lines that are not entries count in matched
 // (Lines, Unparsed); rest counts only entries.
 func Split(r io.Reader, match func(*Entry) bool) (matched, rest Summary, err error) {
+	var p parser
 	err = eachLine(r, func(line string) {
 		line = trimEOL(line)
 		if blank(line) {
 			return
 		}
-		e, ok := ParseLine(line)
+		e, ok := p.parse(line)
 		switch {
 		case !ok:
 			matched.Lines++
 			matched.Unparsed++
-		case match(&e):
+		case match(e):
 			matched.Lines++
-			matched.AddEntry(&e, line)
+			matched.AddEntry(e, line)
 		default:
 			rest.Lines++
-			rest.AddEntry(&e, line)
+			rest.AddEntry(e, line)
 		}
 	}, matched.skipped, func() { matched.Finish(); rest.Finish() })
 	return matched, rest, err
@@ -199,17 +201,22 @@ func bytesString(b []byte) string { return unsafe.String(unsafe.SliceData(b), le
 // AddLine tallies one line; it may alias a reused buffer. Call Finish after
 // the last one.
 func (s *Summary) AddLine(line string) {
+	var p parser
+	s.addLine(&p, line)
+}
+
+func (s *Summary) addLine(p *parser, line string) {
 	line = trimEOL(line)
 	if blank(line) {
 		return
 	}
 	s.Lines++
-	e, ok := ParseLine(line)
+	e, ok := p.parse(line)
 	if !ok {
 		s.Unparsed++
 		return
 	}
-	s.AddEntry(&e, line)
+	s.AddEntry(e, line)
 }
 
 // AddEntry tallies a parsed entry; raw is kept as a sample when notable.
