@@ -67,7 +67,7 @@ func (s podSpec) pod() corev1.Pod {
 func deployment(gen, observed, replicas, updated, available, total int32) *appsv1.Deployment {
 	return &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "orders", Generation: int64(gen)},
-		Spec: appsv1.DeploymentSpec{Replicas: &replicas, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "orders"}}},
+		Spec:       appsv1.DeploymentSpec{Replicas: &replicas, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "orders"}}},
 		Status: appsv1.DeploymentStatus{ObservedGeneration: int64(observed), Replicas: total, UpdatedReplicas: updated,
 			AvailableReplicas: available, ReadyReplicas: available},
 	}
