@@ -75,6 +75,11 @@ func pickScenario(in io.Reader, out io.Writer) (string, error) {
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	for i, s := range list {
 		fmt.Fprintf(tw, "  %2d\t%s\t%s\n", i+1, s.Name, s.Title)
+		story := s.Summary
+		if story == "" {
+			story = firstSentence(s.Description, 96)
+		}
+		fmt.Fprintf(tw, "  \t\t%s\n", story)
 	}
 	tw.Flush()
 	fmt.Fprintln(out)
@@ -112,6 +117,18 @@ func pickScenario(in io.Reader, out io.Writer) (string, error) {
 			return "", nil
 		}
 	}
+}
+
+// firstSentence is the opening of a scenario's story, cut to max runes.
+func firstSentence(text string, max int) string {
+	text = strings.Join(strings.Fields(text), " ")
+	if i := strings.Index(text, ". "); i >= 0 {
+		text = text[:i+1]
+	}
+	if r := []rune(text); len(r) > max {
+		text = strings.TrimSpace(string(r[:max-1])) + "…"
+	}
+	return text
 }
 
 func demoScenarios() ([]*scenario.Scenario, error) {

@@ -40,8 +40,10 @@ const Dir = "scenarios"
 
 // Scenario is one recorded incident.
 type Scenario struct {
-	Name        string
-	Title       string
+	Name  string
+	Title string
+	// Summary is the story in one line, for lists.
+	Summary     string
 	Description string
 	Target      probes.Target
 	// Expect lists the cause IDs the unattended check must find, and only
@@ -92,6 +94,7 @@ const IstiodSyncz = "/debug/syncz"
 type header struct {
 	Name          string   `json:"name"`
 	Title         string   `json:"title"`
+	Summary       string   `json:"summary"`
 	Description   string   `json:"description"`
 	Context       string   `json:"context"`
 	ServerVersion string   `json:"serverVersion"`
@@ -169,6 +172,7 @@ func Load(fsys fs.FS, name string) (*Scenario, error) {
 	s := &Scenario{
 		Name:                  h.Name,
 		Title:                 h.Title,
+		Summary:               h.Summary,
 		Description:           strings.TrimSpace(h.Description),
 		Expect:                h.Expect,
 		ServerVersion:         h.ServerVersion,

@@ -34,8 +34,8 @@ func TestEmbeddedScenarios(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if s.Title == "" || s.Description == "" || s.ServerVersion == "" || s.Context == "" {
-				t.Errorf("scenario.yaml lacks title, description, serverVersion or context: %+v", s)
+			if s.Title == "" || s.Summary == "" || s.Description == "" || s.ServerVersion == "" || s.Context == "" {
+				t.Errorf("scenario.yaml lacks title, summary, description, serverVersion or context: %+v", s)
 			}
 			for _, id := range s.Expect {
 				if !slices.Contains(assets.Causes, id) {

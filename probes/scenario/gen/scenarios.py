@@ -23,6 +23,25 @@ from world import DOMAIN, Str, access, digest, ms, parse, ts, uid, us  # noqa: E
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "assets", "scenarios")
 SCENARIOS = []
 
+# One line each, for `meshtriage demo`'s list: the story as the on-call
+# would tell it in the incident channel.
+SUMMARIES = {
+    "healthy": "web -> orders with native sidecars, STRICT mTLS, all SYNCED: nothing for the check to find",
+    "mtls-plaintext-to-strict": "a cron job without sidecar calls orders after shop went STRICT: connection reset",
+    "mtls-to-pod-without-sidecar": "DR says ISTIO_MUTUAL, orders redeployed with inject false: 503 UF WRONG_VERSION_NUMBER",
+    "startup-race": "orders-api dials postgres before Envoy is up: connection refused, one restart per pod",
+    "rollout-shutdown-503": "503 UC/UF bursts while orders rolls out: the sidecar exits before the app drains",
+    "port-mismatch": "orders 3.0 listens on 8000, the Service still targets 8080: 503 UF connection refused",
+    "no-ready-endpoints": "orders pods Running but never Ready (migration stuck): 503 UH no_healthy_upstream",
+    "subset-no-pods": "VirtualService keeps 10% on subset v2 after the canary was scaled to zero: 503 UH",
+    "vs-undefined-subset": "VirtualService routes 20% to subset canary, the DestinationRule lost it: 503 NC",
+    "outlier-all-ejected": "consecutive5xxErrors 1 + maxEjectionPercent 100: one DB blip ejected every host",
+    "circuit-breaker-overflow": "maxConnections 1 / http1MaxPendingRequests 1 from a tutorial: 503 UO at peak",
+    "missing-serviceentry": "REGISTRY_ONLY, checkout calls api.payments.example.com, no ServiceEntry: BlackHoleCluster",
+    "stale-xds": "web's throttled sidecar has not ACKed CDS/EDS for 20 min: routes to pods that are gone",
+    "idle-timeout-uc": "Node.js keepAliveTimeout 5 s vs Envoy's 1 h idle timeout: sporadic 503 UC, no rollout",
+}
+
 
 def scenario(fn):
     SCENARIOS.append(fn)
@@ -46,13 +65,14 @@ def pa(s, name, spec, created, ns="shop"):
     return istio_obj(s, "security.istio.io/v1", "PeerAuthentication", ns, name, created, spec)
 
 
-def header(s, title, description, target, expect, source=None, port=8080, ns="shop"):
+def header(s, title, description, target, expect, source=None, port=8080, ns="shop", summary=""):
     t = {"namespace": ns, "service": target, "port": port}
     if source is not None:
         t["source"] = {"namespace": source.ns, "name": source.name}
     return {
         "name": s.w.name,
         "title": title,
+        "summary": SUMMARIES[s.w.name],
         "description": Str(description.strip() + "\n"),
         "context": "prod-eu-west-1",
         "serverVersion": s.server_version,
@@ -840,7 +860,7 @@ def idle_timeout_uc():
         s.outbound("orders", orders, stats={"rq_503": 3 * n + 12, "rq_retry": 2 * n + 12, "rq_retry_success": 12, "retry_503": 2 * n + 12, "rq_retry_limit_exceeded": n}),
         s.outbound("web", [web]),
     ])
-    s.write(ROOT, header(s, "503 UC at steady state: upstream keep-alive shorter than Envoy's idle timeout",
+    s.write(ROOT, header(s, "503 UC at steady state: app keep-alive shorter than Envoy's idle timeout",
                          """
 orders was rewritten in Node.js 20, whose HTTP server closes idle keep-alive connections after 5 s
 (server.keepAliveTimeout). The orders sidecar keeps upstream connections to the app for up to an hour
