@@ -113,12 +113,14 @@ type run struct {
 }
 
 type batch struct {
-	id     int
-	ch     chan batchItemMsg
-	total  int
-	done   int
-	cancel context.CancelFunc
-	steps  map[string]bool // still running
+	id    int
+	ch    chan batchItemMsg
+	total int
+	done  int
+	// cancelledN counts results that came back after esc.
+	cancelledN int
+	cancel     context.CancelFunc
+	steps      map[string]bool // still running
 }
 
 type copiedBlock struct{ what, text string }
@@ -210,7 +212,7 @@ func New(ctx context.Context, opts Options) *Model {
 		notes:     notes.New(c),
 		helpView:  helpscreen.New(c),
 		help:      help.New(),
-		spinner:   spinner.New(spinner.WithSpinner(spinner.Line)),
+		spinner:   spinner.New(spinner.WithSpinner(spinner.MiniDot)),
 		runs:      map[string]*run{},
 		cancelled: map[string]bool{},
 		osc52:     osc52Likely(opts.Environ),
@@ -370,18 +372,26 @@ func (m *Model) handleResult(msg tea.Msg) tea.Cmd {
 		if m.batch == nil || msg.batch != m.batch.id {
 			return nil
 		}
-		m.batch.done++
+		if m.cancelled[msg.step] {
+			m.batch.cancelledN++
+		} else {
+			m.batch.done++
+		}
 		delete(m.batch.steps, msg.step)
 		m.noteRan(msg.step)
 		return tea.Batch(m.takeSnap(msg.snap), waitBatch(m.eng, m.batch.id, m.batch.ch))
 	case batchDoneMsg:
 		if m.batch != nil && msg.batch == m.batch.id {
-			done, total := m.batch.done, m.batch.total
-			m.batch.cancel()
+			b := m.batch
+			b.cancel()
 			m.batch = nil
 			m.snap = msg.snap
 			m.refresh()
-			return m.flash(fmt.Sprintf("ran %d of %d remaining steps", done, total))
+			note := fmt.Sprintf("ran %d of %d remaining steps", b.done, b.total)
+			if b.cancelledN > 0 {
+				note += fmt.Sprintf("; %d cancelled", b.cancelledN)
+			}
+			return m.flash(note)
 		}
 		return nil
 	case recordedMsg:

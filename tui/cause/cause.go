@@ -301,7 +301,7 @@ func (m *Model) render() {
 	if len(c.Warnings) > 0 {
 		section("Makes it worse")
 		for _, w := range c.Warnings {
-			add(s.WarningText.Render("  " + common.IconWarn + " " + w.Title))
+			add(s.WarningText.Render(common.Hang(w.Title, width, "  "+common.IconWarn+" ")))
 			if w.Text != "" {
 				add(common.Indent(common.Wrap(w.Text, width-4), "    "))
 			}

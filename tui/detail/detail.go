@@ -168,7 +168,7 @@ func RenderStep(s *common.Styles, width int, step engine.Step, res probes.Result
 	if len(step.Warnings) > 0 {
 		section("Warnings")
 		for _, w := range step.Warnings {
-			b.WriteString(s.WarningText.Render(common.IconWarn+" "+w.Title) + "\n")
+			b.WriteString(s.WarningText.Render(common.Hang(w.Title, width, common.IconWarn+" ")) + "\n")
 			if w.Text != "" {
 				b.WriteString(common.Indent(common.Wrap(w.Text, width-2), "  ") + "\n")
 			}
@@ -208,7 +208,15 @@ func FactValue(v any) string {
 // rest.
 func RenderCause(s *common.Styles, width int, c engine.Cause, f *engine.Finding, v engine.Verdict) string {
 	var b strings.Builder
-	b.WriteString(s.Cause.Render(common.IconCause+" "+c.Title) + "\n" + s.Label.Render(c.ID) + "\n")
+	if f != nil {
+		b.WriteString(s.Cause.Render(common.Hang(c.Title, width, common.IconCause+" ")) + "\n")
+	} else {
+		b.WriteString(s.Title.Render(common.Hang(c.Title, width, common.IconCauseOther+" ")) + "\n")
+	}
+	b.WriteString(s.Label.Render(c.ID) + "\n")
+	if f == nil {
+		b.WriteString(s.Label.Render("not supported by the facts so far") + "\n")
+	}
 	if f != nil && f.Confidence != "" {
 		b.WriteString(s.Label.Render("confidence "+f.Confidence) + "\n")
 	}
@@ -225,7 +233,7 @@ func RenderCause(s *common.Styles, width int, c engine.Cause, f *engine.Finding,
 		b.WriteString("\n" + s.Heading.Render("Evidence") + "\n")
 		b.WriteString(RenderEvidence(s, width, f.Evidence) + "\n")
 	}
-	b.WriteString("\n" + s.Muted.Render(fmt.Sprintf("enter opens the fix directions (%d) and verification (%d).", len(c.Fixes), len(c.Verify))))
+	b.WriteString("\n" + s.Muted.Render(common.Wrap(fmt.Sprintf("enter opens the fix directions (%d) and verification (%d).", len(c.Fixes), len(c.Verify)), width)))
 	return b.String()
 }
 

@@ -168,6 +168,12 @@ func (e *Engine) Proposal() engine.Proposal {
 		}
 		from := cur
 		cur = ""
+		if res.Status == probes.StatusError || res.Status == probes.StatusSkipped {
+			// As the real engine: facts of a failed read are unknown, no
+			// rule decides, and the step is worth running again.
+			p.From, p.Next, p.Reason = from, from, "the probe could not read: run it again"
+			return p
+		}
 		for _, r := range e.s.Rules[from] {
 			if r.If != nil && !r.If(res.Facts) {
 				continue
