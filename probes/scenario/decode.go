@@ -21,6 +21,7 @@ import (
 	securityv1 "istio.io/client-go/pkg/apis/security/v1"
 	securityv1beta1 "istio.io/client-go/pkg/apis/security/v1beta1"
 	istioscheme "istio.io/client-go/pkg/clientset/versioned/scheme"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	kjson "k8s.io/apimachinery/pkg/runtime/serializer/json"
@@ -122,7 +123,42 @@ func LoadManifests(dir string) (*Scenario, error) {
 	if len(s.Objects) == 0 {
 		return nil, fmt.Errorf("manifests: no objects in %s", dir)
 	}
+	if missing := namespacesWithoutObject(s.Objects); len(missing) > 0 {
+		// Without it the target probe would report the namespace absent
+		// and its injection setting unknown; guessing either is worse than
+		// asking for one more file.
+		var cmds []string
+		for _, ns := range missing {
+			cmds = append(cmds, "kubectl get namespace "+ns+" -o yaml")
+		}
+		return nil, fmt.Errorf("manifests: objects in namespace(s) %s but no Namespace object for them; add the output of: %s",
+			strings.Join(missing, ", "), strings.Join(cmds, "; "))
+	}
 	return s, nil
+}
+
+func namespacesWithoutObject(objs []runtime.Object) []string {
+	have := map[string]bool{}
+	used := map[string]bool{}
+	for _, obj := range objs {
+		m, ok := obj.(metav1.Object)
+		if !ok {
+			continue
+		}
+		if _, isNS := obj.(*corev1.Namespace); isNS {
+			have[m.GetName()] = true
+		} else if ns := m.GetNamespace(); ns != "" {
+			used[ns] = true
+		}
+	}
+	var missing []string
+	for ns := range used {
+		if !have[ns] {
+			missing = append(missing, ns)
+		}
+	}
+	sort.Strings(missing)
+	return missing
 }
 
 // decodeManifests decodes every document of one file; documents of unknown

@@ -3,6 +3,8 @@ package scenario
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -79,6 +81,18 @@ func TestLoadManifestsReportsUnknownKinds(t *testing.T) {
 	}
 	if strings.Join(uk.Documents, "|") != strings.Join(want, "|") {
 		t.Errorf("unknown documents = %q, want %q", uk.Documents, want)
+	}
+}
+
+func TestLoadManifestsNeedsNamespaces(t *testing.T) {
+	dir := t.TempDir()
+	data := "apiVersion: v1\nkind: Service\nmetadata: {name: orders, namespace: shop}\n---\napiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: pay}\n"
+	if err := os.WriteFile(filepath.Join(dir, "dump.yaml"), []byte(data), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := LoadManifests(dir)
+	if err == nil || !strings.Contains(err.Error(), "pay, shop") || !strings.Contains(err.Error(), "kubectl get namespace shop -o yaml") {
+		t.Errorf("error = %v, want the namespaces and the command to add them", err)
 	}
 }
 

@@ -17,6 +17,11 @@
 //	logs/NS/POD/CONTAINER.log              the container's log
 //	logs/NS/POD/CONTAINER.previous.log     the previous (crashed) instance's log
 //	istiod/syncz.json                      istiod GET /debug/syncz
+//
+// The embedded scenarios (assets/scenarios) are written by gen/scenarios.py,
+// which derives every cross-reference (pod IPs in EndpointSlices, Envoy host
+// lists, access-log addresses, syncz proxy IDs) from one story per scenario;
+// edit the story there and regenerate rather than editing the files.
 package scenario
 
 import (
