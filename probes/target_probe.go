@@ -33,6 +33,7 @@ func (TargetProbe) Meta() Meta {
 			{"target_namespace_injection", FactString, "namespace injection setting: enabled, disabled, revision=<rev> or none (absent when the namespace cannot be read)"},
 			{"target_ports", FactList, "service ports as port/targetPort/protocol"},
 			{"target_port_found", FactBool, "the port named with --port is a port of the Service (true when no port was named)"},
+			{"target_source_named", FactBool, "a source pod was named with --from"},
 			{"target_source_found", FactBool, "the source pod named with --from exists (false when none was named)"},
 			{"target_source_has_sidecar", FactBool, "the source pod carries an istio-proxy (false when none was named)"},
 		},
@@ -197,6 +198,7 @@ func evaluateTarget(t Target, in targetInput) Result {
 		warnings = append(warnings, fmt.Sprintf("%d of %d pods without istio-proxy", withoutSidecar, len(pods)))
 	}
 
+	r.Facts["target_source_named"] = t.Source != nil
 	r.Facts["target_source_found"] = false
 	r.Facts["target_source_has_sidecar"] = false
 	switch {
