@@ -28,6 +28,7 @@ type checkOptions struct {
 	logPath      string
 	output       string
 	probeTimeout time.Duration
+	verify       verifyFlags // --prometheus, --test-request, --debug-logging (watch.go)
 }
 
 func newCheckCmd(g *globalOptions) *cobra.Command {
@@ -57,6 +58,7 @@ input, cluster unreachable, target unreadable).`,
 	f.StringVar(&o.logPath, "log", "", "also write the incident log (JSON Lines) to FILE")
 	f.StringVarP(&o.output, "output", "o", o.output, "report format: "+strings.Join(report.Formats, ", "))
 	f.DurationVar(&o.probeTimeout, "probe-timeout", o.probeTimeout, "deadline of each probe")
+	o.verify.add(f)
 	_ = cmd.RegisterFlagCompletionFunc("from", completePods(g))
 	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions(report.Formats, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
@@ -78,6 +80,9 @@ func (o *checkOptions) run(ctx context.Context, args []string) error {
 	}
 	cluster, target, err := o.open(args)
 	if err != nil {
+		return &exitError{code: exitTriage, err: err}
+	}
+	if err := o.verify.validate(target, cluster); err != nil {
 		return &exitError{code: exitTriage, err: err}
 	}
 	graph, err := runbook.LoadFS(assets.FS, assets.Runbook503, runbook.CatalogueOf(probes.All(), assets.Causes))
@@ -112,7 +117,7 @@ func (o *checkOptions) run(ctx context.Context, args []string) error {
 		Graph:        graph,
 		Cluster:      cluster,
 		Target:       target,
-		Probes:       probes.ByID(),
+		Probes:       o.verify.registry(),
 		Sinks:        sinks,
 		User:         demoUser(),
 		Mode:         runbook.ModeAuto,
@@ -123,7 +128,10 @@ func (o *checkOptions) run(ctx context.Context, args []string) error {
 	if err != nil {
 		return triageErr("%w", err)
 	}
-	_, err = sess.Auto(ctx)
+	err = o.verify.run(ctx, cluster, target, sess, o.g.streams.ErrOut, func(ctx context.Context) error {
+		_, err := sess.Auto(ctx)
+		return err
+	})
 	if err != nil {
 		reason := "could not triage"
 		if ctx.Err() != nil {

@@ -110,6 +110,7 @@ func newRootCmdAs(argv0 string, streams genericiooptions.IOStreams) *cobra.Comma
 		newDemoCmd(g),
 		newLogCmd(g),
 		newVersionCmd(g),
+		newWatchCmd(g),
 	)
 	return root
 }
