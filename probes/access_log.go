@@ -115,7 +115,7 @@ func noLogWhy(t Target, in accessLogInput) string {
 
 func fetchAccessLog(ctx context.Context, c Cluster, t Target) (accessLogInput, string, error) {
 	var in accessLogInput
-	opts := LogOptions{Container: ProxyContainer, Since: accessLogWindow, LimitBytes: DefaultLogLimit}
+	opts := LogOptions{Container: ProxyContainer, Since: accessLogWindow, LimitBytes: DefaultLogLimit, TailLines: AccessLogTailLines}
 	var firstErr error
 	var firstWhat string
 	fail := func(what string, err error) {

@@ -66,7 +66,16 @@ type LogOptions struct {
 	Since      time.Duration // 0: no time bound
 	LimitBytes int64         // 0: DefaultLogLimit
 	Previous   bool          // the previous (crashed) instance
+	// TailLines keeps only the newest lines (0: from the start of the
+	// window). The API server applies LimitBytes after it, from the oldest
+	// of those lines, so a tail that fits the byte limit yields the newest
+	// entries: what an incident needs, not the first 4 MB of the window.
+	TailLines int64
 }
+
+// AccessLogTailLines bounds access-log reads to about DefaultLogLimit of
+// typical Istio TEXT entries (~400 bytes each).
+const AccessLogTailLines = 10000
 
 // DefaultLogLimit caps a log read when the caller sets no limit.
 const DefaultLogLimit = 4 << 20

@@ -99,7 +99,7 @@ func fetchServiceEntry(ctx context.Context, c Cluster, t Target) (seInput, strin
 	}
 	in.Sidecar = sidecarFor(pod, root, sidecars)
 
-	log, err := c.Logs(ctx, src, LogOptions{Container: ProxyContainer, Since: seLogWindow, LimitBytes: DefaultLogLimit})
+	log, err := c.Logs(ctx, src, LogOptions{Container: ProxyContainer, Since: seLogWindow, LimitBytes: DefaultLogLimit, TailLines: AccessLogTailLines})
 	if err != nil {
 		return in, fmt.Sprintf("read the %s log of %s", ProxyContainer, src), err
 	}

@@ -212,6 +212,9 @@ func (c *Cluster) Logs(ctx context.Context, pod probes.PodRef, opts probes.LogOp
 		secs := int64(math.Ceil(opts.Since.Seconds()))
 		lo.SinceSeconds = &secs
 	}
+	if opts.TailLines > 0 {
+		lo.TailLines = &opts.TailLines
+	}
 	rc, err := c.Kube.CoreV1().Pods(pod.Namespace).GetLogs(pod.Name, lo).Stream(ctx)
 	if err != nil {
 		return nil, err

@@ -395,7 +395,7 @@ func TestLogsSendsTheBoundsAndStopsReadingAtTheLimit(t *testing.T) {
 	a.logBody = strings.Repeat("upstream connect error or disconnect/reset before headers\n", 10000)
 	c := newLive(t, a, Options{})
 	body, err := c.Logs(context.Background(), webPod, probes.LogOptions{
-		Container: "istio-proxy", Since: 90*time.Second + time.Millisecond, LimitBytes: 1000, Previous: true,
+		Container: "istio-proxy", Since: 90*time.Second + time.Millisecond, LimitBytes: 1000, Previous: true, TailLines: 500,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -404,7 +404,7 @@ func TestLogsSendsTheBoundsAndStopsReadingAtTheLimit(t *testing.T) {
 		t.Errorf("read %d bytes, want the first 1000", len(body))
 	}
 	q := a.logQuery
-	for k, want := range map[string]string{"container": "istio-proxy", "sinceSeconds": "91", "limitBytes": "1000", "previous": "true"} {
+	for k, want := range map[string]string{"container": "istio-proxy", "sinceSeconds": "91", "limitBytes": "1000", "previous": "true", "tailLines": "500"} {
 		if got := strings.Join(q[k], ","); got != want {
 			t.Errorf("query %s = %q, want %q", k, got, want)
 		}
