@@ -538,6 +538,7 @@ class Pod:
             proxy_status = container_status(w, ns, name, "istio-proxy", PROXY_IMAGE, proxy_started, ready=proxy_ready, state=proxy_state)
             if proxy_state and "terminated" in proxy_state:
                 proxy_status["started"] = False
+                proxy_state["terminated"]["containerID"] = proxy_status["containerID"]
             if sidecar == "native":
                 init_statuses.append(proxy_status)
             else:
