@@ -40,6 +40,9 @@ func TestMain(m *testing.M) {
 	if shared != nil {
 		shared.Stop()
 	}
+	if cliPath != "" {
+		os.RemoveAll(filepath.Dir(cliPath))
+	}
 	os.Exit(code)
 }
 
