@@ -58,19 +58,30 @@ type harness struct {
 
 func backspace() tea.KeyPressMsg { return tea.KeyPressMsg{Code: tea.KeyBackspace} }
 
-// start runs the UI on eng at w x h with a pinned clock and no colours.
+// start runs the UI on a scripted engine (nil: the picker builds one) at
+// w x h with a pinned clock and no colours.
 func start(t *testing.T, eng *enginetest.Engine, w, h int, opts Options) *harness {
 	t.Helper()
-	opts.Engine = eng
+	if eng != nil {
+		opts.Engine = eng
+	}
+	hs := startEngine(t, opts, w, h)
+	hs.eng = eng
+	return hs
+}
+
+// startEngine runs the UI with opts as given (opts.Engine may be a real
+// session).
+func startEngine(t *testing.T, opts Options, w, h int) *harness {
+	t.Helper()
 	if opts.LogPath == "" {
 		opts.LogPath = "/var/tmp/meshtriage/2025-03-14T03-07-00-reviews.jsonl"
 	}
 	if opts.Context == "" {
 		opts.Context = "kind-shop"
 	}
-	opts.Now = func() time.Time { return epoch }
-	if eng == nil {
-		opts.Engine = nil
+	if opts.Now == nil {
+		opts.Now = func() time.Time { return epoch }
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
@@ -78,7 +89,7 @@ func start(t *testing.T, eng *enginetest.Engine, w, h int, opts Options) *harnes
 	tm := teatest.NewTestModel(t, f,
 		teatest.WithInitialTermSize(w, h),
 		teatest.WithProgramOptions(tea.WithColorProfile(colorprofile.Ascii)))
-	h0 := &harness{t: t, tm: tm, f: f, eng: eng}
+	h0 := &harness{t: t, tm: tm, f: f}
 	t.Cleanup(func() { _ = tm.Quit() })
 	return h0
 }

@@ -318,3 +318,18 @@ func fits(lines []string, w int) bool {
 	}
 	return true
 }
+
+// NO_COLOR in the environment selects the colourless styles.
+func TestNoColorEnvironment(t *testing.T) {
+	m := New(t.Context(), Options{Engine: enginetest.New(outlierScript()), Environ: []string{"TERM=xterm", "NO_COLOR=1"}})
+	if !m.common.Styles.NoColor {
+		t.Fatal("NO_COLOR=1 did not select the colourless styles")
+	}
+	m.Update(tea.BackgroundColorMsg{})
+	if !m.common.Styles.NoColor {
+		t.Fatal("the background reply brought colours back under NO_COLOR")
+	}
+	if New(t.Context(), Options{Engine: enginetest.New(outlierScript()), Environ: []string{"NO_COLOR="}}).common.Styles.NoColor {
+		t.Fatal("an empty NO_COLOR counts as set")
+	}
+}

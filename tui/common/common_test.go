@@ -1,0 +1,83 @@
+package common
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/charmbracelet/x/ansi"
+)
+
+func TestNoColorStylesCarryNoColour(t *testing.T) {
+	colour, plain := NewStyles(true, false), NewStyles(true, true)
+	if out := colour.Fail.Render("✗"); !strings.Contains(out, "38;") {
+		t.Fatalf("colour styles render no foreground colour: %q", out)
+	}
+	for name, out := range map[string]string{
+		"fail":     plain.Fail.Render("✗"),
+		"selected": plain.Selected.Render("row"),
+		"status":   plain.StatusBar.Render("bar"),
+		"code":     plain.Code.Render("kubectl"),
+	} {
+		if strings.Contains(out, "38;") || strings.Contains(out, "48;") {
+			t.Errorf("NO_COLOR %s style emits a colour: %q", name, out)
+		}
+	}
+	// Selection must still be visible without colour.
+	if out := plain.Selected.Render("row"); out == "row" {
+		t.Error("NO_COLOR selection is invisible")
+	}
+}
+
+func TestLightAndDarkDiffer(t *testing.T) {
+	if DefaultStyles(true).Pass.Render("x") == DefaultStyles(false).Pass.Render("x") {
+		t.Error("light and dark backgrounds get the same colours")
+	}
+}
+
+func TestFitLines(t *testing.T) {
+	got := FitLines("a\nlong line here\nc\nd", 6, 3)
+	want := "a\nlong …\nc"
+	if got != want {
+		t.Fatalf("FitLines = %q, want %q", got, want)
+	}
+	if got := FitLines("x", 3, 2); got != "x\n" {
+		t.Fatalf("FitLines pads to %q", got)
+	}
+}
+
+func TestTruncateMiddle(t *testing.T) {
+	if got := TruncateMiddle("/var/tmp/meshtriage/2025.jsonl", 12); got != "/var/…5.jsonl" && ansi.StringWidth(got) != 12 {
+		t.Fatalf("TruncateMiddle = %q", got)
+	}
+	if got := TruncateMiddle("short", 12); got != "short" {
+		t.Fatalf("TruncateMiddle = %q", got)
+	}
+}
+
+func TestTableFitsOrBecomesRecords(t *testing.T) {
+	s := NewStyles(true, true)
+	cols := []string{"HOST", "HEALTH", "RQ"}
+	rows := [][]string{{"10.244.1.17:9080", "failed_outlier_check", "41"}}
+	wide := ansi.Strip(Table(s, cols, rows, 60))
+	if !strings.Contains(wide, "10.244.1.17:9080  failed_outlier_check  41") {
+		t.Fatalf("wide table:\n%s", wide)
+	}
+	narrow := ansi.Strip(Table(s, cols, rows, 24))
+	for _, l := range strings.Split(narrow, "\n") {
+		if ansi.StringWidth(l) > 24 {
+			t.Fatalf("narrow table overflows: %q", l)
+		}
+	}
+	// Too narrow for columns: each row becomes a record, nothing lost.
+	if !strings.Contains(narrow, "10.244.1.17:9080") || !strings.Contains(narrow, "failed_outlier_check") || !strings.Contains(narrow, "RQ 41") {
+		t.Fatalf("narrow table lost data:\n%s", narrow)
+	}
+}
+
+func TestHang(t *testing.T) {
+	got := Hang("one two three four", 10, "  • ")
+	want := "  • one\n    two\n    three\n    four"
+	if got != want {
+		t.Fatalf("Hang = %q, want %q", got, want)
+	}
+}

@@ -1,0 +1,177 @@
+package tui
+
+import (
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/meshtriage/meshtriage/assets"
+	"github.com/meshtriage/meshtriage/probes"
+	"github.com/meshtriage/meshtriage/probes/scenario"
+	"github.com/meshtriage/meshtriage/runbook"
+	"github.com/meshtriage/meshtriage/tui/engine"
+)
+
+// memSink keeps a session's events for the test to read.
+type memSink struct {
+	mu     sync.Mutex
+	events []runbook.Event
+}
+
+func (m *memSink) Write(ev runbook.Event) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.events = append(m.events, ev)
+	return nil
+}
+
+func (m *memSink) all() []runbook.Event {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return append([]runbook.Event(nil), m.events...)
+}
+
+// scenarioSession is the real runbook session on an embedded scenario, as
+// `meshtriage demo` builds it. The metrics probe samples 50 ms apart instead
+// of 5 s: that scales its rates, not what it counts.
+func scenarioSession(t *testing.T, name string) (*runbook.Session, *scenario.Scenario, *memSink) {
+	t.Helper()
+	s, err := scenario.Load(assets.FS, name)
+	if err != nil {
+		t.Fatalf("scenario %s: %v", name, err)
+	}
+	c, err := scenario.NewCluster(s)
+	if err != nil {
+		t.Fatalf("scenario %s: %v", name, err)
+	}
+	graph, err := runbook.LoadFS(assets.FS, assets.Runbook503, runbook.CatalogueOf(probes.All(), assets.Causes))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := probes.ByID()
+	reg["metrics"] = probes.MetricsProbe{Interval: 50 * time.Millisecond}
+	sink := &memSink{}
+	sess, err := runbook.NewSession(runbook.Config{
+		Graph: graph, Cluster: probes.NewCache(c), Target: s.Target, Probes: reg,
+		Sinks: []runbook.Sink{sink}, User: "oncall", Mode: runbook.ModeGuided,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sess, s, sink
+}
+
+// symptomOf is the start answer an on-call would give for each scenario.
+func symptomOf(name string) int {
+	switch name {
+	case "startup-race":
+		return 1 // pods restart at startup with connection refused
+	case "rollout-shutdown-503":
+		return 2 // 503 bursts during rollouts
+	}
+	return 0 // callers see 503s
+}
+
+func findingIDs(sess *runbook.Session) []string {
+	var ids []string
+	for _, f := range sess.Findings() {
+		ids = append(ids, f.Cause)
+	}
+	return ids
+}
+
+// TestScenarioWalks drives the real session on every embedded scenario with
+// the keys an on-call would press: the symptom, then enter on each proposal
+// until the scenario's cause is found, then o to open it. The healthy
+// scenario walks to the end without a finding. Every move is the engine's.
+func TestScenarioWalks(t *testing.T) {
+	names, err := scenario.Names(assets.FS)
+	if err != nil || len(names) == 0 {
+		t.Fatalf("no embedded scenarios: %v", err)
+	}
+	for _, name := range names {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			sess, sc, sink := scenarioSession(t, name)
+			h := startEngine(t, Options{Engine: engine.FromSession(sess), Context: "scenario " + name}, 100, 30)
+			h.waitFor("What does the on-call see?")
+			for i := 0; i < symptomOf(name); i++ {
+				h.key("down")
+			}
+			h.key("enter")
+			h.waitFor("Runbook · guided")
+
+			reached := func() bool {
+				ids := findingIDs(sess)
+				for _, want := range sc.Expect {
+					if !slices.Contains(ids, want) {
+						return false
+					}
+				}
+				return len(sc.Expect) > 0
+			}
+			for step := 0; !reached(); step++ {
+				if step > 20 {
+					t.Fatalf("20 proposals accepted and %v not found (found %v)", sc.Expect, findingIDs(sess))
+				}
+				screen := h.waitIdle()
+				if strings.Contains(screen, "runbook finished") || strings.Contains(screen, "cannot go on") {
+					break
+				}
+				before := ran(sink)
+				h.key("enter")
+				h.waitFor("") // let the key land
+				deadline := time.Now().Add(10 * time.Second)
+				for ran(sink) == before && time.Now().Before(deadline) {
+					time.Sleep(10 * time.Millisecond)
+				}
+			}
+			h.waitIdle()
+			if len(sc.Expect) == 0 {
+				if ids := findingIDs(sess); len(ids) > 0 {
+					t.Fatalf("healthy scenario found %v", ids)
+				}
+				h.waitFor("runbook finished without a cause")
+				return
+			}
+			if !reached() {
+				t.Fatalf("guided walk ended without %v; found %v\n%s", sc.Expect, findingIDs(sess), h.f.screen())
+			}
+			h.key("o")
+			h.waitFor("◆ "+sc.Expect[0], "fix direction")
+			for _, ev := range sink.all() {
+				if b := ev.Branch; b != nil && b.From != runbook.StartNode && b.ChosenBy != runbook.ChosenByEngine {
+					t.Errorf("enter recorded a move by %q: %+v", b.ChosenBy, b)
+				}
+			}
+		})
+	}
+}
+
+func ran(s *memSink) int {
+	n := 0
+	for _, ev := range s.all() {
+		if ev.Kind == runbook.EventProbeRan {
+			n++
+		}
+	}
+	return n
+}
+
+// waitIdle waits until no probe is running.
+func (h *harness) waitIdle() string {
+	h.t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		s := h.f.screen()
+		if s != "" && !strings.Contains(s, "running") && !strings.Contains(s, "starting the session") {
+			return s
+		}
+		if time.Now().After(deadline) {
+			h.t.Fatalf("probes still running:\n%s", s)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
