@@ -375,14 +375,31 @@ type actionSession interface {
 	RecordAction(runbook.Action)
 }
 
-// run runs triage, then the actions asked for: debug logging on the source
+// run runs triage, then what was asked for beyond it: the Prometheus
+// question, and debug logging on the source
 // sidecar for its window, with the test request sent inside it so its
 // debug lines are captured. The triage runs first so that the debug lines
 // do not crowd the access log the probes read. Action failures are printed
 // and recorded; they do not fail the triage.
 func (v *verifyFlags) run(ctx context.Context, c probes.Cluster, t probes.Target, sess actionSession, errOut io.Writer, triage func(context.Context) error) error {
-	if err := triage(ctx); err != nil || !v.any() {
+	if err := triage(ctx); err != nil {
 		return err
+	}
+	if v.prometheus.url != "" {
+		// The runbook has no step for it yet: shown beside the report.
+		res := probes.Run(ctx, v.registry()["prometheus"], c, t)
+		fmt.Fprintf(errOut, "meshtriage: prometheus %s: %s\n", res.Status, res.Summary)
+		if len(res.Evidence.Rows) > 0 {
+			tw := tabwriter.NewWriter(errOut, 0, 0, 2, ' ', 0)
+			fmt.Fprintln(tw, "  "+strings.Join(res.Evidence.Columns, "\t"))
+			for _, row := range res.Evidence.Rows {
+				fmt.Fprintln(tw, "  "+strings.Join(row, "\t"))
+			}
+			_ = tw.Flush()
+		}
+	}
+	if !v.any() {
+		return nil
 	}
 	runner, err := actions.RunnerOf(c)
 	if err != nil {
