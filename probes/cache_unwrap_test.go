@@ -28,7 +28,7 @@ func (m *movingCounters) EnvoyAdmin(ctx context.Context, pod PodRef, path string
 }
 
 func TestMetricsSamplesTwiceThroughTheCache(t *testing.T) {
-	live := &movingCounters{fakeCluster: newFakeCluster(t)}
+	live := &movingCounters{fakeCluster: newFakeCluster(t, metricsPod("web", "web-1", true, nil))}
 	cache := NewCache(live)
 	src := PodRef{Namespace: "web", Name: "web-1"}
 	target := Target{Namespace: "shop", Service: "orders", Source: &src}

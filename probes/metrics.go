@@ -59,6 +59,9 @@ type metricsSample struct {
 type metricsInput struct {
 	Reporter      string
 	First, Second metricsSample
+	// SourceWithoutSidecar: the named caller has no sidecar, so an upstream
+	// pod was sampled instead.
+	SourceWithoutSidecar bool
 }
 
 func (p MetricsProbe) Run(ctx context.Context, c Cluster, t Target) Result {
@@ -74,6 +77,18 @@ func (p MetricsProbe) Run(ctx context.Context, c Cluster, t Target) Result {
 func (p MetricsProbe) fetch(ctx context.Context, c Cluster, t Target) (metricsInput, string, error) {
 	in := metricsInput{Reporter: "source"}
 	pod := t.Source
+	if pod != nil {
+		src, err := c.GetPod(ctx, pod.Namespace, pod.Name)
+		if err != nil {
+			return in, "get source pod " + pod.String(), err
+		}
+		if PodSidecar(src) == SidecarNone {
+			// A caller without a sidecar reports nothing; the upstream's
+			// sidecar still counts what reaches it.
+			in.SourceWithoutSidecar = true
+			pod = nil
+		}
+	}
 	if pod == nil {
 		// Without a caller, an upstream pod's sidecar still counts what it
 		// receives (reporter="destination").
@@ -213,6 +228,9 @@ func evaluateMetrics(t Target, in metricsInput) Result {
 		"metrics_cx_connect_fail": int(in.Second.ConnectFail),
 	}
 	res.Evidence.Raw = fmt.Sprintf("istio_requests_total{reporter=%q,destination_service=%q}, two samples %.1f s apart", in.Reporter, t.Host(), window)
+	if in.SourceWithoutSidecar {
+		res.Evidence.Raw += "\nthe source pod has no sidecar and reports no metrics: an upstream pod's sidecar was sampled (reporter=destination)"
+	}
 	switch {
 	case len(keys) == 0:
 		res.Status = StatusWarn

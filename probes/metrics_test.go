@@ -6,6 +6,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 func readMetricsSample(t *testing.T, file string, at time.Time, target Target) metricsSample {
@@ -64,8 +67,20 @@ func TestMetricsRateFromTwoRecordedSamples(t *testing.T) {
 	}
 }
 
+func metricsPod(ns, name string, sidecar bool, labels map[string]string) *corev1.Pod {
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: labels},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app"}}},
+		Status:     corev1.PodStatus{Phase: corev1.PodRunning},
+	}
+	if sidecar {
+		p.Spec.Containers = append(p.Spec.Containers, corev1.Container{Name: ProxyContainer})
+	}
+	return p
+}
+
 func TestMetricsProbeSamplesThroughEnvoyAdmin(t *testing.T) {
-	f := newFakeCluster(t)
+	f := newFakeCluster(t, metricsPod("web", "web-1", true, nil))
 	src := PodRef{Namespace: "web", Name: "web-1"}
 	before, _ := os.ReadFile("testdata/metrics/before.prom")
 	f.envoy[envoyKey(src, prometheusPath)] = before
@@ -87,5 +102,22 @@ func TestMetricsProbeSamplesThroughEnvoyAdmin(t *testing.T) {
 	res = Run(ctx, MetricsProbe{Interval: time.Hour}, f, target)
 	if res.Status != StatusError || !strings.Contains(res.Summary, "deadline exceeded") {
 		t.Errorf("the probe must give up at its deadline: %s %q", res.Status, res.Summary)
+	}
+}
+
+// A caller without a sidecar has no metrics of its own: the upstream pod's
+// sidecar (reporter="destination") is sampled instead of failing the step.
+func TestMetricsSampleTheUpstreamWhenTheCallerHasNoSidecar(t *testing.T) {
+	upstream := metricsPod("shop", "orders-1", true, map[string]string{"app": "orders"})
+	f := newFakeCluster(t, metricsPod("web", "web-1", false, nil), upstream, mtlsService())
+	f.envoy[envoyKey(PodRef{Namespace: "shop", Name: "orders-1"}, prometheusPath)] = []byte(
+		`istio_requests_total{reporter="destination",destination_service="orders.shop.svc.cluster.local",response_code="200",response_flags="-"} 7` + "\n")
+	src := PodRef{Namespace: "web", Name: "web-1"}
+	res := Run(context.Background(), MetricsProbe{Interval: time.Millisecond}, f, Target{Namespace: "shop", Service: "orders", Source: &src})
+	if res.Status == StatusError || res.Facts["metrics_reporter"] != "destination" || res.Facts["metrics_requests"] != 7 {
+		t.Errorf("got %s %q %v", res.Status, res.Summary, res.Facts)
+	}
+	if !strings.Contains(res.Evidence.Raw, "the source pod has no sidecar") {
+		t.Errorf("evidence does not say why the upstream was sampled: %q", res.Evidence.Raw)
 	}
 }
