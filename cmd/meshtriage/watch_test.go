@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/meshtriage/meshtriage/probes"
 	"github.com/meshtriage/meshtriage/probes/watch"
+	"github.com/meshtriage/meshtriage/runbook"
 )
 
 // rolloutAPI is an API server in the middle of a rollout of shop/orders:
@@ -237,5 +239,81 @@ func TestCheckAsksPrometheus(t *testing.T) {
 	r := runCheck(t, "--scenario", "healthy", "--prometheus", srv.URL)
 	if r.code != exitOK || !strings.Contains(r.stderr, "meshtriage: prometheus pass: 0 503/s now (12.5 req/s, 5m window)") || queries != 2 {
 		t.Errorf("exit %d after %d queries, stderr:\n%s", r.code, queries, r.stderr)
+	}
+}
+
+// actingCluster is a recorded scenario that can also run actions: exec
+// answers curl with Envoy's local reply, admin POSTs keep logger levels.
+type actingCluster struct {
+	probes.Cluster
+	mu     sync.Mutex
+	levels map[string]string
+	log    []string
+}
+
+func (c *actingCluster) Exec(_ context.Context, _ probes.PodRef, container string, cmd []string) ([]byte, []byte, error) {
+	c.mu.Lock()
+	c.log = append(c.log, "exec "+container+" "+cmd[0]+" (connection="+c.levels["connection"]+")")
+	c.mu.Unlock()
+	out := "HTTP/1.1 503 Service Unavailable\r\nserver: envoy\r\ncontent-length: 19\r\n\r\nno healthy upstream\n@@meshtriage@@ code=503 dns=0.00002 connect=0.0003 ttfb=0.0009 total=0.001 ip=10.96.0.9\n"
+	return []byte(out), nil, nil
+}
+
+func (c *actingCluster) EnvoyAdminPost(_ context.Context, _ probes.PodRef, path string) ([]byte, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.log = append(c.log, "POST "+path)
+	if name, level, ok := strings.Cut(strings.TrimPrefix(path, "/logging?"), "="); ok {
+		c.levels[name] = level
+	}
+	var b strings.Builder
+	b.WriteString("active loggers:\n")
+	for _, n := range []string{"connection", "http", "upstream"} {
+		b.WriteString("  " + n + ": " + c.levels[n] + "\n")
+	}
+	return []byte(b.String()), nil
+}
+
+type recordingSession struct {
+	started bool
+	actions []runbook.Action
+}
+
+func (s *recordingSession) Start(string) error            { s.started = true; return nil }
+func (s *recordingSession) RecordAction(a runbook.Action) { s.actions = append(s.actions, a) }
+
+func TestCheckActionsRunAfterTheTriageAndRevert(t *testing.T) {
+	sc, target, err := openScenario("healthy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &actingCluster{Cluster: sc, levels: map[string]string{"connection": "info", "http": "info", "upstream": "info"}}
+	v := verifyFlags{testRequest: "/healthz", debugLogging: 30 * time.Millisecond}
+	if err := v.validate(*target, probes.NewCache(c)); err != nil {
+		t.Fatal(err)
+	}
+	sess := &recordingSession{}
+	var errOut strings.Builder
+	err = v.run(context.Background(), probes.NewCache(c), *target, sess, &errOut, func(context.Context) error {
+		c.mu.Lock()
+		c.log = append(c.log, "triage")
+		c.mu.Unlock()
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Join(c.log, "\n")
+	want := "triage\nPOST /logging\nPOST /logging?connection=debug\nPOST /logging?http=debug\nPOST /logging?upstream=debug\n" +
+		"exec web curl (connection=debug)\nPOST /logging?connection=info\nPOST /logging?http=info\nPOST /logging?upstream=info"
+	if got != want {
+		t.Errorf("order:\n%s\nwant:\n%s", got, want)
+	}
+	if !sess.started || len(sess.actions) != 3 || sess.actions[1].Name != "test-request" || !sess.actions[2].Reverted {
+		t.Errorf("recorded %+v", sess.actions)
+	}
+	if !strings.Contains(errOut.String(), "HTTP 503 UH from the sidecar (local reply): no healthy upstream") ||
+		!strings.Contains(errOut.String(), "debug logging reverted after") {
+		t.Errorf("stderr:\n%s", errOut.String())
 	}
 }
