@@ -70,6 +70,12 @@ type Model struct {
 	opts   Options
 	common *common.Common
 	eng    engine.Engine
+	// The runbook does not change during a session: its steps and causes
+	// are read once, so rendering never calls the engine.
+	steps     []engine.Step
+	causes    []engine.Cause
+	stepByID  map[string]engine.Step
+	causeByID map[string]engine.Cause
 
 	screen    screen
 	mode      mode
@@ -254,6 +260,14 @@ func (m *Model) tickClock() tea.Cmd {
 
 // engineReady moves on from a known engine: ask the symptom, or start.
 func (m *Model) engineReady() tea.Cmd {
+	m.steps, m.causes = m.eng.Steps(), m.eng.Causes()
+	m.stepByID, m.causeByID = map[string]engine.Step{}, map[string]engine.Cause{}
+	for _, st := range m.steps {
+		m.stepByID[st.ID] = st
+	}
+	for _, c := range m.causes {
+		m.causeByID[c.ID] = c
+	}
 	m.status.SetTarget(m.eng.Target())
 	m.status.Started = m.common.Now()
 	if m.opts.Resumed {
@@ -353,7 +367,7 @@ func (m *Model) handleResult(msg tea.Msg) tea.Cmd {
 		}
 		m.started = true
 		m.snap = msg.snap
-		for _, st := range m.eng.Steps() {
+		for _, st := range m.steps {
 			if _, ok := m.snap.results[st.ID]; ok {
 				m.ranOrder = append(m.ranOrder, st.ID)
 			}
@@ -675,4 +689,13 @@ func (m *Model) accept(row checklist.Row, ok bool) tea.Cmd {
 	}
 	m.checklist.Select(checklist.KindStep, p.Next)
 	return m.runStep(p.Next, engine.ByEngine)
+}
+
+// causeNode is the runbook's cause id, or a bare one for an ID the runbook
+// does not know (a resumed log from another version).
+func (m *Model) causeNode(id string) engine.Cause {
+	if c, ok := m.causeByID[id]; ok {
+		return c
+	}
+	return engine.Cause{ID: id, Title: id}
 }

@@ -27,7 +27,7 @@ func (m *Model) refresh() {
 	}
 	// A step may run as another's dependency (its facts feed the rules):
 	// it joins the path when its result shows up.
-	for _, st := range m.eng.Steps() {
+	for _, st := range m.steps {
 		if _, ok := m.snap.results[st.ID]; ok {
 			m.noteRan(st.ID)
 		}
@@ -37,10 +37,7 @@ func (m *Model) refresh() {
 	m.showSelected()
 	if m.screen == screenCause {
 		id := m.cause.CauseID()
-		c, ok := engine.CauseByID(m.eng, id)
-		if !ok {
-			c = engine.Cause{ID: id, Title: id}
-		}
+		c := m.causeNode(id)
 		m.cause.Open(c, m.finding(id), m.snap.verdicts[id])
 	}
 }
@@ -50,7 +47,7 @@ func (m *Model) refresh() {
 // other steps dimmed (any can still be chosen). Free: every step and every
 // cause in runbook order.
 func (m *Model) rows() []checklist.Row {
-	steps := m.eng.Steps()
+	steps := m.steps
 	p := m.snap.proposal
 	reached := map[string]bool{}
 	var causeIDs []string
@@ -81,7 +78,7 @@ func (m *Model) rows() []checklist.Row {
 	}
 	causeRow := func(id string, dim bool) checklist.Row {
 		title := id
-		if c, ok := engine.CauseByID(m.eng, id); ok && c.Title != "" {
+		if c, ok := m.causeByID[id]; ok && c.Title != "" {
 			title = c.Title
 		}
 		return checklist.Row{Kind: checklist.KindCause, ID: id, Title: title, Verdict: m.snap.verdicts[id],
@@ -97,7 +94,7 @@ func (m *Model) rows() []checklist.Row {
 		for _, id := range causeIDs {
 			rows = append(rows, causeRow(id, false))
 		}
-		for _, c := range m.eng.Causes() {
+		for _, c := range m.causes {
 			if !reached[c.ID] {
 				rows = append(rows, causeRow(c.ID, m.snap.verdicts[c.ID] == ""))
 			}
@@ -154,14 +151,11 @@ func (m *Model) showSelected() {
 	width := m.detail.InnerWidth()
 	s := m.common.Styles
 	if row.Kind == checklist.KindCause {
-		c, found := engine.CauseByID(m.eng, row.ID)
-		if !found {
-			c = engine.Cause{ID: row.ID, Title: row.ID}
-		}
+		c := m.causeNode(row.ID)
 		m.detail.Show("cause/"+row.ID, "Cause", detail.RenderCause(s, width, c, m.finding(row.ID), m.snap.verdicts[row.ID]))
 		return
 	}
-	st, _ := engine.StepByID(m.eng, row.ID)
+	st := m.stepByID[row.ID]
 	res, ran := m.snap.results[row.ID]
 	p := m.snap.proposal
 	state := detail.StepState{

@@ -42,7 +42,7 @@ func (m *Model) runAll() tea.Cmd {
 		return m.flash("already running all remaining steps")
 	}
 	var ids []string
-	for _, st := range m.eng.Steps() {
+	for _, st := range m.steps {
 		if _, ran := m.snap.results[st.ID]; !ran && m.runs[st.ID] == nil {
 			ids = append(ids, st.ID)
 		}
@@ -260,10 +260,7 @@ func (m *Model) flash(s string) tea.Cmd {
 }
 
 func (m *Model) openCause(id string) {
-	c, ok := engine.CauseByID(m.eng, id)
-	if !ok {
-		c = engine.Cause{ID: id, Title: id}
-	}
+	c := m.causeNode(id)
 	m.cause.Open(c, m.finding(id), m.snap.verdicts[id])
 	m.screen = screenCause
 	m.layout()

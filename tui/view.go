@@ -9,7 +9,6 @@ import (
 	"charm.land/lipgloss/v2"
 
 	"github.com/meshtriage/meshtriage/tui/common"
-	"github.com/meshtriage/meshtriage/tui/engine"
 )
 
 // layout hands every component its size.
@@ -154,7 +153,7 @@ func (m *Model) proposalLine(w int) string {
 		line = s.Cause.Render(common.IconCause+" found: "+strings.Join(found, ", ")) + s.Muted.Render(" · runbook finished · o opens it")
 	default:
 		title := p.Next
-		if st, ok := engine.StepByID(m.eng, p.Next); ok {
+		if st, ok := m.stepByID[p.Next]; ok {
 			title = st.Title
 		}
 		// A cause already found stays in view while the runbook goes on.

@@ -333,3 +333,20 @@ func TestNoColorEnvironment(t *testing.T) {
 		t.Fatal("an empty NO_COLOR counts as set")
 	}
 }
+
+// esc stops a verification that hangs, and the screen says so.
+func TestCancelVerification(t *testing.T) {
+	s := outlierScript()
+	s.Hold["verify/outlier.all-ejected"] = true
+	h := start(t, enginetest.New(s), 80, 24, Options{})
+	walkToCause(h)
+	h.key("enter")
+	h.waitFor("1 fix direction")
+	h.key("v")
+	h.key("G")
+	h.waitFor("running… esc cancels")
+	h.key("esc")
+	h.waitFor("verification cancelled", "Verification  (v runs it)")
+	// Still on the cause screen: esc cancelled, it did not go back.
+	h.waitFor("◆ outlier.all-ejected")
+}

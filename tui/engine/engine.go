@@ -189,23 +189,3 @@ const (
 	Confirmed Verdict = "confirmed"
 	RuledOut  Verdict = "ruled_out"
 )
-
-// StepByID finds a step.
-func StepByID(e Engine, id string) (Step, bool) {
-	for _, s := range e.Steps() {
-		if s.ID == id {
-			return s, true
-		}
-	}
-	return Step{}, false
-}
-
-// CauseByID finds a cause node.
-func CauseByID(e Engine, id string) (Cause, bool) {
-	for _, c := range e.Causes() {
-		if c.ID == id {
-			return c, true
-		}
-	}
-	return Cause{}, false
-}

@@ -1,0 +1,158 @@
+package tui
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestEndToEndTmux builds the binary, runs `meshtriage demo
+// outlier-all-ejected` in a detached tmux pane, and drives it as an on-call
+// would: the symptom, enter on each proposal, o on the cause, quit. It
+// asserts what the screen shows, that the exit message names the log, and
+// that the log records the cause.
+//
+// Set MESHTRIAGE_SCREENSHOT=FILE to also write the checklist and cause
+// screens as a Markdown text capture (the README's screenshot), and
+// MESHTRIAGE_BIN to test a binary already built.
+func TestEndToEndTmux(t *testing.T) {
+	tmuxBin, err := exec.LookPath("tmux")
+	if err != nil {
+		t.Skip("tmux is not installed; the end-to-end test runs the binary in tmux (apt-get install tmux)")
+	}
+	dir := t.TempDir()
+	// MESHTRIAGE_BIN reuses a binary `make build` made; otherwise build one.
+	bin := os.Getenv("MESHTRIAGE_BIN")
+	if bin == "" {
+		bin = filepath.Join(dir, "meshtriage")
+		build := exec.Command("go", "build", "-o", bin, "./cmd/meshtriage")
+		build.Dir = ".."
+		if out, err := build.CombinedOutput(); err != nil {
+			t.Fatalf("go build: %v\n%s", err, out)
+		}
+	}
+	logPath := filepath.Join(dir, "incident.jsonl")
+	// A private server socket: never touch the user's (or another test's)
+	// tmux sessions.
+	sock := filepath.Join(dir, "tmux.sock")
+	tmux := func(args ...string) string {
+		t.Helper()
+		out, err := exec.Command(tmuxBin, append([]string{"-S", sock}, args...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("tmux %v: %v\n%s", args, err, out)
+		}
+		return string(out)
+	}
+	script := fmt.Sprintf("%s demo outlier-all-ejected --log %s; echo EXIT=$?; sleep 60", bin, logPath)
+	tmux("-f", "/dev/null", "new-session", "-d", "-s", "e2e", "-x", "100", "-y", "30", "-e", "TERM=xterm-256color", "-e", "NO_COLOR=", script)
+	t.Cleanup(func() { _ = exec.Command(tmuxBin, "-S", sock, "kill-server").Run() })
+
+	screen := func() string { return tmux("capture-pane", "-p", "-t", "e2e") }
+	waitFor := func(want ...string) string {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			s := screen()
+			ok := true
+			for _, w := range want {
+				ok = ok && strings.Contains(s, w)
+			}
+			if ok {
+				return s
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the pane never showed %q:\n%s", want, s)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	idle := func() string {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			s := screen()
+			if !strings.Contains(s, "running") && !strings.Contains(s, "starting the session") {
+				return s
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("probes still running after 30s:\n%s", s)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	keys := func(k ...string) { tmux(append([]string{"send-keys", "-t", "e2e"}, k...)...) }
+
+	waitFor("What does the on-call see?", "Callers see 503s")
+	keys("Enter")
+	waitFor("Runbook · guided", "next:")
+	var checklist string
+	for i := 0; ; i++ {
+		s := idle()
+		if strings.Contains(s, "outlier.all-ejected") {
+			checklist = s
+			break
+		}
+		if i == 20 || strings.Contains(s, "runbook finished without a cause") {
+			t.Fatalf("the guided walk did not reach outlier.all-ejected:\n%s", s)
+		}
+		keys("Enter")
+		time.Sleep(300 * time.Millisecond)
+	}
+	if !strings.Contains(checklist, "✗") || !strings.Contains(checklist, "Causes reached") {
+		t.Fatalf("the checklist does not show the failing step and the cause:\n%s", checklist)
+	}
+	keys("o")
+	cause := waitFor("◆ outlier.all-ejected", "Outlier", "fix direction", "Evidence")
+	keys("q")
+	waitFor("Quit meshtriage?", logPath)
+	keys("y")
+	waitFor("incident log: "+logPath, "EXIT=0")
+
+	if out := os.Getenv("MESHTRIAGE_SCREENSHOT"); out != "" {
+		md := "```\n" + strings.TrimRight(checklist, "\n") + "\n```\n\n```\n" + strings.TrimRight(cause, "\n") + "\n```\n"
+		if err := os.WriteFile(out, []byte(md), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// The incident log says what the screen said.
+	f, err := os.Open(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var kinds []string
+	var ended struct {
+		Ended struct {
+			Findings []string `json:"findings"`
+			Reason   string   `json:"reason"`
+		} `json:"ended"`
+	}
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	for sc.Scan() {
+		var ev struct {
+			Kind string `json:"kind"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
+			t.Fatalf("log line is not JSON: %v", err)
+		}
+		kinds = append(kinds, ev.Kind)
+		if ev.Kind == "session_ended" {
+			_ = json.Unmarshal(sc.Bytes(), &ended)
+		}
+	}
+	if !slices.Contains(kinds, "probe_ran") || kinds[len(kinds)-1] != "session_ended" {
+		t.Fatalf("log events: %v", kinds)
+	}
+	if ended.Ended.Reason != "quit" || !slices.Contains(ended.Ended.Findings, "outlier.all-ejected") {
+		t.Fatalf("session ended %+v, want quit with outlier.all-ejected", ended.Ended)
+	}
+}
