@@ -469,7 +469,7 @@ func startOrder(v *probes.PodStartup) string {
 	case v.AppBeforeProxy:
 		return "app before proxy"
 	case v.Sidecar == probes.SidecarNative:
-		return "proxy first (native sidecar)"
+		return "proxy first (native)"
 	case v.HoldApplication:
 		return "proxy first (hold)"
 	}

@@ -33,14 +33,17 @@ type SidecarMeter struct {
 	runs     int
 	failures int
 	lastErr  error
+	last     string // whose sidecar the last sample came from
 }
 
 func (m *SidecarMeter) probe() probes.MetricsProbe {
 	return probes.MetricsProbe{Interval: m.Interval}
 }
 
-func (m *SidecarMeter) source() string {
-	if m.Target.Source != nil {
+// source says whose sidecar the metrics probe sampled: it falls back to an
+// upstream pod when the caller has no sidecar.
+func (m *SidecarMeter) source(res probes.Result) string {
+	if reporter, _ := res.Facts["metrics_reporter"].(string); reporter == "source" && m.Target.Source != nil {
 		return "source sidecar " + m.Target.Source.String()
 	}
 	return "destination sidecar of a " + m.Target.Service + " pod"
@@ -52,7 +55,7 @@ func (m *SidecarMeter) Before(ctx context.Context) (Rate, error) {
 		return Rate{}, errors.New(res.Summary)
 	}
 	window, _ := res.Facts["metrics_window_s"].(float64)
-	r := Rate{Source: m.source(), Window: time.Duration(window * float64(time.Second))}
+	r := Rate{Source: m.source(res), Window: time.Duration(window * float64(time.Second))}
 	r.Requests, _ = res.Facts["metrics_request_rate"].(float64)
 	r.Errors503, _ = res.Facts["metrics_503_rate"].(float64)
 	r.ByFlag, _ = res.Facts["metrics_503_by_flag"].([]string)
@@ -89,6 +92,7 @@ func (m *SidecarMeter) add(res probes.Result) {
 		m.lastErr = errors.New(res.Summary)
 		return
 	}
+	m.last = m.source(res)
 	window, _ := res.Facts["metrics_window_s"].(float64)
 	rate503, _ := res.Facts["metrics_503_rate"].(float64)
 	rate, _ := res.Facts["metrics_request_rate"].(float64)
@@ -129,7 +133,7 @@ func (m *SidecarMeter) End(ctx context.Context) (Rate, error) {
 		return Rate{}, errors.New("no sample completed during the rollout")
 	}
 	r := Rate{
-		Source:    fmt.Sprintf("%s, %d samples", m.source(), m.runs-m.failures),
+		Source:    fmt.Sprintf("%s, %d samples", m.last, m.runs-m.failures),
 		Requests:  m.sumReq / m.window,
 		Errors503: m.sum503 / m.window,
 		Window:    time.Duration(m.window * float64(time.Second)).Round(time.Second),
