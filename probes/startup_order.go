@@ -120,13 +120,16 @@ func evaluateStartup(t Target, in startupInput) Result {
 	meshHold := in.Mesh.DefaultProxyConfig().GetHoldApplicationUntilProxyStarts().GetValue()
 	meshed, native, hold := 0, 0, 0
 	appBeforeProxy, earlyRestarts, refused := 0, 0, 0
-	var reasons, problems []string
+	var reasons, problems, notInjected []string
 	res.Evidence.Columns = []string{"pod", "sidecar", "hold app", "proxy ready", "app started", "restarts", "last termination", "connection refused"}
 
 	for _, sp := range in.Pods {
 		pod := sp.Pod
 		kind := PodSidecar(pod)
-		holdApp := holdsApplication(pod, meshHold)
+		holdApp := holdsApplication(pod)
+		if kind == SidecarClassic && !holdApp && holdRequested(pod, meshHold) {
+			notInjected = append(notInjected, pod.Name)
+		}
 		if kind != SidecarNone {
 			meshed++
 			if kind == SidecarNative {
@@ -206,6 +209,10 @@ func evaluateStartup(t Target, in startupInput) Result {
 		"startup_connection_refused": refused,
 	}
 	raw := []string{fmt.Sprintf("mesh defaultConfig holdApplicationUntilProxyStarts: %v (applies at injection: existing pods keep what they were injected with)", meshHold)}
+	if len(notInjected) > 0 {
+		raw = append(raw, fmt.Sprintf("holdApplicationUntilProxyStarts is asked for (annotation or mesh default) but %s were injected without it (no pilot-agent wait postStart hook): restart them to get it",
+			strings.Join(notInjected, ", ")))
+	}
 	raw = append(raw, problems...)
 	res.Evidence.Raw = strings.Join(raw, "\n")
 
@@ -230,16 +237,25 @@ func evaluateStartup(t Target, in startupInput) Result {
 }
 
 // holdsApplication reports whether the pod was injected with
-// holdApplicationUntilProxyStarts: the injector then gives istio-proxy a
-// postStart hook running `pilot-agent wait`, which is the ground truth; the
-// pod annotation (and the mesh default) say what was asked for.
-func holdsApplication(pod *corev1.Pod, meshDefault bool) bool {
-	if c, ok := ProxyContainerSpec(pod); ok && c.Lifecycle != nil && c.Lifecycle.PostStart != nil && c.Lifecycle.PostStart.Exec != nil {
-		cmd := strings.Join(c.Lifecycle.PostStart.Exec.Command, " ")
-		if strings.Contains(cmd, "pilot-agent") && strings.Contains(cmd, "wait") {
-			return true
-		}
+// holdApplicationUntilProxyStarts. The injector turns it into a postStart
+// hook running `pilot-agent wait` on istio-proxy, and that hook is what holds
+// the app: the pod annotation and the mesh default are read only at
+// injection, so a pod injected before they were set (the usual state right
+// after the fix is applied and before the rollout restart) is not held
+// whatever they say now.
+func holdsApplication(pod *corev1.Pod) bool {
+	c, ok := ProxyContainerSpec(pod)
+	if !ok || c.Lifecycle == nil || c.Lifecycle.PostStart == nil || c.Lifecycle.PostStart.Exec == nil {
+		return false
 	}
+	cmd := strings.Join(c.Lifecycle.PostStart.Exec.Command, " ")
+	return strings.Contains(cmd, "pilot-agent") && strings.Contains(cmd, "wait")
+}
+
+// holdRequested reports whether the pod's annotation, else the mesh
+// default, asks for holdApplicationUntilProxyStarts: what a pod injected now
+// would get.
+func holdRequested(pod *corev1.Pod, meshDefault bool) bool {
 	if a := PodProxyConfigAnnotation(pod); a != "" {
 		if pc, err := ParseProxyConfig(a); err == nil && pc.GetHoldApplicationUntilProxyStarts() != nil {
 			return pc.GetHoldApplicationUntilProxyStarts().GetValue()

@@ -1,10 +1,13 @@
 package probes
 
 import (
+	"strings"
 	"testing"
-
-	"istio.io/api/annotation"
 	"time"
+
+	"google.golang.org/protobuf/types/known/wrapperspb"
+	"istio.io/api/annotation"
+	meshv1alpha1 "istio.io/api/mesh/v1alpha1"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -76,10 +79,7 @@ func TestStartupOrderHoldAndNativeSidecarAreSafe(t *testing.T) {
 	native := ordersPod(false)
 	native.Spec.Containers = native.Spec.Containers[:1]
 	native.Spec.InitContainers = []corev1.Container{{Name: ProxyContainer, RestartPolicy: &always}}
-	annotated := ordersPod(false)
-	annotated.Annotations = map[string]string{annotation.ProxyConfig.Name: "holdApplicationUntilProxyStarts: true\n"}
-
-	for name, pod := range map[string]*corev1.Pod{"postStart hook": held, "native sidecar": native, "annotation": annotated} {
+	for name, pod := range map[string]*corev1.Pod{"postStart hook": held, "native sidecar": native} {
 		t.Run(name, func(t *testing.T) {
 			res := evaluateStartup(Target{Namespace: "shop", Service: "orders-api"}, startupInput{Pods: []startupPod{{Pod: pod}}})
 			if res.Status != StatusPass {
@@ -88,6 +88,29 @@ func TestStartupOrderHoldAndNativeSidecarAreSafe(t *testing.T) {
 			protected := res.Facts["startup_hold_application"] == true || res.Facts["startup_native_sidecar"] == true
 			if !protected {
 				t.Errorf("neither hold nor native detected: %v", res.Facts)
+			}
+		})
+	}
+}
+
+// The annotation and the mesh default act at injection only: a pod injected
+// before they were set has no pilot-agent wait hook and is not held, so the
+// verification "hold is in effect" cannot pass on a ConfigMap edit alone.
+func TestStartupOrderHoldAskedForButNotInjected(t *testing.T) {
+	annotated := ordersPod(true)
+	annotated.Annotations = map[string]string{annotation.ProxyConfig.Name: "holdApplicationUntilProxyStarts: true\n"}
+	meshHold := MeshConfig{Raw: &meshv1alpha1.MeshConfig{DefaultConfig: &meshv1alpha1.ProxyConfig{HoldApplicationUntilProxyStarts: wrapperspb.Bool(true)}}}
+	for name, in := range map[string]startupInput{
+		"annotation":   {Pods: []startupPod{{Pod: annotated, ProxyLog: []byte(ordersProxyLog)}}},
+		"mesh default": {Pods: []startupPod{{Pod: ordersPod(true), ProxyLog: []byte(ordersProxyLog)}}, Mesh: meshHold},
+	} {
+		t.Run(name, func(t *testing.T) {
+			res := evaluateStartup(Target{Namespace: "shop", Service: "orders-api"}, in)
+			if res.Facts["startup_hold_application"] != false {
+				t.Errorf("hold counted without the injected hook: %v", res.Facts)
+			}
+			if res.Status != StatusFail || !strings.Contains(res.Evidence.Raw, "injected without it") {
+				t.Errorf("status %s, raw %q", res.Status, res.Evidence.Raw)
 			}
 		})
 	}
