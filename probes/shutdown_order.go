@@ -10,8 +10,11 @@ import (
 )
 
 // ShutdownOrderProbe checks whether a classic sidecar can exit before the app
-// has drained: no terminationDrainDuration or EXIT_ON_ZERO_ACTIVE_CONNECTIONS,
-// and no preStop on the app container.
+// has drained: no terminationDrainDuration, EXIT_ON_ZERO_ACTIVE_CONNECTIONS
+// or preStop on istio-proxy. A preStop on the app does not count: the proxy
+// gets SIGTERM at once whatever the app's hook does and exits after its 5 s
+// drain, so an app kept alive longer only serves and calls out longer
+// without a proxy.
 type ShutdownOrderProbe struct{}
 
 func (ShutdownOrderProbe) Meta() Meta {
@@ -24,7 +27,7 @@ func (ShutdownOrderProbe) Meta() Meta {
 			{"shutdown_drain_configured", FactBool, "every classic-sidecar pod has terminationDrainDuration, EXIT_ON_ZERO_ACTIVE_CONNECTIONS or a proxy preStop"},
 			{"shutdown_app_prestop", FactBool, "every classic-sidecar pod's app containers have a preStop hook"},
 			{"shutdown_pods_terminating", FactInt, "target pods being deleted now (a rollout in progress)"},
-			{"shutdown_at_risk", FactBool, "some pod has a classic sidecar with neither drain settings nor an app preStop"},
+			{"shutdown_at_risk", FactBool, "some pod has a classic sidecar without drain settings (an app preStop does not keep the proxy up)"},
 		},
 	}
 }
@@ -82,7 +85,7 @@ func evaluateShutdown(t Target, in shutdownInput) Result {
 			if prestop {
 				prestopped++
 			}
-			if drain == "" && !prestop {
+			if drain == "" {
 				atRisk++
 			}
 		}
@@ -102,7 +105,7 @@ func evaluateShutdown(t Target, in shutdownInput) Result {
 		"shutdown_at_risk":          atRisk > 0,
 	}
 	res.Evidence.Raw = "A classic sidecar receives SIGTERM together with the app and drains for terminationDrainDuration (5 s when unset) " +
-		"before exiting; requests the app is still serving, and calls the app makes while draining, then fail. " +
+		"before exiting, whatever preStop the app has; requests the app is still serving, and calls the app makes while draining, then fail. " +
 		"Native sidecars (Kubernetes 1.29+) stop after the app containers."
 	switch {
 	case len(in.Pods) == 0:
@@ -110,7 +113,10 @@ func evaluateShutdown(t Target, in shutdownInput) Result {
 		res.Summary = "no pods selected by the service"
 	case atRisk > 0:
 		res.Status = StatusWarn
-		res.Summary = fmt.Sprintf("%d of %d pod(s) have a classic sidecar with no drain settings and no app preStop: the proxy can exit before the app drains", atRisk, len(in.Pods))
+		res.Summary = fmt.Sprintf("%d of %d pod(s) have a classic sidecar with no drain settings: the proxy can exit before the app drains", atRisk, len(in.Pods))
+		if prestopped > 0 {
+			res.Summary += " (an app preStop delays the app, not the proxy)"
+		}
 		if terminating > 0 {
 			res.Summary += fmt.Sprintf(" (%d terminating now)", terminating)
 		}
@@ -119,7 +125,7 @@ func evaluateShutdown(t Target, in shutdownInput) Result {
 		res.Summary = "no classic sidecars: shutdown order is handled by Kubernetes (native sidecar) or there is no proxy"
 	default:
 		res.Status = StatusPass
-		res.Summary = "classic sidecars have drain settings or an app preStop"
+		res.Summary = "classic sidecars have drain settings"
 	}
 	return res
 }
