@@ -530,14 +530,17 @@ func (m *Model) handleKey(k tea.KeyPressMsg) tea.Cmd {
 	if m.quitting {
 		return nil
 	}
+	// ctrl+c always reaches the quit dialog, even from the note box (which
+	// keeps its text if the on-call stays).
+	if key.Matches(k, keys.ForceQuit) {
+		m.quitAsked = true
+		return nil
+	}
 	if m.notes.IsOpen() {
 		return m.notes.Update(k)
 	}
 	capturing := m.screen == screenPicker && m.picker.Capturing()
 	switch {
-	case key.Matches(k, keys.ForceQuit):
-		m.quitAsked = true
-		return nil
 	case capturing:
 		return m.picker.Update(k)
 	case m.showHelp:
@@ -662,11 +665,16 @@ func (m *Model) accept(row checklist.Row, ok bool) tea.Cmd {
 		return nil
 	}
 	if row.Kind == checklist.KindCause {
+		m.openCause(row.ID)
+		// Reading a cause the facts do not support (to rule it out) is not
+		// a move through the runbook; taking a reached one is.
+		if !row.Reached {
+			return nil
+		}
 		by := engine.ByUser
 		if row.ID == m.snap.proposal.Next {
 			by = engine.ByEngine
 		}
-		m.openCause(row.ID)
 		return m.record("", func(e engine.Engine) error { return e.Choose(row.ID, by) })
 	}
 	_, ran := m.snap.results[row.ID]

@@ -242,6 +242,12 @@ func TestRuleOutFromChecklist(t *testing.T) {
 	h.key("enter")
 	h.waitCall("hypothesis", "mtls.plaintext-to-strict", "ruled_out", "DR is ISTIO_MUTUAL, PeerAuthentication PERMISSIVE")
 	h.waitFor("✘ Plaintext to", "ruled out")
+	// Reading a cause the facts do not support is not a move.
+	h.key("enter")
+	h.waitFor("◆ mtls.plaintext-to-strict", "ruled out")
+	if c := callsOf(eng, "choose"); len(c) != 0 {
+		t.Fatalf("opening an unreached cause recorded %v", c)
+	}
 }
 
 // A session whose incident log cannot be written says so on screen.

@@ -5,6 +5,8 @@ import (
 
 	"charm.land/bubbles/v2/help"
 	"charm.land/bubbles/v2/list"
+	"charm.land/bubbles/v2/textarea"
+	"charm.land/bubbles/v2/textinput"
 	"charm.land/lipgloss/v2"
 
 	"github.com/meshtriage/meshtriage/probes"
@@ -79,6 +81,8 @@ type Styles struct {
 	Help          help.Styles
 	List          list.Styles
 	ListItem      list.DefaultItemStyles
+	TextArea      textarea.Styles
+	TextInput     textinput.Styles
 	ProgressFull  color.Color
 	ProgressEmpty color.Color
 }
@@ -186,6 +190,20 @@ func NewStyles(isDark, noColor bool) *Styles {
 			DimmedDesc:    base.PaddingLeft(2).Faint(true),
 			FilterMatch:   base.Underline(true),
 		}
+	}
+	s.TextArea = textarea.DefaultStyles(isDark)
+	s.TextArea.Focused.Prompt = base.Foreground(accent)
+	s.TextArea.Focused.CursorLine = base
+	s.TextInput = textinput.DefaultStyles(isDark)
+	s.TextInput.Focused.Prompt = base.Foreground(accent)
+	if noColor {
+		plainState := textarea.StyleState{Base: base, Text: base, Prompt: base, Placeholder: base.Faint(true),
+			CursorLine: base, EndOfBuffer: base, LineNumber: base, CursorLineNumber: base, Selection: base.Reverse(true)}
+		s.TextArea.Focused, s.TextArea.Blurred = plainState, plainState
+		s.TextArea.Cursor.Color = lipgloss.NoColor{}
+		plainInput := textinput.StyleState{Text: base, Placeholder: base.Faint(true), Suggestion: base.Faint(true), Prompt: base}
+		s.TextInput.Focused, s.TextInput.Blurred = plainInput, plainInput
+		s.TextInput.Cursor.Color = lipgloss.NoColor{}
 	}
 	s.ProgressFull = accent
 	s.ProgressEmpty = border

@@ -61,7 +61,7 @@ func (m *Model) Open(p Purpose, title, placeholder string) tea.Cmd {
 	m.purpose, m.title, m.open = p, title, true
 	m.ta.Reset()
 	m.ta.Placeholder = placeholder
-	m.ta.SetStyles(textarea.DefaultStyles(m.common.Styles.IsDark))
+	m.ta.SetStyles(m.common.Styles.TextArea)
 	return m.ta.Focus()
 }
 

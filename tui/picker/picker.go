@@ -175,6 +175,7 @@ func (m *Model) Update(msg tea.Msg) tea.Cmd {
 				return m.list.SetItems([]list.Item{podItem{none: true}})
 			}
 			ti := textinput.New()
+			ti.SetStyles(m.common.Styles.TextInput)
 			ti.Prompt = m.stage.noun() + ": "
 			ti.SetWidth(m.typedWidth(ti.Prompt))
 			m.typed = &ti
