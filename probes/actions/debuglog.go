@@ -208,6 +208,9 @@ func StartDebugLogging(ctx context.Context, c probes.Cluster, r Runner, d DebugL
 // Changed lists the loggers this session set to debug.
 func (s *DebugSession) Changed() []string { return append([]string(nil), s.changed...) }
 
+// Undo is the command that restores the levels by hand.
+func (s *DebugSession) Undo() string { return UndoCommand(s.pod, s.previous) }
+
 // Started is when debug logging took effect.
 func (s *DebugSession) Started() time.Time { return s.started }
 
