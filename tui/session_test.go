@@ -175,3 +175,51 @@ func (h *harness) waitIdle() string {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// A resumed incident log reopens where it stopped: the steps already read
+// are on the path with their results, the verdicts are back, and the
+// session is not started a second time.
+func TestResumedSession(t *testing.T) {
+	first, sc, _ := scenarioSession(t, "outlier-all-ejected")
+	e := engine.FromSession(first)
+	ctx := t.Context()
+	if err := e.Start(ctx, e.Symptoms()[0].ID); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 3; i++ {
+		p := e.Proposal()
+		_ = e.Choose(p.Next, engine.ByEngine)
+		e.RunStep(ctx, p.Next)
+	}
+	if err := e.Hypothesis("mtls.plaintext-to-strict", engine.RuledOut, "PERMISSIVE"); err != nil {
+		t.Fatal(err)
+	}
+	history := first.Events()
+
+	again, _, sink := scenarioSession(t, "outlier-all-ejected")
+	resumed, err := runbook.Resume(runbook.Config{
+		Graph: again.Graph(), Cluster: probes.NewCache(mustCluster(t, sc)), Target: sc.Target,
+		Probes: probes.ByID(), Sinks: []runbook.Sink{sink}, Mode: runbook.ModeGuided,
+	}, history)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := startEngine(t, Options{Engine: engine.FromSession(resumed), Resumed: true}, 100, 30)
+	h.waitFor("Runbook · guided", "✓ Resolve the Service", "✗ Envoy upstream hosts", "next:")
+	h.key("m")
+	h.waitFor("✘ Plaintext sent to a S", "ruled out")
+	for _, ev := range sink.all() {
+		if ev.Kind == runbook.EventSessionStarted {
+			t.Fatal("the resumed session was started again")
+		}
+	}
+}
+
+func mustCluster(t *testing.T, s *scenario.Scenario) probes.Cluster {
+	t.Helper()
+	c, err := scenario.NewCluster(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
