@@ -22,6 +22,7 @@ import (
 	"github.com/meshtriage/meshtriage/probes/actions"
 	"github.com/meshtriage/meshtriage/probes/watch"
 	"github.com/meshtriage/meshtriage/runbook"
+	tuiwatch "github.com/meshtriage/meshtriage/tui/watch"
 )
 
 // exitRegressed is watch's "the rollout regressed": the same code as check's
@@ -37,8 +38,7 @@ type watchOptions struct {
 	timeout    time.Duration
 	interval   time.Duration
 	output     string
-	// tui shows the watch screen; set by the command on a terminal, and by
-	// tests never.
+	// tui shows the rollout screen; set on a terminal only.
 	tui func(ctx context.Context, cfg watch.Config) (watch.Report, error)
 }
 
@@ -64,6 +64,13 @@ watch (bad input, unreachable cluster, the rollout did not settle within
 			ctx := cmd.Context()
 			if ctx == nil {
 				ctx = context.Background()
+			}
+			if isTerminal(g.streams.In) && isTerminal(g.streams.Out) {
+				// The rollout screen while it runs; the report is printed
+				// after it all the same, for the scrollback.
+				o.tui = func(ctx context.Context, cfg watch.Config) (watch.Report, error) {
+					return tuiwatch.Run(ctx, cfg, os.Getenv("NO_COLOR") != "")
+				}
 			}
 			return o.run(ctx, args[0])
 		},

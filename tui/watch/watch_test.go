@@ -109,3 +109,17 @@ func TestStartRunsTheWatchAndDeliversItsEnd(t *testing.T) {
 		t.Error("esc did not send ClosedMsg")
 	}
 }
+
+func TestRunEndsWithTheWatch(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var out strings.Builder
+	rep, err := Run(ctx, pwatch.Config{Cluster: doneCluster{}, Deployments: doneCluster{}, Namespace: "shop", Deployment: "orders", Interval: time.Millisecond},
+		true, tea.WithInput(strings.NewReader("")), tea.WithOutput(&out), tea.WithWindowSize(80, 24), tea.WithoutSignals())
+	if err != nil || !rep.Settled || rep.Deployment != "orders" {
+		t.Fatalf("report %+v, err %v", rep, err)
+	}
+	if !strings.Contains(out.String(), "Rollout of deploy/orders in shop") {
+		t.Errorf("the screen was not drawn:\n%q", out.String())
+	}
+}
