@@ -346,8 +346,8 @@ func etcdKey(gvr schema.GroupVersionResource, namespace, name string) string {
 // group in the key.
 var builtinGroups = map[string]bool{
 	"discovery.k8s.io": true, "rbac.authorization.k8s.io": true, "networking.k8s.io": true,
-	"policy": true, "apps": true, "batch": true, "coordination.k8s.io": true,
-	"scheduling.k8s.io": true, "storage.k8s.io": true, "admissionregistration.k8s.io": true,
+	"coordination.k8s.io": true, "scheduling.k8s.io": true, "storage.k8s.io": true,
+	"admissionregistration.k8s.io": true,
 }
 
 // serve hands the recorded data plane to the fake kubelet.
@@ -357,13 +357,14 @@ func (a *Applied) serve(s *scenario.Scenario) error {
 	if cp == "" {
 		cp = probes.DefaultControlPlane
 	}
-	// Recorded lines carry fixed dates; the in-memory scenario measures
-	// --since back from the newest of them. Stamping each line that much
-	// before now keeps the same lines inside a since window here.
-	now := time.Now()
+	// Recorded lines carry fixed dates, and the in-memory scenario measures
+	// --since back from the newest of them; so does the kubelet here.
 	newest := scenario.NewestLogTime(s.Logs)
+	if !newest.IsZero() {
+		k.SetClock(func() time.Time { return newest })
+	}
 	for key, data := range s.Logs {
-		k.SetLogs(key.Pod, key.Container, key.Previous, stampLines(data, newest, now))
+		k.SetLogs(key.Pod, key.Container, key.Previous, stampLines(data, newest))
 	}
 	for _, pod := range a.pods {
 		k.AddPod(pod)
@@ -384,19 +385,19 @@ func (a *Applied) serve(s *scenario.Scenario) error {
 	return nil
 }
 
-// stampLines gives each recorded line the wall-clock time it would have had
-// if newest were now; a line without its own timestamp shares the one of the
-// line before it, and leading unstamped lines count as current.
-func stampLines(data []byte, newest, now time.Time) []LogLine {
-	lines := LinesAt(data, now)
+// stampLines gives each recorded line its own timestamp; a line without one
+// shares the time of the line before it, and leading unstamped lines count
+// as written at the end of the recording (newest), so a since window keeps
+// them, as the in-memory scenario does.
+func stampLines(data []byte, newest time.Time) []LogLine {
 	if newest.IsZero() {
-		return lines
+		newest = time.Now()
 	}
-	shift := now.Sub(newest)
-	current := now
+	lines := LinesAt(data, newest)
+	current := newest
 	for i := range lines {
 		if t, ok := scenario.LineTime([]byte(lines[i].Text)); ok {
-			current = t.Add(shift)
+			current = t
 		}
 		lines[i].Time = current
 	}
@@ -475,6 +476,7 @@ func (a *Applied) Delete(ctx context.Context) error {
 	for _, pod := range a.pods {
 		a.lab.Kubelet.Forget(pod)
 	}
+	a.lab.Kubelet.SetClock(nil)
 	a.created, a.pods = nil, nil
 	return errors.Join(errs...)
 }

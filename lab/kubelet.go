@@ -50,6 +50,7 @@ type Kubelet struct {
 	ports   map[portKey]string
 	servers map[portKey]*http.Server
 	exec    ExecFunc
+	clock   func() time.Time
 	// Requests counts served requests by kind ("logs", "portforward",
 	// "portforward-ws", "exec"), so tests can prove which path a probe took.
 	requests map[string]int
@@ -111,6 +112,7 @@ func StartKubelet() (*Kubelet, error) {
 		requests: map[string]int{},
 	}
 	k.exec = k.pilotAgent
+	k.clock = time.Now
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /containerLogs/{ns}/{pod}/{container}", k.serveLogs)
 	mux.HandleFunc("/portForward/{ns}/{pod}", k.servePortForward)
@@ -225,6 +227,18 @@ func (k *Kubelet) SetExec(f ExecFunc) {
 	k.exec = f
 }
 
+// SetClock sets the kubelet's "now" for sinceSeconds (nil: the wall
+// clock). A replayed recording freezes it at the recording's end, as the
+// in-memory scenario does, so a since window keeps the same lines.
+func (k *Kubelet) SetClock(now func() time.Time) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if now == nil {
+		now = time.Now
+	}
+	k.clock = now
+}
+
 // Requests returns how many requests of kind the kubelet has served.
 func (k *Kubelet) Requests(kind string) int {
 	k.mu.Lock()
@@ -266,6 +280,7 @@ func (k *Kubelet) serveLogs(w http.ResponseWriter, r *http.Request) {
 	k.mu.Lock()
 	knownPod := k.pods[pod]
 	lines, ok := k.logs[logKey{pod, container, previous}]
+	now := k.clock()
 	k.mu.Unlock()
 	if !knownPod {
 		http.Error(w, fmt.Sprintf("pod %q not found", pod.String()), http.StatusNotFound)
@@ -282,7 +297,7 @@ func (k *Kubelet) serveLogs(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, "sinceSeconds must be a positive integer", http.StatusBadRequest)
 			return
 		}
-		since = time.Now().Add(-time.Duration(n) * time.Second)
+		since = now.Add(-time.Duration(n) * time.Second)
 	}
 	if s := q.Get("sinceTime"); s != "" {
 		t, err := time.Parse(time.RFC3339, s)
