@@ -13,7 +13,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/meshtriage/meshtriage/assets"
 	"github.com/meshtriage/meshtriage/lab"
+	"github.com/meshtriage/meshtriage/probes/scenario"
 )
 
 func main() {
@@ -21,8 +23,10 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, `usage: meshlab up [--dir DIR]   start the lab, print its kubeconfig, run until Ctrl-C
-       meshlab build            build or reuse the cached kube-apiserver, print its path`)
+	fmt.Fprintln(os.Stderr, `usage: meshlab up [--dir DIR] [--scenario NAME]
+                    start the lab (optionally loaded with a recorded scenario),
+                    print its kubeconfig, run until Ctrl-C
+       meshlab build      build or reuse the cached kube-apiserver, print its path`)
 }
 
 func run(args []string) int {
@@ -46,24 +50,45 @@ func run(args []string) int {
 	case "up":
 		fs := flag.NewFlagSet("up", flag.ContinueOnError)
 		dir := fs.String("dir", "", "directory for data, certificates, logs and the kubeconfig (default: a temporary one, removed on exit)")
+		name := fs.String("scenario", "", "load this recorded scenario (meshtriage demo lists them)")
 		if err := fs.Parse(args[1:]); err != nil {
 			return 2
 		}
-		return up(ctx, *dir)
+		return up(ctx, *dir, *name)
 	default:
 		usage()
 		return 2
 	}
 }
 
-func up(ctx context.Context, dir string) int {
+func up(ctx context.Context, dir, name string) int {
 	logf := func(format string, a ...any) { fmt.Fprintf(os.Stderr, "meshlab: "+format+"\n", a...) }
+	var s *scenario.Scenario
+	if name != "" {
+		var err error
+		if s, err = scenario.Load(assets.FS, name); err != nil {
+			fmt.Fprintln(os.Stderr, "meshlab:", err)
+			return 1
+		}
+	}
 	l, err := lab.Start(ctx, lab.Options{Dir: dir, Logf: logf})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "meshlab:", err)
 		return 1
 	}
 	defer l.Stop()
+	if s != nil {
+		if _, err := lab.Apply(ctx, l, s); err != nil {
+			fmt.Fprintln(os.Stderr, "meshlab:", err)
+			return 1
+		}
+		t := s.Target
+		from := ""
+		if t.Source != nil {
+			from = " --from " + t.Source.Namespace + "/pod/" + t.Source.Name
+		}
+		logf("scenario %s loaded: meshtriage check -n %s svc/%s%s", s.Name, t.Namespace, t.Service, from)
+	}
 	fmt.Printf("export KUBECONFIG=%s\n", l.Kubeconfig)
 	logf("audit log: %s", l.AuditLog)
 	logf("running; Ctrl-C stops etcd, kube-apiserver and the kubelet")
