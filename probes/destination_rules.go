@@ -28,6 +28,7 @@ func (DestinationRulesProbe) Meta() Meta {
 			{"dr_found", FactBool, "a DestinationRule applies to the target host"},
 			{"dr_names", FactList, "namespace/name of the DestinationRules that apply (Istio merges same-host rules of one namespace)"},
 			{"dr_subsets_without_pods", FactList, "subsets (dr-name/subset) whose labels, merged with the Service selector, select no pod"},
+			{"dr_subsets_without_pods_routed", FactList, "the subsets of dr_subsets_without_pods that a VirtualService route sends traffic to (weight > 0, mirrors aside): only these turn requests into 503 UH"},
 			{"vs_found", FactBool, "a VirtualService names or routes to the target host"},
 			{"vs_undefined_subsets", FactList, "subsets (vs-name/subset) routed to by a VirtualService that the applying DestinationRules do not define"},
 			{"dr_outlier_consecutive_5xx", FactInt, "outlierDetection consecutive5xxErrors, or the deprecated consecutiveErrors (0 when unset)"},
@@ -352,6 +353,45 @@ func vsRoutes(vs *networkingv1.VirtualService) []vsRoute {
 	return out
 }
 
+// routedSubsets are the subset names of fqdn that VirtualService routes
+// send traffic to. A destination with weight 0 next to others gets none (the
+// canary subset declared before its pods exist); a lone destination takes
+// everything whatever its weight. Mirrored requests are fire-and-forget:
+// their failures never reach the caller.
+func routedSubsets(vss []*networkingv1.VirtualService, fqdn string) map[string]bool {
+	out := map[string]bool{}
+	for _, vs := range vss {
+		for _, h := range vs.Spec.GetHttp() {
+			addRoutedSubsets(out, vs.Namespace, fqdn, h.GetRoute())
+		}
+		for _, r := range vs.Spec.GetTcp() {
+			addRoutedSubsets(out, vs.Namespace, fqdn, r.GetRoute())
+		}
+		for _, r := range vs.Spec.GetTls() {
+			addRoutedSubsets(out, vs.Namespace, fqdn, r.GetRoute())
+		}
+	}
+	return out
+}
+
+// weightedDestination is an HTTP or a TCP/TLS route destination.
+type weightedDestination interface {
+	GetDestination() *networkingv1alpha3.Destination
+	GetWeight() int32
+}
+
+func addRoutedSubsets[D weightedDestination](out map[string]bool, ns, fqdn string, dests []D) {
+	for _, rd := range dests {
+		d := rd.GetDestination()
+		if d.GetSubset() == "" || resolveIstioHost(d.GetHost(), ns) != fqdn {
+			continue
+		}
+		if rd.GetWeight() > 0 || len(dests) == 1 {
+			out[d.GetSubset()] = true
+		}
+	}
+}
+
 // poolReading is one level of a rule's traffic policy, judged.
 type poolReading struct {
 	Scope      string // "shop/orders", "shop/orders port 80", "shop/orders subset v2"
@@ -460,6 +500,7 @@ func evaluateDestinationRules(t Target, in drInput) Result {
 	r.Evidence.Columns = []string{"kind", "rule", "host", "detail", "verdict"}
 	var raw []string
 	withoutPods := []string{}
+	var withoutPodsNames []string // subset name of each withoutPods entry
 	var emptyKeys []string
 	subsetDetail := map[*networkingv1.DestinationRule][]string{}
 	for _, as := range subsetOrder {
@@ -473,10 +514,12 @@ func evaluateDestinationRules(t Target, in drInput) Result {
 			detail = "not checked"
 		case sel.Conflict != "":
 			withoutPods = append(withoutPods, as.dr.Name+"/"+as.name)
+			withoutPodsNames = append(withoutPodsNames, as.name)
 			detail = "0 pods"
 			raw = append(raw, fmt.Sprintf("subset %s/%s: %s", as.dr.Name, as.name, sel.Conflict))
 		case len(sel.Pods) == 0:
 			withoutPods = append(withoutPods, as.dr.Name+"/"+as.name)
+			withoutPodsNames = append(withoutPodsNames, as.name)
 			emptyKeys = append(emptyKeys, key)
 			detail = "0 pods"
 		default:
@@ -560,6 +603,16 @@ func evaluateDestinationRules(t Target, in drInput) Result {
 			strings.Join(vs.Spec.GetHosts(), ","), dash(strings.Join(dests, ", ")), verdict})
 	}
 	r.Facts["vs_found"] = vsFound
+	routed := routedSubsets(vss, fqdn)
+	routedWithoutPods := []string{}
+	for i, name := range withoutPodsNames {
+		if routed[name] {
+			routedWithoutPods = append(routedWithoutPods, withoutPods[i])
+		} else {
+			raw = append(raw, fmt.Sprintf("subset %s selects no pod but no VirtualService route sends traffic to it: it causes no 503 by itself", withoutPods[i]))
+		}
+	}
+	r.Facts["dr_subsets_without_pods_routed"] = routedWithoutPods
 	r.Facts["vs_undefined_subsets"] = undefined
 
 	// Traffic policy of the default cluster: the top level, replaced per

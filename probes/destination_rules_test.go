@@ -344,3 +344,39 @@ func TestDestinationRulesProbeThroughClusterReads(t *testing.T) {
 		}
 	})
 }
+
+// A subset declared before its pods exist is harmless until a route sends
+// traffic to it: the canary at weight 0 must not be blamed for UH 503s that
+// come from somewhere else.
+func TestSubsetWithoutPodsCountsOnlyWhenRouted(t *testing.T) {
+	orders := Target{Namespace: "shop", Service: "orders"}
+	pods := map[string][]string{"shop/orders/v1": {"orders-a"}, "shop/orders/v2": nil}
+	canary := fxVS("shop", "orders", []string{"orders"}, "orders", "v1", "v2")
+	canary.Spec.Http[0].Route[0].Weight, canary.Spec.Http[0].Route[1].Weight = 100, 0
+	mirrored := fxVS("shop", "orders", []string{"orders"}, "orders", "v1")
+	mirrored.Spec.Http[0].Mirror = &networkingv1alpha3.Destination{Host: "orders", Subset: "v2"}
+	lone := fxVS("shop", "orders", []string{"orders"}, "orders", "v2")
+	lone.Spec.Http[0].Route[0].Weight = 0
+	for _, tc := range []struct {
+		name   string
+		vs     *networkingv1.VirtualService
+		routed []string
+	}{
+		{"canary at weight 0", canary, []string{}},
+		{"mirror only", mirrored, []string{}},
+		{"split 50/50", fxVS("shop", "orders", []string{"orders"}, "orders", "v1", "v2"), []string{"orders/v2"}},
+		{"lone destination, weight unset", lone, []string{"orders/v2"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := fxDRInput([]*networkingv1.DestinationRule{fxDR("shop", "orders", "orders", 0, "v1", "v2")}, []*networkingv1.VirtualService{tc.vs}, pods)
+			r := evaluateDestinationRules(orders, in)
+			if err := CheckFacts(DestinationRulesProbe{}.Meta(), r); err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(r.Facts["dr_subsets_without_pods"], []string{"orders/v2"}) ||
+				!reflect.DeepEqual(r.Facts["dr_subsets_without_pods_routed"], tc.routed) {
+				t.Errorf("without pods %v, routed %v, want routed %v", r.Facts["dr_subsets_without_pods"], r.Facts["dr_subsets_without_pods_routed"], tc.routed)
+			}
+		})
+	}
+}

@@ -58,7 +58,7 @@ var causeCases = []struct {
 			"log_transport_failures": []string{"TLS_error:|268435703:SSL routines:OPENSSL_internal:WRONG_VERSION_NUMBER"}},
 	}, runbook.ConfidenceHigh},
 	{"dr.subset-no-pods", map[string]probes.Facts{
-		"destination-rules": {"dr_found": true, "dr_names": []string{"shop/web"}, "dr_subsets_without_pods": []string{"v2"}, "vs_found": true},
+		"destination-rules": {"dr_found": true, "dr_names": []string{"shop/web"}, "dr_subsets_without_pods": []string{"v2"}, "dr_subsets_without_pods_routed": []string{"v2"}, "vs_found": true},
 		"envoy-clusters":    {"envoy_empty_clusters": []string{"outbound|80|v2|web.shop.svc.cluster.local"}},
 		"access-log":        {"log_503": 30, "log_5xx": 30, "log_flag_uh": 30},
 	}, runbook.ConfidenceHigh},
@@ -203,6 +203,27 @@ func TestHealthyServiceHasNoFinding(t *testing.T) {
 	}
 	if walked["versions"] {
 		t.Errorf("healthy walk went to versions without startup restarts")
+	}
+}
+
+// A subset without pods that no route sends traffic to (the canary declared
+// at weight 0) is not the cause of UH 503s that another cause produces.
+func TestUnroutedEmptySubsetIsNotTheCauseOfUH(t *testing.T) {
+	g := load503(t)
+	facts := with(healthy(), map[string]probes.Facts{
+		"destination-rules": {"dr_found": true, "dr_names": []string{"shop/web"}, "dr_subsets_without_pods": []string{"web/v2"},
+			"dr_subsets_without_pods_routed": []string{}, "vs_found": true},
+		"envoy-clusters": {"envoy_hosts_total": 3, "envoy_hosts_healthy": 0, "envoy_hosts_outlier_ejected": 3,
+			"envoy_empty_clusters": []string{"outbound|80|v2|web.shop.svc.cluster.local"}},
+		"access-log": {"log_503": 40, "log_5xx": 40, "log_flag_uh": 40, "log_2xx": 0},
+	})
+	s := newSession(t, g, newRecorded(facts), runbook.ModeAuto)
+	findings, err := s.Auto(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := causeIDs(findings); !reflect.DeepEqual(got, []string{"outlier.all-ejected"}) {
+		t.Fatalf("findings = %v, want only outlier.all-ejected", got)
 	}
 }
 

@@ -59,7 +59,7 @@ func Healthy() map[string]probes.Facts {
 			"mtls_source_sidecar": true, "mtls_mismatch": "none",
 		},
 		"destination-rules": {
-			"dr_found": false, "dr_names": []string{}, "dr_subsets_without_pods": []string{}, "vs_found": false,
+			"dr_found": false, "dr_names": []string{}, "dr_subsets_without_pods": []string{}, "dr_subsets_without_pods_routed": []string{}, "vs_found": false,
 			"vs_undefined_subsets": []string{}, "dr_outlier_consecutive_5xx": 0, "dr_outlier_max_ejection_percent": 0,
 			"dr_outlier_aggressive": false, "dr_pool_tiny": false, "dr_pool_limits": []string{}, "dr_idle_timeout_s": 0,
 		},
