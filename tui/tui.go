@@ -107,9 +107,11 @@ func (m *Model) Farewell() string {
 	for _, c := range m.copied {
 		fmt.Fprintf(&b, "# %s\n%s\n\n", c.what, c.text)
 	}
-	if m.eng != nil && m.opts.LogPath != "" {
+	switch {
+	case !m.started:
+	case m.opts.LogPath != "":
 		fmt.Fprintf(&b, "incident log: %s\n", m.opts.LogPath)
-	} else if m.eng != nil {
+	default:
 		b.WriteString("incident log: not recorded\n")
 	}
 	return b.String()

@@ -212,7 +212,7 @@ func (m *Model) quitDialog() string {
 	k := m.common.Keys
 	var where string
 	switch {
-	case m.eng == nil:
+	case m.eng == nil || !m.started:
 		where = "No session has started; nothing was recorded."
 	case m.opts.LogPath == "":
 		where = "This session is not being recorded."

@@ -356,3 +356,21 @@ func TestCancelVerification(t *testing.T) {
 	// Still on the cause screen: esc cancelled, it did not go back.
 	h.waitFor("◆ outlier.all-ejected")
 }
+
+// Quitting before the session starts says nothing was recorded, and prints
+// no log path.
+func TestQuitBeforeStart(t *testing.T) {
+	eng := enginetest.New(outlierScript())
+	h := start(t, eng, 80, 24, Options{})
+	h.waitFor("What are the callers seeing?")
+	h.key("q")
+	h.waitFor("No session has started; nothing was recorded.")
+	h.key("y")
+	fm := h.tm.FinalModel(t, teatest.WithFinalTimeout(5*time.Second)).(*frames).m
+	if f := fm.Farewell(); f != "" {
+		t.Fatalf("farewell before start = %q", f)
+	}
+	if c := eng.Calls(); len(c) != 0 {
+		t.Fatalf("quitting before start recorded %+v", c)
+	}
+}
