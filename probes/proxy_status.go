@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/meshtriage/meshtriage/probes/envoy"
+	corev1 "k8s.io/api/core/v1"
 )
 
 // ProxyStatusProbe asks istiod (/debug/syncz) whether the source proxy is
@@ -24,6 +25,7 @@ func (ProxyStatusProbe) Meta() Meta {
 			{"xds_eds", FactString, "SYNCED, STALE or NOT SENT (UNKNOWN when istiod does not list the proxy)"},
 			{"xds_lds", FactString, "SYNCED, STALE or NOT SENT (UNKNOWN when istiod does not list the proxy)"},
 			{"xds_rds", FactString, "SYNCED, STALE or NOT SENT (UNKNOWN when istiod does not list the proxy)"},
+			{"xds_istiod_replicas", FactInt, "running istiod pods (app=istiod) in the control-plane namespace: syncz lists only the proxies connected to the replica asked, so with more than one a proxy it does not list may be connected to another"},
 			{"xds_istiod_version", FactString, "the Istio version syncz reports for the proxy (current istiod: the proxy's own ISTIO_VERSION; xDS-shaped output: istiod's)"},
 		},
 	}
@@ -38,7 +40,14 @@ type proxyStatusInput struct {
 	// Skip says why there is no proxy to ask about ("" when there is).
 	Skip    string
 	Proxies []envoy.ProxySync
+	// IstiodReplicas counts running istiod pods; -1 when they could not be
+	// listed.
+	IstiodReplicas int
 }
+
+// istiodLabels select istiod pods of every revision, as the live Cluster
+// picks the one it asks.
+var istiodLabels = map[string]string{"app": "istiod"}
 
 func (p ProxyStatusProbe) Run(ctx context.Context, c Cluster, t Target) Result {
 	in, what, err := fetchProxyStatus(ctx, c, t)
@@ -63,6 +72,15 @@ func fetchProxyStatus(ctx context.Context, c Cluster, t Target) (in proxyStatusI
 	if in.Proxies, err = envoy.ParseSyncz(body); err != nil {
 		return in, "parse istiod " + synczPath, err
 	}
+	in.IstiodReplicas = -1
+	if pods, err := c.ListPods(ctx, controlPlane(c), istiodLabels); err == nil {
+		in.IstiodReplicas = 0
+		for _, p := range pods {
+			if p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil {
+				in.IstiodReplicas++
+			}
+		}
+	}
 	return in, "", nil
 }
 
@@ -82,10 +100,13 @@ func evaluateProxyStatus(t Target, in proxyStatusInput) Result {
 
 	p, known := envoy.FindProxy(in.Proxies, src.Name, src.Namespace)
 	if !known {
-		return Result{
-			Status: StatusWarn,
-			Summary: fmt.Sprintf("istiod does not list %s: the proxy is not connected to this istiod (with several istiod replicas it may be connected to another; %s)",
-				id, fleet),
+		why := "the proxy is not connected to this istiod (with several istiod replicas it may be connected to another"
+		if in.IstiodReplicas > 1 {
+			why = fmt.Sprintf("%d istiod replicas run and this one was asked: the proxy is likely connected to another (istioctl proxy-status asks them all", in.IstiodReplicas)
+		}
+		r := Result{
+			Status:  StatusWarn,
+			Summary: fmt.Sprintf("istiod does not list %s: %s; %s)", id, why, fleet),
 			Evidence: Evidence{Columns: []string{"proxy", "CDS", "LDS", "EDS", "RDS", "version"}, Rows: [][]string{{id, "-", "-", "-", "-", "-"}},
 				Raw: fmt.Sprintf("%d proxies listed, %s not among them", len(in.Proxies), id)},
 			Facts: Facts{
@@ -95,6 +116,10 @@ func evaluateProxyStatus(t Target, in proxyStatusInput) Result {
 			},
 			Commands: proxyStatusCommands(t),
 		}
+		if in.IstiodReplicas >= 0 {
+			r.Facts["xds_istiod_replicas"] = in.IstiodReplicas
+		}
+		return r
 	}
 
 	types := staleTypes(p)
@@ -116,7 +141,7 @@ func evaluateProxyStatus(t Target, in proxyStatusInput) Result {
 	for _, tv := range p.Types() {
 		raw = append(raw, fmt.Sprintf("%s %s", tv[0], p.Detail[tv[0]]))
 	}
-	return Result{
+	r := Result{
 		Status:  status,
 		Summary: summary,
 		Evidence: Evidence{
@@ -135,6 +160,10 @@ func evaluateProxyStatus(t Target, in proxyStatusInput) Result {
 		},
 		Commands: proxyStatusCommands(t),
 	}
+	if in.IstiodReplicas >= 0 {
+		r.Facts["xds_istiod_replicas"] = in.IstiodReplicas
+	}
+	return r
 }
 
 // staleTypes are the xDS types the proxy is out of sync for. istioctl's

@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 )
 
 func TestProxyStatus(t *testing.T) {
@@ -72,6 +73,34 @@ func TestProxyStatus(t *testing.T) {
 			}
 			if c.source != nil && r.Commands[len(r.Commands)-1] != "istioctl proxy-status "+c.source.Name+"."+c.source.Namespace {
 				t.Errorf("commands %q", r.Commands)
+			}
+		})
+	}
+}
+
+// syncz lists only the proxies connected to the istiod replica asked: with
+// two replicas, a proxy missing from it is no evidence of a stale proxy.
+func TestProxyStatusCountsIstiodReplicas(t *testing.T) {
+	istiod := func(name string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: DefaultControlPlane, Labels: map[string]string{"app": "istiod"}},
+			Status: corev1.PodStatus{Phase: corev1.PodRunning}}
+	}
+	for _, tc := range []struct {
+		name     string
+		replicas []runtime.Object
+		want     int
+		inSum    string
+	}{
+		{"one replica", []runtime.Object{istiod("istiod-a")}, 1, "not connected to this istiod"},
+		{"two replicas", []runtime.Object{istiod("istiod-a"), istiod("istiod-b")}, 2, "2 istiod replicas run"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFakeCluster(t, append(tc.replicas, evPod("web-new", "web", true))...)
+			f.istiod["/debug/syncz"] = evTestdata(t, "proxy-status", "syncz.json")
+			r := Run(context.Background(), ProxyStatusProbe{}, f, Target{Namespace: "shop", Service: "orders", Source: &PodRef{Namespace: "shop", Name: "web-new"}})
+			evCheck(t, ProxyStatusProbe{}, r)
+			if r.Facts["xds_proxy_known"] != false || r.Facts["xds_istiod_replicas"] != tc.want || !strings.Contains(r.Summary, tc.inSum) {
+				t.Errorf("%q %v", r.Summary, r.Facts)
 			}
 		})
 	}

@@ -364,4 +364,12 @@ func TestSourceWithoutSidecarIsNotStale(t *testing.T) {
 	if got := causeIDs(findings); !reflect.DeepEqual(got, []string{"xds.stale"}) {
 		t.Fatalf("meshed source unknown to istiod: findings = %v", got)
 	}
+	// syncz lists only the replica's own proxies: with two istiod replicas
+	// the one asked not listing the proxy says nothing.
+	facts["proxy-status"]["xds_istiod_replicas"] = 2
+	s = newSession(t, g, newRecorded(facts), runbook.ModeAuto)
+	findings, _ = s.Auto(context.Background())
+	if len(findings) != 0 {
+		t.Fatalf("two istiod replicas, proxy unknown to the one asked: findings = %v", causeIDs(findings))
+	}
 }
