@@ -246,7 +246,7 @@ func TestVerify(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(results) != 4 {
+	if len(results) != 5 {
 		t.Fatalf("results = %+v", results)
 	}
 	for _, vr := range results {
@@ -270,7 +270,7 @@ func TestVerify(t *testing.T) {
 			}
 		}
 	}
-	if verif != 4 {
+	if verif != len(results) {
 		t.Errorf("%d verification events", verif)
 	}
 
