@@ -343,12 +343,23 @@ func (m *Model) addBlock(lines *[]string, b Block, width int) {
 	if selected {
 		style = s.CodeSelected
 	}
+	// Long lines wrap rather than truncate: the on-call must be able to
+	// read what they paste (y copies the exact text).
 	var body []string
 	for _, l := range strings.Split(b.Text, "\n") {
+		first := ""
 		if b.What == "commands" {
-			l = "$ " + l
+			first = "$ "
 		}
-		body = append(body, common.Truncate(l, max(10, width-8)))
+		indent := len(l) - len(strings.TrimLeft(l, " "))
+		wrapped := strings.Split(common.Wrap(l, max(10, width-8-len(first))), "\n")
+		for i, w := range wrapped {
+			if i == 0 {
+				body = append(body, first+w)
+				continue
+			}
+			body = append(body, strings.Repeat(" ", len(first)+indent+2)+strings.TrimLeft(w, " "))
+		}
 	}
 	rendered := strings.Split(style.Render(strings.Join(body, "\n")), "\n")
 	for _, r := range rendered {

@@ -122,7 +122,7 @@ func RenderStep(s *common.Styles, width int, step engine.Step, res probes.Result
 			meta += " · " + d
 		}
 	}
-	b.WriteString(s.Title.Render(step.Title) + "\n" + s.Label.Render(meta) + "\n")
+	b.WriteString(s.Title.Render(common.Wrap(step.Title, width)) + "\n" + s.Label.Render(meta) + "\n")
 	if st.Proposed && st.Reason != "" {
 		b.WriteString(s.Reason.Render(common.Wrap(common.IconProposed+" proposed next: "+st.Reason, width)) + "\n")
 	}
