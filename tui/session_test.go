@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"context"
 	"slices"
 	"strings"
 	"sync"
@@ -12,6 +13,7 @@ import (
 	"github.com/meshtriage/meshtriage/probes/scenario"
 	"github.com/meshtriage/meshtriage/runbook"
 	"github.com/meshtriage/meshtriage/tui/engine"
+	"github.com/meshtriage/meshtriage/tui/picker"
 )
 
 // memSink keeps a session's events for the test to read.
@@ -222,4 +224,44 @@ func mustCluster(t *testing.T, s *scenario.Scenario) probes.Cluster {
 		t.Fatal(err)
 	}
 	return c
+}
+
+// The picker on a scenario's cluster (the same fake clientset the probes
+// read) hands the chosen target to a real session.
+func TestPickerOnScenarioCluster(t *testing.T) {
+	_, sc, _ := scenarioSession(t, "outlier-all-ejected")
+	c, ok := mustCluster(t, sc).(*scenario.Cluster)
+	if !ok {
+		t.Fatal("scenario cluster has no clientset")
+	}
+	var built *runbook.Session
+	newEngine := func(_ context.Context, target probes.Target) (engine.Engine, error) {
+		sess, _, _ := scenarioSession(t, "outlier-all-ejected")
+		s, err := runbook.NewSession(runbook.Config{Graph: sess.Graph(), Cluster: c, Target: target, Probes: probes.ByID(), Mode: runbook.ModeGuided})
+		built = s
+		return engine.FromSession(s), err
+	}
+	h := startEngine(t, Options{Catalog: picker.KubeCatalog{Kube: c.Kube}, NewEngine: newEngine}, 100, 30)
+	h.waitFor("Choose a namespace", sc.Target.Namespace)
+	h.key("/")
+	h.key(sc.Target.Namespace)
+	h.key("enter")
+	h.key("enter")
+	h.waitFor("Choose a service in "+sc.Target.Namespace, "with sidecar")
+	h.key("/")
+	h.key(sc.Target.Service)
+	h.key("enter")
+	h.key("enter")
+	h.waitFor("Choose a source pod", "(no source pod)", sc.Target.Source.Name)
+	h.key("/")
+	h.key(sc.Target.Source.Name)
+	h.key("enter")
+	h.key("enter")
+	h.waitFor("What does the on-call see?")
+	h.key("enter")
+	h.waitFor("Runbook · guided")
+	want := probes.Target{Namespace: sc.Target.Namespace, Service: sc.Target.Service, Source: sc.Target.Source}
+	if got := built.Target(); got.String() != want.String() {
+		t.Fatalf("session target %v, want %v", got, want)
+	}
 }

@@ -32,6 +32,8 @@ type tuiOptions struct {
 // subcommands' flags of the same names.
 func addTUI(root *cobra.Command, g *globalOptions) {
 	o := &tuiOptions{g: g, probeTimeout: probes.DefaultTimeout}
+	root.Example = "  meshtriage -n shop svc/payments --from pod/web-7d9c   # guided triage\n" +
+		"  meshtriage                                             # pick the target\n" + root.Example
 	root.Args = cobra.MaximumNArgs(1)
 	root.ValidArgsFunction = completeServices(g)
 	root.RunE = func(cmd *cobra.Command, args []string) error {
