@@ -78,7 +78,7 @@ watch (bad input, unreachable cluster, the rollout did not settle within
 	f := cmd.Flags()
 	f.StringVar(&o.service, "service", "", "the Service whose 503 rate is compared (default: the Service named like the Deployment)")
 	f.StringVar(&o.from, "from", "", "a calling pod whose sidecar reports the 503s: pod/NAME or NAMESPACE/pod/NAME")
-	o.prometheus.add(f)
+	o.prometheus.add(f, "ask this Prometheus server (http://HOST:9090) for the 503 rate before and during the rollout, instead of a sidecar", false)
 	f.DurationVar(&o.timeout, "timeout", o.timeout, "give up when the rollout has not settled after this long")
 	f.DurationVar(&o.interval, "interval", o.interval, "time between two polls of the Deployment and its pods")
 	f.StringVarP(&o.output, "output", "o", o.output, "report format: text, json")
@@ -309,10 +309,15 @@ type promFlags struct {
 	before time.Duration
 }
 
-func (p *promFlags) add(f *pflag.FlagSet) {
-	f.StringVar(&p.url, "prometheus", "", "also ask this Prometheus server (http://HOST:9090) the 503 rate, now against --prometheus-before")
+// add registers the flags; baseline adds --prometheus-before, which watch
+// does not need (its baseline is the rollout's start).
+func (p *promFlags) add(f *pflag.FlagSet, usage string, baseline bool) {
+	f.StringVar(&p.url, "prometheus", "", usage)
 	f.DurationVar(&p.window, "prometheus-window", probes.DefaultPrometheusWindow, "the rate() window of the Prometheus queries")
-	f.DurationVar(&p.before, "prometheus-before", probes.DefaultPrometheusBefore, "how far back the Prometheus baseline is read")
+	p.before = probes.DefaultPrometheusBefore
+	if baseline {
+		f.DurationVar(&p.before, "prometheus-before", probes.DefaultPrometheusBefore, "how far back the Prometheus baseline is read")
+	}
 }
 
 func (p *promFlags) validate() error {
@@ -336,7 +341,7 @@ type verifyFlags struct {
 }
 
 func (v *verifyFlags) add(f *pflag.FlagSet) {
-	v.prometheus.add(f)
+	v.prometheus.add(f, "also ask this Prometheus server (http://HOST:9090) the 503 rate, now against --prometheus-before", true)
 	f.StringVar(&v.testRequest, "test-request", "", "after the triage, send one GET PATH to the target from the --from pod, through its sidecar, and show status, Envoy flags and timing")
 	f.DurationVar(&v.debugLogging, "debug-logging", 0, "after the triage, set the --from pod's Envoy connection/upstream/http loggers to debug for DURATION, show the lines they log, and revert")
 }
