@@ -229,6 +229,8 @@ type Requests struct {
 	Total int
 	// ByResource counts "verb resource", e.g. "list pods", "get pods/portforward".
 	ByResource map[string]int
+	// URIs are "VERB URI" in the order logged.
+	URIs []string
 }
 
 // Top lists the n most frequent "verb resource" with their counts.
@@ -290,6 +292,7 @@ func RequestsSince(l *lab.Lab, mark AuditMark, keep func(userAgent string) bool)
 		seen[e.AuditID] = true
 		out.Total++
 		out.ByResource[e.Verb+" "+e.Resource()]++
+		out.URIs = append(out.URIs, e.Verb+" "+e.RequestURI)
 	}
 	return out, sc.Err()
 }

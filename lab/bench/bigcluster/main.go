@@ -47,6 +47,7 @@ type Run struct {
 	MaxRSSMB float64        `json:"max_rss_mb,omitempty"`
 	Requests int            `json:"requests"`
 	ByVerb   map[string]int `json:"by_resource"`
+	URIs     []string       `json:"uris"`
 	BytesIn  int64          `json:"bytes_from_apiserver"`
 	BytesOut int64          `json:"bytes_to_apiserver"`
 	Exit     int            `json:"exit"`
@@ -229,7 +230,7 @@ func (m *measurer) binary(ctx context.Context, bin string, args []string, keep f
 	if err != nil {
 		r.Outcome += "; audit: " + err.Error()
 	}
-	r.Requests, r.ByVerb = req.Total, req.ByResource
+	r.Requests, r.ByVerb, r.URIs = req.Total, req.ByResource, req.URIs
 	logf("%s %s: %.0f ms wall, %.0f ms CPU, %.0f MB RSS, %d requests (%s), %d bytes in, exit %d: %s",
 		filepath.Base(bin), args[2], r.WallMS, r.CPUMS, r.MaxRSSMB, r.Requests, req.Top(6), r.BytesIn, r.Exit, r.Outcome)
 	return r
@@ -288,7 +289,7 @@ func (m *measurer) inProcess(ctx context.Context, wait time.Duration) Run {
 	if aerr != nil {
 		r.Outcome += "; audit: " + aerr.Error()
 	}
-	r.Requests, r.ByVerb = req.Total, req.ByResource
+	r.Requests, r.ByVerb, r.URIs = req.Total, req.ByResource, req.URIs
 	logf("in-process check (metrics wait %s): %.0f ms wall, %d requests (%s), %d bytes in: %s", wait, r.WallMS, r.Requests, req.Top(6), r.BytesIn, r.Outcome)
 	return r
 }
