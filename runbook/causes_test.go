@@ -275,6 +275,25 @@ func TestUCDuringRolloutIsNotIdleReset(t *testing.T) {
 	}
 }
 
+// A sidecar sending plaintext to a STRICT upstream is reset by it: the caller
+// logs 503 UC connection_termination, the same line an idle keep-alive reset
+// gives. With an mTLS mismatch in the facts, that UC is the mismatch's.
+func TestUCFromPlaintextToStrictIsNotIdleReset(t *testing.T) {
+	g := load503(t)
+	facts := with(healthy(), map[string]probes.Facts{
+		"mtls": {"mtls_mismatch": "plaintext-to-strict", "mtls_upstream_mode": "STRICT", "mtls_upstream_mode_source": "namespace",
+			"mtls_client_tls_mode": "DISABLE", "mtls_client_sends": "plaintext"},
+		"access-log": {"log_503": 12, "log_5xx": 12, "log_flag_uc": 12,
+			"log_details": []string{"upstream_reset_before_response_started{connection_termination}"}},
+		"metrics": {"metrics_503_by_flag": []string{"UC=12"}},
+	})
+	s := newSession(t, g, newRecorded(facts), runbook.ModeAuto)
+	findings, _ := s.Auto(context.Background())
+	if got := causeIDs(findings); !reflect.DeepEqual(got, []string{"mtls.plaintext-to-strict"}) {
+		t.Fatalf("findings = %v", got)
+	}
+}
+
 // Several rules of one cause give one finding: highest confidence, all the
 // evidence.
 func TestFindingsDedupeByCause(t *testing.T) {
