@@ -93,15 +93,45 @@ type Usage struct {
 	Stderr   []byte
 }
 
-// Run runs cmd to its end and reports its wall time, CPU time and peak
-// resident set (getrusage of the child). A non-zero exit is not an error:
+// Run runs cmd to its end and reports its wall time, CPU time (getrusage
+// of the child) and peak resident set. A non-zero exit is not an error:
 // meshtriage check exits 3 on a finding.
+//
+// The peak is the child's VmHWM, sampled from /proc while it runs, not
+// getrusage's ru_maxrss: Go starts children with CLONE_VM, and at exec
+// Linux folds the high-water mark of the shared, parent's, address space
+// into the child's ru_maxrss, so a 30 MB child of a 250 MB parent reports
+// 250 MB.
 func Run(cmd *exec.Cmd) (Usage, error) {
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	start := time.Now()
-	err := cmd.Run()
-	u := Usage{Wall: time.Since(start), Stdout: stdout.Bytes(), Stderr: stderr.Bytes()}
+	if err := cmd.Start(); err != nil {
+		return Usage{}, err
+	}
+	var hwm atomic.Int64
+	done := make(chan struct{})
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		status := fmt.Sprintf("/proc/%d/status", cmd.Process.Pid)
+		tick := time.NewTicker(5 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			if kb := vmHWM(status); kb > hwm.Load() {
+				hwm.Store(kb)
+			}
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	err := cmd.Wait()
+	close(done)
+	<-sampled
+	u := Usage{Wall: time.Since(start), Stdout: stdout.Bytes(), Stderr: stderr.Bytes(), MaxRSSKB: hwm.Load()}
 	var exitErr *exec.ExitError
 	if err != nil && !errors.As(err, &exitErr) {
 		return u, err
@@ -110,9 +140,26 @@ func Run(cmd *exec.Cmd) (Usage, error) {
 	u.Exit = st.ExitCode()
 	if ru, ok := st.SysUsage().(*syscall.Rusage); ok {
 		u.CPU = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-		u.MaxRSSKB = ru.Maxrss // kilobytes on Linux
 	}
 	return u, nil
+}
+
+// vmHWM reads the peak resident set in kB from a /proc/PID/status (0 when
+// the process is gone or not yet exec'd into its own address space, which
+// the next sample catches).
+func vmHWM(status string) int64 {
+	b, err := os.ReadFile(status)
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			var kb int64
+			fmt.Sscanf(strings.TrimSpace(v), "%d", &kb)
+			return kb
+		}
+	}
+	return 0
 }
 
 // CountingProxy forwards TCP connections to an upstream address and counts
