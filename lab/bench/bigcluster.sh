@@ -25,8 +25,10 @@ case "${ISTIOCTL:-}" in
 1) istioctl=$(go run ./lab/bench/istioctlbin) ;;
 *) istioctl=$ISTIOCTL ;;
 esac
+# ISTIOCTL=PATH with ISTIOCTL_WAIT=20m: PATH is still being built elsewhere;
+# the lab is set up meanwhile and measuring waits for it.
 out=${OUT:-$work/bigcluster.json}
 echo "machine: $(nproc) cores, $(uname -r), load $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 "$work/bigcluster" -meshtriage "$work/meshtriage" -istioctl "$istioctl" \
-  -sizes "${SIZES:-1000,10000}" -runs "${RUNS:-3}" -out "$out"
+  -wait-istioctl "${ISTIOCTL_WAIT:-0s}" -sizes "${SIZES:-1000,10000}" -runs "${RUNS:-3}" -out "$out"
 if [ -z "${OUT:-}" ]; then cat "$out" >&2; fi

@@ -37,6 +37,7 @@ type options struct {
 	scenario   string
 	meshtriage string
 	istioctl   string
+	waitFor    time.Duration
 	out        string
 }
 
@@ -74,6 +75,7 @@ func main() {
 	flag.StringVar(&o.scenario, "scenario", "healthy", "embedded scenario that holds the target")
 	flag.StringVar(&o.meshtriage, "meshtriage", "", "meshtriage binary (required)")
 	flag.StringVar(&o.istioctl, "istioctl", "", "istioctl binary (empty: skip istioctl analyze)")
+	flag.DurationVar(&o.waitFor, "wait-istioctl", 0, "wait this long for the -istioctl binary to appear (a build still running) before the first measurement")
 	flag.StringVar(&o.out, "out", "", "also write the results as JSON to FILE")
 	flag.Parse()
 	for _, s := range strings.Split(sizes, ",") {
@@ -151,6 +153,11 @@ func run(ctx context.Context, o options) error {
 			Tools: map[string][]Run{},
 		}
 		logf("grew to %d pods: %d objects in %.1f s (%.0f/s)", pods, size.Objects, size.SetupS, float64(size.Objects)/size.SetupS)
+		if o.istioctl != "" {
+			if err := waitExecutable(ctx, o.istioctl, o.waitFor); err != nil {
+				return err
+			}
+		}
 		args := checkArgs(s)
 		for range o.runs {
 			size.Tools["meshtriage check"] = append(size.Tools["meshtriage check"],
@@ -170,6 +177,26 @@ func run(ctx context.Context, o options) error {
 		return os.WriteFile(o.out, b, 0o644)
 	}
 	return nil
+}
+
+func waitExecutable(ctx context.Context, path string, wait time.Duration) error {
+	deadline := time.Now().Add(wait)
+	for logged := false; ; logged = true {
+		if st, err := os.Stat(path); err == nil && st.Mode()&0o111 != 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s: not there after %s", path, wait)
+		}
+		if !logged {
+			logf("waiting up to %s for %s", wait, path)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(5 * time.Second):
+		}
+	}
 }
 
 func checkArgs(s *scenario.Scenario) []string {
