@@ -22,6 +22,7 @@ import (
 	"github.com/meshtriage/meshtriage/probes/actions"
 	"github.com/meshtriage/meshtriage/probes/watch"
 	"github.com/meshtriage/meshtriage/runbook"
+	"github.com/meshtriage/meshtriage/runbook/incidentlog"
 	tuiwatch "github.com/meshtriage/meshtriage/tui/watch"
 )
 
@@ -437,8 +438,8 @@ func (v *verifyFlags) run(ctx context.Context, c probes.Cluster, t probes.Target
 			fmt.Fprintln(errOut, "meshtriage: test request:", err)
 			return
 		}
-		fmt.Fprintf(errOut, "meshtriage: test request from %s (container %s): %s\n", t.Source, resp.Container, resp.Summary())
-		fmt.Fprint(errOut, indent(resp.Transcript(), "  "))
+		fmt.Fprintf(errOut, "meshtriage: test request from %s (container %s): %s\n", t.Source, resp.Container, incidentlog.Redact(resp.Summary()))
+		fmt.Fprint(errOut, indent(incidentlog.Redact(resp.Transcript()), "  "))
 	}
 	if v.debugLogging == 0 {
 		testRequest(ctx)
@@ -467,8 +468,10 @@ func printCapture(w io.Writer, c actions.DebugCapture) {
 		fmt.Fprintf(w, "  ... %d earlier lines in the incident log (--log)\n", len(lines)-shownDebugLines)
 		lines = lines[len(lines)-shownDebugLines:]
 	}
+	// Envoy's http logger prints request headers at debug: the terminal
+	// gets the incident log's redaction.
 	for _, l := range lines {
-		fmt.Fprintln(w, "  "+l)
+		fmt.Fprintln(w, "  "+incidentlog.Redact(l))
 	}
 }
 

@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/meshtriage/meshtriage/probes"
+	"github.com/meshtriage/meshtriage/probes/actions"
 	"github.com/meshtriage/meshtriage/probes/watch"
 	"github.com/meshtriage/meshtriage/runbook"
 )
@@ -315,5 +316,16 @@ func TestCheckActionsRunAfterTheTriageAndRevert(t *testing.T) {
 	if !strings.Contains(errOut.String(), "HTTP 503 UH from the sidecar (local reply): no healthy upstream") ||
 		!strings.Contains(errOut.String(), "debug logging reverted after") {
 		t.Errorf("stderr:\n%s", errOut.String())
+	}
+}
+
+func TestDebugLinesAreRedactedOnTheTerminal(t *testing.T) {
+	var b strings.Builder
+	printCapture(&b, actions.DebugCapture{Lines: []string{
+		"2025-12-02T03:00:01.200000Z\tdebug\tenvoy http [C7][S1] request headers complete:\n",
+		"'authorization', 'Bearer eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJ3ZWIifQ.c2lnbmF0dXJl'",
+	}, DebugLines: 1})
+	if strings.Contains(b.String(), "eyJhbGciOiJSUzI1NiJ9") {
+		t.Errorf("a bearer token reached the terminal:\n%s", b.String())
 	}
 }

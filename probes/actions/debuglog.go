@@ -257,7 +257,7 @@ func (s *DebugSession) Stop(ctx context.Context) (DebugCapture, error) {
 		a.Reverted = true
 		a.Done = fmt.Sprintf("restored %s after %s; captured %d log lines (%d at debug)", levelList(s.previous, s.changed), capture.Duration, len(capture.Lines), capture.DebugLines)
 		if capture.Truncated {
-			a.Done += fmt.Sprintf(", the first %d kept", maxCaptureLines)
+			a.Done += fmt.Sprintf(", truncated at %d lines or %d MiB", maxCaptureLines, maxCaptureBytes>>20)
 		}
 	}
 	if capture.LogProblem != "" {
@@ -298,6 +298,9 @@ func (s *DebugSession) read(ctx context.Context, elapsed time.Duration) DebugCap
 		capture.LogProblem = probes.AccessProblem("read the istio-proxy log of "+s.pod.String(), err)
 		return capture
 	}
+	// pods/log keeps the first bytes of the window: at the cap the end of
+	// the window is missing.
+	capture.Truncated = len(b) >= maxCaptureBytes
 	sc := bufio.NewScanner(bytes.NewReader(b))
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {

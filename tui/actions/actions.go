@@ -18,6 +18,7 @@ import (
 
 	"github.com/meshtriage/meshtriage/probes"
 	pactions "github.com/meshtriage/meshtriage/probes/actions"
+	"github.com/meshtriage/meshtriage/runbook/incidentlog"
 	"github.com/meshtriage/meshtriage/tui/common"
 )
 
@@ -187,8 +188,8 @@ func (m *Model) Update(msg tea.Msg) tea.Cmd {
 			m.failed, m.summary, m.lines = true, msg.err.Error(), nil
 			return nil
 		}
-		m.summary = msg.resp.Summary()
-		m.lines = strings.Split(strings.TrimRight(msg.resp.Transcript(), "\n"), "\n")
+		m.summary = incidentlog.Redact(msg.resp.Summary())
+		m.lines = strings.Split(strings.TrimRight(incidentlog.Redact(msg.resp.Transcript()), "\n"), "\n")
 		return nil
 	case debugStartedMsg:
 		if msg.id != m.id {
@@ -216,7 +217,12 @@ func (m *Model) Update(msg tea.Msg) tea.Cmd {
 		m.debug = nil
 		m.state, m.title = stateResult, "Envoy debug logging"
 		c := msg.capture
-		m.lines = c.Lines
+		// Envoy's http logger prints request headers at debug: the screen
+		// gets the incident log's redaction.
+		m.lines = make([]string, len(c.Lines))
+		for i, l := range c.Lines {
+			m.lines[i] = incidentlog.Redact(l)
+		}
 		if msg.err != nil {
 			m.failed = true
 			m.summary = "the revert failed: " + msg.err.Error() + "; undo by hand: " + msg.undo
