@@ -3,6 +3,7 @@ package watch
 import (
 	"context"
 	"errors"
+	"io"
 	"strings"
 	"testing"
 	"time"
@@ -113,13 +114,11 @@ func TestStartRunsTheWatchAndDeliversItsEnd(t *testing.T) {
 func TestRunEndsWithTheWatch(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	var out strings.Builder
 	rep, err := Run(ctx, pwatch.Config{Cluster: doneCluster{}, Deployments: doneCluster{}, Namespace: "shop", Deployment: "orders", Interval: time.Millisecond},
-		true, tea.WithInput(strings.NewReader("")), tea.WithOutput(&out), tea.WithWindowSize(80, 24), tea.WithoutSignals())
+		true, tea.WithInput(strings.NewReader("")), tea.WithOutput(io.Discard), tea.WithWindowSize(80, 24), tea.WithoutSignals())
 	if err != nil || !rep.Settled || rep.Deployment != "orders" {
 		t.Fatalf("report %+v, err %v", rep, err)
 	}
-	if !strings.Contains(out.String(), "Rollout of deploy/orders in shop") {
-		t.Errorf("the screen was not drawn:\n%q", out.String())
-	}
+	// The screen itself is pinned by TestRolloutScreen; the program may end
+	// before a frame with it is drawn, since the watch settles at once.
 }
