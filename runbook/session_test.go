@@ -251,7 +251,7 @@ func TestVerify(t *testing.T) {
 	}
 	for _, vr := range results {
 		if vr.Manual {
-			if !strings.Contains(vr.Command, "kubectl exec -n shop client-1 -c istio-proxy") ||
+			if !strings.Contains(vr.Command, "kubectl exec -n shop client-1 -- curl") ||
 				!strings.Contains(vr.Command, "http://web.shop.svc.cluster.local:80/") {
 				t.Errorf("manual command not expanded: %q", vr.Command)
 			}

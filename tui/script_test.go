@@ -76,7 +76,7 @@ func outlierScript() enginetest.Script {
 				}},
 				Verify: []engine.VerifyStep{
 					{Describe: "Envoy sees healthy hosts again", Probe: "envoy-clusters", Expect: "envoy_hosts_healthy > 0"},
-					{Describe: "A test request through the caller's sidecar returns 200", Command: "kubectl -n shop exec productpage-7d4f9-abcde -c istio-proxy -- curl -s -o /dev/null -w '%{http_code}' http://reviews:9080/"},
+					{Describe: "A test request through the caller's sidecar returns 200", Command: "kubectl -n shop exec productpage-7d4f9-abcde -- curl -s -o /dev/null -w '%{http_code}' http://reviews:9080/"},
 				},
 				Warnings: []engine.Warning{{ID: "c5xx-1", Title: "consecutive5xxErrors: 1 ejects a host on its first error"}},
 			},
@@ -95,7 +95,7 @@ func outlierScript() enginetest.Script {
 			"outlier.all-ejected": {
 				{Step: engine.VerifyStep{Describe: "Envoy sees healthy hosts again", Probe: "envoy-clusters", Expect: "envoy_hosts_healthy > 0"}, Passed: true,
 					Result: probes.Result{Status: probes.StatusPass, Summary: "3/3 hosts healthy"}},
-				{Step: engine.VerifyStep{Describe: "A test request through the caller's sidecar returns 200", Command: "kubectl -n shop exec productpage-7d4f9-abcde -c istio-proxy -- curl -s -o /dev/null -w '%{http_code}' http://reviews:9080/"}, Manual: true},
+				{Step: engine.VerifyStep{Describe: "A test request through the caller's sidecar returns 200", Command: "kubectl -n shop exec productpage-7d4f9-abcde -- curl -s -o /dev/null -w '%{http_code}' http://reviews:9080/"}, Manual: true},
 			},
 		},
 		Hold: map[string]bool{},

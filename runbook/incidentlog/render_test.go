@@ -118,7 +118,7 @@ func representativeSession() []runbook.Event {
 	e = ev(at(10, 2), runbook.EventVerification)
 	e.Verification = &runbook.Verification{Cause: "mtls.plaintext-to-strict", Detail: "manual check",
 		Describe: "a request through the client sidecar returns 200",
-		Command:  "kubectl exec -n shop web-7d9c -c istio-proxy -- curl -s -o /dev/null -w '%{http_code}' http://checkout:8080/healthz"}
+		Command:  "kubectl exec -n shop web-7d9c -- curl -s -o /dev/null -w '%{http_code}' http://checkout:8080/healthz"}
 	add(e)
 	e = ev(at(12, 30), runbook.EventSessionEnded)
 	e.Ended = &runbook.SessionEnded{Findings: []string{"mtls.plaintext-to-strict"}, Reason: "completed"}
