@@ -11,6 +11,7 @@ import (
 	"charm.land/bubbles/v2/key"
 	"charm.land/bubbles/v2/viewport"
 	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
 
 	"github.com/meshtriage/meshtriage/probes"
 	"github.com/meshtriage/meshtriage/tui/common"
@@ -31,7 +32,10 @@ type Model struct {
 // New returns an empty pane.
 func New(c *common.Common) *Model {
 	vp := viewport.New()
-	vp.SoftWrap = true
+	// Content is wrapped once per change (layout), not by the viewport's
+	// SoftWrap, which re-measures every line on every View: 20+ ms at 5,000
+	// evidence rows (BENCHMARKS.md, TUI View).
+	vp.SoftWrap = false
 	// The checklist owns the arrow keys; the pane scrolls with the page keys.
 	vp.KeyMap = viewport.KeyMap{
 		PageDown:     c.Keys.PageDown,
@@ -53,7 +57,17 @@ func (m *Model) Show(itemKey, title, content string) {
 		m.vp.GotoTop()
 	}
 	m.key, m.title, m.content = itemKey, title, content
-	m.vp.SetContent(content)
+	m.layout()
+}
+
+// layout hard-wraps the content to the viewport's width, as SoftWrap would
+// show it.
+func (m *Model) layout() {
+	if w := m.vp.Width(); w > 0 {
+		m.vp.SetContent(ansi.Hardwrap(m.content, w, true))
+		return
+	}
+	m.vp.SetContent(m.content)
 }
 
 // Content is what the pane shows, unstyled lines included.
@@ -64,7 +78,7 @@ func (m *Model) SetSize(width, height int) {
 	m.width, m.height = width, height
 	m.vp.SetWidth(max(0, width-4))
 	m.vp.SetHeight(max(0, height-3))
-	m.vp.SetContent(m.content)
+	m.layout()
 }
 
 // InnerWidth is the width content is laid out for.
