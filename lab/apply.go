@@ -19,7 +19,9 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/restmapper"
 
@@ -48,10 +50,11 @@ type Applied struct {
 }
 
 type appliedObject struct {
-	gvr       schema.GroupVersionResource
-	namespace string
-	name      string
-	kind      string
+	gvr        schema.GroupVersionResource
+	namespace  string
+	name       string
+	kind       string
+	finalizers bool // no controller here will ever remove them
 }
 
 func (o appliedObject) String() string {
@@ -158,7 +161,10 @@ func Apply(ctx context.Context, l *Lab, s *scenario.Scenario) (_ *Applied, err e
 			return nil, err
 		}
 	}
-	return a, a.serve(s)
+	if err := a.serve(s); err != nil {
+		return nil, err
+	}
+	return a, nil
 }
 
 func toUnstructured(obj runtime.Object) (*unstructured.Unstructured, error) {
@@ -231,7 +237,7 @@ func (a *Applied) create(ctx context.Context, mapper meta.RESTMapper, u *unstruc
 	if err != nil {
 		return fmt.Errorf("%s %s/%s: %w", gvk.Kind, u.GetNamespace(), u.GetName(), err)
 	}
-	obj := appliedObject{gvr: mapping.Resource, namespace: u.GetNamespace(), name: u.GetName(), kind: gvk.Kind}
+	obj := appliedObject{gvr: mapping.Resource, namespace: u.GetNamespace(), name: u.GetName(), kind: gvk.Kind, finalizers: len(u.GetFinalizers()) > 0}
 	rm := takeServerFields(u)
 	status, hasStatus, _ := unstructured.NestedFieldCopy(u.Object, "status")
 	var client interface {
@@ -462,12 +468,16 @@ func (a *Applied) Delete(ctx context.Context) error {
 		if o.kind == "ServiceAccount" {
 			continue
 		}
+		var client dynamic.ResourceInterface = a.lab.Dynamic.Resource(o.gvr)
+		if o.namespace != "" {
+			client = a.lab.Dynamic.Resource(o.gvr).Namespace(o.namespace)
+		}
 		var err error
-		opts := metav1.DeleteOptions{GracePeriodSeconds: &zero}
-		if o.namespace == "" {
-			err = a.lab.Dynamic.Resource(o.gvr).Delete(ctx, o.name, opts)
-		} else {
-			err = a.lab.Dynamic.Resource(o.gvr).Namespace(o.namespace).Delete(ctx, o.name, opts)
+		if o.finalizers {
+			_, err = client.Patch(ctx, o.name, types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
+		}
+		if err == nil {
+			err = client.Delete(ctx, o.name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
 		}
 		if err != nil && !apierrors.IsNotFound(err) {
 			errs = append(errs, fmt.Errorf("delete %s: %w", o, err))

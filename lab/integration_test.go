@@ -238,7 +238,9 @@ func asResult(p runbook.ProbeRan) probes.Result {
 // runDependent are facts that differ between any two runs or between the
 // recording and the lab: the lab's server is a real v1.34, whatever the
 // scenario recorded, and the metrics window is measured.
-var runDependent = map[string]bool{"versions_kubernetes": true, "metrics_window_s": true}
+var runDependent = map[string]bool{"versions_kubernetes": true, windowFact: true}
+
+const windowFact = "metrics_window_s"
 
 // sameResult compares status, facts and, unless it may quote a
 // run-dependent value, the summary.
@@ -247,8 +249,9 @@ func sameResult(got, want probes.Result) bool {
 	return same && (varies || got.Summary == want.Summary)
 }
 
-// sameVerdict compares status and facts (rates, which divide by the measured
-// window, within 5%); varies reports a run-dependent fact among them.
+// sameVerdict compares status and facts (rates as the counts they divide by
+// the measured window; other floats within 2%); varies reports a
+// run-dependent fact among them.
 func sameVerdict(got, want probes.Result) (same, varies bool) {
 	if got.Status != want.Status || len(got.Facts) != len(want.Facts) {
 		return false, false
@@ -264,7 +267,13 @@ func sameVerdict(got, want probes.Result) (same, varies bool) {
 		}
 		if wf, isFloat := w.(float64); isFloat {
 			gf, _ := g.(float64)
-			if math.Abs(gf-wf) > 0.05*math.Max(math.Abs(wf), 1e-9) {
+			// A rate is a count over the measured window: compare the counts.
+			gw, gok := got.Facts[windowFact].(float64)
+			ww, wok := want.Facts[windowFact].(float64)
+			if strings.HasSuffix(k, "_rate") && gok && wok {
+				gf, wf = gf*gw, wf*ww
+			}
+			if math.Abs(gf-wf) > 0.02*math.Max(math.Abs(wf), 1e-9) {
 				return false, false
 			}
 			varies = varies || gf != wf
