@@ -17,7 +17,9 @@ import (
 // apart, and reports istio_requests_total for the target by response code and
 // flags: the difference is the current 503 rate, which is what proves a fix.
 type MetricsProbe struct {
-	// Interval between the two samples; DefaultMetricsInterval when zero.
+	// Interval between the two samples; DefaultMetricsInterval when zero,
+	// and negative to not sample at all (a quick triage that accepts the
+	// metrics rules as undecided).
 	Interval time.Duration
 }
 
@@ -65,6 +67,9 @@ type metricsInput struct {
 }
 
 func (p MetricsProbe) Run(ctx context.Context, c Cluster, t Target) Result {
+	if p.Interval < 0 {
+		return Result{Status: StatusSkipped, Summary: "503 rate not sampled (metrics window 0)", Commands: metricsCommands(t, "source")}
+	}
 	in, what, err := p.fetch(ctx, c, t)
 	if err != nil {
 		r := ErrorResult(what, err)

@@ -28,7 +28,10 @@ type checkOptions struct {
 	logPath      string
 	output       string
 	probeTimeout time.Duration
-	verify       verifyFlags // --prometheus, --test-request, --debug-logging (watch.go)
+	// metricsWindow bounds the triage's wall time: every other probe runs
+	// inside it (BENCHMARKS.md, triage on a big cluster).
+	metricsWindow time.Duration
+	verify        verifyFlags // --prometheus, --test-request, --debug-logging (watch.go)
 }
 
 func newCheckCmd(g *globalOptions) *cobra.Command {
@@ -58,6 +61,7 @@ input, cluster unreachable, target unreadable).`,
 	f.StringVar(&o.logPath, "log", "", "also write the incident log (JSON Lines) to FILE")
 	f.StringVarP(&o.output, "output", "o", o.output, "report format: "+strings.Join(report.Formats, ", "))
 	f.DurationVar(&o.probeTimeout, "probe-timeout", o.probeTimeout, "deadline of each probe")
+	f.DurationVar(&o.metricsWindow, "metrics-window", probes.DefaultMetricsInterval, "time between the two samples of the sidecar's counters that give the current 503 rate; 0 skips the sampling (its rules stay undecided)")
 	o.verify.add(f)
 	_ = cmd.RegisterFlagCompletionFunc("from", completePods(g))
 	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions(report.Formats, cobra.ShellCompDirectiveNoFileComp))
@@ -117,7 +121,7 @@ func (o *checkOptions) run(ctx context.Context, args []string) error {
 		Graph:        graph,
 		Cluster:      cluster,
 		Target:       target,
-		Probes:       o.verify.registry(),
+		Probes:       o.probeRegistry(),
 		Sinks:        sinks,
 		User:         demoUser(),
 		Mode:         runbook.ModeAuto,
@@ -249,4 +253,16 @@ func validReportFormat(f string) bool {
 		}
 	}
 	return false
+}
+
+// probeRegistry is the probes of this run, with the metrics window and the
+// Prometheus server the flags give.
+func (o *checkOptions) probeRegistry() map[string]probes.Probe {
+	reg := o.verify.registry()
+	window := o.metricsWindow
+	if window == 0 {
+		window = -1
+	}
+	reg["metrics"] = probes.MetricsProbe{Interval: window}
+	return reg
 }

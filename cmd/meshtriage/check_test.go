@@ -221,3 +221,30 @@ func TestParseTarget(t *testing.T) {
 		}
 	}
 }
+
+// --metrics-window 0 trades the current 503 rate for a triage that does not
+// wait for the second sample of the counters.
+func TestCheckMetricsWindowZeroSkipsTheSampling(t *testing.T) {
+	r := runCheck(t, "--scenario", "healthy", "-o", "json", "--metrics-window", "0")
+	if r.code != exitOK {
+		t.Fatalf("exit %d\nstderr:\n%s", r.code, r.stderr)
+	}
+	var rep struct {
+		Steps []struct{ Probe, Status, Summary string }
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, st := range rep.Steps {
+		if st.Probe == "metrics" {
+			found = true
+			if st.Status != "skipped" || !strings.Contains(st.Summary, "not sampled") {
+				t.Errorf("metrics step = %s %q", st.Status, st.Summary)
+			}
+		}
+	}
+	if !found {
+		t.Error("no metrics step in the report")
+	}
+}
