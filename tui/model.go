@@ -14,6 +14,8 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/meshtriage/meshtriage/probes"
+	pactions "github.com/meshtriage/meshtriage/probes/actions"
+	"github.com/meshtriage/meshtriage/tui/actions"
 	"github.com/meshtriage/meshtriage/tui/cause"
 	"github.com/meshtriage/meshtriage/tui/checklist"
 	"github.com/meshtriage/meshtriage/tui/common"
@@ -98,6 +100,10 @@ type Model struct {
 	spinner   spinner.Model
 	spinning  bool
 	progress  progress.Model
+
+	// actions is built on the first T or D of a session that has its
+	// deps; nil before.
+	actions *actions.Model
 
 	snap      snapshot
 	ranOrder  []string
@@ -452,13 +458,21 @@ func (m *Model) handleResult(msg tea.Msg) tea.Cmd {
 		return m.submitNote(msg)
 	case notes.DiscardMsg:
 		return m.flash("discarded")
+	case actions.ClosedMsg:
+		return nil
 	case endedMsg:
 		m.ended = true
 		return tea.Quit
 	}
 	// Anything else (cursor blinks, list filtering) goes to the active
-	// component.
-	return m.active().Update(msg)
+	// component, and to the actions panel: its results and debug-window
+	// timers arrive whatever has the keys.
+	active := m.active()
+	cmd := active.Update(msg)
+	if m.actions != nil && active != common.Component(m.actions) {
+		cmd = tea.Batch(cmd, m.actions.Update(msg))
+	}
+	return cmd
 }
 
 // takeSnap adopts a newer snapshot and says so when it reaches a cause the
@@ -493,6 +507,8 @@ func (m *Model) active() common.Component {
 	switch {
 	case m.notes.IsOpen():
 		return m.notes
+	case m.actions != nil && m.actions.IsOpen():
+		return m.actions
 	case m.showHelp:
 		return nopComponent{m.helpView}
 	}
@@ -538,6 +554,9 @@ func (m *Model) handleKey(k tea.KeyPressMsg) tea.Cmd {
 	}
 	if m.notes.IsOpen() {
 		return m.notes.Update(k)
+	}
+	if m.actions != nil && m.actions.IsOpen() {
+		return m.actions.Update(k)
 	}
 	capturing := m.screen == screenPicker && m.picker.Capturing()
 	switch {
@@ -610,6 +629,10 @@ func (m *Model) mainKey(k tea.KeyPressMsg) tea.Cmd {
 		return m.askVerdict(k, m.currentCause(row, hasRow))
 	case key.Matches(k, keys.PageUp), key.Matches(k, keys.PageDown):
 		return m.detail.Update(k)
+	case key.Matches(k, keys.TestRequest):
+		return m.openAction(actions.TestRequest)
+	case key.Matches(k, keys.DebugLogging):
+		return m.openAction(actions.DebugLogging)
 	}
 	cmd := m.checklist.Update(k)
 	m.showSelected()
@@ -706,4 +729,31 @@ func (m *Model) causeNode(id string) engine.Cause {
 		return c
 	}
 	return engine.Cause{ID: id, Title: id}
+}
+
+// openAction opens the actions panel on k's confirmation, building it from
+// the session's deps the first time they are there.
+func (m *Model) openAction(k actions.Kind) tea.Cmd {
+	if m.actions == nil {
+		var deps actions.Deps
+		ok := false
+		if m.opts.ActionDeps != nil {
+			deps, ok = m.opts.ActionDeps()
+		}
+		if !ok {
+			return m.flash("the " + k.String() + " cannot run here: " + pactions.ErrNeedsLive.Error())
+		}
+		m.actions = actions.New(m.common, deps)
+		m.actions.SetSize(m.common.Width, m.common.Height)
+	}
+	return m.actions.Open(k)
+}
+
+// closeActions reverts debug logging if it is on. It runs before the
+// session's End so that the revert is in the incident log before
+// session_ended.
+func (m *Model) closeActions() {
+	if m.actions != nil {
+		m.actions.Close()
+	}
 }

@@ -237,6 +237,9 @@ func (m *Model) quit(reason string) tea.Cmd {
 	if m.verifying != nil {
 		m.verifying()
 	}
+	// Blocks for the revert (bounded by the revert's own deadline): it must
+	// be recorded before the session ends and the program exits.
+	m.closeActions()
 	if m.eng == nil || !m.started || m.ended {
 		m.ended = true
 		return tea.Quit
@@ -247,6 +250,7 @@ func (m *Model) quit(reason string) tea.Cmd {
 
 // endIfOpen closes a session that was not ended through the quit dialog.
 func (m *Model) endIfOpen(reason string) {
+	m.closeActions()
 	if m.eng != nil && m.started && !m.ended {
 		_ = m.eng.End(reason)
 		m.ended = true

@@ -15,6 +15,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/meshtriage/meshtriage/probes"
+	"github.com/meshtriage/meshtriage/tui/actions"
 	"github.com/meshtriage/meshtriage/tui/engine"
 	"github.com/meshtriage/meshtriage/tui/picker"
 )
@@ -43,6 +44,12 @@ type Options struct {
 	// Resumed says the session already started (a resumed incident log):
 	// Start is not called again.
 	Resumed bool
+
+	// ActionDeps gives the actions panel (T, D) the session's cluster,
+	// target and action recorder once a session is open; false until then.
+	// Nil (a scenario, a resumed log) makes the keys say the actions need a
+	// live cluster.
+	ActionDeps func() (actions.Deps, bool)
 
 	// Context is the kube context name for the status bar.
 	Context string

@@ -28,6 +28,9 @@ func (m *Model) layout() {
 	m.detail.SetSize(w-left, body)
 	m.cause.SetSize(w, body)
 	m.notes.SetSize(w, h)
+	if m.actions != nil {
+		m.actions.SetSize(w, h)
+	}
 	m.helpView.SetSize(w, body)
 	m.help.SetWidth(w)
 	m.progress.SetWidth(max(10, w/3))
@@ -92,6 +95,8 @@ func (m *Model) render() string {
 		return overlay(screen, m.quitDialog(), w, h)
 	case m.notes.IsOpen():
 		return overlay(screen, m.notes.View(), w, h)
+	case m.actions != nil && m.actions.IsOpen():
+		return overlay(screen, m.actions.View(), w, h)
 	}
 	return screen
 }
@@ -112,6 +117,9 @@ func (m *Model) screenName() string {
 func (m *Model) helpKeys() help.KeyMap {
 	if m.notes.IsOpen() {
 		return m.notes
+	}
+	if m.actions != nil && m.actions.IsOpen() {
+		return m.actions
 	}
 	switch m.screen {
 	case screenPicker:

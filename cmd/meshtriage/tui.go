@@ -14,6 +14,7 @@ import (
 	"github.com/meshtriage/meshtriage/runbook"
 	"github.com/meshtriage/meshtriage/runbook/incidentlog"
 	"github.com/meshtriage/meshtriage/tui"
+	"github.com/meshtriage/meshtriage/tui/actions"
 	"github.com/meshtriage/meshtriage/tui/engine"
 	"github.com/meshtriage/meshtriage/tui/picker"
 )
@@ -91,7 +92,7 @@ func (o *tuiOptions) run(ctx context.Context, args []string) error {
 	}
 	b := &liveSessions{o: o, cluster: lc, graph: graph, id: id, logPath: logPath}
 	defer b.close()
-	opts := tui.Options{Context: lc.Info().Context, LogPath: logPath}
+	opts := tui.Options{Context: lc.Info().Context, LogPath: logPath, ActionDeps: b.actionDeps}
 	if len(args) == 1 {
 		eng, err := b.build(ctx, target)
 		if err != nil {
@@ -126,6 +127,10 @@ type liveSessions struct {
 	mu   sync.Mutex
 	log  *incidentlog.Writer
 	sess *runbook.Session
+	// cached is the session's read cache over the live cluster, and
+	// target its target: what the TUI's actions run against.
+	cached probes.Cluster
+	target probes.Target
 }
 
 func (b *liveSessions) build(ctx context.Context, t probes.Target) (engine.Engine, error) {
@@ -145,9 +150,10 @@ func (b *liveSessions) build(ctx context.Context, t probes.Target) (engine.Engin
 		started.ServerVersion = v
 	}
 	cancel()
+	cached := probes.NewCache(b.cluster)
 	sess, err := runbook.NewSession(runbook.Config{
 		Graph:        b.graph,
-		Cluster:      probes.NewCache(b.cluster),
+		Cluster:      cached,
 		Target:       t,
 		Probes:       probes.ByID(),
 		Sinks:        []runbook.Sink{w},
@@ -161,8 +167,20 @@ func (b *liveSessions) build(ctx context.Context, t probes.Target) (engine.Engin
 		w.Close()
 		return nil, err
 	}
-	b.log, b.sess = w, sess
+	b.log, b.sess, b.cached, b.target = w, sess, cached, t
 	return engine.FromSession(sess), nil
+}
+
+// actionDeps hands the TUI's actions panel the open session's cluster (the
+// cache unwraps to the live cluster, which runs them), target and recorder;
+// false before the picker has built the session.
+func (b *liveSessions) actionDeps() (actions.Deps, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.sess == nil {
+		return actions.Deps{}, false
+	}
+	return actions.Deps{Cluster: b.cached, Target: b.target, Record: b.sess.RecordAction}, true
 }
 
 func (b *liveSessions) sinkErr() error {

@@ -292,7 +292,7 @@ func (m *Model) FullHelp() [][]key.Binding {
 	k := m.common.Keys
 	return [][]key.Binding{
 		{k.Up, k.Down, k.Top, k.Bottom, k.PageUp, k.PageDown},
-		{k.Accept, k.Rerun, k.RunAll, k.Cancel, k.ToggleMode, k.OpenCause},
+		{k.Accept, k.Rerun, k.RunAll, k.Cancel, k.ToggleMode, k.OpenCause, k.TestRequest, k.DebugLogging},
 		{k.Note, k.Confirm, k.RuleOut, k.Help, k.Quit, k.ForceQuit},
 	}
 }

@@ -27,6 +27,11 @@ type KeyMap struct {
 	Confirm key.Binding
 	RuleOut key.Binding
 
+	// The actions panel: the only things meshtriage does beyond reading,
+	// each behind a confirmation.
+	TestRequest  key.Binding
+	DebugLogging key.Binding
+
 	// The cause screen.
 	NextBlock key.Binding
 	PrevBlock key.Binding
@@ -73,6 +78,9 @@ func DefaultKeyMap() *KeyMap {
 		Note:    key.NewBinding(key.WithKeys("n"), key.WithHelp("n", "note")),
 		Confirm: key.NewBinding(key.WithKeys("c"), key.WithHelp("c", "confirm")),
 		RuleOut: key.NewBinding(key.WithKeys("x"), key.WithHelp("x", "rule out")),
+
+		TestRequest:  key.NewBinding(key.WithKeys("T"), key.WithHelp("T", "test request")),
+		DebugLogging: key.NewBinding(key.WithKeys("D"), key.WithHelp("D", "envoy debug log")),
 
 		NextBlock: key.NewBinding(key.WithKeys("tab", "down", "j"), key.WithHelp("tab", "block")),
 		PrevBlock: key.NewBinding(key.WithKeys("shift+tab", "up", "k"), key.WithHelp("shift+tab", "previous block")),
