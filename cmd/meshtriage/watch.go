@@ -258,7 +258,7 @@ func writeWatchReport(w io.Writer, r watch.Report, format string) error {
 	b.WriteString("\n")
 	switch {
 	case r.Before != nil || r.During != nil:
-		fmt.Fprintf(&b, "503 rate: before %s; during %s\n", rateText(r.Before), rateText(r.During))
+		fmt.Fprintf(&b, "503 rate: before %s; during %s\n", r.Before, r.During)
 	}
 	if r.RateProblem != "" {
 		fmt.Fprintf(&b, "503 rate: %s\n", r.RateProblem)
@@ -278,17 +278,6 @@ func writeWatchReport(w io.Writer, r watch.Report, format string) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
-}
-
-func rateText(r *watch.Rate) string {
-	if r == nil {
-		return "unknown"
-	}
-	s := fmt.Sprintf("%.3g 503/s of %.3g req/s over %s (%s)", r.Errors503, r.Requests, r.Window.Round(time.Second), r.Source)
-	if len(r.ByFlag) > 0 {
-		s += " by flag " + strings.Join(r.ByFlag, " ")
-	}
-	return s
 }
 
 func yesNo(b bool) string {

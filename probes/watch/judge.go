@@ -51,6 +51,18 @@ type Rate struct {
 	ByFlag    []string
 }
 
+// String reads a rate as the report and the watch screen show it.
+func (r *Rate) String() string {
+	if r == nil {
+		return "unknown"
+	}
+	s := fmt.Sprintf("%.3g 503/s of %.3g req/s over %s (%s)", r.Errors503, r.Requests, r.Window.Round(time.Second), r.Source)
+	if len(r.ByFlag) > 0 {
+		s += " by flag " + strings.Join(r.ByFlag, " ")
+	}
+	return s
+}
+
 // Rollout is the Deployment's progress as `kubectl rollout status` reads it.
 type Rollout struct {
 	Done bool

@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"strings"
 	"sync"
-	"time"
 
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
@@ -184,8 +183,8 @@ func (m *Model) View() string {
 		b.WriteString(common.Table(s, cols, rows, inner) + "\n")
 	}
 	b.WriteString("\n")
-	b.WriteString(common.Wrap(s.Label.Render("503 rate before ")+rate(r.Before), inner) + "\n")
-	b.WriteString(common.Wrap(s.Label.Render("503 rate during ")+rate(r.During), inner) + "\n")
+	b.WriteString(common.Wrap(s.Label.Render("503 rate before ")+r.Before.String(), inner) + "\n")
+	b.WriteString(common.Wrap(s.Label.Render("503 rate during ")+r.During.String(), inner) + "\n")
 	if r.RateProblem != "" {
 		b.WriteString(s.WarningText.Render(common.Wrap(r.RateProblem, inner)) + "\n")
 	}
@@ -228,17 +227,6 @@ func (m *Model) verdictIcon(v string) string {
 		return s.Fail.Render(common.IconFail)
 	}
 	return s.NotRun.Render(common.IconNotRun)
-}
-
-func rate(r *pwatch.Rate) string {
-	if r == nil {
-		return "unknown"
-	}
-	s := fmt.Sprintf("%.3g/s of %.3g req/s over %s (%s)", r.Errors503, r.Requests, r.Window.Round(time.Second), r.Source)
-	if len(r.ByFlag) > 0 {
-		s += " " + strings.Join(r.ByFlag, " ")
-	}
-	return s
 }
 
 func yesNo(b bool) string {
