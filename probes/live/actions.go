@@ -70,19 +70,9 @@ func hasContainer(p *corev1.Pod, name string) bool {
 func (c *Cluster) EnvoyAdminPost(ctx context.Context, pod probes.PodRef, path string) ([]byte, error) {
 	ctx, cancel := c.bound(ctx)
 	defer cancel()
-	what := "Envoy admin of " + pod.String()
-	p, err := c.GetPod(ctx, pod.Namespace, pod.Name)
+	what, path, err := c.adminTarget(ctx, pod, path, "change")
 	if err != nil {
 		return nil, err
-	}
-	if probes.PodSidecar(p) == probes.SidecarNone {
-		return nil, fmt.Errorf("pod %s has no %s container, so no Envoy admin to change", pod, probes.ProxyContainer)
-	}
-	if p.Status.Phase != corev1.PodRunning {
-		return nil, &probes.UnreachableError{What: what, Err: fmt.Errorf("pod is %s, not Running", p.Status.Phase)}
-	}
-	if !strings.HasPrefix(path, "/") {
-		path = "/" + path
 	}
 	t, err := c.openTunnel(ctx, pod, probes.EnvoyAdminPort)
 	if err != nil {

@@ -29,25 +29,35 @@ type execFunc func(ctx context.Context, pod probes.PodRef, container string, com
 // istiodSelector finds istiod pods; every revision keeps app=istiod.
 var istiodSelector = map[string]string{"app": "istiod"}
 
+// adminTarget checks, before any port-forward, that pod has a running
+// istio-proxy whose admin API can be reached, and normalises path.
+func (c *Cluster) adminTarget(ctx context.Context, pod probes.PodRef, path, verb string) (what, cleanPath string, err error) {
+	what = "Envoy admin of " + pod.String()
+	p, err := c.GetPod(ctx, pod.Namespace, pod.Name)
+	if err != nil {
+		return what, path, err
+	}
+	if probes.PodSidecar(p) == probes.SidecarNone {
+		return what, path, fmt.Errorf("pod %s has no %s container, so no Envoy admin to %s", pod, probes.ProxyContainer, verb)
+	}
+	if p.Status.Phase != corev1.PodRunning {
+		return what, path, &probes.UnreachableError{What: what, Err: fmt.Errorf("pod is %s, not Running", p.Status.Phase)}
+	}
+	if !strings.HasPrefix(path, "/") {
+		path = "/" + path
+	}
+	return what, path, nil
+}
+
 // EnvoyAdmin reads path from pod's Envoy admin API: through a port-forward
 // to 15000, or, when the port-forward is refused or cannot be upgraded,
 // through `pilot-agent request GET` exec'd in the istio-proxy container.
 func (c *Cluster) EnvoyAdmin(ctx context.Context, pod probes.PodRef, path string) ([]byte, error) {
 	ctx, cancel := c.bound(ctx)
 	defer cancel()
-	what := "Envoy admin of " + pod.String()
-	p, err := c.GetPod(ctx, pod.Namespace, pod.Name)
+	what, path, err := c.adminTarget(ctx, pod, path, "read")
 	if err != nil {
 		return nil, err
-	}
-	if probes.PodSidecar(p) == probes.SidecarNone {
-		return nil, fmt.Errorf("pod %s has no %s container, so no Envoy admin to read", pod, probes.ProxyContainer)
-	}
-	if p.Status.Phase != corev1.PodRunning {
-		return nil, &probes.UnreachableError{What: what, Err: fmt.Errorf("pod is %s, not Running", p.Status.Phase)}
-	}
-	if !strings.HasPrefix(path, "/") {
-		path = "/" + path
 	}
 	body, err := c.forwardGet(ctx, what, pod, probes.EnvoyAdminPort, path)
 	var setup *setupError
