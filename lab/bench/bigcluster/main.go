@@ -162,6 +162,8 @@ func run(ctx context.Context, o options) error {
 		for range o.runs {
 			size.Tools["meshtriage check"] = append(size.Tools["meshtriage check"],
 				m.binary(ctx, o.meshtriage, append([]string{"--kubeconfig", kubeconfig, "check"}, args...), isMeshtriage))
+			size.Tools["meshtriage check --metrics-window 0"] = append(size.Tools["meshtriage check --metrics-window 0"],
+				m.binary(ctx, o.meshtriage, append([]string{"--kubeconfig", kubeconfig, "check", "--metrics-window", "0"}, args...), isMeshtriage))
 			size.Tools["meshtriage check, in-process, metrics wait 0"] = append(size.Tools["meshtriage check, in-process, metrics wait 0"],
 				m.inProcess(ctx, time.Millisecond))
 			if o.istioctl != "" {
@@ -365,7 +367,7 @@ func printSize(s Size) {
 		s.Pods, s.Services, s.Namespaces, s.Objects, s.SetupS, float64(s.Objects)/s.SetupS, s.SetupLoad)
 	fmt.Println("| tool | wall ms (median; runs) | CPU ms | peak RSS MB | API requests | bytes from API server | load1 | outcome |")
 	fmt.Println("|---|---|---|---|---|---|---|---|")
-	for _, name := range []string{"meshtriage check", "meshtriage check, in-process, metrics wait 0", "istioctl analyze"} {
+	for _, name := range []string{"meshtriage check", "meshtriage check --metrics-window 0", "meshtriage check, in-process, metrics wait 0", "istioctl analyze"} {
 		runs := s.Tools[name]
 		if len(runs) == 0 {
 			continue
