@@ -2,7 +2,6 @@ package envoy
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"os"
 	"reflect"
@@ -227,85 +226,7 @@ func TestTopLevelString(t *testing.T) {
 var benchDump = sync.OnceValues(func() ([]byte, error) { return generateDump(20_000, 100<<20) })
 
 func generateDump(clusters, size int) ([]byte, error) {
-	var shapes []json.RawMessage
-	var listener, route json.RawMessage
-	var skeleton map[string]any
-	for _, f := range []string{"config_dump_sidecar.json", "config_dump.json"} {
-		b, err := os.ReadFile("testdata/" + f)
-		if err != nil {
-			return nil, err
-		}
-		var doc struct {
-			Configs []map[string]json.RawMessage `json:"configs"`
-		}
-		if err := json.Unmarshal(b, &doc); err != nil {
-			return nil, err
-		}
-		for _, cfg := range doc.Configs {
-			var list []json.RawMessage
-			if raw, ok := cfg["dynamic_active_clusters"]; ok {
-				_ = json.Unmarshal(raw, &list)
-				for _, c := range list {
-					// Only shapes with a host to rename, so every name is unique.
-					if bytes.Contains(c, []byte("orders.shop.svc.cluster.local")) || bytes.Contains(c, []byte("httpbin.default.svc.cluster.local")) || bytes.Contains(c, []byte("api.stripe.com")) {
-						shapes = append(shapes, c)
-					}
-				}
-			}
-			if raw, ok := cfg["dynamic_listeners"]; ok && listener == nil {
-				_ = json.Unmarshal(raw, &list)
-				listener = list[0]
-			}
-			if raw, ok := cfg["dynamic_route_configs"]; ok && route == nil {
-				_ = json.Unmarshal(raw, &list)
-				route = list[0]
-			}
-		}
-		if skeleton == nil {
-			_ = json.Unmarshal(b, &skeleton)
-		}
-	}
-	var buf bytes.Buffer
-	buf.Grow(size + size/8)
-	buf.WriteString("{\n \"configs\": [\n  ")
-	boot, _ := json.MarshalIndent(skeleton["configs"].([]any)[0], "  ", " ")
-	buf.Write(boot)
-	buf.WriteString(",\n  {\n   \"@type\": \"type.googleapis.com/envoy.admin.v3.ClustersConfigDump\",\n   \"version_info\": \"2026-12-02T02:58:10Z/41\",\n   \"dynamic_active_clusters\": [\n")
-	for i := range clusters {
-		shape := shapes[i%len(shapes)]
-		host := fmt.Sprintf("svc-%d.ns-%d.svc.cluster.local", i, i%97)
-		c := bytes.ReplaceAll(shape, []byte("orders.shop.svc.cluster.local"), []byte(host))
-		c = bytes.ReplaceAll(c, []byte("httpbin.default.svc.cluster.local"), []byte(host))
-		c = bytes.ReplaceAll(c, []byte("api.stripe.com"), []byte(host))
-		if i > 0 {
-			buf.WriteString(",\n")
-		}
-		indentInto(&buf, c, "    ")
-	}
-	buf.WriteString("\n   ]\n  },\n  {\n   \"@type\": \"type.googleapis.com/envoy.admin.v3.ListenersConfigDump\",\n   \"dynamic_listeners\": [\n")
-	// Fill up to size with listeners and routes, half each.
-	for i := 0; buf.Len() < size*3/4; i++ {
-		if i > 0 {
-			buf.WriteString(",\n")
-		}
-		indentInto(&buf, bytes.ReplaceAll(listener, []byte("0.0.0.0_8080"), fmt.Appendf(nil, "10.96.%d.%d_8080", i/250%250, i%250)), "    ")
-	}
-	buf.WriteString("\n   ]\n  },\n  {\n   \"@type\": \"type.googleapis.com/envoy.admin.v3.RoutesConfigDump\",\n   \"dynamic_route_configs\": [\n")
-	for i := 0; buf.Len() < size; i++ {
-		if i > 0 {
-			buf.WriteString(",\n")
-		}
-		indentInto(&buf, route, "    ")
-	}
-	buf.WriteString("\n   ]\n  }\n ]\n}\n")
-	return buf.Bytes(), nil
-}
-
-func indentInto(buf *bytes.Buffer, raw []byte, prefix string) {
-	buf.WriteString(prefix)
-	if err := json.Indent(buf, raw, prefix, " "); err != nil {
-		panic(err)
-	}
+	return GenerateConfigDump("testdata", clusters, size)
 }
 
 func TestGeneratedDumpDecodes(t *testing.T) {
