@@ -3,7 +3,9 @@ package probes
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
+	"time"
 
 	meshv1alpha1 "istio.io/api/mesh/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
@@ -24,10 +26,10 @@ func (ShutdownOrderProbe) Meta() Meta {
 		Reads: []string{"pods", "configmaps (mesh config)"},
 		Facts: []FactSpec{
 			{"shutdown_classic_sidecar", FactBool, "some target pod uses a classic (container) sidecar"},
-			{"shutdown_drain_configured", FactBool, "every classic-sidecar pod has terminationDrainDuration, EXIT_ON_ZERO_ACTIVE_CONNECTIONS or a proxy preStop"},
+			{"shutdown_drain_configured", FactBool, "every classic-sidecar pod has terminationDrainDuration above the 5 s default, EXIT_ON_ZERO_ACTIVE_CONNECTIONS or a proxy preStop"},
 			{"shutdown_app_prestop", FactBool, "every classic-sidecar pod's app containers have a preStop hook"},
 			{"shutdown_pods_terminating", FactInt, "target pods being deleted now (a rollout in progress)"},
-			{"shutdown_at_risk", FactBool, "some pod has a classic sidecar without drain settings (an app preStop does not keep the proxy up)"},
+			{"shutdown_at_risk", FactBool, "some pod has a classic sidecar without drain settings that outlast the 5 s default (an app preStop does not keep the proxy up)"},
 		},
 	}
 }
@@ -72,21 +74,20 @@ func evaluateShutdown(t Target, in shutdownInput) Result {
 	for i := range in.Pods {
 		pod := &in.Pods[i]
 		kind := PodSidecar(pod)
-		drain := drainSetting(pod, in.Mesh.DefaultProxyConfig())
+		drain, drains := drainSetting(pod, in.Mesh.DefaultProxyConfig())
 		prestop := appsHavePreStop(pod)
 		if pod.DeletionTimestamp != nil {
 			terminating++
 		}
 		if kind == SidecarClassic {
 			classic++
-			if drain != "" {
+			if drains {
 				drained++
+			} else {
+				atRisk++
 			}
 			if prestop {
 				prestopped++
-			}
-			if drain == "" {
-				atRisk++
 			}
 		}
 		grace := "30s (default)"
@@ -113,7 +114,7 @@ func evaluateShutdown(t Target, in shutdownInput) Result {
 		res.Summary = "no pods selected by the service"
 	case atRisk > 0:
 		res.Status = StatusWarn
-		res.Summary = fmt.Sprintf("%d of %d pod(s) have a classic sidecar with no drain settings: the proxy can exit before the app drains", atRisk, len(in.Pods))
+		res.Summary = fmt.Sprintf("%d of %d pod(s) have a classic sidecar that drains no longer than the 5 s default: the proxy can exit before the app drains", atRisk, len(in.Pods))
 		if prestopped > 0 {
 			res.Summary += " (an app preStop delays the app, not the proxy)"
 		}
@@ -130,28 +131,39 @@ func evaluateShutdown(t Target, in shutdownInput) Result {
 	return res
 }
 
+// defaultDrainDuration is what Envoy drains for when nothing is set; a
+// setting at or below it changes nothing about a rollout's 503s.
+const defaultDrainDuration = 5 * time.Second
+
 // drainSetting says how the pod's proxy waits for in-flight work on
-// shutdown, or "" when it uses the bare default. The injected istio-proxy
-// container is the ground truth (PROXY_CONFIG and proxyMetadata become its
-// env at injection); the pod annotation and mesh default fill in.
-func drainSetting(pod *corev1.Pod, meshDefault *meshv1alpha1.ProxyConfig) string {
+// shutdown ("" when nothing is set) and whether that outlasts the bare
+// default. The injected istio-proxy container is the ground truth
+// (PROXY_CONFIG and proxyMetadata become its env at injection); the pod
+// annotation and mesh default fill in.
+func drainSetting(pod *corev1.Pod, meshDefault *meshv1alpha1.ProxyConfig) (setting string, drains bool) {
 	proxy, ok := ProxyContainerSpec(pod)
 	if !ok {
-		return ""
+		return "", false
 	}
 	if proxy.Lifecycle != nil && proxy.Lifecycle.PreStop != nil {
-		return "proxy preStop"
+		return "proxy preStop", true
+	}
+	duration := func(d time.Duration) (string, bool) {
+		if d <= defaultDrainDuration {
+			return fmt.Sprintf("terminationDrainDuration %s (no longer than the %s default)", d, defaultDrainDuration), false
+		}
+		return "terminationDrainDuration " + d.String(), true
 	}
 	configs := []*meshv1alpha1.ProxyConfig{}
 	for _, env := range proxy.Env {
 		switch env.Name {
 		case exitOnZeroActive:
 			if strings.EqualFold(env.Value, "true") {
-				return exitOnZeroActive
+				return exitOnZeroActive, true
 			}
 		case "TERMINATION_DRAIN_DURATION_SECONDS":
-			if env.Value != "" && env.Value != "0" {
-				return "terminationDrainDuration " + env.Value + "s"
+			if secs, err := strconv.Atoi(env.Value); err == nil && secs > 0 {
+				return duration(time.Duration(secs) * time.Second)
 			}
 		case "PROXY_CONFIG":
 			if pc, err := ParseProxyConfig(env.Value); err == nil {
@@ -167,13 +179,13 @@ func drainSetting(pod *corev1.Pod, meshDefault *meshv1alpha1.ProxyConfig) string
 	configs = append(configs, meshDefault)
 	for _, pc := range configs {
 		if strings.EqualFold(pc.GetProxyMetadata()[exitOnZeroActive], "true") {
-			return exitOnZeroActive
+			return exitOnZeroActive, true
 		}
 		if d := pc.GetTerminationDrainDuration(); d != nil && d.AsDuration() > 0 {
-			return "terminationDrainDuration " + d.AsDuration().String()
+			return duration(d.AsDuration())
 		}
 	}
-	return ""
+	return "", false
 }
 
 func appsHavePreStop(pod *corev1.Pod) bool {

@@ -46,6 +46,17 @@ func TestShutdownOrder(t *testing.T) {
 		})}, nil, false, true, StatusPass, 0},
 		{"mesh-wide drain default", []corev1.Pod{shutdownPod("c", nil)},
 			&meshv1alpha1.MeshConfig{DefaultConfig: &meshv1alpha1.ProxyConfig{TerminationDrainDuration: durationpb.New(20 * time.Second)}}, false, true, StatusPass, 0},
+		// Setting the default explicitly, or less, drains no longer than
+		// setting nothing.
+		{"terminationDrainDuration at the 5 s default", []corev1.Pod{shutdownPod("c", func(p *corev1.Pod) {
+			p.Annotations = map[string]string{annotation.ProxyConfig.Name: "terminationDrainDuration: 5s"}
+		})}, nil, true, false, StatusWarn, 0},
+		{"TERMINATION_DRAIN_DURATION_SECONDS below the default in the injected env", []corev1.Pod{shutdownPod("c", func(p *corev1.Pod) {
+			p.Spec.Containers[1].Env = []corev1.EnvVar{{Name: "TERMINATION_DRAIN_DURATION_SECONDS", Value: "3"}}
+		})}, nil, true, false, StatusWarn, 0},
+		{"TERMINATION_DRAIN_DURATION_SECONDS above the default in the injected env", []corev1.Pod{shutdownPod("c", func(p *corev1.Pod) {
+			p.Spec.Containers[1].Env = []corev1.EnvVar{{Name: "TERMINATION_DRAIN_DURATION_SECONDS", Value: "45"}}
+		})}, nil, false, true, StatusPass, 0},
 		// The app's preStop delays the app's SIGTERM, not the proxy's: Envoy
 		// still exits 5 s in.
 		{"app preStop only", []corev1.Pod{shutdownPod("c", func(p *corev1.Pod) {
