@@ -30,6 +30,7 @@ func (EnvoyClustersProbe) Meta() Meta {
 			{"envoy_hosts_outlier_ejected", FactInt, "hosts flagged failed_outlier_check"},
 			{"envoy_hosts_active_hc_failed", FactInt, "hosts flagged failed_active_hc"},
 			{"envoy_hosts_eds_unhealthy", FactInt, "hosts whose eds_health_status is not HEALTHY"},
+			{"envoy_clusters_all_ejected", FactList, "target clusters with hosts, every one of them flagged failed_outlier_check (a subset can be all ejected while the default cluster still has healthy hosts)"},
 			{"envoy_empty_clusters", FactList, "target clusters with zero hosts (a subset selecting no pods shows here)"},
 			{"envoy_rq_pending_overflow", FactInt, "upstream_rq_pending_overflow summed over the target clusters (0 when /stats does not report them: see envoy_cluster_stats_present)"},
 			{"envoy_cx_overflow", FactInt, "upstream_cx_overflow summed over the target clusters (0 when /stats does not report them)"},
@@ -127,7 +128,7 @@ func fetchEnvoyClusters(ctx context.Context, c Cluster, t Target) (in envoyClust
 
 // clusterFigures are the host counts and counters over the target clusters.
 type clusterFigures struct {
-	names, empty                           []string
+	names, empty, allEjected               []string
 	total, healthy, outlier, activeHC, eds int
 	pendingOverflow, cxOverflow            int
 	ejections, connectFail                 int
@@ -155,11 +156,13 @@ func evaluateEnvoyClusters(t Target, in envoyClustersInput) Result {
 			f.empty = append(f.empty, c.Name)
 			f.rows = append(f.rows, []string{c.Name, "(no hosts)", "-", "-", "-", "-", "-"})
 		}
+		ejectedHere := 0
 		for _, h := range c.Hosts {
 			f.total++
 			var flags []string
 			if h.FailedOutlierCheck {
 				f.outlier++
+				ejectedHere++
 				flags = append(flags, "failed_outlier_check")
 			}
 			if h.FailedActiveHealthCheck {
@@ -183,6 +186,9 @@ func evaluateEnvoyClusters(t Target, in envoyClustersInput) Result {
 			f.rows = append(f.rows, []string{c.Name, h.Address, health, dash(strings.Join(flags, ",")),
 				strconv.FormatUint(h.Stats["cx_connect_fail"], 10), strconv.FormatUint(h.Stats["rq_error"], 10), strconv.FormatUint(h.Stats["rq_total"], 10)})
 			f.raw = append(f.raw, fmt.Sprintf("%s::%s::health_flags::%s", c.Name, h.Address, healthFlagsText(h)))
+		}
+		if len(c.Hosts) > 0 && ejectedHere == len(c.Hosts) {
+			f.allEjected = append(f.allEjected, c.Name)
 		}
 		if in.Stats.HasCluster(c.Name) {
 			f.statsPresent = true
@@ -219,6 +225,7 @@ func evaluateEnvoyClusters(t Target, in envoyClustersInput) Result {
 		"envoy_hosts_active_hc_failed": f.activeHC,
 		"envoy_hosts_eds_unhealthy":    f.eds,
 		"envoy_empty_clusters":         nonNil(f.empty),
+		"envoy_clusters_all_ejected":   nonNil(f.allEjected),
 		"envoy_rq_pending_overflow":    f.pendingOverflow,
 		"envoy_cx_overflow":            f.cxOverflow,
 		"envoy_ejections_active":       f.ejections,
@@ -253,6 +260,10 @@ func evaluateEnvoyClusters(t Target, in envoyClustersInput) Result {
 			status = StatusFail
 		} else if f.healthy < f.total {
 			status = StatusWarn
+		}
+		if len(f.allEjected) > 0 && f.healthy > 0 {
+			summary += "; every host ejected in " + strings.Join(f.allEjected, ", ")
+			status = worse(status, StatusFail)
 		}
 		if len(f.empty) > 0 {
 			summary += "; no hosts in " + strings.Join(f.empty, ", ")

@@ -98,6 +98,17 @@ func TestEnvoyClustersEvaluate(t *testing.T) {
 		{Address: "10.0.0.1:8080", FailedOutlierCheck: true, EDSHealth: "HEALTHY"},
 		{Address: "10.0.0.2:8080", FailedOutlierCheck: true, EDSHealth: "HEALTHY"},
 	}}}}
+	// Every route goes to subset v1: its one host is ejected there, while
+	// the default cluster, which nothing routes to, still has both healthy.
+	subsetEjected := envoyClustersInput{Clusters: []envoy.Cluster{
+		{Name: "outbound|8080||orders.shop.svc.cluster.local", Hosts: []envoy.Host{
+			{Address: "10.0.0.1:8080", EDSHealth: "HEALTHY"},
+			{Address: "10.0.0.2:8080", EDSHealth: "HEALTHY"},
+		}},
+		{Name: "outbound|8080|v1|orders.shop.svc.cluster.local", Hosts: []envoy.Host{
+			{Address: "10.0.0.1:8080", FailedOutlierCheck: true, EDSHealth: "HEALTHY"},
+		}},
+	}}
 	cases := []struct {
 		name   string
 		target Target
@@ -113,8 +124,9 @@ func TestEnvoyClustersEvaluate(t *testing.T) {
 				"envoy_clusters":        []string{"outbound|8080_v2", "outbound|8080__"}, // replaced below
 				"envoy_hosts_total":     4, "envoy_hosts_healthy": 1, "envoy_hosts_outlier_ejected": 1,
 				"envoy_hosts_active_hc_failed": 1, "envoy_hosts_eds_unhealthy": 1,
-				"envoy_empty_clusters":      []string{"outbound|8080|v2|orders.shop.svc.cluster.local"},
-				"envoy_rq_pending_overflow": 218, "envoy_cx_overflow": 17, "envoy_ejections_active": 1, "envoy_cx_connect_fail": 11,
+				"envoy_empty_clusters":       []string{"outbound|8080|v2|orders.shop.svc.cluster.local"},
+				"envoy_clusters_all_ejected": []string{},
+				"envoy_rq_pending_overflow":  218, "envoy_cx_overflow": 17, "envoy_ejections_active": 1, "envoy_cx_connect_fail": 11,
 				"envoy_cluster_stats_present": true,
 			},
 			[]string{"1/4 hosts healthy", "1 outlier-ejected", "no hosts in outbound|8080|v2|", "upstream_rq_pending_overflow 218"},
@@ -146,8 +158,15 @@ func TestEnvoyClustersEvaluate(t *testing.T) {
 		},
 		{
 			"every host ejected", evTarget, allEjected, StatusFail,
-			Facts{"envoy_hosts_total": 2, "envoy_hosts_healthy": 0, "envoy_hosts_outlier_ejected": 2, "envoy_ejections_active": 2},
+			Facts{"envoy_hosts_total": 2, "envoy_hosts_healthy": 0, "envoy_hosts_outlier_ejected": 2, "envoy_ejections_active": 2,
+				"envoy_clusters_all_ejected": []string{"outbound|8080||orders.shop.svc.cluster.local"}},
 			[]string{"0/2 hosts healthy", "(2 outlier-ejected)"},
+		},
+		{
+			"one subset all ejected", evTarget, subsetEjected, StatusFail,
+			Facts{"envoy_hosts_total": 3, "envoy_hosts_healthy": 2, "envoy_hosts_outlier_ejected": 1,
+				"envoy_clusters_all_ejected": []string{"outbound|8080|v1|orders.shop.svc.cluster.local"}},
+			[]string{"2/3 hosts healthy", "every host ejected in outbound|8080|v1|orders.shop.svc.cluster.local"},
 		},
 	}
 	cases[0].facts["envoy_clusters"] = []string{"outbound|8080|v2|orders.shop.svc.cluster.local", "outbound|8080||orders.shop.svc.cluster.local"}

@@ -227,6 +227,31 @@ func TestUnroutedEmptySubsetIsNotTheCauseOfUH(t *testing.T) {
 	}
 }
 
+// A VirtualService sending everything to subset v1: its cluster is all
+// ejected while the default cluster, which no route uses, still counts its
+// hosts healthy. The host totals over both clusters hide it; the per-cluster
+// fact does not.
+func TestSubsetAllEjectedBehindHealthyDefaultCluster(t *testing.T) {
+	g := load503(t)
+	facts := with(healthy(), map[string]probes.Facts{
+		"envoy-clusters": {"envoy_clusters": []string{"outbound|80||web.shop.svc.cluster.local", "outbound|80|v1|web.shop.svc.cluster.local"},
+			"envoy_hosts_total": 5, "envoy_hosts_healthy": 3, "envoy_hosts_outlier_ejected": 2, "envoy_ejections_active": 2,
+			"envoy_clusters_all_ejected": []string{"outbound|80|v1|web.shop.svc.cluster.local"}},
+		"access-log": {"log_503": 60, "log_5xx": 60, "log_flag_uh": 60, "log_2xx": 0},
+	})
+	s := newSession(t, g, newRecorded(facts), runbook.ModeAuto)
+	findings, err := s.Auto(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := causeIDs(findings); !reflect.DeepEqual(got, []string{"outlier.all-ejected"}) {
+		t.Fatalf("findings = %v, want only outlier.all-ejected", got)
+	}
+	if why := findings[0].Evidence[0].Reason; !strings.Contains(why, "outbound|80|v1|web.shop.svc.cluster.local") {
+		t.Errorf("reason %q does not name the ejected subset cluster", why)
+	}
+}
+
 // A PERMISSIVE upstream accepts ISTIO_MUTUAL: a DestinationRule that says
 // ISTIO_MUTUAL toward it is not an mTLS problem.
 func TestPermissiveUpstreamWithIstioMutualIsNotAMismatch(t *testing.T) {
