@@ -252,6 +252,27 @@ func TestSubsetAllEjectedBehindHealthyDefaultCluster(t *testing.T) {
 	}
 }
 
+// containerPort is informational: a targetPort the pods do not declare,
+// with no refusals in the proxy log, is a lead at medium confidence, not a
+// high-confidence diagnosis.
+func TestUndeclaredTargetPortWithoutRefusalsIsMediumConfidence(t *testing.T) {
+	g := load503(t)
+	facts := with(healthy(), map[string]probes.Facts{
+		"endpoints": {"endpoints_port_mismatch": true, "endpoints_mismatched_ports": []string{"80->8081"}},
+	})
+	s := newSession(t, g, newRecorded(facts), runbook.ModeAuto)
+	findings, err := s.Auto(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := causeIDs(findings); !reflect.DeepEqual(got, []string{"service.port-mismatch"}) {
+		t.Fatalf("findings = %v, want only service.port-mismatch", got)
+	}
+	if findings[0].Confidence != runbook.ConfidenceMedium {
+		t.Errorf("confidence = %s, want medium without UF or connection refused in the log", findings[0].Confidence)
+	}
+}
+
 // A PERMISSIVE upstream accepts ISTIO_MUTUAL: a DestinationRule that says
 // ISTIO_MUTUAL toward it is not an mTLS problem.
 func TestPermissiveUpstreamWithIstioMutualIsNotAMismatch(t *testing.T) {

@@ -155,11 +155,16 @@ func TestRunStepFetchesFactsItsRulesRead(t *testing.T) {
 	if r.Calls("target") != 1 {
 		t.Errorf("target ran %d times, want once (endpoints rules read target_pods_selected)", r.Calls("target"))
 	}
-	if r.Calls("access-log") != 0 {
-		t.Errorf("access-log ran though endpoints does not read it")
+	if r.Calls("access-log") != 1 {
+		t.Errorf("access-log ran %d times, want once (endpoints rules read log_flag_uf for the port-mismatch proof)", r.Calls("access-log"))
 	}
-	if len(s.Skipped()) != 0 {
-		t.Errorf("skipped: %+v", s.Skipped())
+	if r.Calls("mtls") != 0 {
+		t.Errorf("mtls ran though endpoints does not read it")
+	}
+	for _, sk := range s.Skipped() {
+		if sk.Step == "endpoints" {
+			t.Errorf("endpoints rule skipped: %+v", sk)
+		}
 	}
 }
 
