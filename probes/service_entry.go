@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/meshtriage/meshtriage/probes/accesslog"
+	"istio.io/api/annotation"
 	networkingv1alpha3 "istio.io/api/networking/v1alpha3"
 	networkingv1 "istio.io/client-go/pkg/apis/networking/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -33,6 +34,7 @@ func (ServiceEntryProbe) Meta() Meta {
 			{"se_registry_only", FactBool, "outboundTrafficPolicy is REGISTRY_ONLY for the source: the mesh config, or a Sidecar that selects the source"},
 			{"se_unregistered_hosts", FactList, "external hosts sent to BlackHoleCluster with no ServiceEntry"},
 			{"se_hidden_hosts", FactList, "hosts whose ServiceEntry exportTo hides it from the source namespace"},
+			{"se_in_cluster_hosts", FactList, "in-cluster Service hosts (.svc, .svc.cluster.local) sent to BlackHoleCluster: a Sidecar egress list or the Service's exportTo hides them, a ServiceEntry is not the fix"},
 		},
 	}
 }
@@ -268,9 +270,10 @@ func evaluateServiceEntry(t Target, in seInput) Result {
 		mode = "REGISTRY_ONLY"
 	}
 	r.Facts["se_registry_only"] = registryOnly
-	unregistered, hidden := []string{}, []string{}
+	unregistered, hidden, inCluster := []string{}, []string{}, []string{}
 	r.Facts["se_unregistered_hosts"] = unregistered
 	r.Facts["se_hidden_hosts"] = hidden
+	r.Facts["se_in_cluster_hosts"] = inCluster
 	raw := []string{fmt.Sprintf("outboundTrafficPolicy %s (%s)", mode, modeFrom)}
 
 	if t.Source == nil {
@@ -296,6 +299,9 @@ func evaluateServiceEntry(t Target, in seInput) Result {
 		}
 		var verdict string
 		switch {
+		case len(matching) == 0 && isInClusterHost(b.Host):
+			inCluster = append(inCluster, b.Host)
+			verdict = fmt.Sprintf("in-cluster Service: a Sidecar egress list or its %s annotation hides it from %s", annotation.NetworkingExportTo.Name, srcNS)
 		case len(matching) == 0:
 			unregistered = append(unregistered, b.Host)
 			verdict = "no ServiceEntry"
@@ -329,6 +335,7 @@ func evaluateServiceEntry(t Target, in seInput) Result {
 	}
 	r.Facts["se_unregistered_hosts"] = unregistered
 	r.Facts["se_hidden_hosts"] = hidden
+	r.Facts["se_in_cluster_hosts"] = inCluster
 	raw = append(raw, fmt.Sprintf("%d access-log entries in the last %s of %s's %s log", in.Entries, seLogWindow, t.Source, ProxyContainer))
 	raw = append(raw, in.Partial...)
 	r.Evidence.Raw = strings.Join(raw, "\n")
@@ -340,13 +347,24 @@ func evaluateServiceEntry(t Target, in seInput) Result {
 	if len(hidden) > 0 {
 		problems = append(problems, "ServiceEntry not exported to "+srcNS+" for "+strings.Join(hidden, ", "))
 	}
+	inClusterNote := ""
+	if len(inCluster) > 0 {
+		inClusterNote = fmt.Sprintf("in-cluster %s sent to BlackHoleCluster: not a ServiceEntry case; read the Sidecar egress hosts of %s and the Service's %s",
+			strings.Join(inCluster, ", "), srcNS, annotation.NetworkingExportTo.Name)
+	}
 	switch {
 	case len(problems) > 0:
 		r.Status = StatusFail
-		r.Summary = fmt.Sprintf("%s: %s sent to BlackHoleCluster; %s", mode, countNoun(len(in.Hosts), "external host"), strings.Join(problems, "; "))
+		r.Summary = fmt.Sprintf("%s: %s sent to BlackHoleCluster; %s", mode, countNoun(len(in.Hosts)-len(inCluster), "external host"), strings.Join(problems, "; "))
+		if inClusterNote != "" {
+			r.Summary += "; " + inClusterNote
+		}
 	case len(visibleButBlocked) > 0:
 		r.Status = StatusWarn
 		r.Summary = fmt.Sprintf("%s: %s sent to BlackHoleCluster though a visible ServiceEntry declares them", mode, strings.Join(visibleButBlocked, ", "))
+	case len(inCluster) > 0:
+		r.Status = StatusWarn
+		r.Summary = mode + ": " + inClusterNote
 	default:
 		r.Summary = fmt.Sprintf("outbound policy %s; no BlackHoleCluster traffic in %s's proxy log", mode, t.Source)
 	}
@@ -355,6 +373,13 @@ func evaluateServiceEntry(t Target, in seInput) Result {
 		r.Summary += "; " + strings.Join(in.Partial, "; ")
 	}
 	return r
+}
+
+// isInClusterHost says whether host names a Kubernetes Service (short
+// NAME.NS.svc or the cluster-domain FQDN): istiod knows those from the
+// Service itself, so a ServiceEntry for one is the wrong fix.
+func isInClusterHost(host string) bool {
+	return strings.HasSuffix(host, ".svc") || strings.Contains(host, ".svc.")
 }
 
 func intsString(ns []int) string {

@@ -97,7 +97,7 @@ func TestServiceEntryEvaluate(t *testing.T) {
 			in:      seInput{Mesh: mesh},
 			status:  StatusSkipped,
 			summary: "outbound policy REGISTRY_ONLY; name the calling pod with --from to check external hosts",
-			facts:   Facts{"se_registry_only": true, "se_unregistered_hosts": []string{}, "se_hidden_hosts": []string{}},
+			facts:   Facts{"se_registry_only": true, "se_unregistered_hosts": []string{}, "se_hidden_hosts": []string{}, "se_in_cluster_hosts": []string{}},
 		},
 		{
 			name:   "unregistered, hidden, wildcard, IP range and undeclared port",
@@ -120,6 +120,34 @@ func TestServiceEntryEvaluate(t *testing.T) {
 				"203.0.113.7":     "declared and visible; refused anyway: entry newer than the log, or a Sidecar egress list excludes it",
 				"github.com":      "no ServiceEntry",
 			},
+		},
+		{
+			// A Kubernetes Service refused by the source's proxy is hidden by
+			// a Sidecar egress list or exportTo; a ServiceEntry would be the
+			// wrong fix.
+			name:   "in-cluster Service blackholed",
+			target: from,
+			in: seInput{Mesh: mesh, Entries: 3, Hosts: []blackholed{
+				{Host: "payments.billing.svc.cluster.local", Ports: []int{8080}, Count: 3},
+				{Host: "github.com", Ports: []int{443}, Count: 1},
+			}},
+			status: StatusFail,
+			summary: "REGISTRY_ONLY: 1 external host sent to BlackHoleCluster; no ServiceEntry for github.com; " +
+				"in-cluster payments.billing.svc.cluster.local sent to BlackHoleCluster: not a ServiceEntry case; read the Sidecar egress hosts of web and the Service's networking.istio.io/exportTo",
+			facts: Facts{"se_unregistered_hosts": []string{"github.com"}, "se_in_cluster_hosts": []string{"payments.billing.svc.cluster.local"}},
+			rows: map[string]string{
+				"payments.billing.svc.cluster.local": "in-cluster Service: a Sidecar egress list or its networking.istio.io/exportTo annotation hides it from web",
+			},
+		},
+		{
+			name:   "only an in-cluster Service blackholed",
+			target: from,
+			in: seInput{Mesh: mesh, Entries: 3, Hosts: []blackholed{
+				{Host: "payments.billing.svc", Ports: []int{8080}, Count: 3},
+			}},
+			status:  StatusWarn,
+			summary: "REGISTRY_ONLY: in-cluster payments.billing.svc sent to BlackHoleCluster: not a ServiceEntry case; read the Sidecar egress hosts of web and the Service's networking.istio.io/exportTo",
+			facts:   Facts{"se_unregistered_hosts": []string{}, "se_in_cluster_hosts": []string{"payments.billing.svc"}},
 		},
 		{
 			name:    "nothing blackholed",

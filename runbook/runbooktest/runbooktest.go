@@ -64,7 +64,7 @@ func Healthy() map[string]probes.Facts {
 			"vs_undefined_subsets": []string{}, "dr_outlier_consecutive_5xx": 0, "dr_outlier_max_ejection_percent": 0,
 			"dr_outlier_aggressive": false, "dr_pool_tiny": false, "dr_pool_limits": []string{}, "dr_idle_timeout_s": 0,
 		},
-		"service-entry":  {"se_registry_only": false, "se_unregistered_hosts": []string{}, "se_hidden_hosts": []string{}},
+		"service-entry":  {"se_registry_only": false, "se_unregistered_hosts": []string{}, "se_hidden_hosts": []string{}, "se_in_cluster_hosts": []string{}},
 		"port-exclusion": {"exclusion_outbound_ports": []string{}, "exclusion_inbound_ports": []string{}, "exclusion_target_port_bypassed": false},
 		"startup-order": {
 			"startup_native_sidecar": false, "startup_hold_application": false, "startup_app_before_proxy": 1,
