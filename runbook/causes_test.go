@@ -206,22 +206,28 @@ func TestHealthyServiceHasNoFinding(t *testing.T) {
 	}
 }
 
+// autoFindings walks the 503 runbook in auto mode over a healthy service's
+// facts with over laid on top.
+func autoFindings(t *testing.T, over map[string]probes.Facts) []runbook.Finding {
+	t.Helper()
+	s := newSession(t, load503(t), newRecorded(with(healthy(), over)), runbook.ModeAuto)
+	findings, err := s.Auto(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return findings
+}
+
 // A subset without pods that no route sends traffic to (the canary declared
 // at weight 0) is not the cause of UH 503s that another cause produces.
 func TestUnroutedEmptySubsetIsNotTheCauseOfUH(t *testing.T) {
-	g := load503(t)
-	facts := with(healthy(), map[string]probes.Facts{
+	findings := autoFindings(t, map[string]probes.Facts{
 		"destination-rules": {"dr_found": true, "dr_names": []string{"shop/web"}, "dr_subsets_without_pods": []string{"web/v2"},
 			"dr_subsets_without_pods_routed": []string{}, "vs_found": true},
 		"envoy-clusters": {"envoy_hosts_total": 3, "envoy_hosts_healthy": 0, "envoy_hosts_outlier_ejected": 3,
 			"envoy_empty_clusters": []string{"outbound|80|v2|web.shop.svc.cluster.local"}},
 		"access-log": {"log_503": 40, "log_5xx": 40, "log_flag_uh": 40, "log_2xx": 0},
 	})
-	s := newSession(t, g, newRecorded(facts), runbook.ModeAuto)
-	findings, err := s.Auto(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
 	if got := causeIDs(findings); !reflect.DeepEqual(got, []string{"outlier.all-ejected"}) {
 		t.Fatalf("findings = %v, want only outlier.all-ejected", got)
 	}
@@ -232,18 +238,12 @@ func TestUnroutedEmptySubsetIsNotTheCauseOfUH(t *testing.T) {
 // hosts healthy. The host totals over both clusters hide it; the per-cluster
 // fact does not.
 func TestSubsetAllEjectedBehindHealthyDefaultCluster(t *testing.T) {
-	g := load503(t)
-	facts := with(healthy(), map[string]probes.Facts{
+	findings := autoFindings(t, map[string]probes.Facts{
 		"envoy-clusters": {"envoy_clusters": []string{"outbound|80||web.shop.svc.cluster.local", "outbound|80|v1|web.shop.svc.cluster.local"},
 			"envoy_hosts_total": 5, "envoy_hosts_healthy": 3, "envoy_hosts_outlier_ejected": 2, "envoy_ejections_active": 2,
 			"envoy_clusters_all_ejected": []string{"outbound|80|v1|web.shop.svc.cluster.local"}},
 		"access-log": {"log_503": 60, "log_5xx": 60, "log_flag_uh": 60, "log_2xx": 0},
 	})
-	s := newSession(t, g, newRecorded(facts), runbook.ModeAuto)
-	findings, err := s.Auto(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
 	if got := causeIDs(findings); !reflect.DeepEqual(got, []string{"outlier.all-ejected"}) {
 		t.Fatalf("findings = %v, want only outlier.all-ejected", got)
 	}
@@ -256,15 +256,9 @@ func TestSubsetAllEjectedBehindHealthyDefaultCluster(t *testing.T) {
 // with no refusals in the proxy log, is a lead at medium confidence, not a
 // high-confidence diagnosis.
 func TestUndeclaredTargetPortWithoutRefusalsIsMediumConfidence(t *testing.T) {
-	g := load503(t)
-	facts := with(healthy(), map[string]probes.Facts{
+	findings := autoFindings(t, map[string]probes.Facts{
 		"endpoints": {"endpoints_port_mismatch": true, "endpoints_mismatched_ports": []string{"80->8081"}},
 	})
-	s := newSession(t, g, newRecorded(facts), runbook.ModeAuto)
-	findings, err := s.Auto(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
 	if got := causeIDs(findings); !reflect.DeepEqual(got, []string{"service.port-mismatch"}) {
 		t.Fatalf("findings = %v, want only service.port-mismatch", got)
 	}
@@ -276,17 +270,11 @@ func TestUndeclaredTargetPortWithoutRefusalsIsMediumConfidence(t *testing.T) {
 // A PERMISSIVE upstream accepts ISTIO_MUTUAL: a DestinationRule that says
 // ISTIO_MUTUAL toward it is not an mTLS problem.
 func TestPermissiveUpstreamWithIstioMutualIsNotAMismatch(t *testing.T) {
-	g := load503(t)
-	facts := with(healthy(), map[string]probes.Facts{
+	findings := autoFindings(t, map[string]probes.Facts{
 		"mtls":              {"mtls_upstream_mode": "PERMISSIVE", "mtls_client_tls_mode": "ISTIO_MUTUAL", "mtls_client_sends": "mtls", "mtls_mismatch": "none"},
 		"envoy-config":      {"config_tls": "istio-mtls"},
 		"destination-rules": {"dr_found": true, "dr_names": []string{"shop/web"}},
 	})
-	s := newSession(t, g, newRecorded(facts), runbook.ModeAuto)
-	findings, err := s.Auto(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
 	if len(findings) != 0 {
 		t.Fatalf("PERMISSIVE + ISTIO_MUTUAL reported as %v", causeIDs(findings))
 	}
@@ -295,12 +283,9 @@ func TestPermissiveUpstreamWithIstioMutualIsNotAMismatch(t *testing.T) {
 // Default classic sidecars without drain settings are not a finding until
 // a rollout shows the gap.
 func TestShutdownRiskWithoutRolloutIsNoFinding(t *testing.T) {
-	g := load503(t)
-	facts := with(healthy(), map[string]probes.Facts{
+	findings := autoFindings(t, map[string]probes.Facts{
 		"access-log": {"log_503": 2, "log_5xx": 2, "log_flag_uf": 2},
 	})
-	s := newSession(t, g, newRecorded(facts), runbook.ModeAuto)
-	findings, _ := s.Auto(context.Background())
 	if len(findings) != 0 {
 		t.Fatalf("findings %v without a rollout", causeIDs(findings))
 	}
@@ -308,14 +293,11 @@ func TestShutdownRiskWithoutRolloutIsNoFinding(t *testing.T) {
 
 // UC during a rollout is the shutdown gap, not an idle timeout.
 func TestUCDuringRolloutIsNotIdleReset(t *testing.T) {
-	g := load503(t)
-	facts := with(healthy(), map[string]probes.Facts{
+	findings := autoFindings(t, map[string]probes.Facts{
 		"shutdown-order": {"shutdown_pods_terminating": 2},
 		"access-log": {"log_503": 7, "log_5xx": 7, "log_flag_uc": 7,
 			"log_details": []string{"upstream_reset_before_response_started{connection_termination}"}},
 	})
-	s := newSession(t, g, newRecorded(facts), runbook.ModeAuto)
-	findings, _ := s.Auto(context.Background())
 	if got := causeIDs(findings); !reflect.DeepEqual(got, []string{"shutdown.proxy-exits-first"}) {
 		t.Fatalf("findings = %v", got)
 	}
@@ -325,16 +307,13 @@ func TestUCDuringRolloutIsNotIdleReset(t *testing.T) {
 // logs 503 UC connection_termination, the same line an idle keep-alive reset
 // gives. With an mTLS mismatch in the facts, that UC is the mismatch's.
 func TestUCFromPlaintextToStrictIsNotIdleReset(t *testing.T) {
-	g := load503(t)
-	facts := with(healthy(), map[string]probes.Facts{
+	findings := autoFindings(t, map[string]probes.Facts{
 		"mtls": {"mtls_mismatch": "plaintext-to-strict", "mtls_upstream_mode": "STRICT", "mtls_upstream_mode_source": "namespace",
 			"mtls_client_tls_mode": "DISABLE", "mtls_client_sends": "plaintext"},
 		"access-log": {"log_503": 12, "log_5xx": 12, "log_flag_uc": 12,
 			"log_details": []string{"upstream_reset_before_response_started{connection_termination}"}},
 		"metrics": {"metrics_503_by_flag": []string{"UC=12"}},
 	})
-	s := newSession(t, g, newRecorded(facts), runbook.ModeAuto)
-	findings, _ := s.Auto(context.Background())
 	if got := causeIDs(findings); !reflect.DeepEqual(got, []string{"mtls.plaintext-to-strict"}) {
 		t.Fatalf("findings = %v", got)
 	}
@@ -343,15 +322,13 @@ func TestUCFromPlaintextToStrictIsNotIdleReset(t *testing.T) {
 // Several rules of one cause give one finding: highest confidence, all the
 // evidence.
 func TestFindingsDedupeByCause(t *testing.T) {
-	g := load503(t)
 	var over map[string]probes.Facts
 	for _, c := range causeCases {
 		if c.cause == "outlier.all-ejected" {
 			over = c.over
 		}
 	}
-	s := newSession(t, g, newRecorded(with(healthy(), over)), runbook.ModeAuto)
-	findings, _ := s.Auto(context.Background())
+	findings := autoFindings(t, over)
 	if len(findings) != 1 {
 		t.Fatalf("findings = %v", causeIDs(findings))
 	}
@@ -377,14 +354,11 @@ func TestFindingsDedupeByCause(t *testing.T) {
 // A wrong port fails every request, and outlier detection then ejects every
 // host: both are real, but the port is the root cause and comes first.
 func TestConsequenceComesAfterItsCause(t *testing.T) {
-	g := load503(t)
-	facts := with(healthy(), map[string]probes.Facts{
+	findings := autoFindings(t, map[string]probes.Facts{
 		"endpoints":      {"endpoints_port_mismatch": true, "endpoints_mismatched_ports": []string{"80->8081"}},
 		"envoy-clusters": {"envoy_hosts_healthy": 0, "envoy_hosts_outlier_ejected": 3, "envoy_ejections_active": 3},
 		"access-log":     {"log_503": 40, "log_5xx": 40, "log_flag_uf": 20, "log_flag_uh": 20},
 	})
-	s := newSession(t, g, newRecorded(facts), runbook.ModeAuto)
-	findings, _ := s.Auto(context.Background())
 	if got := causeIDs(findings); !reflect.DeepEqual(got, []string{"service.port-mismatch", "outlier.all-ejected"}) {
 		t.Fatalf("findings = %v", got)
 	}
@@ -396,13 +370,10 @@ func TestConsequenceComesAfterItsCause(t *testing.T) {
 // With access logging off (the default profile), the sidecar's metrics still
 // show overflow.
 func TestOverflowFromMetricsWithoutAccessLog(t *testing.T) {
-	g := load503(t)
-	facts := with(healthy(), map[string]probes.Facts{
+	findings := autoFindings(t, map[string]probes.Facts{
 		"access-log": {"log_lines": 0, "log_2xx": 0},
 		"metrics":    {"metrics_503": 120, "metrics_503_rate": 24.0, "metrics_503_by_flag": []string{"UO=120"}},
 	})
-	s := newSession(t, g, newRecorded(facts), runbook.ModeAuto)
-	findings, _ := s.Auto(context.Background())
 	if got := causeIDs(findings); !reflect.DeepEqual(got, []string{"circuit-breaker.overflow"}) {
 		t.Fatalf("findings = %v", got)
 	}
@@ -413,27 +384,23 @@ func TestOverflowFromMetricsWithoutAccessLog(t *testing.T) {
 
 // A caller without a sidecar is unknown to istiod; that is not a stale proxy.
 func TestSourceWithoutSidecarIsNotStale(t *testing.T) {
-	g := load503(t)
-	facts := with(healthy(), map[string]probes.Facts{
+	facts := map[string]probes.Facts{
 		"target":       {"target_source_has_sidecar": false},
 		"proxy-status": {"xds_proxy_known": false, "xds_cds": "UNKNOWN", "xds_eds": "UNKNOWN", "xds_lds": "UNKNOWN", "xds_rds": "UNKNOWN"},
-	})
-	s := newSession(t, g, newRecorded(facts), runbook.ModeAuto)
-	findings, _ := s.Auto(context.Background())
+	}
+	findings := autoFindings(t, facts)
 	if len(findings) != 0 {
 		t.Fatalf("findings = %v", causeIDs(findings))
 	}
 	facts["target"]["target_source_has_sidecar"] = true
-	s = newSession(t, g, newRecorded(facts), runbook.ModeAuto)
-	findings, _ = s.Auto(context.Background())
+	findings = autoFindings(t, facts)
 	if got := causeIDs(findings); !reflect.DeepEqual(got, []string{"xds.stale"}) {
 		t.Fatalf("meshed source unknown to istiod: findings = %v", got)
 	}
 	// syncz lists only the replica's own proxies: with two istiod replicas
 	// the one asked not listing the proxy says nothing.
 	facts["proxy-status"]["xds_istiod_replicas"] = 2
-	s = newSession(t, g, newRecorded(facts), runbook.ModeAuto)
-	findings, _ = s.Auto(context.Background())
+	findings = autoFindings(t, facts)
 	if len(findings) != 0 {
 		t.Fatalf("two istiod replicas, proxy unknown to the one asked: findings = %v", causeIDs(findings))
 	}
