@@ -239,7 +239,7 @@ func (o *checkOptions) open(args []string) (probes.Cluster, probes.Target, error
 			return nil, t, err
 		}
 	}
-	return probes.NewCache(c), t, nil
+	return cached(c), t, nil
 }
 
 func (o *checkOptions) namespaceGiven() bool {

@@ -28,6 +28,15 @@ const (
 // openLiveCluster connects to the cluster the kubeconfig flags select and
 // checks that its API server answers; every failure is one line the on-call
 // can act on.
+// cached is the read cache of one session's probes; a live cluster's Envoy
+// admin reads then share its pod reads too.
+func cached(c probes.Cluster) *probes.Cache {
+	if lc, ok := c.(*live.Cluster); ok {
+		return live.NewCache(lc)
+	}
+	return probes.NewCache(c)
+}
+
 func openLiveCluster(g *globalOptions) (probes.Cluster, error) {
 	c, err := openLive(g)
 	if err != nil {

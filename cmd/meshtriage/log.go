@@ -229,7 +229,7 @@ func prepareResume(g *globalOptions, path string, history []runbook.Event) (*res
 			return nil, err
 		}
 		// Probes of one step share reads; a re-run resets the cache.
-		cluster, label = probes.NewCache(lc), lc.Info().Context
+		cluster, label = cached(lc), lc.Info().Context
 	}
 
 	mode := runbook.Mode(started.Mode)

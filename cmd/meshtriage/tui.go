@@ -150,10 +150,10 @@ func (b *liveSessions) build(ctx context.Context, t probes.Target) (engine.Engin
 		started.ServerVersion = v
 	}
 	cancel()
-	cached := probes.NewCache(b.cluster)
+	cache := live.NewCache(b.cluster)
 	sess, err := runbook.NewSession(runbook.Config{
 		Graph:        b.graph,
-		Cluster:      cached,
+		Cluster:      cache,
 		Target:       t,
 		Probes:       probes.ByID(),
 		Sinks:        []runbook.Sink{w},
@@ -167,7 +167,7 @@ func (b *liveSessions) build(ctx context.Context, t probes.Target) (engine.Engin
 		w.Close()
 		return nil, err
 	}
-	b.log, b.sess, b.cached, b.target = w, sess, cached, t
+	b.log, b.sess, b.cached, b.target = w, sess, cache, t
 	return engine.FromSession(sess), nil
 }
 

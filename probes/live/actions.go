@@ -70,7 +70,8 @@ func hasContainer(p *corev1.Pod, name string) bool {
 func (c *Cluster) EnvoyAdminPost(ctx context.Context, pod probes.PodRef, path string) ([]byte, error) {
 	ctx, cancel := c.bound(ctx)
 	defer cancel()
-	what, path, err := c.adminTarget(ctx, pod, path, "change")
+	// A change reads the pod as it is now, not as the last wave saw it.
+	what, path, err := c.adminTarget(ctx, c, pod, path, "change")
 	if err != nil {
 		return nil, err
 	}

@@ -29,11 +29,12 @@ type execFunc func(ctx context.Context, pod probes.PodRef, container string, com
 // istiodSelector finds istiod pods; every revision keeps app=istiod.
 var istiodSelector = map[string]string{"app": "istiod"}
 
-// adminTarget checks, before any port-forward, that pod has a running
-// istio-proxy whose admin API can be reached, and normalises path.
-func (c *Cluster) adminTarget(ctx context.Context, pod probes.PodRef, path, verb string) (what, cleanPath string, err error) {
+// adminTarget checks, before any port-forward, that pod (as getPod reads
+// it) has a running istio-proxy whose admin API can be reached, and
+// normalises path.
+func (c *Cluster) adminTarget(ctx context.Context, getPod podGetter, pod probes.PodRef, path, verb string) (what, cleanPath string, err error) {
 	what = "Envoy admin of " + pod.String()
-	p, err := c.GetPod(ctx, pod.Namespace, pod.Name)
+	p, err := getPod.GetPod(ctx, pod.Namespace, pod.Name)
 	if err != nil {
 		return what, path, err
 	}
@@ -55,7 +56,7 @@ func (c *Cluster) adminTarget(ctx context.Context, pod probes.PodRef, path, verb
 func (c *Cluster) EnvoyAdmin(ctx context.Context, pod probes.PodRef, path string) ([]byte, error) {
 	ctx, cancel := c.bound(ctx)
 	defer cancel()
-	what, path, err := c.adminTarget(ctx, pod, path, "read")
+	what, path, err := c.adminTarget(ctx, c.podsForReads(), pod, path, "read")
 	if err != nil {
 		return nil, err
 	}

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	istioclient "istio.io/client-go/pkg/clientset/versioned"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/version"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/kubernetes"
@@ -91,6 +92,32 @@ type Cluster struct {
 	// fallback and error paths without a kubelet.
 	openTunnel  tunnelFunc
 	execInProxy execFunc
+
+	// pods, when set by NewCache, is the cache the probes read through:
+	// the admin reads then reuse the pod the probe has just read instead of
+	// fetching it again for every Envoy admin path.
+	pods podGetter
+}
+
+type podGetter interface {
+	GetPod(ctx context.Context, namespace, name string) (*corev1.Pod, error)
+}
+
+// NewCache wraps c in the probes.Cache the probes of one wave share, and
+// has c's Envoy admin checks read pods through it too.
+func NewCache(c *Cluster) *probes.Cache {
+	cache := probes.NewCache(c)
+	c.pods = cache
+	return cache
+}
+
+// podsForReads is where the admin reads check their pod: the probes'
+// cache when there is one.
+func (c *Cluster) podsForReads() podGetter {
+	if c.pods != nil {
+		return c.pods
+	}
+	return c
 }
 
 var _ probes.Cluster = (*Cluster)(nil)

@@ -124,6 +124,44 @@ func TestEnvoyAdminThroughPortForward(t *testing.T) {
 	}
 }
 
+// A wave of probes reads the source pod through the cache and then several
+// admin paths of it; through NewCache the admin checks reuse that pod read,
+// while a change (POST) checks the pod as it is now.
+func TestEnvoyAdminReadsShareTheCachesPodRead(t *testing.T) {
+	a := newFakeAPI(t)
+	a.addPod(meshedPod("shop", "web-1"))
+	a.listen("shop", "web-1", 15000, envoyAdmin(t))
+	ctx := context.Background()
+
+	direct := newLive(t, a, Options{})
+	for range 2 {
+		if _, err := direct.EnvoyAdmin(ctx, webPod, "/clusters?format=json"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := a.count("get shop/web-1"); got != 2 {
+		t.Fatalf("without a cache: %d pod GETs for 2 admin reads, want 2", got)
+	}
+
+	c := newLive(t, a, Options{})
+	cache := NewCache(c)
+	if _, err := cache.GetPod(ctx, "shop", "web-1"); err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{"/clusters?format=json", "clusters?format=json"} {
+		if _, err := cache.EnvoyAdmin(ctx, webPod, path); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := a.count("get shop/web-1") - 2; got != 1 {
+		t.Errorf("through NewCache: %d pod GETs for a pod read and 2 admin reads, want 1", got)
+	}
+	_, _ = c.EnvoyAdminPost(ctx, webPod, "/logging?connection=debug")
+	if got := a.count("get shop/web-1") - 2; got != 2 {
+		t.Errorf("a POST read the pod from the cache (%d GETs in all, want 2)", got)
+	}
+}
+
 func TestEnvoyAdminNon200IsAnError(t *testing.T) {
 	a := newFakeAPI(t)
 	a.addPod(meshedPod("shop", "web-1"))
