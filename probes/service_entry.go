@@ -34,7 +34,7 @@ func (ServiceEntryProbe) Meta() Meta {
 			{"se_registry_only", FactBool, "outboundTrafficPolicy is REGISTRY_ONLY for the source: the mesh config, or a Sidecar that selects the source"},
 			{"se_unregistered_hosts", FactList, "external hosts sent to BlackHoleCluster with no ServiceEntry"},
 			{"se_hidden_hosts", FactList, "hosts whose ServiceEntry exportTo hides it from the source namespace"},
-			{"se_in_cluster_hosts", FactList, "in-cluster Service hosts (.svc, .svc.cluster.local) sent to BlackHoleCluster: a Sidecar egress list or the Service's exportTo hides them, a ServiceEntry is not the fix"},
+			{"se_in_cluster_hosts", FactList, "in-cluster Service hosts (NAME.NAMESPACE.svc[.DOMAIN]) sent to BlackHoleCluster: a Sidecar egress list or the Service's exportTo hides them, a ServiceEntry is not the fix"},
 		},
 	}
 }
@@ -375,11 +375,13 @@ func evaluateServiceEntry(t Target, in seInput) Result {
 	return r
 }
 
-// isInClusterHost says whether host names a Kubernetes Service (short
-// NAME.NS.svc or the cluster-domain FQDN): istiod knows those from the
-// Service itself, so a ServiceEntry for one is the wrong fix.
+// isInClusterHost says whether host names a Kubernetes Service,
+// NAME.NAMESPACE.svc followed by the cluster domain or not: istiod knows
+// those from the Service itself, so a ServiceEntry for one is the wrong fix.
+// The fixed third label keeps an external api.svc.example.com out.
 func isInClusterHost(host string) bool {
-	return strings.HasSuffix(host, ".svc") || strings.Contains(host, ".svc.")
+	labels := strings.Split(host, ".")
+	return len(labels) >= 3 && labels[2] == "svc" && labels[0] != "" && labels[1] != ""
 }
 
 func intsString(ns []int) string {

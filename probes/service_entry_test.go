@@ -272,3 +272,19 @@ func TestServiceEntryProbeThroughClusterReads(t *testing.T) {
 		}
 	})
 }
+
+func TestIsInClusterHost(t *testing.T) {
+	for host, want := range map[string]bool{
+		"payments.billing.svc":               true,
+		"payments.billing.svc.cluster.local": true,
+		"payments.billing.svc.corp.internal": true,
+		"api.svc.example.com":                false,
+		"github.com":                         false,
+		"billing.svc":                        false,
+		"203.0.113.7":                        false,
+	} {
+		if got := isInClusterHost(host); got != want {
+			t.Errorf("isInClusterHost(%q) = %v, want %v", host, got, want)
+		}
+	}
+}
