@@ -32,7 +32,7 @@ var istiodSelector = map[string]string{"app": "istiod"}
 // adminTarget checks, before any port-forward, that pod (as getPod reads
 // it) has a running istio-proxy whose admin API can be reached, and
 // normalises path.
-func (c *Cluster) adminTarget(ctx context.Context, getPod podGetter, pod probes.PodRef, path, verb string) (what, cleanPath string, err error) {
+func (c *Cluster) adminTarget(ctx context.Context, getPod podReader, pod probes.PodRef, path, verb string) (what, cleanPath string, err error) {
 	what = "Envoy admin of " + pod.String()
 	p, err := getPod.GetPod(ctx, pod.Namespace, pod.Name)
 	if err != nil {
@@ -154,7 +154,7 @@ func (c *Cluster) Istiod(ctx context.Context, path string) ([]byte, error) {
 	ctx, cancel := c.bound(ctx)
 	defer cancel()
 	ns := c.info.ControlPlaneNamespace
-	pods, err := c.ListPods(ctx, ns, istiodSelector)
+	pods, err := c.podsForReads().ListPods(ctx, ns, istiodSelector)
 	if err != nil {
 		return nil, err
 	}

@@ -140,6 +140,7 @@ func (a *fakeAPI) listPods(w http.ResponseWriter, r *http.Request) {
 	key, value, _ := strings.Cut(sel, "=")
 	list := corev1.PodList{TypeMeta: metav1.TypeMeta{Kind: "PodList", APIVersion: "v1"}}
 	a.mu.Lock()
+	a.requests["list "+r.PathValue("ns")+" "+sel]++
 	for _, p := range a.pods {
 		if p.Namespace == r.PathValue("ns") && p.Labels[key] == value {
 			list.Items = append(list.Items, *p)

@@ -94,26 +94,27 @@ type Cluster struct {
 	execInProxy execFunc
 
 	// pods, when set by NewCache, is the cache the probes read through:
-	// the admin reads then reuse the pod the probe has just read instead of
-	// fetching it again for every Envoy admin path.
-	pods podGetter
+	// the admin and istiod reads then reuse the pods the probes have just
+	// read instead of fetching them again for every admin path.
+	pods podReader
 }
 
-type podGetter interface {
+type podReader interface {
 	GetPod(ctx context.Context, namespace, name string) (*corev1.Pod, error)
+	ListPods(ctx context.Context, namespace string, selector map[string]string) ([]corev1.Pod, error)
 }
 
 // NewCache wraps c in the probes.Cache the probes of one wave share, and
-// has c's Envoy admin checks read pods through it too.
+// has c's Envoy admin and istiod reads find their pods through it too.
 func NewCache(c *Cluster) *probes.Cache {
 	cache := probes.NewCache(c)
 	c.pods = cache
 	return cache
 }
 
-// podsForReads is where the admin reads check their pod: the probes'
-// cache when there is one.
-func (c *Cluster) podsForReads() podGetter {
+// podsForReads is where the admin and istiod reads find their pods: the
+// probes' cache when there is one.
+func (c *Cluster) podsForReads() podReader {
 	if c.pods != nil {
 		return c.pods
 	}

@@ -418,6 +418,29 @@ func TestIstiodPrefersAReadyPodAndForwardsToItsMonitoringPort(t *testing.T) {
 	}
 }
 
+// The proxy-status probe lists istiod's pods through the cache and then
+// reads syncz: through NewCache the syncz read finds istiod in that list.
+func TestIstiodReadSharesTheCachesPodList(t *testing.T) {
+	a := newFakeAPI(t)
+	p := meshedPod("istio-system", "istiod-1")
+	p.Labels = map[string]string{"app": "istiod"}
+	a.addPod(p)
+	a.listen("istio-system", "istiod-1", 15014, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.WriteString(w, `[]`)
+	}))
+	ctx := context.Background()
+	cache := NewCache(newLive(t, a, Options{}))
+	if _, err := cache.ListPods(ctx, "istio-system", map[string]string{"app": "istiod"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cache.Istiod(ctx, "/debug/syncz"); err != nil {
+		t.Fatal(err)
+	}
+	if got := a.count("list istio-system app=istiod"); got != 1 {
+		t.Errorf("istiod pods listed %d times, want once", got)
+	}
+}
+
 func TestIstiodWithoutARunningPodIsUnreachable(t *testing.T) {
 	a := newFakeAPI(t)
 	c := newLive(t, a, Options{ControlPlaneNamespace: "istio-prod"})

@@ -342,7 +342,7 @@ func triage(ctx context.Context, kubeconfig string, s *scenario.Scenario, wait t
 	reg := probes.ByID()
 	reg["metrics"] = probes.MetricsProbe{Interval: wait}
 	sess, err := runbook.NewSession(runbook.Config{
-		Graph: graph, Cluster: probes.NewCache(c), Target: s.Target, Probes: reg,
+		Graph: graph, Cluster: live.NewCache(c), Target: s.Target, Probes: reg,
 		Mode: runbook.ModeAuto, ProbeTimeout: probes.DefaultTimeout, User: "bench",
 	})
 	if err != nil {
