@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -14,8 +15,11 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
-// PortExclusionProbe reports traffic.sidecar.istio.io exclude annotations on
-// the target and source pods: that traffic bypasses the sidecar and mTLS.
+// PortExclusionProbe reports what the target and source pods exclude from
+// traffic capture: the istio-iptables arguments of the injected init
+// container, which merge the traffic.sidecar.istio.io annotations with the
+// injector's mesh-wide values, or the annotations alone (CNI without a
+// validation container). That traffic bypasses the sidecar and mTLS.
 type PortExclusionProbe struct{}
 
 func (PortExclusionProbe) Meta() Meta {
@@ -71,14 +75,25 @@ func fetchPortExclusion(ctx context.Context, c Cluster, t Target) (portExclusion
 	return in, "", nil
 }
 
-// interception is one pod's traffic.sidecar.istio.io annotations, parsed.
-// A nil include list means the annotation is absent: Istio then captures
+// interception is what one pod's traffic capture excludes and includes. A
+// nil include list means the setting is absent: Istio then captures
 // everything ("*").
 type interception struct {
 	excludeOut, excludeIn, includeOut []string // ports
 	includeIn                         *[]string
 	excludeOutRanges                  []string
 	includeOutRanges                  *[]string
+	// from names the injected init container whose istio-iptables
+	// arguments these came from; "" when they are the pod's annotations.
+	from string
+}
+
+// source names where one setting was read, for the evidence table.
+func (ic interception) source(ann annotation.Instance, flag string) string {
+	if ic.from == "" {
+		return ann.Name
+	}
+	return fmt.Sprintf("%s %s (%s)", ic.from, flag, strings.TrimPrefix(ann.Name, "traffic.sidecar.istio.io/"))
 }
 
 func annotationList(pod *corev1.Pod, name string) (list []string, set bool) {
@@ -94,8 +109,68 @@ func annotationList(pod *corev1.Pod, name string) (list []string, set bool) {
 	return list, true
 }
 
+// istioOwnInboundPorts are excluded by every injected pod (Prometheus
+// merge, health, Envoy stats): they say nothing about the app's traffic.
+var istioOwnInboundPorts = map[string]bool{"15020": true, "15021": true, "15090": true}
+
+// iptablesArgs finds the istio-iptables command line of the injected init
+// container (istio-init, or istio-validation under the CNI plugin): the
+// annotations merged with the injector's mesh-wide values, as the pod's
+// iptables actually apply them. Flags are the injector's short ones with
+// their value in the next argument.
+func iptablesArgs(pod *corev1.Pod) (flags map[string]string, from string, ok bool) {
+	for _, c := range pod.Spec.InitContainers {
+		if c.Name != "istio-init" && c.Name != "istio-validation" {
+			continue
+		}
+		argv := append(append([]string(nil), c.Command...), c.Args...)
+		if !slices.ContainsFunc(argv, func(a string) bool { return a == "istio-iptables" || strings.HasSuffix(a, "/istio-iptables") }) {
+			continue
+		}
+		flags = map[string]string{}
+		for i := 0; i+1 < len(argv); i++ {
+			if a := argv[i]; len(a) == 2 && a[0] == '-' {
+				flags[a] = argv[i+1]
+				i++
+			}
+		}
+		return flags, c.Name, true
+	}
+	return nil, "", false
+}
+
+func splitList(v string) []string {
+	var out []string
+	for _, f := range strings.Split(v, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
 func readInterception(pod *corev1.Pod) interception {
 	var ic interception
+	if flags, from, ok := iptablesArgs(pod); ok {
+		ic.from = from
+		ic.excludeOut = splitList(flags["-o"])
+		for _, p := range splitList(flags["-d"]) {
+			if !istioOwnInboundPorts[p] {
+				ic.excludeIn = append(ic.excludeIn, p)
+			}
+		}
+		ic.includeOut = splitList(flags["-q"])
+		if v, ok := flags["-b"]; ok {
+			l := splitList(v)
+			ic.includeIn = &l
+		}
+		ic.excludeOutRanges = splitList(flags["-x"])
+		if v, ok := flags["-i"]; ok {
+			l := splitList(v)
+			ic.includeOutRanges = &l
+		}
+		return ic
+	}
 	ic.excludeOut, _ = annotationList(pod, annotation.SidecarTrafficExcludeOutboundPorts.Name)
 	ic.excludeIn, _ = annotationList(pod, annotation.SidecarTrafficExcludeInboundPorts.Name)
 	ic.includeOut, _ = annotationList(pod, annotation.SidecarTrafficIncludeOutboundPorts.Name)
@@ -164,7 +239,7 @@ func evaluatePortExclusion(t Target, in portExclusionInput) Result {
 	pods := append([]corev1.Pod(nil), in.Pods...)
 	sort.Slice(pods, func(i, j int) bool { return pods[i].Name < pods[j].Name })
 
-	r.Evidence.Columns = []string{"pod", "role", "annotation", "value", "effect on the target"}
+	r.Evidence.Columns = []string{"pod", "role", "setting", "value", "effect on the target"}
 	row := func(pod *corev1.Pod, role, ann string, list []string, effect string) {
 		r.Evidence.Rows = append(r.Evidence.Rows, []string{pod.Name, role, ann, strings.Join(list, ","), effect})
 	}
@@ -198,7 +273,7 @@ func evaluatePortExclusion(t Target, in portExclusionInput) Result {
 				effect = "bypasses the source sidecar for port " + strings.Join(hit, ",")
 				bypasses = append(bypasses, fmt.Sprintf("%s excludes outbound port %s", in.Source.Name, strings.Join(hit, ",")))
 			}
-			row(in.Source, "source", annotation.SidecarTrafficExcludeOutboundPorts.Name, ic.excludeOut, effect)
+			row(in.Source, "source", ic.source(annotation.SidecarTrafficExcludeOutboundPorts, "-o"), ic.excludeOut, effect)
 		}
 		addrs := []string{svc.Spec.ClusterIP}
 		if svc.Spec.ClusterIP == corev1.ClusterIPNone {
@@ -212,7 +287,7 @@ func evaluatePortExclusion(t Target, in portExclusionInput) Result {
 			forcedPort = forcedPort || portListed(ic.includeOut, sp.Port)
 		}
 		if forcedPort && (len(ic.excludeOutRanges) > 0 || ic.includeOutRanges != nil) {
-			row(in.Source, "source", annotation.SidecarTrafficIncludeOutboundPorts.Name, ic.includeOut, "captures the service port whatever the IP ranges say")
+			row(in.Source, "source", ic.source(annotation.SidecarTrafficIncludeOutboundPorts, "-q"), ic.includeOut, "captures the service port whatever the IP ranges say")
 		}
 		for _, a := range addrs {
 			if a == "" || forcedPort {
@@ -220,11 +295,11 @@ func evaluatePortExclusion(t Target, in portExclusionInput) Result {
 			}
 			if len(ic.excludeOutRanges) > 0 && addrInRanges(ic.excludeOutRanges, a) && meshed {
 				bypasses = append(bypasses, fmt.Sprintf("%s excludes outbound range covering %s", in.Source.Name, a))
-				row(in.Source, "source", annotation.SidecarTrafficExcludeOutboundIPRanges.Name, ic.excludeOutRanges, "covers "+a+": bypasses the source sidecar")
+				row(in.Source, "source", ic.source(annotation.SidecarTrafficExcludeOutboundIPRanges, "-x"), ic.excludeOutRanges, "covers "+a+": bypasses the source sidecar")
 			}
 			if ic.includeOutRanges != nil && !addrInRanges(*ic.includeOutRanges, a) && meshed {
 				bypasses = append(bypasses, fmt.Sprintf("%s captures only outbound ranges %s, not %s", in.Source.Name, dash(strings.Join(*ic.includeOutRanges, ",")), a))
-				row(in.Source, "source", annotation.SidecarTrafficIncludeOutboundIPRanges.Name, *ic.includeOutRanges, "does not cover "+a+": bypasses the source sidecar")
+				row(in.Source, "source", ic.source(annotation.SidecarTrafficIncludeOutboundIPRanges, "-i"), *ic.includeOutRanges, "does not cover "+a+": bypasses the source sidecar")
 			}
 		}
 	}
@@ -242,7 +317,7 @@ func evaluatePortExclusion(t Target, in portExclusionInput) Result {
 				outbound[p] = true
 			}
 			if len(ic.excludeOut) > 0 {
-				row(pod, "target", annotation.SidecarTrafficExcludeOutboundPorts.Name, ic.excludeOut, "its own outbound calls only")
+				row(pod, "target", ic.source(annotation.SidecarTrafficExcludeOutboundPorts, "-o"), ic.excludeOut, "its own outbound calls only")
 			}
 		}
 		var excluded, notIncluded []string
@@ -264,14 +339,14 @@ func evaluatePortExclusion(t Target, in portExclusionInput) Result {
 				effect = "bypasses this pod's sidecar for port " + strings.Join(excluded, ",")
 				bypasses = append(bypasses, fmt.Sprintf("%s excludes inbound port %s", pod.Name, strings.Join(excluded, ",")))
 			}
-			row(pod, "target", annotation.SidecarTrafficExcludeInboundPorts.Name, ic.excludeIn, effect)
+			row(pod, "target", ic.source(annotation.SidecarTrafficExcludeInboundPorts, "-d"), ic.excludeIn, effect)
 		}
 		if ic.includeIn != nil && len(notIncluded) > 0 && meshed {
 			bypasses = append(bypasses, fmt.Sprintf("%s captures only inbound ports %s, not %s", pod.Name, dash(strings.Join(*ic.includeIn, ",")), strings.Join(notIncluded, ",")))
-			row(pod, "target", annotation.SidecarTrafficIncludeInboundPorts.Name, *ic.includeIn, "port "+strings.Join(notIncluded, ",")+" not captured")
+			row(pod, "target", ic.source(annotation.SidecarTrafficIncludeInboundPorts, "-b"), *ic.includeIn, "port "+strings.Join(notIncluded, ",")+" not captured")
 		}
 		if len(ic.excludeOutRanges) > 0 && in.Source == nil {
-			row(pod, "target", annotation.SidecarTrafficExcludeOutboundIPRanges.Name, ic.excludeOutRanges, "its own outbound calls only")
+			row(pod, "target", ic.source(annotation.SidecarTrafficExcludeOutboundIPRanges, "-x"), ic.excludeOutRanges, "its own outbound calls only")
 		}
 	}
 
@@ -304,7 +379,7 @@ func evaluatePortExclusion(t Target, in portExclusionInput) Result {
 		r.Summary = "traffic to the target bypasses the sidecar: " + strings.Join(bypasses, "; ")
 		raw = append(raw, exclusionSecurityNote)
 	case len(r.Evidence.Rows) > 0:
-		r.Summary = "exclusion annotations present, none covers the target's port"
+		r.Summary = "interception exclusions present, none covers the target's port"
 	default:
 		r.Summary = "no interception exclusions on the source or target pods"
 	}
@@ -319,7 +394,8 @@ func exclusionCommands(t Target, svc *corev1.Service) []string {
 		cmds = append(cmds, fmt.Sprintf("kubectl get pods -n %s -l %s %s", t.Namespace, labels.SelectorFromSet(svc.Spec.Selector), jsonpath))
 	}
 	if t.Source != nil {
-		cmds = append(cmds, fmt.Sprintf("kubectl get pod -n %s %s -o jsonpath='{.metadata.annotations}'", t.Source.Namespace, t.Source.Name))
+		cmds = append(cmds, fmt.Sprintf("kubectl get pod -n %s %s -o jsonpath='{.metadata.annotations}'", t.Source.Namespace, t.Source.Name),
+			fmt.Sprintf(`kubectl get pod -n %s %s -o jsonpath='{.spec.initContainers[?(@.name=="istio-init")].args}'`, t.Source.Namespace, t.Source.Name))
 	}
 	return cmds
 }

@@ -3,6 +3,7 @@ package probes
 import (
 	"context"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -23,6 +24,24 @@ func annotate(kv ...string) func(*corev1.Pod) {
 }
 
 func inWeb(p *corev1.Pod) { p.Namespace = "web"; p.Labels = map[string]string{"app": "web"} }
+
+// istioInit gives the pod the injector's istio-init container with the
+// istio-iptables arguments of Istio 1.24 plus extra flags.
+func istioInit(extra ...string) func(*corev1.Pod) {
+	return func(p *corev1.Pod) {
+		args := []string{"istio-iptables", "-p", "15001", "-z", "15006", "-u", "1337", "-m", "REDIRECT",
+			"-i", "*", "-x", "", "-b", "*", "-d", "15090,15021,15020"}
+		for i := 0; i+1 < len(extra); i += 2 {
+			if j := slices.Index(args, extra[i]); j >= 0 {
+				args[j+1] = extra[i+1]
+			} else {
+				args = append(args, extra[i], extra[i+1])
+			}
+		}
+		args = append(args, "--log_output_level=default:info")
+		p.Spec.InitContainers = append(p.Spec.InitContainers, corev1.Container{Name: "istio-init", Args: args})
+	}
+}
 
 func TestPortExclusionEvaluate(t *testing.T) {
 	orders := Target{Namespace: "shop", Service: "orders"}
@@ -74,7 +93,7 @@ func TestPortExclusionEvaluate(t *testing.T) {
 			in: portExclusionInput{Service: svc, Pods: []corev1.Pod{*fxPod("orders-a", SidecarClassic)},
 				Source: fxPod("web-1", SidecarClassic, inWeb, annotate(exOut, "8080"))},
 			status:  StatusPass,
-			summary: "exclusion annotations present, none covers the target's port",
+			summary: "interception exclusions present, none covers the target's port",
 			facts:   Facts{"exclusion_target_port_bypassed": false},
 		},
 		{
@@ -95,16 +114,49 @@ func TestPortExclusionEvaluate(t *testing.T) {
 				Source: fxPod("web-1", SidecarClassic, inWeb, annotate(annotation.SidecarTrafficIncludeOutboundIPRanges.Name, "10.0.0.0/16",
 					annotation.SidecarTrafficIncludeOutboundPorts.Name, "80"))},
 			status:  StatusPass,
-			summary: "exclusion annotations present, none covers the target's port",
+			summary: "interception exclusions present, none covers the target's port",
 			facts:   Facts{"exclusion_target_port_bypassed": false},
 		},
 		{
 			name:   "annotations on a pod without sidecar change nothing",
 			target: orders,
 			in:     portExclusionInput{Service: svc, Pods: []corev1.Pod{*fxPod("orders-a", SidecarNone, annotate(exIn, "8080"))}},
-			status: StatusPass, summary: "exclusion annotations present, none covers the target's port",
+			status: StatusPass, summary: "interception exclusions present, none covers the target's port",
 			facts: Facts{"exclusion_target_port_bypassed": false, "exclusion_inbound_ports": []string{"8080"}},
 			raw:   "orders-a has no sidecar: its annotations have no effect",
+		},
+		{
+			// Istio's own inbound exclusions (15020, 15021, 15090) are on
+			// every injected pod and are not reported.
+			name:    "the injector's default istio-init arguments exclude nothing of the app's",
+			target:  from,
+			in:      portExclusionInput{Service: svc, Pods: []corev1.Pod{*fxPod("orders-a", SidecarClassic, istioInit())}, Source: fxPod("web-1", SidecarClassic, inWeb, istioInit())},
+			status:  StatusPass,
+			summary: "no interception exclusions on the source or target pods",
+			facts:   Facts{"exclusion_outbound_ports": []string{}, "exclusion_inbound_ports": []string{}, "exclusion_target_port_bypassed": false},
+		},
+		{
+			// A mesh-wide excludeOutboundPorts from the injector's values
+			// reaches istio-init's -o with no annotation on the pod.
+			name:   "mesh-wide outbound exclusion in istio-init's arguments, no annotation",
+			target: from,
+			in: portExclusionInput{Service: svc, Pods: []corev1.Pod{*fxPod("orders-a", SidecarClassic, istioInit())},
+				Source: fxPod("web-1", SidecarClassic, inWeb, istioInit("-o", "80,5432"))},
+			status:  StatusWarn,
+			summary: "traffic to the target bypasses the sidecar: web-1 excludes outbound port 80",
+			facts:   Facts{"exclusion_outbound_ports": []string{"5432", "80"}, "exclusion_target_port_bypassed": true},
+		},
+		{
+			// The pod's iptables were written at start: an annotation added
+			// afterwards (or removed) changes nothing until the pod restarts.
+			name:   "istio-init's arguments win over a later annotation",
+			target: orders,
+			in: portExclusionInput{Service: svc, Pods: []corev1.Pod{
+				*fxPod("orders-a", SidecarClassic, istioInit("-d", "15090,15021,15020,8080"), annotate(exIn, "9999")),
+			}},
+			status:  StatusWarn,
+			summary: "traffic to the target bypasses the sidecar: orders-a excludes inbound port 8080",
+			facts:   Facts{"exclusion_inbound_ports": []string{"8080"}, "exclusion_target_port_bypassed": true},
 		},
 		{
 			name:   "--port other than the excluded one",
@@ -114,7 +166,7 @@ func TestPortExclusionEvaluate(t *testing.T) {
 				s.Spec.Ports = append(s.Spec.Ports, corev1.ServicePort{Name: "admin", Port: 9000, TargetPort: intstr.FromInt32(9000)})
 				return s
 			}(), Pods: []corev1.Pod{*fxPod("orders-a", SidecarClassic, annotate(exIn, "8080"))}},
-			status: StatusPass, summary: "exclusion annotations present, none covers the target's port",
+			status: StatusPass, summary: "interception exclusions present, none covers the target's port",
 			facts: Facts{"exclusion_target_port_bypassed": false},
 		},
 	}
@@ -160,5 +212,20 @@ func TestPortExclusionProbeThroughClusterReads(t *testing.T) {
 	r = Run(ctx, PortExclusionProbe{}, newFakeCluster(t), target)
 	if r.Status != StatusError || r.Summary != "cannot get service shop/orders: not found" {
 		t.Fatalf("%s %q", r.Status, r.Summary)
+	}
+}
+
+func TestExclusionEvidenceNamesWhereTheSettingWasRead(t *testing.T) {
+	svc := fxService(intstr.FromString("http"))
+	from := Target{Namespace: "shop", Service: "orders", Source: &PodRef{Namespace: "web", Name: "web-1"}}
+	r := evaluatePortExclusion(from, portExclusionInput{Service: svc, Pods: []corev1.Pod{*fxPod("orders-a", SidecarClassic)},
+		Source: fxPod("web-1", SidecarClassic, inWeb, istioInit("-o", "80"))})
+	if len(r.Evidence.Rows) != 1 || r.Evidence.Rows[0][2] != "istio-init -o (excludeOutboundPorts)" || r.Evidence.Rows[0][3] != "80" {
+		t.Errorf("rows = %q", r.Evidence.Rows)
+	}
+	r = evaluatePortExclusion(from, portExclusionInput{Service: svc, Pods: []corev1.Pod{*fxPod("orders-a", SidecarClassic)},
+		Source: fxPod("web-1", SidecarClassic, inWeb, annotate(annotation.SidecarTrafficExcludeOutboundPorts.Name, "80"))})
+	if len(r.Evidence.Rows) != 1 || r.Evidence.Rows[0][2] != annotation.SidecarTrafficExcludeOutboundPorts.Name {
+		t.Errorf("rows = %q", r.Evidence.Rows)
 	}
 }
