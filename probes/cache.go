@@ -226,9 +226,9 @@ func (c *Cache) Logs(ctx context.Context, pod PodRef, opts LogOptions) ([]byte, 
 		cloneBytes)
 }
 
-func (c *Cache) Istiod(ctx context.Context, path string) ([]byte, error) {
-	return read(ctx, c, cacheKey{op: "istiod", path: path},
-		func(ctx context.Context) ([]byte, error) { return c.c.Istiod(ctx, path) },
+func (c *Cache) Istiod(ctx context.Context, replica, path string) ([]byte, error) {
+	return read(ctx, c, cacheKey{op: "istiod", name: replica, path: path},
+		func(ctx context.Context) ([]byte, error) { return c.c.Istiod(ctx, replica, path) },
 		cloneBytes)
 }
 

@@ -180,7 +180,7 @@ func (f *countingCluster) Logs(ctx context.Context, pod probes.PodRef, opts prob
 	return []byte("log of " + pod.String() + "/" + opts.Container), nil
 }
 
-func (f *countingCluster) Istiod(ctx context.Context, path string) ([]byte, error) {
+func (f *countingCluster) Istiod(ctx context.Context, replica, path string) ([]byte, error) {
 	if err := f.enter(ctx, "istiod"); err != nil {
 		return nil, err
 	}
@@ -226,7 +226,7 @@ func everyRead(ctx context.Context, c probes.Cluster) (map[string]string, error)
 	note("envoy", string(b), err)
 	b, err = c.Logs(ctx, web, probes.LogOptions{Container: probes.ProxyContainer, Since: time.Minute})
 	note("logs", string(b), err)
-	b, err = c.Istiod(ctx, "/debug/syncz")
+	b, err = c.Istiod(ctx, "", "/debug/syncz")
 	note("istiod", string(b), err)
 	return out, errors.Join(errs...)
 }
@@ -316,8 +316,8 @@ func TestCacheKeysByArguments(t *testing.T) {
 		func() error { _, err := c.ListPods(ctx, "shop", map[string]string{"v": "1", "app": "web"}); return err },
 		func() error { _, err := c.ListPods(ctx, "shop", map[string]string{"app": "web"}); return err },
 		func() error { _, err := c.ListPods(ctx, "bank", map[string]string{"app": "web"}); return err },
-		func() error { _, err := c.Istiod(ctx, "/debug/syncz"); return err },
-		func() error { _, err := c.Istiod(ctx, "/debug/configz"); return err },
+		func() error { _, err := c.Istiod(ctx, "", "/debug/syncz"); return err },
+		func() error { _, err := c.Istiod(ctx, "", "/debug/configz"); return err },
 		func() error { _, err := c.GetPod(ctx, "shop", "web-1"); return err },
 		func() error { _, err := c.GetPod(ctx, "bank", "web-1"); return err },
 	}
@@ -373,13 +373,13 @@ func TestCacheWaiterFetchesAgainWhenTheFetchingCallersDeadlinePasses(t *testing.
 	short, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
 	leaderErr := make(chan error, 1)
-	go func() { _, err := c.Istiod(short, "/debug/syncz"); leaderErr <- err }()
+	go func() { _, err := c.Istiod(short, "", "/debug/syncz"); leaderErr <- err }()
 	for f.count("istiod") == 0 {
 		time.Sleep(time.Millisecond)
 	}
 	waiter := make(chan []byte, 1)
 	go func() {
-		b, err := c.Istiod(context.Background(), "/debug/syncz")
+		b, err := c.Istiod(context.Background(), "", "/debug/syncz")
 		if err != nil {
 			t.Errorf("waiter: %v", err)
 		}

@@ -48,8 +48,10 @@ type Cluster interface {
 	EnvoyAdmin(ctx context.Context, pod PodRef, path string) ([]byte, error)
 	// Logs reads a container's log, bounded by opts.
 	Logs(ctx context.Context, pod PodRef, opts LogOptions) ([]byte, error)
-	// Istiod GETs path (e.g. "/debug/syncz") from an istiod pod's monitoring port.
-	Istiod(ctx context.Context, path string) ([]byte, error)
+	// Istiod GETs path (e.g. "/debug/syncz") from the monitoring port of
+	// istiod pod replica in the control-plane namespace, or, when replica
+	// is "", of a Running (preferably Ready) istiod pod it picks.
+	Istiod(ctx context.Context, replica, path string) ([]byte, error)
 }
 
 // ClusterInfo identifies the cluster a session talks to.

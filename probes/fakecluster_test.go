@@ -38,8 +38,11 @@ type fakeCluster struct {
 	// logs is keyed by logKey(pod, container); Previous reads use
 	// logKey(pod, container+":previous").
 	logs map[string][]byte
-	// istiod is keyed by path.
+	// istiod is keyed by path, or by "REPLICA:PATH" for one replica's own
+	// answer.
 	istiod map[string][]byte
+	// istiodAsked lists the replicas Istiod was called for, in order.
+	istiodAsked []string
 	// errs makes a non-object read fail: keyed like the map it shadows, with
 	// "envoy:", "logs:" or "istiod:" in front.
 	errs map[string]error
@@ -131,9 +134,20 @@ func (f *fakeCluster) Logs(ctx context.Context, pod PodRef, opts LogOptions) ([]
 	return b, nil
 }
 
-func (f *fakeCluster) Istiod(ctx context.Context, path string) ([]byte, error) {
+func (f *fakeCluster) Istiod(ctx context.Context, replica, path string) ([]byte, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
+	}
+	f.istiodAsked = append(f.istiodAsked, replica)
+	// A replica's own answer or error ("REPLICA:PATH") wins over the one
+	// every replica gives (PATH).
+	if replica != "" {
+		if err := f.errs["istiod:"+replica+":"+path]; err != nil {
+			return nil, err
+		}
+		if b, ok := f.istiod[replica+":"+path]; ok {
+			return b, nil
+		}
 	}
 	if err := f.errs["istiod:"+path]; err != nil {
 		return nil, err

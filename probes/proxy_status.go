@@ -3,6 +3,7 @@ package probes
 import (
 	"context"
 	"fmt"
+	"sort"
 	"strings"
 
 	"github.com/meshtriage/meshtriage/probes/envoy"
@@ -25,7 +26,8 @@ func (ProxyStatusProbe) Meta() Meta {
 			{"xds_eds", FactString, "SYNCED, STALE or NOT SENT (UNKNOWN when istiod does not list the proxy)"},
 			{"xds_lds", FactString, "SYNCED, STALE or NOT SENT (UNKNOWN when istiod does not list the proxy)"},
 			{"xds_rds", FactString, "SYNCED, STALE or NOT SENT (UNKNOWN when istiod does not list the proxy)"},
-			{"xds_istiod_replicas", FactInt, "running istiod pods (app=istiod) in the control-plane namespace: syncz lists only the proxies connected to the replica asked, so with more than one a proxy it does not list may be connected to another"},
+			{"xds_istiod_replicas", FactInt, "running istiod pods (app=istiod) in the control-plane namespace: syncz lists only the proxies connected to the replica asked, so the probe asks each until one lists the source proxy"},
+			{"xds_istiod_asked", FactInt, "istiod replicas whose syncz was read; fewer than xds_istiod_replicas when the proxy was found early or a replica did not answer"},
 			{"xds_istiod_version", FactString, "the Istio version syncz reports for the proxy (current istiod: the proxy's own ISTIO_VERSION; xDS-shaped output: istiod's)"},
 		},
 	}
@@ -38,11 +40,17 @@ const (
 
 type proxyStatusInput struct {
 	// Skip says why there is no proxy to ask about ("" when there is).
-	Skip    string
+	Skip string
+	// Proxies are the proxies listed by the replicas asked, in the order
+	// asked; the source's is among the last replica's when it was found.
 	Proxies []envoy.ProxySync
 	// IstiodReplicas counts running istiod pods; -1 when they could not be
 	// listed.
 	IstiodReplicas int
+	// Asked counts the replicas whose syncz was read; Unanswered says why
+	// the others asked did not answer.
+	Asked      int
+	Unanswered []string
 }
 
 // istiodLabels select istiod pods of every revision, as the live Cluster
@@ -59,29 +67,92 @@ func (p ProxyStatusProbe) Run(ctx context.Context, c Cluster, t Target) Result {
 	return evaluateProxyStatus(t, in)
 }
 
+// OrderIstiods is the order istiod replicas are asked in: Running and not
+// being deleted, Ready first, then the oldest (the one most proxies have
+// stayed connected to), then by name.
+func OrderIstiods(pods []corev1.Pod) []corev1.Pod {
+	var running []corev1.Pod
+	for _, p := range pods {
+		if p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil {
+			running = append(running, p)
+		}
+	}
+	sort.SliceStable(running, func(i, j int) bool {
+		ri, _ := PodReady(&running[i])
+		rj, _ := PodReady(&running[j])
+		if ri != rj {
+			return ri
+		}
+		ti, tj := running[i].CreationTimestamp, running[j].CreationTimestamp
+		if !ti.Equal(&tj) {
+			return ti.Before(&tj)
+		}
+		return running[i].Name < running[j].Name
+	})
+	return running
+}
+
+// fetchProxyStatus asks each running istiod replica in turn, as istioctl
+// proxy-status asks them all: syncz lists only the proxies connected to the
+// replica asked, so the first replica that lists the source ends the search.
 func fetchProxyStatus(ctx context.Context, c Cluster, t Target) (in proxyStatusInput, what string, err error) {
 	// A pod without a sidecar is not an xDS client: istiod not listing it
 	// says nothing about staleness.
 	if in.Skip, what, err = readSourceProxy(ctx, c, t); err != nil || in.Skip != "" {
 		return in, what, err
 	}
-	body, err := c.Istiod(ctx, synczPath)
-	if err != nil {
-		return in, "read istiod " + synczPath, err
-	}
-	if in.Proxies, err = envoy.ParseSyncz(body); err != nil {
-		return in, "parse istiod " + synczPath, err
-	}
 	in.IstiodReplicas = -1
+	replicas := []string{""} // the Cluster picks one when the pods cannot be listed
 	if pods, err := c.ListPods(ctx, controlPlane(c), istiodLabels); err == nil {
-		in.IstiodReplicas = 0
-		for _, p := range pods {
-			if p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil {
-				in.IstiodReplicas++
+		running := OrderIstiods(pods)
+		in.IstiodReplicas = len(running)
+		if len(running) > 0 {
+			replicas = replicas[:0]
+			for _, p := range running {
+				replicas = append(replicas, p.Name)
 			}
 		}
 	}
+	var firstErr error
+	for _, replica := range replicas {
+		proxies, doing, err := readSyncz(ctx, c, replica)
+		if err != nil {
+			if firstErr == nil {
+				firstErr, what = err, doing
+			}
+			in.Unanswered = append(in.Unanswered, fmt.Sprintf("%s: %s", replica, firstLine(err.Error())))
+			if ctx.Err() != nil {
+				break
+			}
+			continue
+		}
+		in.Asked++
+		in.Proxies = append(in.Proxies, proxies...)
+		if _, found := envoy.FindProxy(proxies, t.Source.Name, t.Source.Namespace); found {
+			break
+		}
+	}
+	if in.Asked == 0 {
+		return in, what, firstErr
+	}
 	return in, "", nil
+}
+
+// readSyncz reads and parses one replica's syncz; doing says which step
+// failed.
+func readSyncz(ctx context.Context, c Cluster, replica string) (proxies []envoy.ProxySync, doing string, err error) {
+	of := ""
+	if replica != "" {
+		of = " of " + replica
+	}
+	body, err := c.Istiod(ctx, replica, synczPath)
+	if err != nil {
+		return nil, "read istiod " + synczPath + of, err
+	}
+	if proxies, err = envoy.ParseSyncz(body); err != nil {
+		return nil, "parse istiod " + synczPath + of, err
+	}
+	return proxies, "", nil
 }
 
 func evaluateProxyStatus(t Target, in proxyStatusInput) Result {
@@ -96,30 +167,45 @@ func evaluateProxyStatus(t Target, in proxyStatusInput) Result {
 			stale++
 		}
 	}
-	fleet := fmt.Sprintf("%d of %d proxies on this istiod are not in sync", stale, len(in.Proxies))
+	fleet := fmt.Sprintf("%d of %d proxies on the %s asked are not in sync", stale, len(in.Proxies), countNoun(in.Asked, "istiod replica"))
+	var raw []string
+	if len(in.Unanswered) > 0 {
+		raw = append(raw, "istiod replicas that did not answer: "+strings.Join(in.Unanswered, "; "))
+	}
+	replicaFacts := func(f Facts) Facts {
+		f["xds_istiod_asked"] = in.Asked
+		if in.IstiodReplicas >= 0 {
+			f["xds_istiod_replicas"] = in.IstiodReplicas
+		}
+		return f
+	}
 
 	p, known := envoy.FindProxy(in.Proxies, src.Name, src.Namespace)
 	if !known {
-		why := "the proxy is not connected to this istiod (with several istiod replicas it may be connected to another"
-		if in.IstiodReplicas > 1 {
-			why = fmt.Sprintf("%d istiod replicas run and this one was asked: the proxy is likely connected to another (istioctl proxy-status asks them all", in.IstiodReplicas)
+		var why string
+		switch {
+		case in.IstiodReplicas < 0:
+			why = "istiod's pods could not be listed, so only the replica the Cluster picked was asked; with several replicas the proxy may be connected to another"
+		case in.Asked < in.IstiodReplicas:
+			why = fmt.Sprintf("%d of %d istiod replicas answered; the proxy may be connected to one that did not", in.Asked, in.IstiodReplicas)
+		case in.IstiodReplicas == 1:
+			why = "the only istiod replica does not list it: the proxy is not connected to istiod"
+		default:
+			why = fmt.Sprintf("none of the %d istiod replicas lists it: the proxy is not connected to istiod", in.IstiodReplicas)
 		}
-		r := Result{
+		raw = append(raw, fmt.Sprintf("%d proxies listed, %s not among them", len(in.Proxies), id))
+		return Result{
 			Status:  StatusWarn,
-			Summary: fmt.Sprintf("istiod does not list %s: %s; %s)", id, why, fleet),
+			Summary: fmt.Sprintf("istiod does not list %s: %s; %s", id, why, fleet),
 			Evidence: Evidence{Columns: []string{"proxy", "CDS", "LDS", "EDS", "RDS", "version"}, Rows: [][]string{{id, "-", "-", "-", "-", "-"}},
-				Raw: fmt.Sprintf("%d proxies listed, %s not among them", len(in.Proxies), id)},
-			Facts: Facts{
+				Raw: strings.Join(raw, "\n")},
+			Facts: replicaFacts(Facts{
 				"xds_proxy_known": false, "xds_stale_types": []string{},
 				"xds_cds": xdsUnknown, "xds_eds": xdsUnknown, "xds_lds": xdsUnknown, "xds_rds": xdsUnknown,
 				"xds_istiod_version": "",
-			},
+			}),
 			Commands: proxyStatusCommands(t),
 		}
-		if in.IstiodReplicas >= 0 {
-			r.Facts["xds_istiod_replicas"] = in.IstiodReplicas
-		}
-		return r
 	}
 
 	types := staleTypes(p)
@@ -137,11 +223,10 @@ func evaluateProxyStatus(t Target, in proxyStatusInput) Result {
 	}
 	summary += "; " + fleet
 
-	var raw []string
 	for _, tv := range p.Types() {
 		raw = append(raw, fmt.Sprintf("%s %s", tv[0], p.Detail[tv[0]]))
 	}
-	r := Result{
+	return Result{
 		Status:  status,
 		Summary: summary,
 		Evidence: Evidence{
@@ -149,7 +234,7 @@ func evaluateProxyStatus(t Target, in proxyStatusInput) Result {
 			Rows:    [][]string{{p.ProxyID, p.CDS, p.LDS, p.EDS, p.RDS, dash(p.IstioVersion)}},
 			Raw:     strings.Join(raw, "\n"),
 		},
-		Facts: Facts{
+		Facts: replicaFacts(Facts{
 			"xds_proxy_known":    true,
 			"xds_stale_types":    nonNil(types),
 			"xds_cds":            p.CDS,
@@ -157,13 +242,9 @@ func evaluateProxyStatus(t Target, in proxyStatusInput) Result {
 			"xds_lds":            p.LDS,
 			"xds_rds":            p.RDS,
 			"xds_istiod_version": p.IstioVersion,
-		},
+		}),
 		Commands: proxyStatusCommands(t),
 	}
-	if in.IstiodReplicas >= 0 {
-		r.Facts["xds_istiod_replicas"] = in.IstiodReplicas
-	}
-	return r
 }
 
 // staleTypes are the xDS types the proxy is out of sync for. istioctl's

@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -78,29 +79,68 @@ func TestProxyStatus(t *testing.T) {
 	}
 }
 
-// syncz lists only the proxies connected to the istiod replica asked: with
-// two replicas, a proxy missing from it is no evidence of a stale proxy.
-func TestProxyStatusCountsIstiodReplicas(t *testing.T) {
-	istiod := func(name string) *corev1.Pod {
-		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: DefaultControlPlane, Labels: map[string]string{"app": "istiod"}},
+// syncz lists only the proxies connected to the istiod replica asked, so
+// the probe asks each running replica (Ready first, then the oldest) until
+// one lists the source proxy, as istioctl proxy-status asks them all.
+func TestProxyStatusAsksEachIstiodReplica(t *testing.T) {
+	istiod := func(name string, age time.Duration) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: DefaultControlPlane, Labels: map[string]string{"app": "istiod"},
+			CreationTimestamp: metav1.NewTime(time.Date(2026, 12, 2, 3, 0, 0, 0, time.UTC).Add(-age))},
 			Status: corev1.PodStatus{Phase: corev1.PodRunning}}
 	}
+	// syncz.json lists web-7d9.shop; this one lists only web-new.shop.
+	onlyNew := []byte(`[{"proxy":"web-new.shop","proxy_type":"sidecar","istio_version":"1.24.2",` +
+		`"cluster_sent":"a","cluster_acked":"a","listener_sent":"b","listener_acked":"b"}]`)
 	for _, tc := range []struct {
 		name     string
 		replicas []runtime.Object
-		want     int
+		answers  map[string][]byte
+		errs     map[string]error
+		known    bool
+		asked    []string
+		facts    Facts
 		inSum    string
 	}{
-		{"one replica", []runtime.Object{istiod("istiod-a")}, 1, "not connected to this istiod"},
-		{"two replicas", []runtime.Object{istiod("istiod-a"), istiod("istiod-b")}, 2, "2 istiod replicas run"},
+		{"one replica, proxy not listed", []runtime.Object{istiod("istiod-a", time.Hour)}, nil, nil,
+			false, []string{"istiod-a"}, Facts{"xds_istiod_replicas": 1, "xds_istiod_asked": 1},
+			"the only istiod replica does not list it: the proxy is not connected to istiod"},
+		{"proxy on the second replica", []runtime.Object{istiod("istiod-b", time.Minute), istiod("istiod-a", time.Hour)},
+			map[string][]byte{"istiod-b:/debug/syncz": onlyNew}, nil,
+			true, []string{"istiod-a", "istiod-b"}, Facts{"xds_istiod_replicas": 2, "xds_istiod_asked": 2, "xds_cds": "SYNCED"},
+			"web-new.shop is SYNCED"},
+		{"proxy on the first replica: the second is not asked", []runtime.Object{istiod("istiod-b", time.Minute), istiod("istiod-a", time.Hour)},
+			map[string][]byte{"istiod-a:/debug/syncz": onlyNew}, nil,
+			true, []string{"istiod-a"}, Facts{"xds_istiod_replicas": 2, "xds_istiod_asked": 1},
+			"web-new.shop is SYNCED"},
+		{"no replica lists it", []runtime.Object{istiod("istiod-a", time.Hour), istiod("istiod-b", time.Minute)}, nil, nil,
+			false, []string{"istiod-a", "istiod-b"}, Facts{"xds_istiod_replicas": 2, "xds_istiod_asked": 2},
+			"none of the 2 istiod replicas lists it"},
+		{"a replica that does not answer leaves it open", []runtime.Object{istiod("istiod-a", time.Hour), istiod("istiod-b", time.Minute)}, nil,
+			map[string]error{"istiod:istiod-b:/debug/syncz": &UnreachableError{What: "istiod istio-system/istiod-b", Err: errors.New("connection refused")}},
+			false, []string{"istiod-a", "istiod-b"}, Facts{"xds_istiod_replicas": 2, "xds_istiod_asked": 1},
+			"1 of 2 istiod replicas answered"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFakeCluster(t, append(tc.replicas, evPod("web-new", "web", true))...)
 			f.istiod["/debug/syncz"] = evTestdata(t, "proxy-status", "syncz.json")
+			for k, v := range tc.answers {
+				f.istiod[k] = v
+			}
+			for k, v := range tc.errs {
+				f.errs[k] = v
+			}
 			r := Run(context.Background(), ProxyStatusProbe{}, f, Target{Namespace: "shop", Service: "orders", Source: &PodRef{Namespace: "shop", Name: "web-new"}})
 			evCheck(t, ProxyStatusProbe{}, r)
-			if r.Facts["xds_proxy_known"] != false || r.Facts["xds_istiod_replicas"] != tc.want || !strings.Contains(r.Summary, tc.inSum) {
+			if r.Facts["xds_proxy_known"] != tc.known || !strings.Contains(r.Summary, tc.inSum) {
 				t.Errorf("%q %v", r.Summary, r.Facts)
+			}
+			for k, v := range tc.facts {
+				if r.Facts[k] != v {
+					t.Errorf("%s = %v, want %v", k, r.Facts[k], v)
+				}
+			}
+			if !reflect.DeepEqual(f.istiodAsked, tc.asked) {
+				t.Errorf("asked %q, want %q", f.istiodAsked, tc.asked)
 			}
 		})
 	}

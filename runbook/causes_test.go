@@ -398,10 +398,17 @@ func TestSourceWithoutSidecarIsNotStale(t *testing.T) {
 		t.Fatalf("meshed source unknown to istiod: findings = %v", got)
 	}
 	// syncz lists only the replica's own proxies: with two istiod replicas
-	// the one asked not listing the proxy says nothing.
+	// of which one answered, the proxy missing from it says nothing.
 	facts["proxy-status"]["xds_istiod_replicas"] = 2
+	facts["proxy-status"]["xds_istiod_asked"] = 1
 	findings = autoFindings(t, facts)
 	if len(findings) != 0 {
-		t.Fatalf("two istiod replicas, proxy unknown to the one asked: findings = %v", causeIDs(findings))
+		t.Fatalf("two istiod replicas, proxy unknown to the one that answered: findings = %v", causeIDs(findings))
+	}
+	// Both answered and neither lists it: the proxy is not connected.
+	facts["proxy-status"]["xds_istiod_asked"] = 2
+	findings = autoFindings(t, facts)
+	if got := causeIDs(findings); !reflect.DeepEqual(got, []string{"xds.stale"}) {
+		t.Fatalf("two istiod replicas asked, neither lists the proxy: findings = %v", got)
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"sort"
 	"strings"
 	"sync"
 
@@ -149,19 +148,31 @@ func (c *Cluster) exec(ctx context.Context, pod probes.PodRef, container string,
 }
 
 // Istiod GETs path from istiod's monitoring port through a port-forward to
-// a Running (preferably Ready) istiod pod.
-func (c *Cluster) Istiod(ctx context.Context, path string) ([]byte, error) {
+// the named replica, or to a Running (preferably Ready) istiod pod.
+func (c *Cluster) Istiod(ctx context.Context, replica, path string) ([]byte, error) {
 	ctx, cancel := c.bound(ctx)
 	defer cancel()
 	ns := c.info.ControlPlaneNamespace
-	pods, err := c.podsForReads().ListPods(ctx, ns, istiodSelector)
-	if err != nil {
-		return nil, err
-	}
-	pod, ok := pickIstiod(pods)
-	if !ok {
-		return nil, &probes.UnreachableError{What: "istiod", Err: fmt.Errorf("no Running istiod pod (%s) in %s",
-			labels.SelectorFromSet(istiodSelector), ns)}
+	var pod corev1.Pod
+	if replica != "" {
+		p, err := c.podsForReads().GetPod(ctx, ns, replica)
+		if err != nil {
+			return nil, err
+		}
+		if p.Status.Phase != corev1.PodRunning {
+			return nil, &probes.UnreachableError{What: "istiod " + ns + "/" + replica, Err: fmt.Errorf("pod is %s, not Running", p.Status.Phase)}
+		}
+		pod = *p
+	} else {
+		pods, err := c.podsForReads().ListPods(ctx, ns, istiodSelector)
+		if err != nil {
+			return nil, err
+		}
+		var ok bool
+		if pod, ok = pickIstiod(pods); !ok {
+			return nil, &probes.UnreachableError{What: "istiod", Err: fmt.Errorf("no Running istiod pod (%s) in %s",
+				labels.SelectorFromSet(istiodSelector), ns)}
+		}
 	}
 	if !strings.HasPrefix(path, "/") {
 		path = "/" + path
@@ -179,31 +190,14 @@ func (c *Cluster) Istiod(ctx context.Context, path string) ([]byte, error) {
 	return body, err
 }
 
-// pickIstiod prefers Ready over merely Running pods, then the oldest, so
-// repeated reads in one session ask the same istiod.
+// pickIstiod is the first replica in probes.OrderIstiods: Ready, then the
+// oldest, so repeated reads in one session ask the same istiod.
 func pickIstiod(pods []corev1.Pod) (corev1.Pod, bool) {
-	var running []corev1.Pod
-	for _, p := range pods {
-		if p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil {
-			running = append(running, p)
-		}
-	}
-	if len(running) == 0 {
+	ordered := probes.OrderIstiods(pods)
+	if len(ordered) == 0 {
 		return corev1.Pod{}, false
 	}
-	sort.SliceStable(running, func(i, j int) bool {
-		ri, _ := probes.PodReady(&running[i])
-		rj, _ := probes.PodReady(&running[j])
-		if ri != rj {
-			return ri
-		}
-		ti, tj := running[i].CreationTimestamp, running[j].CreationTimestamp
-		if !ti.Equal(&tj) {
-			return ti.Before(&tj)
-		}
-		return running[i].Name < running[j].Name
-	})
-	return running[0], true
+	return ordered[0], true
 }
 
 // Logs streams a container's log through pods/log, bounded by opts, and

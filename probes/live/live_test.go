@@ -337,7 +337,7 @@ func TestNoGoroutineOutlivesAReadOfEnvoyOrIstiod(t *testing.T) {
 		short, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
 		_, _ = c.EnvoyAdmin(short, webPod, "/slow") // deadline
 		cancel()
-		_, _ = c.Istiod(ctx, "/debug/syncz")
+		_, _ = c.Istiod(ctx, "", "/debug/syncz")
 		a.mu.Lock()
 		a.forbidForward = !a.forbidForward // exec fallback on alternate rounds
 		a.mu.Unlock()
@@ -403,7 +403,7 @@ func TestIstiodPrefersAReadyPodAndForwardsToItsMonitoringPort(t *testing.T) {
 		_, _ = io.WriteString(w, `[{"proxy":"web-1.shop"}]`)
 	}))
 	c := newLive(t, a, Options{})
-	body, err := c.Istiod(context.Background(), "/debug/syncz")
+	body, err := c.Istiod(context.Background(), "", "/debug/syncz")
 	if err != nil || string(body) != `[{"proxy":"web-1.shop"}]` {
 		t.Fatalf("Istiod = %q, %v", body, err)
 	}
@@ -412,7 +412,7 @@ func TestIstiodPrefersAReadyPodAndForwardsToItsMonitoringPort(t *testing.T) {
 	}
 
 	a.forbidForward = true
-	_, err = c.Istiod(context.Background(), "/debug/syncz")
+	_, err = c.Istiod(context.Background(), "", "/debug/syncz")
 	if !apierrors.IsForbidden(err) || !strings.Contains(probes.AccessProblem("read istiod", err), "pods/portforward") {
 		t.Errorf("forbidden istiod port-forward: %v", err)
 	}
@@ -433,7 +433,7 @@ func TestIstiodReadSharesTheCachesPodList(t *testing.T) {
 	if _, err := cache.ListPods(ctx, "istio-system", map[string]string{"app": "istiod"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := cache.Istiod(ctx, "/debug/syncz"); err != nil {
+	if _, err := cache.Istiod(ctx, "", "/debug/syncz"); err != nil {
 		t.Fatal(err)
 	}
 	if got := a.count("list istio-system app=istiod"); got != 1 {
@@ -444,7 +444,7 @@ func TestIstiodReadSharesTheCachesPodList(t *testing.T) {
 func TestIstiodWithoutARunningPodIsUnreachable(t *testing.T) {
 	a := newFakeAPI(t)
 	c := newLive(t, a, Options{ControlPlaneNamespace: "istio-prod"})
-	_, err := c.Istiod(context.Background(), "/debug/syncz")
+	_, err := c.Istiod(context.Background(), "", "/debug/syncz")
 	var u *probes.UnreachableError
 	if !errors.As(err, &u) || !strings.Contains(err.Error(), "no Running istiod pod (app=istiod) in istio-prod") {
 		t.Errorf("err = %v", err)
@@ -735,7 +735,7 @@ func TestIstiodTunnelFailureIsUnreachable(t *testing.T) {
 	istiod.Labels = map[string]string{"app": "istiod"}
 	c := newCluster(objects.Reader{Kube: fake.NewClientset(istiod)}, &rest.Config{}, Options{})
 	c.openTunnel = (&fakeTunnel{err: errors.New("error upgrading connection: 502 Bad Gateway")}).open
-	_, err := c.Istiod(context.Background(), "debug/syncz")
+	_, err := c.Istiod(context.Background(), "", "debug/syncz")
 	var u *probes.UnreachableError
 	if !errors.As(err, &u) || u.What != "istiod istio-system/istiod-abc" || !strings.Contains(err.Error(), "502 Bad Gateway") {
 		t.Errorf("err = %v", err)

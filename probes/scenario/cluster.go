@@ -3,6 +3,7 @@ package scenario
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -219,8 +220,10 @@ func (c *Cluster) Logs(ctx context.Context, pod probes.PodRef, opts probes.LogOp
 }
 
 // Istiod answers from the recorded istiod debug output once an istiod pod
-// exists, as the live cluster must find one to port-forward to.
-func (c *Cluster) Istiod(ctx context.Context, path string) ([]byte, error) {
+// exists (the named one, when replica is named), as the live cluster must
+// find one to port-forward to. A scenario records one syncz: every replica
+// gives it.
+func (c *Cluster) Istiod(ctx context.Context, replica, path string) ([]byte, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -228,8 +231,15 @@ func (c *Cluster) Istiod(ctx context.Context, path string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	if replica != "" {
+		pods = slices.DeleteFunc(pods, func(p corev1.Pod) bool { return p.Name != replica })
+	}
 	if len(pods) == 0 {
-		return nil, &probes.UnreachableError{What: "istiod", Err: fmt.Errorf("no istiod pod (app=istiod) in %s", c.info.ControlPlaneNamespace)}
+		what := "no istiod pod (app=istiod)"
+		if replica != "" {
+			what = "no istiod pod " + replica
+		}
+		return nil, &probes.UnreachableError{What: "istiod", Err: fmt.Errorf("%s in %s", what, c.info.ControlPlaneNamespace)}
 	}
 	data, ok := c.s.Istiod[path]
 	if !ok {

@@ -489,10 +489,10 @@ func TestClusterLogs(t *testing.T) {
 func TestClusterIstiod(t *testing.T) {
 	_, c := loadFixture(t)
 	ctx := context.Background()
-	if data, err := c.Istiod(ctx, IstiodSyncz); err != nil || !strings.Contains(string(data), "web-1.shop") {
+	if data, err := c.Istiod(ctx, "", IstiodSyncz); err != nil || !strings.Contains(string(data), "web-1.shop") {
 		t.Errorf("syncz = %q, %v", data, err)
 	}
-	if _, err := c.Istiod(ctx, "/debug/configz"); !errors.Is(err, probes.ErrNotFound) {
+	if _, err := c.Istiod(ctx, "", "/debug/configz"); !errors.Is(err, probes.ErrNotFound) {
 		t.Errorf("unrecorded istiod path: %v", err)
 	}
 	s, err := Load(fixtureFS(strings.Replace(fixtureManifests, "labels: {app: istiod}", "labels: {app: other}", 1)), "tiny")
@@ -501,7 +501,7 @@ func TestClusterIstiod(t *testing.T) {
 	}
 	c2, _ := NewCluster(s)
 	var unreachable *probes.UnreachableError
-	if _, err := c2.Istiod(ctx, IstiodSyncz); !errors.As(err, &unreachable) || !strings.Contains(err.Error(), "no istiod pod") {
+	if _, err := c2.Istiod(ctx, "", IstiodSyncz); !errors.As(err, &unreachable) || !strings.Contains(err.Error(), "no istiod pod") {
 		t.Errorf("Istiod without an istiod pod: %v", err)
 	}
 }
@@ -517,7 +517,7 @@ func TestClusterHonoursCancelledContext(t *testing.T) {
 	if _, err := c.Logs(ctx, web, probes.LogOptions{Container: probes.ProxyContainer}); !errors.Is(err, context.Canceled) {
 		t.Errorf("Logs: %v", err)
 	}
-	if _, err := c.Istiod(ctx, IstiodSyncz); !errors.Is(err, context.Canceled) {
+	if _, err := c.Istiod(ctx, "", IstiodSyncz); !errors.Is(err, context.Canceled) {
 		t.Errorf("Istiod: %v", err)
 	}
 }

@@ -52,7 +52,7 @@ func Healthy() map[string]probes.Facts {
 		},
 		"proxy-status": {
 			"xds_proxy_known": true, "xds_stale_types": []string{}, "xds_cds": "SYNCED", "xds_eds": "SYNCED",
-			"xds_lds": "SYNCED", "xds_rds": "SYNCED", "xds_istiod_version": "1.24.2", "xds_istiod_replicas": 1,
+			"xds_lds": "SYNCED", "xds_rds": "SYNCED", "xds_istiod_version": "1.24.2", "xds_istiod_replicas": 1, "xds_istiod_asked": 1,
 		},
 		"mtls": {
 			"mtls_upstream_mode": "PERMISSIVE", "mtls_upstream_mode_source": "default", "mtls_client_tls_mode": "none",
