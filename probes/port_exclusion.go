@@ -101,12 +101,7 @@ func annotationList(pod *corev1.Pod, name string) (list []string, set bool) {
 	if !ok {
 		return nil, false
 	}
-	for _, f := range strings.Split(v, ",") {
-		if f = strings.TrimSpace(f); f != "" {
-			list = append(list, f)
-		}
-	}
-	return list, true
+	return splitList(v), true
 }
 
 // istioOwnInboundPorts are excluded by every injected pod (Prometheus
@@ -139,6 +134,7 @@ func iptablesArgs(pod *corev1.Pod) (flags map[string]string, from string, ok boo
 	return nil, "", false
 }
 
+// splitList reads a comma-separated setting, blanks dropped.
 func splitList(v string) []string {
 	var out []string
 	for _, f := range strings.Split(v, ",") {

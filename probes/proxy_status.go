@@ -102,16 +102,16 @@ func fetchProxyStatus(ctx context.Context, c Cluster, t Target) (in proxyStatusI
 		return in, what, err
 	}
 	in.IstiodReplicas = -1
-	replicas := []string{""} // the Cluster picks one when the pods cannot be listed
+	var replicas []string
 	if pods, err := c.ListPods(ctx, controlPlane(c), istiodLabels); err == nil {
 		running := OrderIstiods(pods)
 		in.IstiodReplicas = len(running)
-		if len(running) > 0 {
-			replicas = replicas[:0]
-			for _, p := range running {
-				replicas = append(replicas, p.Name)
-			}
+		for _, p := range running {
+			replicas = append(replicas, p.Name)
 		}
+	}
+	if len(replicas) == 0 {
+		replicas = []string{""} // the Cluster picks one, and says why it cannot
 	}
 	var firstErr error
 	for _, replica := range replicas {

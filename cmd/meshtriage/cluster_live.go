@@ -25,11 +25,8 @@ const (
 	completionTimeout = 3 * time.Second
 )
 
-// openLiveCluster connects to the cluster the kubeconfig flags select and
-// checks that its API server answers; every failure is one line the on-call
-// can act on.
 // cached is the read cache of one session's probes; a live cluster's Envoy
-// admin reads then share its pod reads too.
+// admin and istiod reads then share its pod reads too.
 func cached(c probes.Cluster) *probes.Cache {
 	if lc, ok := c.(*live.Cluster); ok {
 		return live.NewCache(lc)
@@ -37,6 +34,9 @@ func cached(c probes.Cluster) *probes.Cache {
 	return probes.NewCache(c)
 }
 
+// openLiveCluster connects to the cluster the kubeconfig flags select and
+// checks that its API server answers; every failure is one line the on-call
+// can act on.
 func openLiveCluster(g *globalOptions) (probes.Cluster, error) {
 	c, err := openLive(g)
 	if err != nil {
