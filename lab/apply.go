@@ -26,7 +26,7 @@ import (
 	"k8s.io/client-go/restmapper"
 
 	"github.com/meshtriage/meshtriage/probes"
-	"github.com/meshtriage/meshtriage/probes/scenario"
+	"github.com/meshtriage/meshtriage/probes/cluster/recorded"
 )
 
 // applyScheme names the kind of every typed object a scenario holds.
@@ -43,7 +43,7 @@ var applyScheme = func() *runtime.Scheme {
 
 // Applied is a scenario loaded into the lab; Delete takes it out again.
 type Applied struct {
-	Scenario *scenario.Scenario
+	Scenario *recorded.Scenario
 	lab      *Lab
 	created  []appliedObject
 	pods     []probes.PodRef
@@ -75,7 +75,7 @@ func (o appliedObject) String() string {
 // A bare API server never finishes deleting a namespace, so namespaces
 // outlive Delete; Apply brings an existing one's labels and annotations to
 // what s records.
-func Apply(ctx context.Context, l *Lab, s *scenario.Scenario) (_ *Applied, err error) {
+func Apply(ctx context.Context, l *Lab, s *recorded.Scenario) (_ *Applied, err error) {
 	a := &Applied{Scenario: s, lab: l}
 	defer func() {
 		if err != nil {
@@ -357,7 +357,7 @@ var builtinGroups = map[string]bool{
 }
 
 // serve hands the recorded data plane to the fake kubelet.
-func (a *Applied) serve(s *scenario.Scenario) error {
+func (a *Applied) serve(s *recorded.Scenario) error {
 	k := a.lab.Kubelet
 	cp := s.ControlPlaneNamespace
 	if cp == "" {
@@ -365,7 +365,7 @@ func (a *Applied) serve(s *scenario.Scenario) error {
 	}
 	// Recorded lines carry fixed dates, and the in-memory scenario measures
 	// --since back from the newest of them; so does the kubelet here.
-	newest := scenario.NewestLogTime(s.Logs)
+	newest := recorded.NewestLogTime(s.Logs)
 	if !newest.IsZero() {
 		k.SetClock(func() time.Time { return newest })
 	}
@@ -402,7 +402,7 @@ func stampLines(data []byte, newest time.Time) []LogLine {
 	lines := LinesAt(data, newest)
 	current := newest
 	for i := range lines {
-		if t, ok := scenario.LineTime([]byte(lines[i].Text)); ok {
+		if t, ok := recorded.LineTime([]byte(lines[i].Text)); ok {
 			current = t
 		}
 		lines[i].Time = current
@@ -415,7 +415,7 @@ func stampLines(data []byte, newest time.Time) []LogLine {
 // of a path gets its n-th recording (counters that moved on between two
 // samples). Anything not recorded is a 404, as Envoy answers an unknown
 // admin path.
-func EnvoyAdminSimulator(s *scenario.Scenario, pod probes.PodRef) http.Handler {
+func EnvoyAdminSimulator(s *recorded.Scenario, pod probes.PodRef) http.Handler {
 	var mu sync.Mutex
 	reads := map[string]int{}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -438,7 +438,7 @@ func EnvoyAdminSimulator(s *scenario.Scenario, pod probes.PodRef) http.Handler {
 }
 
 // IstiodSimulator answers istiod monitoring-port GETs from the scenario.
-func IstiodSimulator(s *scenario.Scenario) http.Handler {
+func IstiodSimulator(s *recorded.Scenario) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		data, ok := s.Istiod[r.URL.Path]
 		if !ok {

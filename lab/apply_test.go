@@ -12,29 +12,29 @@ import (
 
 	"github.com/meshtriage/meshtriage/assets"
 	"github.com/meshtriage/meshtriage/probes"
-	"github.com/meshtriage/meshtriage/probes/scenario"
+	"github.com/meshtriage/meshtriage/probes/cluster/recorded"
 )
 
 // The kubelet replays a scenario's logs so that pods/log with sinceSeconds
 // and limitBytes returns what the in-memory scenario returns for the same
 // LogOptions: the probes then read the same lines in the lab.
 func TestReplayedLogsMatchInMemory(t *testing.T) {
-	names, err := scenario.Names(assets.FS)
+	names, err := recorded.Names(assets.FS)
 	if err != nil {
 		t.Fatal(err)
 	}
 	compared, cut := 0, 0
 	for _, name := range names {
-		s, err := scenario.Load(assets.FS, name)
+		s, err := recorded.Load(assets.FS, name)
 		if err != nil {
 			t.Fatal(err)
 		}
-		mem, err := scenario.NewCluster(s)
+		mem, err := recorded.NewCluster(s)
 		if err != nil {
 			t.Fatal(err)
 		}
 		k := startTestKubelet(t)
-		newest := scenario.NewestLogTime(s.Logs)
+		newest := recorded.NewestLogTime(s.Logs)
 		k.SetClock(func() time.Time { return newest })
 		for key, data := range s.Logs {
 			k.SetLogs(key.Pod, key.Container, key.Previous, stampLines(data, newest))

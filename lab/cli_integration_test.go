@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/meshtriage/meshtriage/probes/scenario"
+	"github.com/meshtriage/meshtriage/probes/cluster/recorded"
 )
 
 var (
@@ -92,7 +92,7 @@ func cliCheck(t *testing.T, args ...string) ([]string, int, string) {
 }
 
 // targetArgs are the check arguments that name s's target on a live cluster.
-func targetArgs(s *scenario.Scenario) []string {
+func targetArgs(s *recorded.Scenario) []string {
 	args := []string{"-n", s.Target.Namespace, "svc/" + s.Target.Service}
 	if s.Target.Port != 0 {
 		args = append(args, "--port", strconv.Itoa(int(s.Target.Port)))

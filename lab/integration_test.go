@@ -21,8 +21,8 @@ import (
 
 	"github.com/meshtriage/meshtriage/assets"
 	"github.com/meshtriage/meshtriage/probes"
-	"github.com/meshtriage/meshtriage/probes/live"
-	"github.com/meshtriage/meshtriage/probes/scenario"
+	"github.com/meshtriage/meshtriage/probes/cluster/live"
+	"github.com/meshtriage/meshtriage/probes/cluster/recorded"
 	"github.com/meshtriage/meshtriage/runbook"
 )
 
@@ -60,7 +60,7 @@ func sharedLab(t *testing.T) *Lab {
 }
 
 // applyShared loads s into the shared lab for the rest of the test.
-func applyShared(t *testing.T, l *Lab, s *scenario.Scenario) *Applied {
+func applyShared(t *testing.T, l *Lab, s *recorded.Scenario) *Applied {
 	t.Helper()
 	sharedMu.Lock()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -81,9 +81,9 @@ func applyShared(t *testing.T, l *Lab, s *scenario.Scenario) *Applied {
 	return a
 }
 
-func loadScenario(t *testing.T, name string) *scenario.Scenario {
+func loadScenario(t *testing.T, name string) *recorded.Scenario {
 	t.Helper()
-	s, err := scenario.Load(assets.FS, name)
+	s, err := recorded.Load(assets.FS, name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +92,7 @@ func loadScenario(t *testing.T, name string) *scenario.Scenario {
 
 func scenarioNames(t *testing.T) []string {
 	t.Helper()
-	names, err := scenario.Names(assets.FS)
+	names, err := recorded.Names(assets.FS)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +103,7 @@ func scenarioNames(t *testing.T) []string {
 }
 
 // liveCluster connects to the lab as meshtriage would, from a kubeconfig.
-func liveCluster(t *testing.T, kubeconfig string, s *scenario.Scenario, timeout time.Duration) *live.Cluster {
+func liveCluster(t *testing.T, kubeconfig string, s *recorded.Scenario, timeout time.Duration) *live.Cluster {
 	t.Helper()
 	flags := genericclioptions.NewConfigFlags(false)
 	flags.KubeConfig = &kubeconfig
@@ -162,9 +162,9 @@ func runCheck(t *testing.T, ctx context.Context, c probes.Cluster, target probes
 	return run
 }
 
-func inMemoryCheck(t *testing.T, s *scenario.Scenario) checkRun {
+func inMemoryCheck(t *testing.T, s *recorded.Scenario) checkRun {
 	t.Helper()
-	c, err := scenario.NewCluster(s)
+	c, err := recorded.NewCluster(s)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -288,12 +288,12 @@ func sameVerdict(got, want probes.Result) (same, varies bool) {
 
 // richestScenario is a scenario with Envoy admin data, logs and istiod syncz,
 // so every probe has something to read through the streams.
-func richestScenario(t *testing.T) *scenario.Scenario {
+func richestScenario(t *testing.T) *recorded.Scenario {
 	t.Helper()
-	var best *scenario.Scenario
+	var best *recorded.Scenario
 	score := -1
 	for _, name := range scenarioNames(t) {
-		s, err := scenario.Load(assets.FS, name)
+		s, err := recorded.Load(assets.FS, name)
 		if err != nil {
 			continue // TestScenariosSameCausesLiveAndInMemory reports it
 		}
@@ -315,7 +315,7 @@ func TestEveryProbeThroughKubeletStreams(t *testing.T) {
 	l := sharedLab(t)
 	s := richestScenario(t)
 	t.Logf("scenario %s", s.Name)
-	mem, err := scenario.NewCluster(s)
+	mem, err := recorded.NewCluster(s)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,8 +10,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/meshtriage/meshtriage/probes/accesslog"
-	"github.com/meshtriage/meshtriage/probes/envoy"
+	"github.com/meshtriage/meshtriage/probes/parse/accesslog"
+	"github.com/meshtriage/meshtriage/probes/parse/envoy"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 )

@@ -15,7 +15,7 @@ import (
 // Cluster is everything a probe may read. Reads are narrow on purpose: by name,
 // or by label selector inside one namespace, never cluster-wide, so a triage
 // costs the same on a 10-pod cluster as on a 10,000-pod one. Implementations:
-// probes/live (client-go against a real API server) and probes/scenario (a
+// probes/cluster/live (client-go against a real API server) and probes/cluster/recorded (a
 // recorded scenario served from memory).
 //
 // Every method honours ctx's deadline. Errors from the API server keep their

@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/meshtriage/meshtriage/probes/envoy"
+	"github.com/meshtriage/meshtriage/probes/parse/envoy"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 )
 

@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/meshtriage/meshtriage/probes/envoy"
+	"github.com/meshtriage/meshtriage/probes/parse/envoy"
 )
 
 // EnvoyConfigProbe reads the source sidecar's /config_dump for the target's
@@ -63,7 +63,7 @@ func fetchEnvoyConfig(ctx context.Context, c Cluster, t Target) (in envoyConfigI
 	}
 	in.Size = len(body)
 	// The streaming decoder: a big mesh's dump is 100 MB, and unknown
-	// extensions must not fail the read (see probes/envoy). Decoding one
+	// extensions must not fail the read (see probes/parse/envoy). Decoding one
 	// takes a second or more, so it stops when the probe's deadline does.
 	r := ctxReader{ctx: ctx, r: bytes.NewReader(body)}
 	if in.Dump, err = envoy.StreamConfigDump(r, envoy.TargetMatcher(t.Host(), t.Port)); err != nil {

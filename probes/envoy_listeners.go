@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/meshtriage/meshtriage/probes/envoy"
+	"github.com/meshtriage/meshtriage/probes/parse/envoy"
 	corev1 "k8s.io/api/core/v1"
 )
 

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/meshtriage/meshtriage/probes/envoy"
+	"github.com/meshtriage/meshtriage/probes/parse/envoy"
 )
 
 func evListeners(t *testing.T) []envoy.Listener {

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/meshtriage/meshtriage/probes/objects"
+	"github.com/meshtriage/meshtriage/probes/cluster/clientset"
 	networkingv1 "istio.io/client-go/pkg/apis/networking/v1"
 	istiofake "istio.io/client-go/pkg/clientset/versioned/fake"
 	istioscheme "istio.io/client-go/pkg/clientset/versioned/scheme"
@@ -28,7 +28,7 @@ import (
 // non-object reads are served from maps. Absent map entries return
 // ErrNotFound, as a scenario without recorded data does.
 type fakeCluster struct {
-	objects.Reader
+	clientset.Reader
 	kube  *kubefake.Clientset
 	istio *istiofake.Clientset
 
@@ -67,7 +67,7 @@ func newFakeCluster(t testing.TB, objs ...runtime.Object) *fakeCluster {
 	kube := kubefake.NewSimpleClientset(kubeObjs...)
 	istio := istiofake.NewSimpleClientset(istioObjs...)
 	return &fakeCluster{
-		Reader: objects.Reader{Kube: kube, Istio: istio},
+		Reader: clientset.Reader{Kube: kube, Istio: istio},
 		kube:   kube,
 		istio:  istio,
 		info:   ClusterInfo{Context: "fake", Server: "https://fake", ControlPlaneNamespace: DefaultControlPlane},

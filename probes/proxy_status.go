@@ -6,7 +6,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/meshtriage/meshtriage/probes/envoy"
+	"github.com/meshtriage/meshtriage/probes/parse/envoy"
 	corev1 "k8s.io/api/core/v1"
 )
 

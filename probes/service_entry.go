@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/meshtriage/meshtriage/probes/accesslog"
+	"github.com/meshtriage/meshtriage/probes/parse/accesslog"
 	"istio.io/api/annotation"
 	networkingv1alpha3 "istio.io/api/networking/v1alpha3"
 	networkingv1 "istio.io/client-go/pkg/apis/networking/v1"

@@ -10,7 +10,7 @@ import (
 
 	"github.com/meshtriage/meshtriage/assets"
 	"github.com/meshtriage/meshtriage/probes"
-	"github.com/meshtriage/meshtriage/probes/scenario"
+	"github.com/meshtriage/meshtriage/probes/cluster/recorded"
 	"github.com/meshtriage/meshtriage/runbook"
 	"github.com/meshtriage/meshtriage/tui/engine"
 	"github.com/meshtriage/meshtriage/tui/picker"
@@ -38,13 +38,13 @@ func (m *memSink) all() []runbook.Event {
 // scenarioSession is the real runbook session on an embedded scenario, as
 // `meshtriage demo` builds it. The metrics probe samples 50 ms apart instead
 // of 5 s: that scales its rates, not what it counts.
-func scenarioSession(t *testing.T, name string) (*runbook.Session, *scenario.Scenario, *memSink) {
+func scenarioSession(t *testing.T, name string) (*runbook.Session, *recorded.Scenario, *memSink) {
 	t.Helper()
-	s, err := scenario.Load(assets.FS, name)
+	s, err := recorded.Load(assets.FS, name)
 	if err != nil {
 		t.Fatalf("scenario %s: %v", name, err)
 	}
-	c, err := scenario.NewCluster(s)
+	c, err := recorded.NewCluster(s)
 	if err != nil {
 		t.Fatalf("scenario %s: %v", name, err)
 	}
@@ -89,7 +89,7 @@ func findingIDs(sess *runbook.Session) []string {
 // until the scenario's cause is found, then o to open it. The healthy
 // scenario walks to the end without a finding. Every move is the engine's.
 func TestScenarioWalks(t *testing.T) {
-	names, err := scenario.Names(assets.FS)
+	names, err := recorded.Names(assets.FS)
 	if err != nil || len(names) == 0 {
 		t.Fatalf("no embedded scenarios: %v", err)
 	}
@@ -217,9 +217,9 @@ func TestResumedSession(t *testing.T) {
 	}
 }
 
-func mustCluster(t *testing.T, s *scenario.Scenario) probes.Cluster {
+func mustCluster(t *testing.T, s *recorded.Scenario) probes.Cluster {
 	t.Helper()
-	c, err := scenario.NewCluster(s)
+	c, err := recorded.NewCluster(s)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -230,7 +230,7 @@ func mustCluster(t *testing.T, s *scenario.Scenario) probes.Cluster {
 // read) hands the chosen target to a real session.
 func TestPickerOnScenarioCluster(t *testing.T) {
 	_, sc, _ := scenarioSession(t, "outlier-all-ejected")
-	c, ok := mustCluster(t, sc).(*scenario.Cluster)
+	c, ok := mustCluster(t, sc).(*recorded.Cluster)
 	if !ok {
 		t.Fatal("scenario cluster has no clientset")
 	}

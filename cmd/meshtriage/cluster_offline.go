@@ -6,7 +6,7 @@ import (
 
 	"github.com/meshtriage/meshtriage/assets"
 	"github.com/meshtriage/meshtriage/probes"
-	"github.com/meshtriage/meshtriage/probes/scenario"
+	"github.com/meshtriage/meshtriage/probes/cluster/recorded"
 )
 
 // openScenario serves an embedded scenario (`demo NAME`, `check --scenario
@@ -16,7 +16,7 @@ func openScenario(name string) (probes.Cluster, *probes.Target, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	c, err := scenario.NewCluster(s)
+	c, err := recorded.NewCluster(s)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -26,14 +26,14 @@ func openScenario(name string) (probes.Cluster, *probes.Target, error) {
 
 // loadScenario reads an embedded scenario; an unknown name lists the valid
 // ones, so a typo is one retry away.
-func loadScenario(name string) (*scenario.Scenario, error) {
-	names, err := scenario.Names(assets.FS)
+func loadScenario(name string) (*recorded.Scenario, error) {
+	names, err := recorded.Names(assets.FS)
 	if err != nil {
 		return nil, err
 	}
 	for _, n := range names {
 		if n == name {
-			return scenario.Load(assets.FS, name)
+			return recorded.Load(assets.FS, name)
 		}
 	}
 	return nil, fmt.Errorf("no scenario %q; the scenarios are: %s", name, strings.Join(names, ", "))
@@ -43,12 +43,12 @@ func loadScenario(name string) (*scenario.Scenario, error) {
 // --manifests DIR`): objects only, so the probes that need Envoy admin, logs
 // or istiod report that nothing was recorded.
 func openManifests(dir string, ci probes.ClusterInfo) (probes.Cluster, error) {
-	s, err := scenario.LoadManifests(dir)
+	s, err := recorded.LoadManifests(dir)
 	if err != nil {
 		return nil, err
 	}
 	if ci.Server == "" {
 		ci.Server = s.Source
 	}
-	return scenario.NewClusterWithInfo(s, ci)
+	return recorded.NewClusterWithInfo(s, ci)
 }

@@ -17,7 +17,7 @@ import (
 
 	"github.com/meshtriage/meshtriage/assets"
 	"github.com/meshtriage/meshtriage/probes"
-	"github.com/meshtriage/meshtriage/probes/scenario"
+	"github.com/meshtriage/meshtriage/probes/cluster/recorded"
 	"github.com/meshtriage/meshtriage/runbook"
 	"github.com/meshtriage/meshtriage/runbook/incidentlog"
 	"github.com/meshtriage/meshtriage/runbook/report"
@@ -38,7 +38,7 @@ With no argument it lists the scenarios and asks which one to open.`,
 		Example: "  meshtriage demo\n  meshtriage demo startup-race",
 		Args:    cobra.MaximumNArgs(1),
 		ValidArgsFunction: func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
-			names, _ := scenario.Names(assets.FS)
+			names, _ := recorded.Names(assets.FS)
 			return names, cobra.ShellCompDirectiveNoFileComp
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -131,17 +131,17 @@ func firstSentence(text string, max int) string {
 	return text
 }
 
-func demoScenarios() ([]*scenario.Scenario, error) {
-	names, err := scenario.Names(assets.FS)
+func demoScenarios() ([]*recorded.Scenario, error) {
+	names, err := recorded.Names(assets.FS)
 	if err != nil {
 		return nil, err
 	}
 	if len(names) == 0 {
 		return nil, fmt.Errorf("this build embeds no scenarios")
 	}
-	var out []*scenario.Scenario
+	var out []*recorded.Scenario
 	for _, n := range names {
-		s, err := scenario.Load(assets.FS, n)
+		s, err := recorded.Load(assets.FS, n)
 		if err != nil {
 			return nil, err
 		}
@@ -157,7 +157,7 @@ func runDemo(ctx context.Context, g *globalOptions, name, logPath string) error 
 	if err != nil {
 		return &exitError{code: exitTriage, err: err}
 	}
-	cluster, err := scenario.NewCluster(s)
+	cluster, err := recorded.NewCluster(s)
 	if err != nil {
 		return &exitError{code: exitTriage, err: err}
 	}
@@ -194,7 +194,7 @@ func runDemo(ctx context.Context, g *globalOptions, name, logPath string) error 
 
 // newScenarioSession builds the runbook session for a scenario, recording to
 // an incident log like a live triage.
-func newScenarioSession(s *scenario.Scenario, c probes.Cluster, mode runbook.Mode, logPath string) (*runbook.Session, *incidentlog.Writer, error) {
+func newScenarioSession(s *recorded.Scenario, c probes.Cluster, mode runbook.Mode, logPath string) (*runbook.Session, *incidentlog.Writer, error) {
 	graph, err := runbook.LoadFS(assets.FS, assets.Runbook503, runbook.CatalogueOf(probes.All(), assets.Causes))
 	if err != nil {
 		return nil, nil, err
@@ -233,7 +233,7 @@ func newScenarioSession(s *scenario.Scenario, c probes.Cluster, mode runbook.Mod
 	return sess, logw, nil
 }
 
-func printDemoReport(out io.Writer, s *scenario.Scenario, sess *runbook.Session, logPath string) error {
+func printDemoReport(out io.Writer, s *recorded.Scenario, sess *runbook.Session, logPath string) error {
 	fmt.Fprintf(out, "scenario %s: %s\n\n", s.Name, s.Title)
 	if err := report.Text(out, report.FromSession(sess)); err != nil {
 		return err

@@ -10,7 +10,7 @@ import (
 
 	"github.com/meshtriage/meshtriage/assets"
 	"github.com/meshtriage/meshtriage/probes"
-	"github.com/meshtriage/meshtriage/probes/scenario"
+	"github.com/meshtriage/meshtriage/probes/cluster/recorded"
 )
 
 func runDemoCLI(t *testing.T, stdin string, args ...string) (int, string, string) {
@@ -28,7 +28,7 @@ func TestDemoListsScenarios(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("exit %d, stderr %q", code, errOut)
 	}
-	names, _ := scenario.Names(assets.FS)
+	names, _ := recorded.Names(assets.FS)
 	for _, n := range names {
 		if !strings.Contains(out, n) {
 			t.Errorf("list lacks %s:\n%s", n, out)
@@ -77,7 +77,7 @@ func TestOpenScenario(t *testing.T) {
 }
 
 func TestOpenManifests(t *testing.T) {
-	c, err := openManifests("../../probes/scenario/testdata/kubectl-dump", probes.ClusterInfo{Context: "prod"})
+	c, err := openManifests("../../probes/cluster/recorded/testdata/kubectl-dump", probes.ClusterInfo{Context: "prod"})
 	if err != nil {
 		t.Fatal(err)
 	}

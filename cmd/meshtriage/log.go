@@ -13,7 +13,7 @@ import (
 
 	"github.com/meshtriage/meshtriage/assets"
 	"github.com/meshtriage/meshtriage/probes"
-	"github.com/meshtriage/meshtriage/probes/scenario"
+	"github.com/meshtriage/meshtriage/probes/cluster/recorded"
 	"github.com/meshtriage/meshtriage/runbook"
 	"github.com/meshtriage/meshtriage/runbook/incidentlog"
 	"github.com/meshtriage/meshtriage/tui"
@@ -216,7 +216,7 @@ func prepareResume(g *globalOptions, path string, history []runbook.Event) (*res
 		if err != nil {
 			return nil, err
 		}
-		if cluster, err = scenario.NewCluster(s); err != nil {
+		if cluster, err = recorded.NewCluster(s); err != nil {
 			return nil, err
 		}
 		label = cluster.Info().Context + " (scenario " + name + ")"

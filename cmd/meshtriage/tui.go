@@ -10,7 +10,7 @@ import (
 
 	"github.com/meshtriage/meshtriage/assets"
 	"github.com/meshtriage/meshtriage/probes"
-	"github.com/meshtriage/meshtriage/probes/live"
+	"github.com/meshtriage/meshtriage/probes/cluster/live"
 	"github.com/meshtriage/meshtriage/runbook"
 	"github.com/meshtriage/meshtriage/runbook/incidentlog"
 	"github.com/meshtriage/meshtriage/tui"

@@ -5,7 +5,7 @@
 // recorded in the incident log with what was done and how it was undone.
 //
 // probes.Cluster stays read-only; the write side is Runner, which only a
-// live cluster implements (probes/live). A recorded scenario has no pods to
+// live cluster implements (probes/cluster/live). A recorded scenario has no pods to
 // exec into, so RunnerOf tells the caller the action needs a live cluster.
 package actions
 

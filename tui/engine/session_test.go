@@ -8,18 +8,18 @@ import (
 
 	"github.com/meshtriage/meshtriage/assets"
 	"github.com/meshtriage/meshtriage/probes"
-	"github.com/meshtriage/meshtriage/probes/scenario"
+	"github.com/meshtriage/meshtriage/probes/cluster/recorded"
 	"github.com/meshtriage/meshtriage/runbook"
 	"github.com/meshtriage/meshtriage/tui/engine"
 )
 
 func session(t *testing.T, name string) *runbook.Session {
 	t.Helper()
-	s, err := scenario.Load(assets.FS, name)
+	s, err := recorded.Load(assets.FS, name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := scenario.NewCluster(s)
+	c, err := recorded.NewCluster(s)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,8 +24,8 @@ import (
 	"github.com/meshtriage/meshtriage/lab"
 	"github.com/meshtriage/meshtriage/lab/bench"
 	"github.com/meshtriage/meshtriage/probes"
-	"github.com/meshtriage/meshtriage/probes/live"
-	"github.com/meshtriage/meshtriage/probes/scenario"
+	"github.com/meshtriage/meshtriage/probes/cluster/live"
+	"github.com/meshtriage/meshtriage/probes/cluster/recorded"
 	"github.com/meshtriage/meshtriage/runbook"
 )
 
@@ -103,7 +103,7 @@ func logf(format string, args ...any) {
 }
 
 func run(ctx context.Context, o options) error {
-	s, err := scenario.Load(assets.FS, o.scenario)
+	s, err := recorded.Load(assets.FS, o.scenario)
 	if err != nil {
 		return err
 	}
@@ -201,7 +201,7 @@ func waitExecutable(ctx context.Context, path string, wait time.Duration) error 
 	}
 }
 
-func checkArgs(s *scenario.Scenario) []string {
+func checkArgs(s *recorded.Scenario) []string {
 	t := s.Target
 	args := []string{"-n", t.Namespace, "svc/" + t.Service, "-o", "json"}
 	if t.Port != 0 {
@@ -230,7 +230,7 @@ type measurer struct {
 	lab        *lab.Lab
 	proxy      *bench.CountingProxy
 	kubeconfig string
-	scenario   *scenario.Scenario
+	scenario   *recorded.Scenario
 }
 
 func (m *measurer) binary(ctx context.Context, bin string, args []string, keep func(string) bool) Run {
@@ -325,7 +325,7 @@ func (m *measurer) inProcess(ctx context.Context, wait time.Duration) Run {
 
 // triage is what `meshtriage check` does against a live cluster, with the
 // metrics probe's interval replaced.
-func triage(ctx context.Context, kubeconfig string, s *scenario.Scenario, wait time.Duration) ([]string, error) {
+func triage(ctx context.Context, kubeconfig string, s *recorded.Scenario, wait time.Duration) ([]string, error) {
 	flags := genericclioptions.NewConfigFlags(false)
 	flags.KubeConfig = &kubeconfig
 	c, err := live.New(flags, live.Options{ControlPlaneNamespace: s.ControlPlaneNamespace, UserAgent: inProcessUserAgent})

@@ -1,5 +1,5 @@
 // Command dumpcmp parses one generated 100 MB Envoy config_dump (20,000
-// clusters, probes/envoy.GenerateConfigDump) with meshtriage's streaming
+// clusters, probes/parse/envoy.GenerateConfigDump) with meshtriage's streaming
 // decoder and with `istioctl proxy-config cluster -f`, each in a child
 // process so wall time, CPU time and peak RSS are the process's own.
 //
@@ -21,13 +21,13 @@ import (
 
 	"github.com/meshtriage/meshtriage/lab"
 	"github.com/meshtriage/meshtriage/lab/bench"
-	"github.com/meshtriage/meshtriage/probes/envoy"
+	"github.com/meshtriage/meshtriage/probes/parse/envoy"
 )
 
 const (
 	clusters = 20_000
 	size     = 100 << 20
-	// target is one generated cluster's host, the one probes/envoy's
+	// target is one generated cluster's host, the one probes/parse/envoy's
 	// benchmark matches.
 	target = "svc-12345.ns-26.svc.cluster.local"
 )

@@ -15,7 +15,7 @@ import (
 
 	"github.com/meshtriage/meshtriage/assets"
 	"github.com/meshtriage/meshtriage/lab"
-	"github.com/meshtriage/meshtriage/probes/scenario"
+	"github.com/meshtriage/meshtriage/probes/cluster/recorded"
 )
 
 func main() {
@@ -63,10 +63,10 @@ func run(args []string) int {
 
 func up(ctx context.Context, dir, name string) int {
 	logf := func(format string, a ...any) { fmt.Fprintf(os.Stderr, "meshlab: "+format+"\n", a...) }
-	var s *scenario.Scenario
+	var s *recorded.Scenario
 	if name != "" {
 		var err error
-		if s, err = scenario.Load(assets.FS, name); err != nil {
+		if s, err = recorded.Load(assets.FS, name); err != nil {
 			fmt.Fprintln(os.Stderr, "meshlab:", err)
 			return 1
 		}

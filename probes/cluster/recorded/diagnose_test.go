@@ -1,4 +1,4 @@
-package scenario_test
+package recorded_test
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 
 	"github.com/meshtriage/meshtriage/assets"
 	"github.com/meshtriage/meshtriage/probes"
-	"github.com/meshtriage/meshtriage/probes/scenario"
+	"github.com/meshtriage/meshtriage/probes/cluster/recorded"
 	"github.com/meshtriage/meshtriage/runbook"
 )
 
@@ -24,18 +24,18 @@ func TestScenariosDiagnose(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	names, err := scenario.Names(assets.FS)
+	names, err := recorded.Names(assets.FS)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, name := range names {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			s, err := scenario.Load(assets.FS, name)
+			s, err := recorded.Load(assets.FS, name)
 			if err != nil {
 				t.Fatal(err)
 			}
-			c, err := scenario.NewCluster(s)
+			c, err := recorded.NewCluster(s)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,7 +1,7 @@
-// Package objects reads Kubernetes and Istio objects through clientsets. Both
+// Package clientset reads Kubernetes and Istio objects through clientsets. Both
 // the live cluster (real clientsets) and the scenario cluster (fake clientsets
 // loaded from YAML) embed Reader, so every probe sees the same read semantics.
-package objects
+package clientset
 
 import (
 	"context"

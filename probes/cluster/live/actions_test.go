@@ -15,7 +15,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/meshtriage/meshtriage/probes"
-	"github.com/meshtriage/meshtriage/probes/objects"
+	"github.com/meshtriage/meshtriage/probes/cluster/clientset"
 )
 
 // loggingAdmin answers /logging as Envoy does: POST only.
@@ -100,7 +100,7 @@ func TestExecRunsInTheNamedContainer(t *testing.T) {
 
 func TestGetDeployment(t *testing.T) {
 	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "orders"}}
-	c := newCluster(objects.Reader{Kube: fake.NewClientset(d)}, &rest.Config{Host: "https://lab:6443"}, Options{})
+	c := newCluster(clientset.Reader{Kube: fake.NewClientset(d)}, &rest.Config{Host: "https://lab:6443"}, Options{})
 	got, err := c.GetDeployment(context.Background(), "shop", "orders")
 	if err != nil || got.Name != "orders" {
 		t.Errorf("%v %v", got, err)

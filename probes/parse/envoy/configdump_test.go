@@ -313,7 +313,7 @@ func cpuTime() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// go test -run XXX -bench ConfigDump -benchtime 3x ./probes/envoy
+// go test -run XXX -bench ConfigDump -benchtime 3x ./probes/parse/envoy
 func BenchmarkConfigDumpStream(b *testing.B) {
 	benchmarkDecoder(b, func(data []byte, match func(string) bool) (ConfigDump, error) {
 		return StreamConfigDump(bytes.NewReader(data), match)

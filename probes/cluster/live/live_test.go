@@ -23,7 +23,7 @@ import (
 	streamhttp "k8s.io/streaming/pkg/httpstream"
 
 	"github.com/meshtriage/meshtriage/probes"
-	"github.com/meshtriage/meshtriage/probes/objects"
+	"github.com/meshtriage/meshtriage/probes/cluster/clientset"
 )
 
 var webPod = probes.PodRef{Namespace: "shop", Name: "web-1"}
@@ -368,7 +368,7 @@ func streamingGoroutines() []string {
 		if strings.Contains(g, "streamingGoroutines") {
 			continue
 		}
-		for _, marker := range []string{"tools/portforward", "spdystream", "tools/remotecommand", "probes/live.(*Cluster)", "httpstream"} {
+		for _, marker := range []string{"tools/portforward", "spdystream", "tools/remotecommand", "probes/cluster/live.(*Cluster)", "httpstream"} {
 			if strings.Contains(g, marker) {
 				out = append(out, g)
 				break
@@ -483,7 +483,7 @@ func TestLogsSendsTheBoundsAndStopsReadingAtTheLimit(t *testing.T) {
 }
 
 func TestLogsThroughAClientset(t *testing.T) {
-	c := newCluster(objects.Reader{Kube: fake.NewClientset()}, &rest.Config{}, Options{})
+	c := newCluster(clientset.Reader{Kube: fake.NewClientset()}, &rest.Config{}, Options{})
 	body, err := c.Logs(context.Background(), webPod, probes.LogOptions{Container: "istio-proxy"})
 	if err != nil || string(body) != "fake logs" {
 		t.Errorf("Logs = %q, %v", body, err)
@@ -536,7 +536,7 @@ func (f *fakeTunnel) open(ctx context.Context, _ probes.PodRef, _ int) (tunnel, 
 func seamCluster(t *testing.T, ft *fakeTunnel, exec execFunc, opts Options) *Cluster {
 	t.Helper()
 	kube := fake.NewClientset(meshedPod("shop", "web-1"))
-	c := newCluster(objects.Reader{Kube: kube}, &rest.Config{Host: "https://lab:6443"}, opts)
+	c := newCluster(clientset.Reader{Kube: kube}, &rest.Config{Host: "https://lab:6443"}, opts)
 	c.openTunnel = ft.open
 	c.execInProxy = exec
 	return c
@@ -733,7 +733,7 @@ func TestShouldFallbackOnEitherUpgradeFailureType(t *testing.T) {
 func TestIstiodTunnelFailureIsUnreachable(t *testing.T) {
 	istiod := meshedPod("istio-system", "istiod-abc")
 	istiod.Labels = map[string]string{"app": "istiod"}
-	c := newCluster(objects.Reader{Kube: fake.NewClientset(istiod)}, &rest.Config{}, Options{})
+	c := newCluster(clientset.Reader{Kube: fake.NewClientset(istiod)}, &rest.Config{}, Options{})
 	c.openTunnel = (&fakeTunnel{err: errors.New("error upgrading connection: 502 Bad Gateway")}).open
 	_, err := c.Istiod(context.Background(), "", "debug/syncz")
 	var u *probes.UnreachableError

@@ -1,4 +1,4 @@
-// Package scenario serves a recorded incident from memory: Kubernetes and
+// Package recorded serves a recorded incident from memory: Kubernetes and
 // Istio objects in fake clientsets, plus the Envoy admin responses, container
 // logs and istiod sync status that were captured with them. Every probe runs
 // unchanged on it, so `meshtriage demo` and `check --scenario` work on a
@@ -22,7 +22,7 @@
 // which derives every cross-reference (pod IPs in EndpointSlices, Envoy host
 // lists, access-log addresses, syncz proxy IDs) from one story per scenario;
 // edit the story there and regenerate rather than editing the files.
-package scenario
+package recorded
 
 import (
 	"bytes"

@@ -1,4 +1,4 @@
-package scenario
+package recorded
 
 import (
 	"context"
@@ -17,7 +17,7 @@ import (
 	kubefake "k8s.io/client-go/kubernetes/fake"
 
 	"github.com/meshtriage/meshtriage/probes"
-	"github.com/meshtriage/meshtriage/probes/objects"
+	"github.com/meshtriage/meshtriage/probes/cluster/clientset"
 )
 
 // Cluster serves a Scenario as a probes.Cluster: objects through fake
@@ -25,7 +25,7 @@ import (
 // recorded Envoy admin, log and istiod data from memory. Safe for concurrent
 // probes.
 type Cluster struct {
-	objects.Reader
+	clientset.Reader
 	s    *Scenario
 	info probes.ClusterInfo
 	// logNow is the newest timestamp in the scenario's logs: a recorded
@@ -73,7 +73,7 @@ func newCluster(s *Scenario) (*Cluster, error) {
 		cp = probes.DefaultControlPlane
 	}
 	return &Cluster{
-		Reader: objects.Reader{Kube: kube, Istio: istio},
+		Reader: clientset.Reader{Kube: kube, Istio: istio},
 		s:      s,
 		info:   probes.ClusterInfo{Context: s.Context, Server: s.Source, ControlPlaneNamespace: cp},
 		logNow: newestTimestamp(s.Logs),

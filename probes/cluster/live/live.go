@@ -25,7 +25,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/meshtriage/meshtriage/probes"
-	"github.com/meshtriage/meshtriage/probes/objects"
+	"github.com/meshtriage/meshtriage/probes/cluster/clientset"
 )
 
 // Options tune a live Cluster; the zero value is ready to use.
@@ -81,7 +81,7 @@ func (e *ContextNotFoundError) Error() string {
 
 // Cluster reads a real cluster. It is safe for concurrent use.
 type Cluster struct {
-	objects.Reader
+	clientset.Reader
 	info     probes.ClusterInfo
 	config   *rest.Config
 	timeout  time.Duration
@@ -159,7 +159,7 @@ func New(flags *genericclioptions.ConfigFlags, opts Options) (*Cluster, error) {
 	if err != nil {
 		return nil, fmt.Errorf("istio client: %w", err)
 	}
-	c := newCluster(objects.Reader{Kube: kube, Istio: istio}, cfg, opts)
+	c := newCluster(clientset.Reader{Kube: kube, Istio: istio}, cfg, opts)
 	c.info.Context = contextName(flags, loader)
 	c.openTunnel = c.portForward
 	c.execInProxy = c.exec
@@ -167,7 +167,7 @@ func New(flags *genericclioptions.ConfigFlags, opts Options) (*Cluster, error) {
 }
 
 // newCluster holds what New and the tests share.
-func newCluster(r objects.Reader, cfg *rest.Config, opts Options) *Cluster {
+func newCluster(r clientset.Reader, cfg *rest.Config, opts Options) *Cluster {
 	ns := opts.ControlPlaneNamespace
 	if ns == "" {
 		ns = probes.DefaultControlPlane
