@@ -30,6 +30,7 @@ import (
 	remotecommandconsts "k8s.io/apimachinery/pkg/util/remotecommand"
 
 	"github.com/meshtriage/meshtriage/probes"
+	"github.com/meshtriage/meshtriage/probes/mesh"
 )
 
 // Kubelet is the lab's stand-in for a node's kubelet: an HTTPS server on
@@ -662,8 +663,8 @@ func (k *Kubelet) pilotAgent(ctx context.Context, pod probes.PodRef, container s
 		fmt.Fprintf(stderr, "exec: %q: executable file not found in $PATH\n", strings.Join(command, " "))
 		return 127
 	}
-	if container != probes.ProxyContainer || len(command) != 4 || command[1] != "request" || command[2] != http.MethodGet {
-		fmt.Fprintf(stderr, "Error: the lab's pilot-agent only runs `request GET <path>` in %s, not %q\n", probes.ProxyContainer, strings.Join(command[1:], " "))
+	if container != mesh.ProxyContainer || len(command) != 4 || command[1] != "request" || command[2] != http.MethodGet {
+		fmt.Fprintf(stderr, "Error: the lab's pilot-agent only runs `request GET <path>` in %s, not %q\n", mesh.ProxyContainer, strings.Join(command[1:], " "))
 		return 1
 	}
 	conn, err := k.dial(pod, probes.EnvoyAdminPort)

@@ -10,11 +10,16 @@ import (
 	"strings"
 	"time"
 
+	"github.com/meshtriage/meshtriage/probes/mesh"
 	"github.com/meshtriage/meshtriage/probes/parse/accesslog"
 	"github.com/meshtriage/meshtriage/probes/parse/envoy"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 )
+
+// AccessLogTailLines bounds access-log reads to about DefaultLogLimit of
+// typical Istio TEXT entries (~400 bytes each).
+const AccessLogTailLines = 10000
 
 // AccessLogProbe tallies the source (and upstream) istio-proxy access logs:
 // 5xx by response flag, response code details and transport failure reasons,
@@ -115,7 +120,7 @@ func noLogWhy(t Target, in accessLogInput) string {
 
 func fetchAccessLog(ctx context.Context, c Cluster, t Target) (accessLogInput, string, error) {
 	var in accessLogInput
-	opts := LogOptions{Container: ProxyContainer, Since: accessLogWindow, LimitBytes: DefaultLogLimit, TailLines: AccessLogTailLines}
+	opts := LogOptions{Container: mesh.ProxyContainer, Since: accessLogWindow, LimitBytes: DefaultLogLimit, TailLines: AccessLogTailLines}
 	var firstErr error
 	var firstWhat string
 	fail := func(what string, err error) {
@@ -125,7 +130,7 @@ func fetchAccessLog(ctx context.Context, c Cluster, t Target) (accessLogInput, s
 		}
 	}
 	read := func(pod PodRef, upstream bool) {
-		what := fmt.Sprintf("read the %s log of %s", ProxyContainer, pod)
+		what := fmt.Sprintf("read the %s log of %s", mesh.ProxyContainer, pod)
 		b, err := c.Logs(ctx, pod, opts)
 		if err != nil {
 			in.Logs = append(in.Logs, podLog{Pod: pod, Upstream: upstream, Problem: AccessProblem(what, err)})
@@ -148,8 +153,8 @@ func fetchAccessLog(ctx context.Context, c Cluster, t Target) (accessLogInput, s
 		case err != nil:
 			// RBAC on pods need not stop a log read.
 			read(src, false)
-		case PodSidecar(pod) == SidecarNone:
-			in.Problems = append(in.Problems, fmt.Sprintf("source pod %s has no %s: no outbound access log", src, ProxyContainer))
+		case mesh.PodSidecar(pod) == mesh.SidecarNone:
+			in.Problems = append(in.Problems, fmt.Sprintf("source pod %s has no %s: no outbound access log", src, mesh.ProxyContainer))
 		default:
 			read(src, false)
 		}
@@ -191,7 +196,7 @@ func fetchAccessLog(ctx context.Context, c Cluster, t Target) (accessLogInput, s
 func upstreamLogPods(pods []corev1.Pod) []corev1.Pod {
 	var out []corev1.Pod
 	for _, p := range pods {
-		if PodSidecar(&p) != SidecarNone {
+		if mesh.PodSidecar(&p) != mesh.SidecarNone {
 			out = append(out, p)
 		}
 	}
@@ -374,10 +379,10 @@ func timeText(t time.Time) string {
 func accessLogCommands(t Target, selector map[string]string) []string {
 	var cmds []string
 	if t.Source != nil {
-		cmds = append(cmds, fmt.Sprintf("kubectl logs -n %s %s -c %s --since=30m | grep ' 503 '", t.Source.Namespace, t.Source.Name, ProxyContainer))
+		cmds = append(cmds, fmt.Sprintf("kubectl logs -n %s %s -c %s --since=30m | grep ' 503 '", t.Source.Namespace, t.Source.Name, mesh.ProxyContainer))
 	}
 	if len(selector) > 0 {
-		cmds = append(cmds, fmt.Sprintf("kubectl logs -n %s -l %s -c %s --since=30m --prefix | grep 'inbound|' | grep ' 503 '", t.Namespace, labels.SelectorFromSet(selector), ProxyContainer))
+		cmds = append(cmds, fmt.Sprintf("kubectl logs -n %s -l %s -c %s --since=30m --prefix | grep 'inbound|' | grep ' 503 '", t.Namespace, labels.SelectorFromSet(selector), mesh.ProxyContainer))
 	}
 	return cmds
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/meshtriage/meshtriage/probes/mesh"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -19,9 +20,9 @@ func evAccessLogCluster(t *testing.T, extra ...runtime.Object) *fakeCluster {
 		evPod("orders-1", "orders", true), evPod("orders-2", "orders", true), evPod("orders-3", "orders", false),
 	}, extra...)
 	f := newFakeCluster(t, objs...)
-	f.logs[logKey(evSource, ProxyContainer)] = evTestdata(t, "access-log", "web-7d9.log")
-	f.logs[logKey(PodRef{Namespace: "shop", Name: "orders-1"}, ProxyContainer)] = evTestdata(t, "access-log", "orders-1.log")
-	f.logs[logKey(PodRef{Namespace: "shop", Name: "orders-2"}, ProxyContainer)] = evTestdata(t, "access-log", "orders-2.log")
+	f.logs[logKey(evSource, mesh.ProxyContainer)] = evTestdata(t, "access-log", "web-7d9.log")
+	f.logs[logKey(PodRef{Namespace: "shop", Name: "orders-1"}, mesh.ProxyContainer)] = evTestdata(t, "access-log", "orders-1.log")
+	f.logs[logKey(PodRef{Namespace: "shop", Name: "orders-2"}, mesh.ProxyContainer)] = evTestdata(t, "access-log", "orders-2.log")
 	return f
 }
 
@@ -30,7 +31,7 @@ func TestAccessLogSourceAndUpstream(t *testing.T) {
 	f := evAccessLogCluster(t)
 	r := Run(context.Background(), p, f, evTarget)
 	evCheck(t, p, r)
-	if f.lastLogOptions.Container != ProxyContainer || f.lastLogOptions.Since != accessLogWindow || f.lastLogOptions.LimitBytes != DefaultLogLimit {
+	if f.lastLogOptions.Container != mesh.ProxyContainer || f.lastLogOptions.Since != accessLogWindow || f.lastLogOptions.LimitBytes != DefaultLogLimit {
 		t.Errorf("log options %+v", f.lastLogOptions)
 	}
 	want := Facts{
@@ -95,7 +96,7 @@ func TestAccessLogCapsUpstreamPods(t *testing.T) {
 	}
 	f := evAccessLogCluster(t, extra...)
 	for i := 4; i <= 9; i++ {
-		f.logs[logKey(PodRef{Namespace: "shop", Name: fmt.Sprintf("orders-%d", i)}, ProxyContainer)] = evTestdata(t, "access-log", "orders-2.log")
+		f.logs[logKey(PodRef{Namespace: "shop", Name: fmt.Sprintf("orders-%d", i)}, mesh.ProxyContainer)] = evTestdata(t, "access-log", "orders-2.log")
 	}
 	r := Run(context.Background(), p, f, evTarget)
 	evCheck(t, p, r)
@@ -116,7 +117,7 @@ func TestAccessLogBadInput(t *testing.T) {
 		inSum  string
 		facts  Facts
 	}{
-		{"one log missing", func(f *fakeCluster) { delete(f.logs, logKey(orders1, ProxyContainer)) }, evTarget, StatusFail,
+		{"one log missing", func(f *fakeCluster) { delete(f.logs, logKey(orders1, mesh.ProxyContainer)) }, evTarget, StatusFail,
 			"cannot read the istio-proxy log of shop/orders-1: no data recorded", Facts{"log_upstream_pods": 1}},
 		{"every log forbidden", func(f *fakeCluster) {
 			for k := range f.logs {

@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/meshtriage/meshtriage/probes"
+	"github.com/meshtriage/meshtriage/probes/mesh"
 )
 
 // countingCluster counts the reads that reach it. While gate is open (non-nil
@@ -96,7 +97,7 @@ func (f *countingCluster) GetPod(ctx context.Context, namespace, name string) (*
 	}
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, Labels: map[string]string{"app": "web"}},
-		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app"}, {Name: probes.ProxyContainer}}},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app"}, {Name: mesh.ProxyContainer}}},
 	}, nil
 }
 
@@ -224,7 +225,7 @@ func everyRead(ctx context.Context, c probes.Cluster) (map[string]string, error)
 	note("peerauthentications", itemCount(len(pas)), err)
 	b, err := c.EnvoyAdmin(ctx, web, "/clusters?format=json")
 	note("envoy", string(b), err)
-	b, err = c.Logs(ctx, web, probes.LogOptions{Container: probes.ProxyContainer, Since: time.Minute})
+	b, err = c.Logs(ctx, web, probes.LogOptions{Container: mesh.ProxyContainer, Since: time.Minute})
 	note("logs", string(b), err)
 	b, err = c.Istiod(ctx, "", "/debug/syncz")
 	note("istiod", string(b), err)

@@ -75,21 +75,15 @@ type LogOptions struct {
 	TailLines int64
 }
 
-// AccessLogTailLines bounds access-log reads to about DefaultLogLimit of
-// typical Istio TEXT entries (~400 bytes each).
-const AccessLogTailLines = 10000
-
 // DefaultLogLimit caps a log read when the caller sets no limit.
 const DefaultLogLimit = 4 << 20
 
-// Well-known names of the data plane that istio.io/api has no constant for.
+// Where a live cluster reaches Envoy admin and istiod, and where the control
+// plane lives unless told otherwise.
 const (
-	ProxyContainer         = "istio-proxy"
-	NamespaceInjectionName = "istio-injection" // the classic injection label
-	MeshConfigMap          = "istio"
-	EnvoyAdminPort         = 15000
-	IstiodMonitoringPort   = 15014
-	DefaultControlPlane    = "istio-system"
+	EnvoyAdminPort       = 15000
+	IstiodMonitoringPort = 15014
+	DefaultControlPlane  = "istio-system"
 )
 
 // ErrNotFound is returned by Cluster implementations for absent recorded data

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/meshtriage/meshtriage/probes/mesh"
 	networkingv1alpha3 "istio.io/api/networking/v1alpha3"
 	networkingv1 "istio.io/client-go/pkg/apis/networking/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -246,7 +247,7 @@ func effectiveDestinationRules(t Target, in drInput) (applied []*networkingv1.De
 			continue
 		}
 		all = append(all, dr)
-		if !ExportedTo(dr.Spec.GetExportTo(), dr.Namespace, in.ClientNamespace) {
+		if !mesh.ExportedTo(dr.Spec.GetExportTo(), dr.Namespace, in.ClientNamespace) {
 			verdicts = append(verdicts, drVerdict{DR: dr, Why: fmt.Sprintf("not exported to namespace %s (exportTo %s)", in.ClientNamespace, strings.Join(dr.Spec.GetExportTo(), ","))})
 			continue
 		}
@@ -255,7 +256,7 @@ func effectiveDestinationRules(t Target, in drInput) (applied []*networkingv1.De
 				verdicts = append(verdicts, drVerdict{DR: dr, Why: "has a workloadSelector and the client pod is unknown"})
 				continue
 			}
-			if !labelsMatch(sel, in.ClientLabels) {
+			if !mesh.LabelsMatch(sel, in.ClientLabels) {
 				verdicts = append(verdicts, drVerdict{DR: dr, Why: "workloadSelector " + labels.SelectorFromSet(sel).String() + " does not select the client"})
 				continue
 			}
@@ -596,7 +597,7 @@ func evaluateDestinationRules(t Target, in drInput) Result {
 		if gws := vs.Spec.GetGateways(); len(gws) > 0 && !containsString(gws, "mesh") {
 			verdict += " (bound to gateways " + strings.Join(gws, ",") + " only, not sidecars)"
 		}
-		if !ExportedTo(vs.Spec.GetExportTo(), vs.Namespace, in.ClientNamespace) {
+		if !mesh.ExportedTo(vs.Spec.GetExportTo(), vs.Namespace, in.ClientNamespace) {
 			verdict += fmt.Sprintf(" (not exported to %s)", in.ClientNamespace)
 		}
 		r.Evidence.Rows = append(r.Evidence.Rows, []string{"VirtualService", vs.Namespace + "/" + vs.Name,

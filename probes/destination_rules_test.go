@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/meshtriage/meshtriage/probes/mesh"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 	networkingv1alpha3 "istio.io/api/networking/v1alpha3"
@@ -286,13 +287,13 @@ func TestDestinationRulesProbeThroughClusterReads(t *testing.T) {
 	ctx := context.Background()
 	target := Target{Namespace: "shop", Service: "orders", Source: &PodRef{Namespace: "web", Name: "web-1"}}
 	objs := func() []runtime.Object {
-		mesh := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: MeshConfigMap, Namespace: "istio-system"},
+		meshCM := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: mesh.MeshConfigMap, Namespace: "istio-system"},
 			Data: map[string]string{"mesh": "rootNamespace: mesh-root\n"}}
 		return []runtime.Object{
-			mesh,
+			meshCM,
 			fxService(intstr.FromInt32(8080)),
-			fxPod("orders-a", SidecarClassic),
-			fxPod("web-1", SidecarClassic, func(p *corev1.Pod) { p.Namespace = "web"; p.Labels = map[string]string{"app": "web"} }),
+			fxPod("orders-a", mesh.SidecarClassic),
+			fxPod("web-1", mesh.SidecarClassic, func(p *corev1.Pod) { p.Namespace = "web"; p.Labels = map[string]string{"app": "web"} }),
 			fxDR("shop", "orders", "orders", 0, "v1", "v2"),
 			fxDR("mesh-root", "mesh-wide", "*", 0, "never"),
 			fxVS("shop", "orders", []string{"orders"}, "orders", "v1", "v2", "v3"),

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/meshtriage/meshtriage/probes/mesh"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -275,12 +276,12 @@ func notReadyReason(pod string, in endpointsInput) string {
 	if po == nil {
 		return "pod not read"
 	}
-	_, why := PodReady(po)
+	_, why := mesh.PodReady(po)
 	if po.DeletionTimestamp != nil {
 		why = strings.TrimSpace("deleting " + why)
 	}
 	for _, c := range append(append([]corev1.Container(nil), po.Spec.InitContainers...), po.Spec.Containers...) {
-		st, ok := ContainerStatus(po, c.Name)
+		st, ok := mesh.ContainerStatus(po, c.Name)
 		if !ok || st.Ready {
 			continue
 		}
@@ -402,7 +403,7 @@ func podHasNamedPort(pod *corev1.Pod, name string, proto corev1.Protocol) bool {
 }
 
 func podAppHasPortNumber(pod *corev1.Pod, n int32) bool {
-	for _, c := range AppContainers(pod) {
+	for _, c := range mesh.AppContainers(pod) {
 		for _, p := range c.Ports {
 			if p.ContainerPort == n {
 				return true
@@ -415,7 +416,7 @@ func podAppHasPortNumber(pod *corev1.Pod, n int32) bool {
 // declaredPorts lists the app containers' ports ("http=8080"); withAll
 // lists every container's, as a named-port lookup sees them.
 func declaredPorts(pod *corev1.Pod, withAll bool) string {
-	containers := AppContainers(pod)
+	containers := mesh.AppContainers(pod)
 	if withAll {
 		containers = append(append([]corev1.Container(nil), pod.Spec.Containers...), pod.Spec.InitContainers...)
 	}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/meshtriage/meshtriage/probes/mesh"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -72,7 +73,7 @@ func TestEndpointsEvaluate(t *testing.T) {
 			in: fxEndpointsInput(svc8080, []discoveryv1.EndpointSlice{
 				fxSlice("orders-v4", discoveryv1.AddressTypeIPv4, fxEndpoint("orders-a", "10.0.0.11", yes, nil), fxEndpoint("orders-b", "10.0.0.12", nil, nil)),
 				fxSlice("orders-v6", discoveryv1.AddressTypeIPv6, fxEndpoint("orders-a", "fd00::11", yes, nil), fxEndpoint("orders-b", "fd00::12", yes, nil)),
-			}, fxPod("orders-a", SidecarClassic), fxPod("orders-b", SidecarClassic)),
+			}, fxPod("orders-a", mesh.SidecarClassic), fxPod("orders-b", mesh.SidecarClassic)),
 			status: StatusPass, summary: "2 ready endpoints",
 			facts: Facts{"endpoints_ready": 2, "endpoints_not_ready": 0, "endpoints_terminating": 0, "endpoints_source": "EndpointSlice",
 				"endpoints_not_ready_pods": []string{}, "endpoints_port_mismatch": false, "endpoints_mismatched_ports": []string{}},
@@ -82,7 +83,7 @@ func TestEndpointsEvaluate(t *testing.T) {
 			target: orders,
 			in: fxEndpointsInput(svc8080, []discoveryv1.EndpointSlice{
 				fxSlice("orders-v4", discoveryv1.AddressTypeIPv4, fxEndpoint("orders-a", "10.0.0.11", no, no), fxEndpoint("orders-old", "10.0.0.9", no, yes)),
-			}, fxPod("orders-a", SidecarClassic, fxUnready)),
+			}, fxPod("orders-a", mesh.SidecarClassic, fxUnready)),
 			status:  StatusFail,
 			summary: "no ready endpoint though 1 pod selected; 1 not ready; 1 terminating",
 			facts: Facts{"endpoints_ready": 0, "endpoints_not_ready": 1, "endpoints_terminating": 1,
@@ -93,11 +94,11 @@ func TestEndpointsEvaluate(t *testing.T) {
 			target: orders,
 			in: fxEndpointsInput(svc8080, []discoveryv1.EndpointSlice{
 				fxSlice("orders-v4", discoveryv1.AddressTypeIPv4, fxEndpoint("orders-a", "10.0.0.11", yes, no), fxEndpoint("orders-b", "10.0.0.12", no, no)),
-			}, fxPod("orders-a", SidecarClassic), fxPod("orders-b", SidecarClassic, func(p *corev1.Pod) {
+			}, fxPod("orders-a", mesh.SidecarClassic), fxPod("orders-b", mesh.SidecarClassic, func(p *corev1.Pod) {
 				p.Status.Conditions[0].Status, p.Status.Conditions[0].Reason = corev1.ConditionFalse, "ContainersNotReady"
 				p.Status.ContainerStatuses = []corev1.ContainerStatus{
 					{Name: "app", Ready: true, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}},
-					{Name: ProxyContainer, RestartCount: 4, State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}}},
+					{Name: mesh.ProxyContainer, RestartCount: 4, State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}}},
 				}
 			})),
 			status: StatusWarn, summary: "1 ready endpoint, 1 not ready",
@@ -108,7 +109,7 @@ func TestEndpointsEvaluate(t *testing.T) {
 			target: orders,
 			in: fxEndpointsInput(svc8080, []discoveryv1.EndpointSlice{
 				fxSlice("orders-v4", discoveryv1.AddressTypeIPv4, fxEndpoint("orders-a", "10.0.0.11", yes, no)),
-			}, fxPod("orders-a", SidecarClassic, func(p *corev1.Pod) { p.Spec.Containers[0].Ports[0].ContainerPort = 8081 })),
+			}, fxPod("orders-a", mesh.SidecarClassic, func(p *corev1.Pod) { p.Spec.Containers[0].Ports[0].ContainerPort = 8081 })),
 			status: StatusFail, summary: "targetPort matches no containerPort: 80->8080",
 			facts: Facts{"endpoints_port_mismatch": true, "endpoints_mismatched_ports": []string{"80->8080"}},
 			raw:   "port 80->8080 matches no containerPort on: orders-a (declares http=8081)",
@@ -118,7 +119,7 @@ func TestEndpointsEvaluate(t *testing.T) {
 			target: orders,
 			in: fxEndpointsInput(svc8080, []discoveryv1.EndpointSlice{
 				fxSlice("orders-v4", discoveryv1.AddressTypeIPv4, fxEndpoint("orders-a", "10.0.0.11", yes, no)),
-			}, fxPod("orders-a", SidecarClassic, func(p *corev1.Pod) { p.Spec.Containers[0].Ports = nil })),
+			}, fxPod("orders-a", mesh.SidecarClassic, func(p *corev1.Pod) { p.Spec.Containers[0].Ports = nil })),
 			status: StatusPass, summary: "1 ready endpoint",
 			facts: Facts{"endpoints_port_mismatch": false},
 			raw:   "orders-a declare no containerPort; Kubernetes forwards to the number anyway",
@@ -128,7 +129,7 @@ func TestEndpointsEvaluate(t *testing.T) {
 			target: orders,
 			in: fxEndpointsInput(fxService(intstr.FromString("grpc")), []discoveryv1.EndpointSlice{
 				fxSlice("orders-v4", discoveryv1.AddressTypeIPv4, fxEndpoint("orders-a", "10.0.0.11", yes, no)),
-			}, fxPod("orders-a", SidecarClassic)),
+			}, fxPod("orders-a", mesh.SidecarClassic)),
 			status: StatusFail, summary: "targetPort matches no containerPort: 80->grpc",
 			facts: Facts{"endpoints_mismatched_ports": []string{"80->grpc"}},
 			raw:   "orders-a (declares http=8080,http-envoy-prom=15090)",
@@ -142,7 +143,7 @@ func TestEndpointsEvaluate(t *testing.T) {
 				return s
 			}(), []discoveryv1.EndpointSlice{
 				fxSlice("orders-v4", discoveryv1.AddressTypeIPv4, fxEndpoint("orders-a", "10.0.0.11", yes, no)),
-			}, fxPod("orders-a", SidecarClassic)),
+			}, fxPod("orders-a", mesh.SidecarClassic)),
 			status: StatusPass, summary: "1 ready endpoint",
 			facts: Facts{"endpoints_port_mismatch": false, "endpoints_mismatched_ports": []string{}},
 		},
@@ -153,7 +154,7 @@ func TestEndpointsEvaluate(t *testing.T) {
 				s := fxSlice("orders-endpoints-0", discoveryv1.AddressTypeIPv4, fxEndpoint("orders-a", "10.0.0.11", yes, nil))
 				s.Labels = map[string]string{discoveryv1.LabelServiceName: "orders"}
 				return []discoveryv1.EndpointSlice{s}
-			}(), fxPod("orders-a", SidecarClassic)),
+			}(), fxPod("orders-a", mesh.SidecarClassic)),
 			status: StatusPass, summary: "1 ready endpoint",
 			facts: Facts{"endpoints_source": "Endpoints"},
 		},
@@ -194,8 +195,8 @@ func TestEndpointsProbeThroughClusterReads(t *testing.T) {
 			// A pod the selector no longer matches is read by name.
 			fxEndpoint("orders-stray", "10.0.0.13", ptr.To(false), nil))
 		return fxObjects(fxService(intstr.FromInt32(8080)), &slice,
-			fxPod("orders-a", SidecarClassic),
-			fxPod("orders-stray", SidecarClassic, fxUnready, func(p *corev1.Pod) { p.Labels = map[string]string{"app": "orders-debug"} }))
+			fxPod("orders-a", mesh.SidecarClassic),
+			fxPod("orders-stray", mesh.SidecarClassic, fxUnready, func(p *corev1.Pod) { p.Labels = map[string]string{"app": "orders-debug"} }))
 	}
 
 	t.Run("slices and not-ready pod by targetRef", func(t *testing.T) {
@@ -217,7 +218,7 @@ func TestEndpointsProbeThroughClusterReads(t *testing.T) {
 				NotReadyAddresses: []corev1.EndpointAddress{{IP: "10.0.0.12", TargetRef: &corev1.ObjectReference{Kind: "Pod", Name: "orders-gone", Namespace: "shop"}}},
 				Ports:             []corev1.EndpointPort{{Name: "http", Port: 8080}},
 			}}}
-		r := Run(ctx, EndpointsProbe{}, newFakeCluster(t, fxService(intstr.FromInt32(8080)), ep, fxPod("orders-a", SidecarClassic)), orders)
+		r := Run(ctx, EndpointsProbe{}, newFakeCluster(t, fxService(intstr.FromInt32(8080)), ep, fxPod("orders-a", mesh.SidecarClassic)), orders)
 		mustAllFacts(t, EndpointsProbe{}, r)
 		if r.Facts["endpoints_source"] != "Endpoints" || r.Facts["endpoints_ready"] != 1 ||
 			!reflect.DeepEqual(r.Facts["endpoints_not_ready_pods"], []string{"orders-gone: pod gone"}) {

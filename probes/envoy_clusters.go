@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/meshtriage/meshtriage/probes/mesh"
 	"github.com/meshtriage/meshtriage/probes/parse/envoy"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 )
@@ -83,8 +84,8 @@ func readSourceProxy(ctx context.Context, c Cluster, t Target) (skip, what strin
 	}
 	pod, err := c.GetPod(ctx, t.Source.Namespace, t.Source.Name)
 	switch {
-	case err == nil && PodSidecar(pod) == SidecarNone:
-		return fmt.Sprintf("source pod %s has no %s: there is no Envoy to read, its calls leave without mTLS", t.Source, ProxyContainer), "", nil
+	case err == nil && mesh.PodSidecar(pod) == mesh.SidecarNone:
+		return fmt.Sprintf("source pod %s has no %s: there is no Envoy to read, its calls leave without mTLS", t.Source, mesh.ProxyContainer), "", nil
 	case apierrors.IsNotFound(err):
 		return "", "get source pod " + t.Source.String(), err
 	}
@@ -344,7 +345,7 @@ func envoyClustersCommands(t Target, clusters []string) []string {
 // pilotAgentRequest is the by-hand way to GET an Envoy admin path, the same
 // fallback the live Cluster uses when port-forward is refused.
 func pilotAgentRequest(pod PodRef, path string) string {
-	return fmt.Sprintf("kubectl exec -n %s %s -c %s -- pilot-agent request GET '%s'", pod.Namespace, pod.Name, ProxyContainer, path)
+	return fmt.Sprintf("kubectl exec -n %s %s -c %s -- pilot-agent request GET '%s'", pod.Namespace, pod.Name, mesh.ProxyContainer, path)
 }
 
 func portSuffix(port int32) string {

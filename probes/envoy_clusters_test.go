@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/meshtriage/meshtriage/probes/mesh"
 	"github.com/meshtriage/meshtriage/probes/parse/envoy"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -38,7 +39,7 @@ func evPod(name string, app string, sidecar bool) *corev1.Pod {
 		Status:     corev1.PodStatus{Phase: corev1.PodRunning},
 	}
 	if sidecar {
-		p.Spec.Containers = append(p.Spec.Containers, corev1.Container{Name: ProxyContainer})
+		p.Spec.Containers = append(p.Spec.Containers, corev1.Container{Name: mesh.ProxyContainer})
 	}
 	return p
 }

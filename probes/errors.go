@@ -33,11 +33,6 @@ func AccessProblem(what string, err error) string {
 	}
 }
 
-// ErrorResult is the result of a probe whose input could not be read.
-func ErrorResult(what string, err error) Result {
-	return Result{Status: StatusError, Summary: AccessProblem(what, err), Facts: Facts{}}
-}
-
 // IsForbidden reports an RBAC refusal.
 func IsForbidden(err error) bool { return apierrors.IsForbidden(err) }
 

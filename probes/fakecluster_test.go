@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/meshtriage/meshtriage/probes/cluster/clientset"
+	"github.com/meshtriage/meshtriage/probes/mesh"
 	networkingv1 "istio.io/client-go/pkg/apis/networking/v1"
 	istiofake "istio.io/client-go/pkg/clientset/versioned/fake"
 	istioscheme "istio.io/client-go/pkg/clientset/versioned/scheme"
@@ -207,8 +208,8 @@ func TestFakeClusterServesObjectsAndFailures(t *testing.T) {
 	if _, err := f.EnvoyAdmin(ctx, ref, "/clusters"); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("absent envoy data: %v", err)
 	}
-	f.logs[logKey(ref, ProxyContainer)] = []byte("0123456789")
-	if b, err := f.Logs(ctx, ref, LogOptions{Container: ProxyContainer, LimitBytes: 4}); err != nil || string(b) != "0123" {
+	f.logs[logKey(ref, mesh.ProxyContainer)] = []byte("0123456789")
+	if b, err := f.Logs(ctx, ref, LogOptions{Container: mesh.ProxyContainer, LimitBytes: 4}); err != nil || string(b) != "0123" {
 		t.Fatalf("Logs = %q, %v", b, err)
 	}
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/meshtriage/meshtriage/probes/mesh"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -15,14 +16,14 @@ func TestAccessLogReadsAskForTheNewestLines(t *testing.T) {
 	target := Target{Namespace: "shop", Service: "orders", Source: &src}
 	caller := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "web-1", Namespace: "web"},
-		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "web"}, {Name: ProxyContainer}}},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "web"}, {Name: mesh.ProxyContainer}}},
 		Status:     corev1.PodStatus{Phase: corev1.PodRunning},
 	}
 	for _, p := range []Probe{AccessLogProbe{}, ServiceEntryProbe{}} {
 		f := newFakeCluster(t, mtlsService(), caller)
-		f.logs[logKey(src, ProxyContainer)] = []byte("")
+		f.logs[logKey(src, mesh.ProxyContainer)] = []byte("")
 		Run(context.Background(), p, f, target)
-		if f.lastLogOptions.TailLines != AccessLogTailLines || f.lastLogOptions.Container != ProxyContainer {
+		if f.lastLogOptions.TailLines != AccessLogTailLines || f.lastLogOptions.Container != mesh.ProxyContainer {
 			t.Errorf("%s read logs with %+v", p.Meta().ID, f.lastLogOptions)
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/meshtriage/meshtriage/probes/mesh"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -87,7 +88,7 @@ func (p MetricsProbe) fetch(ctx context.Context, c Cluster, t Target) (metricsIn
 		if err != nil {
 			return in, "get source pod " + pod.String(), err
 		}
-		if PodSidecar(src) == SidecarNone {
+		if mesh.PodSidecar(src) == mesh.SidecarNone {
 			// A caller without a sidecar reports nothing; the upstream's
 			// sidecar still counts what reaches it.
 			in.SourceWithoutSidecar = true
@@ -107,7 +108,7 @@ func (p MetricsProbe) fetch(ctx context.Context, c Cluster, t Target) (metricsIn
 			return in, "list pods in " + t.Namespace, err
 		}
 		for i := range pods {
-			if PodSidecar(&pods[i]) != SidecarNone && pods[i].Status.Phase == "Running" {
+			if mesh.PodSidecar(&pods[i]) != mesh.SidecarNone && pods[i].Status.Phase == "Running" {
 				pod = &PodRef{Namespace: pods[i].Namespace, Name: pods[i].Name}
 				break
 			}
@@ -290,7 +291,7 @@ func metricsCommands(t Target, reporter string) []string {
 		pod, ns = t.Source.Name, t.Source.Namespace
 	}
 	return []string{
-		fmt.Sprintf("kubectl exec -n %s %s -c %s -- pilot-agent request GET stats/prometheus | grep 'istio_requests_total{.*destination_service=\"%s\"'", ns, pod, ProxyContainer, t.Host()),
+		fmt.Sprintf("kubectl exec -n %s %s -c %s -- pilot-agent request GET stats/prometheus | grep 'istio_requests_total{.*destination_service=\"%s\"'", ns, pod, mesh.ProxyContainer, t.Host()),
 		fmt.Sprintf(`sum by (response_code, response_flags) (rate(istio_requests_total{reporter=%q,destination_service=%q}[5m]))`, reporter, t.Host()),
 	}
 }

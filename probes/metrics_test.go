@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/meshtriage/meshtriage/probes/mesh"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -74,7 +75,7 @@ func metricsPod(ns, name string, sidecar bool, labels map[string]string) *corev1
 		Status:     corev1.PodStatus{Phase: corev1.PodRunning},
 	}
 	if sidecar {
-		p.Spec.Containers = append(p.Spec.Containers, corev1.Container{Name: ProxyContainer})
+		p.Spec.Containers = append(p.Spec.Containers, corev1.Container{Name: mesh.ProxyContainer})
 	}
 	return p
 }

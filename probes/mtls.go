@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/meshtriage/meshtriage/probes/mesh"
 	"istio.io/api/label"
 	networkingv1alpha3 "istio.io/api/networking/v1alpha3"
 	securityv1beta1 "istio.io/api/security/v1beta1"
@@ -56,7 +57,7 @@ type mtlsInput struct {
 	RootNamespace    string
 	PeerAuths        []*securityv1.PeerAuthentication
 	DestinationRules []*networkingv1.DestinationRule
-	Mesh             MeshConfig
+	Mesh             mesh.MeshConfig
 }
 
 func (p MTLSProbe) Run(ctx context.Context, c Cluster, t Target) Result {
@@ -118,7 +119,7 @@ type portVerdict struct {
 
 func evaluateMTLS(t Target, in mtlsInput) Result {
 	res := Result{Commands: mtlsCommands(t)}
-	sourceSidecar := in.Source == nil || PodSidecar(in.Source) != SidecarNone
+	sourceSidecar := in.Source == nil || mesh.PodSidecar(in.Source) != mesh.SidecarNone
 	var clientLabels map[string]string
 	if in.Source != nil {
 		clientLabels = in.Source.Labels
@@ -132,7 +133,7 @@ func evaluateMTLS(t Target, in mtlsInput) Result {
 
 	withSidecar, labelledIstio := 0, 0
 	for i := range in.Pods {
-		if PodSidecar(&in.Pods[i]) != SidecarNone {
+		if mesh.PodSidecar(&in.Pods[i]) != mesh.SidecarNone {
 			withSidecar++
 		}
 		if in.Pods[i].Labels[label.SecurityTlsMode.Name] == "istio" {
@@ -189,7 +190,7 @@ func evaluateMTLS(t Target, in mtlsInput) Result {
 	if in.Source == nil {
 		raw = append(raw, "no source pod named: assuming the client has a sidecar (use --from pod/NAME)")
 	} else {
-		raw = append(raw, fmt.Sprintf("source %s/%s sidecar: %s", in.Source.Namespace, in.Source.Name, PodSidecar(in.Source)))
+		raw = append(raw, fmt.Sprintf("source %s/%s sidecar: %s", in.Source.Namespace, in.Source.Name, mesh.PodSidecar(in.Source)))
 	}
 	raw = append(raw, "port "+fmt.Sprint(chosen.port)+": "+chosen.why)
 	res.Evidence.Raw = strings.Join(raw, "\n")
@@ -287,15 +288,15 @@ func mtlsMismatch(v portVerdict, pods, withSidecar, labelledIstio int, autoMTLS 
 // overrides the workload policy for that port, and the default is PERMISSIVE.
 // When several policies compete at one level the oldest wins.
 func effectivePeerAuthMode(pas []*securityv1.PeerAuthentication, rootNS, ns string, workloadLabels map[string]string, containerPort uint32) (string, string) {
-	var mesh, namespace, workload *securityv1.PeerAuthentication
+	var meshWide, namespace, workload *securityv1.PeerAuthentication
 	for _, pa := range pas {
 		sel := pa.Spec.GetSelector().GetMatchLabels()
 		switch {
 		case pa.Namespace == rootNS && len(sel) == 0:
-			mesh = older(mesh, pa)
+			meshWide = older(meshWide, pa)
 		case pa.Namespace == ns && len(sel) == 0:
 			namespace = older(namespace, pa)
-		case pa.Namespace == ns && labelsMatch(sel, workloadLabels):
+		case pa.Namespace == ns && mesh.LabelsMatch(sel, workloadLabels):
 			workload = older(workload, pa)
 		}
 	}
@@ -308,7 +309,7 @@ func effectivePeerAuthMode(pas []*securityv1.PeerAuthentication, rootNS, ns stri
 			mode, source = m.String(), src+" "+pa.Namespace+"/"+pa.Name
 		}
 	}
-	apply(mesh, "mesh")
+	apply(meshWide, "mesh")
 	apply(namespace, "namespace")
 	apply(workload, "workload")
 	if workload != nil {
@@ -372,7 +373,7 @@ func resolveContainerPort(sp corev1.ServicePort, pods []corev1.Pod) int32 {
 		return sp.TargetPort.IntVal
 	case sp.TargetPort.Type == intstr.String && sp.TargetPort.StrVal != "":
 		for i := range pods {
-			for _, c := range AppContainers(&pods[i]) {
+			for _, c := range mesh.AppContainers(&pods[i]) {
 				for _, cp := range c.Ports {
 					if cp.Name == sp.TargetPort.StrVal {
 						return cp.ContainerPort

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/meshtriage/meshtriage/probes/mesh"
 	securityv1beta1 "istio.io/api/security/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -37,7 +38,7 @@ func TestPodSpecProbesThroughTheClusterReads(t *testing.T) {
 	}
 
 	ref := PodRef{Namespace: "shop", Name: "orders-1"}
-	f.logs[logKey(ref, ProxyContainer)] = []byte(ordersProxyLog)
+	f.logs[logKey(ref, mesh.ProxyContainer)] = []byte(ordersProxyLog)
 	res = Run(ctx, StartupOrderProbe{}, f, target)
 	if res.Status != StatusPass || res.Facts["startup_early_restarts"] != 0 {
 		t.Errorf("startup through the fake = %s %v", res.Status, res.Facts)

@@ -3,6 +3,7 @@ package probes
 import (
 	"testing"
 
+	"github.com/meshtriage/meshtriage/probes/mesh"
 	"istio.io/api/label"
 	networkingv1alpha3 "istio.io/api/networking/v1alpha3"
 	securityv1beta1 "istio.io/api/security/v1beta1"
@@ -33,7 +34,7 @@ func meshedPod(name string, sidecar bool) corev1.Pod {
 	}
 	if sidecar {
 		p.Labels[label.SecurityTlsMode.Name] = "istio"
-		p.Spec.Containers = append(p.Spec.Containers, corev1.Container{Name: ProxyContainer})
+		p.Spec.Containers = append(p.Spec.Containers, corev1.Container{Name: mesh.ProxyContainer})
 	}
 	return p
 }
@@ -64,7 +65,7 @@ func TestMTLSEvaluation(t *testing.T) {
 	target := Target{Namespace: "shop", Service: "orders"}
 	from := Target{Namespace: "shop", Service: "orders", Source: &PodRef{Namespace: "web", Name: "web-1"}}
 	plainClient := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web-1", Namespace: "web"}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "web"}}}}
-	meshedClient := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web-1", Namespace: "web"}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "web"}, {Name: ProxyContainer}}}}
+	meshedClient := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web-1", Namespace: "web"}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "web"}, {Name: mesh.ProxyContainer}}}}
 	strict := securityv1beta1.PeerAuthentication_MutualTLS_STRICT
 	permissive := securityv1beta1.PeerAuthentication_MutualTLS_PERMISSIVE
 	disable := securityv1beta1.PeerAuthentication_MutualTLS_DISABLE

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/meshtriage/meshtriage/probes/mesh"
 	"istio.io/api/annotation"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -247,7 +248,7 @@ func evaluatePortExclusion(t Target, in portExclusionInput) Result {
 	// port (or, for a headless service, the pod IP and targetPort).
 	if in.Source != nil {
 		ic := readInterception(in.Source)
-		meshed := PodSidecar(in.Source) != SidecarNone
+		meshed := mesh.PodSidecar(in.Source) != mesh.SidecarNone
 		for _, p := range ic.excludeOut {
 			outbound[p] = true
 		}
@@ -304,7 +305,7 @@ func evaluatePortExclusion(t Target, in portExclusionInput) Result {
 	for i := range pods {
 		pod := &pods[i]
 		ic := readInterception(pod)
-		meshed := PodSidecar(pod) != SidecarNone
+		meshed := mesh.PodSidecar(pod) != mesh.SidecarNone
 		for _, p := range ic.excludeIn {
 			inbound[p] = true
 		}
@@ -361,11 +362,11 @@ func evaluatePortExclusion(t Target, in portExclusionInput) Result {
 	var raw []string
 	if in.Source == nil {
 		raw = append(raw, "no source pod named (--from): client-side exclusions not checked")
-	} else if PodSidecar(in.Source) == SidecarNone {
+	} else if mesh.PodSidecar(in.Source) == mesh.SidecarNone {
 		raw = append(raw, in.Source.Name+" has no sidecar: nothing it sends is intercepted, exclusions or not")
 	}
 	for i := range pods {
-		if PodSidecar(&pods[i]) == SidecarNone {
+		if mesh.PodSidecar(&pods[i]) == mesh.SidecarNone {
 			raw = append(raw, pods[i].Name+" has no sidecar: its annotations have no effect")
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/meshtriage/meshtriage/probes/mesh"
 	"istio.io/api/annotation"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -60,7 +61,7 @@ func TestPortExclusionEvaluate(t *testing.T) {
 		{
 			name:    "nothing excluded",
 			target:  from,
-			in:      portExclusionInput{Service: svc, Pods: []corev1.Pod{*fxPod("orders-a", SidecarClassic)}, Source: fxPod("web-1", SidecarClassic, inWeb)},
+			in:      portExclusionInput{Service: svc, Pods: []corev1.Pod{*fxPod("orders-a", mesh.SidecarClassic)}, Source: fxPod("web-1", mesh.SidecarClassic, inWeb)},
 			status:  StatusPass,
 			summary: "no interception exclusions on the source or target pods",
 			facts:   Facts{"exclusion_outbound_ports": []string{}, "exclusion_inbound_ports": []string{}, "exclusion_target_port_bypassed": false},
@@ -69,8 +70,8 @@ func TestPortExclusionEvaluate(t *testing.T) {
 			name:   "inbound exclusion of the resolved named targetPort",
 			target: orders,
 			in: portExclusionInput{Service: svc, Pods: []corev1.Pod{
-				*fxPod("orders-a", SidecarClassic, annotate(exIn, "8080, 9090")),
-				*fxPod("orders-b", SidecarClassic),
+				*fxPod("orders-a", mesh.SidecarClassic, annotate(exIn, "8080, 9090")),
+				*fxPod("orders-b", mesh.SidecarClassic),
 			}},
 			status:  StatusWarn,
 			summary: "traffic to the target bypasses the sidecar: orders-a excludes inbound port 8080",
@@ -81,8 +82,8 @@ func TestPortExclusionEvaluate(t *testing.T) {
 			name:   "source excludes the service port; target's own outbound exclusion is not reported with a source",
 			target: from,
 			in: portExclusionInput{Service: svc,
-				Pods:   []corev1.Pod{*fxPod("orders-a", SidecarClassic, annotate(exOut, "5432"))},
-				Source: fxPod("web-1", SidecarClassic, inWeb, annotate(exOut, "80,443"))},
+				Pods:   []corev1.Pod{*fxPod("orders-a", mesh.SidecarClassic, annotate(exOut, "5432"))},
+				Source: fxPod("web-1", mesh.SidecarClassic, inWeb, annotate(exOut, "80,443"))},
 			status:  StatusWarn,
 			summary: "traffic to the target bypasses the sidecar: web-1 excludes outbound port 80",
 			facts:   Facts{"exclusion_outbound_ports": []string{"443", "80"}, "exclusion_target_port_bypassed": true},
@@ -90,8 +91,8 @@ func TestPortExclusionEvaluate(t *testing.T) {
 		{
 			name:   "excluding the targetPort on the client does nothing for a ClusterIP service",
 			target: from,
-			in: portExclusionInput{Service: svc, Pods: []corev1.Pod{*fxPod("orders-a", SidecarClassic)},
-				Source: fxPod("web-1", SidecarClassic, inWeb, annotate(exOut, "8080"))},
+			in: portExclusionInput{Service: svc, Pods: []corev1.Pod{*fxPod("orders-a", mesh.SidecarClassic)},
+				Source: fxPod("web-1", mesh.SidecarClassic, inWeb, annotate(exOut, "8080"))},
 			status:  StatusPass,
 			summary: "interception exclusions present, none covers the target's port",
 			facts:   Facts{"exclusion_target_port_bypassed": false},
@@ -100,8 +101,8 @@ func TestPortExclusionEvaluate(t *testing.T) {
 			name:   "source excludes the ClusterIP range; includeInboundPorts leaves the port out",
 			target: from,
 			in: portExclusionInput{Service: svc,
-				Pods:   []corev1.Pod{*fxPod("orders-a", SidecarClassic, annotate(annotation.SidecarTrafficIncludeInboundPorts.Name, "9090"))},
-				Source: fxPod("web-1", SidecarClassic, inWeb, annotate(annotation.SidecarTrafficExcludeOutboundIPRanges.Name, "10.96.0.0/12"))},
+				Pods:   []corev1.Pod{*fxPod("orders-a", mesh.SidecarClassic, annotate(annotation.SidecarTrafficIncludeInboundPorts.Name, "9090"))},
+				Source: fxPod("web-1", mesh.SidecarClassic, inWeb, annotate(annotation.SidecarTrafficExcludeOutboundIPRanges.Name, "10.96.0.0/12"))},
 			status: StatusWarn,
 			summary: "traffic to the target bypasses the sidecar: web-1 excludes outbound range covering 10.96.0.20; " +
 				"orders-a captures only inbound ports 9090, not 8080",
@@ -110,8 +111,8 @@ func TestPortExclusionEvaluate(t *testing.T) {
 		{
 			name:   "includeOutboundIPRanges not covering the service; includeOutboundPorts forces it back",
 			target: from,
-			in: portExclusionInput{Service: svc, Pods: []corev1.Pod{*fxPod("orders-a", SidecarClassic)},
-				Source: fxPod("web-1", SidecarClassic, inWeb, annotate(annotation.SidecarTrafficIncludeOutboundIPRanges.Name, "10.0.0.0/16",
+			in: portExclusionInput{Service: svc, Pods: []corev1.Pod{*fxPod("orders-a", mesh.SidecarClassic)},
+				Source: fxPod("web-1", mesh.SidecarClassic, inWeb, annotate(annotation.SidecarTrafficIncludeOutboundIPRanges.Name, "10.0.0.0/16",
 					annotation.SidecarTrafficIncludeOutboundPorts.Name, "80"))},
 			status:  StatusPass,
 			summary: "interception exclusions present, none covers the target's port",
@@ -120,7 +121,7 @@ func TestPortExclusionEvaluate(t *testing.T) {
 		{
 			name:   "annotations on a pod without sidecar change nothing",
 			target: orders,
-			in:     portExclusionInput{Service: svc, Pods: []corev1.Pod{*fxPod("orders-a", SidecarNone, annotate(exIn, "8080"))}},
+			in:     portExclusionInput{Service: svc, Pods: []corev1.Pod{*fxPod("orders-a", mesh.SidecarNone, annotate(exIn, "8080"))}},
 			status: StatusPass, summary: "interception exclusions present, none covers the target's port",
 			facts: Facts{"exclusion_target_port_bypassed": false, "exclusion_inbound_ports": []string{"8080"}},
 			raw:   "orders-a has no sidecar: its annotations have no effect",
@@ -130,7 +131,7 @@ func TestPortExclusionEvaluate(t *testing.T) {
 			// every injected pod and are not reported.
 			name:    "the injector's default istio-init arguments exclude nothing of the app's",
 			target:  from,
-			in:      portExclusionInput{Service: svc, Pods: []corev1.Pod{*fxPod("orders-a", SidecarClassic, istioInit())}, Source: fxPod("web-1", SidecarClassic, inWeb, istioInit())},
+			in:      portExclusionInput{Service: svc, Pods: []corev1.Pod{*fxPod("orders-a", mesh.SidecarClassic, istioInit())}, Source: fxPod("web-1", mesh.SidecarClassic, inWeb, istioInit())},
 			status:  StatusPass,
 			summary: "no interception exclusions on the source or target pods",
 			facts:   Facts{"exclusion_outbound_ports": []string{}, "exclusion_inbound_ports": []string{}, "exclusion_target_port_bypassed": false},
@@ -140,8 +141,8 @@ func TestPortExclusionEvaluate(t *testing.T) {
 			// reaches istio-init's -o with no annotation on the pod.
 			name:   "mesh-wide outbound exclusion in istio-init's arguments, no annotation",
 			target: from,
-			in: portExclusionInput{Service: svc, Pods: []corev1.Pod{*fxPod("orders-a", SidecarClassic, istioInit())},
-				Source: fxPod("web-1", SidecarClassic, inWeb, istioInit("-o", "80,5432"))},
+			in: portExclusionInput{Service: svc, Pods: []corev1.Pod{*fxPod("orders-a", mesh.SidecarClassic, istioInit())},
+				Source: fxPod("web-1", mesh.SidecarClassic, inWeb, istioInit("-o", "80,5432"))},
 			status:  StatusWarn,
 			summary: "traffic to the target bypasses the sidecar: web-1 excludes outbound port 80",
 			facts:   Facts{"exclusion_outbound_ports": []string{"5432", "80"}, "exclusion_target_port_bypassed": true},
@@ -152,7 +153,7 @@ func TestPortExclusionEvaluate(t *testing.T) {
 			name:   "istio-init's arguments win over a later annotation",
 			target: orders,
 			in: portExclusionInput{Service: svc, Pods: []corev1.Pod{
-				*fxPod("orders-a", SidecarClassic, istioInit("-d", "15090,15021,15020,8080"), annotate(exIn, "9999")),
+				*fxPod("orders-a", mesh.SidecarClassic, istioInit("-d", "15090,15021,15020,8080"), annotate(exIn, "9999")),
 			}},
 			status:  StatusWarn,
 			summary: "traffic to the target bypasses the sidecar: orders-a excludes inbound port 8080",
@@ -165,7 +166,7 @@ func TestPortExclusionEvaluate(t *testing.T) {
 				s := fxService(intstr.FromString("http"))
 				s.Spec.Ports = append(s.Spec.Ports, corev1.ServicePort{Name: "admin", Port: 9000, TargetPort: intstr.FromInt32(9000)})
 				return s
-			}(), Pods: []corev1.Pod{*fxPod("orders-a", SidecarClassic, annotate(exIn, "8080"))}},
+			}(), Pods: []corev1.Pod{*fxPod("orders-a", mesh.SidecarClassic, annotate(exIn, "8080"))}},
 			status: StatusPass, summary: "interception exclusions present, none covers the target's port",
 			facts: Facts{"exclusion_target_port_bypassed": false},
 		},
@@ -193,8 +194,8 @@ func TestPortExclusionProbeThroughClusterReads(t *testing.T) {
 	ctx := context.Background()
 	target := Target{Namespace: "shop", Service: "orders", Source: &PodRef{Namespace: "web", Name: "web-1"}}
 	f := newFakeCluster(t, fxService(intstr.FromInt32(8080)),
-		fxPod("orders-a", SidecarNative, annotate(annotation.SidecarTrafficExcludeInboundPorts.Name, "8080")),
-		fxPod("web-1", SidecarClassic, inWeb))
+		fxPod("orders-a", mesh.SidecarNative, annotate(annotation.SidecarTrafficExcludeInboundPorts.Name, "8080")),
+		fxPod("web-1", mesh.SidecarClassic, inWeb))
 	r := Run(ctx, PortExclusionProbe{}, f, target)
 	mustAllFacts(t, PortExclusionProbe{}, r)
 	if r.Status != StatusWarn || r.Facts["exclusion_target_port_bypassed"] != true {
@@ -218,13 +219,13 @@ func TestPortExclusionProbeThroughClusterReads(t *testing.T) {
 func TestExclusionEvidenceNamesWhereTheSettingWasRead(t *testing.T) {
 	svc := fxService(intstr.FromString("http"))
 	from := Target{Namespace: "shop", Service: "orders", Source: &PodRef{Namespace: "web", Name: "web-1"}}
-	r := evaluatePortExclusion(from, portExclusionInput{Service: svc, Pods: []corev1.Pod{*fxPod("orders-a", SidecarClassic)},
-		Source: fxPod("web-1", SidecarClassic, inWeb, istioInit("-o", "80"))})
+	r := evaluatePortExclusion(from, portExclusionInput{Service: svc, Pods: []corev1.Pod{*fxPod("orders-a", mesh.SidecarClassic)},
+		Source: fxPod("web-1", mesh.SidecarClassic, inWeb, istioInit("-o", "80"))})
 	if len(r.Evidence.Rows) != 1 || r.Evidence.Rows[0][2] != "istio-init -o (excludeOutboundPorts)" || r.Evidence.Rows[0][3] != "80" {
 		t.Errorf("rows = %q", r.Evidence.Rows)
 	}
-	r = evaluatePortExclusion(from, portExclusionInput{Service: svc, Pods: []corev1.Pod{*fxPod("orders-a", SidecarClassic)},
-		Source: fxPod("web-1", SidecarClassic, inWeb, annotate(annotation.SidecarTrafficExcludeOutboundPorts.Name, "80"))})
+	r = evaluatePortExclusion(from, portExclusionInput{Service: svc, Pods: []corev1.Pod{*fxPod("orders-a", mesh.SidecarClassic)},
+		Source: fxPod("web-1", mesh.SidecarClassic, inWeb, annotate(annotation.SidecarTrafficExcludeOutboundPorts.Name, "80"))})
 	if len(r.Evidence.Rows) != 1 || r.Evidence.Rows[0][2] != annotation.SidecarTrafficExcludeOutboundPorts.Name {
 		t.Errorf("rows = %q", r.Evidence.Rows)
 	}

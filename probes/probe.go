@@ -164,3 +164,8 @@ func (t FactType) Zero() any {
 	}
 	return nil
 }
+
+// ErrorResult is the result of a probe whose input could not be read.
+func ErrorResult(what string, err error) Result {
+	return Result{Status: StatusError, Summary: AccessProblem(what, err), Facts: Facts{}}
+}

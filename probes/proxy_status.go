@@ -3,11 +3,9 @@ package probes
 import (
 	"context"
 	"fmt"
-	"sort"
 	"strings"
 
 	"github.com/meshtriage/meshtriage/probes/parse/envoy"
-	corev1 "k8s.io/api/core/v1"
 )
 
 // ProxyStatusProbe asks istiod (/debug/syncz) whether the source proxy is
@@ -65,31 +63,6 @@ func (p ProxyStatusProbe) Run(ctx context.Context, c Cluster, t Target) Result {
 		return r
 	}
 	return evaluateProxyStatus(t, in)
-}
-
-// OrderIstiods is the order istiod replicas are asked in: Running and not
-// being deleted, Ready first, then the oldest (the one most proxies have
-// stayed connected to), then by name.
-func OrderIstiods(pods []corev1.Pod) []corev1.Pod {
-	var running []corev1.Pod
-	for _, p := range pods {
-		if p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil {
-			running = append(running, p)
-		}
-	}
-	sort.SliceStable(running, func(i, j int) bool {
-		ri, _ := PodReady(&running[i])
-		rj, _ := PodReady(&running[j])
-		if ri != rj {
-			return ri
-		}
-		ti, tj := running[i].CreationTimestamp, running[j].CreationTimestamp
-		if !ti.Equal(&tj) {
-			return ti.Before(&tj)
-		}
-		return running[i].Name < running[j].Name
-	})
-	return running
 }
 
 // fetchProxyStatus asks each running istiod replica in turn, as istioctl

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/meshtriage/meshtriage/probes/mesh"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -53,7 +54,7 @@ func TestProxyStatus(t *testing.T) {
 			cronPod.Namespace = "batch"
 			f := newFakeCluster(t, evPod("web-7d9", "web", true), evPod("web-new", "web", true), cronPod,
 				evPod(orders.Name, "orders", true), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: gateway.Name, Namespace: gateway.Namespace},
-					Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: ProxyContainer}}}})
+					Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: mesh.ProxyContainer}}}})
 			if c.file != "" {
 				f.istiod["/debug/syncz"] = evTestdata(t, "proxy-status", c.file)
 			} else {

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/meshtriage/meshtriage/probes/mesh"
 	"github.com/meshtriage/meshtriage/probes/parse/accesslog"
 	"istio.io/api/annotation"
 	networkingv1alpha3 "istio.io/api/networking/v1alpha3"
@@ -51,7 +52,7 @@ type blackholed struct {
 }
 
 type seInput struct {
-	Mesh MeshConfig
+	Mesh mesh.MeshConfig
 	// Sidecar is the Sidecar resource that applies to the source, if any.
 	Sidecar *networkingv1.Sidecar
 	// Hosts are the BlackHoleCluster destinations in the source's proxy log.
@@ -101,9 +102,9 @@ func fetchServiceEntry(ctx context.Context, c Cluster, t Target) (seInput, strin
 	}
 	in.Sidecar = sidecarFor(pod, root, sidecars)
 
-	log, err := c.Logs(ctx, src, LogOptions{Container: ProxyContainer, Since: seLogWindow, LimitBytes: DefaultLogLimit, TailLines: AccessLogTailLines})
+	log, err := c.Logs(ctx, src, LogOptions{Container: mesh.ProxyContainer, Since: seLogWindow, LimitBytes: DefaultLogLimit, TailLines: AccessLogTailLines})
 	if err != nil {
-		return in, fmt.Sprintf("read the %s log of %s", ProxyContainer, src), err
+		return in, fmt.Sprintf("read the %s log of %s", mesh.ProxyContainer, src), err
 	}
 	in.Hosts, in.Entries = blackholedHosts(log)
 	if len(in.Hosts) == 0 {
@@ -241,7 +242,7 @@ func seExportedTo(se *networkingv1.ServiceEntry, ns string, meshDefault []string
 			return false
 		}
 	}
-	return ExportedTo(exportTo, se.Namespace, ns)
+	return mesh.ExportedTo(exportTo, se.Namespace, ns)
 }
 
 func sePorts(se *networkingv1.ServiceEntry) []int {
@@ -336,7 +337,7 @@ func evaluateServiceEntry(t Target, in seInput) Result {
 	r.Facts["se_unregistered_hosts"] = unregistered
 	r.Facts["se_hidden_hosts"] = hidden
 	r.Facts["se_in_cluster_hosts"] = inCluster
-	raw = append(raw, fmt.Sprintf("%d access-log entries in the last %s of %s's %s log", in.Entries, seLogWindow, t.Source, ProxyContainer))
+	raw = append(raw, fmt.Sprintf("%d access-log entries in the last %s of %s's %s log", in.Entries, seLogWindow, t.Source, mesh.ProxyContainer))
 	raw = append(raw, in.Partial...)
 	r.Evidence.Raw = strings.Join(raw, "\n")
 
@@ -393,13 +394,13 @@ func intsString(ns []int) string {
 }
 
 func seCommands(t Target, controlPlaneNS, root string) []string {
-	cmds := []string{fmt.Sprintf("kubectl get configmap -n %s %s -o jsonpath='{.data.mesh}'", controlPlaneNS, MeshConfigMap)}
+	cmds := []string{fmt.Sprintf("kubectl get configmap -n %s %s -o jsonpath='{.data.mesh}'", controlPlaneNS, mesh.MeshConfigMap)}
 	if t.Source == nil {
 		return cmds
 	}
 	src := t.Source
 	cmds = append(cmds,
-		fmt.Sprintf("kubectl logs -n %s %s -c %s --since=30m | grep -E 'BlackHoleCluster|block_all'", src.Namespace, src.Name, ProxyContainer),
+		fmt.Sprintf("kubectl logs -n %s %s -c %s --since=30m | grep -E 'BlackHoleCluster|block_all'", src.Namespace, src.Name, mesh.ProxyContainer),
 		fmt.Sprintf("kubectl get serviceentries,sidecars -n %s", src.Namespace),
 		fmt.Sprintf("kubectl get serviceentries -n %s", root),
 		fmt.Sprintf("istioctl proxy-config cluster %s.%s | grep -v '\\.svc\\.cluster\\.local'", src.Name, src.Namespace),

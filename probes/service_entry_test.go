@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/meshtriage/meshtriage/probes/mesh"
 	networkingv1alpha3 "istio.io/api/networking/v1alpha3"
 	networkingv1 "istio.io/client-go/pkg/apis/networking/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -33,13 +34,13 @@ func readTestdata(t *testing.T, path string) []byte {
 	return b
 }
 
-func registryOnlyMesh(t *testing.T) MeshConfig {
+func registryOnlyMesh(t *testing.T) mesh.MeshConfig {
 	t.Helper()
-	mc, err := ParseMeshConfig(string(readTestdata(t, "testdata/service-entry/mesh.yaml")))
+	mc, err := mesh.ParseMeshConfig(string(readTestdata(t, "testdata/service-entry/mesh.yaml")))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return MeshConfig{Raw: mc, Found: true}
+	return mesh.MeshConfig{Raw: mc, Found: true}
 }
 
 // A mesh config that does not name outboundTrafficPolicy runs ALLOW_ANY:
@@ -53,11 +54,11 @@ func TestMeshConfigOutboundModeDefault(t *testing.T) {
 		"outboundTrafficPolicy:\n  mode: REGISTRY_ONLY\n": true,
 		"outboundTrafficPolicy:\n  mode: ALLOW_ANY\n":     false,
 	} {
-		mc, err := ParseMeshConfig(text)
+		mc, err := mesh.ParseMeshConfig(text)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := (MeshConfig{Raw: mc, Found: true}).RegistryOnly(); got != want {
+		if got := (mesh.MeshConfig{Raw: mc, Found: true}).RegistryOnly(); got != want {
 			t.Errorf("%q: RegistryOnly = %v, want %v", text, got, want)
 		}
 	}
@@ -206,15 +207,15 @@ func TestServiceEntryProbeThroughClusterReads(t *testing.T) {
 	src := PodRef{Namespace: "web", Name: "web-1"}
 	objs := func() []runtime.Object {
 		return []runtime.Object{
-			&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: MeshConfigMap, Namespace: "istio-system"},
+			&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: mesh.MeshConfigMap, Namespace: "istio-system"},
 				Data: map[string]string{"mesh": string(readTestdata(t, "testdata/service-entry/mesh.yaml"))}},
-			fxPod("web-1", SidecarClassic, func(p *corev1.Pod) { p.Namespace = "web"; p.Labels = map[string]string{"app": "web"} }),
+			fxPod("web-1", mesh.SidecarClassic, func(p *corev1.Pod) { p.Namespace = "web"; p.Labels = map[string]string{"app": "web"} }),
 			fxSE("istio-system", "github", []string{"github.com"}, []uint32{443}),
 		}
 	}
 	cluster := func() *fakeCluster {
 		f := newFakeCluster(t, objs()...)
-		f.logs[logKey(src, ProxyContainer)] = readTestdata(t, "testdata/service-entry/proxy.log")
+		f.logs[logKey(src, mesh.ProxyContainer)] = readTestdata(t, "testdata/service-entry/proxy.log")
 		return f
 	}
 
@@ -226,7 +227,7 @@ func TestServiceEntryProbeThroughClusterReads(t *testing.T) {
 		if r.Status != StatusFail || r.Facts["se_registry_only"] != true || !reflect.DeepEqual(r.Facts["se_unregistered_hosts"], want) {
 			t.Fatalf("%s %q %#v", r.Status, r.Summary, r.Facts)
 		}
-		if o := f.lastLogOptions; o.Container != ProxyContainer || o.Since != seLogWindow || o.LimitBytes != DefaultLogLimit {
+		if o := f.lastLogOptions; o.Container != mesh.ProxyContainer || o.Since != seLogWindow || o.LimitBytes != DefaultLogLimit {
 			t.Errorf("log read unbounded: %+v", o)
 		}
 		if !strings.Contains(strings.Join(r.Commands, "\n"), "kubectl logs -n web web-1 -c istio-proxy --since=30m") {

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/meshtriage/meshtriage/probes/mesh"
 	meshv1alpha1 "istio.io/api/mesh/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 )
@@ -38,7 +39,7 @@ const exitOnZeroActive = "EXIT_ON_ZERO_ACTIVE_CONNECTIONS"
 
 type shutdownInput struct {
 	Pods []corev1.Pod
-	Mesh MeshConfig
+	Mesh mesh.MeshConfig
 }
 
 func (ShutdownOrderProbe) Run(ctx context.Context, c Cluster, t Target) Result {
@@ -73,13 +74,13 @@ func evaluateShutdown(t Target, in shutdownInput) Result {
 	classic, drained, prestopped, terminating, atRisk := 0, 0, 0, 0, 0
 	for i := range in.Pods {
 		pod := &in.Pods[i]
-		kind := PodSidecar(pod)
+		kind := mesh.PodSidecar(pod)
 		drain, drains := drainSetting(pod, in.Mesh.DefaultProxyConfig())
 		prestop := appsHavePreStop(pod)
 		if pod.DeletionTimestamp != nil {
 			terminating++
 		}
-		if kind == SidecarClassic {
+		if kind == mesh.SidecarClassic {
 			classic++
 			if drains {
 				drained++
@@ -141,7 +142,7 @@ const defaultDrainDuration = 5 * time.Second
 // (PROXY_CONFIG and proxyMetadata become its env at injection); the pod
 // annotation and mesh default fill in.
 func drainSetting(pod *corev1.Pod, meshDefault *meshv1alpha1.ProxyConfig) (setting string, drains bool) {
-	proxy, ok := ProxyContainerSpec(pod)
+	proxy, ok := mesh.ProxyContainerSpec(pod)
 	if !ok {
 		return "", false
 	}
@@ -166,13 +167,13 @@ func drainSetting(pod *corev1.Pod, meshDefault *meshv1alpha1.ProxyConfig) (setti
 				return duration(time.Duration(secs) * time.Second)
 			}
 		case "PROXY_CONFIG":
-			if pc, err := ParseProxyConfig(env.Value); err == nil {
+			if pc, err := mesh.ParseProxyConfig(env.Value); err == nil {
 				configs = append(configs, pc)
 			}
 		}
 	}
-	if a := PodProxyConfigAnnotation(pod); a != "" {
-		if pc, err := ParseProxyConfig(a); err == nil {
+	if a := mesh.PodProxyConfigAnnotation(pod); a != "" {
+		if pc, err := mesh.ParseProxyConfig(a); err == nil {
 			configs = append(configs, pc)
 		}
 	}
@@ -189,7 +190,7 @@ func drainSetting(pod *corev1.Pod, meshDefault *meshv1alpha1.ProxyConfig) (setti
 }
 
 func appsHavePreStop(pod *corev1.Pod) bool {
-	apps := AppContainers(pod)
+	apps := mesh.AppContainers(pod)
 	if len(apps) == 0 {
 		return false
 	}

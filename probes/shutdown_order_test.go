@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/meshtriage/meshtriage/probes/mesh"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"istio.io/api/annotation"
 	meshv1alpha1 "istio.io/api/mesh/v1alpha1"
@@ -14,7 +15,7 @@ import (
 func shutdownPod(name string, mutate func(*corev1.Pod)) corev1.Pod {
 	p := corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "shop"},
-		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "checkout"}, {Name: ProxyContainer}}},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "checkout"}, {Name: mesh.ProxyContainer}}},
 	}
 	if mutate != nil {
 		mutate(&p)
@@ -64,12 +65,12 @@ func TestShutdownOrder(t *testing.T) {
 		})}, nil, true, false, StatusWarn, 0},
 		{"native sidecar", []corev1.Pod{shutdownPod("c", func(p *corev1.Pod) {
 			p.Spec.Containers = p.Spec.Containers[:1]
-			p.Spec.InitContainers = []corev1.Container{{Name: ProxyContainer, RestartPolicy: &always}}
+			p.Spec.InitContainers = []corev1.Container{{Name: mesh.ProxyContainer, RestartPolicy: &always}}
 		})}, nil, false, false, StatusPass, 0},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			res := evaluateShutdown(Target{Namespace: "shop", Service: "checkout"}, shutdownInput{Pods: tc.pods, Mesh: MeshConfig{Raw: tc.mesh}})
+			res := evaluateShutdown(Target{Namespace: "shop", Service: "checkout"}, shutdownInput{Pods: tc.pods, Mesh: mesh.MeshConfig{Raw: tc.mesh}})
 			if err := CheckFacts(ShutdownOrderProbe{}.Meta(), res); err != nil {
 				t.Fatal(err)
 			}

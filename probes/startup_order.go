@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/meshtriage/meshtriage/probes/mesh"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -56,7 +57,7 @@ type startupPod struct {
 
 type startupInput struct {
 	Pods []startupPod
-	Mesh MeshConfig
+	Mesh mesh.MeshConfig
 }
 
 func (StartupOrderProbe) Run(ctx context.Context, c Cluster, t Target) Result {
@@ -90,18 +91,18 @@ func fetchStartup(ctx context.Context, c Cluster, t Target) (startupInput, strin
 		sp := startupPod{Pod: &pods[i], AppLogs: map[string][]byte{}, AppPrevLogs: map[string][]byte{}}
 		if i < maxPodsWithLogs {
 			ref := PodRef{Namespace: pods[i].Namespace, Name: pods[i].Name}
-			if PodSidecar(&pods[i]) != SidecarNone {
-				if b, err := c.Logs(ctx, ref, LogOptions{Container: ProxyContainer, LimitBytes: DefaultLogLimit}); err == nil {
+			if mesh.PodSidecar(&pods[i]) != mesh.SidecarNone {
+				if b, err := c.Logs(ctx, ref, LogOptions{Container: mesh.ProxyContainer, LimitBytes: DefaultLogLimit}); err == nil {
 					sp.ProxyLog = b
 				} else {
 					sp.LogProblems = append(sp.LogProblems, AccessProblem("read istio-proxy log of "+ref.String(), err))
 				}
 			}
-			for _, app := range AppContainers(&pods[i]) {
+			for _, app := range mesh.AppContainers(&pods[i]) {
 				if b, err := c.Logs(ctx, ref, LogOptions{Container: app.Name, LimitBytes: 256 << 10}); err == nil {
 					sp.AppLogs[app.Name] = b
 				}
-				if st, ok := ContainerStatus(&pods[i], app.Name); ok && st.RestartCount > 0 {
+				if st, ok := mesh.ContainerStatus(&pods[i], app.Name); ok && st.RestartCount > 0 {
 					if b, err := c.Logs(ctx, ref, LogOptions{Container: app.Name, Previous: true, LimitBytes: 256 << 10}); err == nil {
 						sp.AppPrevLogs[app.Name] = b
 					} else {
@@ -125,14 +126,14 @@ func evaluateStartup(t Target, in startupInput) Result {
 
 	for _, sp := range in.Pods {
 		pod := sp.Pod
-		kind := PodSidecar(pod)
+		kind := mesh.PodSidecar(pod)
 		holdApp := holdsApplication(pod)
-		if kind == SidecarClassic && !holdApp && holdRequested(pod, meshHold) {
+		if kind == mesh.SidecarClassic && !holdApp && holdRequested(pod, meshHold) {
 			notInjected = append(notInjected, pod.Name)
 		}
-		if kind != SidecarNone {
+		if kind != mesh.SidecarNone {
 			meshed++
-			if kind == SidecarNative {
+			if kind == mesh.SidecarNative {
 				native++
 			}
 			if holdApp {
@@ -141,10 +142,10 @@ func evaluateStartup(t Target, in startupInput) Result {
 		}
 		created := pod.CreationTimestamp.Time
 		proxyReady, readyKnown := proxyReadyTime(sp.ProxyLog)
-		if !readyKnown && kind != SidecarNone {
+		if !readyKnown && kind != mesh.SidecarNone {
 			// Without the log, the proxy container's start is the earliest
 			// Envoy could have been ready.
-			if st, ok := ContainerStatus(pod, ProxyContainer); ok {
+			if st, ok := mesh.ContainerStatus(pod, mesh.ProxyContainer); ok {
 				if s := firstStart(st); !s.IsZero() {
 					proxyReady = s
 				}
@@ -153,8 +154,8 @@ func evaluateStartup(t Target, in startupInput) Result {
 		appStart := time.Time{}
 		podRestarted, podRefused, podBefore := false, false, false
 		var lastTerm string
-		for _, app := range AppContainers(pod) {
-			st, ok := ContainerStatus(pod, app.Name)
+		for _, app := range mesh.AppContainers(pod) {
+			st, ok := mesh.ContainerStatus(pod, app.Name)
 			if !ok {
 				continue
 			}
@@ -162,7 +163,7 @@ func evaluateStartup(t Target, in startupInput) Result {
 			if appStart.IsZero() || (!s.IsZero() && s.Before(appStart)) {
 				appStart = s
 			}
-			if kind != SidecarNone && !s.IsZero() && !proxyReady.IsZero() && s.Before(proxyReady) {
+			if kind != mesh.SidecarNone && !s.IsZero() && !proxyReady.IsZero() && s.Before(proxyReady) {
 				podBefore = true
 			}
 			if term := st.LastTerminationState.Terminated; term != nil && st.RestartCount > 0 {
@@ -244,7 +245,7 @@ func evaluateStartup(t Target, in startupInput) Result {
 // after the fix is applied and before the rollout restart) is not held
 // whatever they say now.
 func holdsApplication(pod *corev1.Pod) bool {
-	c, ok := ProxyContainerSpec(pod)
+	c, ok := mesh.ProxyContainerSpec(pod)
 	if !ok || c.Lifecycle == nil || c.Lifecycle.PostStart == nil || c.Lifecycle.PostStart.Exec == nil {
 		return false
 	}
@@ -256,8 +257,8 @@ func holdsApplication(pod *corev1.Pod) bool {
 // default, asks for holdApplicationUntilProxyStarts: what a pod injected now
 // would get.
 func holdRequested(pod *corev1.Pod, meshDefault bool) bool {
-	if a := PodProxyConfigAnnotation(pod); a != "" {
-		if pc, err := ParseProxyConfig(a); err == nil && pc.GetHoldApplicationUntilProxyStarts() != nil {
+	if a := mesh.PodProxyConfigAnnotation(pod); a != "" {
+		if pc, err := mesh.ParseProxyConfig(a); err == nil && pc.GetHoldApplicationUntilProxyStarts() != nil {
 			return pc.GetHoldApplicationUntilProxyStarts().GetValue()
 		}
 	}
@@ -364,9 +365,9 @@ func startupCommands(t Target, pods []startupPod) []string {
 		p := pods[0].Pod
 		cmds = append(cmds,
 			fmt.Sprintf("kubectl get pod -n %s %s -o jsonpath='{range .status.containerStatuses[*]}{.name}{\"\\t\"}{.state.running.startedAt}{\"\\t\"}{.lastState.terminated.reason}{\"\\n\"}{end}'", p.Namespace, p.Name),
-			fmt.Sprintf("kubectl logs -n %s %s -c %s | grep '%s'", p.Namespace, p.Name, ProxyContainer, proxyReadyMarker),
+			fmt.Sprintf("kubectl logs -n %s %s -c %s | grep '%s'", p.Namespace, p.Name, mesh.ProxyContainer, proxyReadyMarker),
 		)
-		if apps := AppContainers(p); len(apps) > 0 {
+		if apps := mesh.AppContainers(p); len(apps) > 0 {
 			cmds = append(cmds, fmt.Sprintf("kubectl logs -n %s %s -c %s --previous | head -50", p.Namespace, p.Name, apps[0].Name))
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/meshtriage/meshtriage/probes/mesh"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 	"istio.io/api/annotation"
 	meshv1alpha1 "istio.io/api/mesh/v1alpha1"
@@ -29,10 +30,10 @@ func ordersPod(restarted bool) *corev1.Pod {
 	}
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "orders-api-5c9f-x2x", Namespace: "shop", CreationTimestamp: metav1.NewTime(podCreated)},
-		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "orders-api"}, {Name: ProxyContainer}}},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "orders-api"}, {Name: mesh.ProxyContainer}}},
 		Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{
 			app,
-			{Name: ProxyContainer, Ready: true, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: at(250 * time.Millisecond)}}},
+			{Name: mesh.ProxyContainer, Ready: true, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: at(250 * time.Millisecond)}}},
 		}},
 	}
 }
@@ -78,7 +79,7 @@ func TestStartupOrderHoldAndNativeSidecarAreSafe(t *testing.T) {
 	always := corev1.ContainerRestartPolicyAlways
 	native := ordersPod(false)
 	native.Spec.Containers = native.Spec.Containers[:1]
-	native.Spec.InitContainers = []corev1.Container{{Name: ProxyContainer, RestartPolicy: &always}}
+	native.Spec.InitContainers = []corev1.Container{{Name: mesh.ProxyContainer, RestartPolicy: &always}}
 	for name, pod := range map[string]*corev1.Pod{"postStart hook": held, "native sidecar": native} {
 		t.Run(name, func(t *testing.T) {
 			res := evaluateStartup(Target{Namespace: "shop", Service: "orders-api"}, startupInput{Pods: []startupPod{{Pod: pod}}})
@@ -99,7 +100,7 @@ func TestStartupOrderHoldAndNativeSidecarAreSafe(t *testing.T) {
 func TestStartupOrderHoldAskedForButNotInjected(t *testing.T) {
 	annotated := ordersPod(true)
 	annotated.Annotations = map[string]string{annotation.ProxyConfig.Name: "holdApplicationUntilProxyStarts: true\n"}
-	meshHold := MeshConfig{Raw: &meshv1alpha1.MeshConfig{DefaultConfig: &meshv1alpha1.ProxyConfig{HoldApplicationUntilProxyStarts: wrapperspb.Bool(true)}}}
+	meshHold := mesh.MeshConfig{Raw: &meshv1alpha1.MeshConfig{DefaultConfig: &meshv1alpha1.ProxyConfig{HoldApplicationUntilProxyStarts: wrapperspb.Bool(true)}}}
 	for name, in := range map[string]startupInput{
 		"annotation":   {Pods: []startupPod{{Pod: annotated, ProxyLog: []byte(ordersProxyLog)}}},
 		"mesh default": {Pods: []startupPod{{Pod: ordersPod(true), ProxyLog: []byte(ordersProxyLog)}}, Mesh: meshHold},

@@ -1,6 +1,9 @@
 package probes
 
-import corev1 "k8s.io/api/core/v1"
+import (
+	"github.com/meshtriage/meshtriage/probes/mesh"
+	corev1 "k8s.io/api/core/v1"
+)
 
 // PodStartupLogs are the logs of one pod that the startup judgement reads;
 // any may be empty when it could not be read.
@@ -18,7 +21,7 @@ type PodStartup struct {
 	Summary string
 	// Sidecar is how the pod carries its proxy; HoldApplication says the
 	// app waits for Envoy (holdApplicationUntilProxyStarts).
-	Sidecar         SidecarKind
+	Sidecar         mesh.SidecarKind
 	HoldApplication bool
 	// AppBeforeProxy: an app container started before Envoy was ready.
 	AppBeforeProxy bool
@@ -36,7 +39,7 @@ type PodStartup struct {
 // EvaluatePodStartup judges one pod exactly as the startup-order probe
 // judges each target pod, so `watch` and the runbook agree on what a bad
 // start is.
-func EvaluatePodStartup(pod *corev1.Pod, logs PodStartupLogs, mesh MeshConfig) PodStartup {
+func EvaluatePodStartup(pod *corev1.Pod, logs PodStartupLogs, meshCfg mesh.MeshConfig) PodStartup {
 	sp := startupPod{Pod: pod, ProxyLog: logs.Proxy, AppLogs: logs.App, AppPrevLogs: logs.AppPrevious}
 	if sp.AppLogs == nil {
 		sp.AppLogs = map[string][]byte{}
@@ -44,11 +47,11 @@ func EvaluatePodStartup(pod *corev1.Pod, logs PodStartupLogs, mesh MeshConfig) P
 	if sp.AppPrevLogs == nil {
 		sp.AppPrevLogs = map[string][]byte{}
 	}
-	res := evaluateStartup(Target{Namespace: pod.Namespace}, startupInput{Pods: []startupPod{sp}, Mesh: mesh})
+	res := evaluateStartup(Target{Namespace: pod.Namespace}, startupInput{Pods: []startupPod{sp}, Mesh: meshCfg})
 	out := PodStartup{
 		Status:            res.Status,
 		Summary:           res.Summary,
-		Sidecar:           PodSidecar(pod),
+		Sidecar:           mesh.PodSidecar(pod),
 		HoldApplication:   res.Facts["startup_hold_application"] == true,
 		AppBeforeProxy:    res.Facts["startup_app_before_proxy"] == 1,
 		EarlyRestart:      res.Facts["startup_early_restarts"] == 1,

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/meshtriage/meshtriage/probes/mesh"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -12,7 +13,7 @@ func TestEvaluatePodStartupAgreesWithTheProbe(t *testing.T) {
 		Proxy:       []byte(ordersProxyLog),
 		AppPrevious: map[string][]byte{"orders-api": []byte(ordersPreviousLog)},
 	}
-	got := EvaluatePodStartup(ordersPod(true), logs, MeshConfig{})
+	got := EvaluatePodStartup(ordersPod(true), logs, mesh.MeshConfig{})
 	if !got.AppBeforeProxy || !got.EarlyRestart || !got.ConnectionRefused || got.HoldApplication || got.Status != StatusFail {
 		t.Errorf("the orders-api race: %+v", got)
 	}
@@ -22,8 +23,8 @@ func TestEvaluatePodStartupAgreesWithTheProbe(t *testing.T) {
 
 	held := ordersPod(false)
 	held.Spec.Containers[1].Lifecycle = &corev1.Lifecycle{PostStart: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{"pilot-agent", "wait"}}}}
-	got = EvaluatePodStartup(held, PodStartupLogs{}, MeshConfig{})
-	if got.EarlyRestart || got.ConnectionRefused || !got.HoldApplication || got.Status != StatusPass || got.Sidecar != SidecarClassic {
+	got = EvaluatePodStartup(held, PodStartupLogs{}, mesh.MeshConfig{})
+	if got.EarlyRestart || got.ConnectionRefused || !got.HoldApplication || got.Status != StatusPass || got.Sidecar != mesh.SidecarClassic {
 		t.Errorf("a held pod: %+v", got)
 	}
 	if !slices.Contains(StartupColumns(), "proxy ready") {

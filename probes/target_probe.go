@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/meshtriage/meshtriage/probes/mesh"
 	"istio.io/api/annotation"
 	"istio.io/api/label"
 	corev1 "k8s.io/api/core/v1"
@@ -152,7 +153,7 @@ func evaluateTarget(t Target, in targetInput) Result {
 	if in.NamespaceProblem != "" {
 		raw = append(raw, in.NamespaceProblem+": namespace injection unknown")
 	} else {
-		nsInjection = namespaceInjection(in.Namespace)
+		nsInjection = mesh.NamespaceInjection(in.Namespace)
 		r.Facts["target_namespace_injection"] = nsInjection
 		raw = append(raw, fmt.Sprintf("namespace %s injection: %s", t.Namespace, nsInjection))
 	}
@@ -163,13 +164,13 @@ func evaluateTarget(t Target, in targetInput) Result {
 	r.Evidence.Columns = []string{"pod", "phase", "ready", "sidecar", "node", "ip", "injection"}
 	for i := range pods {
 		pod := &pods[i]
-		kind := PodSidecar(pod)
-		if kind == SidecarNone {
+		kind := mesh.PodSidecar(pod)
+		if kind == mesh.SidecarNone {
 			withoutSidecar++
 		} else {
 			withSidecar++
 		}
-		ready, _ := PodReady(pod)
+		ready, _ := mesh.PodReady(pod)
 		injection := "unknown (namespace unreadable)"
 		if in.NamespaceProblem == "" {
 			injection = podInjection(nsInjection, pod)
@@ -214,11 +215,11 @@ func evaluateTarget(t Target, in targetInput) Result {
 		problems = append(problems, fmt.Sprintf("source pod %s not found", t.Source))
 		raw = append(raw, fmt.Sprintf("source pod %s not found", t.Source))
 	default:
-		kind := PodSidecar(in.Source)
+		kind := mesh.PodSidecar(in.Source)
 		r.Facts["target_source_found"] = true
-		r.Facts["target_source_has_sidecar"] = kind != SidecarNone
+		r.Facts["target_source_has_sidecar"] = kind != mesh.SidecarNone
 		raw = append(raw, fmt.Sprintf("source pod %s: phase %s, sidecar %s", t.Source, in.Source.Status.Phase, kind))
-		if kind == SidecarNone {
+		if kind == mesh.SidecarNone {
 			warnings = append(warnings, fmt.Sprintf("source %s has no istio-proxy", t.Source))
 		}
 	}
@@ -263,25 +264,6 @@ func serviceTargetPort(sp corev1.ServicePort) intstr.IntOrString {
 		return intstr.FromInt32(sp.Port)
 	}
 	return tp
-}
-
-// namespaceInjection reads the namespace's injection labels the way Istio's
-// webhooks select them: istio-injection wins over istio.io/rev (the revision
-// webhooks require istio-injection to be absent).
-func namespaceInjection(ns *corev1.Namespace) string {
-	if ns == nil {
-		return "none"
-	}
-	switch v, ok := ns.Labels[NamespaceInjectionName]; {
-	case ok && v == "enabled":
-		return "enabled"
-	case ok:
-		return "disabled"
-	}
-	if rev := ns.Labels[label.IoIstioRev.Name]; rev != "" {
-		return "revision=" + rev
-	}
-	return "none"
 }
 
 // podInjection says whether the injector would give pod a sidecar, following

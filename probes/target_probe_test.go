@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/meshtriage/meshtriage/probes/mesh"
 	"istio.io/api/annotation"
 	"istio.io/api/label"
 	corev1 "k8s.io/api/core/v1"
@@ -35,7 +36,7 @@ func fxService(targetPort intstr.IntOrString) *corev1.Service {
 }
 
 // fxPod is a ready orders pod; sidecar picks none, classic or native.
-func fxPod(name string, sidecar SidecarKind, mutate ...func(*corev1.Pod)) *corev1.Pod {
+func fxPod(name string, sidecar mesh.SidecarKind, mutate ...func(*corev1.Pod)) *corev1.Pod {
 	always := corev1.ContainerRestartPolicyAlways
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "shop", Labels: map[string]string{"app": "orders", "version": "v1"}},
@@ -53,11 +54,11 @@ func fxPod(name string, sidecar SidecarKind, mutate ...func(*corev1.Pod)) *corev
 		},
 	}
 	switch sidecar {
-	case SidecarClassic:
-		pod.Spec.Containers = append(pod.Spec.Containers, corev1.Container{Name: ProxyContainer,
+	case mesh.SidecarClassic:
+		pod.Spec.Containers = append(pod.Spec.Containers, corev1.Container{Name: mesh.ProxyContainer,
 			Ports: []corev1.ContainerPort{{Name: "http-envoy-prom", ContainerPort: 15090}}})
-	case SidecarNative:
-		pod.Spec.InitContainers = append(pod.Spec.InitContainers, corev1.Container{Name: ProxyContainer, RestartPolicy: &always})
+	case mesh.SidecarNative:
+		pod.Spec.InitContainers = append(pod.Spec.InitContainers, corev1.Container{Name: mesh.ProxyContainer, RestartPolicy: &always})
 	}
 	for _, m := range mutate {
 		m(pod)
@@ -89,7 +90,7 @@ func mustAllFacts(t *testing.T, p Probe, r Result) {
 func TestTargetEvaluate(t *testing.T) {
 	orders := Target{Namespace: "shop", Service: "orders"}
 	from := Target{Namespace: "shop", Service: "orders", Source: &PodRef{Namespace: "web", Name: "web-1"}}
-	enabled := fxNamespace("shop", map[string]string{NamespaceInjectionName: "enabled"})
+	enabled := fxNamespace("shop", map[string]string{mesh.NamespaceInjectionName: "enabled"})
 	cases := []struct {
 		name      string
 		target    Target
@@ -104,7 +105,7 @@ func TestTargetEvaluate(t *testing.T) {
 			name:   "healthy meshed service",
 			target: orders,
 			in: targetInput{NamespaceFound: true, Namespace: enabled, Service: fxService(intstr.FromInt32(8080)),
-				Pods: []corev1.Pod{*fxPod("orders-b", SidecarNative), *fxPod("orders-a", SidecarClassic)}},
+				Pods: []corev1.Pod{*fxPod("orders-b", mesh.SidecarNative), *fxPod("orders-a", mesh.SidecarClassic)}},
 			status:   StatusPass,
 			summary:  "svc/orders: 2 pods selected, 2 with sidecar",
 			allFacts: true,
@@ -144,11 +145,11 @@ func TestTargetEvaluate(t *testing.T) {
 			target: from,
 			in: targetInput{NamespaceFound: true, Namespace: fxNamespace("shop", nil), Service: fxService(intstr.FromString("http")),
 				Pods: []corev1.Pod{
-					*fxPod("orders-a", SidecarNone, func(p *corev1.Pod) { p.Labels[label.SidecarInject.Name] = "false" }),
-					*fxPod("orders-b", SidecarNone, func(p *corev1.Pod) { p.Annotations = map[string]string{annotation.SidecarInject.Name: "true"} }),
-					*fxPod("orders-c", SidecarClassic, func(p *corev1.Pod) { p.Labels[label.SidecarInject.Name] = "true" }),
+					*fxPod("orders-a", mesh.SidecarNone, func(p *corev1.Pod) { p.Labels[label.SidecarInject.Name] = "false" }),
+					*fxPod("orders-b", mesh.SidecarNone, func(p *corev1.Pod) { p.Annotations = map[string]string{annotation.SidecarInject.Name: "true"} }),
+					*fxPod("orders-c", mesh.SidecarClassic, func(p *corev1.Pod) { p.Labels[label.SidecarInject.Name] = "true" }),
 				},
-				Source: fxPod("web-1", SidecarNone), SourceFound: true},
+				Source: fxPod("web-1", mesh.SidecarNone), SourceFound: true},
 			status:   StatusWarn,
 			allFacts: true,
 			summary:  "svc/orders: 3 pods selected, 1 with sidecar; 2 of 3 pods without istio-proxy; source web/web-1 has no istio-proxy",
@@ -162,7 +163,7 @@ func TestTargetEvaluate(t *testing.T) {
 			name:   "source named but absent",
 			target: from,
 			in: targetInput{NamespaceFound: true, Namespace: enabled, Service: fxService(intstr.FromInt32(8080)),
-				Pods: []corev1.Pod{*fxPod("orders-a", SidecarClassic)}},
+				Pods: []corev1.Pod{*fxPod("orders-a", mesh.SidecarClassic)}},
 			status:   StatusFail,
 			allFacts: true,
 			summary:  "svc/orders: 1 pod selected, 1 with sidecar; source pod web/web-1 not found",
@@ -172,7 +173,7 @@ func TestTargetEvaluate(t *testing.T) {
 			name:   "namespace and source unreadable leave their facts unknown",
 			target: from,
 			in: targetInput{NamespaceFound: true, NamespaceProblem: "forbidden: cannot get namespace shop (RBAC: x)",
-				Service: fxService(intstr.FromInt32(8080)), Pods: []corev1.Pod{*fxPod("orders-a", SidecarClassic)},
+				Service: fxService(intstr.FromInt32(8080)), Pods: []corev1.Pod{*fxPod("orders-a", mesh.SidecarClassic)},
 				SourceProblem: "forbidden: cannot get pod web/web-1 (RBAC: y)"},
 			status:  StatusWarn,
 			summary: "svc/orders: 1 pod selected, 1 with sidecar; forbidden: cannot get pod web/web-1 (RBAC: y); forbidden: cannot get namespace shop (RBAC: x)",
@@ -181,7 +182,7 @@ func TestTargetEvaluate(t *testing.T) {
 		{
 			name:   "selectorless service",
 			target: orders,
-			in: targetInput{NamespaceFound: true, Namespace: fxNamespace("shop", map[string]string{NamespaceInjectionName: "disabled"}),
+			in: targetInput{NamespaceFound: true, Namespace: fxNamespace("shop", map[string]string{mesh.NamespaceInjectionName: "disabled"}),
 				Service: func() *corev1.Service { s := fxService(intstr.FromInt32(8080)); s.Spec.Selector = nil; return s }()},
 			status:   StatusWarn,
 			allFacts: true,
@@ -242,12 +243,12 @@ func TestTargetProbeThroughClusterReads(t *testing.T) {
 	ctx := context.Background()
 	base := func() []runtime.Object {
 		return fxObjects(
-			fxNamespace("shop", map[string]string{NamespaceInjectionName: "enabled"}),
+			fxNamespace("shop", map[string]string{mesh.NamespaceInjectionName: "enabled"}),
 			fxNamespace("web", nil),
 			fxService(intstr.FromInt32(8080)),
-			fxPod("orders-a", SidecarClassic),
-			fxPod("orders-other", SidecarClassic, func(p *corev1.Pod) { p.Labels = map[string]string{"app": "payments"} }),
-			fxPod("web-1", SidecarNative, func(p *corev1.Pod) { p.Namespace = "web"; p.Labels = map[string]string{"app": "web"} }),
+			fxPod("orders-a", mesh.SidecarClassic),
+			fxPod("orders-other", mesh.SidecarClassic, func(p *corev1.Pod) { p.Labels = map[string]string{"app": "payments"} }),
+			fxPod("web-1", mesh.SidecarNative, func(p *corev1.Pod) { p.Namespace = "web"; p.Labels = map[string]string{"app": "web"} }),
 		)
 	}
 	target := Target{Namespace: "shop", Service: "orders", Source: &PodRef{Namespace: "web", Name: "web-1"}}

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/meshtriage/meshtriage/probes"
+	"github.com/meshtriage/meshtriage/probes/mesh"
 	"github.com/meshtriage/meshtriage/tui/engine"
 	"github.com/meshtriage/meshtriage/tui/enginetest"
 	"github.com/meshtriage/meshtriage/tui/picker"
@@ -51,8 +52,8 @@ func fakeCatalog() catalog {
 		},
 		pods: map[string][]picker.PodSummary{
 			"shop": {
-				{Name: "productpage-7d4f9-abcde", Ready: true, Sidecar: probes.SidecarNative, App: "productpage"},
-				{Name: "reviews-v1-5c8d7-xk2lp", Ready: true, Sidecar: probes.SidecarClassic, App: "reviews"},
+				{Name: "productpage-7d4f9-abcde", Ready: true, Sidecar: mesh.SidecarNative, App: "productpage"},
+				{Name: "reviews-v1-5c8d7-xk2lp", Ready: true, Sidecar: mesh.SidecarClassic, App: "reviews"},
 			},
 		},
 	}

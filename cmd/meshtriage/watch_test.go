@@ -19,6 +19,7 @@ import (
 
 	"github.com/meshtriage/meshtriage/probes"
 	"github.com/meshtriage/meshtriage/probes/actions"
+	"github.com/meshtriage/meshtriage/probes/mesh"
 	"github.com/meshtriage/meshtriage/probes/watch"
 	"github.com/meshtriage/meshtriage/runbook"
 )
@@ -57,12 +58,12 @@ func rolloutPod(name, hash string, created time.Time) corev1.Pod {
 	return corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: name, UID: types.UID(name), CreationTimestamp: metav1.NewTime(created),
 			Labels: map[string]string{"app": "orders", appsv1.DefaultDeploymentUniqueLabelKey: hash}},
-		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "orders"}, {Name: probes.ProxyContainer,
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "orders"}, {Name: mesh.ProxyContainer,
 			Lifecycle: &corev1.Lifecycle{PostStart: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{"pilot-agent", "wait"}}}}}}},
 		Status: corev1.PodStatus{Phase: corev1.PodRunning,
 			Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}},
 			ContainerStatuses: []corev1.ContainerStatus{
-				{Name: probes.ProxyContainer, Ready: true, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(created.Add(time.Second))}}},
+				{Name: mesh.ProxyContainer, Ready: true, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(created.Add(time.Second))}}},
 				{Name: "orders", Ready: true, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: started}}},
 			}},
 	}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/meshtriage/meshtriage/probes"
+	"github.com/meshtriage/meshtriage/probes/mesh"
 	"github.com/meshtriage/meshtriage/runbook"
 )
 
@@ -149,7 +150,7 @@ func StartDebugLogging(ctx context.Context, c probes.Cluster, r Runner, d DebugL
 	if len(loggers) == 0 {
 		loggers = DefaultDebugLoggers
 	}
-	target := d.Pod.String() + " " + probes.ProxyContainer
+	target := d.Pod.String() + " " + mesh.ProxyContainer
 	fail := func(err error) (*DebugSession, error) {
 		rec.record(runbook.Action{Name: DebugLoggingAction, Target: target, Done: "set Envoy loggers " + strings.Join(loggers, ", ") + " to debug", Error: err.Error()})
 		return nil, err
@@ -247,7 +248,7 @@ func (s *DebugSession) Stop(ctx context.Context) (DebugCapture, error) {
 			capture.Restored[l] = s.previous[l]
 		}
 	}
-	target := s.pod.String() + " " + probes.ProxyContainer
+	target := s.pod.String() + " " + mesh.ProxyContainer
 	a := runbook.Action{Name: DebugLoggingAction, Target: target, Output: strings.Join(capture.Lines, "\n")}
 	if err != nil {
 		a.Done = fmt.Sprintf("debug logging on for %s; the revert failed", capture.Duration)
@@ -293,7 +294,7 @@ func (s *DebugSession) read(ctx context.Context, elapsed time.Duration) DebugCap
 	// Since counts whole seconds on the node's clock: one more second keeps
 	// the first lines of the window.
 	since := time.Duration(math.Ceil(elapsed.Seconds())+1) * time.Second
-	b, err := s.cluster.Logs(ctx, s.pod, probes.LogOptions{Container: probes.ProxyContainer, Since: since, LimitBytes: maxCaptureBytes})
+	b, err := s.cluster.Logs(ctx, s.pod, probes.LogOptions{Container: mesh.ProxyContainer, Since: since, LimitBytes: maxCaptureBytes})
 	if err != nil {
 		capture.LogProblem = probes.AccessProblem("read the istio-proxy log of "+s.pod.String(), err)
 		return capture

@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/meshtriage/meshtriage/probes"
+	"github.com/meshtriage/meshtriage/probes/mesh"
 	"github.com/meshtriage/meshtriage/runbook"
 )
 
@@ -170,7 +171,7 @@ func (c *fakeCluster) Logs(_ context.Context, _ probes.PodRef, opts probes.LogOp
 func newFakeCluster() *fakeCluster {
 	web := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "web", Name: "web-1"},
-		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "web"}, {Name: probes.ProxyContainer}}},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "web"}, {Name: mesh.ProxyContainer}}},
 		Status:     corev1.PodStatus{Phase: corev1.PodRunning},
 	}
 	return &fakeCluster{pods: map[string]*corev1.Pod{"web/web-1": web}}

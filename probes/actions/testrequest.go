@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/meshtriage/meshtriage/probes"
+	"github.com/meshtriage/meshtriage/probes/mesh"
 	"github.com/meshtriage/meshtriage/runbook"
 )
 
@@ -159,14 +160,14 @@ func SendTestRequest(ctx context.Context, c probes.Cluster, r Runner, req TestRe
 	}
 	container := req.Container
 	if container == "" {
-		apps := probes.AppContainers(pod)
+		apps := mesh.AppContainers(pod)
 		if len(apps) == 0 {
 			return fail(fmt.Errorf("pod %s has no app container to send from", req.Source))
 		}
 		container = apps[0].Name
 	}
 	resp.Container = container
-	resp.ThroughSidecar = probes.PodSidecar(pod) != probes.SidecarNone && container != probes.ProxyContainer
+	resp.ThroughSidecar = mesh.PodSidecar(pod) != mesh.SidecarNone && container != mesh.ProxyContainer
 	cmd := CurlCommand(req.URL, req.Timeout)
 	stdout, stderr, err := r.Exec(ctx, req.Source, container, cmd)
 	if err != nil && len(stdout) == 0 {

@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/meshtriage/meshtriage/probes"
+	"github.com/meshtriage/meshtriage/probes/mesh"
 )
 
 func recorded(t *testing.T, name string) []byte {
@@ -86,7 +87,7 @@ func TestSendTestRequestRunsCurlInTheAppContainer(t *testing.T) {
 
 	// From istio-proxy the request bypasses the sidecar (UID 1337 is not
 	// intercepted): allowed, but said.
-	resp, err = SendTestRequest(context.Background(), c, r, TestRequest{Source: webPod, Container: probes.ProxyContainer, URL: "http://orders.shop.svc.cluster.local:8080/"}, nil)
+	resp, err = SendTestRequest(context.Background(), c, r, TestRequest{Source: webPod, Container: mesh.ProxyContainer, URL: "http://orders.shop.svc.cluster.local:8080/"}, nil)
 	if err != nil || resp.ThroughSidecar || !strings.Contains(resp.Summary(), "not through a sidecar") {
 		t.Errorf("from istio-proxy: %v %q", err, resp.Summary())
 	}

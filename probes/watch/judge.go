@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/meshtriage/meshtriage/probes"
+	"github.com/meshtriage/meshtriage/probes/mesh"
 )
 
 // EarlyRestartWindow is the startup-order probe's "restart within 60 s of
@@ -235,7 +236,7 @@ func (j *Judge) Observe(o Observation) {
 		st.LastSeen = o.At
 		st.Gone = false
 		st.Phase = p.Status.Phase
-		if ready, _ := probes.PodReady(&p); ready && st.ReadyAt.IsZero() {
+		if ready, _ := mesh.PodReady(&p); ready && st.ReadyAt.IsZero() {
 			st.ReadyAt = o.At
 		}
 		if r := appRestarts(&p); r > st.Restarts {
@@ -254,8 +255,8 @@ func (j *Judge) Observe(o Observation) {
 
 func appRestarts(p *corev1.Pod) int32 {
 	var n int32
-	for _, c := range probes.AppContainers(p) {
-		if st, ok := probes.ContainerStatus(p, c.Name); ok {
+	for _, c := range mesh.AppContainers(p) {
+		if st, ok := mesh.ContainerStatus(p, c.Name); ok {
 			n += st.RestartCount
 		}
 	}
@@ -281,8 +282,8 @@ func (j *Judge) Due() []corev1.Pod {
 
 // started: some app container has run, so there is a start order to judge.
 func started(p *corev1.Pod) bool {
-	for _, c := range probes.AppContainers(p) {
-		if st, ok := probes.ContainerStatus(p, c.Name); ok && (st.State.Running != nil || st.State.Terminated != nil || st.LastTerminationState.Terminated != nil) {
+	for _, c := range mesh.AppContainers(p) {
+		if st, ok := mesh.ContainerStatus(p, c.Name); ok && (st.State.Running != nil || st.State.Terminated != nil || st.LastTerminationState.Terminated != nil) {
 			return true
 		}
 	}
@@ -290,7 +291,7 @@ func started(p *corev1.Pod) bool {
 }
 
 func (j *Judge) signature(st *PodState) string {
-	ready, _ := probes.PodReady(&st.pod)
+	ready, _ := mesh.PodReady(&st.pod)
 	return fmt.Sprintf("%d/%v/%v", st.Restarts, ready, j.now.Sub(st.Created) >= j.settle)
 }
 
@@ -419,10 +420,10 @@ func rateRegressed(before, during Rate) bool {
 }
 
 func (j *Judge) podReport(st *PodState) PodReport {
-	ready, _ := probes.PodReady(&st.pod)
+	ready, _ := mesh.PodReady(&st.pod)
 	pr := PodReport{
 		Name: st.Name, Age: j.now.Sub(st.Created), Phase: string(st.Phase), Ready: ready, Gone: st.Gone,
-		Sidecar: string(probes.PodSidecar(&st.pod)), Restarts: st.Restarts, Verdict: VerdictPending, StartOrder: "-",
+		Sidecar: string(mesh.PodSidecar(&st.pod)), Restarts: st.Restarts, Verdict: VerdictPending, StartOrder: "-",
 	}
 	if st.Startup == nil {
 		if st.RestartedEarly {
@@ -476,11 +477,11 @@ func (j *Judge) podReport(st *PodState) PodReport {
 
 func startOrder(v *probes.PodStartup) string {
 	switch {
-	case v.Sidecar == probes.SidecarNone:
+	case v.Sidecar == mesh.SidecarNone:
 		return "no sidecar"
 	case v.AppBeforeProxy:
 		return "app before proxy"
-	case v.Sidecar == probes.SidecarNative:
+	case v.Sidecar == mesh.SidecarNative:
 		return "proxy first (native)"
 	case v.HoldApplication:
 		return "proxy first (hold)"

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/meshtriage/meshtriage/probes"
+	"github.com/meshtriage/meshtriage/probes/mesh"
 )
 
 // The rollout script: times are offsets from t0, the moment the watch
@@ -36,7 +37,7 @@ func (s podSpec) pod() corev1.Pod {
 			Namespace: "shop", Name: s.name, UID: types.UID("uid-" + s.name), CreationTimestamp: at(s.created),
 			Labels: map[string]string{"app": "orders", appsv1.DefaultDeploymentUniqueLabelKey: s.hash},
 		},
-		Spec:   corev1.PodSpec{Containers: []corev1.Container{{Name: "orders"}, {Name: probes.ProxyContainer}}},
+		Spec:   corev1.PodSpec{Containers: []corev1.Container{{Name: "orders"}, {Name: mesh.ProxyContainer}}},
 		Status: corev1.PodStatus{Phase: corev1.PodPending},
 	}
 	if s.hold {
@@ -44,7 +45,7 @@ func (s podSpec) pod() corev1.Pod {
 	}
 	if s.proxyStart != 0 {
 		p.Status.Phase = corev1.PodRunning
-		p.Status.ContainerStatuses = append(p.Status.ContainerStatuses, corev1.ContainerStatus{Name: probes.ProxyContainer,
+		p.Status.ContainerStatuses = append(p.Status.ContainerStatuses, corev1.ContainerStatus{Name: mesh.ProxyContainer,
 			State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: at(s.proxyStart)}}})
 	}
 	if s.appStart != 0 {
@@ -98,11 +99,11 @@ var (
 // its database at startup.
 func logsFor(p corev1.Pod) probes.PodStartupLogs {
 	logs := probes.PodStartupLogs{App: map[string][]byte{}, AppPrevious: map[string][]byte{}}
-	if st, ok := probes.ContainerStatus(&p, probes.ProxyContainer); ok && st.State.Running != nil {
+	if st, ok := mesh.ContainerStatus(&p, mesh.ProxyContainer); ok && st.State.Running != nil {
 		ready := st.State.Running.StartedAt.Add(time.Second).UTC().Format("2006-01-02T15:04:05.000000Z")
 		logs.Proxy = []byte(ready + "\tinfo\tEnvoy proxy is ready\n")
 	}
-	if st, ok := probes.ContainerStatus(&p, "orders"); ok && st.RestartCount > 0 {
+	if st, ok := mesh.ContainerStatus(&p, "orders"); ok && st.RestartCount > 0 {
 		start := st.LastTerminationState.Terminated.StartedAt.UTC().Format(time.RFC3339Nano)
 		logs.AppPrevious["orders"] = []byte(start + " ERROR db: dial tcp 10.96.0.20:5432: connect: connection refused\n")
 	}
@@ -115,7 +116,7 @@ func play(steps []step) *Judge {
 	j := NewJudge("shop", "orders", first)
 	var base []probes.PodStartup
 	for _, p := range j.Old(first) {
-		base = append(base, probes.EvaluatePodStartup(&p, logsFor(p), probes.MeshConfig{}))
+		base = append(base, probes.EvaluatePodStartup(&p, logsFor(p), mesh.MeshConfig{}))
 	}
 	j.SetBaseline(base)
 	judgeDue(j)
@@ -128,6 +129,6 @@ func play(steps []step) *Judge {
 
 func judgeDue(j *Judge) {
 	for _, p := range j.Due() {
-		j.SetStartup(p.UID, probes.EvaluatePodStartup(&p, logsFor(p), probes.MeshConfig{}))
+		j.SetStartup(p.UID, probes.EvaluatePodStartup(&p, logsFor(p), mesh.MeshConfig{}))
 	}
 }

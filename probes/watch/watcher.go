@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/meshtriage/meshtriage/probes"
+	"github.com/meshtriage/meshtriage/probes/mesh"
 )
 
 // Deployments reads a Deployment; the live cluster implements it. A narrow
@@ -85,13 +86,13 @@ func Watch(ctx context.Context, cfg Config) (Report, error) {
 	if err != nil {
 		return Report{Namespace: cfg.Namespace, Deployment: cfg.Deployment, Regressions: []string{}}, err
 	}
-	mesh, err := probes.ReadMeshConfig(ctx, cfg.Cluster)
+	meshCfg, err := probes.ReadMeshConfig(ctx, cfg.Cluster)
 	if err != nil {
 		// The mesh default only decides holdApplicationUntilProxyStarts for
 		// pods without the injector's hook; the pods themselves still tell.
-		mesh = probes.MeshConfig{}
+		meshCfg = mesh.MeshConfig{}
 	}
-	w.mesh = mesh
+	w.mesh = meshCfg
 	j := NewJudge(cfg.Namespace, cfg.Deployment, first)
 	var baseline []probes.PodStartup
 	for i, p := range j.Old(first) {
@@ -168,7 +169,7 @@ func Watch(ctx context.Context, cfg Config) (Report, error) {
 
 type watcher struct {
 	cfg  Config
-	mesh probes.MeshConfig
+	mesh mesh.MeshConfig
 }
 
 // observe reads the Deployment and the pods of its selector: a get and a
@@ -207,16 +208,16 @@ func (w *watcher) evaluate(ctx context.Context, p corev1.Pod) probes.PodStartup 
 	ref := probes.PodRef{Namespace: p.Namespace, Name: p.Name}
 	logs := probes.PodStartupLogs{App: map[string][]byte{}, AppPrevious: map[string][]byte{}}
 	c := w.cfg.Cluster
-	if probes.PodSidecar(&p) != probes.SidecarNone {
-		if b, err := c.Logs(ctx, ref, probes.LogOptions{Container: probes.ProxyContainer, LimitBytes: 1 << 20}); err == nil {
+	if mesh.PodSidecar(&p) != mesh.SidecarNone {
+		if b, err := c.Logs(ctx, ref, probes.LogOptions{Container: mesh.ProxyContainer, LimitBytes: 1 << 20}); err == nil {
 			logs.Proxy = b
 		}
 	}
-	for _, app := range probes.AppContainers(&p) {
+	for _, app := range mesh.AppContainers(&p) {
 		if b, err := c.Logs(ctx, ref, probes.LogOptions{Container: app.Name, LimitBytes: 256 << 10}); err == nil {
 			logs.App[app.Name] = b
 		}
-		if st, ok := probes.ContainerStatus(&p, app.Name); ok && st.RestartCount > 0 {
+		if st, ok := mesh.ContainerStatus(&p, app.Name); ok && st.RestartCount > 0 {
 			if b, err := c.Logs(ctx, ref, probes.LogOptions{Container: app.Name, Previous: true, LimitBytes: 256 << 10}); err == nil {
 				logs.AppPrevious[app.Name] = b
 			}

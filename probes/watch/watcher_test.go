@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/meshtriage/meshtriage/probes"
+	"github.com/meshtriage/meshtriage/probes/mesh"
 )
 
 // scriptedCluster plays a rollout script one step per poll; after the last
@@ -82,7 +83,7 @@ func (c *scriptedCluster) Logs(_ context.Context, ref probes.PodRef, opts probes
 		}
 		logs := logsFor(p)
 		switch {
-		case opts.Container == probes.ProxyContainer:
+		case opts.Container == mesh.ProxyContainer:
 			return logs.Proxy, nil
 		case opts.Previous:
 			return logs.AppPrevious[opts.Container], nil

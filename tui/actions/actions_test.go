@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/meshtriage/meshtriage/probes"
+	"github.com/meshtriage/meshtriage/probes/mesh"
 	"github.com/meshtriage/meshtriage/runbook"
 	"github.com/meshtriage/meshtriage/tui/common"
 )
@@ -38,7 +39,7 @@ func newLiveish() *liveish {
 
 func (c *liveish) GetPod(_ context.Context, ns, name string) (*corev1.Pod, error) {
 	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec:   corev1.PodSpec{Containers: []corev1.Container{{Name: "web"}, {Name: probes.ProxyContainer}}},
+		Spec:   corev1.PodSpec{Containers: []corev1.Container{{Name: "web"}, {Name: mesh.ProxyContainer}}},
 		Status: corev1.PodStatus{Phase: corev1.PodRunning}}, nil
 }
 

@@ -3,7 +3,7 @@ package picker
 import (
 	"context"
 
-	"github.com/meshtriage/meshtriage/probes"
+	"github.com/meshtriage/meshtriage/probes/mesh"
 )
 
 // Catalog is what the picker lists. probes.Cluster reads by name only, on
@@ -40,7 +40,7 @@ type ServiceSummary struct {
 type PodSummary struct {
 	Name    string
 	Ready   bool
-	Sidecar probes.SidecarKind
+	Sidecar mesh.SidecarKind
 	// App is the app or app.kubernetes.io/name label, to recognise callers.
 	App string
 }

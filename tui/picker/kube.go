@@ -11,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/meshtriage/meshtriage/probes"
+	"github.com/meshtriage/meshtriage/probes/mesh"
 )
 
 // KubeCatalog lists through a Kubernetes clientset: the live cluster's, or
@@ -34,7 +34,7 @@ func (k KubeCatalog) Namespaces(ctx context.Context) ([]NamespaceSummary, error)
 	out := make([]NamespaceSummary, 0, len(l.Items))
 	for i := range l.Items {
 		ns := &l.Items[i]
-		out = append(out, NamespaceSummary{Name: ns.Name, Injection: probes.NamespaceInjection(ns)})
+		out = append(out, NamespaceSummary{Name: ns.Name, Injection: mesh.NamespaceInjection(ns)})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, nil
@@ -64,7 +64,7 @@ func (k KubeCatalog) Services(ctx context.Context, namespace string) ([]ServiceS
 					continue
 				}
 				s.Pods++
-				if probes.PodSidecar(pod) != probes.SidecarNone {
+				if mesh.PodSidecar(pod) != mesh.SidecarNone {
 					s.WithSidecar++
 				}
 			}
@@ -87,8 +87,8 @@ func (k KubeCatalog) Pods(ctx context.Context, namespace string) ([]PodSummary, 
 		if !live(pod) {
 			continue
 		}
-		ready, _ := probes.PodReady(pod)
-		out = append(out, PodSummary{Name: pod.Name, Ready: ready, Sidecar: probes.PodSidecar(pod), App: appName(pod)})
+		ready, _ := mesh.PodReady(pod)
+		out = append(out, PodSummary{Name: pod.Name, Ready: ready, Sidecar: mesh.PodSidecar(pod), App: appName(pod)})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, nil

@@ -13,9 +13,10 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/meshtriage/meshtriage/probes"
+	"github.com/meshtriage/meshtriage/probes/mesh"
 )
 
-func pod(name string, labels map[string]string, sidecar probes.SidecarKind, phase corev1.PodPhase, ready bool) *corev1.Pod {
+func pod(name string, labels map[string]string, sidecar mesh.SidecarKind, phase corev1.PodPhase, ready bool) *corev1.Pod {
 	p := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "shop", Labels: labels},
 		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app"}}},
@@ -23,10 +24,10 @@ func pod(name string, labels map[string]string, sidecar probes.SidecarKind, phas
 	}
 	always := corev1.ContainerRestartPolicyAlways
 	switch sidecar {
-	case probes.SidecarClassic:
-		p.Spec.Containers = append(p.Spec.Containers, corev1.Container{Name: probes.ProxyContainer})
-	case probes.SidecarNative:
-		p.Spec.InitContainers = []corev1.Container{{Name: probes.ProxyContainer, RestartPolicy: &always}}
+	case mesh.SidecarClassic:
+		p.Spec.Containers = append(p.Spec.Containers, corev1.Container{Name: mesh.ProxyContainer})
+	case mesh.SidecarNative:
+		p.Spec.InitContainers = []corev1.Container{{Name: mesh.ProxyContainer, RestartPolicy: &always}}
 	}
 	cond := corev1.ConditionFalse
 	if ready {
@@ -52,11 +53,11 @@ func TestKubeCatalog(t *testing.T) {
 		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "shop"}, Spec: corev1.ServiceSpec{
 			Ports: []corev1.ServicePort{{Port: 5432, Protocol: corev1.ProtocolTCP}},
 		}},
-		pod("reviews-1", map[string]string{"app": "reviews"}, probes.SidecarClassic, corev1.PodRunning, true),
-		pod("reviews-2", map[string]string{"app": "reviews"}, probes.SidecarNative, corev1.PodRunning, false),
-		pod("reviews-3", map[string]string{"app": "reviews"}, probes.SidecarNone, corev1.PodRunning, true),
-		pod("reviews-old", map[string]string{"app": "reviews"}, probes.SidecarClassic, corev1.PodSucceeded, false),
-		pod("web-1", map[string]string{"app.kubernetes.io/name": "web"}, probes.SidecarClassic, corev1.PodRunning, true),
+		pod("reviews-1", map[string]string{"app": "reviews"}, mesh.SidecarClassic, corev1.PodRunning, true),
+		pod("reviews-2", map[string]string{"app": "reviews"}, mesh.SidecarNative, corev1.PodRunning, false),
+		pod("reviews-3", map[string]string{"app": "reviews"}, mesh.SidecarNone, corev1.PodRunning, true),
+		pod("reviews-old", map[string]string{"app": "reviews"}, mesh.SidecarClassic, corev1.PodSucceeded, false),
+		pod("web-1", map[string]string{"app.kubernetes.io/name": "web"}, mesh.SidecarClassic, corev1.PodRunning, true),
 	}
 	cat := KubeCatalog{Kube: fake.NewSimpleClientset(objs...)}
 	ctx := context.Background()
@@ -89,10 +90,10 @@ func TestKubeCatalog(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantPods := []PodSummary{
-		{Name: "reviews-1", Ready: true, Sidecar: probes.SidecarClassic, App: "reviews"},
-		{Name: "reviews-2", Ready: false, Sidecar: probes.SidecarNative, App: "reviews"},
-		{Name: "reviews-3", Ready: true, Sidecar: probes.SidecarNone, App: "reviews"},
-		{Name: "web-1", Ready: true, Sidecar: probes.SidecarClassic, App: "web"},
+		{Name: "reviews-1", Ready: true, Sidecar: mesh.SidecarClassic, App: "reviews"},
+		{Name: "reviews-2", Ready: false, Sidecar: mesh.SidecarNative, App: "reviews"},
+		{Name: "reviews-3", Ready: true, Sidecar: mesh.SidecarNone, App: "reviews"},
+		{Name: "web-1", Ready: true, Sidecar: mesh.SidecarClassic, App: "web"},
 	}
 	if !reflect.DeepEqual(pods, wantPods) {
 		t.Errorf("pods = %+v\nwant %+v", pods, wantPods)

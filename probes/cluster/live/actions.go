@@ -13,6 +13,7 @@ import (
 
 	"github.com/meshtriage/meshtriage/probes"
 	"github.com/meshtriage/meshtriage/probes/actions"
+	"github.com/meshtriage/meshtriage/probes/mesh"
 )
 
 // The write side of a live cluster: what probes/actions runs when the
@@ -99,7 +100,7 @@ func (c *Cluster) EnvoyAdminPost(ctx context.Context, pod probes.PodRef, path st
 
 func (c *Cluster) adminPostByExec(ctx context.Context, what string, pod probes.PodRef, path string, forwardErr error) ([]byte, error) {
 	out := &cappedBuffer{max: maxExecOutput}
-	stderr, err := c.execInProxy(ctx, pod, probes.ProxyContainer, []string{"pilot-agent", "request", "POST", strings.TrimPrefix(path, "/")}, out)
+	stderr, err := c.execInProxy(ctx, pod, mesh.ProxyContainer, []string{"pilot-agent", "request", "POST", strings.TrimPrefix(path, "/")}, out)
 	if err == nil {
 		return out.bytes(), nil
 	}

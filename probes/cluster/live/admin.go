@@ -19,6 +19,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/meshtriage/meshtriage/probes"
+	"github.com/meshtriage/meshtriage/probes/mesh"
 )
 
 // execFunc runs command in a container of pod, writing its stdout to stdout;
@@ -37,8 +38,8 @@ func (c *Cluster) adminTarget(ctx context.Context, getPod podReader, pod probes.
 	if err != nil {
 		return what, path, err
 	}
-	if probes.PodSidecar(p) == probes.SidecarNone {
-		return what, path, fmt.Errorf("pod %s has no %s container, so no Envoy admin to %s", pod, probes.ProxyContainer, verb)
+	if mesh.PodSidecar(p) == mesh.SidecarNone {
+		return what, path, fmt.Errorf("pod %s has no %s container, so no Envoy admin to %s", pod, mesh.ProxyContainer, verb)
 	}
 	if p.Status.Phase != corev1.PodRunning {
 		return what, path, &probes.UnreachableError{What: what, Err: fmt.Errorf("pod is %s, not Running", p.Status.Phase)}
@@ -74,7 +75,7 @@ func (c *Cluster) adminByExec(ctx context.Context, what string, pod probes.PodRe
 	defer cancel()
 	out.overflow = cancel
 	command := []string{"pilot-agent", "request", "GET", strings.TrimPrefix(path, "/")}
-	stderr, err := c.execInProxy(execCtx, pod, probes.ProxyContainer, command, out)
+	stderr, err := c.execInProxy(execCtx, pod, mesh.ProxyContainer, command, out)
 	if err == nil {
 		return out.bytes(), nil
 	}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/meshtriage/meshtriage/probes"
 	"github.com/meshtriage/meshtriage/probes/cluster/clientset"
+	"github.com/meshtriage/meshtriage/probes/mesh"
 )
 
 // Cluster serves a Scenario as a probes.Cluster: objects through fake
@@ -157,8 +158,8 @@ func (c *Cluster) EnvoyAdmin(ctx context.Context, pod probes.PodRef, path string
 	if err != nil {
 		return nil, err
 	}
-	if probes.PodSidecar(p) == probes.SidecarNone {
-		return nil, &probes.UnreachableError{What: what, Err: fmt.Errorf("pod has no %s container", probes.ProxyContainer)}
+	if mesh.PodSidecar(p) == mesh.SidecarNone {
+		return nil, &probes.UnreachableError{What: what, Err: fmt.Errorf("pod has no %s container", mesh.ProxyContainer)}
 	}
 	c.mu.Lock()
 	if c.reads == nil {

@@ -11,6 +11,7 @@ import (
 	networkingv1 "istio.io/client-go/pkg/apis/networking/v1"
 
 	"github.com/meshtriage/meshtriage/probes"
+	"github.com/meshtriage/meshtriage/probes/mesh"
 )
 
 // TestLoadManifestsKubectlDump reads `kubectl get -o yaml` output: a List
@@ -56,7 +57,7 @@ func TestLoadManifestsKubectlDump(t *testing.T) {
 	if !errors.Is(err, probes.ErrNotFound) {
 		t.Errorf("EnvoyAdmin on manifests: %v, want ErrNotFound", err)
 	}
-	if _, err := c.Logs(ctx, pod, probes.LogOptions{Container: probes.ProxyContainer}); !errors.Is(err, probes.ErrNotFound) {
+	if _, err := c.Logs(ctx, pod, probes.LogOptions{Container: mesh.ProxyContainer}); !errors.Is(err, probes.ErrNotFound) {
 		t.Errorf("Logs on manifests: %v, want ErrNotFound", err)
 	}
 	if _, err := c.ServerVersion(ctx); !errors.Is(err, probes.ErrNotFound) {

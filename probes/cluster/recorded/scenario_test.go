@@ -14,6 +14,7 @@ import (
 
 	"github.com/meshtriage/meshtriage/assets"
 	"github.com/meshtriage/meshtriage/probes"
+	"github.com/meshtriage/meshtriage/probes/mesh"
 )
 
 // TestEmbeddedScenarios loads every shipped scenario and checks that its
@@ -80,7 +81,7 @@ func TestEmbeddedScenarios(t *testing.T) {
 					t.Errorf("Envoy data for unknown pod %s", ref)
 					continue
 				}
-				if probes.PodSidecar(p) == probes.SidecarNone {
+				if mesh.PodSidecar(p) == mesh.SidecarNone {
 					t.Errorf("Envoy data for %s, which has no sidecar", ref)
 				}
 				for path := range paths {
@@ -100,7 +101,7 @@ func TestEmbeddedScenarios(t *testing.T) {
 					t.Errorf("log for %s names container %s, which the pod does not have", key.Pod, key.Container)
 				}
 				if key.Previous {
-					cs, _ := probes.ContainerStatus(p, key.Container)
+					cs, _ := mesh.ContainerStatus(p, key.Container)
 					if cs.RestartCount == 0 || cs.LastTerminationState.Terminated == nil {
 						t.Errorf("previous log for %s/%s, which never restarted", key.Pod, key.Container)
 					}
@@ -453,21 +454,21 @@ func TestClusterLogs(t *testing.T) {
 	web := probes.PodRef{Namespace: "shop", Name: "web-1"}
 	orders := probes.PodRef{Namespace: "shop", Name: "orders-1"}
 
-	all, err := c.Logs(ctx, web, probes.LogOptions{Container: probes.ProxyContainer})
+	all, err := c.Logs(ctx, web, probes.LogOptions{Container: mesh.ProxyContainer})
 	if err != nil || string(all) != proxyLog {
 		t.Fatalf("whole log = %q, %v", all, err)
 	}
 	// The scenario's newest line is 03:20; Since 30m starts at 02:50.
-	recent, _ := c.Logs(ctx, web, probes.LogOptions{Container: probes.ProxyContainer, Since: 30 * time.Minute})
+	recent, _ := c.Logs(ctx, web, probes.LogOptions{Container: mesh.ProxyContainer, Since: 30 * time.Minute})
 	if strings.Contains(string(recent), "Envoy proxy is ready") || strings.Contains(string(recent), "continuation") ||
 		!strings.Contains(string(recent), `"GET /a`) || !strings.Contains(string(recent), `"GET /b`) {
 		t.Errorf("Since 30m kept %q", recent)
 	}
-	last, _ := c.Logs(ctx, web, probes.LogOptions{Container: probes.ProxyContainer, Since: 5 * time.Minute})
+	last, _ := c.Logs(ctx, web, probes.LogOptions{Container: mesh.ProxyContainer, Since: 5 * time.Minute})
 	if strings.Contains(string(last), `"GET /a`) || !strings.Contains(string(last), `"GET /b`) {
 		t.Errorf("Since 5m kept %q", last)
 	}
-	head, _ := c.Logs(ctx, web, probes.LogOptions{Container: probes.ProxyContainer, LimitBytes: 20})
+	head, _ := c.Logs(ctx, web, probes.LogOptions{Container: mesh.ProxyContainer, LimitBytes: 20})
 	if string(head) != proxyLog[:20] {
 		t.Errorf("LimitBytes 20 = %q", head)
 	}
@@ -481,7 +482,7 @@ func TestClusterLogs(t *testing.T) {
 	if _, err := c.Logs(ctx, orders, probes.LogOptions{}); !apierrors.IsBadRequest(err) {
 		t.Errorf("no container on a two-container pod: %v, want BadRequest", err)
 	}
-	if _, err := c.Logs(ctx, probes.PodRef{Namespace: "shop", Name: "legacy-1"}, probes.LogOptions{Container: probes.ProxyContainer}); !apierrors.IsBadRequest(err) {
+	if _, err := c.Logs(ctx, probes.PodRef{Namespace: "shop", Name: "legacy-1"}, probes.LogOptions{Container: mesh.ProxyContainer}); !apierrors.IsBadRequest(err) {
 		t.Errorf("istio-proxy log of a pod without sidecar: %v, want BadRequest", err)
 	}
 }
@@ -514,7 +515,7 @@ func TestClusterHonoursCancelledContext(t *testing.T) {
 	if _, err := c.EnvoyAdmin(ctx, web, "/stats"); !errors.Is(err, context.Canceled) {
 		t.Errorf("EnvoyAdmin: %v", err)
 	}
-	if _, err := c.Logs(ctx, web, probes.LogOptions{Container: probes.ProxyContainer}); !errors.Is(err, context.Canceled) {
+	if _, err := c.Logs(ctx, web, probes.LogOptions{Container: mesh.ProxyContainer}); !errors.Is(err, context.Canceled) {
 		t.Errorf("Logs: %v", err)
 	}
 	if _, err := c.Istiod(ctx, "", IstiodSyncz); !errors.Is(err, context.Canceled) {

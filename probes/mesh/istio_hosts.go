@@ -1,4 +1,4 @@
-package probes
+package mesh
 
 // ExportedTo reports whether a rule in ruleNamespace with exportTo is visible
 // from namespace ns. Empty exportTo means everywhere (Istio's default).
@@ -14,9 +14,9 @@ func ExportedTo(exportTo []string, ruleNamespace, ns string) bool {
 	return false
 }
 
-// labelsMatch reports whether every selector label is set to the same value
+// LabelsMatch reports whether every selector label is set to the same value
 // in labels.
-func labelsMatch(selector, labels map[string]string) bool {
+func LabelsMatch(selector, labels map[string]string) bool {
 	if labels == nil {
 		return false
 	}

@@ -1,10 +1,17 @@
-package probes
+package mesh
 
 import (
 	"strings"
 
 	"istio.io/api/annotation"
 	corev1 "k8s.io/api/core/v1"
+)
+
+// Well-known names of the data plane that istio.io/api has no constant for.
+const (
+	ProxyContainer         = "istio-proxy"
+	NamespaceInjectionName = "istio-injection" // the classic injection label
+	MeshConfigMap          = "istio"
 )
 
 // SidecarKind says how a pod carries its istio-proxy.

@@ -1,13 +1,11 @@
-package probes
+package mesh
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 
 	"google.golang.org/protobuf/encoding/protojson"
 	meshv1alpha1 "istio.io/api/mesh/v1alpha1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/yaml"
 )
 
@@ -99,25 +97,4 @@ func ParseProxyConfig(text string) (*meshv1alpha1.ProxyConfig, error) {
 		return nil, fmt.Errorf("proxy config: %w", err)
 	}
 	return pc, nil
-}
-
-// ReadMeshConfig fetches and parses the mesh config. An absent ConfigMap is
-// not an error (Istio then runs on defaults); an unreadable one is.
-func ReadMeshConfig(ctx context.Context, c Cluster) (MeshConfig, error) {
-	ns := c.Info().ControlPlaneNamespace
-	if ns == "" {
-		ns = DefaultControlPlane
-	}
-	cm, err := c.GetConfigMap(ctx, ns, MeshConfigMap)
-	if apierrors.IsNotFound(err) {
-		return MeshConfig{}, nil
-	}
-	if err != nil {
-		return MeshConfig{}, err
-	}
-	mc, err := ParseMeshConfig(cm.Data["mesh"])
-	if err != nil {
-		return MeshConfig{}, err
-	}
-	return MeshConfig{Raw: mc, Found: true}, nil
 }
