@@ -25,7 +25,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/restmapper"
 
-	"github.com/meshtriage/meshtriage/probes"
+	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/cluster/recorded"
 )
 
@@ -46,7 +46,7 @@ type Applied struct {
 	Scenario *recorded.Scenario
 	lab      *Lab
 	created  []appliedObject
-	pods     []probes.PodRef
+	pods     []cluster.PodRef
 }
 
 type appliedObject struct {
@@ -267,7 +267,7 @@ func (a *Applied) create(ctx context.Context, mapper meta.RESTMapper, u *unstruc
 				return fmt.Errorf("set status of %s: %w", obj, err)
 			}
 		}
-		a.pods = append(a.pods, probes.PodRef{Namespace: obj.namespace, Name: obj.name})
+		a.pods = append(a.pods, cluster.PodRef{Namespace: obj.namespace, Name: obj.name})
 	}
 	if rm.deletion != nil {
 		grace := int64(30)
@@ -361,7 +361,7 @@ func (a *Applied) serve(s *recorded.Scenario) error {
 	k := a.lab.Kubelet
 	cp := s.ControlPlaneNamespace
 	if cp == "" {
-		cp = probes.DefaultControlPlane
+		cp = cluster.DefaultControlPlane
 	}
 	// Recorded lines carry fixed dates, and the in-memory scenario measures
 	// --since back from the newest of them; so does the kubelet here.
@@ -375,7 +375,7 @@ func (a *Applied) serve(s *recorded.Scenario) error {
 	for _, pod := range a.pods {
 		k.AddPod(pod)
 		if _, ok := s.Envoy[pod]; ok {
-			if err := k.Serve(pod, probes.EnvoyAdminPort, EnvoyAdminSimulator(s, pod)); err != nil {
+			if err := k.Serve(pod, cluster.EnvoyAdminPort, EnvoyAdminSimulator(s, pod)); err != nil {
 				return err
 			}
 		}
@@ -383,7 +383,7 @@ func (a *Applied) serve(s *recorded.Scenario) error {
 	for _, obj := range s.Objects {
 		pod, ok := obj.(*corev1.Pod)
 		if ok && pod.Namespace == cp && pod.Labels["app"] == "istiod" && len(s.Istiod) > 0 {
-			if err := k.Serve(probes.PodRef{Namespace: pod.Namespace, Name: pod.Name}, probes.IstiodMonitoringPort, IstiodSimulator(s)); err != nil {
+			if err := k.Serve(cluster.PodRef{Namespace: pod.Namespace, Name: pod.Name}, cluster.IstiodMonitoringPort, IstiodSimulator(s)); err != nil {
 				return err
 			}
 		}
@@ -415,7 +415,7 @@ func stampLines(data []byte, newest time.Time) []LogLine {
 // of a path gets its n-th recording (counters that moved on between two
 // samples). Anything not recorded is a 404, as Envoy answers an unknown
 // admin path.
-func EnvoyAdminSimulator(s *recorded.Scenario, pod probes.PodRef) http.Handler {
+func EnvoyAdminSimulator(s *recorded.Scenario, pod cluster.PodRef) http.Handler {
 	var mu sync.Mutex
 	reads := map[string]int{}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

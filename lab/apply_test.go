@@ -11,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/meshtriage/meshtriage/assets"
-	"github.com/meshtriage/meshtriage/probes"
+	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/cluster/recorded"
 )
 
@@ -42,7 +42,7 @@ func TestReplayedLogsMatchInMemory(t *testing.T) {
 		for key := range s.Logs {
 			for _, since := range []time.Duration{0, 10 * time.Second, time.Minute, 5 * time.Minute, 30 * time.Minute} {
 				for _, limit := range []int64{0, 200} {
-					want, err := mem.Logs(context.Background(), key.Pod, probes.LogOptions{Container: key.Container, Previous: key.Previous, Since: since, LimitBytes: limit})
+					want, err := mem.Logs(context.Background(), key.Pod, cluster.LogOptions{Container: key.Container, Previous: key.Previous, Since: since, LimitBytes: limit})
 					if err != nil {
 						t.Fatalf("%s in memory: %v", name, err)
 					}
@@ -54,7 +54,7 @@ func TestReplayedLogsMatchInMemory(t *testing.T) {
 						q.Set("sinceSeconds", fmt.Sprint(int(since.Seconds())))
 					}
 					if limit == 0 {
-						limit = probes.DefaultLogLimit
+						limit = cluster.DefaultLogLimit
 					}
 					q.Set("limitBytes", fmt.Sprint(limit))
 					code, got := getPodLogs(t, k, key.Pod, key.Container, q.Encode())
@@ -74,7 +74,7 @@ func TestReplayedLogsMatchInMemory(t *testing.T) {
 	}
 }
 
-func getPodLogs(t *testing.T, k *Kubelet, pod probes.PodRef, container, query string) (int, string) {
+func getPodLogs(t *testing.T, k *Kubelet, pod cluster.PodRef, container, query string) (int, string) {
 	t.Helper()
 	resp, err := insecureClient().Get(kubeletURL(k, "/containerLogs/"+pod.Namespace+"/"+pod.Name+"/"+container+"?"+query))
 	if err != nil {

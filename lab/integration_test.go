@@ -21,6 +21,7 @@ import (
 
 	"github.com/meshtriage/meshtriage/assets"
 	"github.com/meshtriage/meshtriage/probes"
+	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/cluster/live"
 	"github.com/meshtriage/meshtriage/probes/cluster/recorded"
 	"github.com/meshtriage/meshtriage/runbook"
@@ -139,7 +140,7 @@ func (p *probeSink) Write(e runbook.Event) error {
 	return nil
 }
 
-func runCheck(t *testing.T, ctx context.Context, c probes.Cluster, target probes.Target) checkRun {
+func runCheck(t *testing.T, ctx context.Context, c cluster.Cluster, target cluster.Target) checkRun {
 	t.Helper()
 	g, err := runbook.LoadFS(assets.FS, assets.Runbook503, runbook.CatalogueOf(probes.All(), assets.Causes))
 	if err != nil {
@@ -321,7 +322,7 @@ func TestEveryProbeThroughKubeletStreams(t *testing.T) {
 	}
 	applyShared(t, l, s)
 
-	compare := func(t *testing.T, c probes.Cluster) {
+	compare := func(t *testing.T, c cluster.Cluster) {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
 		for _, p := range probes.All() {
@@ -389,7 +390,7 @@ func TestAPIServerKilledMidRun(t *testing.T) {
 	killed := make(chan struct{})
 	source := *s.Target.Source
 	sim := EnvoyAdminSimulator(s, source)
-	if err := l.Kubelet.Serve(source, probes.EnvoyAdminPort, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	if err := l.Kubelet.Serve(source, cluster.EnvoyAdminPort, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		once.Do(func() {
 			l.KillAPIServer()
 			close(killed)

@@ -29,7 +29,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/httpstream/wsstream"
 	remotecommandconsts "k8s.io/apimachinery/pkg/util/remotecommand"
 
-	"github.com/meshtriage/meshtriage/probes"
+	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/mesh"
 )
 
@@ -46,7 +46,7 @@ type Kubelet struct {
 	server *http.Server
 
 	mu      sync.Mutex
-	pods    map[probes.PodRef]bool
+	pods    map[cluster.PodRef]bool
 	logs    map[logKey][]LogLine
 	ports   map[portKey]string
 	servers map[portKey]*http.Server
@@ -76,16 +76,16 @@ func LinesAt(data []byte, t time.Time) []LogLine {
 }
 
 // ExecFunc runs a command in a container and returns its exit code.
-type ExecFunc func(ctx context.Context, pod probes.PodRef, container string, command []string, stdout, stderr io.Writer) int
+type ExecFunc func(ctx context.Context, pod cluster.PodRef, container string, command []string, stdout, stderr io.Writer) int
 
 type logKey struct {
-	pod       probes.PodRef
+	pod       cluster.PodRef
 	container string
 	previous  bool
 }
 
 type portKey struct {
-	pod  probes.PodRef
+	pod  cluster.PodRef
 	port int32
 }
 
@@ -106,7 +106,7 @@ func StartKubelet() (*Kubelet, error) {
 	k := &Kubelet{
 		Port:     ln.Addr().(*net.TCPAddr).Port,
 		ln:       ln,
-		pods:     map[probes.PodRef]bool{},
+		pods:     map[cluster.PodRef]bool{},
 		logs:     map[logKey][]LogLine{},
 		ports:    map[portKey]string{},
 		servers:  map[portKey]*http.Server{},
@@ -138,7 +138,7 @@ func (k *Kubelet) Close() {
 func (k *Kubelet) Reset() {
 	k.mu.Lock()
 	servers := k.servers
-	k.pods = map[probes.PodRef]bool{}
+	k.pods = map[cluster.PodRef]bool{}
 	k.logs = map[logKey][]LogLine{}
 	k.ports = map[portKey]string{}
 	k.servers = map[portKey]*http.Server{}
@@ -149,7 +149,7 @@ func (k *Kubelet) Reset() {
 }
 
 // Forget stops running pod: its logs, ports and simulators go.
-func (k *Kubelet) Forget(pod probes.PodRef) {
+func (k *Kubelet) Forget(pod cluster.PodRef) {
 	k.mu.Lock()
 	var closing []*http.Server
 	delete(k.pods, pod)
@@ -177,14 +177,14 @@ func (k *Kubelet) Forget(pod probes.PodRef) {
 
 // AddPod makes the kubelet run pod: its containers' logs read as empty
 // until SetLogs, and its ports refuse connections until Serve or Forward.
-func (k *Kubelet) AddPod(pod probes.PodRef) {
+func (k *Kubelet) AddPod(pod cluster.PodRef) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	k.pods[pod] = true
 }
 
 // SetLogs records a container's log (previous: its last terminated instance).
-func (k *Kubelet) SetLogs(pod probes.PodRef, container string, previous bool, lines []LogLine) {
+func (k *Kubelet) SetLogs(pod cluster.PodRef, container string, previous bool, lines []LogLine) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	k.pods[pod] = true
@@ -193,7 +193,7 @@ func (k *Kubelet) SetLogs(pod probes.PodRef, container string, previous bool, li
 
 // Serve answers connections forwarded to pod:port with h, on a loopback
 // listener of its own.
-func (k *Kubelet) Serve(pod probes.PodRef, port int32, h http.Handler) error {
+func (k *Kubelet) Serve(pod cluster.PodRef, port int32, h http.Handler) error {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return err
@@ -213,7 +213,7 @@ func (k *Kubelet) Serve(pod probes.PodRef, port int32, h http.Handler) error {
 }
 
 // Forward sends connections to pod:port on to addr (a real istiod, say).
-func (k *Kubelet) Forward(pod probes.PodRef, port int32, addr string) {
+func (k *Kubelet) Forward(pod cluster.PodRef, port int32, addr string) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	k.pods[pod] = true
@@ -253,21 +253,21 @@ func (k *Kubelet) count(kind string) {
 	k.requests[kind]++
 }
 
-func (k *Kubelet) known(pod probes.PodRef) bool {
+func (k *Kubelet) known(pod cluster.PodRef) bool {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	return k.pods[pod]
 }
 
-func (k *Kubelet) address(pod probes.PodRef, port int32) (string, bool) {
+func (k *Kubelet) address(pod cluster.PodRef, port int32) (string, bool) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	addr, ok := k.ports[portKey{pod, port}]
 	return addr, ok
 }
 
-func podOf(r *http.Request) probes.PodRef {
-	return probes.PodRef{Namespace: r.PathValue("ns"), Name: r.PathValue("pod")}
+func podOf(r *http.Request) cluster.PodRef {
+	return cluster.PodRef{Namespace: r.PathValue("ns"), Name: r.PathValue("pod")}
 }
 
 // serveLogs implements GET /containerLogs with the kubelet's query
@@ -442,7 +442,7 @@ func streamPort(h http.Header) (int32, error) {
 // forward copies between a forwarded stream and the (pod, port) listener
 // until either side ends or the client's connection closes. A port nothing
 // listens on is reported on the error stream, as the kubelet does.
-func (k *Kubelet) forward(closed <-chan bool, pod probes.PodRef, port int32, data io.ReadWriteCloser, errs io.WriteCloser) {
+func (k *Kubelet) forward(closed <-chan bool, pod cluster.PodRef, port int32, data io.ReadWriteCloser, errs io.WriteCloser) {
 	defer data.Close()
 	defer errs.Close()
 	local, err := k.dial(pod, port)
@@ -468,7 +468,7 @@ func (k *Kubelet) forward(closed <-chan bool, pod probes.PodRef, port int32, dat
 	}
 }
 
-func (k *Kubelet) dial(pod probes.PodRef, port int32) (net.Conn, error) {
+func (k *Kubelet) dial(pod cluster.PodRef, port int32) (net.Conn, error) {
 	addr, ok := k.address(pod, port)
 	if !ok {
 		return nil, fmt.Errorf("failed to connect to localhost:%d inside namespace %q: connection refused", port, pod.Namespace)
@@ -476,7 +476,7 @@ func (k *Kubelet) dial(pod probes.PodRef, port int32) (net.Conn, error) {
 	return net.DialTimeout("tcp", addr, 5*time.Second)
 }
 
-func (k *Kubelet) portForwardWebsocket(w http.ResponseWriter, r *http.Request, pod probes.PodRef) {
+func (k *Kubelet) portForwardWebsocket(w http.ResponseWriter, r *http.Request, pod cluster.PodRef) {
 	var ports []int32
 	for _, v := range r.URL.Query()[corev1.PortHeader] {
 		for _, s := range strings.Split(v, ",") {
@@ -658,7 +658,7 @@ func writeExecStatus(w io.Writer, protocol string, code int) {
 // pilotAgent answers `pilot-agent request GET <path>` in istio-proxy the way
 // the real one does: an HTTP GET to the proxy's Envoy admin on 15000, the
 // body on stdout, exit 1 on a non-200 answer or a failed connection.
-func (k *Kubelet) pilotAgent(ctx context.Context, pod probes.PodRef, container string, command []string, stdout, stderr io.Writer) int {
+func (k *Kubelet) pilotAgent(ctx context.Context, pod cluster.PodRef, container string, command []string, stdout, stderr io.Writer) int {
 	if len(command) == 0 || command[0] != "pilot-agent" {
 		fmt.Fprintf(stderr, "exec: %q: executable file not found in $PATH\n", strings.Join(command, " "))
 		return 127
@@ -667,7 +667,7 @@ func (k *Kubelet) pilotAgent(ctx context.Context, pod probes.PodRef, container s
 		fmt.Fprintf(stderr, "Error: the lab's pilot-agent only runs `request GET <path>` in %s, not %q\n", mesh.ProxyContainer, strings.Join(command[1:], " "))
 		return 1
 	}
-	conn, err := k.dial(pod, probes.EnvoyAdminPort)
+	conn, err := k.dial(pod, cluster.EnvoyAdminPort)
 	if err != nil {
 		fmt.Fprintf(stderr, "Error: %v\n", err)
 		return 1

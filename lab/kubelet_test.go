@@ -22,14 +22,14 @@ import (
 	"k8s.io/client-go/transport/spdy"
 	"k8s.io/client-go/util/exec"
 
-	"github.com/meshtriage/meshtriage/probes"
+	"github.com/meshtriage/meshtriage/probes/cluster"
 )
 
 // These tests talk to the fake kubelet directly with client-go's own
 // port-forward and exec clients, as the API server's proxy would; they need
 // neither etcd nor kube-apiserver.
 
-var webPod = probes.PodRef{Namespace: "shop", Name: "web-1"}
+var webPod = cluster.PodRef{Namespace: "shop", Name: "web-1"}
 
 func startTestKubelet(t *testing.T) *Kubelet {
 	t.Helper()
@@ -127,7 +127,7 @@ func restConfig(k *Kubelet) *rest.Config {
 
 // forwardSPDY port-forwards to pod:port through the kubelet with client-go's
 // SPDY dialer and returns the local port.
-func forwardSPDY(t *testing.T, k *Kubelet, pod probes.PodRef, port int) (uint16, func()) {
+func forwardSPDY(t *testing.T, k *Kubelet, pod cluster.PodRef, port int) (uint16, func()) {
 	t.Helper()
 	rt, upgrader, err := spdy.RoundTripperFor(restConfig(k))
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/mesh"
 	"github.com/meshtriage/meshtriage/probes/parse/accesslog"
 	"github.com/meshtriage/meshtriage/probes/parse/envoy"
@@ -68,7 +69,7 @@ const (
 // podLog is one pod's tally, split into the entries about the target and
 // the rest of what the proxy logged.
 type podLog struct {
-	Pod      PodRef
+	Pod      cluster.PodRef
 	Upstream bool // an upstream (target) pod: its inbound side
 	Target   accesslog.Summary
 	Other    accesslog.Summary
@@ -87,7 +88,7 @@ type accessLogInput struct {
 	Problems []string
 }
 
-func (p AccessLogProbe) Run(ctx context.Context, c Cluster, t Target) Result {
+func (p AccessLogProbe) Run(ctx context.Context, c cluster.Cluster, t cluster.Target) Result {
 	in, what, err := fetchAccessLog(ctx, c, t)
 	if err != nil {
 		r := ErrorResult(what, err)
@@ -101,7 +102,7 @@ func (p AccessLogProbe) Run(ctx context.Context, c Cluster, t Target) Result {
 	return evaluateAccessLog(t, in)
 }
 
-func noLogWhy(t Target, in accessLogInput) string {
+func noLogWhy(t cluster.Target, in accessLogInput) string {
 	var why []string
 	if t.Source == nil {
 		why = append(why, "no source pod named (--from pod/NAME)")
@@ -118,22 +119,22 @@ func noLogWhy(t Target, in accessLogInput) string {
 	return strings.Join(why, "; ")
 }
 
-func fetchAccessLog(ctx context.Context, c Cluster, t Target) (accessLogInput, string, error) {
+func fetchAccessLog(ctx context.Context, c cluster.Cluster, t cluster.Target) (accessLogInput, string, error) {
 	var in accessLogInput
-	opts := LogOptions{Container: mesh.ProxyContainer, Since: accessLogWindow, LimitBytes: DefaultLogLimit, TailLines: AccessLogTailLines}
+	opts := cluster.LogOptions{Container: mesh.ProxyContainer, Since: accessLogWindow, LimitBytes: cluster.DefaultLogLimit, TailLines: AccessLogTailLines}
 	var firstErr error
 	var firstWhat string
 	fail := func(what string, err error) {
-		in.Problems = append(in.Problems, AccessProblem(what, err))
+		in.Problems = append(in.Problems, cluster.AccessProblem(what, err))
 		if firstErr == nil {
 			firstErr, firstWhat = err, what
 		}
 	}
-	read := func(pod PodRef, upstream bool) {
+	read := func(pod cluster.PodRef, upstream bool) {
 		what := fmt.Sprintf("read the %s log of %s", mesh.ProxyContainer, pod)
 		b, err := c.Logs(ctx, pod, opts)
 		if err != nil {
-			in.Logs = append(in.Logs, podLog{Pod: pod, Upstream: upstream, Problem: AccessProblem(what, err)})
+			in.Logs = append(in.Logs, podLog{Pod: pod, Upstream: upstream, Problem: cluster.AccessProblem(what, err)})
 			fail(what, err)
 			return
 		}
@@ -176,7 +177,7 @@ func fetchAccessLog(ctx context.Context, c Cluster, t Target) (accessLogInput, s
 				in.UpstreamSkipped += len(readable) - i
 				break
 			}
-			read(PodRef{Namespace: pod.Namespace, Name: pod.Name}, true)
+			read(cluster.PodRef{Namespace: pod.Namespace, Name: pod.Name}, true)
 		}
 	}
 
@@ -214,7 +215,7 @@ func upstreamLogPods(pods []corev1.Pod) []corev1.Pod {
 // to one of its outbound clusters, or addressed to its name when no cluster
 // took them (NR, NC). A pod calls many services; counting their 503s would
 // blame the target for someone else's outage.
-func sourceEntryMatcher(t Target) func(*accesslog.Entry) bool {
+func sourceEntryMatcher(t cluster.Target) func(*accesslog.Entry) bool {
 	names := map[string]bool{}
 	for _, n := range []string{t.Service, t.Service + "." + t.Namespace, t.Service + "." + t.Namespace + ".svc", t.Host()} {
 		names[n] = true
@@ -247,7 +248,7 @@ var accessLogFlags = []struct{ fact, flag string }{
 	{"log_flag_dc", "DC"}, {"log_flag_lr", "LR"}, {"log_flag_ur", "UR"},
 }
 
-func evaluateAccessLog(t Target, in accessLogInput) Result {
+func evaluateAccessLog(t cluster.Target, in accessLogInput) Result {
 	var all accesslog.Summary
 	var blackhole accesslog.Summary // every entry of the source, for BlackHoleCluster
 	var rows [][]string
@@ -376,7 +377,7 @@ func timeText(t time.Time) string {
 	return t.UTC().Format(time.RFC3339)
 }
 
-func accessLogCommands(t Target, selector map[string]string) []string {
+func accessLogCommands(t cluster.Target, selector map[string]string) []string {
 	var cmds []string
 	if t.Source != nil {
 		cmds = append(cmds, fmt.Sprintf("kubectl logs -n %s %s -c %s --since=30m | grep ' 503 '", t.Source.Namespace, t.Source.Name, mesh.ProxyContainer))

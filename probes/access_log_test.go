@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/mesh"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -21,8 +22,8 @@ func evAccessLogCluster(t *testing.T, extra ...runtime.Object) *fakeCluster {
 	}, extra...)
 	f := newFakeCluster(t, objs...)
 	f.logs[logKey(evSource, mesh.ProxyContainer)] = evTestdata(t, "access-log", "web-7d9.log")
-	f.logs[logKey(PodRef{Namespace: "shop", Name: "orders-1"}, mesh.ProxyContainer)] = evTestdata(t, "access-log", "orders-1.log")
-	f.logs[logKey(PodRef{Namespace: "shop", Name: "orders-2"}, mesh.ProxyContainer)] = evTestdata(t, "access-log", "orders-2.log")
+	f.logs[logKey(cluster.PodRef{Namespace: "shop", Name: "orders-1"}, mesh.ProxyContainer)] = evTestdata(t, "access-log", "orders-1.log")
+	f.logs[logKey(cluster.PodRef{Namespace: "shop", Name: "orders-2"}, mesh.ProxyContainer)] = evTestdata(t, "access-log", "orders-2.log")
 	return f
 }
 
@@ -31,7 +32,7 @@ func TestAccessLogSourceAndUpstream(t *testing.T) {
 	f := evAccessLogCluster(t)
 	r := Run(context.Background(), p, f, evTarget)
 	evCheck(t, p, r)
-	if f.lastLogOptions.Container != mesh.ProxyContainer || f.lastLogOptions.Since != accessLogWindow || f.lastLogOptions.LimitBytes != DefaultLogLimit {
+	if f.lastLogOptions.Container != mesh.ProxyContainer || f.lastLogOptions.Since != accessLogWindow || f.lastLogOptions.LimitBytes != cluster.DefaultLogLimit {
 		t.Errorf("log options %+v", f.lastLogOptions)
 	}
 	want := Facts{
@@ -81,7 +82,7 @@ func TestAccessLogSourceAndUpstream(t *testing.T) {
 
 func TestAccessLogWithoutSourceReadsUpstreamOnly(t *testing.T) {
 	p := AccessLogProbe{}
-	r := Run(context.Background(), p, evAccessLogCluster(t), Target{Namespace: "shop", Service: "orders", Port: 8080})
+	r := Run(context.Background(), p, evAccessLogCluster(t), cluster.Target{Namespace: "shop", Service: "orders", Port: 8080})
 	evCheck(t, p, r)
 	if r.Facts["log_503"] != 2 || r.Facts["log_blackhole"] != 0 || r.Facts["log_upstream_pods"] != 2 || r.Facts["log_lines"] != 6 || strings.Contains(r.Summary, "source") {
 		t.Errorf("%s %v", r.Summary, r.Facts)
@@ -96,7 +97,7 @@ func TestAccessLogCapsUpstreamPods(t *testing.T) {
 	}
 	f := evAccessLogCluster(t, extra...)
 	for i := 4; i <= 9; i++ {
-		f.logs[logKey(PodRef{Namespace: "shop", Name: fmt.Sprintf("orders-%d", i)}, mesh.ProxyContainer)] = evTestdata(t, "access-log", "orders-2.log")
+		f.logs[logKey(cluster.PodRef{Namespace: "shop", Name: fmt.Sprintf("orders-%d", i)}, mesh.ProxyContainer)] = evTestdata(t, "access-log", "orders-2.log")
 	}
 	r := Run(context.Background(), p, f, evTarget)
 	evCheck(t, p, r)
@@ -108,11 +109,11 @@ func TestAccessLogCapsUpstreamPods(t *testing.T) {
 func TestAccessLogBadInput(t *testing.T) {
 	p := AccessLogProbe{}
 	ctx := context.Background()
-	orders1 := PodRef{Namespace: "shop", Name: "orders-1"}
+	orders1 := cluster.PodRef{Namespace: "shop", Name: "orders-1"}
 	cases := []struct {
 		name   string
 		mutate func(*fakeCluster)
-		target Target
+		target cluster.Target
 		status Status
 		inSum  string
 		facts  Facts
@@ -138,7 +139,7 @@ func TestAccessLogBadInput(t *testing.T) {
 		{"nothing to read", func(f *fakeCluster) {
 			_ = f.kube.Tracker().Delete(corev1.SchemeGroupVersion.WithResource("services"), "shop", "orders")
 			_ = f.kube.Tracker().Add(&corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "orders", Namespace: "shop"}})
-		}, Target{Namespace: "shop", Service: "orders"}, StatusSkipped, "the Service has no selector", nil},
+		}, cluster.Target{Namespace: "shop", Service: "orders"}, StatusSkipped, "the Service has no selector", nil},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

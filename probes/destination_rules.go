@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/mesh"
 	networkingv1alpha3 "istio.io/api/networking/v1alpha3"
 	networkingv1 "istio.io/client-go/pkg/apis/networking/v1"
@@ -76,7 +77,7 @@ func subsetKey(dr *networkingv1.DestinationRule, subset string) string {
 	return dr.Namespace + "/" + dr.Name + "/" + subset
 }
 
-func (p DestinationRulesProbe) Run(ctx context.Context, c Cluster, t Target) Result {
+func (p DestinationRulesProbe) Run(ctx context.Context, c cluster.Cluster, t cluster.Target) Result {
 	in, what, err := fetchDestinationRules(ctx, c, t)
 	if err != nil {
 		r := ErrorResult(what, err)
@@ -86,12 +87,12 @@ func (p DestinationRulesProbe) Run(ctx context.Context, c Cluster, t Target) Res
 	return evaluateDestinationRules(t, in)
 }
 
-func fetchDestinationRules(ctx context.Context, c Cluster, t Target) (drInput, string, error) {
+func fetchDestinationRules(ctx context.Context, c cluster.Cluster, t cluster.Target) (drInput, string, error) {
 	in := drInput{ClientNamespace: t.Namespace, Subsets: map[string]subsetSelection{}}
 	mc, err := ReadMeshConfig(ctx, c)
 	in.RootNamespace = mc.RootNamespace(controlPlane(c))
 	if err != nil {
-		in.Partial = append(in.Partial, AccessProblem("read the mesh config", err)+"; assuming root namespace "+in.RootNamespace)
+		in.Partial = append(in.Partial, cluster.AccessProblem("read the mesh config", err)+"; assuming root namespace "+in.RootNamespace)
 	}
 	svc, err := c.GetService(ctx, t.Namespace, t.Service)
 	if err != nil {
@@ -107,7 +108,7 @@ func fetchDestinationRules(ctx context.Context, c Cluster, t Target) (drInput, s
 				in.ClientLabels = map[string]string{}
 			}
 		} else {
-			in.Partial = append(in.Partial, AccessProblem("get pod "+t.Source.String(), err)+"; rules with a workloadSelector are skipped")
+			in.Partial = append(in.Partial, cluster.AccessProblem("get pod "+t.Source.String(), err)+"; rules with a workloadSelector are skipped")
 		}
 	}
 
@@ -119,18 +120,18 @@ func fetchDestinationRules(ctx context.Context, c Cluster, t Target) (drInput, s
 		optional := ns == in.RootNamespace && ns != t.Namespace && ns != in.ClientNamespace
 		drs, err := c.DestinationRules(ctx, ns)
 		if err != nil {
-			if !optional || apierrors.IsNotFound(err) && isMissingKind(err) {
+			if !optional || apierrors.IsNotFound(err) && cluster.IsMissingKind(err) {
 				return in, "list DestinationRules in " + ns, err
 			}
-			in.Partial = append(in.Partial, AccessProblem("list DestinationRules in "+ns, err)+"; mesh-wide rules unknown")
+			in.Partial = append(in.Partial, cluster.AccessProblem("list DestinationRules in "+ns, err)+"; mesh-wide rules unknown")
 		}
 		in.DRs = append(in.DRs, drs...)
 		vss, err := c.VirtualServices(ctx, ns)
 		if err != nil {
-			if !optional || apierrors.IsNotFound(err) && isMissingKind(err) {
+			if !optional || apierrors.IsNotFound(err) && cluster.IsMissingKind(err) {
 				return in, "list VirtualServices in " + ns, err
 			}
-			in.Partial = append(in.Partial, AccessProblem("list VirtualServices in "+ns, err)+"; mesh-wide routes unknown")
+			in.Partial = append(in.Partial, cluster.AccessProblem("list VirtualServices in "+ns, err)+"; mesh-wide routes unknown")
 		}
 		in.VSs = append(in.VSs, vss...)
 	}
@@ -216,7 +217,7 @@ func hostSpecificity(host, ruleNamespace string) int {
 
 // hostNearMiss names hosts an on-call reads as the service but Istio does
 // not: "orders.shop" and "orders.shop.svc" are not completed to the FQDN.
-func hostNearMiss(host string, t Target) bool {
+func hostNearMiss(host string, t cluster.Target) bool {
 	return host == t.Service+"."+t.Namespace || host == t.Service+"."+t.Namespace+".svc"
 }
 
@@ -233,7 +234,7 @@ type drVerdict struct {
 // namespace that has one, the most specific host wins, and rules with that
 // same host are merged (oldest first). Every other matching rule is
 // reported with why it does not apply.
-func effectiveDestinationRules(t Target, in drInput) (applied []*networkingv1.DestinationRule, verdicts []drVerdict) {
+func effectiveDestinationRules(t cluster.Target, in drInput) (applied []*networkingv1.DestinationRule, verdicts []drVerdict) {
 	fqdn := t.Host()
 	visible := map[string][]*networkingv1.DestinationRule{}
 	var all []*networkingv1.DestinationRule
@@ -468,7 +469,7 @@ func outlierConsecutive5xx(od *networkingv1alpha3.OutlierDetection) int {
 	return int(od.GetConsecutiveErrors())
 }
 
-func evaluateDestinationRules(t Target, in drInput) Result {
+func evaluateDestinationRules(t cluster.Target, in drInput) Result {
 	r := Result{Status: StatusPass, Facts: Facts{}}
 	fqdn := t.Host()
 	applied, verdicts := effectiveDestinationRules(t, in)
@@ -787,7 +788,7 @@ func containsString(list []string, s string) bool {
 	return false
 }
 
-func drCommands(t Target, root string, emptySubsetSelectors []string) []string {
+func drCommands(t cluster.Target, root string, emptySubsetSelectors []string) []string {
 	var cmds []string
 	for _, ns := range uniqueNonEmpty(t.Namespace, sourceNamespace(t), root) {
 		cmds = append(cmds, fmt.Sprintf("kubectl get destinationrules,virtualservices -n %s -o yaml", ns))

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/mesh"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
@@ -83,12 +84,12 @@ func TestIstioHostResolution(t *testing.T) {
 }
 
 func TestDestinationRulesEvaluate(t *testing.T) {
-	orders := Target{Namespace: "shop", Service: "orders"}
-	fromWeb := Target{Namespace: "shop", Service: "orders", Source: &PodRef{Namespace: "web", Name: "web-1"}}
+	orders := cluster.Target{Namespace: "shop", Service: "orders"}
+	fromWeb := cluster.Target{Namespace: "shop", Service: "orders", Source: &cluster.PodRef{Namespace: "web", Name: "web-1"}}
 	vsV1V2 := fxVS("shop", "orders", []string{"orders"}, "orders", "v1", "v2")
 	cases := []struct {
 		name    string
-		target  Target
+		target  cluster.Target
 		in      drInput
 		status  Status
 		summary string
@@ -227,7 +228,7 @@ func TestDestinationRulesEvaluate(t *testing.T) {
 		},
 		{
 			name:   "port-level settings replace the top level for --port",
-			target: Target{Namespace: "shop", Service: "orders", Port: 80},
+			target: cluster.Target{Namespace: "shop", Service: "orders", Port: 80},
 			in: fxDRInput([]*networkingv1.DestinationRule{withPolicy(fxDR("shop", "orders", "orders", 0), &networkingv1alpha3.TrafficPolicy{
 				OutlierDetection: &networkingv1alpha3.OutlierDetection{Consecutive_5XxErrors: wrapperspb.UInt32(5)},
 				PortLevelSettings: []*networkingv1alpha3.TrafficPolicy_PortTrafficPolicy{{
@@ -285,7 +286,7 @@ func TestDestinationRulesEvaluate(t *testing.T) {
 
 func TestDestinationRulesProbeThroughClusterReads(t *testing.T) {
 	ctx := context.Background()
-	target := Target{Namespace: "shop", Service: "orders", Source: &PodRef{Namespace: "web", Name: "web-1"}}
+	target := cluster.Target{Namespace: "shop", Service: "orders", Source: &cluster.PodRef{Namespace: "web", Name: "web-1"}}
 	objs := func() []runtime.Object {
 		meshCM := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: mesh.MeshConfigMap, Namespace: "istio-system"},
 			Data: map[string]string{"mesh": "rootNamespace: mesh-root\n"}}
@@ -350,7 +351,7 @@ func TestDestinationRulesProbeThroughClusterReads(t *testing.T) {
 // traffic to it: the canary at weight 0 must not be blamed for UH 503s that
 // come from somewhere else.
 func TestSubsetWithoutPodsCountsOnlyWhenRouted(t *testing.T) {
-	orders := Target{Namespace: "shop", Service: "orders"}
+	orders := cluster.Target{Namespace: "shop", Service: "orders"}
 	pods := map[string][]string{"shop/orders/v1": {"orders-a"}, "shop/orders/v2": nil}
 	canary := fxVS("shop", "orders", []string{"orders"}, "orders", "v1", "v2")
 	canary.Spec.Http[0].Route[0].Weight, canary.Spec.Http[0].Route[1].Weight = 100, 0

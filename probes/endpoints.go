@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/mesh"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -48,7 +49,7 @@ type endpointsInput struct {
 	PodProblems map[string]string
 }
 
-func (p EndpointsProbe) Run(ctx context.Context, c Cluster, t Target) Result {
+func (p EndpointsProbe) Run(ctx context.Context, c cluster.Cluster, t cluster.Target) Result {
 	in, what, err := fetchEndpoints(ctx, c, t)
 	if err != nil {
 		r := ErrorResult(what, err)
@@ -58,7 +59,7 @@ func (p EndpointsProbe) Run(ctx context.Context, c Cluster, t Target) Result {
 	return evaluateEndpoints(t, in)
 }
 
-func fetchEndpoints(ctx context.Context, c Cluster, t Target) (endpointsInput, string, error) {
+func fetchEndpoints(ctx context.Context, c cluster.Cluster, t cluster.Target) (endpointsInput, string, error) {
 	in := endpointsInput{Pods: map[string]*corev1.Pod{}, PodProblems: map[string]string{}}
 	svc, err := c.GetService(ctx, t.Namespace, t.Service)
 	if err != nil {
@@ -95,7 +96,7 @@ func fetchEndpoints(ctx context.Context, c Cluster, t Target) (endpointsInput, s
 			case apierrors.IsNotFound(err):
 				in.PodProblems[ref.Name] = "pod gone"
 			default:
-				in.PodProblems[ref.Name] = AccessProblem("get pod "+ns+"/"+ref.Name, err)
+				in.PodProblems[ref.Name] = cluster.AccessProblem("get pod "+ns+"/"+ref.Name, err)
 			}
 		}
 	}
@@ -139,7 +140,7 @@ func endpointState(ep discoveryv1.Endpoint) string {
 	return "not-ready"
 }
 
-func evaluateEndpoints(t Target, in endpointsInput) Result {
+func evaluateEndpoints(t cluster.Target, in endpointsInput) Result {
 	r := Result{Status: StatusPass, Facts: Facts{}}
 	svc := in.Service
 	source := endpointsAPI(t.Service, in.Slices)
@@ -335,7 +336,7 @@ func containerNotReady(c corev1.Container, st corev1.ContainerStatus) string {
 // informational), so the number alone proves nothing: it is reported as a
 // mismatch only when the pod's app containers declare ports and none is that
 // number, the shape of "the app moved to 8081 and the Service still says 8080".
-func checkTargetPorts(t Target, svc *corev1.Service, in endpointsInput) (mismatched, notes []string) {
+func checkTargetPorts(t cluster.Target, svc *corev1.Service, in endpointsInput) (mismatched, notes []string) {
 	mismatched = []string{}
 	if len(in.Selected) == 0 {
 		notes = append(notes, "no selected pods: targetPort not checked")
@@ -433,7 +434,7 @@ func declaredPorts(pod *corev1.Pod, withAll bool) string {
 	return strings.Join(out, ",")
 }
 
-func endpointsCommands(t Target, svc *corev1.Service, notReadyPods []string) []string {
+func endpointsCommands(t cluster.Target, svc *corev1.Service, notReadyPods []string) []string {
 	cmds := []string{
 		fmt.Sprintf("kubectl get endpointslices -n %s -l %s=%s -o wide", t.Namespace, discoveryv1.LabelServiceName, t.Service),
 		fmt.Sprintf("kubectl get service -n %s %s -o jsonpath='{.spec.ports}'", t.Namespace, t.Service),

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/mesh"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -55,12 +56,12 @@ func fxEndpointsInput(svc *corev1.Service, slices []discoveryv1.EndpointSlice, p
 }
 
 func TestEndpointsEvaluate(t *testing.T) {
-	orders := Target{Namespace: "shop", Service: "orders"}
+	orders := cluster.Target{Namespace: "shop", Service: "orders"}
 	svc8080 := fxService(intstr.FromInt32(8080))
 	yes, no := ptr.To(true), ptr.To(false)
 	cases := []struct {
 		name    string
-		target  Target
+		target  cluster.Target
 		in      endpointsInput
 		status  Status
 		summary string
@@ -136,7 +137,7 @@ func TestEndpointsEvaluate(t *testing.T) {
 		},
 		{
 			name:   "named targetPort present; only --port is checked",
-			target: Target{Namespace: "shop", Service: "orders", Port: 80},
+			target: cluster.Target{Namespace: "shop", Service: "orders", Port: 80},
 			in: fxEndpointsInput(func() *corev1.Service {
 				s := fxService(intstr.FromString("http"))
 				s.Spec.Ports = append(s.Spec.Ports, corev1.ServicePort{Name: "admin", Port: 9000, TargetPort: intstr.FromInt32(9000)})
@@ -188,7 +189,7 @@ func TestEndpointsEvaluate(t *testing.T) {
 
 func TestEndpointsProbeThroughClusterReads(t *testing.T) {
 	ctx := context.Background()
-	orders := Target{Namespace: "shop", Service: "orders"}
+	orders := cluster.Target{Namespace: "shop", Service: "orders"}
 	objs := func() []runtime.Object {
 		slice := fxSlice("orders-abc", discoveryv1.AddressTypeIPv4,
 			fxEndpoint("orders-a", "10.0.0.11", ptr.To(true), nil),

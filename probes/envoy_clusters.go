@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/mesh"
 	"github.com/meshtriage/meshtriage/probes/parse/envoy"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -64,7 +65,7 @@ type envoyClustersInput struct {
 	StatsProblem string
 }
 
-func (p EnvoyClustersProbe) Run(ctx context.Context, c Cluster, t Target) Result {
+func (p EnvoyClustersProbe) Run(ctx context.Context, c cluster.Cluster, t cluster.Target) Result {
 	in, what, err := fetchEnvoyClusters(ctx, c, t)
 	if err != nil {
 		r := ErrorResult(what, err)
@@ -78,7 +79,7 @@ func (p EnvoyClustersProbe) Run(ctx context.Context, c Cluster, t Target) Result
 // nothing to read: no source named, or a source without a sidecar (skip is
 // then the one-line reason). A pod that cannot be read for another reason
 // (RBAC on pods) is no reason to stop: the admin API may still answer.
-func readSourceProxy(ctx context.Context, c Cluster, t Target) (skip, what string, err error) {
+func readSourceProxy(ctx context.Context, c cluster.Cluster, t cluster.Target) (skip, what string, err error) {
 	if t.Source == nil {
 		return noSourceSummary, "", nil
 	}
@@ -98,7 +99,7 @@ func skippedResult(summary string, commands []string) Result {
 	return Result{Status: StatusSkipped, Summary: summary, Facts: Facts{}, Commands: commands}
 }
 
-func fetchEnvoyClusters(ctx context.Context, c Cluster, t Target) (in envoyClustersInput, what string, err error) {
+func fetchEnvoyClusters(ctx context.Context, c cluster.Cluster, t cluster.Target) (in envoyClustersInput, what string, err error) {
 	if in.Skip, what, err = readSourceProxy(ctx, c, t); err != nil || in.Skip != "" {
 		return in, what, err
 	}
@@ -114,7 +115,7 @@ func fetchEnvoyClusters(ctx context.Context, c Cluster, t Target) (in envoyClust
 	if err != nil {
 		// Host health alone answers most of the question; the counters are
 		// then unknown, as they are when Istio does not record them.
-		in.StatsProblem = AccessProblem(fmt.Sprintf("read Envoy %s of %s", adminStats, src), err)
+		in.StatsProblem = cluster.AccessProblem(fmt.Sprintf("read Envoy %s of %s", adminStats, src), err)
 		return in, "", nil
 	}
 	// Keep every stat of the target's clusters (any port, any subset); the
@@ -139,7 +140,7 @@ type clusterFigures struct {
 	raw, statsLines                        []string
 }
 
-func evaluateEnvoyClusters(t Target, in envoyClustersInput) Result {
+func evaluateEnvoyClusters(t cluster.Target, in envoyClustersInput) Result {
 	if in.Skip != "" {
 		return skippedResult(in.Skip, envoyClustersCommands(t, nil))
 	}
@@ -326,7 +327,7 @@ func healthFlagsText(h envoy.Host) string {
 	return strings.Join(flags, "")
 }
 
-func envoyClustersCommands(t Target, clusters []string) []string {
+func envoyClustersCommands(t cluster.Target, clusters []string) []string {
 	if t.Source == nil {
 		return nil
 	}
@@ -344,7 +345,7 @@ func envoyClustersCommands(t Target, clusters []string) []string {
 
 // pilotAgentRequest is the by-hand way to GET an Envoy admin path, the same
 // fallback the live Cluster uses when port-forward is refused.
-func pilotAgentRequest(pod PodRef, path string) string {
+func pilotAgentRequest(pod cluster.PodRef, path string) string {
 	return fmt.Sprintf("kubectl exec -n %s %s -c %s -- pilot-agent request GET '%s'", pod.Namespace, pod.Name, mesh.ProxyContainer, path)
 }
 

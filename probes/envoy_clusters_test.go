@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/mesh"
 	"github.com/meshtriage/meshtriage/probes/parse/envoy"
 	corev1 "k8s.io/api/core/v1"
@@ -18,8 +19,8 @@ import (
 // The Envoy-side probes are triaged from web-7d9 (the caller) towards
 // svc/orders port 8080 in shop.
 var (
-	evSource = PodRef{Namespace: "shop", Name: "web-7d9"}
-	evTarget = Target{Namespace: "shop", Service: "orders", Port: 8080, Source: &evSource}
+	evSource = cluster.PodRef{Namespace: "shop", Name: "web-7d9"}
+	evTarget = cluster.Target{Namespace: "shop", Service: "orders", Port: 8080, Source: &evSource}
 )
 
 func evTestdata(t testing.TB, probe, name string) []byte {
@@ -112,7 +113,7 @@ func TestEnvoyClustersEvaluate(t *testing.T) {
 	}}
 	cases := []struct {
 		name   string
-		target Target
+		target cluster.Target
 		in     envoyClustersInput
 		status Status
 		facts  Facts
@@ -148,12 +149,12 @@ func TestEnvoyClustersEvaluate(t *testing.T) {
 			[]string{"overflow counters unknown: cannot read Envoy /stats"},
 		},
 		{
-			"every port", Target{Namespace: "shop", Service: "orders", Source: &evSource}, evClustersInput(t, "stats.txt"), StatusWarn,
+			"every port", cluster.Target{Namespace: "shop", Service: "orders", Source: &evSource}, evClustersInput(t, "stats.txt"), StatusWarn,
 			Facts{"envoy_hosts_total": 5, "envoy_hosts_healthy": 2, "envoy_cx_overflow": 18},
 			nil,
 		},
 		{
-			"no cluster for the target", Target{Namespace: "shop", Service: "payments", Port: 8080, Source: &evSource}, evClustersInput(t, "stats.txt"), StatusFail,
+			"no cluster for the target", cluster.Target{Namespace: "shop", Service: "payments", Port: 8080, Source: &evSource}, evClustersInput(t, "stats.txt"), StatusFail,
 			Facts{"envoy_cluster_present": false, "envoy_clusters": []string{}, "envoy_hosts_total": 0, "envoy_cluster_stats_present": false},
 			[]string{"no outbound cluster for payments.shop.svc.cluster.local port 8080"},
 		},
@@ -234,11 +235,11 @@ func TestEnvoyClustersThroughClusterReads(t *testing.T) {
 	cases := []struct {
 		name   string
 		mutate func(*fakeCluster)
-		target Target
+		target cluster.Target
 		status Status
 		inSum  string
 	}{
-		{"no source", nil, Target{Namespace: "shop", Service: "orders", Port: 8080}, StatusSkipped, noSourceSummary},
+		{"no source", nil, cluster.Target{Namespace: "shop", Service: "orders", Port: 8080}, StatusSkipped, noSourceSummary},
 		{"source without sidecar", func(f *fakeCluster) {
 			_ = f.kube.Tracker().Update(corev1.SchemeGroupVersion.WithResource("pods"), evPod("web-7d9", "web", false), "shop")
 		}, evTarget, StatusSkipped, "has no istio-proxy"},
@@ -246,13 +247,13 @@ func TestEnvoyClustersThroughClusterReads(t *testing.T) {
 			_ = f.kube.Tracker().Delete(corev1.SchemeGroupVersion.WithResource("pods"), "shop", "web-7d9")
 		}, evTarget, StatusError, "cannot get source pod shop/web-7d9: not found"},
 		{"envoy admin unreachable", func(f *fakeCluster) {
-			f.errs["envoy:"+envoyKey(evSource, "/clusters?format=json")] = &UnreachableError{What: "Envoy admin of shop/web-7d9", Err: errors.New("port-forward: connection refused")}
+			f.errs["envoy:"+envoyKey(evSource, "/clusters?format=json")] = &cluster.UnreachableError{What: "Envoy admin of shop/web-7d9", Err: errors.New("port-forward: connection refused")}
 		}, evTarget, StatusError, "Envoy admin of shop/web-7d9 unreachable"},
 		{"malformed clusters JSON", func(f *fakeCluster) {
 			f.envoy[envoyKey(evSource, "/clusters?format=json")] = []byte(`{"cluster_statuses": [{"name": "outbound|8080||orders`)
 		}, evTarget, StatusError, "cannot parse Envoy /clusters?format=json of shop/web-7d9"},
 		{"stats unreachable keeps host health", func(f *fakeCluster) {
-			f.errs["envoy:"+envoyKey(evSource, "/stats")] = &UnreachableError{What: "Envoy admin of shop/web-7d9", Err: errors.New("EOF")}
+			f.errs["envoy:"+envoyKey(evSource, "/stats")] = &cluster.UnreachableError{What: "Envoy admin of shop/web-7d9", Err: errors.New("EOF")}
 		}, evTarget, StatusWarn, "overflow counters unknown: cannot read Envoy /stats"},
 		{"RBAC on pods does not stop the admin read", func(f *fakeCluster) { f.forbid("get", "pods") }, evTarget, StatusWarn, "1/4 hosts healthy"},
 	}

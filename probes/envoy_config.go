@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/parse/envoy"
 )
 
@@ -42,7 +43,7 @@ type envoyConfigInput struct {
 	Size int // bytes of the config dump
 }
 
-func (p EnvoyConfigProbe) Run(ctx context.Context, c Cluster, t Target) Result {
+func (p EnvoyConfigProbe) Run(ctx context.Context, c cluster.Cluster, t cluster.Target) Result {
 	in, what, err := fetchEnvoyConfig(ctx, c, t)
 	if err != nil {
 		r := ErrorResult(what, err)
@@ -52,7 +53,7 @@ func (p EnvoyConfigProbe) Run(ctx context.Context, c Cluster, t Target) Result {
 	return evaluateEnvoyConfig(t, in)
 }
 
-func fetchEnvoyConfig(ctx context.Context, c Cluster, t Target) (in envoyConfigInput, what string, err error) {
+func fetchEnvoyConfig(ctx context.Context, c cluster.Cluster, t cluster.Target) (in envoyConfigInput, what string, err error) {
 	if in.Skip, what, err = readSourceProxy(ctx, c, t); err != nil || in.Skip != "" {
 		return in, what, err
 	}
@@ -103,7 +104,7 @@ func mainCluster(active []envoy.ClusterConfig) envoy.ClusterConfig {
 	return active[0]
 }
 
-func evaluateEnvoyConfig(t Target, in envoyConfigInput) Result {
+func evaluateEnvoyConfig(t cluster.Target, in envoyConfigInput) Result {
 	if in.Skip != "" {
 		return skippedResult(in.Skip, envoyConfigCommands(t))
 	}
@@ -238,7 +239,7 @@ func sortedKeys(m map[string]bool) []string {
 	return out
 }
 
-func envoyConfigCommands(t Target) []string {
+func envoyConfigCommands(t cluster.Target) []string {
 	if t.Source == nil {
 		return nil
 	}

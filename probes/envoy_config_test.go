@@ -8,10 +8,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/parse/envoy"
 )
 
-func evConfigInput(t *testing.T, file string, target Target) envoyConfigInput {
+func evConfigInput(t *testing.T, file string, target cluster.Target) envoyConfigInput {
 	t.Helper()
 	b := evTestdata(t, "envoy-config", file)
 	d, err := envoy.StreamConfigDump(bytes.NewReader(b), envoy.TargetMatcher(target.Host(), target.Port))
@@ -25,7 +26,7 @@ func TestEnvoyConfigEvaluate(t *testing.T) {
 	p := EnvoyConfigProbe{}
 	cases := []struct {
 		name   string
-		target Target
+		target cluster.Target
 		file   string
 		status Status
 		facts  Facts
@@ -39,25 +40,25 @@ func TestEnvoyConfigEvaluate(t *testing.T) {
 			[]string{"outbound|8080||orders.shop.svc.cluster.local: TLS auto", "ejects a host after one 5xx", "v3|orders.shop.svc.cluster.local originates its own TLS", "1 cluster(s) still warming"},
 		},
 		{
-			"plaintext port", Target{Namespace: "shop", Service: "orders", Port: 9090, Source: &evSource}, "config_dump_sidecar.json", StatusPass,
+			"plaintext port", cluster.Target{Namespace: "shop", Service: "orders", Port: 9090, Source: &evSource}, "config_dump_sidecar.json", StatusPass,
 			Facts{"config_cluster_found": true, "config_tls": "none", "config_tls_modes": []string{"none"},
 				"config_outlier_consecutive_5xx": 0, "config_max_connections": envoy.Unlimited, "config_max_pending_requests": envoy.Unlimited, "config_idle_timeout_s": 0},
 			[]string{"TLS none", "outlier off", "max_connections unlimited", "idle_timeout unset"},
 		},
 		{
 			// Port 0: the main cluster is the subset-less one of the lowest port.
-			"every port", Target{Namespace: "shop", Service: "orders", Source: &evSource}, "config_dump_sidecar.json", StatusWarn,
+			"every port", cluster.Target{Namespace: "shop", Service: "orders", Source: &evSource}, "config_dump_sidecar.json", StatusWarn,
 			Facts{"config_tls": "auto", "config_tls_modes": []string{"auto", "istio-mtls", "none", "tls"}},
 			[]string{"outbound|8080||orders.shop.svc.cluster.local: TLS auto"},
 		},
 		{
-			"no cluster", Target{Namespace: "shop", Service: "payments", Port: 8080, Source: &evSource}, "config_dump_sidecar.json", StatusFail,
+			"no cluster", cluster.Target{Namespace: "shop", Service: "payments", Port: 8080, Source: &evSource}, "config_dump_sidecar.json", StatusFail,
 			Facts{"config_cluster_found": false, "config_tls": "unknown", "config_tls_modes": []string{}, "config_max_pending_requests": 0},
 			[]string{"no active cluster for payments.shop.svc.cluster.local port 8080"},
 		},
 		{
 			// The waypoint fixture: only an inbound-vip cluster, nothing outbound.
-			"waypoint dump", Target{Namespace: "default", Service: "httpbin", Port: 8000, Source: &evSource}, "config_dump.json", StatusFail,
+			"waypoint dump", cluster.Target{Namespace: "default", Service: "httpbin", Port: 8000, Source: &evSource}, "config_dump.json", StatusFail,
 			Facts{"config_cluster_found": false},
 			[]string{"no active cluster"},
 		},
@@ -114,7 +115,7 @@ func TestEnvoyConfigThroughClusterReads(t *testing.T) {
 	}{
 		{"dump read", nil, StatusWarn, "TLS auto"},
 		{"unreachable", func(f *fakeCluster) {
-			f.errs["envoy:"+envoyKey(evSource, "/config_dump")] = &UnreachableError{What: "Envoy admin of shop/web-7d9", Err: errors.New("i/o timeout")}
+			f.errs["envoy:"+envoyKey(evSource, "/config_dump")] = &cluster.UnreachableError{What: "Envoy admin of shop/web-7d9", Err: errors.New("i/o timeout")}
 		}, StatusError, "cannot read Envoy /config_dump of shop/web-7d9: Envoy admin of shop/web-7d9 unreachable: i/o timeout"},
 		{"truncated dump", func(f *fakeCluster) {
 			b := evTestdata(t, "envoy-config", "config_dump_sidecar.json")
@@ -147,7 +148,7 @@ type cancelAfterAdmin struct {
 	cancel context.CancelFunc
 }
 
-func (c cancelAfterAdmin) EnvoyAdmin(ctx context.Context, pod PodRef, path string) ([]byte, error) {
+func (c cancelAfterAdmin) EnvoyAdmin(ctx context.Context, pod cluster.PodRef, path string) ([]byte, error) {
 	defer c.cancel()
 	return c.fakeCluster.EnvoyAdmin(ctx, pod, path)
 }

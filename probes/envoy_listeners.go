@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/parse/envoy"
 	corev1 "k8s.io/api/core/v1"
 )
@@ -44,7 +45,7 @@ type envoyListenersInput struct {
 	ServiceProblem string
 }
 
-func (p EnvoyListenersProbe) Run(ctx context.Context, c Cluster, t Target) Result {
+func (p EnvoyListenersProbe) Run(ctx context.Context, c cluster.Cluster, t cluster.Target) Result {
 	in, what, err := fetchEnvoyListeners(ctx, c, t)
 	if err != nil {
 		r := ErrorResult(what, err)
@@ -54,7 +55,7 @@ func (p EnvoyListenersProbe) Run(ctx context.Context, c Cluster, t Target) Resul
 	return evaluateEnvoyListeners(t, in)
 }
 
-func fetchEnvoyListeners(ctx context.Context, c Cluster, t Target) (in envoyListenersInput, what string, err error) {
+func fetchEnvoyListeners(ctx context.Context, c cluster.Cluster, t cluster.Target) (in envoyListenersInput, what string, err error) {
 	if in.Skip, what, err = readSourceProxy(ctx, c, t); err != nil || in.Skip != "" {
 		return in, what, err
 	}
@@ -70,7 +71,7 @@ func fetchEnvoyListeners(ctx context.Context, c Cluster, t Target) (in envoyList
 	case t.Port == 0:
 		return in, fmt.Sprintf("get service %s/%s (its ports are the target ports)", t.Namespace, t.Service), err
 	default:
-		in.ServiceProblem = AccessProblem(fmt.Sprintf("get service %s/%s", t.Namespace, t.Service), err)
+		in.ServiceProblem = cluster.AccessProblem(fmt.Sprintf("get service %s/%s", t.Namespace, t.Service), err)
 	}
 	if t.Port != 0 && len(in.Ports) == 0 {
 		in.Ports = []int32{t.Port}
@@ -96,7 +97,7 @@ func serviceVIPs(svc *corev1.Service) []string {
 	return vips
 }
 
-func evaluateEnvoyListeners(t Target, in envoyListenersInput) Result {
+func evaluateEnvoyListeners(t cluster.Target, in envoyListenersInput) Result {
 	if in.Skip != "" {
 		return skippedResult(in.Skip, envoyListenersCommands(t))
 	}
@@ -168,7 +169,7 @@ func evaluateEnvoyListeners(t Target, in envoyListenersInput) Result {
 	}
 }
 
-func envoyListenersCommands(t Target) []string {
+func envoyListenersCommands(t cluster.Target) []string {
 	if t.Source == nil {
 		return nil
 	}

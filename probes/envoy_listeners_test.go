@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/parse/envoy"
 )
 
@@ -64,11 +65,11 @@ func TestEnvoyListenersThroughClusterReads(t *testing.T) {
 		f.envoy[envoyKey(evSource, "/listeners?format=json")] = evTestdata(t, "envoy-listeners", "listeners.json")
 		return f
 	}
-	all := Target{Namespace: "shop", Service: "orders", Source: &evSource}
+	all := cluster.Target{Namespace: "shop", Service: "orders", Source: &evSource}
 	cases := []struct {
 		name    string
 		mutate  func(*fakeCluster)
-		target  Target
+		target  cluster.Target
 		status  Status
 		missing []string
 		inSum   string
@@ -79,12 +80,12 @@ func TestEnvoyListenersThroughClusterReads(t *testing.T) {
 		{"service forbidden with a port", func(f *fakeCluster) { f.forbid("get", "services") }, evTarget, StatusPass, []string{}, "forbidden"},
 		{"service forbidden without a port", func(f *fakeCluster) { f.forbid("get", "services") }, all, StatusError, nil, "forbidden: cannot get service shop/orders"},
 		{"envoy unreachable", func(f *fakeCluster) {
-			f.errs["envoy:"+envoyKey(evSource, "/listeners?format=json")] = &UnreachableError{What: "Envoy admin of shop/web-7d9", Err: errors.New("dial tcp 127.0.0.1:15000: connect: connection refused")}
+			f.errs["envoy:"+envoyKey(evSource, "/listeners?format=json")] = &cluster.UnreachableError{What: "Envoy admin of shop/web-7d9", Err: errors.New("dial tcp 127.0.0.1:15000: connect: connection refused")}
 		}, evTarget, StatusError, nil, "unreachable"},
 		{"not JSON", func(f *fakeCluster) {
 			f.envoy[envoyKey(evSource, "/listeners?format=json")] = []byte("upstream connect error or disconnect/reset before headers")
 		}, evTarget, StatusError, nil, "cannot parse Envoy /listeners?format=json"},
-		{"no source", nil, Target{Namespace: "shop", Service: "orders"}, StatusSkipped, nil, noSourceSummary},
+		{"no source", nil, cluster.Target{Namespace: "shop", Service: "orders"}, StatusSkipped, nil, noSourceSummary},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

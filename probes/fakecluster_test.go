@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/cluster/clientset"
 	"github.com/meshtriage/meshtriage/probes/mesh"
 	networkingv1 "istio.io/client-go/pkg/apis/networking/v1"
@@ -33,7 +34,7 @@ type fakeCluster struct {
 	kube  *kubefake.Clientset
 	istio *istiofake.Clientset
 
-	info ClusterInfo
+	info cluster.ClusterInfo
 	// envoy is keyed by envoyKey(pod, path).
 	envoy map[string][]byte
 	// logs is keyed by logKey(pod, container); Previous reads use
@@ -48,10 +49,10 @@ type fakeCluster struct {
 	// "envoy:", "logs:" or "istiod:" in front.
 	errs map[string]error
 	// lastLogOptions records the options of the most recent Logs call.
-	lastLogOptions LogOptions
+	lastLogOptions cluster.LogOptions
 }
 
-var _ Cluster = (*fakeCluster)(nil)
+var _ cluster.Cluster = (*fakeCluster)(nil)
 
 // newFakeCluster sorts objs into the Kubernetes and Istio fake clientsets by
 // whether the Istio scheme knows their type.
@@ -71,7 +72,7 @@ func newFakeCluster(t testing.TB, objs ...runtime.Object) *fakeCluster {
 		Reader: clientset.Reader{Kube: kube, Istio: istio},
 		kube:   kube,
 		istio:  istio,
-		info:   ClusterInfo{Context: "fake", Server: "https://fake", ControlPlaneNamespace: DefaultControlPlane},
+		info:   cluster.ClusterInfo{Context: "fake", Server: "https://fake", ControlPlaneNamespace: cluster.DefaultControlPlane},
 		envoy:  map[string][]byte{},
 		logs:   map[string][]byte{},
 		istiod: map[string][]byte{},
@@ -84,9 +85,9 @@ func isIstioObject(o runtime.Object) bool {
 	return err == nil
 }
 
-func envoyKey(pod PodRef, path string) string    { return pod.String() + " " + path }
-func logKey(pod PodRef, container string) string { return pod.String() + "/" + container }
-func (f *fakeCluster) Info() ClusterInfo         { return f.info }
+func envoyKey(pod cluster.PodRef, path string) string    { return pod.String() + " " + path }
+func logKey(pod cluster.PodRef, container string) string { return pod.String() + "/" + container }
+func (f *fakeCluster) Info() cluster.ClusterInfo         { return f.info }
 func (f *fakeCluster) setServerVersion(git string) {
 	f.discovery().FakedServerVersion = &version.Info{GitVersion: git}
 }
@@ -94,7 +95,7 @@ func (f *fakeCluster) discovery() *fakediscovery.FakeDiscovery {
 	return f.kube.Discovery().(*fakediscovery.FakeDiscovery)
 }
 
-func (f *fakeCluster) EnvoyAdmin(ctx context.Context, pod PodRef, path string) ([]byte, error) {
+func (f *fakeCluster) EnvoyAdmin(ctx context.Context, pod cluster.PodRef, path string) ([]byte, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -105,10 +106,10 @@ func (f *fakeCluster) EnvoyAdmin(ctx context.Context, pod PodRef, path string) (
 	if b, ok := f.envoy[k]; ok {
 		return b, nil
 	}
-	return nil, fmt.Errorf("envoy admin %s of %s: %w", path, pod, ErrNotFound)
+	return nil, fmt.Errorf("envoy admin %s of %s: %w", path, pod, cluster.ErrNotFound)
 }
 
-func (f *fakeCluster) Logs(ctx context.Context, pod PodRef, opts LogOptions) ([]byte, error) {
+func (f *fakeCluster) Logs(ctx context.Context, pod cluster.PodRef, opts cluster.LogOptions) ([]byte, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -123,11 +124,11 @@ func (f *fakeCluster) Logs(ctx context.Context, pod PodRef, opts LogOptions) ([]
 	}
 	b, ok := f.logs[k]
 	if !ok {
-		return nil, fmt.Errorf("logs of %s: %w", k, ErrNotFound)
+		return nil, fmt.Errorf("logs of %s: %w", k, cluster.ErrNotFound)
 	}
 	limit := opts.LimitBytes
 	if limit == 0 {
-		limit = DefaultLogLimit
+		limit = cluster.DefaultLogLimit
 	}
 	if int64(len(b)) > limit {
 		b = b[:limit]
@@ -156,7 +157,7 @@ func (f *fakeCluster) Istiod(ctx context.Context, replica, path string) ([]byte,
 	if b, ok := f.istiod[path]; ok {
 		return b, nil
 	}
-	return nil, fmt.Errorf("istiod %s: %w", path, ErrNotFound)
+	return nil, fmt.Errorf("istiod %s: %w", path, cluster.ErrNotFound)
 }
 
 // forbid makes verb on resource (plural, e.g. "pods", "destinationrules")
@@ -204,23 +205,23 @@ func TestFakeClusterServesObjectsAndFailures(t *testing.T) {
 	if v, err := f.ServerVersion(ctx); err != nil || v != "v1.31.2" {
 		t.Fatalf("ServerVersion = %q, %v", v, err)
 	}
-	ref := PodRef{Namespace: "shop", Name: "web-1"}
-	if _, err := f.EnvoyAdmin(ctx, ref, "/clusters"); !errors.Is(err, ErrNotFound) {
+	ref := cluster.PodRef{Namespace: "shop", Name: "web-1"}
+	if _, err := f.EnvoyAdmin(ctx, ref, "/clusters"); !errors.Is(err, cluster.ErrNotFound) {
 		t.Fatalf("absent envoy data: %v", err)
 	}
 	f.logs[logKey(ref, mesh.ProxyContainer)] = []byte("0123456789")
-	if b, err := f.Logs(ctx, ref, LogOptions{Container: mesh.ProxyContainer, LimitBytes: 4}); err != nil || string(b) != "0123" {
+	if b, err := f.Logs(ctx, ref, cluster.LogOptions{Container: mesh.ProxyContainer, LimitBytes: 4}); err != nil || string(b) != "0123" {
 		t.Fatalf("Logs = %q, %v", b, err)
 	}
 
 	f.forbid("list", "pods")
 	_, err := f.ListPods(ctx, "shop", map[string]string{"app": "web"})
-	if !IsForbidden(err) || !strings.Contains(AccessProblem("list pods in shop", err), `User "oncall" cannot list`) {
-		t.Fatalf("forbidden: %v / %s", err, AccessProblem("list pods in shop", err))
+	if !cluster.IsForbidden(err) || !strings.Contains(cluster.AccessProblem("list pods in shop", err), `User "oncall" cannot list`) {
+		t.Fatalf("forbidden: %v / %s", err, cluster.AccessProblem("list pods in shop", err))
 	}
 	f.withoutKind("destinationrules")
 	_, err = f.DestinationRules(ctx, "shop")
-	if !strings.Contains(AccessProblem("list DestinationRules", err), "CRDs not installed") {
-		t.Fatalf("missing kind: %s", AccessProblem("list DestinationRules", err))
+	if !strings.Contains(cluster.AccessProblem("list DestinationRules", err), "CRDs not installed") {
+		t.Fatalf("missing kind: %s", cluster.AccessProblem("list DestinationRules", err))
 	}
 }

@@ -1,5 +1,7 @@
 package probes
 
+import "strings"
+
 // Small formatting helpers shared by the probes' evidence tables.
 
 func yesNo(b bool) string {
@@ -19,6 +21,13 @@ func dash(s string) string {
 func nonNil(s []string) []string {
 	if s == nil {
 		return []string{}
+	}
+	return s
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
 	}
 	return s
 }

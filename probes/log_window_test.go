@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/mesh"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -12,8 +13,8 @@ import (
 // The incident is now: access-log reads must ask for the newest lines, or a
 // busy proxy's byte limit returns the oldest part of the window.
 func TestAccessLogReadsAskForTheNewestLines(t *testing.T) {
-	src := PodRef{Namespace: "web", Name: "web-1"}
-	target := Target{Namespace: "shop", Service: "orders", Source: &src}
+	src := cluster.PodRef{Namespace: "web", Name: "web-1"}
+	target := cluster.Target{Namespace: "shop", Service: "orders", Source: &src}
 	caller := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "web-1", Namespace: "web"},
 		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "web"}, {Name: mesh.ProxyContainer}}},

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/mesh"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
@@ -67,7 +68,7 @@ type metricsInput struct {
 	SourceWithoutSidecar bool
 }
 
-func (p MetricsProbe) Run(ctx context.Context, c Cluster, t Target) Result {
+func (p MetricsProbe) Run(ctx context.Context, c cluster.Cluster, t cluster.Target) Result {
 	if p.Interval < 0 {
 		return Result{Status: StatusSkipped, Summary: "503 rate not sampled (metrics window 0)", Commands: metricsCommands(t, "source")}
 	}
@@ -80,7 +81,7 @@ func (p MetricsProbe) Run(ctx context.Context, c Cluster, t Target) Result {
 	return evaluateMetrics(t, in)
 }
 
-func (p MetricsProbe) fetch(ctx context.Context, c Cluster, t Target) (metricsInput, string, error) {
+func (p MetricsProbe) fetch(ctx context.Context, c cluster.Cluster, t cluster.Target) (metricsInput, string, error) {
 	in := metricsInput{Reporter: "source"}
 	pod := t.Source
 	if pod != nil {
@@ -109,12 +110,12 @@ func (p MetricsProbe) fetch(ctx context.Context, c Cluster, t Target) (metricsIn
 		}
 		for i := range pods {
 			if mesh.PodSidecar(&pods[i]) != mesh.SidecarNone && pods[i].Status.Phase == "Running" {
-				pod = &PodRef{Namespace: pods[i].Namespace, Name: pods[i].Name}
+				pod = &cluster.PodRef{Namespace: pods[i].Namespace, Name: pods[i].Name}
 				break
 			}
 		}
 		if pod == nil {
-			return in, "find a meshed pod of " + t.Service, fmt.Errorf("no running pod with a sidecar: %w", ErrNotFound)
+			return in, "find a meshed pod of " + t.Service, fmt.Errorf("no running pod with a sidecar: %w", cluster.ErrNotFound)
 		}
 	}
 	interval := p.Interval
@@ -123,7 +124,7 @@ func (p MetricsProbe) fetch(ctx context.Context, c Cluster, t Target) (metricsIn
 	}
 	// The counters are read twice to make a rate: a memoising Cluster would
 	// answer the second read with the first.
-	counters := Uncached(c)
+	counters := cluster.Uncached(c)
 	sample := func() (metricsSample, error) {
 		b, err := counters.EnvoyAdmin(ctx, *pod, prometheusPath)
 		if err != nil {
@@ -150,7 +151,7 @@ func (p MetricsProbe) fetch(ctx context.Context, c Cluster, t Target) (metricsIn
 }
 
 // parseMetricsSample extracts the target's series from Prometheus text.
-func parseMetricsSample(text []byte, t Target, reporter string) (metricsSample, error) {
+func parseMetricsSample(text []byte, t cluster.Target, reporter string) (metricsSample, error) {
 	parser := expfmt.NewTextParser(model.UTF8Validation)
 	families, err := parser.TextToMetricFamilies(bytes.NewReader(text))
 	if err != nil {
@@ -182,7 +183,7 @@ func parseMetricsSample(text []byte, t Target, reporter string) (metricsSample, 
 	return s, nil
 }
 
-func evaluateMetrics(t Target, in metricsInput) Result {
+func evaluateMetrics(t cluster.Target, in metricsInput) Result {
 	res := Result{Commands: metricsCommands(t, in.Reporter)}
 	window := in.Second.At.Sub(in.First.At).Seconds()
 	if window <= 0 {
@@ -256,7 +257,7 @@ func evaluateMetrics(t Target, in metricsInput) Result {
 
 // isTargetCluster reports whether an Envoy cluster name is one of the
 // target's outbound|PORT|SUBSET|HOST clusters.
-func isTargetCluster(name string, t Target) bool {
+func isTargetCluster(name string, t cluster.Target) bool {
 	parts := strings.Split(name, "|")
 	if len(parts) != 4 || parts[0] != "outbound" || parts[3] != t.Host() {
 		return false
@@ -284,7 +285,7 @@ func metricValue(m *dto.Metric) float64 {
 	return 0
 }
 
-func metricsCommands(t Target, reporter string) []string {
+func metricsCommands(t cluster.Target, reporter string) []string {
 	pod := "<pod>"
 	ns := t.Namespace
 	if t.Source != nil {

@@ -7,12 +7,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/mesh"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-func readMetricsSample(t *testing.T, file string, at time.Time, target Target) metricsSample {
+func readMetricsSample(t *testing.T, file string, at time.Time, target cluster.Target) metricsSample {
 	t.Helper()
 	b, err := os.ReadFile("testdata/metrics/" + file)
 	if err != nil {
@@ -27,7 +28,7 @@ func readMetricsSample(t *testing.T, file string, at time.Time, target Target) m
 }
 
 func TestMetricsRateFromTwoRecordedSamples(t *testing.T) {
-	target := Target{Namespace: "shop", Service: "orders", Port: 8080, Source: &PodRef{Namespace: "web", Name: "web-1"}}
+	target := cluster.Target{Namespace: "shop", Service: "orders", Port: 8080, Source: &cluster.PodRef{Namespace: "web", Name: "web-1"}}
 	t0 := time.Date(2026, 12, 2, 3, 0, 0, 0, time.UTC)
 	in := metricsInput{
 		Reporter: "source",
@@ -82,10 +83,10 @@ func metricsPod(ns, name string, sidecar bool, labels map[string]string) *corev1
 
 func TestMetricsProbeSamplesThroughEnvoyAdmin(t *testing.T) {
 	f := newFakeCluster(t, metricsPod("web", "web-1", true, nil))
-	src := PodRef{Namespace: "web", Name: "web-1"}
+	src := cluster.PodRef{Namespace: "web", Name: "web-1"}
 	before, _ := os.ReadFile("testdata/metrics/before.prom")
 	f.envoy[envoyKey(src, prometheusPath)] = before
-	target := Target{Namespace: "shop", Service: "orders", Source: &src}
+	target := cluster.Target{Namespace: "shop", Service: "orders", Source: &src}
 	res := Run(context.Background(), MetricsProbe{Interval: time.Millisecond}, f, target)
 	if res.Status != StatusWarn || res.Facts["metrics_503_rate"] != 0.0 {
 		t.Errorf("identical samples must show no new traffic: %s %q %v", res.Status, res.Summary, res.Facts)
@@ -111,10 +112,10 @@ func TestMetricsProbeSamplesThroughEnvoyAdmin(t *testing.T) {
 func TestMetricsSampleTheUpstreamWhenTheCallerHasNoSidecar(t *testing.T) {
 	upstream := metricsPod("shop", "orders-1", true, map[string]string{"app": "orders"})
 	f := newFakeCluster(t, metricsPod("web", "web-1", false, nil), upstream, mtlsService())
-	f.envoy[envoyKey(PodRef{Namespace: "shop", Name: "orders-1"}, prometheusPath)] = []byte(
+	f.envoy[envoyKey(cluster.PodRef{Namespace: "shop", Name: "orders-1"}, prometheusPath)] = []byte(
 		`istio_requests_total{reporter="destination",destination_service="orders.shop.svc.cluster.local",response_code="200",response_flags="-"} 7` + "\n")
-	src := PodRef{Namespace: "web", Name: "web-1"}
-	res := Run(context.Background(), MetricsProbe{Interval: time.Millisecond}, f, Target{Namespace: "shop", Service: "orders", Source: &src})
+	src := cluster.PodRef{Namespace: "web", Name: "web-1"}
+	res := Run(context.Background(), MetricsProbe{Interval: time.Millisecond}, f, cluster.Target{Namespace: "shop", Service: "orders", Source: &src})
 	if res.Status == StatusError || res.Facts["metrics_reporter"] != "destination" || res.Facts["metrics_requests"] != 7 {
 		t.Errorf("got %s %q %v", res.Status, res.Summary, res.Facts)
 	}

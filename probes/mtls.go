@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/mesh"
 	"istio.io/api/label"
 	networkingv1alpha3 "istio.io/api/networking/v1alpha3"
@@ -60,7 +61,7 @@ type mtlsInput struct {
 	Mesh             mesh.MeshConfig
 }
 
-func (p MTLSProbe) Run(ctx context.Context, c Cluster, t Target) Result {
+func (p MTLSProbe) Run(ctx context.Context, c cluster.Cluster, t cluster.Target) Result {
 	in, what, err := fetchMTLS(ctx, c, t)
 	if err != nil {
 		r := ErrorResult(what, err)
@@ -70,7 +71,7 @@ func (p MTLSProbe) Run(ctx context.Context, c Cluster, t Target) Result {
 	return evaluateMTLS(t, in)
 }
 
-func fetchMTLS(ctx context.Context, c Cluster, t Target) (mtlsInput, string, error) {
+func fetchMTLS(ctx context.Context, c cluster.Cluster, t cluster.Target) (mtlsInput, string, error) {
 	var in mtlsInput
 	var err error
 	if in.Mesh, err = ReadMeshConfig(ctx, c); err != nil {
@@ -117,7 +118,7 @@ type portVerdict struct {
 	why           string
 }
 
-func evaluateMTLS(t Target, in mtlsInput) Result {
+func evaluateMTLS(t cluster.Target, in mtlsInput) Result {
 	res := Result{Commands: mtlsCommands(t)}
 	sourceSidecar := in.Source == nil || mesh.PodSidecar(in.Source) != mesh.SidecarNone
 	var clientLabels map[string]string
@@ -392,7 +393,7 @@ func podLabels(pods []corev1.Pod) map[string]string {
 	return pods[0].Labels
 }
 
-func mtlsCommands(t Target) []string {
+func mtlsCommands(t cluster.Target) []string {
 	cmds := []string{
 		"kubectl get peerauthentication -A",
 		fmt.Sprintf("kubectl get destinationrule -n %s -o yaml", t.Namespace),
@@ -404,14 +405,14 @@ func mtlsCommands(t Target) []string {
 	return cmds
 }
 
-func controlPlane(c Cluster) string {
+func controlPlane(c cluster.Cluster) string {
 	if ns := c.Info().ControlPlaneNamespace; ns != "" {
 		return ns
 	}
-	return DefaultControlPlane
+	return cluster.DefaultControlPlane
 }
 
-func sourceNamespace(t Target) string {
+func sourceNamespace(t cluster.Target) string {
 	if t.Source != nil {
 		return t.Source.Namespace
 	}

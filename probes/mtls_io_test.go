@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/mesh"
 	securityv1beta1 "istio.io/api/security/v1beta1"
 	corev1 "k8s.io/api/core/v1"
@@ -22,7 +23,7 @@ func TestPodSpecProbesThroughTheClusterReads(t *testing.T) {
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop"}}
 	strict := peerAuth("shop", "default", securityv1beta1.PeerAuthentication_MutualTLS_STRICT, nil, nil)
 	f := newFakeCluster(t, ns, mtlsService(), &upstream, client, strict)
-	target := Target{Namespace: "shop", Service: "orders", Source: &PodRef{Namespace: "web", Name: "web-1"}}
+	target := cluster.Target{Namespace: "shop", Service: "orders", Source: &cluster.PodRef{Namespace: "web", Name: "web-1"}}
 
 	res := Run(ctx, MTLSProbe{}, f, target)
 	if res.Facts["mtls_mismatch"] != MismatchPlaintextStrict || res.Status != StatusFail {
@@ -37,7 +38,7 @@ func TestPodSpecProbesThroughTheClusterReads(t *testing.T) {
 		t.Errorf("shutdown through the fake: %v", res.Facts)
 	}
 
-	ref := PodRef{Namespace: "shop", Name: "orders-1"}
+	ref := cluster.PodRef{Namespace: "shop", Name: "orders-1"}
 	f.logs[logKey(ref, mesh.ProxyContainer)] = []byte(ordersProxyLog)
 	res = Run(ctx, StartupOrderProbe{}, f, target)
 	if res.Status != StatusPass || res.Facts["startup_early_restarts"] != 0 {
@@ -47,7 +48,7 @@ func TestPodSpecProbesThroughTheClusterReads(t *testing.T) {
 
 func TestPodSpecProbesReportAccessProblems(t *testing.T) {
 	ctx := context.Background()
-	target := Target{Namespace: "shop", Service: "orders"}
+	target := cluster.Target{Namespace: "shop", Service: "orders"}
 
 	f := newFakeCluster(t, mtlsService())
 	f.withoutKind("peerauthentications")

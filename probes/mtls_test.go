@@ -3,6 +3,7 @@ package probes
 import (
 	"testing"
 
+	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/mesh"
 	"istio.io/api/label"
 	networkingv1alpha3 "istio.io/api/networking/v1alpha3"
@@ -62,8 +63,8 @@ func tlsRule(ns, host string, mode networkingv1alpha3.ClientTLSSettings_TLSmode)
 }
 
 func TestMTLSEvaluation(t *testing.T) {
-	target := Target{Namespace: "shop", Service: "orders"}
-	from := Target{Namespace: "shop", Service: "orders", Source: &PodRef{Namespace: "web", Name: "web-1"}}
+	target := cluster.Target{Namespace: "shop", Service: "orders"}
+	from := cluster.Target{Namespace: "shop", Service: "orders", Source: &cluster.PodRef{Namespace: "web", Name: "web-1"}}
 	plainClient := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web-1", Namespace: "web"}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "web"}}}}
 	meshedClient := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web-1", Namespace: "web"}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "web"}, {Name: mesh.ProxyContainer}}}}
 	strict := securityv1beta1.PeerAuthentication_MutualTLS_STRICT
@@ -73,7 +74,7 @@ func TestMTLSEvaluation(t *testing.T) {
 
 	cases := []struct {
 		name       string
-		target     Target
+		target     cluster.Target
 		in         mtlsInput
 		mode       string
 		sends      string

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/mesh"
 	"istio.io/api/annotation"
 	corev1 "k8s.io/api/core/v1"
@@ -46,7 +47,7 @@ type portExclusionInput struct {
 	Source  *corev1.Pod // nil when no source was named
 }
 
-func (p PortExclusionProbe) Run(ctx context.Context, c Cluster, t Target) Result {
+func (p PortExclusionProbe) Run(ctx context.Context, c cluster.Cluster, t cluster.Target) Result {
 	in, what, err := fetchPortExclusion(ctx, c, t)
 	if err != nil {
 		r := ErrorResult(what, err)
@@ -56,7 +57,7 @@ func (p PortExclusionProbe) Run(ctx context.Context, c Cluster, t Target) Result
 	return evaluatePortExclusion(t, in)
 }
 
-func fetchPortExclusion(ctx context.Context, c Cluster, t Target) (portExclusionInput, string, error) {
+func fetchPortExclusion(ctx context.Context, c cluster.Cluster, t cluster.Target) (portExclusionInput, string, error) {
 	var in portExclusionInput
 	svc, err := c.GetService(ctx, t.Namespace, t.Service)
 	if err != nil {
@@ -224,7 +225,7 @@ func resolvedTargetPort(sp corev1.ServicePort, pod *corev1.Pod) int32 {
 	return 0
 }
 
-func evaluatePortExclusion(t Target, in portExclusionInput) Result {
+func evaluatePortExclusion(t cluster.Target, in portExclusionInput) Result {
 	r := Result{Status: StatusPass, Facts: Facts{}, Commands: exclusionCommands(t, in.Service)}
 	svc := in.Service
 	var ports []corev1.ServicePort
@@ -384,7 +385,7 @@ func evaluatePortExclusion(t Target, in portExclusionInput) Result {
 	return r
 }
 
-func exclusionCommands(t Target, svc *corev1.Service) []string {
+func exclusionCommands(t cluster.Target, svc *corev1.Service) []string {
 	var cmds []string
 	jsonpath := `-o jsonpath='{range .items[*]}{.metadata.name}{"\t"}{.metadata.annotations}{"\n"}{end}' | grep traffic.sidecar.istio.io`
 	if svc != nil && len(svc.Spec.Selector) > 0 {

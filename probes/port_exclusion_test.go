@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/mesh"
 	"istio.io/api/annotation"
 	corev1 "k8s.io/api/core/v1"
@@ -45,13 +46,13 @@ func istioInit(extra ...string) func(*corev1.Pod) {
 }
 
 func TestPortExclusionEvaluate(t *testing.T) {
-	orders := Target{Namespace: "shop", Service: "orders"}
-	from := Target{Namespace: "shop", Service: "orders", Source: &PodRef{Namespace: "web", Name: "web-1"}}
+	orders := cluster.Target{Namespace: "shop", Service: "orders"}
+	from := cluster.Target{Namespace: "shop", Service: "orders", Source: &cluster.PodRef{Namespace: "web", Name: "web-1"}}
 	svc := fxService(intstr.FromString("http")) // 80 -> http (8080 on fxPod)
 	exOut, exIn := annotation.SidecarTrafficExcludeOutboundPorts.Name, annotation.SidecarTrafficExcludeInboundPorts.Name
 	cases := []struct {
 		name    string
-		target  Target
+		target  cluster.Target
 		in      portExclusionInput
 		status  Status
 		summary string
@@ -161,7 +162,7 @@ func TestPortExclusionEvaluate(t *testing.T) {
 		},
 		{
 			name:   "--port other than the excluded one",
-			target: Target{Namespace: "shop", Service: "orders", Port: 9000},
+			target: cluster.Target{Namespace: "shop", Service: "orders", Port: 9000},
 			in: portExclusionInput{Service: func() *corev1.Service {
 				s := fxService(intstr.FromString("http"))
 				s.Spec.Ports = append(s.Spec.Ports, corev1.ServicePort{Name: "admin", Port: 9000, TargetPort: intstr.FromInt32(9000)})
@@ -192,7 +193,7 @@ func TestPortExclusionEvaluate(t *testing.T) {
 
 func TestPortExclusionProbeThroughClusterReads(t *testing.T) {
 	ctx := context.Background()
-	target := Target{Namespace: "shop", Service: "orders", Source: &PodRef{Namespace: "web", Name: "web-1"}}
+	target := cluster.Target{Namespace: "shop", Service: "orders", Source: &cluster.PodRef{Namespace: "web", Name: "web-1"}}
 	f := newFakeCluster(t, fxService(intstr.FromInt32(8080)),
 		fxPod("orders-a", mesh.SidecarNative, annotate(annotation.SidecarTrafficExcludeInboundPorts.Name, "8080")),
 		fxPod("web-1", mesh.SidecarClassic, inWeb))
@@ -218,7 +219,7 @@ func TestPortExclusionProbeThroughClusterReads(t *testing.T) {
 
 func TestExclusionEvidenceNamesWhereTheSettingWasRead(t *testing.T) {
 	svc := fxService(intstr.FromString("http"))
-	from := Target{Namespace: "shop", Service: "orders", Source: &PodRef{Namespace: "web", Name: "web-1"}}
+	from := cluster.Target{Namespace: "shop", Service: "orders", Source: &cluster.PodRef{Namespace: "web", Name: "web-1"}}
 	r := evaluatePortExclusion(from, portExclusionInput{Service: svc, Pods: []corev1.Pod{*fxPod("orders-a", mesh.SidecarClassic)},
 		Source: fxPod("web-1", mesh.SidecarClassic, inWeb, istioInit("-o", "80"))})
 	if len(r.Evidence.Rows) != 1 || r.Evidence.Rows[0][2] != "istio-init -o (excludeOutboundPorts)" || r.Evidence.Rows[0][3] != "80" {

@@ -7,6 +7,7 @@ package probes
 import (
 	"context"
 	"fmt"
+	"github.com/meshtriage/meshtriage/probes/cluster"
 	"sort"
 	"time"
 )
@@ -78,7 +79,7 @@ type Result struct {
 // Probe is one live check.
 type Probe interface {
 	Meta() Meta
-	Run(ctx context.Context, c Cluster, t Target) Result
+	Run(ctx context.Context, c cluster.Cluster, t cluster.Target) Result
 }
 
 // DefaultTimeout bounds a probe that is given a context without a deadline.
@@ -86,7 +87,7 @@ const DefaultTimeout = 20 * time.Second
 
 // Run runs p with a deadline, turns a panic into an error result and stamps the
 // probe ID and duration, so callers never see a probe crash or block.
-func Run(ctx context.Context, p Probe, c Cluster, t Target) (res Result) {
+func Run(ctx context.Context, p Probe, c cluster.Cluster, t cluster.Target) (res Result) {
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, DefaultTimeout)
@@ -167,5 +168,5 @@ func (t FactType) Zero() any {
 
 // ErrorResult is the result of a probe whose input could not be read.
 func ErrorResult(what string, err error) Result {
-	return Result{Status: StatusError, Summary: AccessProblem(what, err), Facts: Facts{}}
+	return Result{Status: StatusError, Summary: cluster.AccessProblem(what, err), Facts: Facts{}}
 }

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/prometheus/common/model"
 )
 
@@ -117,13 +118,13 @@ type Prometheus struct {
 
 // RequestRatesQuery is the PromQL for the target's request rates by code and
 // flags over window, as the on-call would type it.
-func RequestRatesQuery(t Target, reporter string, window time.Duration) string {
+func RequestRatesQuery(t cluster.Target, reporter string, window time.Duration) string {
 	return fmt.Sprintf(`sum by (response_code, response_flags) (rate(istio_requests_total{reporter=%q,destination_service=%q}[%s]))`,
 		reporter, t.Host(), model.Duration(window))
 }
 
 // RequestRates evaluates RequestRatesQuery at the time at.
-func (p Prometheus) RequestRates(ctx context.Context, t Target, reporter string, window time.Duration, at time.Time) (RequestRates, error) {
+func (p Prometheus) RequestRates(ctx context.Context, t cluster.Target, reporter string, window time.Duration, at time.Time) (RequestRates, error) {
 	vec, err := p.Query(ctx, RequestRatesQuery(t, reporter, window), at)
 	if err != nil {
 		return RequestRates{}, err
@@ -202,12 +203,12 @@ func (p Prometheus) Query(ctx context.Context, promql string, at time.Time) (mod
 		if errors.As(err, &ue) {
 			err = ue.Err
 		}
-		return nil, &UnreachableError{What: "Prometheus at " + server, Err: err}
+		return nil, &cluster.UnreachableError{What: "Prometheus at " + server, Err: err}
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxPrometheusResponse+1))
 	if err != nil {
-		return nil, &UnreachableError{What: "Prometheus at " + server, Err: err}
+		return nil, &cluster.UnreachableError{What: "Prometheus at " + server, Err: err}
 	}
 	if len(body) > maxPrometheusResponse {
 		return nil, &PrometheusError{Server: server, Status: resp.StatusCode, Msg: fmt.Sprintf("answer larger than %d bytes", maxPrometheusResponse)}
@@ -247,7 +248,7 @@ type prometheusInput struct {
 	Window      time.Duration
 }
 
-func (p PrometheusProbe) Run(ctx context.Context, _ Cluster, t Target) Result {
+func (p PrometheusProbe) Run(ctx context.Context, _ cluster.Cluster, t cluster.Target) Result {
 	window := p.Window
 	if window <= 0 {
 		window = DefaultPrometheusWindow
@@ -286,7 +287,7 @@ func (p PrometheusProbe) Run(ctx context.Context, _ Cluster, t Target) Result {
 	return evaluatePrometheus(t, in)
 }
 
-func evaluatePrometheus(t Target, in prometheusInput) Result {
+func evaluatePrometheus(t cluster.Target, in prometheusInput) Result {
 	res := Result{Commands: []string{RequestRatesQuery(t, in.Now.Reporter, in.Window)}}
 	keys := map[string]bool{}
 	for k := range in.Now.ByCodeFlags {

@@ -2,6 +2,7 @@ package probes
 
 import (
 	"context"
+	"github.com/meshtriage/meshtriage/probes/cluster"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -60,7 +61,7 @@ func (f *fakePrometheus) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write(b)
 }
 
-var promTarget = Target{Namespace: "shop", Service: "orders", Port: 8080}
+var promTarget = cluster.Target{Namespace: "shop", Service: "orders", Port: 8080}
 
 func promProbe(url string, now time.Time) PrometheusProbe {
 	return PrometheusProbe{URL: url, Now: func() time.Time { return now }}

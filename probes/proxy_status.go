@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/parse/envoy"
 )
 
@@ -55,7 +56,7 @@ type proxyStatusInput struct {
 // picks the one it asks.
 var istiodLabels = map[string]string{"app": "istiod"}
 
-func (p ProxyStatusProbe) Run(ctx context.Context, c Cluster, t Target) Result {
+func (p ProxyStatusProbe) Run(ctx context.Context, c cluster.Cluster, t cluster.Target) Result {
 	in, what, err := fetchProxyStatus(ctx, c, t)
 	if err != nil {
 		r := ErrorResult(what, err)
@@ -68,7 +69,7 @@ func (p ProxyStatusProbe) Run(ctx context.Context, c Cluster, t Target) Result {
 // fetchProxyStatus asks each running istiod replica in turn, as istioctl
 // proxy-status asks them all: syncz lists only the proxies connected to the
 // replica asked, so the first replica that lists the source ends the search.
-func fetchProxyStatus(ctx context.Context, c Cluster, t Target) (in proxyStatusInput, what string, err error) {
+func fetchProxyStatus(ctx context.Context, c cluster.Cluster, t cluster.Target) (in proxyStatusInput, what string, err error) {
 	// A pod without a sidecar is not an xDS client: istiod not listing it
 	// says nothing about staleness.
 	if in.Skip, what, err = readSourceProxy(ctx, c, t); err != nil || in.Skip != "" {
@@ -77,7 +78,7 @@ func fetchProxyStatus(ctx context.Context, c Cluster, t Target) (in proxyStatusI
 	in.IstiodReplicas = -1
 	var replicas []string
 	if pods, err := c.ListPods(ctx, controlPlane(c), istiodLabels); err == nil {
-		running := OrderIstiods(pods)
+		running := cluster.OrderIstiods(pods)
 		in.IstiodReplicas = len(running)
 		for _, p := range running {
 			replicas = append(replicas, p.Name)
@@ -113,7 +114,7 @@ func fetchProxyStatus(ctx context.Context, c Cluster, t Target) (in proxyStatusI
 
 // readSyncz reads and parses one replica's syncz; doing says which step
 // failed.
-func readSyncz(ctx context.Context, c Cluster, replica string) (proxies []envoy.ProxySync, doing string, err error) {
+func readSyncz(ctx context.Context, c cluster.Cluster, replica string) (proxies []envoy.ProxySync, doing string, err error) {
 	of := ""
 	if replica != "" {
 		of = " of " + replica
@@ -128,7 +129,7 @@ func readSyncz(ctx context.Context, c Cluster, replica string) (proxies []envoy.
 	return proxies, "", nil
 }
 
-func evaluateProxyStatus(t Target, in proxyStatusInput) Result {
+func evaluateProxyStatus(t cluster.Target, in proxyStatusInput) Result {
 	if in.Skip != "" {
 		return skippedResult(in.Skip, proxyStatusCommands(t))
 	}
@@ -247,7 +248,7 @@ func notSentTypes(p envoy.ProxySync) []string {
 	return out
 }
 
-func proxyStatusCommands(t Target) []string {
+func proxyStatusCommands(t cluster.Target) []string {
 	cmds := []string{"istioctl proxy-status"}
 	if t.Source != nil {
 		cmds = append(cmds, fmt.Sprintf("istioctl proxy-status %s.%s", t.Source.Name, t.Source.Namespace))

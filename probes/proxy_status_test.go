@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/mesh"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -17,12 +18,12 @@ import (
 func TestProxyStatus(t *testing.T) {
 	p := ProxyStatusProbe{}
 	ctx := context.Background()
-	orders := PodRef{Namespace: "shop", Name: "orders-5f6c8-x2k9q"}
-	gateway := PodRef{Namespace: "istio-system", Name: "istio-ingressgateway-7b9c-qq2lm"}
+	orders := cluster.PodRef{Namespace: "shop", Name: "orders-5f6c8-x2k9q"}
+	gateway := cluster.PodRef{Namespace: "istio-system", Name: "istio-ingressgateway-7b9c-qq2lm"}
 	cases := []struct {
 		name   string
 		file   string
-		source *PodRef
+		source *cluster.PodRef
 		err    error
 		status Status
 		facts  Facts
@@ -39,14 +40,14 @@ func TestProxyStatus(t *testing.T) {
 			Facts{"xds_stale_types": []string{}, "xds_cds": "SYNCED"}, "is SYNCED with istiod for CDS, LDS, EDS and RDS; 2 of 3 proxies"},
 		{"xDS-shaped syncz", "syncz_xds.json", &evSource, nil, StatusFail,
 			Facts{"xds_stale_types": []string{"RDS"}, "xds_eds": "NOT SENT", "xds_rds": "STALE", "xds_istiod_version": "1.25.0"}, "RDS STALE"},
-		{"not connected", "syncz.json", &PodRef{Namespace: "shop", Name: "web-new"}, nil, StatusWarn,
+		{"not connected", "syncz.json", &cluster.PodRef{Namespace: "shop", Name: "web-new"}, nil, StatusWarn,
 			Facts{"xds_proxy_known": false, "xds_stale_types": []string{}, "xds_cds": "UNKNOWN", "xds_istiod_version": ""}, "istiod does not list web-new.shop"},
-		{"istiod unreachable", "syncz.json", &evSource, &UnreachableError{What: "istiod", Err: errors.New("no running istiod pod in istio-system")}, StatusError,
+		{"istiod unreachable", "syncz.json", &evSource, &cluster.UnreachableError{What: "istiod", Err: errors.New("no running istiod pod in istio-system")}, StatusError,
 			nil, "cannot read istiod /debug/syncz: istiod unreachable: no running istiod pod"},
 		{"malformed", "", &evSource, nil, StatusError, nil, "cannot parse istiod /debug/syncz"},
 		{"no source", "syncz.json", nil, nil, StatusSkipped, nil, noSourceSummary},
-		{"source without sidecar", "syncz.json", &PodRef{Namespace: "batch", Name: "report-cron"}, nil, StatusSkipped, nil, "has no istio-proxy"},
-		{"source pod gone", "syncz.json", &PodRef{Namespace: "shop", Name: "web-gone"}, nil, StatusError, nil, "cannot get source pod shop/web-gone: not found"},
+		{"source without sidecar", "syncz.json", &cluster.PodRef{Namespace: "batch", Name: "report-cron"}, nil, StatusSkipped, nil, "has no istio-proxy"},
+		{"source pod gone", "syncz.json", &cluster.PodRef{Namespace: "shop", Name: "web-gone"}, nil, StatusError, nil, "cannot get source pod shop/web-gone: not found"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -63,7 +64,7 @@ func TestProxyStatus(t *testing.T) {
 			if c.err != nil {
 				f.errs["istiod:/debug/syncz"] = c.err
 			}
-			r := Run(ctx, p, f, Target{Namespace: "shop", Service: "orders", Port: 8080, Source: c.source})
+			r := Run(ctx, p, f, cluster.Target{Namespace: "shop", Service: "orders", Port: 8080, Source: c.source})
 			evCheck(t, p, r)
 			if r.Status != c.status || !strings.Contains(r.Summary, c.inSum) {
 				t.Errorf("%s %q, want %s with %q", r.Status, r.Summary, c.status, c.inSum)
@@ -85,7 +86,7 @@ func TestProxyStatus(t *testing.T) {
 // one lists the source proxy, as istioctl proxy-status asks them all.
 func TestProxyStatusAsksEachIstiodReplica(t *testing.T) {
 	istiod := func(name string, age time.Duration) *corev1.Pod {
-		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: DefaultControlPlane, Labels: map[string]string{"app": "istiod"},
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: cluster.DefaultControlPlane, Labels: map[string]string{"app": "istiod"},
 			CreationTimestamp: metav1.NewTime(time.Date(2026, 12, 2, 3, 0, 0, 0, time.UTC).Add(-age))},
 			Status: corev1.PodStatus{Phase: corev1.PodRunning}}
 	}
@@ -117,7 +118,7 @@ func TestProxyStatusAsksEachIstiodReplica(t *testing.T) {
 			false, []string{"istiod-a", "istiod-b"}, Facts{"xds_istiod_replicas": 2, "xds_istiod_asked": 2},
 			"none of the 2 istiod replicas lists it"},
 		{"a replica that does not answer leaves it open", []runtime.Object{istiod("istiod-a", time.Hour), istiod("istiod-b", time.Minute)}, nil,
-			map[string]error{"istiod:istiod-b:/debug/syncz": &UnreachableError{What: "istiod istio-system/istiod-b", Err: errors.New("connection refused")}},
+			map[string]error{"istiod:istiod-b:/debug/syncz": &cluster.UnreachableError{What: "istiod istio-system/istiod-b", Err: errors.New("connection refused")}},
 			false, []string{"istiod-a", "istiod-b"}, Facts{"xds_istiod_replicas": 2, "xds_istiod_asked": 1},
 			"1 of 2 istiod replicas answered"},
 	} {
@@ -130,7 +131,7 @@ func TestProxyStatusAsksEachIstiodReplica(t *testing.T) {
 			for k, v := range tc.errs {
 				f.errs[k] = v
 			}
-			r := Run(context.Background(), ProxyStatusProbe{}, f, Target{Namespace: "shop", Service: "orders", Source: &PodRef{Namespace: "shop", Name: "web-new"}})
+			r := Run(context.Background(), ProxyStatusProbe{}, f, cluster.Target{Namespace: "shop", Service: "orders", Source: &cluster.PodRef{Namespace: "shop", Name: "web-new"}})
 			evCheck(t, ProxyStatusProbe{}, r)
 			if r.Facts["xds_proxy_known"] != tc.known || !strings.Contains(r.Summary, tc.inSum) {
 				t.Errorf("%q %v", r.Summary, r.Facts)

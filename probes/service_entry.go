@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/mesh"
 	"github.com/meshtriage/meshtriage/probes/parse/accesslog"
 	"istio.io/api/annotation"
@@ -63,7 +64,7 @@ type seInput struct {
 	Partial []string
 }
 
-func (p ServiceEntryProbe) Run(ctx context.Context, c Cluster, t Target) Result {
+func (p ServiceEntryProbe) Run(ctx context.Context, c cluster.Cluster, t cluster.Target) Result {
 	in, what, err := fetchServiceEntry(ctx, c, t)
 	if err != nil {
 		r := ErrorResult(what, err)
@@ -75,7 +76,7 @@ func (p ServiceEntryProbe) Run(ctx context.Context, c Cluster, t Target) Result 
 	return r
 }
 
-func fetchServiceEntry(ctx context.Context, c Cluster, t Target) (seInput, string, error) {
+func fetchServiceEntry(ctx context.Context, c cluster.Cluster, t cluster.Target) (seInput, string, error) {
 	var in seInput
 	var err error
 	if in.Mesh, err = ReadMeshConfig(ctx, c); err != nil {
@@ -95,14 +96,14 @@ func fetchServiceEntry(ctx context.Context, c Cluster, t Target) (seInput, strin
 		scs, err := c.Sidecars(ctx, ns)
 		if err != nil {
 			// A Sidecar only refines the mesh-wide mode; say it is unknown.
-			in.Partial = append(in.Partial, AccessProblem("list Sidecars in "+ns, err))
+			in.Partial = append(in.Partial, cluster.AccessProblem("list Sidecars in "+ns, err))
 			continue
 		}
 		sidecars = append(sidecars, scs...)
 	}
 	in.Sidecar = sidecarFor(pod, root, sidecars)
 
-	log, err := c.Logs(ctx, src, LogOptions{Container: mesh.ProxyContainer, Since: seLogWindow, LimitBytes: DefaultLogLimit, TailLines: AccessLogTailLines})
+	log, err := c.Logs(ctx, src, cluster.LogOptions{Container: mesh.ProxyContainer, Since: seLogWindow, LimitBytes: cluster.DefaultLogLimit, TailLines: AccessLogTailLines})
 	if err != nil {
 		return in, fmt.Sprintf("read the %s log of %s", mesh.ProxyContainer, src), err
 	}
@@ -253,7 +254,7 @@ func sePorts(se *networkingv1.ServiceEntry) []int {
 	return out
 }
 
-func evaluateServiceEntry(t Target, in seInput) Result {
+func evaluateServiceEntry(t cluster.Target, in seInput) Result {
 	r := Result{Status: StatusPass, Facts: Facts{}}
 	registryOnly := in.Mesh.RegistryOnly()
 	modeFrom := "mesh config"
@@ -393,7 +394,7 @@ func intsString(ns []int) string {
 	return dash(strings.Join(s, ","))
 }
 
-func seCommands(t Target, controlPlaneNS, root string) []string {
+func seCommands(t cluster.Target, controlPlaneNS, root string) []string {
 	cmds := []string{fmt.Sprintf("kubectl get configmap -n %s %s -o jsonpath='{.data.mesh}'", controlPlaneNS, mesh.MeshConfigMap)}
 	if t.Source == nil {
 		return cmds

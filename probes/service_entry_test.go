@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/mesh"
 	networkingv1alpha3 "istio.io/api/networking/v1alpha3"
 	networkingv1 "istio.io/client-go/pkg/apis/networking/v1"
@@ -80,12 +81,12 @@ func TestBlackholedHostsFromProxyLog(t *testing.T) {
 }
 
 func TestServiceEntryEvaluate(t *testing.T) {
-	from := Target{Namespace: "shop", Service: "orders", Source: &PodRef{Namespace: "web", Name: "web-1"}}
+	from := cluster.Target{Namespace: "shop", Service: "orders", Source: &cluster.PodRef{Namespace: "web", Name: "web-1"}}
 	hosts, entries := blackholedHosts(readTestdata(t, "testdata/service-entry/proxy.log"))
 	mesh := registryOnlyMesh(t)
 	cases := []struct {
 		name    string
-		target  Target
+		target  cluster.Target
 		in      seInput
 		status  Status
 		summary string
@@ -94,7 +95,7 @@ func TestServiceEntryEvaluate(t *testing.T) {
 	}{
 		{
 			name:    "no source: skipped, mode still reported",
-			target:  Target{Namespace: "shop", Service: "orders"},
+			target:  cluster.Target{Namespace: "shop", Service: "orders"},
 			in:      seInput{Mesh: mesh},
 			status:  StatusSkipped,
 			summary: "outbound policy REGISTRY_ONLY; name the calling pod with --from to check external hosts",
@@ -203,8 +204,8 @@ func TestServiceEntryEvaluate(t *testing.T) {
 
 func TestServiceEntryProbeThroughClusterReads(t *testing.T) {
 	ctx := context.Background()
-	target := Target{Namespace: "shop", Service: "orders", Source: &PodRef{Namespace: "web", Name: "web-1"}}
-	src := PodRef{Namespace: "web", Name: "web-1"}
+	target := cluster.Target{Namespace: "shop", Service: "orders", Source: &cluster.PodRef{Namespace: "web", Name: "web-1"}}
+	src := cluster.PodRef{Namespace: "web", Name: "web-1"}
 	objs := func() []runtime.Object {
 		return []runtime.Object{
 			&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: mesh.MeshConfigMap, Namespace: "istio-system"},
@@ -213,21 +214,21 @@ func TestServiceEntryProbeThroughClusterReads(t *testing.T) {
 			fxSE("istio-system", "github", []string{"github.com"}, []uint32{443}),
 		}
 	}
-	cluster := func() *fakeCluster {
+	newSECluster := func() *fakeCluster {
 		f := newFakeCluster(t, objs()...)
 		f.logs[logKey(src, mesh.ProxyContainer)] = readTestdata(t, "testdata/service-entry/proxy.log")
 		return f
 	}
 
 	t.Run("log, mesh config and root-namespace entries", func(t *testing.T) {
-		f := cluster()
+		f := newSECluster()
 		r := Run(ctx, ServiceEntryProbe{}, f, target)
 		mustAllFacts(t, ServiceEntryProbe{}, r)
 		want := []string{"203.0.113.7", "api.example.com", "api.stripe.com"}
 		if r.Status != StatusFail || r.Facts["se_registry_only"] != true || !reflect.DeepEqual(r.Facts["se_unregistered_hosts"], want) {
 			t.Fatalf("%s %q %#v", r.Status, r.Summary, r.Facts)
 		}
-		if o := f.lastLogOptions; o.Container != mesh.ProxyContainer || o.Since != seLogWindow || o.LimitBytes != DefaultLogLimit {
+		if o := f.lastLogOptions; o.Container != mesh.ProxyContainer || o.Since != seLogWindow || o.LimitBytes != cluster.DefaultLogLimit {
 			t.Errorf("log read unbounded: %+v", o)
 		}
 		if !strings.Contains(strings.Join(r.Commands, "\n"), "kubectl logs -n web web-1 -c istio-proxy --since=30m") {
@@ -242,7 +243,7 @@ func TestServiceEntryProbeThroughClusterReads(t *testing.T) {
 		}
 	})
 	t.Run("ServiceEntries forbidden", func(t *testing.T) {
-		f := cluster()
+		f := newSECluster()
 		f.forbid("list", "serviceentries")
 		r := Run(ctx, ServiceEntryProbe{}, f, target)
 		if r.Status != StatusError || len(r.Facts) != 0 || !strings.Contains(r.Summary, "forbidden: cannot list ServiceEntries in istio-system") {
@@ -250,7 +251,7 @@ func TestServiceEntryProbeThroughClusterReads(t *testing.T) {
 		}
 	})
 	t.Run("Sidecar CRD absent only notes it", func(t *testing.T) {
-		f := cluster()
+		f := newSECluster()
 		f.withoutKind("sidecars")
 		r := Run(ctx, ServiceEntryProbe{}, f, target)
 		mustAllFacts(t, ServiceEntryProbe{}, r)
@@ -266,7 +267,7 @@ func TestServiceEntryProbeThroughClusterReads(t *testing.T) {
 		}
 	})
 	t.Run("no source", func(t *testing.T) {
-		r := Run(ctx, ServiceEntryProbe{}, newFakeCluster(t), Target{Namespace: "shop", Service: "orders"})
+		r := Run(ctx, ServiceEntryProbe{}, newFakeCluster(t), cluster.Target{Namespace: "shop", Service: "orders"})
 		mustAllFacts(t, ServiceEntryProbe{}, r)
 		if r.Status != StatusSkipped || r.Facts["se_registry_only"] != false {
 			t.Fatalf("%s %q %v", r.Status, r.Summary, r.Facts)

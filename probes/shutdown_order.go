@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/mesh"
 	meshv1alpha1 "istio.io/api/mesh/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
@@ -42,7 +43,7 @@ type shutdownInput struct {
 	Mesh mesh.MeshConfig
 }
 
-func (ShutdownOrderProbe) Run(ctx context.Context, c Cluster, t Target) Result {
+func (ShutdownOrderProbe) Run(ctx context.Context, c cluster.Cluster, t cluster.Target) Result {
 	in, what, err := fetchShutdown(ctx, c, t)
 	if err != nil {
 		r := ErrorResult(what, err)
@@ -52,7 +53,7 @@ func (ShutdownOrderProbe) Run(ctx context.Context, c Cluster, t Target) Result {
 	return evaluateShutdown(t, in)
 }
 
-func fetchShutdown(ctx context.Context, c Cluster, t Target) (shutdownInput, string, error) {
+func fetchShutdown(ctx context.Context, c cluster.Cluster, t cluster.Target) (shutdownInput, string, error) {
 	var in shutdownInput
 	var err error
 	if in.Mesh, err = ReadMeshConfig(ctx, c); err != nil {
@@ -68,7 +69,7 @@ func fetchShutdown(ctx context.Context, c Cluster, t Target) (shutdownInput, str
 	return in, "", nil
 }
 
-func evaluateShutdown(t Target, in shutdownInput) Result {
+func evaluateShutdown(t cluster.Target, in shutdownInput) Result {
 	res := Result{Commands: shutdownCommands(t)}
 	res.Evidence.Columns = []string{"pod", "sidecar", "drain", "app preStop", "grace period", "terminating"}
 	classic, drained, prestopped, terminating, atRisk := 0, 0, 0, 0, 0
@@ -202,7 +203,7 @@ func appsHavePreStop(pod *corev1.Pod) bool {
 	return true
 }
 
-func shutdownCommands(t Target) []string {
+func shutdownCommands(t cluster.Target) []string {
 	return []string{
 		fmt.Sprintf("kubectl get pods -n %s -o yaml | grep -nE 'preStop|terminationGracePeriodSeconds|EXIT_ON_ZERO_ACTIVE_CONNECTIONS|terminationDrainDuration'", t.Namespace),
 		"kubectl get configmap istio -n istio-system -o jsonpath='{.data.mesh}'",

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/mesh"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"istio.io/api/annotation"
@@ -70,7 +71,7 @@ func TestShutdownOrder(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			res := evaluateShutdown(Target{Namespace: "shop", Service: "checkout"}, shutdownInput{Pods: tc.pods, Mesh: mesh.MeshConfig{Raw: tc.mesh}})
+			res := evaluateShutdown(cluster.Target{Namespace: "shop", Service: "checkout"}, shutdownInput{Pods: tc.pods, Mesh: mesh.MeshConfig{Raw: tc.mesh}})
 			if err := CheckFacts(ShutdownOrderProbe{}.Meta(), res); err != nil {
 				t.Fatal(err)
 			}

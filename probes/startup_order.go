@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/mesh"
 	corev1 "k8s.io/api/core/v1"
 )
@@ -60,7 +61,7 @@ type startupInput struct {
 	Mesh mesh.MeshConfig
 }
 
-func (StartupOrderProbe) Run(ctx context.Context, c Cluster, t Target) Result {
+func (StartupOrderProbe) Run(ctx context.Context, c cluster.Cluster, t cluster.Target) Result {
 	in, what, err := fetchStartup(ctx, c, t)
 	if err != nil {
 		r := ErrorResult(what, err)
@@ -70,7 +71,7 @@ func (StartupOrderProbe) Run(ctx context.Context, c Cluster, t Target) Result {
 	return evaluateStartup(t, in)
 }
 
-func fetchStartup(ctx context.Context, c Cluster, t Target) (startupInput, string, error) {
+func fetchStartup(ctx context.Context, c cluster.Cluster, t cluster.Target) (startupInput, string, error) {
 	var in startupInput
 	var err error
 	if in.Mesh, err = ReadMeshConfig(ctx, c); err != nil {
@@ -90,23 +91,23 @@ func fetchStartup(ctx context.Context, c Cluster, t Target) (startupInput, strin
 	for i := range pods {
 		sp := startupPod{Pod: &pods[i], AppLogs: map[string][]byte{}, AppPrevLogs: map[string][]byte{}}
 		if i < maxPodsWithLogs {
-			ref := PodRef{Namespace: pods[i].Namespace, Name: pods[i].Name}
+			ref := cluster.PodRef{Namespace: pods[i].Namespace, Name: pods[i].Name}
 			if mesh.PodSidecar(&pods[i]) != mesh.SidecarNone {
-				if b, err := c.Logs(ctx, ref, LogOptions{Container: mesh.ProxyContainer, LimitBytes: DefaultLogLimit}); err == nil {
+				if b, err := c.Logs(ctx, ref, cluster.LogOptions{Container: mesh.ProxyContainer, LimitBytes: cluster.DefaultLogLimit}); err == nil {
 					sp.ProxyLog = b
 				} else {
-					sp.LogProblems = append(sp.LogProblems, AccessProblem("read istio-proxy log of "+ref.String(), err))
+					sp.LogProblems = append(sp.LogProblems, cluster.AccessProblem("read istio-proxy log of "+ref.String(), err))
 				}
 			}
 			for _, app := range mesh.AppContainers(&pods[i]) {
-				if b, err := c.Logs(ctx, ref, LogOptions{Container: app.Name, LimitBytes: 256 << 10}); err == nil {
+				if b, err := c.Logs(ctx, ref, cluster.LogOptions{Container: app.Name, LimitBytes: 256 << 10}); err == nil {
 					sp.AppLogs[app.Name] = b
 				}
 				if st, ok := mesh.ContainerStatus(&pods[i], app.Name); ok && st.RestartCount > 0 {
-					if b, err := c.Logs(ctx, ref, LogOptions{Container: app.Name, Previous: true, LimitBytes: 256 << 10}); err == nil {
+					if b, err := c.Logs(ctx, ref, cluster.LogOptions{Container: app.Name, Previous: true, LimitBytes: 256 << 10}); err == nil {
 						sp.AppPrevLogs[app.Name] = b
 					} else {
-						sp.LogProblems = append(sp.LogProblems, AccessProblem("read previous log of "+ref.String()+" "+app.Name, err))
+						sp.LogProblems = append(sp.LogProblems, cluster.AccessProblem("read previous log of "+ref.String()+" "+app.Name, err))
 					}
 				}
 			}
@@ -116,7 +117,7 @@ func fetchStartup(ctx context.Context, c Cluster, t Target) (startupInput, strin
 	return in, "", nil
 }
 
-func evaluateStartup(t Target, in startupInput) Result {
+func evaluateStartup(t cluster.Target, in startupInput) Result {
 	res := Result{Commands: startupCommands(t, in.Pods)}
 	meshHold := in.Mesh.DefaultProxyConfig().GetHoldApplicationUntilProxyStarts().GetValue()
 	meshed, native, hold := 0, 0, 0
@@ -359,7 +360,7 @@ func relative(t, created time.Time, known bool) string {
 	return s
 }
 
-func startupCommands(t Target, pods []startupPod) []string {
+func startupCommands(t cluster.Target, pods []startupPod) []string {
 	cmds := []string{fmt.Sprintf("kubectl get pods -n %s -o custom-columns=NAME:.metadata.name,CREATED:.metadata.creationTimestamp,RESTARTS:.status.containerStatuses[*].restartCount", t.Namespace)}
 	if len(pods) > 0 {
 		p := pods[0].Pod

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/mesh"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 	"istio.io/api/annotation"
@@ -55,7 +56,7 @@ func TestStartupOrderFindsTheOrdersAPIRace(t *testing.T) {
 		AppLogs:     map[string][]byte{"orders-api": []byte("2026-12-02T03:00:03.100Z INFO connected to postgres\n")},
 		AppPrevLogs: map[string][]byte{"orders-api": []byte(ordersPreviousLog)},
 	}}}
-	res := evaluateStartup(Target{Namespace: "shop", Service: "orders-api"}, in)
+	res := evaluateStartup(cluster.Target{Namespace: "shop", Service: "orders-api"}, in)
 	if err := CheckFacts(StartupOrderProbe{}.Meta(), res); err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +83,7 @@ func TestStartupOrderHoldAndNativeSidecarAreSafe(t *testing.T) {
 	native.Spec.InitContainers = []corev1.Container{{Name: mesh.ProxyContainer, RestartPolicy: &always}}
 	for name, pod := range map[string]*corev1.Pod{"postStart hook": held, "native sidecar": native} {
 		t.Run(name, func(t *testing.T) {
-			res := evaluateStartup(Target{Namespace: "shop", Service: "orders-api"}, startupInput{Pods: []startupPod{{Pod: pod}}})
+			res := evaluateStartup(cluster.Target{Namespace: "shop", Service: "orders-api"}, startupInput{Pods: []startupPod{{Pod: pod}}})
 			if res.Status != StatusPass {
 				t.Errorf("status = %s: %s", res.Status, res.Summary)
 			}
@@ -106,7 +107,7 @@ func TestStartupOrderHoldAskedForButNotInjected(t *testing.T) {
 		"mesh default": {Pods: []startupPod{{Pod: ordersPod(true), ProxyLog: []byte(ordersProxyLog)}}, Mesh: meshHold},
 	} {
 		t.Run(name, func(t *testing.T) {
-			res := evaluateStartup(Target{Namespace: "shop", Service: "orders-api"}, in)
+			res := evaluateStartup(cluster.Target{Namespace: "shop", Service: "orders-api"}, in)
 			if res.Facts["startup_hold_application"] != false {
 				t.Errorf("hold counted without the injected hook: %v", res.Facts)
 			}
@@ -123,7 +124,7 @@ func TestStartupOrderLateRestartIsNotAStartupRace(t *testing.T) {
 	st.LastTerminationState.Terminated.StartedAt = at(time.Hour)
 	st.LastTerminationState.Terminated.FinishedAt = at(2 * time.Hour)
 	st.LastTerminationState.Terminated.Reason = "OOMKilled"
-	res := evaluateStartup(Target{Namespace: "shop", Service: "orders-api"}, startupInput{Pods: []startupPod{{Pod: pod, ProxyLog: []byte(ordersProxyLog)}}})
+	res := evaluateStartup(cluster.Target{Namespace: "shop", Service: "orders-api"}, startupInput{Pods: []startupPod{{Pod: pod, ProxyLog: []byte(ordersProxyLog)}}})
 	if res.Facts["startup_early_restarts"] != 0 {
 		t.Errorf("a restart two hours in counted as early: %v", res.Facts)
 	}

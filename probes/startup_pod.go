@@ -1,6 +1,7 @@
 package probes
 
 import (
+	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/mesh"
 	corev1 "k8s.io/api/core/v1"
 )
@@ -47,7 +48,7 @@ func EvaluatePodStartup(pod *corev1.Pod, logs PodStartupLogs, meshCfg mesh.MeshC
 	if sp.AppPrevLogs == nil {
 		sp.AppPrevLogs = map[string][]byte{}
 	}
-	res := evaluateStartup(Target{Namespace: pod.Namespace}, startupInput{Pods: []startupPod{sp}, Mesh: meshCfg})
+	res := evaluateStartup(cluster.Target{Namespace: pod.Namespace}, startupInput{Pods: []startupPod{sp}, Mesh: meshCfg})
 	out := PodStartup{
 		Status:            res.Status,
 		Summary:           res.Summary,
@@ -68,5 +69,5 @@ func EvaluatePodStartup(pod *corev1.Pod, logs PodStartupLogs, meshCfg mesh.MeshC
 
 // StartupColumns are the columns of PodStartup.Row.
 func StartupColumns() []string {
-	return evaluateStartup(Target{}, startupInput{}).Evidence.Columns
+	return evaluateStartup(cluster.Target{}, startupInput{}).Evidence.Columns
 }

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/mesh"
 	"istio.io/api/annotation"
 	"istio.io/api/label"
@@ -58,7 +59,7 @@ type targetInput struct {
 	SourceProblem string
 }
 
-func (p TargetProbe) Run(ctx context.Context, c Cluster, t Target) Result {
+func (p TargetProbe) Run(ctx context.Context, c cluster.Cluster, t cluster.Target) Result {
 	in, what, err := fetchTarget(ctx, c, t)
 	if err != nil {
 		r := ErrorResult(what, err)
@@ -70,19 +71,19 @@ func (p TargetProbe) Run(ctx context.Context, c Cluster, t Target) Result {
 
 // fetchTarget fails only when the Service or its pods cannot be read; a
 // namespace or source pod it cannot read leaves those facts unknown.
-func fetchTarget(ctx context.Context, c Cluster, t Target) (targetInput, string, error) {
+func fetchTarget(ctx context.Context, c cluster.Cluster, t cluster.Target) (targetInput, string, error) {
 	var in targetInput
 	ns, err := c.GetNamespace(ctx, t.Namespace)
 	switch {
 	case err == nil:
 		in.NamespaceFound, in.Namespace = true, ns
-	case apierrors.IsNotFound(err) && !isMissingKind(err):
+	case apierrors.IsNotFound(err) && !cluster.IsMissingKind(err):
 		return in, "", nil
 	default:
 		// Namespace-scoped on-call roles often cannot get namespaces; the
 		// Service is still worth reading.
 		in.NamespaceFound = true
-		in.NamespaceProblem = AccessProblem("get namespace "+t.Namespace, err)
+		in.NamespaceProblem = cluster.AccessProblem("get namespace "+t.Namespace, err)
 	}
 
 	svc, err := c.GetService(ctx, t.Namespace, t.Service)
@@ -108,13 +109,13 @@ func fetchTarget(ctx context.Context, c Cluster, t Target) (targetInput, string,
 			in.Source, in.SourceFound = pod, true
 		case apierrors.IsNotFound(err):
 		default:
-			in.SourceProblem = AccessProblem("get pod "+t.Source.String(), err)
+			in.SourceProblem = cluster.AccessProblem("get pod "+t.Source.String(), err)
 		}
 	}
 	return in, "", nil
 }
 
-func evaluateTarget(t Target, in targetInput) Result {
+func evaluateTarget(t cluster.Target, in targetInput) Result {
 	r := Result{Status: StatusPass, Facts: Facts{}, Commands: targetCommands(t, in.Service)}
 	var raw []string
 
@@ -304,7 +305,7 @@ func podInjection(nsInjection string, pod *corev1.Pod) string {
 	return "off (no injection label)"
 }
 
-func targetCommands(t Target, svc *corev1.Service) []string {
+func targetCommands(t cluster.Target, svc *corev1.Service) []string {
 	cmds := []string{
 		fmt.Sprintf("kubectl get service -n %s %s -o yaml", t.Namespace, t.Service),
 		fmt.Sprintf("kubectl get namespace %s --show-labels", t.Namespace),

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/mesh"
 	"istio.io/api/annotation"
 	"istio.io/api/label"
@@ -88,12 +89,12 @@ func mustAllFacts(t *testing.T, p Probe, r Result) {
 }
 
 func TestTargetEvaluate(t *testing.T) {
-	orders := Target{Namespace: "shop", Service: "orders"}
-	from := Target{Namespace: "shop", Service: "orders", Source: &PodRef{Namespace: "web", Name: "web-1"}}
+	orders := cluster.Target{Namespace: "shop", Service: "orders"}
+	from := cluster.Target{Namespace: "shop", Service: "orders", Source: &cluster.PodRef{Namespace: "web", Name: "web-1"}}
 	enabled := fxNamespace("shop", map[string]string{mesh.NamespaceInjectionName: "enabled"})
 	cases := []struct {
 		name      string
-		target    Target
+		target    cluster.Target
 		in        targetInput
 		status    Status
 		summary   string
@@ -131,7 +132,7 @@ func TestTargetEvaluate(t *testing.T) {
 		},
 		{
 			name:   "selector matches nothing, unknown port, revision namespace",
-			target: Target{Namespace: "shop", Service: "orders", Port: 8080},
+			target: cluster.Target{Namespace: "shop", Service: "orders", Port: 8080},
 			in: targetInput{NamespaceFound: true, Namespace: fxNamespace("shop", map[string]string{label.IoIstioRev.Name: "canary"}),
 				Service: fxService(intstr.IntOrString{})},
 			status:   StatusFail,
@@ -251,7 +252,7 @@ func TestTargetProbeThroughClusterReads(t *testing.T) {
 			fxPod("web-1", mesh.SidecarNative, func(p *corev1.Pod) { p.Namespace = "web"; p.Labels = map[string]string{"app": "web"} }),
 		)
 	}
-	target := Target{Namespace: "shop", Service: "orders", Source: &PodRef{Namespace: "web", Name: "web-1"}}
+	target := cluster.Target{Namespace: "shop", Service: "orders", Source: &cluster.PodRef{Namespace: "web", Name: "web-1"}}
 
 	t.Run("reads service, selected pods and source", func(t *testing.T) {
 		r := Run(ctx, TargetProbe{}, newFakeCluster(t, base()...), target)

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/meshtriage/meshtriage/probes/cluster"
 	"istio.io/api/label"
 	corev1 "k8s.io/api/core/v1"
 )
@@ -54,7 +55,7 @@ type versionsInput struct {
 	IstiodProblem string // set when istiod pods could not be listed
 }
 
-func (p VersionsProbe) Run(ctx context.Context, c Cluster, t Target) Result {
+func (p VersionsProbe) Run(ctx context.Context, c cluster.Cluster, t cluster.Target) Result {
 	in, what, err := fetchVersions(ctx, c)
 	if err != nil {
 		r := ErrorResult(what, err)
@@ -64,7 +65,7 @@ func (p VersionsProbe) Run(ctx context.Context, c Cluster, t Target) Result {
 	return evaluateVersions(in)
 }
 
-func fetchVersions(ctx context.Context, c Cluster) (versionsInput, string, error) {
+func fetchVersions(ctx context.Context, c cluster.Cluster) (versionsInput, string, error) {
 	in := versionsInput{ControlPlane: controlPlane(c)}
 	var err error
 	if in.Kubernetes, err = c.ServerVersion(ctx); err != nil {
@@ -73,7 +74,7 @@ func fetchVersions(ctx context.Context, c Cluster) (versionsInput, string, error
 	pods, err := c.ListPods(ctx, in.ControlPlane, map[string]string{"app": istiodAppLabel})
 	if err != nil {
 		// The Kubernetes version still decides what can be fixed.
-		in.IstiodProblem = AccessProblem("list istiod pods in "+in.ControlPlane, err)
+		in.IstiodProblem = cluster.AccessProblem("list istiod pods in "+in.ControlPlane, err)
 		return in, "", nil
 	}
 	in.Istiods = pods

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/meshtriage/meshtriage/probes/cluster"
 	"istio.io/api/label"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -143,14 +144,14 @@ func TestVersionsProbeThroughClusterReads(t *testing.T) {
 		corev1.EnvVar{Name: "ENABLE_NATIVE_SIDECARS", Value: "true"})}
 	f := newFakeCluster(t, objs...)
 	f.setServerVersion("v1.30.4")
-	r := Run(ctx, VersionsProbe{}, f, Target{Namespace: "shop", Service: "orders"})
+	r := Run(ctx, VersionsProbe{}, f, cluster.Target{Namespace: "shop", Service: "orders"})
 	mustAllFacts(t, VersionsProbe{}, r)
 	if r.Status != StatusPass || r.Facts["versions_istiod"] != "1.24.2" || r.Facts["versions_native_sidecars_enabled"] != true {
 		t.Fatalf("%s %q %v", r.Status, r.Summary, r.Facts)
 	}
 
 	f.forbid("list", "pods")
-	r = Run(ctx, VersionsProbe{}, f, Target{})
+	r = Run(ctx, VersionsProbe{}, f, cluster.Target{})
 	if r.Status != StatusWarn || r.Facts["versions_kubernetes"] != "v1.30.4" || !strings.Contains(r.Summary, "forbidden: cannot list istiod pods in istio-system") {
 		t.Fatalf("%s %q %v", r.Status, r.Summary, r.Facts)
 	}
@@ -159,7 +160,7 @@ func TestVersionsProbeThroughClusterReads(t *testing.T) {
 	f.kube.PrependReactor("get", "version", func(k8stesting.Action) (bool, runtime.Object, error) {
 		return true, nil, errors.New("dial tcp 10.0.0.1:443: connect: connection refused")
 	})
-	r = Run(ctx, VersionsProbe{}, f, Target{})
+	r = Run(ctx, VersionsProbe{}, f, cluster.Target{})
 	if r.Status != StatusError || len(r.Facts) != 0 || r.Summary != "cannot read the Kubernetes server version: dial tcp 10.0.0.1:443: connect: connection refused" {
 		t.Fatalf("%s %q %v", r.Status, r.Summary, r.Facts)
 	}

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/meshtriage/meshtriage/probes"
+	"github.com/meshtriage/meshtriage/probes/cluster"
 )
 
 // EventKind names one entry of a session's append-only event stream. The
@@ -51,7 +52,7 @@ type SessionStarted struct {
 	KubeContext   string            `json:"kube_context"`
 	Server        string            `json:"server,omitempty"`
 	ServerVersion string            `json:"server_version,omitempty"`
-	Target        probes.Target     `json:"target"`
+	Target        cluster.Target    `json:"target"`
 	Runbook       string            `json:"runbook"`
 	Symptom       string            `json:"symptom,omitempty"`
 	Mode          string            `json:"mode"` // guided, free, auto

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/meshtriage/meshtriage/probes"
+	"github.com/meshtriage/meshtriage/probes/cluster"
 )
 
 // Mode is how the session moves through the graph.
@@ -43,13 +44,13 @@ const (
 const StartNode = "start"
 
 // Runner runs one probe; probes.Run in production, recorded results in tests.
-type Runner func(ctx context.Context, p probes.Probe, c probes.Cluster, t probes.Target) probes.Result
+type Runner func(ctx context.Context, p probes.Probe, c cluster.Cluster, t cluster.Target) probes.Result
 
 // Config is what a session needs. Graph, Probes and Target are required.
 type Config struct {
 	Graph   *Graph
-	Cluster probes.Cluster
-	Target  probes.Target
+	Cluster cluster.Cluster
+	Target  cluster.Target
 	// Probes is the registry the steps' probe IDs resolve in (probes.ByID()).
 	Probes map[string]probes.Probe
 	Sinks  []Sink
@@ -219,7 +220,7 @@ func NewSession(cfg Config) (*Session, error) {
 	}, nil
 }
 
-func targetReplacer(t probes.Target) *strings.Replacer {
+func targetReplacer(t cluster.Target) *strings.Replacer {
 	port, source, sourceNS := "<port>", "<source-pod>", t.Namespace
 	if t.Port != 0 {
 		port = fmt.Sprint(t.Port)
@@ -256,7 +257,7 @@ func (s *Session) ID() string { return s.id }
 func (s *Session) Graph() *Graph { return s.cfg.Graph }
 
 // Target is what the session triages.
-func (s *Session) Target() probes.Target { return s.cfg.Target }
+func (s *Session) Target() cluster.Target { return s.cfg.Target }
 
 // Mode is the session's mode.
 func (s *Session) Mode() Mode { return s.cfg.Mode }

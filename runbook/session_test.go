@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/meshtriage/meshtriage/probes"
+	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/runbook"
 )
 
@@ -206,12 +207,12 @@ func TestRerunSeesFreshData(t *testing.T) {
 
 // A re-run resets a caching cluster so the probe reads the cluster again.
 type resettable struct {
-	probes.Cluster
+	cluster.Cluster
 	resets int
 }
 
-func (r *resettable) Info() probes.ClusterInfo { return probes.ClusterInfo{Context: "test"} }
-func (r *resettable) Reset()                   { r.resets++ }
+func (r *resettable) Info() cluster.ClusterInfo { return cluster.ClusterInfo{Context: "test"} }
+func (r *resettable) Reset()                    { r.resets++ }
 
 func TestRerunResetsTheCache(t *testing.T) {
 	g := load503(t)
@@ -389,7 +390,7 @@ func TestSessionIsSafeForConcurrentUse(t *testing.T) {
 
 func TestProbeTimeoutBoundsARun(t *testing.T) {
 	g := load503(t)
-	slow := func(ctx context.Context, p probes.Probe, _ probes.Cluster, _ probes.Target) probes.Result {
+	slow := func(ctx context.Context, p probes.Probe, _ cluster.Cluster, _ cluster.Target) probes.Result {
 		<-ctx.Done()
 		return probes.Result{Status: probes.StatusError, Summary: ctx.Err().Error()}
 	}

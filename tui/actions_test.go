@@ -10,8 +10,8 @@ import (
 
 	"github.com/charmbracelet/x/exp/teatest/v2"
 
-	"github.com/meshtriage/meshtriage/probes"
 	pactions "github.com/meshtriage/meshtriage/probes/actions"
+	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/runbook"
 	"github.com/meshtriage/meshtriage/tui/actions"
 	"github.com/meshtriage/meshtriage/tui/enginetest"
@@ -55,7 +55,7 @@ func (e endsInLedger) End(reason string) error {
 // admin API keeps logger levels, its log has one debug line. It reads
 // nothing else, as a cluster with only that pod.
 type sidecar struct {
-	probes.Cluster
+	cluster.Cluster
 	mu     sync.Mutex
 	levels map[string]string
 }
@@ -64,15 +64,15 @@ func newSidecar() *sidecar {
 	return &sidecar{levels: map[string]string{"connection": "info", "upstream": "info", "http": "info"}}
 }
 
-func (c *sidecar) Logs(context.Context, probes.PodRef, probes.LogOptions) ([]byte, error) {
+func (c *sidecar) Logs(context.Context, cluster.PodRef, cluster.LogOptions) ([]byte, error) {
 	return []byte("2025-03-14T03:07:01.200000Z\tdebug\tenvoy connection [C412] delayed connect error: 111\n"), nil
 }
 
-func (c *sidecar) Exec(context.Context, probes.PodRef, string, []string) ([]byte, []byte, error) {
+func (c *sidecar) Exec(context.Context, cluster.PodRef, string, []string) ([]byte, []byte, error) {
 	return nil, nil, fmt.Errorf("no exec in this test")
 }
 
-func (c *sidecar) EnvoyAdminPost(_ context.Context, _ probes.PodRef, path string) ([]byte, error) {
+func (c *sidecar) EnvoyAdminPost(_ context.Context, _ cluster.PodRef, path string) ([]byte, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if name, level, ok := strings.Cut(strings.TrimPrefix(path, "/logging?"), "="); ok {
@@ -98,7 +98,7 @@ func TestDebugLoggingRevertedBeforeTheSessionEnds(t *testing.T) {
 	l := &ledger{}
 	c := newSidecar()
 	eng := enginetest.New(outlierScript())
-	web := probes.PodRef{Namespace: "shop", Name: "productpage-1"}
+	web := cluster.PodRef{Namespace: "shop", Name: "productpage-1"}
 	target := eng.Target()
 	target.Source = &web
 	deps := actions.Deps{Cluster: c, Target: target, Record: l.record}

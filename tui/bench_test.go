@@ -16,7 +16,7 @@ import (
 	"github.com/charmbracelet/colorprofile"
 	"github.com/charmbracelet/x/ansi"
 
-	"github.com/meshtriage/meshtriage/probes"
+	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/tui/engine"
 	"github.com/meshtriage/meshtriage/tui/enginetest"
 	"github.com/meshtriage/meshtriage/tui/picker"
@@ -117,7 +117,7 @@ func BenchmarkFirstFrame(b *testing.B) {
 		}, []string{"starting the session", "Service and selected pods"}},
 		// `meshtriage` alone: the picker, its namespace list not answered.
 		{"picker", func() Options {
-			return Options{Catalog: hungCatalog{}, NewEngine: func(context.Context, probes.Target) (engine.Engine, error) {
+			return Options{Catalog: hungCatalog{}, NewEngine: func(context.Context, cluster.Target) (engine.Engine, error) {
 				return nil, fmt.Errorf("not reached")
 			}}
 		}, []string{"namespace"}},

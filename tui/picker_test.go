@@ -9,7 +9,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/meshtriage/meshtriage/probes"
+	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/mesh"
 	"github.com/meshtriage/meshtriage/tui/engine"
 	"github.com/meshtriage/meshtriage/tui/enginetest"
@@ -62,11 +62,11 @@ func fakeCatalog() catalog {
 // builder records the target the picker hands over.
 type builder struct {
 	mu      sync.Mutex
-	targets []probes.Target
+	targets []cluster.Target
 	eng     *enginetest.Engine
 }
 
-func (b *builder) build(_ context.Context, t probes.Target) (engine.Engine, error) {
+func (b *builder) build(_ context.Context, t cluster.Target) (engine.Engine, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.targets = append(b.targets, t)
@@ -76,10 +76,10 @@ func (b *builder) build(_ context.Context, t probes.Target) (engine.Engine, erro
 	return b.eng, nil
 }
 
-func (b *builder) built() []probes.Target {
+func (b *builder) built() []cluster.Target {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return append([]probes.Target(nil), b.targets...)
+	return append([]cluster.Target(nil), b.targets...)
 }
 
 func startPicker(t *testing.T, c picker.Catalog, w, h int, opts Options) *harness {
@@ -110,7 +110,7 @@ func TestPickerChoosesTarget(t *testing.T) {
 	h.key("enter")
 	h.waitFor("What are the callers seeing?")
 	got := h.builder.built()
-	want := probes.Target{Namespace: "shop", Service: "reviews", Source: &probes.PodRef{Namespace: "shop", Name: "productpage-7d4f9-abcde"}}
+	want := cluster.Target{Namespace: "shop", Service: "reviews", Source: &cluster.PodRef{Namespace: "shop", Name: "productpage-7d4f9-abcde"}}
 	if len(got) != 1 || got[0].String() != want.String() {
 		t.Fatalf("picker built %v, want %v", got, want)
 	}

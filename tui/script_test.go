@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/meshtriage/meshtriage/probes"
+	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/tui/engine"
 	"github.com/meshtriage/meshtriage/tui/enginetest"
 )
@@ -14,7 +15,7 @@ import (
 func outlierScript() enginetest.Script {
 	ms := time.Millisecond
 	return enginetest.Script{
-		Target:   probes.Target{Namespace: "shop", Service: "reviews", Port: 9080, Source: &probes.PodRef{Namespace: "shop", Name: "productpage-7d4f9-abcde"}},
+		Target:   cluster.Target{Namespace: "shop", Service: "reviews", Port: 9080, Source: &cluster.PodRef{Namespace: "shop", Name: "productpage-7d4f9-abcde"}},
 		Question: "What are the callers seeing?",
 		Symptoms: []engine.Symptom{
 			{ID: "callers-503", Title: "Callers get 503s"},

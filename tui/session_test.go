@@ -10,6 +10,7 @@ import (
 
 	"github.com/meshtriage/meshtriage/assets"
 	"github.com/meshtriage/meshtriage/probes"
+	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/cluster/recorded"
 	"github.com/meshtriage/meshtriage/runbook"
 	"github.com/meshtriage/meshtriage/tui/engine"
@@ -56,7 +57,7 @@ func scenarioSession(t *testing.T, name string) (*runbook.Session, *recorded.Sce
 	reg["metrics"] = probes.MetricsProbe{Interval: 50 * time.Millisecond}
 	sink := &memSink{}
 	sess, err := runbook.NewSession(runbook.Config{
-		Graph: graph, Cluster: probes.NewCache(c), Target: s.Target, Probes: reg,
+		Graph: graph, Cluster: cluster.NewCache(c), Target: s.Target, Probes: reg,
 		Sinks: []runbook.Sink{sink}, User: "oncall", Mode: runbook.ModeGuided,
 	})
 	if err != nil {
@@ -200,7 +201,7 @@ func TestResumedSession(t *testing.T) {
 
 	again, _, sink := scenarioSession(t, "outlier-all-ejected")
 	resumed, err := runbook.Resume(runbook.Config{
-		Graph: again.Graph(), Cluster: probes.NewCache(mustCluster(t, sc)), Target: sc.Target,
+		Graph: again.Graph(), Cluster: cluster.NewCache(mustCluster(t, sc)), Target: sc.Target,
 		Probes: probes.ByID(), Sinks: []runbook.Sink{sink}, Mode: runbook.ModeGuided,
 	}, history)
 	if err != nil {
@@ -217,7 +218,7 @@ func TestResumedSession(t *testing.T) {
 	}
 }
 
-func mustCluster(t *testing.T, s *recorded.Scenario) probes.Cluster {
+func mustCluster(t *testing.T, s *recorded.Scenario) cluster.Cluster {
 	t.Helper()
 	c, err := recorded.NewCluster(s)
 	if err != nil {
@@ -235,7 +236,7 @@ func TestPickerOnScenarioCluster(t *testing.T) {
 		t.Fatal("scenario cluster has no clientset")
 	}
 	var built *runbook.Session
-	newEngine := func(_ context.Context, target probes.Target) (engine.Engine, error) {
+	newEngine := func(_ context.Context, target cluster.Target) (engine.Engine, error) {
 		sess, _, _ := scenarioSession(t, "outlier-all-ejected")
 		s, err := runbook.NewSession(runbook.Config{Graph: sess.Graph(), Cluster: c, Target: target, Probes: probes.ByID(), Mode: runbook.ModeGuided})
 		built = s
@@ -260,7 +261,7 @@ func TestPickerOnScenarioCluster(t *testing.T) {
 	h.waitFor("What does the on-call see?")
 	h.key("enter")
 	h.waitFor("Runbook · guided")
-	want := probes.Target{Namespace: sc.Target.Namespace, Service: sc.Target.Service, Source: sc.Target.Source}
+	want := cluster.Target{Namespace: sc.Target.Namespace, Service: sc.Target.Service, Source: sc.Target.Source}
 	if got := built.Target(); got.String() != want.String() {
 		t.Fatalf("session target %v, want %v", got, want)
 	}

@@ -14,7 +14,7 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 
-	"github.com/meshtriage/meshtriage/probes"
+	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/tui/actions"
 	"github.com/meshtriage/meshtriage/tui/engine"
 	"github.com/meshtriage/meshtriage/tui/picker"
@@ -32,7 +32,7 @@ type Options struct {
 	// Engine is the session to drive; see FromSession for a runbook.Session.
 	Engine engine.Engine
 	// NewEngine builds the session once the picker has chosen a target.
-	NewEngine func(ctx context.Context, t probes.Target) (engine.Engine, error)
+	NewEngine func(ctx context.Context, t cluster.Target) (engine.Engine, error)
 	// Catalog feeds the picker.
 	Catalog Catalog
 	// Namespace starts the picker at this namespace's services (-n).

@@ -14,6 +14,7 @@ import (
 
 	"github.com/meshtriage/meshtriage/assets"
 	"github.com/meshtriage/meshtriage/probes"
+	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/runbook"
 	"github.com/meshtriage/meshtriage/runbook/incidentlog"
 	"github.com/meshtriage/meshtriage/runbook/report"
@@ -189,18 +190,18 @@ func uncheckedSteps(rep report.Report) (unchecked []string, ran int) {
 
 // open picks the cluster (live, --manifests or --scenario) and the target,
 // behind one cache so probes of the run share their reads.
-func (o *checkOptions) open(args []string) (probes.Cluster, probes.Target, error) {
+func (o *checkOptions) open(args []string) (cluster.Cluster, cluster.Target, error) {
 	if o.manifests != "" && o.scenario != "" {
-		return nil, probes.Target{}, errors.New("--manifests and --scenario are two different sources: give one")
+		return nil, cluster.Target{}, errors.New("--manifests and --scenario are two different sources: give one")
 	}
 	var (
-		c   probes.Cluster
-		t   probes.Target
+		c   cluster.Cluster
+		t   cluster.Target
 		err error
 	)
 	switch {
 	case o.scenario != "":
-		var st *probes.Target
+		var st *cluster.Target
 		c, st, err = openScenario(o.scenario)
 		if err != nil {
 			return nil, t, err
@@ -224,7 +225,7 @@ func (o *checkOptions) open(args []string) (probes.Cluster, probes.Target, error
 		if st, statErr := os.Stat(o.manifests); statErr != nil || !st.IsDir() {
 			return nil, t, fmt.Errorf("--manifests %s: not a directory", o.manifests)
 		}
-		c, err = openManifests(o.manifests, probes.ClusterInfo{
+		c, err = openManifests(o.manifests, cluster.ClusterInfo{
 			Context: "manifests", Server: o.manifests, ControlPlaneNamespace: o.g.controlPlaneNamespace,
 		})
 		if err != nil {

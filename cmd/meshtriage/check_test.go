@@ -10,7 +10,7 @@ import (
 
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
-	"github.com/meshtriage/meshtriage/probes"
+	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/runbook/incidentlog"
 )
 
@@ -128,7 +128,7 @@ func TestCheckJSONAndLog(t *testing.T) {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
 	var doc struct {
-		Target   probes.Target `json:"target"`
+		Target   cluster.Target `json:"target"`
 		Steps    []struct{ ID, Probe, Status string }
 		Findings []struct {
 			Cause    string
@@ -181,16 +181,16 @@ func TestParseTarget(t *testing.T) {
 	ok := []struct {
 		args []string
 		f    targetFlags
-		want probes.Target
+		want cluster.Target
 	}{
-		{[]string{"svc/web"}, targetFlags{}, probes.Target{Namespace: "shop", Service: "web"}},
-		{[]string{"web"}, targetFlags{port: 8080}, probes.Target{Namespace: "shop", Service: "web", Port: 8080}},
+		{[]string{"svc/web"}, targetFlags{}, cluster.Target{Namespace: "shop", Service: "web"}},
+		{[]string{"web"}, targetFlags{port: 8080}, cluster.Target{Namespace: "shop", Service: "web", Port: 8080}},
 		{[]string{"service/web"}, targetFlags{from: "pod/client-7d9c"},
-			probes.Target{Namespace: "shop", Service: "web", Source: &probes.PodRef{Namespace: "shop", Name: "client-7d9c"}}},
+			cluster.Target{Namespace: "shop", Service: "web", Source: &cluster.PodRef{Namespace: "shop", Name: "client-7d9c"}}},
 		{[]string{"svc/web"}, targetFlags{from: "front/pod/client-1"},
-			probes.Target{Namespace: "shop", Service: "web", Source: &probes.PodRef{Namespace: "front", Name: "client-1"}}},
+			cluster.Target{Namespace: "shop", Service: "web", Source: &cluster.PodRef{Namespace: "front", Name: "client-1"}}},
 		{[]string{"svc/web"}, targetFlags{from: "client-1"},
-			probes.Target{Namespace: "shop", Service: "web", Source: &probes.PodRef{Namespace: "shop", Name: "client-1"}}},
+			cluster.Target{Namespace: "shop", Service: "web", Source: &cluster.PodRef{Namespace: "shop", Name: "client-1"}}},
 	}
 	for _, c := range ok {
 		got, err := parseTarget("shop", c.args, c.f)

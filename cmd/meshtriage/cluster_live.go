@@ -13,7 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/meshtriage/meshtriage/probes"
+	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/cluster/live"
 )
 
@@ -27,17 +27,17 @@ const (
 
 // cached is the read cache of one session's probes; a live cluster's Envoy
 // admin and istiod reads then share its pod reads too.
-func cached(c probes.Cluster) *probes.Cache {
+func cached(c cluster.Cluster) *cluster.Cache {
 	if lc, ok := c.(*live.Cluster); ok {
 		return live.NewCache(lc)
 	}
-	return probes.NewCache(c)
+	return cluster.NewCache(c)
 }
 
 // openLiveCluster connects to the cluster the kubeconfig flags select and
 // checks that its API server answers; every failure is one line the on-call
 // can act on.
-func openLiveCluster(g *globalOptions) (probes.Cluster, error) {
+func openLiveCluster(g *globalOptions) (cluster.Cluster, error) {
 	c, err := openLive(g)
 	if err != nil {
 		return nil, err
@@ -69,7 +69,7 @@ func openLive(g *globalOptions) (*live.Cluster, error) {
 
 // checkReachable asks the API server for /version. A refusal to answer
 // /version still proves the server is there; bad credentials do not.
-func checkReachable(ctx context.Context, c probes.Cluster) error {
+func checkReachable(ctx context.Context, c cluster.Cluster) error {
 	_, err := c.ServerVersion(ctx)
 	info := c.Info()
 	switch {

@@ -5,13 +5,13 @@ import (
 	"strings"
 
 	"github.com/meshtriage/meshtriage/assets"
-	"github.com/meshtriage/meshtriage/probes"
+	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/cluster/recorded"
 )
 
 // openScenario serves an embedded scenario (`demo NAME`, `check --scenario
 // NAME`) and returns the target it was recorded for.
-func openScenario(name string) (probes.Cluster, *probes.Target, error) {
+func openScenario(name string) (cluster.Cluster, *cluster.Target, error) {
 	s, err := loadScenario(name)
 	if err != nil {
 		return nil, nil, err
@@ -42,7 +42,7 @@ func loadScenario(name string) (*recorded.Scenario, error) {
 // openManifests serves `kubectl get -o yaml` files from dir (`check
 // --manifests DIR`): objects only, so the probes that need Envoy admin, logs
 // or istiod report that nothing was recorded.
-func openManifests(dir string, ci probes.ClusterInfo) (probes.Cluster, error) {
+func openManifests(dir string, ci cluster.ClusterInfo) (cluster.Cluster, error) {
 	s, err := recorded.LoadManifests(dir)
 	if err != nil {
 		return nil, err

@@ -17,6 +17,7 @@ import (
 
 	"github.com/meshtriage/meshtriage/assets"
 	"github.com/meshtriage/meshtriage/probes"
+	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/cluster/recorded"
 	"github.com/meshtriage/meshtriage/runbook"
 	"github.com/meshtriage/meshtriage/runbook/incidentlog"
@@ -194,7 +195,7 @@ func runDemo(ctx context.Context, g *globalOptions, name, logPath string) error 
 
 // newScenarioSession builds the runbook session for a scenario, recording to
 // an incident log like a live triage.
-func newScenarioSession(s *recorded.Scenario, c probes.Cluster, mode runbook.Mode, logPath string) (*runbook.Session, *incidentlog.Writer, error) {
+func newScenarioSession(s *recorded.Scenario, c cluster.Cluster, mode runbook.Mode, logPath string) (*runbook.Session, *incidentlog.Writer, error) {
 	graph, err := runbook.LoadFS(assets.FS, assets.Runbook503, runbook.CatalogueOf(probes.All(), assets.Causes))
 	if err != nil {
 		return nil, nil, err

@@ -9,7 +9,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/meshtriage/meshtriage/assets"
-	"github.com/meshtriage/meshtriage/probes"
+	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/cluster/recorded"
 )
 
@@ -77,7 +77,7 @@ func TestOpenScenario(t *testing.T) {
 }
 
 func TestOpenManifests(t *testing.T) {
-	c, err := openManifests("../../probes/cluster/recorded/testdata/kubectl-dump", probes.ClusterInfo{Context: "prod"})
+	c, err := openManifests("../../probes/cluster/recorded/testdata/kubectl-dump", cluster.ClusterInfo{Context: "prod"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +87,7 @@ func TestOpenManifests(t *testing.T) {
 	if _, err := c.GetService(t.Context(), "shop", "orders"); err != nil {
 		t.Errorf("GetService: %v", err)
 	}
-	if _, err := openManifests(t.TempDir(), probes.ClusterInfo{}); err == nil {
+	if _, err := openManifests(t.TempDir(), cluster.ClusterInfo{}); err == nil {
 		t.Error("empty dir: no error")
 	}
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/meshtriage/meshtriage/assets"
 	"github.com/meshtriage/meshtriage/probes"
+	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/cluster/recorded"
 	"github.com/meshtriage/meshtriage/runbook"
 	"github.com/meshtriage/meshtriage/runbook/incidentlog"
@@ -208,7 +209,7 @@ func prepareResume(g *globalOptions, path string, history []runbook.Event) (*res
 	}
 
 	var (
-		cluster probes.Cluster
+		cluster cluster.Cluster
 		label   string
 	)
 	if name := started.Extra["scenario"]; name != "" {

@@ -13,6 +13,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/meshtriage/meshtriage/probes"
+	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/runbook"
 	"github.com/meshtriage/meshtriage/runbook/incidentlog"
 )
@@ -39,7 +40,7 @@ func writeTestLog(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	target := probes.Target{Namespace: "shop", Service: "checkout", Port: 8080}
+	target := cluster.Target{Namespace: "shop", Service: "checkout", Port: 8080}
 	for _, ev := range []runbook.Event{
 		{Time: at, Kind: runbook.EventSessionStarted, Started: &runbook.SessionStarted{User: "alice", KubeContext: "prod", Target: target, Runbook: "503", Mode: "guided"}},
 		{Time: at.Add(time.Minute), Kind: runbook.EventProbeRan, Probe: &runbook.ProbeRan{Step: "target", Probe: "target", Status: probes.StatusFail,
@@ -255,7 +256,7 @@ func TestPrepareResumeWithoutStart(t *testing.T) {
 	}
 }
 
-func openScenarioCluster(t *testing.T, name string) (probes.Cluster, error) {
+func openScenarioCluster(t *testing.T, name string) (cluster.Cluster, error) {
 	t.Helper()
 	c, _, err := openScenario(name)
 	return c, err

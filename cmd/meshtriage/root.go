@@ -11,7 +11,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
-	"github.com/meshtriage/meshtriage/probes"
+	"github.com/meshtriage/meshtriage/probes/cluster"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -101,7 +101,7 @@ func newRootCmdAs(argv0 string, streams genericiooptions.IOStreams) *cobra.Comma
 	root.SetOut(streams.Out)
 	root.SetErr(streams.ErrOut)
 	g.kube.AddFlags(root.PersistentFlags())
-	root.PersistentFlags().StringVar(&g.controlPlaneNamespace, "istio-namespace", probes.DefaultControlPlane,
+	root.PersistentFlags().StringVar(&g.controlPlaneNamespace, "istio-namespace", cluster.DefaultControlPlane,
 		"Namespace of the Istio control plane (istiod and the istio mesh ConfigMap)")
 	registerFlagCompletions(root, g)
 	addTUI(root, g) // no subcommand: the terminal UI (tui.go)

@@ -6,7 +6,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation"
 
-	"github.com/meshtriage/meshtriage/probes"
+	"github.com/meshtriage/meshtriage/probes/cluster"
 )
 
 // targetFlags are the parts of a target given as flags.
@@ -18,27 +18,27 @@ type targetFlags struct {
 // parseTarget builds the target from `svc/NAME` (or `NAME`), --port and
 // --from, in namespace ns. Every mistake is one line that shows the accepted
 // form, since the on-call types this under pressure.
-func parseTarget(ns string, args []string, f targetFlags) (probes.Target, error) {
+func parseTarget(ns string, args []string, f targetFlags) (cluster.Target, error) {
 	if len(args) != 1 {
-		return probes.Target{}, fmt.Errorf("need exactly one target, svc/NAME (got %d arguments)", len(args))
+		return cluster.Target{}, fmt.Errorf("need exactly one target, svc/NAME (got %d arguments)", len(args))
 	}
 	if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
-		return probes.Target{}, fmt.Errorf("namespace %q: %s", ns, errs[0])
+		return cluster.Target{}, fmt.Errorf("namespace %q: %s", ns, errs[0])
 	}
 	name, err := parseService(args[0])
 	if err != nil {
-		return probes.Target{}, err
+		return cluster.Target{}, err
 	}
-	t := probes.Target{Namespace: ns, Service: name}
+	t := cluster.Target{Namespace: ns, Service: name}
 	if err := applyTargetFlags(&t, f); err != nil {
-		return probes.Target{}, err
+		return cluster.Target{}, err
 	}
 	return t, nil
 }
 
 // applyTargetFlags sets the port and source of t from flags that were given
 // (a scenario's own target keeps what the flags leave out).
-func applyTargetFlags(t *probes.Target, f targetFlags) error {
+func applyTargetFlags(t *cluster.Target, f targetFlags) error {
 	if f.port != 0 {
 		if f.port < 1 || f.port > 65535 {
 			return fmt.Errorf("--port %d: a service port is 1-65535", f.port)
@@ -76,9 +76,9 @@ func parseService(arg string) (string, error) {
 }
 
 // parseFrom accepts pod/NAME (in ns), NS/pod/NAME, or NAME.
-func parseFrom(ns, from string) (*probes.PodRef, error) {
+func parseFrom(ns, from string) (*cluster.PodRef, error) {
 	parts := strings.Split(from, "/")
-	ref := &probes.PodRef{Namespace: ns}
+	ref := &cluster.PodRef{Namespace: ns}
 	switch {
 	case len(parts) == 1:
 		ref.Name = parts[0]

@@ -10,6 +10,7 @@ import (
 
 	"github.com/meshtriage/meshtriage/assets"
 	"github.com/meshtriage/meshtriage/probes"
+	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/cluster/live"
 	"github.com/meshtriage/meshtriage/runbook"
 	"github.com/meshtriage/meshtriage/runbook/incidentlog"
@@ -60,7 +61,7 @@ func (o *tuiOptions) run(ctx context.Context, args []string) error {
 		return triageErr("--probe-timeout must be positive")
 	}
 	var (
-		target probes.Target
+		target cluster.Target
 		err    error
 	)
 	if len(args) == 1 {
@@ -129,11 +130,11 @@ type liveSessions struct {
 	sess *runbook.Session
 	// cached is the session's read cache over the live cluster, and
 	// target its target: what the TUI's actions run against.
-	cached probes.Cluster
-	target probes.Target
+	cached cluster.Cluster
+	target cluster.Target
 }
 
-func (b *liveSessions) build(ctx context.Context, t probes.Target) (engine.Engine, error) {
+func (b *liveSessions) build(ctx context.Context, t cluster.Target) (engine.Engine, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.sess != nil {

@@ -20,6 +20,7 @@ import (
 
 	"github.com/meshtriage/meshtriage/probes"
 	"github.com/meshtriage/meshtriage/probes/actions"
+	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/watch"
 	"github.com/meshtriage/meshtriage/runbook"
 	"github.com/meshtriage/meshtriage/runbook/incidentlog"
@@ -120,7 +121,7 @@ func (o *watchOptions) run(ctx context.Context, arg string) error {
 	if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
 		return triageErr("namespace %q: %s", ns, errs[0])
 	}
-	var source *probes.PodRef
+	var source *cluster.PodRef
 	if o.from != "" {
 		if source, err = parseFrom(ns, o.from); err != nil {
 			return &exitError{code: exitTriage, err: err}
@@ -147,7 +148,7 @@ func (o *watchOptions) run(ctx context.Context, arg string) error {
 	defer stop()
 
 	cfg := watch.Config{Cluster: c, Deployments: deployments, Namespace: ns, Deployment: name, Interval: o.interval, Timeout: o.timeout}
-	target := probes.Target{Namespace: ns, Service: svc, Source: source}
+	target := cluster.Target{Namespace: ns, Service: svc, Source: source}
 	meter, note := o.meter(ctx, c, target)
 	cfg.Rates = meter
 	if note != "" {
@@ -189,14 +190,14 @@ func unsettled(err error) bool {
 // meter picks how the 503 rate is measured: Prometheus when given, else the
 // sidecar metrics of the --from pod or of an upstream pod. No Service, no
 // rate: the pods are still judged.
-func (o *watchOptions) meter(ctx context.Context, c probes.Cluster, t probes.Target) (watch.RateMeter, string) {
+func (o *watchOptions) meter(ctx context.Context, c cluster.Cluster, t cluster.Target) (watch.RateMeter, string) {
 	rctx, cancel := context.WithTimeout(ctx, reachTimeout)
 	defer cancel()
 	if _, err := c.GetService(rctx, t.Namespace, t.Service); err != nil {
 		if apierrors.IsNotFound(err) && o.service == "" {
 			return nil, fmt.Sprintf("no Service %s in %s: give --service svc/NAME to compare its 503 rate", t.Service, t.Namespace)
 		}
-		return nil, "503 rate not measured: " + probes.AccessProblem("get service "+t.Namespace+"/"+t.Service, err)
+		return nil, "503 rate not measured: " + cluster.AccessProblem("get service "+t.Namespace+"/"+t.Service, err)
 	}
 	if o.prometheus.url != "" {
 		return &watch.PrometheusMeter{Prom: probes.Prometheus{URL: o.prometheus.url}, Target: t, Window: o.prometheus.window}, ""
@@ -351,7 +352,7 @@ func (v *verifyFlags) any() bool {
 
 // validate checks the flags before anything runs: an action needs a source
 // pod and a live cluster, and a bounded window.
-func (v *verifyFlags) validate(t probes.Target, c probes.Cluster) error {
+func (v *verifyFlags) validate(t cluster.Target, c cluster.Cluster) error {
 	if err := v.prometheus.validate(); err != nil {
 		return err
 	}
@@ -383,7 +384,7 @@ type actionSession interface {
 // debug lines are captured. The triage runs first so that the debug lines
 // do not crowd the access log the probes read. Action failures are printed
 // and recorded; they do not fail the triage.
-func (v *verifyFlags) run(ctx context.Context, c probes.Cluster, t probes.Target, sess actionSession, errOut io.Writer, triage func(context.Context) error) error {
+func (v *verifyFlags) run(ctx context.Context, c cluster.Cluster, t cluster.Target, sess actionSession, errOut io.Writer, triage func(context.Context) error) error {
 	if err := triage(ctx); err != nil {
 		return err
 	}
@@ -412,7 +413,7 @@ func (v *verifyFlags) run(ctx context.Context, c probes.Cluster, t probes.Target
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	rec := actions.Recorder(sess.RecordAction)
-	uncached := probes.Uncached(c)
+	uncached := cluster.Uncached(c)
 	testRequest := func(ctx context.Context) {
 		if v.testRequest == "" {
 			return

@@ -17,8 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/meshtriage/meshtriage/probes"
 	"github.com/meshtriage/meshtriage/probes/actions"
+	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/mesh"
 	"github.com/meshtriage/meshtriage/probes/watch"
 	"github.com/meshtriage/meshtriage/runbook"
@@ -247,13 +247,13 @@ func TestCheckAsksPrometheus(t *testing.T) {
 // actingCluster is a recorded scenario that can also run actions: exec
 // answers curl with Envoy's local reply, admin POSTs keep logger levels.
 type actingCluster struct {
-	probes.Cluster
+	cluster.Cluster
 	mu     sync.Mutex
 	levels map[string]string
 	log    []string
 }
 
-func (c *actingCluster) Exec(_ context.Context, _ probes.PodRef, container string, cmd []string) ([]byte, []byte, error) {
+func (c *actingCluster) Exec(_ context.Context, _ cluster.PodRef, container string, cmd []string) ([]byte, []byte, error) {
 	c.mu.Lock()
 	c.log = append(c.log, "exec "+container+" "+cmd[0]+" (connection="+c.levels["connection"]+")")
 	c.mu.Unlock()
@@ -261,7 +261,7 @@ func (c *actingCluster) Exec(_ context.Context, _ probes.PodRef, container strin
 	return []byte(out), nil, nil
 }
 
-func (c *actingCluster) EnvoyAdminPost(_ context.Context, _ probes.PodRef, path string) ([]byte, error) {
+func (c *actingCluster) EnvoyAdminPost(_ context.Context, _ cluster.PodRef, path string) ([]byte, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.log = append(c.log, "POST "+path)
@@ -291,12 +291,12 @@ func TestCheckActionsRunAfterTheTriageAndRevert(t *testing.T) {
 	}
 	c := &actingCluster{Cluster: sc, levels: map[string]string{"connection": "info", "http": "info", "upstream": "info"}}
 	v := verifyFlags{testRequest: "/healthz", debugLogging: 30 * time.Millisecond}
-	if err := v.validate(*target, probes.NewCache(c)); err != nil {
+	if err := v.validate(*target, cluster.NewCache(c)); err != nil {
 		t.Fatal(err)
 	}
 	sess := &recordingSession{}
 	var errOut strings.Builder
-	err = v.run(context.Background(), probes.NewCache(c), *target, sess, &errOut, func(context.Context) error {
+	err = v.run(context.Background(), cluster.NewCache(c), *target, sess, &errOut, func(context.Context) error {
 		c.mu.Lock()
 		c.log = append(c.log, "triage")
 		c.mu.Unlock()

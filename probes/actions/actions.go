@@ -13,7 +13,7 @@ import (
 	"context"
 	"errors"
 
-	"github.com/meshtriage/meshtriage/probes"
+	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/runbook"
 )
 
@@ -21,10 +21,10 @@ import (
 type Runner interface {
 	// Exec runs command in a container of pod and returns what it wrote.
 	// A non-zero exit is an error; stdout and stderr are still returned.
-	Exec(ctx context.Context, pod probes.PodRef, container string, command []string) (stdout, stderr []byte, err error)
+	Exec(ctx context.Context, pod cluster.PodRef, container string, command []string) (stdout, stderr []byte, err error)
 	// EnvoyAdminPost POSTs path (with its query) to pod's Envoy admin API:
 	// Envoy refuses a GET for anything that changes state.
-	EnvoyAdminPost(ctx context.Context, pod probes.PodRef, path string) ([]byte, error)
+	EnvoyAdminPost(ctx context.Context, pod cluster.PodRef, path string) ([]byte, error)
 }
 
 // ErrNeedsLive says an action was asked of a cluster that cannot run it (a
@@ -33,12 +33,12 @@ var ErrNeedsLive = errors.New("this action needs a live cluster: a recorded scen
 
 // RunnerOf returns c's Runner, looking through wrappers that expose
 // Unwrap() probes.Cluster (the read cache).
-func RunnerOf(c probes.Cluster) (Runner, error) {
+func RunnerOf(c cluster.Cluster) (Runner, error) {
 	for c != nil {
 		if r, ok := c.(Runner); ok {
 			return r, nil
 		}
-		u, ok := c.(interface{ Unwrap() probes.Cluster })
+		u, ok := c.(interface{ Unwrap() cluster.Cluster })
 		if !ok {
 			break
 		}

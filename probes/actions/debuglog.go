@@ -13,7 +13,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/meshtriage/meshtriage/probes"
+	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/mesh"
 	"github.com/meshtriage/meshtriage/runbook"
 )
@@ -44,7 +44,7 @@ var verbosity = map[string]int{"trace": 0, "debug": 1, "info": 2, "warning": 3, 
 
 // DebugLogging says which pod and loggers to turn to debug.
 type DebugLogging struct {
-	Pod probes.PodRef
+	Pod cluster.PodRef
 	// Loggers default to DefaultDebugLoggers.
 	Loggers []string
 }
@@ -53,10 +53,10 @@ type DebugLogging struct {
 // it is also reverted when the context given to StartDebugLogging ends, so
 // a cancelled step, a closed session or Ctrl-C never leave a proxy at debug.
 type DebugSession struct {
-	cluster probes.Cluster
+	cluster cluster.Cluster
 	runner  Runner
 	rec     Recorder
-	pod     probes.PodRef
+	pod     cluster.PodRef
 	started time.Time
 	// previous holds the level of each logger this session changed; loggers
 	// already at debug or more verbose are left alone and not reverted.
@@ -74,7 +74,7 @@ type DebugSession struct {
 
 // DebugCapture is what debug logging showed.
 type DebugCapture struct {
-	Pod probes.PodRef
+	Pod cluster.PodRef
 	// Lines are the istio-proxy log lines of the window, oldest first.
 	Lines []string
 	// DebugLines counts those at debug or trace level.
@@ -89,7 +89,7 @@ type DebugCapture struct {
 
 // Loggers reads the proxy's logger levels: POST /logging without parameters
 // lists them and changes nothing.
-func Loggers(ctx context.Context, r Runner, pod probes.PodRef) (map[string]string, error) {
+func Loggers(ctx context.Context, r Runner, pod cluster.PodRef) (map[string]string, error) {
 	b, err := r.EnvoyAdminPost(ctx, pod, "/logging")
 	if err != nil {
 		return nil, err
@@ -124,7 +124,7 @@ func parseLoggers(b []byte) map[string]string {
 // setLevel changes one logger. One logger per request: Envoy rejects more
 // than one query parameter ("invalid number of parameters"), and the
 // paths= form for several is missing from older proxies.
-func setLevel(ctx context.Context, r Runner, pod probes.PodRef, logger, level string) error {
+func setLevel(ctx context.Context, r Runner, pod cluster.PodRef, logger, level string) error {
 	_, err := r.EnvoyAdminPost(ctx, pod, "/logging?"+url.QueryEscape(logger)+"="+url.QueryEscape(level))
 	if err != nil {
 		return fmt.Errorf("set Envoy logger %s to %s on %s: %w", logger, level, pod, err)
@@ -134,7 +134,7 @@ func setLevel(ctx context.Context, r Runner, pod probes.PodRef, logger, level st
 
 // UndoCommand is how the on-call restores the levels by hand if meshtriage
 // could not.
-func UndoCommand(pod probes.PodRef, previous map[string]string) string {
+func UndoCommand(pod cluster.PodRef, previous map[string]string) string {
 	var parts []string
 	for _, n := range sortedNames(previous) {
 		parts = append(parts, n+":"+previous[n])
@@ -145,7 +145,7 @@ func UndoCommand(pod probes.PodRef, previous map[string]string) string {
 // StartDebugLogging sets the loggers to debug on d.Pod and records it. On
 // any failure the loggers already changed are set back before it returns.
 // The levels are reverted when ctx ends, or by Stop, whichever is first.
-func StartDebugLogging(ctx context.Context, c probes.Cluster, r Runner, d DebugLogging, rec Recorder) (*DebugSession, error) {
+func StartDebugLogging(ctx context.Context, c cluster.Cluster, r Runner, d DebugLogging, rec Recorder) (*DebugSession, error) {
 	loggers := d.Loggers
 	if len(loggers) == 0 {
 		loggers = DefaultDebugLoggers
@@ -294,9 +294,9 @@ func (s *DebugSession) read(ctx context.Context, elapsed time.Duration) DebugCap
 	// Since counts whole seconds on the node's clock: one more second keeps
 	// the first lines of the window.
 	since := time.Duration(math.Ceil(elapsed.Seconds())+1) * time.Second
-	b, err := s.cluster.Logs(ctx, s.pod, probes.LogOptions{Container: mesh.ProxyContainer, Since: since, LimitBytes: maxCaptureBytes})
+	b, err := s.cluster.Logs(ctx, s.pod, cluster.LogOptions{Container: mesh.ProxyContainer, Since: since, LimitBytes: maxCaptureBytes})
 	if err != nil {
-		capture.LogProblem = probes.AccessProblem("read the istio-proxy log of "+s.pod.String(), err)
+		capture.LogProblem = cluster.AccessProblem("read the istio-proxy log of "+s.pod.String(), err)
 		return capture
 	}
 	// pods/log keeps the first bytes of the window: at the cap the end of
@@ -336,7 +336,7 @@ func isDebugLine(line string) bool {
 // request, the probes) while it is on, waits until d elapsed or ctx ends,
 // and reverts. The revert happens on every path: after the window, on
 // error, on ctx's end (Ctrl-C).
-func RunDebugLogging(ctx context.Context, c probes.Cluster, r Runner, d DebugLogging, window time.Duration, rec Recorder, during func(context.Context)) (DebugCapture, error) {
+func RunDebugLogging(ctx context.Context, c cluster.Cluster, r Runner, d DebugLogging, window time.Duration, rec Recorder, during func(context.Context)) (DebugCapture, error) {
 	if window <= 0 || window > MaxDebugDuration {
 		return DebugCapture{}, fmt.Errorf("debug logging duration %s: want more than 0 and at most %s", window, MaxDebugDuration)
 	}

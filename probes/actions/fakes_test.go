@@ -17,12 +17,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/meshtriage/meshtriage/probes"
+	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/mesh"
 	"github.com/meshtriage/meshtriage/runbook"
 )
 
-var webPod = probes.PodRef{Namespace: "web", Name: "web-1"}
+var webPod = cluster.PodRef{Namespace: "web", Name: "web-1"}
 
 // fakeEnvoy is the /logging endpoint of Envoy admin as Envoy serves it:
 // POST only, one query parameter, unknown loggers are a 404 with usage.
@@ -108,14 +108,14 @@ type fakeRunner struct {
 	execs [][]string
 }
 
-func (r *fakeRunner) Exec(_ context.Context, _ probes.PodRef, container string, cmd []string) ([]byte, []byte, error) {
+func (r *fakeRunner) Exec(_ context.Context, _ cluster.PodRef, container string, cmd []string) ([]byte, []byte, error) {
 	r.mu.Lock()
 	r.execs = append(r.execs, append([]string{container}, cmd...))
 	r.mu.Unlock()
 	return r.exec(container, cmd)
 }
 
-func (r *fakeRunner) EnvoyAdminPost(ctx context.Context, _ probes.PodRef, path string) ([]byte, error) {
+func (r *fakeRunner) EnvoyAdminPost(ctx context.Context, _ cluster.PodRef, path string) ([]byte, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, r.envoy.srv.URL+path, nil)
 	if err != nil {
 		return nil, err
@@ -135,13 +135,13 @@ func (r *fakeRunner) EnvoyAdminPost(ctx context.Context, _ probes.PodRef, path s
 // fakeCluster serves the reads an action makes: the source pod, the
 // Service and the istio-proxy log.
 type fakeCluster struct {
-	probes.Cluster
+	cluster.Cluster
 	pods    map[string]*corev1.Pod
 	svc     *corev1.Service
 	log     string
 	logErr  error
 	mu      sync.Mutex
-	logOpts []probes.LogOptions
+	logOpts []cluster.LogOptions
 }
 
 func (c *fakeCluster) GetPod(_ context.Context, ns, name string) (*corev1.Pod, error) {
@@ -158,7 +158,7 @@ func (c *fakeCluster) GetService(_ context.Context, ns, name string) (*corev1.Se
 	return nil, apierrors.NewNotFound(schema.GroupResource{Resource: "services"}, name)
 }
 
-func (c *fakeCluster) Logs(_ context.Context, _ probes.PodRef, opts probes.LogOptions) ([]byte, error) {
+func (c *fakeCluster) Logs(_ context.Context, _ cluster.PodRef, opts cluster.LogOptions) ([]byte, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.logOpts = append(c.logOpts, opts)

@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/meshtriage/meshtriage/probes"
+	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/mesh"
 	"github.com/meshtriage/meshtriage/runbook"
 )
@@ -35,7 +35,7 @@ const writeOutMarker = "@@meshtriage@@"
 
 // TestRequest is one request sent from the source pod through its sidecar.
 type TestRequest struct {
-	Source probes.PodRef
+	Source cluster.PodRef
 	// Container runs curl: an app container of Source by default. Never
 	// istio-proxy by default: its own traffic (UID 1337) is excluded from
 	// interception, so a request from there bypasses the sidecar.
@@ -104,7 +104,7 @@ func (r TestResponse) Summary() string {
 
 // TestURL is the URL of the target's Service: its FQDN and the given port, or
 // the Service's only port.
-func TestURL(ctx context.Context, c probes.Cluster, t probes.Target, path string) (string, error) {
+func TestURL(ctx context.Context, c cluster.Cluster, t cluster.Target, path string) (string, error) {
 	if path == "" {
 		path = "/"
 	}
@@ -118,7 +118,7 @@ func TestURL(ctx context.Context, c probes.Cluster, t probes.Target, path string
 	if port == 0 {
 		svc, err := c.GetService(ctx, t.Namespace, t.Service)
 		if err != nil {
-			return "", errors.New(probes.AccessProblem(fmt.Sprintf("get service %s/%s", t.Namespace, t.Service), err))
+			return "", errors.New(cluster.AccessProblem(fmt.Sprintf("get service %s/%s", t.Namespace, t.Service), err))
 		}
 		if len(svc.Spec.Ports) != 1 {
 			return "", fmt.Errorf("service %s/%s has %d ports: give --port", t.Namespace, t.Service, len(svc.Spec.Ports))
@@ -147,7 +147,7 @@ func CurlCommand(rawURL string, timeout time.Duration) []string {
 // SendTestRequest runs curl in the source pod and records the request in the
 // incident log. The request is the only thing it changes: one more request
 // to the target.
-func SendTestRequest(ctx context.Context, c probes.Cluster, r Runner, req TestRequest, rec Recorder) (TestResponse, error) {
+func SendTestRequest(ctx context.Context, c cluster.Cluster, r Runner, req TestRequest, rec Recorder) (TestResponse, error) {
 	resp := TestResponse{URL: req.URL}
 	target := req.Source.String() + " -> " + req.URL
 	fail := func(err error) (TestResponse, error) {
@@ -156,7 +156,7 @@ func SendTestRequest(ctx context.Context, c probes.Cluster, r Runner, req TestRe
 	}
 	pod, err := c.GetPod(ctx, req.Source.Namespace, req.Source.Name)
 	if err != nil {
-		return fail(errors.New(probes.AccessProblem("get pod "+req.Source.String(), err)))
+		return fail(errors.New(cluster.AccessProblem("get pod "+req.Source.String(), err)))
 	}
 	container := req.Container
 	if container == "" {
@@ -183,14 +183,14 @@ func SendTestRequest(ctx context.Context, c probes.Cluster, r Runner, req TestRe
 }
 
 // execProblem explains an exec that did not run curl at all.
-func execProblem(pod probes.PodRef, container string, err error, stderr []byte) error {
+func execProblem(pod cluster.PodRef, container string, err error, stderr []byte) error {
 	msg := err.Error() + " " + string(stderr)
 	switch {
 	case strings.Contains(msg, "executable file not found") || strings.Contains(msg, "no such file or directory") && strings.Contains(msg, "curl"):
 		return fmt.Errorf("container %s of %s has no curl (a distroless image?): send the request from a debug container that shares the pod's network, e.g. kubectl debug -n %s %s -it --image=curlimages/curl -- curl -sv URL",
 			container, pod, pod.Namespace, pod.Name)
-	case probes.IsForbidden(err):
-		return errors.New(probes.AccessProblem("exec into "+pod.String()+" "+container, err))
+	case cluster.IsForbidden(err):
+		return errors.New(cluster.AccessProblem("exec into "+pod.String()+" "+container, err))
 	}
 	line := strings.TrimSpace(string(stderr))
 	if line == "" {

@@ -12,7 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/meshtriage/meshtriage/probes"
+	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/mesh"
 )
 
@@ -129,7 +129,7 @@ func TestSendTestRequestFailuresAreClear(t *testing.T) {
 		})
 	}
 
-	_, err := SendTestRequest(context.Background(), c, &fakeRunner{}, TestRequest{Source: probes.PodRef{Namespace: "web", Name: "gone"}, URL: url}, nil)
+	_, err := SendTestRequest(context.Background(), c, &fakeRunner{}, TestRequest{Source: cluster.PodRef{Namespace: "web", Name: "gone"}, URL: url}, nil)
 	if err == nil || !strings.Contains(err.Error(), "get pod web/gone: not found") {
 		t.Errorf("absent pod: %v", err)
 	}
@@ -138,7 +138,7 @@ func TestSendTestRequestFailuresAreClear(t *testing.T) {
 func TestTestURLAndCurlCommand(t *testing.T) {
 	c := newFakeCluster()
 	c.svc = &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "orders"}, Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 8080}}}}
-	target := probes.Target{Namespace: "shop", Service: "orders"}
+	target := cluster.Target{Namespace: "shop", Service: "orders"}
 	u, err := TestURL(context.Background(), c, target, "/healthz?deep=1")
 	if err != nil || u != "http://orders.shop.svc.cluster.local:8080/healthz?deep=1" {
 		t.Errorf("%q %v", u, err)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/meshtriage/meshtriage/probes"
+	"github.com/meshtriage/meshtriage/probes/cluster"
 )
 
 // SidecarMeter measures the rate with the metrics probe: one run (two
@@ -18,8 +19,8 @@ import (
 // see, 503s of an upstream proxy that exited first included; without one an
 // upstream pod's sidecar reports what it received.
 type SidecarMeter struct {
-	Cluster probes.Cluster
-	Target  probes.Target
+	Cluster cluster.Cluster
+	Target  cluster.Target
 	// Interval is each run's sampling window (probes.DefaultMetricsInterval).
 	Interval time.Duration
 
@@ -152,7 +153,7 @@ func (m *SidecarMeter) End(ctx context.Context) (Rate, error) {
 // and the rate over the rollout's own duration at its end.
 type PrometheusMeter struct {
 	Prom   probes.Prometheus
-	Target probes.Target
+	Target cluster.Target
 	// Window of the baseline (probes.DefaultPrometheusWindow).
 	Window time.Duration
 	Now    func() time.Time

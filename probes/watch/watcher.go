@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/meshtriage/meshtriage/probes"
+	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/mesh"
 )
 
@@ -33,7 +34,7 @@ type RateMeter interface {
 
 // Config is one watch.
 type Config struct {
-	Cluster     probes.Cluster
+	Cluster     cluster.Cluster
 	Deployments Deployments
 	Namespace   string
 	Deployment  string
@@ -178,7 +179,7 @@ func (w *watcher) observe(ctx context.Context) (Observation, error) {
 	o := Observation{At: w.cfg.Now()}
 	d, err := w.cfg.Deployments.GetDeployment(ctx, w.cfg.Namespace, w.cfg.Deployment)
 	if err != nil {
-		return o, errors.New(probes.AccessProblem(fmt.Sprintf("get deployment %s/%s", w.cfg.Namespace, w.cfg.Deployment), err))
+		return o, errors.New(cluster.AccessProblem(fmt.Sprintf("get deployment %s/%s", w.cfg.Namespace, w.cfg.Deployment), err))
 	}
 	o.Deployment = d
 	if d.Spec.Selector == nil || len(d.Spec.Selector.MatchLabels) == 0 {
@@ -190,7 +191,7 @@ func (w *watcher) observe(ctx context.Context) (Observation, error) {
 	}
 	pods, err := w.cfg.Cluster.ListPods(ctx, w.cfg.Namespace, d.Spec.Selector.MatchLabels)
 	if err != nil {
-		return o, errors.New(probes.AccessProblem("list pods in "+w.cfg.Namespace, err))
+		return o, errors.New(cluster.AccessProblem("list pods in "+w.cfg.Namespace, err))
 	}
 	for _, p := range pods {
 		// matchExpressions narrow what matchLabels listed.
@@ -205,20 +206,20 @@ func (w *watcher) observe(ctx context.Context) (Observation, error) {
 // evaluate reads a pod's logs and judges its start as the startup-order
 // probe would.
 func (w *watcher) evaluate(ctx context.Context, p corev1.Pod) probes.PodStartup {
-	ref := probes.PodRef{Namespace: p.Namespace, Name: p.Name}
+	ref := cluster.PodRef{Namespace: p.Namespace, Name: p.Name}
 	logs := probes.PodStartupLogs{App: map[string][]byte{}, AppPrevious: map[string][]byte{}}
 	c := w.cfg.Cluster
 	if mesh.PodSidecar(&p) != mesh.SidecarNone {
-		if b, err := c.Logs(ctx, ref, probes.LogOptions{Container: mesh.ProxyContainer, LimitBytes: 1 << 20}); err == nil {
+		if b, err := c.Logs(ctx, ref, cluster.LogOptions{Container: mesh.ProxyContainer, LimitBytes: 1 << 20}); err == nil {
 			logs.Proxy = b
 		}
 	}
 	for _, app := range mesh.AppContainers(&p) {
-		if b, err := c.Logs(ctx, ref, probes.LogOptions{Container: app.Name, LimitBytes: 256 << 10}); err == nil {
+		if b, err := c.Logs(ctx, ref, cluster.LogOptions{Container: app.Name, LimitBytes: 256 << 10}); err == nil {
 			logs.App[app.Name] = b
 		}
 		if st, ok := mesh.ContainerStatus(&p, app.Name); ok && st.RestartCount > 0 {
-			if b, err := c.Logs(ctx, ref, probes.LogOptions{Container: app.Name, Previous: true, LimitBytes: 256 << 10}); err == nil {
+			if b, err := c.Logs(ctx, ref, cluster.LogOptions{Container: app.Name, Previous: true, LimitBytes: 256 << 10}); err == nil {
 				logs.AppPrevious[app.Name] = b
 			}
 		}

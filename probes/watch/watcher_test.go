@@ -17,13 +17,14 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/meshtriage/meshtriage/probes"
+	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/mesh"
 )
 
 // scriptedCluster plays a rollout script one step per poll; after the last
 // step time goes on in 10 s strides with the cluster as it was.
 type scriptedCluster struct {
-	probes.Cluster
+	cluster.Cluster
 	mu    sync.Mutex
 	steps []step
 	idx   int
@@ -68,15 +69,15 @@ func (c *scriptedCluster) ListPods(_ context.Context, _ string, sel map[string]s
 	return c.current().observation().Pods, nil
 }
 
-func (c *scriptedCluster) Info() probes.ClusterInfo {
-	return probes.ClusterInfo{ControlPlaneNamespace: "istio-system"}
+func (c *scriptedCluster) Info() cluster.ClusterInfo {
+	return cluster.ClusterInfo{ControlPlaneNamespace: "istio-system"}
 }
 
 func (c *scriptedCluster) GetConfigMap(_ context.Context, _, name string) (*corev1.ConfigMap, error) {
 	return nil, apierrors.NewNotFound(schema.GroupResource{Resource: "configmaps"}, name)
 }
 
-func (c *scriptedCluster) Logs(_ context.Context, ref probes.PodRef, opts probes.LogOptions) ([]byte, error) {
+func (c *scriptedCluster) Logs(_ context.Context, ref cluster.PodRef, opts cluster.LogOptions) ([]byte, error) {
 	for _, p := range c.current().observation().Pods {
 		if p.Name != ref.Name {
 			continue
@@ -93,9 +94,9 @@ func (c *scriptedCluster) Logs(_ context.Context, ref probes.PodRef, opts probes
 	return nil, apierrors.NewNotFound(schema.GroupResource{Resource: "pods"}, ref.Name)
 }
 
-func (c *scriptedCluster) EnvoyAdmin(_ context.Context, _ probes.PodRef, path string) ([]byte, error) {
+func (c *scriptedCluster) EnvoyAdmin(_ context.Context, _ cluster.PodRef, path string) ([]byte, error) {
 	if c.envoy == nil {
-		return nil, probes.ErrNotFound
+		return nil, cluster.ErrNotFound
 	}
 	return c.envoy(path)
 }
@@ -206,8 +207,8 @@ func TestSidecarMeterSumsBackToBackSamples(t *testing.T) {
 		return []byte(fmt.Sprintf("istio_requests_total{reporter=\"source\",destination_service=\"orders.shop.svc.cluster.local\",response_code=\"200\",response_flags=\"-\"} %d\n"+
 			"istio_requests_total{reporter=\"source\",destination_service=\"orders.shop.svc.cluster.local\",response_code=\"503\",response_flags=\"UC\"} %d\n", reads*100, reads)), nil
 	}
-	src := probes.PodRef{Namespace: "web", Name: "web-1"}
-	m := &SidecarMeter{Cluster: c, Target: probes.Target{Namespace: "shop", Service: "orders", Source: &src}, Interval: 5 * time.Millisecond}
+	src := cluster.PodRef{Namespace: "web", Name: "web-1"}
+	m := &SidecarMeter{Cluster: c, Target: cluster.Target{Namespace: "shop", Service: "orders", Source: &src}, Interval: 5 * time.Millisecond}
 	before, err := m.Before(context.Background())
 	if err != nil || before.Errors503 <= 0 || !strings.Contains(before.Source, "source sidecar web/web-1") {
 		t.Fatalf("before %+v %v", before, err)
@@ -222,7 +223,7 @@ func TestSidecarMeterSumsBackToBackSamples(t *testing.T) {
 		t.Errorf("source %q", during.Source)
 	}
 
-	bad := &SidecarMeter{Cluster: newScripted([]step{{0, deployment(1, 1, 1, 1, 1, 1), nil}}), Target: probes.Target{Namespace: "shop", Service: "orders", Source: &src}, Interval: time.Millisecond}
+	bad := &SidecarMeter{Cluster: newScripted([]step{{0, deployment(1, 1, 1, 1, 1, 1), nil}}), Target: cluster.Target{Namespace: "shop", Service: "orders", Source: &src}, Interval: time.Millisecond}
 	bad.Begin(context.Background())
 	time.Sleep(10 * time.Millisecond)
 	if _, err := bad.End(context.Background()); err == nil {
@@ -246,7 +247,7 @@ func TestPrometheusMeterAsksOverTheRolloutsOwnWindow(t *testing.T) {
 	}))
 	defer srv.Close()
 	clock := t0
-	m := &PrometheusMeter{Prom: probes.Prometheus{URL: srv.URL}, Target: probes.Target{Namespace: "shop", Service: "orders"}, Now: func() time.Time { return clock }}
+	m := &PrometheusMeter{Prom: probes.Prometheus{URL: srv.URL}, Target: cluster.Target{Namespace: "shop", Service: "orders"}, Now: func() time.Time { return clock }}
 	before, err := m.Before(context.Background())
 	if err != nil || before.Errors503 != 0.25 || !strings.Contains(before.Source, "destination") {
 		t.Fatalf("before %+v %v", before, err)

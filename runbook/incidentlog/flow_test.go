@@ -11,6 +11,7 @@ import (
 
 	"github.com/meshtriage/meshtriage/assets"
 	"github.com/meshtriage/meshtriage/probes"
+	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/runbook"
 )
 
@@ -62,7 +63,7 @@ users:
 // leakyRunner stands in for probes.Run: every probe returns a result whose
 // summary, evidence, facts and commands carry credentials, as real access
 // logs and config_dump fragments can.
-func leakyRunner(_ context.Context, p probes.Probe, _ probes.Cluster, _ probes.Target) probes.Result {
+func leakyRunner(_ context.Context, p probes.Probe, _ cluster.Cluster, _ cluster.Target) probes.Result {
 	id := p.Meta().ID
 	res := probes.Result{
 		Probe: id, Status: probes.StatusFail, Duration: 120 * time.Millisecond,
@@ -100,7 +101,7 @@ func TestSessionLogHoldsNoSecrets(t *testing.T) {
 	clock := t0
 	s, err := runbook.NewSession(runbook.Config{
 		Graph: g, Probes: probes.ByID(), Sinks: []runbook.Sink{w}, Run: leakyRunner,
-		Target: probes.Target{Namespace: "shop", Service: "checkout", Port: 8080},
+		Target: cluster.Target{Namespace: "shop", Service: "checkout", Port: 8080},
 		User:   "alice", Mode: runbook.ModeGuided, SessionID: "flow",
 		Clock: func() time.Time { clock = clock.Add(time.Second); return clock },
 		Started: runbook.SessionStarted{KubeContext: "prod", Server: "https://admin:" + secretPass + "@10.0.0.1:6443",

@@ -12,6 +12,7 @@ import (
 	"github.com/charmbracelet/x/exp/golden"
 
 	"github.com/meshtriage/meshtriage/probes"
+	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/runbook"
 )
 
@@ -25,7 +26,7 @@ func representativeSession() []runbook.Event {
 	ev := func(t time.Time, kind runbook.EventKind) runbook.Event {
 		return runbook.Event{Time: t, Kind: kind, Session: "3f9a0c12"}
 	}
-	target := probes.Target{Namespace: "shop", Service: "checkout", Port: 8080, Source: &probes.PodRef{Namespace: "shop", Name: "web-7d9c"}}
+	target := cluster.Target{Namespace: "shop", Service: "checkout", Port: 8080, Source: &cluster.PodRef{Namespace: "shop", Name: "web-7d9c"}}
 	var out []runbook.Event
 	add := func(e runbook.Event) { out = append(out, e) }
 

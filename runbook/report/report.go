@@ -9,15 +9,16 @@ import (
 	"io"
 
 	"github.com/meshtriage/meshtriage/probes"
+	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/runbook"
 )
 
 // Report is one check run.
 type Report struct {
-	Target   probes.Target `json:"target"`
-	Runbook  string        `json:"runbook"`
-	Steps    []Step        `json:"steps"`
-	Findings []Finding     `json:"findings"`
+	Target   cluster.Target `json:"target"`
+	Runbook  string         `json:"runbook"`
+	Steps    []Step         `json:"steps"`
+	Findings []Finding      `json:"findings"`
 	// Skipped are the rules that could not decide: what this run could not
 	// rule out.
 	Skipped []runbook.SkippedRule `json:"skipped,omitempty"`

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/meshtriage/meshtriage/probes"
+	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/runbook"
 )
 
@@ -142,7 +143,7 @@ func (r *Recorded) Calls(probe string) int {
 }
 
 // Run is a runbook.Runner.
-func (r *Recorded) Run(_ context.Context, p probes.Probe, _ probes.Cluster, _ probes.Target) probes.Result {
+func (r *Recorded) Run(_ context.Context, p probes.Probe, _ cluster.Cluster, _ cluster.Target) probes.Result {
 	m := p.Meta()
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -214,7 +215,7 @@ func (m *Sink) Write(ev runbook.Event) error {
 }
 
 // Target is the target of the recorded runs.
-var Target = probes.Target{Namespace: "shop", Service: "web", Port: 80, Source: &probes.PodRef{Namespace: "shop", Name: "client-1"}}
+var Target = cluster.Target{Namespace: "shop", Service: "web", Port: 80, Source: &cluster.PodRef{Namespace: "shop", Name: "client-1"}}
 
 // CauseIDs lists the findings' cause IDs in order.
 func CauseIDs(fs []runbook.Finding) []string {

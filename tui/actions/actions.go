@@ -16,8 +16,8 @@ import (
 	"charm.land/bubbles/v2/textinput"
 	tea "charm.land/bubbletea/v2"
 
-	"github.com/meshtriage/meshtriage/probes"
 	pactions "github.com/meshtriage/meshtriage/probes/actions"
+	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/runbook/incidentlog"
 	"github.com/meshtriage/meshtriage/tui/common"
 )
@@ -41,8 +41,8 @@ func (k Kind) String() string {
 type Deps struct {
 	// Cluster is the session's cluster; the actions need the live one
 	// behind it (scenarios cannot run them).
-	Cluster probes.Cluster
-	Target  probes.Target
+	Cluster cluster.Cluster
+	Target  cluster.Target
 	// Record writes each action to the incident log (the session's
 	// RecordAction).
 	Record pactions.Recorder
@@ -316,7 +316,7 @@ func (m *Model) start() tea.Cmd {
 	deps := m.deps
 	// Reads that must see the cluster as it is now (the pod, the log of
 	// the debug window) bypass the session's read cache.
-	reads := probes.Uncached(deps.Cluster)
+	reads := cluster.Uncached(deps.Cluster)
 	if m.kind == TestRequest {
 		return func() tea.Msg {
 			defer cancel()

@@ -13,16 +13,16 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/meshtriage/meshtriage/probes"
+	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/mesh"
 	"github.com/meshtriage/meshtriage/runbook"
 	"github.com/meshtriage/meshtriage/tui/common"
 )
 
-var webPod = probes.PodRef{Namespace: "web", Name: "web-1"}
+var webPod = cluster.PodRef{Namespace: "web", Name: "web-1"}
 
 // readOnly is a cluster that can only read, as a recorded scenario.
-type readOnly struct{ probes.Cluster }
+type readOnly struct{ cluster.Cluster }
 
 // liveish reads the calling pod and its log, answers curl with Envoy's
 // local reply and keeps logger levels as Envoy admin does.
@@ -43,15 +43,15 @@ func (c *liveish) GetPod(_ context.Context, ns, name string) (*corev1.Pod, error
 		Status: corev1.PodStatus{Phase: corev1.PodRunning}}, nil
 }
 
-func (c *liveish) Logs(context.Context, probes.PodRef, probes.LogOptions) ([]byte, error) {
+func (c *liveish) Logs(context.Context, cluster.PodRef, cluster.LogOptions) ([]byte, error) {
 	return []byte("2025-12-02T03:00:01.200000Z\tdebug\tenvoy connection [C412] delayed connect error: 111\n"), nil
 }
 
-func (c *liveish) Exec(context.Context, probes.PodRef, string, []string) ([]byte, []byte, error) {
+func (c *liveish) Exec(context.Context, cluster.PodRef, string, []string) ([]byte, []byte, error) {
 	return []byte("HTTP/1.1 503 Service Unavailable\r\nserver: envoy\r\ncontent-length: 19\r\n\r\nno healthy upstream\n@@meshtriage@@ code=503 dns=0.00002 connect=0.0003 ttfb=0.0009 total=0.001 ip=10.96.0.9\n"), nil, nil
 }
 
-func (c *liveish) EnvoyAdminPost(_ context.Context, _ probes.PodRef, path string) ([]byte, error) {
+func (c *liveish) EnvoyAdminPost(_ context.Context, _ cluster.PodRef, path string) ([]byte, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.posts = append(c.posts, path)
@@ -84,10 +84,10 @@ func (r *recorder) record(a runbook.Action) {
 
 var now = time.Date(2025, 12, 2, 3, 0, 0, 0, time.UTC)
 
-func newPanel(ctx context.Context, c probes.Cluster, rec *recorder) *Model {
+func newPanel(ctx context.Context, c cluster.Cluster, rec *recorder) *Model {
 	cm := common.New(ctx, func() time.Time { return now }, true)
 	cm.SetSize(80, 24)
-	m := New(cm, Deps{Cluster: c, Target: probes.Target{Namespace: "shop", Service: "orders", Port: 8080, Source: &webPod}, Record: rec.record})
+	m := New(cm, Deps{Cluster: c, Target: cluster.Target{Namespace: "shop", Service: "orders", Port: 8080, Source: &webPod}, Record: rec.record})
 	m.SetSize(80, 24)
 	return m
 }

@@ -10,6 +10,7 @@ import (
 	"context"
 
 	"github.com/meshtriage/meshtriage/probes"
+	"github.com/meshtriage/meshtriage/probes/cluster"
 )
 
 // Engine is one triage session as the UI sees it.
@@ -19,7 +20,7 @@ import (
 // implementations must be safe for concurrent use. RunStep and Verify honour
 // ctx: cancelling it ends the probe promptly.
 type Engine interface {
-	Target() probes.Target
+	Target() cluster.Target
 	// Question and Symptoms are the runbook's start node: what the on-call
 	// sees (callers get 503s, pods restart at startup, ...). A single
 	// symptom needs no question.

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/meshtriage/meshtriage/probes"
+	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/runbook"
 )
 
@@ -20,7 +21,7 @@ type sessionEngine struct {
 // YAML) has the runbook placeholders expanded for s's target.
 func FromSession(s *runbook.Session) Engine { return &sessionEngine{s: s} }
 
-func (e *sessionEngine) Target() probes.Target { return e.s.Target() }
+func (e *sessionEngine) Target() cluster.Target { return e.s.Target() }
 
 func (e *sessionEngine) Question() string { return e.s.Graph().Start.Question }
 

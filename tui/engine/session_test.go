@@ -8,6 +8,7 @@ import (
 
 	"github.com/meshtriage/meshtriage/assets"
 	"github.com/meshtriage/meshtriage/probes"
+	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/cluster/recorded"
 	"github.com/meshtriage/meshtriage/runbook"
 	"github.com/meshtriage/meshtriage/tui/engine"
@@ -27,7 +28,7 @@ func session(t *testing.T, name string) *runbook.Session {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sess, err := runbook.NewSession(runbook.Config{Graph: g, Cluster: probes.NewCache(c), Target: s.Target, Probes: probes.ByID(), Mode: runbook.ModeGuided})
+	sess, err := runbook.NewSession(runbook.Config{Graph: g, Cluster: cluster.NewCache(c), Target: s.Target, Probes: probes.ByID(), Mode: runbook.ModeGuided})
 	if err != nil {
 		t.Fatal(err)
 	}

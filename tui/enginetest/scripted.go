@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/meshtriage/meshtriage/probes"
+	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/tui/engine"
 )
 
@@ -23,7 +24,7 @@ type Rule struct {
 
 // Script describes the scripted runbook.
 type Script struct {
-	Target   probes.Target
+	Target   cluster.Target
 	Question string
 	Symptoms []engine.Symptom
 	// First is the first step of each symptom; "" uses Steps[0].
@@ -83,7 +84,7 @@ func (e *Engine) record(kind string, args ...string) {
 	e.calls = append(e.calls, Call{Kind: kind, Args: args})
 }
 
-func (e *Engine) Target() probes.Target      { return e.s.Target }
+func (e *Engine) Target() cluster.Target     { return e.s.Target }
 func (e *Engine) Question() string           { return e.s.Question }
 func (e *Engine) Symptoms() []engine.Symptom { return e.s.Symptoms }
 func (e *Engine) Steps() []engine.Step       { return e.s.Steps }

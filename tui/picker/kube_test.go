@@ -12,7 +12,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
-	"github.com/meshtriage/meshtriage/probes"
+	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/mesh"
 )
 
@@ -110,7 +110,7 @@ func TestKubeCatalogForbidden(t *testing.T) {
 	if !apierrors.IsForbidden(err) {
 		t.Fatalf("err = %v, want forbidden", err)
 	}
-	if got := probes.AccessProblem("list namespaces", err); got == "" || got[:9] != "forbidden" {
+	if got := cluster.AccessProblem("list namespaces", err); got == "" || got[:9] != "forbidden" {
 		t.Fatalf("AccessProblem = %q", got)
 	}
 }

@@ -14,12 +14,12 @@ import (
 	"charm.land/bubbles/v2/textinput"
 	tea "charm.land/bubbletea/v2"
 
-	"github.com/meshtriage/meshtriage/probes"
+	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/tui/common"
 )
 
 // ChosenMsg carries the target once the on-call has picked it.
-type ChosenMsg struct{ Target probes.Target }
+type ChosenMsg struct{ Target cluster.Target }
 
 // Stage is the question the picker is asking.
 type Stage int
@@ -169,7 +169,7 @@ func (m *Model) Update(msg tea.Msg) tea.Cmd {
 		}
 		m.loading = false
 		if msg.err != nil {
-			m.err = probes.AccessProblem("list "+m.stage.noun()+"s"+m.where(), msg.err)
+			m.err = cluster.AccessProblem("list "+m.stage.noun()+"s"+m.where(), msg.err)
 			if m.stage == StageSource {
 				// Naming no source is always possible.
 				return m.list.SetItems([]list.Item{podItem{none: true}})
@@ -259,9 +259,9 @@ func (m *Model) choose(name string, _ *PodSummary) tea.Cmd {
 		m.service, m.stage = name, StageSource
 		return m.load()
 	}
-	t := probes.Target{Namespace: m.ns, Service: m.service}
+	t := cluster.Target{Namespace: m.ns, Service: m.service}
 	if name != "" {
-		t.Source = &probes.PodRef{Namespace: m.ns, Name: name}
+		t.Source = &cluster.PodRef{Namespace: m.ns, Name: name}
 	}
 	return func() tea.Msg { return ChosenMsg{Target: t} }
 }

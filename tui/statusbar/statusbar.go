@@ -9,7 +9,7 @@ import (
 
 	"github.com/charmbracelet/x/ansi"
 
-	"github.com/meshtriage/meshtriage/probes"
+	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/tui/common"
 )
 
@@ -29,7 +29,7 @@ func New(c *common.Common) *Model {
 }
 
 // SetTarget shows t compactly: service.namespace:port ← source pod.
-func (m *Model) SetTarget(t probes.Target) {
+func (m *Model) SetTarget(t cluster.Target) {
 	s := t.Service + "." + t.Namespace
 	if t.Port != 0 {
 		s += fmt.Sprintf(":%d", t.Port)

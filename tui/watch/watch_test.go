@@ -17,7 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/meshtriage/meshtriage/probes"
+	"github.com/meshtriage/meshtriage/probes/cluster"
 	pwatch "github.com/meshtriage/meshtriage/probes/watch"
 	"github.com/meshtriage/meshtriage/tui/common"
 )
@@ -71,7 +71,7 @@ func TestRolloutScreenIgnoresAnOldWatch(t *testing.T) {
 
 // doneCluster serves a Deployment whose rollout is complete and changed no
 // pod: the watch settles at its first poll.
-type doneCluster struct{ probes.Cluster }
+type doneCluster struct{ cluster.Cluster }
 
 func (doneCluster) GetDeployment(context.Context, string, string) (*appsv1.Deployment, error) {
 	one := int32(1)
@@ -84,7 +84,7 @@ func (doneCluster) GetDeployment(context.Context, string, string) (*appsv1.Deplo
 func (doneCluster) ListPods(context.Context, string, map[string]string) ([]corev1.Pod, error) {
 	return nil, nil
 }
-func (doneCluster) Info() probes.ClusterInfo { return probes.ClusterInfo{} }
+func (doneCluster) Info() cluster.ClusterInfo { return cluster.ClusterInfo{} }
 func (doneCluster) GetConfigMap(_ context.Context, _, name string) (*corev1.ConfigMap, error) {
 	return nil, apierrors.NewNotFound(schema.GroupResource{Resource: "configmaps"}, name)
 }

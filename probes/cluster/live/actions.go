@@ -11,8 +11,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/meshtriage/meshtriage/probes"
 	"github.com/meshtriage/meshtriage/probes/actions"
+	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/mesh"
 )
 
@@ -27,7 +27,7 @@ const maxExecOutput = 1 << 20
 
 // Exec runs command in container of pod through pods/exec, as kubectl exec
 // does, and returns its stdout and the start of its stderr.
-func (c *Cluster) Exec(ctx context.Context, pod probes.PodRef, container string, command []string) ([]byte, []byte, error) {
+func (c *Cluster) Exec(ctx context.Context, pod cluster.PodRef, container string, command []string) ([]byte, []byte, error) {
 	ctx, cancel := c.bound(ctx)
 	defer cancel()
 	p, err := c.GetPod(ctx, pod.Namespace, pod.Name)
@@ -38,7 +38,7 @@ func (c *Cluster) Exec(ctx context.Context, pod probes.PodRef, container string,
 		return nil, nil, fmt.Errorf("pod %s has no container %s", pod, container)
 	}
 	if p.Status.Phase != corev1.PodRunning {
-		return nil, nil, &probes.UnreachableError{What: "pod " + pod.String(), Err: fmt.Errorf("pod is %s, not Running", p.Status.Phase)}
+		return nil, nil, &cluster.UnreachableError{What: "pod " + pod.String(), Err: fmt.Errorf("pod is %s, not Running", p.Status.Phase)}
 	}
 	execCtx, cancelExec := context.WithCancel(ctx)
 	defer cancelExec()
@@ -68,7 +68,7 @@ func hasContainer(p *corev1.Pod, name string) bool {
 // EnvoyAdminPost POSTs path to pod's Envoy admin API through a port-forward
 // to 15000, or through `pilot-agent request POST` when the port-forward is
 // refused, as EnvoyAdmin does for reads.
-func (c *Cluster) EnvoyAdminPost(ctx context.Context, pod probes.PodRef, path string) ([]byte, error) {
+func (c *Cluster) EnvoyAdminPost(ctx context.Context, pod cluster.PodRef, path string) ([]byte, error) {
 	ctx, cancel := c.bound(ctx)
 	defer cancel()
 	// A change reads the pod as it is now, not as the last wave saw it.
@@ -76,10 +76,10 @@ func (c *Cluster) EnvoyAdminPost(ctx context.Context, pod probes.PodRef, path st
 	if err != nil {
 		return nil, err
 	}
-	t, err := c.openTunnel(ctx, pod, probes.EnvoyAdminPort)
+	t, err := c.openTunnel(ctx, pod, cluster.EnvoyAdminPort)
 	if err != nil {
 		if ctxErr := ctx.Err(); ctxErr != nil {
-			return nil, &probes.UnreachableError{What: what, Err: ctxErr}
+			return nil, &cluster.UnreachableError{What: what, Err: ctxErr}
 		}
 		return c.adminPostByExec(ctx, what, pod, path, err)
 	}
@@ -95,10 +95,10 @@ func (c *Cluster) EnvoyAdminPost(ctx context.Context, pod probes.PodRef, path st
 			err = fwdErr
 		}
 	}
-	return nil, &probes.UnreachableError{What: what, Err: err}
+	return nil, &cluster.UnreachableError{What: what, Err: err}
 }
 
-func (c *Cluster) adminPostByExec(ctx context.Context, what string, pod probes.PodRef, path string, forwardErr error) ([]byte, error) {
+func (c *Cluster) adminPostByExec(ctx context.Context, what string, pod cluster.PodRef, path string, forwardErr error) ([]byte, error) {
 	out := &cappedBuffer{max: maxExecOutput}
 	stderr, err := c.execInProxy(ctx, pod, mesh.ProxyContainer, []string{"pilot-agent", "request", "POST", strings.TrimPrefix(path, "/")}, out)
 	if err == nil {
@@ -111,7 +111,7 @@ func (c *Cluster) adminPostByExec(ctx context.Context, what string, pod probes.P
 			execErr = fmt.Errorf("%w: %s", err, stderr)
 		}
 	}
-	return nil, &probes.UnreachableError{What: what, Err: fmt.Errorf("port-forward: %s; exec fallback: %s",
+	return nil, &cluster.UnreachableError{What: what, Err: fmt.Errorf("port-forward: %s; exec fallback: %s",
 		firstLine(forwardErr.Error()), firstLine(execErr.Error()))}
 }
 

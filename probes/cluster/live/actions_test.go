@@ -14,7 +14,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/rest"
 
-	"github.com/meshtriage/meshtriage/probes"
+	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/cluster/clientset"
 )
 
@@ -60,7 +60,7 @@ func TestEnvoyAdminPostThroughPortForward(t *testing.T) {
 func TestEnvoyAdminPostFallsBackToPilotAgentPost(t *testing.T) {
 	ft := &fakeTunnel{err: forbidden("pods/portforward", "web-1", "shop")}
 	var got []string
-	exec := func(_ context.Context, _ probes.PodRef, container string, cmd []string, out io.Writer) (string, error) {
+	exec := func(_ context.Context, _ cluster.PodRef, container string, cmd []string, out io.Writer) (string, error) {
 		got = append([]string{container}, cmd...)
 		_, _ = io.WriteString(out, "active loggers:\n  connection: debug\n")
 		return "", nil
@@ -77,7 +77,7 @@ func TestEnvoyAdminPostFallsBackToPilotAgentPost(t *testing.T) {
 
 func TestExecRunsInTheNamedContainer(t *testing.T) {
 	var got []string
-	exec := func(_ context.Context, _ probes.PodRef, container string, cmd []string, out io.Writer) (string, error) {
+	exec := func(_ context.Context, _ cluster.PodRef, container string, cmd []string, out io.Writer) (string, error) {
 		got = append([]string{container}, cmd...)
 		if cmd[0] == "fail" {
 			return "", errors.New(`unable to upgrade connection: pods "web-1" is forbidden: User "u" cannot create resource "pods/exec" in API group "" in the namespace "shop"`)
@@ -93,7 +93,7 @@ func TestExecRunsInTheNamedContainer(t *testing.T) {
 	if _, _, err := c.Exec(context.Background(), webPod, "sidecar", []string{"true"}); err == nil || !strings.Contains(err.Error(), "no container sidecar") {
 		t.Errorf("unknown container: %v", err)
 	}
-	if _, _, err := c.Exec(context.Background(), webPod, "app", []string{"fail"}); !probes.IsForbidden(err) {
+	if _, _, err := c.Exec(context.Background(), webPod, "app", []string{"fail"}); !cluster.IsForbidden(err) {
 		t.Errorf("refused exec is not Forbidden: %v", err)
 	}
 }

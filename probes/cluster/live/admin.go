@@ -18,13 +18,13 @@ import (
 	"k8s.io/client-go/tools/remotecommand"
 	"k8s.io/klog/v2"
 
-	"github.com/meshtriage/meshtriage/probes"
+	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/mesh"
 )
 
 // execFunc runs command in a container of pod, writing its stdout to stdout;
 // it returns the start of stderr for the error message.
-type execFunc func(ctx context.Context, pod probes.PodRef, container string, command []string, stdout io.Writer) (stderr string, err error)
+type execFunc func(ctx context.Context, pod cluster.PodRef, container string, command []string, stdout io.Writer) (stderr string, err error)
 
 // istiodSelector finds istiod pods; every revision keeps app=istiod.
 var istiodSelector = map[string]string{"app": "istiod"}
@@ -32,7 +32,7 @@ var istiodSelector = map[string]string{"app": "istiod"}
 // adminTarget checks, before any port-forward, that pod (as getPod reads
 // it) has a running istio-proxy whose admin API can be reached, and
 // normalises path.
-func (c *Cluster) adminTarget(ctx context.Context, getPod podReader, pod probes.PodRef, path, verb string) (what, cleanPath string, err error) {
+func (c *Cluster) adminTarget(ctx context.Context, getPod podReader, pod cluster.PodRef, path, verb string) (what, cleanPath string, err error) {
 	what = "Envoy admin of " + pod.String()
 	p, err := getPod.GetPod(ctx, pod.Namespace, pod.Name)
 	if err != nil {
@@ -42,7 +42,7 @@ func (c *Cluster) adminTarget(ctx context.Context, getPod podReader, pod probes.
 		return what, path, fmt.Errorf("pod %s has no %s container, so no Envoy admin to %s", pod, mesh.ProxyContainer, verb)
 	}
 	if p.Status.Phase != corev1.PodRunning {
-		return what, path, &probes.UnreachableError{What: what, Err: fmt.Errorf("pod is %s, not Running", p.Status.Phase)}
+		return what, path, &cluster.UnreachableError{What: what, Err: fmt.Errorf("pod is %s, not Running", p.Status.Phase)}
 	}
 	if !strings.HasPrefix(path, "/") {
 		path = "/" + path
@@ -53,14 +53,14 @@ func (c *Cluster) adminTarget(ctx context.Context, getPod podReader, pod probes.
 // EnvoyAdmin reads path from pod's Envoy admin API: through a port-forward
 // to 15000, or, when the port-forward is refused or cannot be upgraded,
 // through `pilot-agent request GET` exec'd in the istio-proxy container.
-func (c *Cluster) EnvoyAdmin(ctx context.Context, pod probes.PodRef, path string) ([]byte, error) {
+func (c *Cluster) EnvoyAdmin(ctx context.Context, pod cluster.PodRef, path string) ([]byte, error) {
 	ctx, cancel := c.bound(ctx)
 	defer cancel()
 	what, path, err := c.adminTarget(ctx, c.podsForReads(), pod, path, "read")
 	if err != nil {
 		return nil, err
 	}
-	body, err := c.forwardGet(ctx, what, pod, probes.EnvoyAdminPort, path)
+	body, err := c.forwardGet(ctx, what, pod, cluster.EnvoyAdminPort, path)
 	var setup *setupError
 	if !errors.As(err, &setup) {
 		return body, err
@@ -69,7 +69,7 @@ func (c *Cluster) EnvoyAdmin(ctx context.Context, pod probes.PodRef, path string
 }
 
 // adminByExec is the fallback when the port-forward could not be set up.
-func (c *Cluster) adminByExec(ctx context.Context, what string, pod probes.PodRef, path string, forwardErr error) ([]byte, error) {
+func (c *Cluster) adminByExec(ctx context.Context, what string, pod cluster.PodRef, path string, forwardErr error) ([]byte, error) {
 	out := &cappedBuffer{max: c.maxBytes}
 	execCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -83,7 +83,7 @@ func (c *Cluster) adminByExec(ctx context.Context, what string, pod probes.PodRe
 		return nil, fmt.Errorf("response to GET %s via pilot-agent is larger than %d bytes", path, c.maxBytes)
 	}
 	if ctxErr := ctx.Err(); ctxErr != nil {
-		return nil, &probes.UnreachableError{What: what, Err: ctxErr}
+		return nil, &cluster.UnreachableError{What: what, Err: ctxErr}
 	}
 	execErr := forbiddenFrom(err, "pods/exec", pod.Name)
 	if execErr == nil {
@@ -95,13 +95,13 @@ func (c *Cluster) adminByExec(ctx context.Context, what string, pod probes.PodRe
 	if apierrors.IsForbidden(forwardErr) && apierrors.IsForbidden(execErr) {
 		return nil, bothForbidden(pod, forwardErr, execErr)
 	}
-	return nil, &probes.UnreachableError{What: what, Err: fmt.Errorf("port-forward: %s; exec fallback: %s",
+	return nil, &cluster.UnreachableError{What: what, Err: fmt.Errorf("port-forward: %s; exec fallback: %s",
 		firstLine(forwardErr.Error()), firstLine(execErr.Error()))}
 }
 
 // bothForbidden joins the two refusals into one Forbidden whose message
 // names both missing permissions.
-func bothForbidden(pod probes.PodRef, forwardErr, execErr error) error {
+func bothForbidden(pod cluster.PodRef, forwardErr, execErr error) error {
 	detail := func(err error) string {
 		var status apierrors.APIStatus
 		if errors.As(err, &status) {
@@ -119,7 +119,7 @@ func bothForbidden(pod probes.PodRef, forwardErr, execErr error) error {
 
 // exec runs command through pods/exec as kubectl exec does: WebSocket
 // first, SPDY when the upgrade fails.
-func (c *Cluster) exec(ctx context.Context, pod probes.PodRef, container string, command []string, stdout io.Writer) (string, error) {
+func (c *Cluster) exec(ctx context.Context, pod cluster.PodRef, container string, command []string, stdout io.Writer) (string, error) {
 	u := c.Kube.CoreV1().RESTClient().Post().
 		Resource("pods").Namespace(pod.Namespace).Name(pod.Name).SubResource("exec").
 		VersionedParams(&corev1.PodExecOptions{
@@ -161,7 +161,7 @@ func (c *Cluster) Istiod(ctx context.Context, replica, path string) ([]byte, err
 			return nil, err
 		}
 		if p.Status.Phase != corev1.PodRunning {
-			return nil, &probes.UnreachableError{What: "istiod " + ns + "/" + replica, Err: fmt.Errorf("pod is %s, not Running", p.Status.Phase)}
+			return nil, &cluster.UnreachableError{What: "istiod " + ns + "/" + replica, Err: fmt.Errorf("pod is %s, not Running", p.Status.Phase)}
 		}
 		pod = *p
 	} else {
@@ -171,22 +171,22 @@ func (c *Cluster) Istiod(ctx context.Context, replica, path string) ([]byte, err
 		}
 		var ok bool
 		if pod, ok = pickIstiod(pods); !ok {
-			return nil, &probes.UnreachableError{What: "istiod", Err: fmt.Errorf("no Running istiod pod (%s) in %s",
+			return nil, &cluster.UnreachableError{What: "istiod", Err: fmt.Errorf("no Running istiod pod (%s) in %s",
 				labels.SelectorFromSet(istiodSelector), ns)}
 		}
 	}
 	if !strings.HasPrefix(path, "/") {
 		path = "/" + path
 	}
-	ref := probes.PodRef{Namespace: ns, Name: pod.Name}
+	ref := cluster.PodRef{Namespace: ns, Name: pod.Name}
 	what := "istiod " + ref.String()
-	body, err := c.forwardGet(ctx, what, ref, probes.IstiodMonitoringPort, path)
+	body, err := c.forwardGet(ctx, what, ref, cluster.IstiodMonitoringPort, path)
 	var setup *setupError
 	if errors.As(err, &setup) {
 		if apierrors.IsForbidden(setup.err) {
 			return nil, setup.err
 		}
-		return nil, &probes.UnreachableError{What: what, Err: setup.err}
+		return nil, &cluster.UnreachableError{What: what, Err: setup.err}
 	}
 	return body, err
 }
@@ -194,7 +194,7 @@ func (c *Cluster) Istiod(ctx context.Context, replica, path string) ([]byte, err
 // pickIstiod is the first replica in probes.OrderIstiods: Ready, then the
 // oldest, so repeated reads in one session ask the same istiod.
 func pickIstiod(pods []corev1.Pod) (corev1.Pod, bool) {
-	ordered := probes.OrderIstiods(pods)
+	ordered := cluster.OrderIstiods(pods)
 	if len(ordered) == 0 {
 		return corev1.Pod{}, false
 	}
@@ -204,10 +204,10 @@ func pickIstiod(pods []corev1.Pod) (corev1.Pod, bool) {
 // Logs streams a container's log through pods/log, bounded by opts, and
 // never holds more than the byte limit in memory even if the server ignores
 // limitBytes.
-func (c *Cluster) Logs(ctx context.Context, pod probes.PodRef, opts probes.LogOptions) ([]byte, error) {
+func (c *Cluster) Logs(ctx context.Context, pod cluster.PodRef, opts cluster.LogOptions) ([]byte, error) {
 	limit := opts.LimitBytes
 	if limit <= 0 {
-		limit = probes.DefaultLogLimit
+		limit = cluster.DefaultLogLimit
 	}
 	lo := &corev1.PodLogOptions{
 		Container:  opts.Container,

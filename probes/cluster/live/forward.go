@@ -23,7 +23,7 @@ import (
 	"k8s.io/klog/v2"
 	streamhttp "k8s.io/streaming/pkg/httpstream"
 
-	"github.com/meshtriage/meshtriage/probes"
+	"github.com/meshtriage/meshtriage/probes/cluster"
 )
 
 // tunnel is an open port-forward: a local address that reaches a pod port.
@@ -40,7 +40,7 @@ type tunnel struct {
 
 // tunnelFunc opens a tunnel to pod:port. Errors before the tunnel is ready
 // are setup errors (RBAC, upgrade, API server) and may warrant a fallback.
-type tunnelFunc func(ctx context.Context, pod probes.PodRef, port int) (tunnel, error)
+type tunnelFunc func(ctx context.Context, pod cluster.PodRef, port int) (tunnel, error)
 
 // forwardGrace bounds the wait for a stopped forwarder to wind down. The
 // SPDY upgrade reads the server's response without a deadline; a server that
@@ -72,11 +72,11 @@ func (e *httpStatusError) Error() string {
 // forwardGet is the one forward-then-GET path, as istioctl's EnvoyDo: open a
 // tunnel to pod:port, GET path through it, close the tunnel on every path.
 // what names the endpoint in errors ("Envoy admin of shop/web-1").
-func (c *Cluster) forwardGet(ctx context.Context, what string, pod probes.PodRef, port int, path string) ([]byte, error) {
+func (c *Cluster) forwardGet(ctx context.Context, what string, pod cluster.PodRef, port int, path string) ([]byte, error) {
 	t, err := c.openTunnel(ctx, pod, port)
 	if err != nil {
 		if ctxErr := ctx.Err(); ctxErr != nil {
-			return nil, &probes.UnreachableError{What: what, Err: ctxErr}
+			return nil, &cluster.UnreachableError{What: what, Err: ctxErr}
 		}
 		return nil, &setupError{err: err}
 	}
@@ -97,7 +97,7 @@ func (c *Cluster) forwardGet(ctx context.Context, what string, pod probes.PodRef
 			err = fwdErr
 		}
 	}
-	return nil, &probes.UnreachableError{What: what, Err: err}
+	return nil, &cluster.UnreachableError{What: what, Err: err}
 }
 
 // httpGet GETs url without keep-alive (the tunnel closes right after) and
@@ -130,7 +130,7 @@ func httpGet(ctx context.Context, rawURL string, max int64) ([]byte, error) {
 
 // portForward is the client-go tunnel, dialled as kubectl port-forward does:
 // SPDY over WebSocket first, plain SPDY when the upgrade fails.
-func (c *Cluster) portForward(ctx context.Context, pod probes.PodRef, port int) (tunnel, error) {
+func (c *Cluster) portForward(ctx context.Context, pod cluster.PodRef, port int) (tunnel, error) {
 	u := c.Kube.CoreV1().RESTClient().Post().
 		Resource("pods").Namespace(pod.Namespace).Name(pod.Name).
 		SubResource("portforward").URL()
@@ -216,7 +216,7 @@ func shouldFallback(err error) bool {
 // forwardError restores the API server's verdict that the port-forward
 // wrapping flattened into text: a refused upgrade becomes a Forbidden again,
 // so probes.AccessProblem can name the verb and resource.
-func forwardError(err error, pod probes.PodRef) error {
+func forwardError(err error, pod cluster.PodRef) error {
 	if forbidden := forbiddenFrom(err, "pods/portforward", pod.Name); forbidden != nil {
 		return forbidden
 	}

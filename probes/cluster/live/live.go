@@ -24,7 +24,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/meshtriage/meshtriage/probes"
+	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/cluster/clientset"
 )
 
@@ -82,7 +82,7 @@ func (e *ContextNotFoundError) Error() string {
 // Cluster reads a real cluster. It is safe for concurrent use.
 type Cluster struct {
 	clientset.Reader
-	info     probes.ClusterInfo
+	info     cluster.ClusterInfo
 	config   *rest.Config
 	timeout  time.Duration
 	maxBytes int64
@@ -106,8 +106,8 @@ type podReader interface {
 
 // NewCache wraps c in the probes.Cache the probes of one wave share, and
 // has c's Envoy admin and istiod reads find their pods through it too.
-func NewCache(c *Cluster) *probes.Cache {
-	cache := probes.NewCache(c)
+func NewCache(c *Cluster) *cluster.Cache {
+	cache := cluster.NewCache(c)
 	c.pods = cache
 	return cache
 }
@@ -121,7 +121,7 @@ func (c *Cluster) podsForReads() podReader {
 	return c
 }
 
-var _ probes.Cluster = (*Cluster)(nil)
+var _ cluster.Cluster = (*Cluster)(nil)
 
 // New connects to the cluster that flags select, exactly as kubectl would
 // (KUBECONFIG, --kubeconfig, --context, --request-timeout, ...). It does not
@@ -170,7 +170,7 @@ func New(flags *genericclioptions.ConfigFlags, opts Options) (*Cluster, error) {
 func newCluster(r clientset.Reader, cfg *rest.Config, opts Options) *Cluster {
 	ns := opts.ControlPlaneNamespace
 	if ns == "" {
-		ns = probes.DefaultControlPlane
+		ns = cluster.DefaultControlPlane
 	}
 	max := opts.MaxResponseBytes
 	if max <= 0 {
@@ -182,14 +182,14 @@ func newCluster(r clientset.Reader, cfg *rest.Config, opts Options) *Cluster {
 	}
 	return &Cluster{
 		Reader:   r,
-		info:     probes.ClusterInfo{Server: cfg.Host, ControlPlaneNamespace: ns},
+		info:     cluster.ClusterInfo{Server: cfg.Host, ControlPlaneNamespace: ns},
 		config:   cfg,
 		timeout:  timeout,
 		maxBytes: max,
 	}
 }
 
-func (c *Cluster) Info() probes.ClusterInfo { return c.info }
+func (c *Cluster) Info() cluster.ClusterInfo { return c.info }
 
 // ServerVersion GETs /version with ctx, unlike client-go's discovery call,
 // which takes no context.

@@ -22,11 +22,11 @@ import (
 	"k8s.io/client-go/rest"
 	streamhttp "k8s.io/streaming/pkg/httpstream"
 
-	"github.com/meshtriage/meshtriage/probes"
+	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/cluster/clientset"
 )
 
-var webPod = probes.PodRef{Namespace: "shop", Name: "web-1"}
+var webPod = cluster.PodRef{Namespace: "shop", Name: "web-1"}
 
 // clustersJSON stands in for Envoy's /clusters?format=json.
 const clustersJSON = `{"cluster_statuses":[{"name":"outbound|8080||payments.shop.svc.cluster.local"}]}`
@@ -59,7 +59,7 @@ func newLive(t *testing.T, a *fakeAPI, opts Options, flags ...func(*genericcliop
 func TestNewReadsTheKubeconfigLikeKubectl(t *testing.T) {
 	a := newFakeAPI(t)
 	c := newLive(t, a, Options{})
-	want := probes.ClusterInfo{Context: "kind-lab", Server: a.srv.URL, ControlPlaneNamespace: "istio-system"}
+	want := cluster.ClusterInfo{Context: "kind-lab", Server: a.srv.URL, ControlPlaneNamespace: "istio-system"}
 	if c.Info() != want {
 		t.Errorf("Info = %+v, want %+v", c.Info(), want)
 	}
@@ -213,7 +213,7 @@ func TestEnvoyAdminForbiddenBothWaysNamesBothPermissions(t *testing.T) {
 	if !apierrors.IsForbidden(err) {
 		t.Fatalf("err = %v (%T), want a Forbidden", err, err)
 	}
-	msg := probes.AccessProblem("read Envoy admin of shop/web-1", err)
+	msg := cluster.AccessProblem("read Envoy admin of shop/web-1", err)
 	for _, want := range []string{`cannot create resource "pods/portforward"`, `cannot create resource "pods/exec"`, forbiddenUser} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("AccessProblem = %q, missing %q", msg, want)
@@ -230,7 +230,7 @@ func TestEnvoyAdminForbiddenForwardAndFailingExecIsUnreachable(t *testing.T) {
 	a.forbidForward = true // and nothing listens on 15000: pilot-agent fails
 	c := newLive(t, a, Options{})
 	_, err := c.EnvoyAdmin(context.Background(), webPod, "/clusters?format=json")
-	var u *probes.UnreachableError
+	var u *cluster.UnreachableError
 	if !errors.As(err, &u) {
 		t.Fatalf("err = %v (%T), want UnreachableError", err, err)
 	}
@@ -246,7 +246,7 @@ func TestEnvoyAdminUnreachableProxyDoesNotExec(t *testing.T) {
 	a.addPod(meshedPod("shop", "web-1")) // port-forward allowed, but Envoy not listening
 	c := newLive(t, a, Options{})
 	_, err := c.EnvoyAdmin(context.Background(), webPod, "/clusters?format=json")
-	var u *probes.UnreachableError
+	var u *cluster.UnreachableError
 	if !errors.As(err, &u) || u.What != "Envoy admin of shop/web-1" {
 		t.Fatalf("err = %v (%T), want UnreachableError for the pod", err, err)
 	}
@@ -268,16 +268,16 @@ func TestEnvoyAdminOfPodWithoutSidecarIsClearAndDoesNotForward(t *testing.T) {
 	a.addPod(pending)
 	c := newLive(t, a, Options{})
 
-	_, err := c.EnvoyAdmin(context.Background(), probes.PodRef{Namespace: "shop", Name: "legacy-1"}, "/clusters")
+	_, err := c.EnvoyAdmin(context.Background(), cluster.PodRef{Namespace: "shop", Name: "legacy-1"}, "/clusters")
 	if err == nil || !strings.Contains(err.Error(), "no istio-proxy container") {
 		t.Errorf("no sidecar: err = %v", err)
 	}
-	_, err = c.EnvoyAdmin(context.Background(), probes.PodRef{Namespace: "shop", Name: "web-2"}, "/clusters")
-	var u *probes.UnreachableError
+	_, err = c.EnvoyAdmin(context.Background(), cluster.PodRef{Namespace: "shop", Name: "web-2"}, "/clusters")
+	var u *cluster.UnreachableError
 	if !errors.As(err, &u) || !strings.Contains(err.Error(), "Pending") {
 		t.Errorf("pending pod: err = %v", err)
 	}
-	_, err = c.EnvoyAdmin(context.Background(), probes.PodRef{Namespace: "shop", Name: "gone"}, "/clusters")
+	_, err = c.EnvoyAdmin(context.Background(), cluster.PodRef{Namespace: "shop", Name: "gone"}, "/clusters")
 	if !apierrors.IsNotFound(err) {
 		t.Errorf("absent pod: err = %v, want NotFound", err)
 	}
@@ -332,8 +332,8 @@ func TestNoGoroutineOutlivesAReadOfEnvoyOrIstiod(t *testing.T) {
 	c := newLive(t, a, Options{})
 	ctx := context.Background()
 	reads := func() {
-		_, _ = c.EnvoyAdmin(ctx, webPod, "/clusters?format=json")                       // success
-		_, _ = c.EnvoyAdmin(ctx, probes.PodRef{Namespace: "shop", Name: "web-2"}, "/x") // refused
+		_, _ = c.EnvoyAdmin(ctx, webPod, "/clusters?format=json")                        // success
+		_, _ = c.EnvoyAdmin(ctx, cluster.PodRef{Namespace: "shop", Name: "web-2"}, "/x") // refused
 		short, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
 		_, _ = c.EnvoyAdmin(short, webPod, "/slow") // deadline
 		cancel()
@@ -413,7 +413,7 @@ func TestIstiodPrefersAReadyPodAndForwardsToItsMonitoringPort(t *testing.T) {
 
 	a.forbidForward = true
 	_, err = c.Istiod(context.Background(), "", "/debug/syncz")
-	if !apierrors.IsForbidden(err) || !strings.Contains(probes.AccessProblem("read istiod", err), "pods/portforward") {
+	if !apierrors.IsForbidden(err) || !strings.Contains(cluster.AccessProblem("read istiod", err), "pods/portforward") {
 		t.Errorf("forbidden istiod port-forward: %v", err)
 	}
 }
@@ -445,7 +445,7 @@ func TestIstiodWithoutARunningPodIsUnreachable(t *testing.T) {
 	a := newFakeAPI(t)
 	c := newLive(t, a, Options{ControlPlaneNamespace: "istio-prod"})
 	_, err := c.Istiod(context.Background(), "", "/debug/syncz")
-	var u *probes.UnreachableError
+	var u *cluster.UnreachableError
 	if !errors.As(err, &u) || !strings.Contains(err.Error(), "no Running istiod pod (app=istiod) in istio-prod") {
 		t.Errorf("err = %v", err)
 	}
@@ -455,7 +455,7 @@ func TestLogsSendsTheBoundsAndStopsReadingAtTheLimit(t *testing.T) {
 	a := newFakeAPI(t)
 	a.logBody = strings.Repeat("upstream connect error or disconnect/reset before headers\n", 10000)
 	c := newLive(t, a, Options{})
-	body, err := c.Logs(context.Background(), webPod, probes.LogOptions{
+	body, err := c.Logs(context.Background(), webPod, cluster.LogOptions{
 		Container: "istio-proxy", Since: 90*time.Second + time.Millisecond, LimitBytes: 1000, Previous: true, TailLines: 500,
 	})
 	if err != nil {
@@ -471,10 +471,10 @@ func TestLogsSendsTheBoundsAndStopsReadingAtTheLimit(t *testing.T) {
 		}
 	}
 
-	if _, err := c.Logs(context.Background(), webPod, probes.LogOptions{Container: "app"}); err != nil {
+	if _, err := c.Logs(context.Background(), webPod, cluster.LogOptions{Container: "app"}); err != nil {
 		t.Fatal(err)
 	}
-	if got := strings.Join(a.logQuery["limitBytes"], ","); got != fmt.Sprint(probes.DefaultLogLimit) {
+	if got := strings.Join(a.logQuery["limitBytes"], ","); got != fmt.Sprint(cluster.DefaultLogLimit) {
 		t.Errorf("default limitBytes = %q", got)
 	}
 	if _, ok := a.logQuery["sinceSeconds"]; ok {
@@ -484,11 +484,11 @@ func TestLogsSendsTheBoundsAndStopsReadingAtTheLimit(t *testing.T) {
 
 func TestLogsThroughAClientset(t *testing.T) {
 	c := newCluster(clientset.Reader{Kube: fake.NewClientset()}, &rest.Config{}, Options{})
-	body, err := c.Logs(context.Background(), webPod, probes.LogOptions{Container: "istio-proxy"})
+	body, err := c.Logs(context.Background(), webPod, cluster.LogOptions{Container: "istio-proxy"})
 	if err != nil || string(body) != "fake logs" {
 		t.Errorf("Logs = %q, %v", body, err)
 	}
-	body, err = c.Logs(context.Background(), webPod, probes.LogOptions{Container: "istio-proxy", LimitBytes: 4})
+	body, err = c.Logs(context.Background(), webPod, cluster.LogOptions{Container: "istio-proxy", LimitBytes: 4})
 	if err != nil || string(body) != "fake" {
 		t.Errorf("Logs limited to 4 bytes = %q, %v", body, err)
 	}
@@ -524,7 +524,7 @@ type fakeTunnel struct {
 	lastErr error
 }
 
-func (f *fakeTunnel) open(ctx context.Context, _ probes.PodRef, _ int) (tunnel, error) {
+func (f *fakeTunnel) open(ctx context.Context, _ cluster.PodRef, _ int) (tunnel, error) {
 	if f.err != nil {
 		return tunnel{}, f.err
 	}
@@ -543,7 +543,7 @@ func seamCluster(t *testing.T, ft *fakeTunnel, exec execFunc, opts Options) *Clu
 }
 
 func noExec(t *testing.T) execFunc {
-	return func(context.Context, probes.PodRef, string, []string, io.Writer) (string, error) {
+	return func(context.Context, cluster.PodRef, string, []string, io.Writer) (string, error) {
 		t.Error("exec fallback used")
 		return "", errors.New("no exec")
 	}
@@ -592,11 +592,11 @@ func TestUnreachableCarriesTheForwardersReason(t *testing.T) {
 	ft := &fakeTunnel{addr: srv.Listener.Addr().String(), lastErr: errors.New("error forwarding port 15000: connection refused")}
 	c := seamCluster(t, ft, noExec(t), Options{})
 	_, err := c.EnvoyAdmin(context.Background(), webPod, "/clusters")
-	var u *probes.UnreachableError
+	var u *cluster.UnreachableError
 	if !errors.As(err, &u) || !strings.Contains(err.Error(), "port 15000: connection refused") {
 		t.Errorf("err = %v", err)
 	}
-	if got := probes.AccessProblem("read Envoy clusters of shop/web-1", err); !strings.HasPrefix(got, "cannot read Envoy clusters of shop/web-1: Envoy admin of shop/web-1 unreachable") {
+	if got := cluster.AccessProblem("read Envoy clusters of shop/web-1", err); !strings.HasPrefix(got, "cannot read Envoy clusters of shop/web-1: Envoy admin of shop/web-1 unreachable") {
 		t.Errorf("AccessProblem = %q", got)
 	}
 }
@@ -629,7 +629,7 @@ func TestExecFallbackDecision(t *testing.T) {
 			}},
 		{"upgrade failed, exec forbidden -> unreachable with both reasons", upgradeFailed, fmt.Errorf("unable to upgrade connection: %s", forbidden("pods/exec", "web-1", "shop").Error()), true,
 			func(t *testing.T, _ []byte, err error) {
-				var u *probes.UnreachableError
+				var u *cluster.UnreachableError
 				if !errors.As(err, &u) || !strings.Contains(err.Error(), "400 Bad Request") || !strings.Contains(err.Error(), "pods/exec") {
 					t.Errorf("err = %v", err)
 				}
@@ -637,7 +637,7 @@ func TestExecFallbackDecision(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var calls int
-			exec := func(_ context.Context, pod probes.PodRef, container string, command []string, stdout io.Writer) (string, error) {
+			exec := func(_ context.Context, pod cluster.PodRef, container string, command []string, stdout io.Writer) (string, error) {
 				calls++
 				if pod != webPod || container != "istio-proxy" || strings.Join(command, " ") != "pilot-agent request GET stats?filter=upstream_rq" {
 					t.Errorf("exec %s %s %q", pod, container, command)
@@ -664,7 +664,7 @@ func TestForbiddenFromRecognisesTheAPIServersRefusal(t *testing.T) {
 	if !apierrors.IsForbidden(err) {
 		t.Fatalf("not a Forbidden: %v", err)
 	}
-	got := probes.AccessProblem("read Envoy admin of shop/web-1", err)
+	got := cluster.AccessProblem("read Envoy admin of shop/web-1", err)
 	want := `forbidden: cannot read Envoy admin of shop/web-1 (RBAC: User "alice" cannot create resource "pods/portforward" in API group "" in the namespace "shop")`
 	if got != want {
 		t.Errorf("AccessProblem =\n %q\nwant\n %q", got, want)
@@ -681,7 +681,7 @@ func TestForbiddenFromRecognisesTheAPIServersRefusal(t *testing.T) {
 }
 
 func TestExecOutputIsCapped(t *testing.T) {
-	exec := func(ctx context.Context, _ probes.PodRef, _ string, _ []string, stdout io.Writer) (string, error) {
+	exec := func(ctx context.Context, _ cluster.PodRef, _ string, _ []string, stdout io.Writer) (string, error) {
 		for {
 			if _, err := stdout.Write([]byte("0123456789")); err != nil {
 				<-ctx.Done() // the overflow cancels the stream, as remotecommand then returns
@@ -736,7 +736,7 @@ func TestIstiodTunnelFailureIsUnreachable(t *testing.T) {
 	c := newCluster(clientset.Reader{Kube: fake.NewClientset(istiod)}, &rest.Config{}, Options{})
 	c.openTunnel = (&fakeTunnel{err: errors.New("error upgrading connection: 502 Bad Gateway")}).open
 	_, err := c.Istiod(context.Background(), "", "debug/syncz")
-	var u *probes.UnreachableError
+	var u *cluster.UnreachableError
 	if !errors.As(err, &u) || u.What != "istiod istio-system/istiod-abc" || !strings.Contains(err.Error(), "502 Bad Gateway") {
 		t.Errorf("err = %v", err)
 	}

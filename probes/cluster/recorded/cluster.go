@@ -16,7 +16,7 @@ import (
 	fakediscovery "k8s.io/client-go/discovery/fake"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 
-	"github.com/meshtriage/meshtriage/probes"
+	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/cluster/clientset"
 	"github.com/meshtriage/meshtriage/probes/mesh"
 )
@@ -28,7 +28,7 @@ import (
 type Cluster struct {
 	clientset.Reader
 	s    *Scenario
-	info probes.ClusterInfo
+	info cluster.ClusterInfo
 	// logNow is the newest timestamp in the scenario's logs: a recorded
 	// scenario's "now", against which LogOptions.Since is measured.
 	logNow time.Time
@@ -38,15 +38,15 @@ type Cluster struct {
 }
 
 type envoyRead struct {
-	pod  probes.PodRef
+	pod  cluster.PodRef
 	path string
 }
 
-var _ probes.Cluster = (*Cluster)(nil)
+var _ cluster.Cluster = (*Cluster)(nil)
 
 // NewCluster loads s into fake clientsets. It fails on an object the fake
 // API cannot hold (e.g. two objects with one name), never silently.
-func NewCluster(s *Scenario) (probes.Cluster, error) {
+func NewCluster(s *Scenario) (cluster.Cluster, error) {
 	return newCluster(s)
 }
 
@@ -71,19 +71,19 @@ func newCluster(s *Scenario) (*Cluster, error) {
 	}
 	cp := s.ControlPlaneNamespace
 	if cp == "" {
-		cp = probes.DefaultControlPlane
+		cp = cluster.DefaultControlPlane
 	}
 	return &Cluster{
 		Reader: clientset.Reader{Kube: kube, Istio: istio},
 		s:      s,
-		info:   probes.ClusterInfo{Context: s.Context, Server: s.Source, ControlPlaneNamespace: cp},
+		info:   cluster.ClusterInfo{Context: s.Context, Server: s.Source, ControlPlaneNamespace: cp},
 		logNow: newestTimestamp(s.Logs),
 	}, nil
 }
 
 // NewClusterWithInfo is NewCluster with the identity the caller gives (for
 // --manifests, where the kube context named on the command line is shown).
-func NewClusterWithInfo(s *Scenario, info probes.ClusterInfo) (probes.Cluster, error) {
+func NewClusterWithInfo(s *Scenario, info cluster.ClusterInfo) (cluster.Cluster, error) {
 	c, err := newCluster(s)
 	if err != nil {
 		return nil, err
@@ -128,7 +128,7 @@ func versionInfo(git string) *version.Info {
 	return v
 }
 
-func (c *Cluster) Info() probes.ClusterInfo { return c.info }
+func (c *Cluster) Info() cluster.ClusterInfo { return c.info }
 
 // Scenario is the recorded data this cluster serves.
 func (c *Cluster) Scenario() *Scenario { return c.s }
@@ -140,7 +140,7 @@ func (c *Cluster) ServerVersion(ctx context.Context) (string, error) {
 		if err := ctx.Err(); err != nil {
 			return "", err
 		}
-		return "", fmt.Errorf("server version: %w", probes.ErrNotFound)
+		return "", fmt.Errorf("server version: %w", cluster.ErrNotFound)
 	}
 	return c.Reader.ServerVersion(ctx)
 }
@@ -149,7 +149,7 @@ func (c *Cluster) ServerVersion(ctx context.Context) (string, error) {
 // live port-forward would fail on: the pod exists and carries a sidecar. The
 // n-th read of a path gets the n-th recording of it when there is one (two
 // samples of counters), else the latest before it.
-func (c *Cluster) EnvoyAdmin(ctx context.Context, pod probes.PodRef, path string) ([]byte, error) {
+func (c *Cluster) EnvoyAdmin(ctx context.Context, pod cluster.PodRef, path string) ([]byte, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -159,7 +159,7 @@ func (c *Cluster) EnvoyAdmin(ctx context.Context, pod probes.PodRef, path string
 		return nil, err
 	}
 	if mesh.PodSidecar(p) == mesh.SidecarNone {
-		return nil, &probes.UnreachableError{What: what, Err: fmt.Errorf("pod has no %s container", mesh.ProxyContainer)}
+		return nil, &cluster.UnreachableError{What: what, Err: fmt.Errorf("pod has no %s container", mesh.ProxyContainer)}
 	}
 	c.mu.Lock()
 	if c.reads == nil {
@@ -171,7 +171,7 @@ func (c *Cluster) EnvoyAdmin(ctx context.Context, pod probes.PodRef, path string
 	c.mu.Unlock()
 	data, ok := c.s.EnvoyResponseN(pod, path, n)
 	if !ok {
-		return nil, &probes.UnreachableError{What: what, Err: fmt.Errorf("GET %s: %w", path, probes.ErrNotFound)}
+		return nil, &cluster.UnreachableError{What: what, Err: fmt.Errorf("GET %s: %w", path, cluster.ErrNotFound)}
 	}
 	return append([]byte(nil), data...), nil
 }
@@ -182,7 +182,7 @@ func (c *Cluster) EnvoyAdmin(ctx context.Context, pod probes.PodRef, path string
 // newest timestamp recorded anywhere in the scenario, since recorded lines
 // carry fixed dates. Lines without a leading timestamp belong to the line
 // before them.
-func (c *Cluster) Logs(ctx context.Context, pod probes.PodRef, opts probes.LogOptions) ([]byte, error) {
+func (c *Cluster) Logs(ctx context.Context, pod cluster.PodRef, opts cluster.LogOptions) ([]byte, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -205,14 +205,14 @@ func (c *Cluster) Logs(ctx context.Context, pod probes.PodRef, opts probes.LogOp
 		if opts.Previous {
 			return nil, apierrors.NewBadRequest(fmt.Sprintf("previous terminated container %q in pod %q not found", container, pod.Name))
 		}
-		return nil, fmt.Errorf("log of %s container %s: %w", pod, container, probes.ErrNotFound)
+		return nil, fmt.Errorf("log of %s container %s: %w", pod, container, cluster.ErrNotFound)
 	}
 	if opts.Since > 0 && !c.logNow.IsZero() {
 		data = since(data, c.logNow.Add(-opts.Since))
 	}
 	limit := opts.LimitBytes
 	if limit <= 0 {
-		limit = probes.DefaultLogLimit
+		limit = cluster.DefaultLogLimit
 	}
 	if int64(len(data)) > limit {
 		data = data[:limit]
@@ -240,11 +240,11 @@ func (c *Cluster) Istiod(ctx context.Context, replica, path string) ([]byte, err
 		if replica != "" {
 			what = "no istiod pod " + replica
 		}
-		return nil, &probes.UnreachableError{What: "istiod", Err: fmt.Errorf("%s in %s", what, c.info.ControlPlaneNamespace)}
+		return nil, &cluster.UnreachableError{What: "istiod", Err: fmt.Errorf("%s in %s", what, c.info.ControlPlaneNamespace)}
 	}
 	data, ok := c.s.Istiod[path]
 	if !ok {
-		return nil, &probes.UnreachableError{What: "istiod", Err: fmt.Errorf("GET %s: %w", path, probes.ErrNotFound)}
+		return nil, &cluster.UnreachableError{What: "istiod", Err: fmt.Errorf("GET %s: %w", path, cluster.ErrNotFound)}
 	}
 	return append([]byte(nil), data...), nil
 }

@@ -29,7 +29,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/yaml"
 
-	"github.com/meshtriage/meshtriage/probes"
+	"github.com/meshtriage/meshtriage/probes/cluster"
 )
 
 // scheme knows every Kubernetes kind client-go does plus every Istio kind.
@@ -95,7 +95,7 @@ func LoadManifests(dir string) (*Scenario, error) {
 		Title:  "manifests from " + dir,
 		Source: "manifests " + dir,
 		Expect: []string{},
-		Envoy:  map[probes.PodRef]map[string][]byte{},
+		Envoy:  map[cluster.PodRef]map[string][]byte{},
 		Logs:   map[LogKey][]byte{},
 		Istiod: map[string][]byte{},
 	}

@@ -11,6 +11,7 @@ import (
 	networkingv1 "istio.io/client-go/pkg/apis/networking/v1"
 
 	"github.com/meshtriage/meshtriage/probes"
+	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/mesh"
 )
 
@@ -25,13 +26,13 @@ func TestLoadManifestsKubectlDump(t *testing.T) {
 	if len(s.Objects) != 6 || len(s.Envoy) != 0 || len(s.Logs) != 0 || len(s.Istiod) != 0 {
 		t.Fatalf("objects %d, envoy %d, logs %d, istiod %d; want 6 objects and no recorded data", len(s.Objects), len(s.Envoy), len(s.Logs), len(s.Istiod))
 	}
-	ci := probes.ClusterInfo{Context: "prod-eu-west-1"}
+	ci := cluster.ClusterInfo{Context: "prod-eu-west-1"}
 	c, err := NewClusterWithInfo(s, ci)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	if info := c.Info(); info.Context != "prod-eu-west-1" || info.ControlPlaneNamespace != probes.DefaultControlPlane || !strings.Contains(info.Server, "kubectl-dump") {
+	if info := c.Info(); info.Context != "prod-eu-west-1" || info.ControlPlaneNamespace != cluster.DefaultControlPlane || !strings.Contains(info.Server, "kubectl-dump") {
 		t.Errorf("Info = %+v", info)
 	}
 	pods, err := c.ListPods(ctx, "shop", map[string]string{"app": "orders"})
@@ -52,19 +53,19 @@ func TestLoadManifestsKubectlDump(t *testing.T) {
 	if pas, err := c.PeerAuthentications(ctx, "shop"); err != nil || len(pas) != 1 {
 		t.Errorf("v1beta1 PeerAuthentication not served as v1: %v, %v", pas, err)
 	}
-	pod := probes.PodRef{Namespace: "shop", Name: "orders-69f4d7c8b-fx2mw"}
+	pod := cluster.PodRef{Namespace: "shop", Name: "orders-69f4d7c8b-fx2mw"}
 	_, err = c.EnvoyAdmin(ctx, pod, "/clusters?format=json")
-	if !errors.Is(err, probes.ErrNotFound) {
+	if !errors.Is(err, cluster.ErrNotFound) {
 		t.Errorf("EnvoyAdmin on manifests: %v, want ErrNotFound", err)
 	}
-	if _, err := c.Logs(ctx, pod, probes.LogOptions{Container: mesh.ProxyContainer}); !errors.Is(err, probes.ErrNotFound) {
+	if _, err := c.Logs(ctx, pod, cluster.LogOptions{Container: mesh.ProxyContainer}); !errors.Is(err, cluster.ErrNotFound) {
 		t.Errorf("Logs on manifests: %v, want ErrNotFound", err)
 	}
-	if _, err := c.ServerVersion(ctx); !errors.Is(err, probes.ErrNotFound) {
+	if _, err := c.ServerVersion(ctx); !errors.Is(err, cluster.ErrNotFound) {
 		t.Errorf("ServerVersion on manifests: %v, want ErrNotFound (unknown, not the fake's placeholder)", err)
 	}
 	// A probe on manifests reads the objects and says plainly what is missing.
-	res := probes.Run(ctx, probes.EndpointsProbe{}, c, probes.Target{Namespace: "shop", Service: "orders", Port: 8080})
+	res := probes.Run(ctx, probes.EndpointsProbe{}, c, cluster.Target{Namespace: "shop", Service: "orders", Port: 8080})
 	if res.Facts["endpoints_ready"] != 0 || res.Facts["endpoints_not_ready"] != 1 {
 		t.Errorf("endpoints probe on manifests: %s %v", res.Summary, res.Facts)
 	}

@@ -37,7 +37,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
 
-	"github.com/meshtriage/meshtriage/probes"
+	"github.com/meshtriage/meshtriage/probes/cluster"
 )
 
 // Dir is the folder of an assets file system that holds the scenarios.
@@ -50,7 +50,7 @@ type Scenario struct {
 	// Summary is the story in one line, for lists.
 	Summary     string
 	Description string
-	Target      probes.Target
+	Target      cluster.Target
 	// Expect lists the cause IDs the unattended check must find, and only
 	// those; empty for a healthy scenario.
 	Expect        []string
@@ -66,7 +66,7 @@ type Scenario struct {
 	Objects []runtime.Object
 	// Envoy holds recorded admin responses per pod, keyed by the admin path
 	// a probe requests, e.g. "/clusters?format=json".
-	Envoy map[probes.PodRef]map[string][]byte
+	Envoy map[cluster.PodRef]map[string][]byte
 	Logs  map[LogKey][]byte
 	// Istiod holds recorded istiod debug responses keyed by path ("/debug/syncz").
 	Istiod map[string][]byte
@@ -74,7 +74,7 @@ type Scenario struct {
 
 // LogKey names one recorded container log.
 type LogKey struct {
-	Pod       probes.PodRef
+	Pod       cluster.PodRef
 	Container string
 	Previous  bool
 }
@@ -184,12 +184,12 @@ func Load(fsys fs.FS, name string) (*Scenario, error) {
 		Context:               h.Context,
 		ControlPlaneNamespace: h.ControlPlane,
 		Source:                "scenario " + name,
-		Target: probes.Target{
+		Target: cluster.Target{
 			Namespace: h.Target.Namespace,
 			Service:   h.Target.Service,
 			Port:      h.Target.Port,
 		},
-		Envoy:  map[probes.PodRef]map[string][]byte{},
+		Envoy:  map[cluster.PodRef]map[string][]byte{},
 		Logs:   map[LogKey][]byte{},
 		Istiod: map[string][]byte{},
 	}
@@ -197,7 +197,7 @@ func Load(fsys fs.FS, name string) (*Scenario, error) {
 		s.Expect = []string{}
 	}
 	if h.Target.Source != nil {
-		s.Target.Source = &probes.PodRef{Namespace: h.Target.Source.Namespace, Name: h.Target.Source.Name}
+		s.Target.Source = &cluster.PodRef{Namespace: h.Target.Source.Namespace, Name: h.Target.Source.Name}
 	}
 	if s.Target.Namespace == "" || s.Target.Service == "" {
 		return nil, fmt.Errorf("scenario %s: target needs namespace and service", name)
@@ -257,7 +257,7 @@ func loadEnvoy(dir fs.FS, s *Scenario) error {
 	for p, f := range envoyFiles {
 		byFile[f] = p
 	}
-	return walkPodFiles(dir, "envoy", func(pod probes.PodRef, file string, data []byte) error {
+	return walkPodFiles(dir, "envoy", func(pod cluster.PodRef, file string, data []byte) error {
 		adminPath, ok := byFile[file]
 		if !ok {
 			// NAME.N.EXT is the N-th read of NAME.EXT's path.
@@ -283,7 +283,7 @@ func loadEnvoy(dir fs.FS, s *Scenario) error {
 }
 
 func loadLogs(dir fs.FS, s *Scenario) error {
-	return walkPodFiles(dir, "logs", func(pod probes.PodRef, file string, data []byte) error {
+	return walkPodFiles(dir, "logs", func(pod cluster.PodRef, file string, data []byte) error {
 		key := LogKey{Pod: pod}
 		switch {
 		case strings.HasSuffix(file, ".previous.log"):
@@ -299,7 +299,7 @@ func loadLogs(dir fs.FS, s *Scenario) error {
 }
 
 // walkPodFiles calls fn for every file ROOT/NS/POD/FILE.
-func walkPodFiles(dir fs.FS, root string, fn func(probes.PodRef, string, []byte) error) error {
+func walkPodFiles(dir fs.FS, root string, fn func(cluster.PodRef, string, []byte) error) error {
 	namespaces, err := fs.ReadDir(dir, root)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
@@ -332,7 +332,7 @@ func walkPodFiles(dir fs.FS, root string, fn func(probes.PodRef, string, []byte)
 				if err != nil {
 					return err
 				}
-				if err := fn(probes.PodRef{Namespace: ns.Name(), Name: pod.Name()}, f.Name(), data); err != nil {
+				if err := fn(cluster.PodRef{Namespace: ns.Name(), Name: pod.Name()}, f.Name(), data); err != nil {
 					return err
 				}
 			}
@@ -344,13 +344,13 @@ func walkPodFiles(dir fs.FS, root string, fn func(probes.PodRef, string, []byte)
 // EnvoyResponse is the recorded answer of pod's Envoy admin to path, matched
 // exactly or by the part before '?' (so "/stats?format=text" finds the
 // recorded /stats). The lab's Envoy admin simulator serves through it too.
-func (s *Scenario) EnvoyResponse(pod probes.PodRef, adminPath string) ([]byte, bool) {
+func (s *Scenario) EnvoyResponse(pod cluster.PodRef, adminPath string) ([]byte, bool) {
 	return s.EnvoyResponseN(pod, adminPath, 1)
 }
 
 // EnvoyResponseN is the answer to the n-th read of path (n from 1): the
 // recording of that read, or of the latest read recorded before it.
-func (s *Scenario) EnvoyResponseN(pod probes.PodRef, adminPath string, n int) ([]byte, bool) {
+func (s *Scenario) EnvoyResponseN(pod cluster.PodRef, adminPath string, n int) ([]byte, bool) {
 	recorded := s.Envoy[pod]
 	key, ok := "", false
 	if _, exact := recorded[adminPath]; exact {

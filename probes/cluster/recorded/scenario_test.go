@@ -13,7 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/meshtriage/meshtriage/assets"
-	"github.com/meshtriage/meshtriage/probes"
+	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/mesh"
 )
 
@@ -43,13 +43,13 @@ func TestEmbeddedScenarios(t *testing.T) {
 					t.Errorf("expects unknown cause %q", id)
 				}
 			}
-			pods := map[probes.PodRef]*corev1.Pod{}
+			pods := map[cluster.PodRef]*corev1.Pod{}
 			services := map[string]*corev1.Service{}
 			namespaces := map[string]bool{}
 			for _, obj := range s.Objects {
 				switch o := obj.(type) {
 				case *corev1.Pod:
-					pods[probes.PodRef{Namespace: o.Namespace, Name: o.Name}] = o
+					pods[cluster.PodRef{Namespace: o.Namespace, Name: o.Name}] = o
 					if o.Status.Phase == "" || len(o.Status.Conditions) == 0 || o.Status.PodIP == "" {
 						t.Errorf("pod %s/%s has no status as a kubelet reports it", o.Namespace, o.Name)
 					}
@@ -299,7 +299,7 @@ func subFS(m fstest.MapFS, prefix string) fstest.MapFS {
 
 func TestLoadReadsEveryPart(t *testing.T) {
 	s, _ := loadFixture(t)
-	if s.Target.Source == nil || *s.Target.Source != (probes.PodRef{Namespace: "shop", Name: "web-1"}) || s.Target.Port != 8080 {
+	if s.Target.Source == nil || *s.Target.Source != (cluster.PodRef{Namespace: "shop", Name: "web-1"}) || s.Target.Port != 8080 {
 		t.Errorf("target = %+v", s.Target)
 	}
 	if !slices.Equal(s.Expect, []string{"endpoints.none-ready"}) {
@@ -308,11 +308,11 @@ func TestLoadReadsEveryPart(t *testing.T) {
 	if len(s.Objects) != 10 {
 		t.Errorf("decoded %d objects, want 10", len(s.Objects))
 	}
-	web := probes.PodRef{Namespace: "shop", Name: "web-1"}
+	web := cluster.PodRef{Namespace: "shop", Name: "web-1"}
 	if len(s.Envoy[web]) != 6 || string(s.Envoy[web]["/stats"]) != "server.live: 1\n" {
 		t.Errorf("envoy data = %v", s.Envoy[web])
 	}
-	if _, ok := s.Logs[LogKey{Pod: probes.PodRef{Namespace: "shop", Name: "orders-1"}, Container: "orders", Previous: true}]; !ok {
+	if _, ok := s.Logs[LogKey{Pod: cluster.PodRef{Namespace: "shop", Name: "orders-1"}, Container: "orders", Previous: true}]; !ok {
 		t.Error("previous log not loaded")
 	}
 	if _, ok := s.Istiod[IstiodSyncz]; !ok {
@@ -413,25 +413,25 @@ func TestClusterReadsThroughObjectsReader(t *testing.T) {
 func TestClusterEnvoyAdmin(t *testing.T) {
 	_, c := loadFixture(t)
 	ctx := context.Background()
-	web := probes.PodRef{Namespace: "shop", Name: "web-1"}
+	web := cluster.PodRef{Namespace: "shop", Name: "web-1"}
 	for _, path := range []string{"/stats", "/stats?filter=cluster", "/clusters?format=json", "/listeners?format=json", "/config_dump"} {
 		if data, err := c.EnvoyAdmin(ctx, web, path); err != nil || len(data) == 0 {
 			t.Errorf("EnvoyAdmin(%s) = %q, %v", path, data, err)
 		}
 	}
-	var unreachable *probes.UnreachableError
-	_, err := c.EnvoyAdmin(ctx, probes.PodRef{Namespace: "shop", Name: "orders-1"}, "/clusters?format=json")
-	if !errors.As(err, &unreachable) || !errors.Is(err, probes.ErrNotFound) {
+	var unreachable *cluster.UnreachableError
+	_, err := c.EnvoyAdmin(ctx, cluster.PodRef{Namespace: "shop", Name: "orders-1"}, "/clusters?format=json")
+	if !errors.As(err, &unreachable) || !errors.Is(err, cluster.ErrNotFound) {
 		t.Errorf("EnvoyAdmin without recording: %v, want UnreachableError wrapping ErrNotFound", err)
 	}
-	if got := probes.AccessProblem("read Envoy clusters", err); !strings.Contains(got, "no data recorded") && !strings.Contains(got, "not found") {
+	if got := cluster.AccessProblem("read Envoy clusters", err); !strings.Contains(got, "no data recorded") && !strings.Contains(got, "not found") {
 		t.Errorf("AccessProblem = %q", got)
 	}
-	_, err = c.EnvoyAdmin(ctx, probes.PodRef{Namespace: "shop", Name: "legacy-1"}, "/stats")
+	_, err = c.EnvoyAdmin(ctx, cluster.PodRef{Namespace: "shop", Name: "legacy-1"}, "/stats")
 	if !errors.As(err, &unreachable) || !strings.Contains(err.Error(), "no istio-proxy") {
 		t.Errorf("EnvoyAdmin on a pod without sidecar: %v", err)
 	}
-	if _, err := c.EnvoyAdmin(ctx, probes.PodRef{Namespace: "shop", Name: "gone"}, "/stats"); !apierrors.IsNotFound(err) {
+	if _, err := c.EnvoyAdmin(ctx, cluster.PodRef{Namespace: "shop", Name: "gone"}, "/stats"); !apierrors.IsNotFound(err) {
 		t.Errorf("EnvoyAdmin on an absent pod: %v, want NotFound", err)
 	}
 	// Counters are recorded twice; a third read still sees the second.
@@ -451,38 +451,38 @@ func TestClusterEnvoyAdmin(t *testing.T) {
 func TestClusterLogs(t *testing.T) {
 	_, c := loadFixture(t)
 	ctx := context.Background()
-	web := probes.PodRef{Namespace: "shop", Name: "web-1"}
-	orders := probes.PodRef{Namespace: "shop", Name: "orders-1"}
+	web := cluster.PodRef{Namespace: "shop", Name: "web-1"}
+	orders := cluster.PodRef{Namespace: "shop", Name: "orders-1"}
 
-	all, err := c.Logs(ctx, web, probes.LogOptions{Container: mesh.ProxyContainer})
+	all, err := c.Logs(ctx, web, cluster.LogOptions{Container: mesh.ProxyContainer})
 	if err != nil || string(all) != proxyLog {
 		t.Fatalf("whole log = %q, %v", all, err)
 	}
 	// The scenario's newest line is 03:20; Since 30m starts at 02:50.
-	recent, _ := c.Logs(ctx, web, probes.LogOptions{Container: mesh.ProxyContainer, Since: 30 * time.Minute})
+	recent, _ := c.Logs(ctx, web, cluster.LogOptions{Container: mesh.ProxyContainer, Since: 30 * time.Minute})
 	if strings.Contains(string(recent), "Envoy proxy is ready") || strings.Contains(string(recent), "continuation") ||
 		!strings.Contains(string(recent), `"GET /a`) || !strings.Contains(string(recent), `"GET /b`) {
 		t.Errorf("Since 30m kept %q", recent)
 	}
-	last, _ := c.Logs(ctx, web, probes.LogOptions{Container: mesh.ProxyContainer, Since: 5 * time.Minute})
+	last, _ := c.Logs(ctx, web, cluster.LogOptions{Container: mesh.ProxyContainer, Since: 5 * time.Minute})
 	if strings.Contains(string(last), `"GET /a`) || !strings.Contains(string(last), `"GET /b`) {
 		t.Errorf("Since 5m kept %q", last)
 	}
-	head, _ := c.Logs(ctx, web, probes.LogOptions{Container: mesh.ProxyContainer, LimitBytes: 20})
+	head, _ := c.Logs(ctx, web, cluster.LogOptions{Container: mesh.ProxyContainer, LimitBytes: 20})
 	if string(head) != proxyLog[:20] {
 		t.Errorf("LimitBytes 20 = %q", head)
 	}
-	prev, err := c.Logs(ctx, orders, probes.LogOptions{Container: "orders", Previous: true})
+	prev, err := c.Logs(ctx, orders, cluster.LogOptions{Container: "orders", Previous: true})
 	if err != nil || !strings.Contains(string(prev), "connection refused") {
 		t.Errorf("previous log = %q, %v", prev, err)
 	}
-	if _, err := c.Logs(ctx, orders, probes.LogOptions{Container: "nope"}); !apierrors.IsBadRequest(err) {
+	if _, err := c.Logs(ctx, orders, cluster.LogOptions{Container: "nope"}); !apierrors.IsBadRequest(err) {
 		t.Errorf("unknown container: %v, want BadRequest", err)
 	}
-	if _, err := c.Logs(ctx, orders, probes.LogOptions{}); !apierrors.IsBadRequest(err) {
+	if _, err := c.Logs(ctx, orders, cluster.LogOptions{}); !apierrors.IsBadRequest(err) {
 		t.Errorf("no container on a two-container pod: %v, want BadRequest", err)
 	}
-	if _, err := c.Logs(ctx, probes.PodRef{Namespace: "shop", Name: "legacy-1"}, probes.LogOptions{Container: mesh.ProxyContainer}); !apierrors.IsBadRequest(err) {
+	if _, err := c.Logs(ctx, cluster.PodRef{Namespace: "shop", Name: "legacy-1"}, cluster.LogOptions{Container: mesh.ProxyContainer}); !apierrors.IsBadRequest(err) {
 		t.Errorf("istio-proxy log of a pod without sidecar: %v, want BadRequest", err)
 	}
 }
@@ -493,7 +493,7 @@ func TestClusterIstiod(t *testing.T) {
 	if data, err := c.Istiod(ctx, "", IstiodSyncz); err != nil || !strings.Contains(string(data), "web-1.shop") {
 		t.Errorf("syncz = %q, %v", data, err)
 	}
-	if _, err := c.Istiod(ctx, "", "/debug/configz"); !errors.Is(err, probes.ErrNotFound) {
+	if _, err := c.Istiod(ctx, "", "/debug/configz"); !errors.Is(err, cluster.ErrNotFound) {
 		t.Errorf("unrecorded istiod path: %v", err)
 	}
 	s, err := Load(fixtureFS(strings.Replace(fixtureManifests, "labels: {app: istiod}", "labels: {app: other}", 1)), "tiny")
@@ -501,7 +501,7 @@ func TestClusterIstiod(t *testing.T) {
 		t.Fatal(err)
 	}
 	c2, _ := NewCluster(s)
-	var unreachable *probes.UnreachableError
+	var unreachable *cluster.UnreachableError
 	if _, err := c2.Istiod(ctx, "", IstiodSyncz); !errors.As(err, &unreachable) || !strings.Contains(err.Error(), "no istiod pod") {
 		t.Errorf("Istiod without an istiod pod: %v", err)
 	}
@@ -511,11 +511,11 @@ func TestClusterHonoursCancelledContext(t *testing.T) {
 	_, c := loadFixture(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	web := probes.PodRef{Namespace: "shop", Name: "web-1"}
+	web := cluster.PodRef{Namespace: "shop", Name: "web-1"}
 	if _, err := c.EnvoyAdmin(ctx, web, "/stats"); !errors.Is(err, context.Canceled) {
 		t.Errorf("EnvoyAdmin: %v", err)
 	}
-	if _, err := c.Logs(ctx, web, probes.LogOptions{Container: mesh.ProxyContainer}); !errors.Is(err, context.Canceled) {
+	if _, err := c.Logs(ctx, web, cluster.LogOptions{Container: mesh.ProxyContainer}); !errors.Is(err, context.Canceled) {
 		t.Errorf("Logs: %v", err)
 	}
 	if _, err := c.Istiod(ctx, "", IstiodSyncz); !errors.Is(err, context.Canceled) {

@@ -1,4 +1,10 @@
-package probes
+// Package cluster is how the probes read a cluster: the read-only Cluster
+// interface, the triage Target, the per-wave read cache, and the one-line
+// explanations of read errors. Its subpackages implement Cluster: live
+// (client-go against a real API server), recorded (a recorded incident
+// served from memory) and clientset (the object reads both share).
+// Nothing here writes: the confirm-first actions live in probes/actions.
+package cluster
 
 import (
 	"context"
@@ -15,8 +21,8 @@ import (
 // Cluster is everything a probe may read. Reads are narrow on purpose: by name,
 // or by label selector inside one namespace, never cluster-wide, so a triage
 // costs the same on a 10-pod cluster as on a 10,000-pod one. Implementations:
-// probes/cluster/live (client-go against a real API server) and probes/cluster/recorded (a
-// recorded scenario served from memory).
+// live (client-go against a real API server) and recorded (a recorded
+// incident served from memory).
 //
 // Every method honours ctx's deadline. Errors from the API server keep their
 // apimachinery type so that AccessProblem can name a missing RBAC verb.

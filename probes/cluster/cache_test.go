@@ -1,4 +1,4 @@
-package probes_test
+package cluster_test
 
 import (
 	"bytes"
@@ -18,7 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/meshtriage/meshtriage/probes"
+	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/mesh"
 )
 
@@ -65,7 +65,7 @@ func (f *countingCluster) enter(ctx context.Context, op string) error {
 	return err
 }
 
-func (f *countingCluster) Info() probes.ClusterInfo { return probes.ClusterInfo{Context: "counting"} }
+func (f *countingCluster) Info() cluster.ClusterInfo { return cluster.ClusterInfo{Context: "counting"} }
 
 func (f *countingCluster) ServerVersion(ctx context.Context) (string, error) {
 	if err := f.enter(ctx, "version"); err != nil {
@@ -167,14 +167,14 @@ func (f *countingCluster) PeerAuthentications(ctx context.Context, namespace str
 	return []*securityv1.PeerAuthentication{{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "default"}}}, nil
 }
 
-func (f *countingCluster) EnvoyAdmin(ctx context.Context, pod probes.PodRef, path string) ([]byte, error) {
+func (f *countingCluster) EnvoyAdmin(ctx context.Context, pod cluster.PodRef, path string) ([]byte, error) {
 	if err := f.enter(ctx, "envoy"); err != nil {
 		return nil, err
 	}
 	return []byte("admin " + pod.String() + path), nil
 }
 
-func (f *countingCluster) Logs(ctx context.Context, pod probes.PodRef, opts probes.LogOptions) ([]byte, error) {
+func (f *countingCluster) Logs(ctx context.Context, pod cluster.PodRef, opts cluster.LogOptions) ([]byte, error) {
 	if err := f.enter(ctx, "logs"); err != nil {
 		return nil, err
 	}
@@ -188,11 +188,11 @@ func (f *countingCluster) Istiod(ctx context.Context, replica, path string) ([]b
 	return []byte("istiod " + path), nil
 }
 
-var web = probes.PodRef{Namespace: "shop", Name: "web-1"}
+var web = cluster.PodRef{Namespace: "shop", Name: "web-1"}
 
 // everyRead performs one read of each kind with fixed arguments and
 // returns a printable digest of the results.
-func everyRead(ctx context.Context, c probes.Cluster) (map[string]string, error) {
+func everyRead(ctx context.Context, c cluster.Cluster) (map[string]string, error) {
 	out := map[string]string{}
 	var errs []error
 	note := func(op, v string, err error) {
@@ -225,7 +225,7 @@ func everyRead(ctx context.Context, c probes.Cluster) (map[string]string, error)
 	note("peerauthentications", itemCount(len(pas)), err)
 	b, err := c.EnvoyAdmin(ctx, web, "/clusters?format=json")
 	note("envoy", string(b), err)
-	b, err = c.Logs(ctx, web, probes.LogOptions{Container: mesh.ProxyContainer, Since: time.Minute})
+	b, err = c.Logs(ctx, web, cluster.LogOptions{Container: mesh.ProxyContainer, Since: time.Minute})
 	note("logs", string(b), err)
 	b, err = c.Istiod(ctx, "", "/debug/syncz")
 	note("istiod", string(b), err)
@@ -255,7 +255,7 @@ func itemCount(n int) string { return strconv.Itoa(n) }
 
 func TestCacheMakesOneRequestForConcurrentIdenticalReads(t *testing.T) {
 	f := newCounting()
-	c := probes.NewCache(f)
+	c := cluster.NewCache(f)
 	f.hold()
 	const n = 16
 	results := make([]map[string]string, n)
@@ -295,22 +295,22 @@ func TestCacheMakesOneRequestForConcurrentIdenticalReads(t *testing.T) {
 
 func TestCacheKeysByArguments(t *testing.T) {
 	f := newCounting()
-	c := probes.NewCache(f)
+	c := cluster.NewCache(f)
 	ctx := context.Background()
 	reads := []func() error{
 		func() error { _, err := c.EnvoyAdmin(ctx, web, "/clusters?format=json"); return err },
 		func() error { _, err := c.EnvoyAdmin(ctx, web, "/config_dump"); return err },
 		func() error {
-			_, err := c.EnvoyAdmin(ctx, probes.PodRef{Namespace: "shop", Name: "web-2"}, "/config_dump")
+			_, err := c.EnvoyAdmin(ctx, cluster.PodRef{Namespace: "shop", Name: "web-2"}, "/config_dump")
 			return err
 		},
-		func() error { _, err := c.Logs(ctx, web, probes.LogOptions{Container: "istio-proxy"}); return err },
+		func() error { _, err := c.Logs(ctx, web, cluster.LogOptions{Container: "istio-proxy"}); return err },
 		func() error {
-			_, err := c.Logs(ctx, web, probes.LogOptions{Container: "istio-proxy", Previous: true})
+			_, err := c.Logs(ctx, web, cluster.LogOptions{Container: "istio-proxy", Previous: true})
 			return err
 		},
 		func() error {
-			_, err := c.Logs(ctx, web, probes.LogOptions{Container: "istio-proxy", LimitBytes: 1024})
+			_, err := c.Logs(ctx, web, cluster.LogOptions{Container: "istio-proxy", LimitBytes: 1024})
 			return err
 		},
 		func() error { _, err := c.ListPods(ctx, "shop", map[string]string{"app": "web", "v": "1"}); return err },
@@ -341,7 +341,7 @@ func TestCacheKeepsErrorsButNotContextErrors(t *testing.T) {
 	f := newCounting()
 	forbidden := apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "web-1", errors.New(`User "u" cannot get resource "pods"`))
 	f.fail["pod"] = forbidden
-	c := probes.NewCache(f)
+	c := cluster.NewCache(f)
 	for range 3 {
 		if _, err := c.GetPod(context.Background(), "shop", "web-1"); !apierrors.IsForbidden(err) {
 			t.Fatalf("GetPod err = %v, want the Forbidden", err)
@@ -369,7 +369,7 @@ func TestCacheKeepsErrorsButNotContextErrors(t *testing.T) {
 
 func TestCacheWaiterFetchesAgainWhenTheFetchingCallersDeadlinePasses(t *testing.T) {
 	f := newCounting()
-	c := probes.NewCache(f)
+	c := cluster.NewCache(f)
 	f.hold()
 	short, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
@@ -401,7 +401,7 @@ func TestCacheWaiterFetchesAgainWhenTheFetchingCallersDeadlinePasses(t *testing.
 
 func TestCacheWaiterHonoursItsOwnDeadline(t *testing.T) {
 	f := newCounting()
-	c := probes.NewCache(f)
+	c := cluster.NewCache(f)
 	f.hold()
 	defer f.release()
 	go func() { _, _ = c.EnvoyAdmin(context.Background(), web, "/config_dump") }()
@@ -422,7 +422,7 @@ func TestCacheWaiterHonoursItsOwnDeadline(t *testing.T) {
 
 func TestCacheReturnsCopiesNotSharedState(t *testing.T) {
 	f := newCounting()
-	c := probes.NewCache(f)
+	c := cluster.NewCache(f)
 	ctx := context.Background()
 
 	pod, _ := c.GetPod(ctx, "shop", "web-1")
@@ -475,7 +475,7 @@ func TestCacheReturnsCopiesNotSharedState(t *testing.T) {
 
 func TestCacheResetFetchesAgain(t *testing.T) {
 	f := newCounting()
-	c := probes.NewCache(f)
+	c := cluster.NewCache(f)
 	ctx := context.Background()
 	if _, err := everyRead(ctx, c); err != nil {
 		t.Fatal(err)
@@ -499,7 +499,7 @@ func TestCacheResetFetchesAgain(t *testing.T) {
 
 func TestCacheResetDuringAReadDoesNotKeepIt(t *testing.T) {
 	f := newCounting()
-	c := probes.NewCache(f)
+	c := cluster.NewCache(f)
 	f.hold()
 	done := make(chan struct{})
 	go func() { _, _ = c.GetService(context.Background(), "shop", "web"); close(done) }()

@@ -1,4 +1,4 @@
-package probes
+package cluster
 
 // Unwrap is the Cluster the cache reads through. Reads that must not be
 // memoised go there: counters sampled twice to make a rate, and the actions

@@ -6,6 +6,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/meshtriage/meshtriage/probes/cluster"
 )
 
 // movingCounters answers /stats/prometheus with a counter that moves on at
@@ -16,7 +18,7 @@ type movingCounters struct {
 	reads int
 }
 
-func (m *movingCounters) EnvoyAdmin(ctx context.Context, pod PodRef, path string) ([]byte, error) {
+func (m *movingCounters) EnvoyAdmin(ctx context.Context, pod cluster.PodRef, path string) ([]byte, error) {
 	if path != prometheusPath {
 		return m.fakeCluster.EnvoyAdmin(ctx, pod, path)
 	}
@@ -29,14 +31,14 @@ func (m *movingCounters) EnvoyAdmin(ctx context.Context, pod PodRef, path string
 
 func TestMetricsSamplesTwiceThroughTheCache(t *testing.T) {
 	live := &movingCounters{fakeCluster: newFakeCluster(t, metricsPod("web", "web-1", true, nil))}
-	cache := NewCache(live)
-	src := PodRef{Namespace: "web", Name: "web-1"}
-	target := Target{Namespace: "shop", Service: "orders", Source: &src}
+	cache := cluster.NewCache(live)
+	src := cluster.PodRef{Namespace: "web", Name: "web-1"}
+	target := cluster.Target{Namespace: "shop", Service: "orders", Source: &src}
 	res := Run(context.Background(), MetricsProbe{Interval: time.Millisecond}, cache, target)
 	if res.Status != StatusFail || res.Facts["metrics_503"] != 20 || live.reads != 2 {
 		t.Errorf("the second sample must reach the cluster: %s %q %v after %d reads", res.Status, res.Summary, res.Facts, live.reads)
 	}
-	if Uncached(cache) != Cluster(live) || Uncached(live) != Cluster(live) {
+	if cluster.Uncached(cache) != cluster.Cluster(live) || cluster.Uncached(live) != cluster.Cluster(live) {
 		t.Error("Uncached does not strip the cache")
 	}
 }

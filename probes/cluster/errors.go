@@ -1,4 +1,4 @@
-package probes
+package cluster
 
 import (
 	"errors"
@@ -20,7 +20,7 @@ func AccessProblem(what string, err error) string {
 	case apierrors.IsForbidden(err):
 		return fmt.Sprintf("forbidden: cannot %s (RBAC: %s)", what, forbiddenDetail(err))
 	case apierrors.IsNotFound(err):
-		if isMissingKind(err) {
+		if IsMissingKind(err) {
 			return fmt.Sprintf("cannot %s: the API server does not serve this kind (Istio CRDs not installed?)", what)
 		}
 		return fmt.Sprintf("cannot %s: not found", what)
@@ -51,9 +51,9 @@ func forbiddenDetail(err error) string {
 	return firstLine(err.Error())
 }
 
-// isMissingKind tells "the server could not find the requested resource" (no
+// IsMissingKind tells "the server could not find the requested resource" (no
 // such resource type) from "dr \"x\" not found" (no such object).
-func isMissingKind(err error) bool {
+func IsMissingKind(err error) bool {
 	var status apierrors.APIStatus
 	if errors.As(err, &status) {
 		d := status.Status().Details
