@@ -6,6 +6,7 @@ import (
 
 	"github.com/meshtriage/meshtriage/assets"
 	"github.com/meshtriage/meshtriage/probes/cluster"
+	"github.com/meshtriage/meshtriage/probes/cluster/manifests"
 	"github.com/meshtriage/meshtriage/probes/cluster/recorded"
 )
 
@@ -43,10 +44,11 @@ func loadScenario(name string) (*recorded.Scenario, error) {
 // --manifests DIR`): objects only, so the probes that need Envoy admin, logs
 // or istiod report that nothing was recorded.
 func openManifests(dir string, ci cluster.ClusterInfo) (cluster.Cluster, error) {
-	s, err := recorded.LoadManifests(dir)
+	objects, err := manifests.LoadDir(dir)
 	if err != nil {
 		return nil, err
 	}
+	s := recorded.FromObjects(dir, objects)
 	if ci.Server == "" {
 		ci.Server = s.Source
 	}

@@ -77,7 +77,7 @@ func TestOpenScenario(t *testing.T) {
 }
 
 func TestOpenManifests(t *testing.T) {
-	c, err := openManifests("../../probes/cluster/recorded/testdata/kubectl-dump", cluster.ClusterInfo{Context: "prod"})
+	c, err := openManifests("../../probes/cluster/manifests/testdata/kubectl-dump", cluster.ClusterInfo{Context: "prod"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/cluster/clientset"
+	"github.com/meshtriage/meshtriage/probes/cluster/manifests"
 	"github.com/meshtriage/meshtriage/probes/mesh"
 )
 
@@ -99,13 +100,13 @@ func NewClusterWithInfo(s *Scenario, info cluster.ClusterInfo) (cluster.Cluster,
 }
 
 func isIstio(obj runtime.Object) bool {
-	gvks, _, err := scheme.ObjectKinds(obj)
+	gvks, _, err := manifests.Scheme.ObjectKinds(obj)
 	return err == nil && len(gvks) > 0 && strings.HasSuffix(gvks[0].Group, "istio.io")
 }
 
 func describe(obj runtime.Object) string {
 	kind := fmt.Sprintf("%T", obj)
-	if gvks, _, err := scheme.ObjectKinds(obj); err == nil && len(gvks) > 0 {
+	if gvks, _, err := manifests.Scheme.ObjectKinds(obj); err == nil && len(gvks) > 0 {
 		kind = gvks[0].Kind
 	}
 	if m, ok := obj.(interface {

@@ -38,6 +38,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/meshtriage/meshtriage/probes/cluster"
+	"github.com/meshtriage/meshtriage/probes/cluster/manifests"
 )
 
 // Dir is the folder of an assets file system that holds the scenarios.
@@ -212,7 +213,7 @@ func Load(fsys fs.FS, name string) (*Scenario, error) {
 		if err != nil {
 			return nil, fmt.Errorf("scenario %s: %w", name, err)
 		}
-		objs, err := decodeManifests(f, data, true)
+		objs, err := manifests.Decode(f, data, true)
 		if err != nil {
 			return nil, fmt.Errorf("scenario %s: %w", name, err)
 		}
@@ -388,4 +389,20 @@ func lineEnd(b []byte, i int) int {
 		return i + j + 1
 	}
 	return len(b)
+}
+
+// FromObjects is a recording of objects only (`check --manifests`): no Envoy
+// admin data, logs or istiod status, so the probes that need them report
+// "no data recorded". The target is left for the caller.
+func FromObjects(source string, objects []runtime.Object) *Scenario {
+	return &Scenario{
+		Name:    path.Base(source),
+		Title:   "manifests from " + source,
+		Source:  "manifests " + source,
+		Expect:  []string{},
+		Objects: objects,
+		Envoy:   map[cluster.PodRef]map[string][]byte{},
+		Logs:    map[LogKey][]byte{},
+		Istiod:  map[string][]byte{},
+	}
 }

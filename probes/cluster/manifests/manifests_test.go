@@ -1,4 +1,4 @@
-package recorded
+package manifests_test
 
 import (
 	"context"
@@ -12,6 +12,8 @@ import (
 
 	"github.com/meshtriage/meshtriage/probes"
 	"github.com/meshtriage/meshtriage/probes/cluster"
+	"github.com/meshtriage/meshtriage/probes/cluster/manifests"
+	"github.com/meshtriage/meshtriage/probes/cluster/recorded"
 	"github.com/meshtriage/meshtriage/probes/mesh"
 )
 
@@ -19,15 +21,16 @@ import (
 // of mixed kinds, fields from a newer Kubernetes (kept lenient for real
 // dumps), and Istio objects at the older versions a cluster may serve.
 func TestLoadManifestsKubectlDump(t *testing.T) {
-	s, err := LoadManifests("testdata/kubectl-dump")
+	objects, err := manifests.LoadDir("testdata/kubectl-dump")
 	if err != nil {
 		t.Fatal(err)
 	}
+	s := recorded.FromObjects("testdata/kubectl-dump", objects)
 	if len(s.Objects) != 6 || len(s.Envoy) != 0 || len(s.Logs) != 0 || len(s.Istiod) != 0 {
 		t.Fatalf("objects %d, envoy %d, logs %d, istiod %d; want 6 objects and no recorded data", len(s.Objects), len(s.Envoy), len(s.Logs), len(s.Istiod))
 	}
 	ci := cluster.ClusterInfo{Context: "prod-eu-west-1"}
-	c, err := NewClusterWithInfo(s, ci)
+	c, err := recorded.NewClusterWithInfo(s, ci)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,10 +75,10 @@ func TestLoadManifestsKubectlDump(t *testing.T) {
 }
 
 func TestLoadManifestsReportsUnknownKinds(t *testing.T) {
-	_, err := LoadManifests("testdata/unknown-kind")
-	var uk *UnknownKindError
+	_, err := manifests.LoadDir("testdata/unknown-kind")
+	var uk *manifests.UnknownKindError
 	if !errors.As(err, &uk) {
-		t.Fatalf("error = %v, want *UnknownKindError", err)
+		t.Fatalf("error = %v, want *manifests.UnknownKindError", err)
 	}
 	want := []string{
 		"all.yaml document 2: cert-manager.io/v1 Certificate",
@@ -92,17 +95,17 @@ func TestLoadManifestsNeedsNamespaces(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "dump.yaml"), []byte(data), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	_, err := LoadManifests(dir)
+	_, err := manifests.LoadDir(dir)
 	if err == nil || !strings.Contains(err.Error(), "pay, shop") || !strings.Contains(err.Error(), "kubectl get namespace shop -o yaml") {
 		t.Errorf("error = %v, want the namespaces and the command to add them", err)
 	}
 }
 
 func TestLoadManifestsEmptyDir(t *testing.T) {
-	if _, err := LoadManifests(t.TempDir()); err == nil || !strings.Contains(err.Error(), "no .yaml") {
+	if _, err := manifests.LoadDir(t.TempDir()); err == nil || !strings.Contains(err.Error(), "no .yaml") {
 		t.Errorf("empty dir: %v", err)
 	}
-	if _, err := LoadManifests("testdata/does-not-exist"); err == nil {
+	if _, err := manifests.LoadDir("testdata/does-not-exist"); err == nil {
 		t.Error("missing dir: no error")
 	}
 }

@@ -1,4 +1,8 @@
-package recorded
+// Package manifests reads Kubernetes and Istio objects from YAML and JSON
+// documents as users have them (`kubectl get -o yaml`, a repository of
+// manifests): typed with client-go's and Istio's schemes, Istio's older API
+// versions read as v1, the version the probes list.
+package manifests
 
 import (
 	"bufio"
@@ -28,12 +32,10 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/yaml"
-
-	"github.com/meshtriage/meshtriage/probes/cluster"
 )
 
-// scheme knows every Kubernetes kind client-go does plus every Istio kind.
-var scheme = func() *runtime.Scheme {
+// Scheme knows every Kubernetes kind client-go does plus every Istio kind.
+var Scheme = func() *runtime.Scheme {
 	s := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(s); err != nil {
 		panic(err)
@@ -45,8 +47,8 @@ var scheme = func() *runtime.Scheme {
 }()
 
 var (
-	lenientDecoder = kjson.NewSerializerWithOptions(kjson.DefaultMetaFactory, scheme, scheme, kjson.SerializerOptions{Yaml: true})
-	strictDecoder  = kjson.NewSerializerWithOptions(kjson.DefaultMetaFactory, scheme, scheme, kjson.SerializerOptions{Yaml: true, Strict: true})
+	lenientDecoder = kjson.NewSerializerWithOptions(kjson.DefaultMetaFactory, Scheme, Scheme, kjson.SerializerOptions{Yaml: true})
+	strictDecoder  = kjson.NewSerializerWithOptions(kjson.DefaultMetaFactory, Scheme, Scheme, kjson.SerializerOptions{Yaml: true, Strict: true})
 )
 
 // UnknownKindError lists documents whose kind neither Kubernetes nor Istio
@@ -59,13 +61,10 @@ func (e *UnknownKindError) Error() string {
 	return fmt.Sprintf("%d document(s) of unknown kind: %s", len(e.Documents), strings.Join(e.Documents, "; "))
 }
 
-// LoadManifests reads every .yaml/.yml/.json file under dir (plain
-// `kubectl get -o yaml` output, `kind: List` included) into a Scenario with
-// objects only: no Envoy admin data, logs or istiod status, so the probes
-// that need them report "no data recorded". The target is left for the
-// caller. Istio v1alpha3/v1beta1 objects are read as v1 (same spec), the
-// version the probes list.
-func LoadManifests(dir string) (*Scenario, error) {
+// LoadDir reads every .yaml/.yml/.json file under dir (plain `kubectl get
+// -o yaml` output, `kind: List` included). Istio v1alpha3/v1beta1 objects
+// are read as v1 (same spec), the version the probes list.
+func LoadDir(dir string) ([]runtime.Object, error) {
 	var files []string
 	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
 		if err != nil {
@@ -90,15 +89,7 @@ func LoadManifests(dir string) (*Scenario, error) {
 		return nil, fmt.Errorf("manifests: no .yaml, .yml or .json files in %s", dir)
 	}
 	sort.Strings(files)
-	s := &Scenario{
-		Name:   filepath.Base(dir),
-		Title:  "manifests from " + dir,
-		Source: "manifests " + dir,
-		Expect: []string{},
-		Envoy:  map[cluster.PodRef]map[string][]byte{},
-		Logs:   map[LogKey][]byte{},
-		Istiod: map[string][]byte{},
-	}
+	var objects []runtime.Object
 	unknown := &UnknownKindError{}
 	for _, f := range files {
 		data, err := os.ReadFile(f)
@@ -106,7 +97,7 @@ func LoadManifests(dir string) (*Scenario, error) {
 			return nil, fmt.Errorf("manifests: %w", err)
 		}
 		rel, _ := filepath.Rel(dir, f)
-		objs, err := decodeManifests(rel, data, false)
+		objs, err := Decode(rel, data, false)
 		var uk *UnknownKindError
 		if errors.As(err, &uk) {
 			unknown.Documents = append(unknown.Documents, uk.Documents...)
@@ -115,15 +106,15 @@ func LoadManifests(dir string) (*Scenario, error) {
 		if err != nil {
 			return nil, fmt.Errorf("manifests: %w", err)
 		}
-		s.Objects = append(s.Objects, objs...)
+		objects = append(objects, objs...)
 	}
 	if len(unknown.Documents) > 0 {
 		return nil, fmt.Errorf("manifests: %w", unknown)
 	}
-	if len(s.Objects) == 0 {
+	if len(objects) == 0 {
 		return nil, fmt.Errorf("manifests: no objects in %s", dir)
 	}
-	if missing := namespacesWithoutObject(s.Objects); len(missing) > 0 {
+	if missing := namespacesWithoutObject(objects); len(missing) > 0 {
 		// Without it the target probe would report the namespace absent
 		// and its injection setting unknown; guessing either is worse than
 		// asking for one more file.
@@ -134,7 +125,7 @@ func LoadManifests(dir string) (*Scenario, error) {
 		return nil, fmt.Errorf("manifests: objects in namespace(s) %s but no Namespace object for them; add the output of: %s",
 			strings.Join(missing, ", "), strings.Join(cmds, "; "))
 	}
-	return s, nil
+	return objects, nil
 }
 
 func namespacesWithoutObject(objs []runtime.Object) []string {
@@ -161,9 +152,11 @@ func namespacesWithoutObject(objs []runtime.Object) []string {
 	return missing
 }
 
-// decodeManifests decodes every document of one file; documents of unknown
-// kind come back together as an *UnknownKindError after the rest decoded.
-func decodeManifests(file string, data []byte, strict bool) ([]runtime.Object, error) {
+// Decode decodes every document of one file; documents of unknown kind come
+// back together as an *UnknownKindError after the rest decoded. strict
+// refuses fields the schemes do not know (for data this project writes);
+// real dumps from newer clusters need it off.
+func Decode(file string, data []byte, strict bool) ([]runtime.Object, error) {
 	reader := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
 	var out []runtime.Object
 	unknown := &UnknownKindError{}
