@@ -25,6 +25,7 @@ import (
 	"github.com/meshtriage/meshtriage/probes/cluster/live"
 	"github.com/meshtriage/meshtriage/probes/cluster/recorded"
 	"github.com/meshtriage/meshtriage/runbook"
+	"github.com/meshtriage/meshtriage/runbook/triage"
 )
 
 // One lab serves every test that does not break it; scenarios are applied
@@ -140,21 +141,16 @@ func (p *probeSink) Write(e runbook.Event) error {
 	return nil
 }
 
-func runCheck(t *testing.T, ctx context.Context, c cluster.Cluster, target cluster.Target) checkRun {
+// runCheck opens the triage as `meshtriage check` does and runs it.
+func runCheck(t *testing.T, ctx context.Context, src triage.Source, target cluster.Target) checkRun {
 	t.Helper()
-	g, err := runbook.LoadFS(assets.FS, assets.Runbook503, runbook.CatalogueOf(probes.All(), assets.Causes))
-	if err != nil {
-		t.Fatal(err)
-	}
 	sink := &probeSink{ran: map[string]runbook.ProbeRan{}}
-	sess, err := runbook.NewSession(runbook.Config{
-		Graph: g, Cluster: c, Target: target, Probes: probes.ByID(),
-		Sinks: []runbook.Sink{sink}, Mode: runbook.ModeAuto, User: "lab-test",
-	})
+	tr, err := triage.Open(ctx, src, target, triage.Options{Mode: runbook.ModeAuto, User: "lab-test", Sinks: []runbook.Sink{sink}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	findings, err := sess.Auto(ctx)
+	defer tr.Close()
+	findings, err := tr.Session.Auto(ctx)
 	run := checkRun{results: sink.ran, err: err}
 	for _, f := range findings {
 		run.causes = append(run.causes, f.Cause)
@@ -171,7 +167,7 @@ func inMemoryCheck(t *testing.T, s *recorded.Scenario) checkRun {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	return runCheck(t, ctx, c, s.Target)
+	return runCheck(t, ctx, triage.Source{Cluster: c}, s.Target)
 }
 
 // (a) Every scenario diagnoses the same through the real API server, the
@@ -186,7 +182,7 @@ func TestScenariosSameCausesLiveAndInMemory(t *testing.T) {
 			applyShared(t, l, s)
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
-			got := runCheck(t, ctx, liveCluster(t, l.Kubeconfig, s, 20*time.Second), s.Target)
+			got := runCheck(t, ctx, triage.LiveSource(liveCluster(t, l.Kubeconfig, s, 20*time.Second)), s.Target)
 			if (got.err == nil) != (want.err == nil) {
 				t.Fatalf("check error: lab %v, in memory %v", got.err, want.err)
 			}
@@ -406,7 +402,7 @@ func TestAPIServerKilledMidRun(t *testing.T) {
 	runCtx, runCancel := context.WithTimeout(context.Background(), deadline)
 	defer runCancel()
 	done := make(chan checkRun, 1)
-	go func() { done <- runCheck(t, runCtx, c, s.Target) }()
+	go func() { done <- runCheck(t, runCtx, triage.LiveSource(c), s.Target) }()
 	var run checkRun
 	select {
 	case run = <-done:

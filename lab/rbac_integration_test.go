@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/meshtriage/meshtriage/runbook/triage"
 	rbacv1 "k8s.io/api/rbac/v1"
 )
 
@@ -56,7 +57,7 @@ func TestReadOnlyRoleSufficesAndWritesNothing(t *testing.T) {
 			applyShared(t, l, s)
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
-			run := runCheck(t, ctx, liveCluster(t, kubeconfig, s, 20*time.Second), s.Target)
+			run := runCheck(t, ctx, triage.LiveSource(liveCluster(t, kubeconfig, s, 20*time.Second)), s.Target)
 			for id, r := range run.results {
 				if strings.Contains(strings.ToLower(r.Summary), "forbidden") {
 					t.Errorf("probe %s with the read-only role: %s", id, r.Summary)

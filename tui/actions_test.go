@@ -12,7 +12,6 @@ import (
 
 	pactions "github.com/meshtriage/meshtriage/probes/actions"
 	"github.com/meshtriage/meshtriage/probes/cluster"
-	"github.com/meshtriage/meshtriage/runbook"
 	"github.com/meshtriage/meshtriage/tui/actions"
 	"github.com/meshtriage/meshtriage/tui/enginetest"
 )
@@ -36,7 +35,7 @@ func (l *ledger) all() []string {
 	return append([]string(nil), l.entries...)
 }
 
-func (l *ledger) record(a runbook.Action) {
+func (l *ledger) record(a pactions.Record) {
 	l.add(fmt.Sprintf("action %s reverted=%t error=%q", a.Name, a.Reverted, a.Error))
 }
 
@@ -101,7 +100,7 @@ func TestDebugLoggingRevertedBeforeTheSessionEnds(t *testing.T) {
 	web := cluster.PodRef{Namespace: "shop", Name: "productpage-1"}
 	target := eng.Target()
 	target.Source = &web
-	deps := actions.Deps{Cluster: c, Target: target, Record: l.record}
+	deps := actions.Deps{Cluster: c, Runner: c, Target: target, Record: l.record}
 	h := startEngine(t, Options{
 		Engine:     endsInLedger{eng, l},
 		ActionDeps: func() (actions.Deps, bool) { return deps, true },

@@ -165,7 +165,9 @@ func takeSnapshot(e engine.Engine) snapshot {
 type (
 	engineReadyMsg struct {
 		eng engine.Engine
-		err error
+		// label replaces the status bar's context (a demo's scenario).
+		label string
+		err   error
 	}
 	startedMsg struct {
 		snap snapshot
@@ -216,7 +218,7 @@ func New(ctx context.Context, opts Options) *Model {
 		opts:      opts,
 		common:    c,
 		eng:       opts.Engine,
-		picker:    picker.New(c, opts.Catalog, opts.Namespace),
+		picker:    newPicker(c, opts),
 		checklist: checklist.New(c),
 		detail:    detail.New(c),
 		cause:     cause.New(c),
@@ -240,6 +242,14 @@ func New(ctx context.Context, opts Options) *Model {
 		m.screen = screenLoading
 	}
 	return m
+}
+
+// newPicker asks for the target, or, for a demo, for the recorded incident.
+func newPicker(c *common.Common, opts Options) *picker.Model {
+	if opts.Scenarios != nil {
+		return picker.NewScenarios(c, opts.Scenarios)
+	}
+	return picker.New(c, opts.Catalog, opts.Namespace)
 }
 
 func (m *Model) newProgress() progress.Model {
@@ -347,6 +357,16 @@ func (m *Model) handleResult(msg tea.Msg) tea.Cmd {
 	switch msg := msg.(type) {
 	case picker.ChosenMsg:
 		m.screen = screenLoading
+		if msg.Scenario != "" {
+			open, ctx, name := m.opts.OpenScenario, m.common.Ctx, msg.Scenario
+			return func() tea.Msg {
+				if open == nil {
+					return engineReadyMsg{err: fmt.Errorf("no way to open scenario %s", name)}
+				}
+				e, label, err := open(ctx, name)
+				return engineReadyMsg{eng: e, label: label, err: err}
+			}
+		}
 		m.status.SetTarget(msg.Target)
 		build, ctx, t := m.opts.NewEngine, m.common.Ctx, msg.Target
 		return func() tea.Msg {
@@ -361,6 +381,9 @@ func (m *Model) handleResult(msg tea.Msg) tea.Cmd {
 			m.fatal = "cannot start the session: " + msg.err.Error()
 			m.screen = screenLoading
 			return nil
+		}
+		if msg.label != "" {
+			m.status.Context = msg.label
 		}
 		m.eng = msg.eng
 		return m.engineReady()

@@ -13,6 +13,7 @@ import (
 	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/cluster/recorded"
 	"github.com/meshtriage/meshtriage/runbook"
+	"github.com/meshtriage/meshtriage/runbook/triage"
 	"github.com/meshtriage/meshtriage/tui/engine"
 	"github.com/meshtriage/meshtriage/tui/picker"
 )
@@ -45,25 +46,20 @@ func scenarioSession(t *testing.T, name string) (*runbook.Session, *recorded.Sce
 	if err != nil {
 		t.Fatalf("scenario %s: %v", name, err)
 	}
-	c, err := recorded.NewCluster(s)
+	src, err := triage.Scenario(name)
 	if err != nil {
 		t.Fatalf("scenario %s: %v", name, err)
-	}
-	graph, err := runbook.LoadFS(assets.FS, assets.Runbook503, runbook.CatalogueOf(probes.All(), assets.Causes))
-	if err != nil {
-		t.Fatal(err)
 	}
 	reg := probes.ByID()
 	reg["metrics"] = probes.MetricsProbe{Interval: 50 * time.Millisecond}
 	sink := &memSink{}
-	sess, err := runbook.NewSession(runbook.Config{
-		Graph: graph, Cluster: cluster.NewCache(c), Target: s.Target, Probes: reg,
-		Sinks: []runbook.Sink{sink}, User: "oncall", Mode: runbook.ModeGuided,
+	tr, err := triage.Open(context.Background(), src, s.Target, triage.Options{
+		Mode: runbook.ModeGuided, Probes: reg, User: "oncall", Sinks: []runbook.Sink{sink},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return sess, s, sink
+	return tr.Session, s, sink
 }
 
 // symptomOf is the start answer an on-call would give for each scenario.
@@ -264,5 +260,41 @@ func TestPickerOnScenarioCluster(t *testing.T) {
 	want := cluster.Target{Namespace: sc.Target.Namespace, Service: sc.Target.Service, Source: sc.Target.Source}
 	if got := built.Target(); got.String() != want.String() {
 		t.Fatalf("session target %v, want %v", got, want)
+	}
+}
+
+// `meshtriage demo` without a name: the picker lists the recorded incidents,
+// and the one chosen opens with its own target and label.
+func TestDemoPickerOpensTheChosenScenario(t *testing.T) {
+	list, err := triage.Scenarios()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var summaries []picker.ScenarioSummary
+	for _, s := range list {
+		summaries = append(summaries, picker.ScenarioSummary{Name: s.Name, Title: s.Title, Summary: s.Summary})
+	}
+	var (
+		mu     sync.Mutex
+		opened *runbook.Session
+	)
+	open := func(_ context.Context, name string) (engine.Engine, string, error) {
+		sess, _, _ := scenarioSession(t, name)
+		mu.Lock()
+		opened = sess
+		mu.Unlock()
+		return engine.FromSession(sess), "prod-eu-west-1 (scenario " + name + ")", nil
+	}
+	h := startEngine(t, Options{Scenarios: summaries, OpenScenario: open}, 120, 30)
+	h.waitFor("Choose a recorded incident", "healthy", "no cluster needed")
+	h.key("/")
+	h.key("port-mismatch")
+	h.key("enter")
+	h.key("enter")
+	h.waitFor("What does the on-call see?", "(scenario port-mismatch)")
+	mu.Lock()
+	defer mu.Unlock()
+	if opened == nil || opened.Target().Service != "orders" {
+		t.Fatalf("opened session %v, want port-mismatch's target svc/orders", opened)
 	}
 }

@@ -27,7 +27,8 @@ type Catalog = picker.Catalog
 // Options configure a TUI session. Either Engine is set (the target is
 // known: `meshtriage -n NS svc/NAME`, `meshtriage demo NAME`, `meshtriage
 // log resume FILE`), or Catalog and NewEngine are, and the picker asks for
-// the target first.
+// the target first, or Scenarios and OpenScenario are (`meshtriage demo`),
+// and the picker asks for a recorded incident.
 type Options struct {
 	// Engine is the session to drive; see FromSession for a runbook.Session.
 	Engine engine.Engine
@@ -37,6 +38,10 @@ type Options struct {
 	Catalog Catalog
 	// Namespace starts the picker at this namespace's services (-n).
 	Namespace string
+	// Scenarios are the recorded incidents a demo offers; OpenScenario
+	// opens the one chosen and names it for the status bar.
+	Scenarios    []picker.ScenarioSummary
+	OpenScenario func(ctx context.Context, name string) (eng engine.Engine, label string, err error)
 
 	// Symptom answers the runbook's start question up front; empty asks
 	// when the runbook offers more than one.
@@ -74,7 +79,7 @@ type Options struct {
 // log was written and any blocks they copied (the fallback for terminals
 // without OSC 52 clipboard support).
 func Run(ctx context.Context, opts Options) error {
-	if opts.Engine == nil && (opts.NewEngine == nil) {
+	if opts.Engine == nil && opts.NewEngine == nil && opts.OpenScenario == nil {
 		return fmt.Errorf("tui: no session and no way to build one")
 	}
 	if opts.Environ == nil {

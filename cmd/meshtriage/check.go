@@ -12,12 +12,12 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/meshtriage/meshtriage/assets"
 	"github.com/meshtriage/meshtriage/probes"
 	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/runbook"
 	"github.com/meshtriage/meshtriage/runbook/incidentlog"
 	"github.com/meshtriage/meshtriage/runbook/report"
+	"github.com/meshtriage/meshtriage/runbook/triage"
 )
 
 // checkOptions are the flags of `meshtriage check`.
@@ -83,57 +83,28 @@ func (o *checkOptions) run(ctx context.Context, args []string) error {
 	if o.probeTimeout <= 0 {
 		return triageErr("--probe-timeout must be positive")
 	}
-	cluster, target, err := o.open(args)
+	src, target, err := o.source(ctx, args)
 	if err != nil {
 		return &exitError{code: exitTriage, err: err}
 	}
-	if err := o.verify.validate(target, cluster); err != nil {
+	if err := o.verify.validate(target, src.Runner); err != nil {
 		return &exitError{code: exitTriage, err: err}
 	}
-	graph, err := runbook.LoadFS(assets.FS, assets.Runbook503, runbook.CatalogueOf(probes.All(), assets.Causes))
-	if err != nil {
-		return triageErr("runbook: %w", err)
-	}
-
-	var sinks []runbook.Sink
-	if o.logPath != "" {
-		w, err := incidentlog.Open(o.logPath)
-		if err != nil {
-			return triageErr("incident log: %w", err)
-		}
-		defer w.Close()
-		sinks = append(sinks, w)
-	}
-
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt)
 	defer stop()
-	info := cluster.Info()
-	started := runbook.SessionStarted{KubeContext: info.Context, Server: info.Server, Tool: version}
-	if o.scenario != "" {
-		started.Extra = map[string]string{"scenario": o.scenario}
-	}
-	vctx, cancel := context.WithTimeout(ctx, reachTimeout)
-	if v, err := cluster.ServerVersion(vctx); err == nil {
-		started.ServerVersion = v
-	}
-	cancel()
-
-	sess, err := runbook.NewSession(runbook.Config{
-		Graph:        graph,
-		Cluster:      cluster,
-		Target:       target,
-		Probes:       o.probeRegistry(),
-		Sinks:        sinks,
-		User:         demoUser(),
+	tr, err := triage.Open(ctx, src, target, triage.Options{
 		Mode:         runbook.ModeAuto,
-		SessionID:    incidentlog.NewSessionID(),
+		Probes:       o.probeRegistry(),
 		ProbeTimeout: o.probeTimeout,
-		Started:      started,
+		LogPath:      o.logPath,
+		Tool:         version,
 	})
 	if err != nil {
 		return triageErr("%w", err)
 	}
-	err = o.verify.run(ctx, cluster, target, sess, o.g.streams.ErrOut, func(ctx context.Context) error {
+	defer tr.Close()
+	sess := tr.Session
+	err = o.verify.run(ctx, depsOf(tr), o.g.streams.ErrOut, func(ctx context.Context) error {
 		_, err := sess.Auto(ctx)
 		return err
 	})
@@ -157,7 +128,7 @@ func (o *checkOptions) run(ctx context.Context, args []string) error {
 		return triageErr("write report: %w", err)
 	}
 	if err := sess.SinkErr(); err != nil {
-		fmt.Fprintf(o.g.streams.ErrOut, "meshtriage: incident log %s: %v\n", o.logPath, err)
+		fmt.Fprintf(o.g.streams.ErrOut, "meshtriage: incident log %s: %v\n", tr.LogPath(), err)
 	}
 	if len(rep.Findings) > 0 {
 		return &exitError{code: exitFindings}
@@ -188,59 +159,51 @@ func uncheckedSteps(rep report.Report) (unchecked []string, ran int) {
 	return unchecked, ran
 }
 
-// open picks the cluster (live, --manifests or --scenario) and the target,
-// behind one cache so probes of the run share their reads.
-func (o *checkOptions) open(args []string) (cluster.Cluster, cluster.Target, error) {
+// source picks what to read (live, --manifests or --scenario) and the
+// target.
+func (o *checkOptions) source(ctx context.Context, args []string) (triage.Source, cluster.Target, error) {
+	var t cluster.Target
 	if o.manifests != "" && o.scenario != "" {
-		return nil, cluster.Target{}, errors.New("--manifests and --scenario are two different sources: give one")
+		return triage.Source{}, t, errors.New("--manifests and --scenario are two different sources: give one")
 	}
-	var (
-		c   cluster.Cluster
-		t   cluster.Target
-		err error
-	)
 	switch {
 	case o.scenario != "":
-		var st *cluster.Target
-		c, st, err = openScenario(o.scenario)
+		src, err := triage.Scenario(o.scenario)
 		if err != nil {
-			return nil, t, err
+			return src, t, err
 		}
-		t = *st
+		t = *src.Target
 		if len(args) > 0 {
 			ns := t.Namespace
 			if o.namespaceGiven() {
 				ns = o.g.namespace()
 			}
-			if t, err = parseTarget(ns, args, o.target); err != nil {
-				return nil, t, err
-			}
-		} else if err := applyTargetFlags(&t, o.target); err != nil {
-			return nil, t, err
+			t, err = parseTarget(ns, args, o.target)
+		} else {
+			err = applyTargetFlags(&t, o.target)
 		}
+		return src, t, err
 	case o.manifests != "":
-		if t, err = parseTarget(o.g.namespace(), args, o.target); err != nil {
-			return nil, t, err
+		t, err := parseTarget(o.g.namespace(), args, o.target)
+		if err != nil {
+			return triage.Source{}, t, err
 		}
 		if st, statErr := os.Stat(o.manifests); statErr != nil || !st.IsDir() {
-			return nil, t, fmt.Errorf("--manifests %s: not a directory", o.manifests)
+			return triage.Source{}, t, fmt.Errorf("--manifests %s: not a directory", o.manifests)
 		}
-		c, err = openManifests(o.manifests, cluster.ClusterInfo{
+		src, err := triage.Manifests(o.manifests, cluster.ClusterInfo{
 			Context: "manifests", Server: o.manifests, ControlPlaneNamespace: o.g.controlPlaneNamespace,
 		})
-		if err != nil {
-			return nil, t, err
-		}
+		return src, t, err
 	default:
 		// Parse before connecting: a typo should not wait on the network.
-		if t, err = parseTarget(o.g.namespace(), args, o.target); err != nil {
-			return nil, t, err
+		t, err := parseTarget(o.g.namespace(), args, o.target)
+		if err != nil {
+			return triage.Source{}, t, err
 		}
-		if c, err = openLiveCluster(o.g); err != nil {
-			return nil, t, err
-		}
+		src, err := liveSource(ctx, o.g)
+		return src, t, err
 	}
-	return cached(c), t, nil
 }
 
 func (o *checkOptions) namespaceGiven() bool {

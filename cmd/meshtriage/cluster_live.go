@@ -2,89 +2,30 @@ package main
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"net/url"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/cluster/live"
+	"github.com/meshtriage/meshtriage/runbook/triage"
 )
 
-const (
-	// reachTimeout bounds the /version check before a triage starts: an
-	// on-call pointed at the wrong cluster should know in seconds.
-	reachTimeout = 5 * time.Second
-	// completionTimeout keeps a shell's TAB from hanging on a slow cluster.
-	completionTimeout = 3 * time.Second
-)
+// completionTimeout keeps a shell's TAB from hanging on a slow cluster.
+const completionTimeout = 3 * time.Second
 
-// cached is the read cache of one session's probes; a live cluster's Envoy
-// admin and istiod reads then share its pod reads too.
-func cached(c cluster.Cluster) *cluster.Cache {
-	if lc, ok := c.(*live.Cluster); ok {
-		return live.NewCache(lc)
-	}
-	return cluster.NewCache(c)
+// liveOptions are the live client's options from the global flags.
+func liveOptions(g *globalOptions) live.Options {
+	return live.Options{ControlPlaneNamespace: g.controlPlaneNamespace, UserAgent: "meshtriage/" + version}
 }
 
-// openLiveCluster connects to the cluster the kubeconfig flags select and
-// checks that its API server answers; every failure is one line the on-call
-// can act on.
-func openLiveCluster(g *globalOptions) (cluster.Cluster, error) {
-	c, err := openLive(g)
-	if err != nil {
-		return nil, err
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), reachTimeout)
-	defer cancel()
-	if err := checkReachable(ctx, c); err != nil {
-		return nil, err
-	}
-	return c, nil
-}
-
-func openLive(g *globalOptions) (*live.Cluster, error) {
-	c, err := live.New(g.kube, live.Options{
-		ControlPlaneNamespace: g.controlPlaneNamespace,
-		UserAgent:             "meshtriage/" + version,
-	})
-	var noContext *live.ContextNotFoundError
-	switch {
-	case errors.Is(err, live.ErrNoKubeconfig):
-		return nil, errors.New("no kubeconfig: set KUBECONFIG or --kubeconfig, or try `meshtriage demo`")
-	case errors.As(err, &noContext):
-		return nil, noContext
-	case err != nil:
-		return nil, err
-	}
-	return c, nil
-}
-
-// checkReachable asks the API server for /version. A refusal to answer
-// /version still proves the server is there; bad credentials do not.
-func checkReachable(ctx context.Context, c cluster.Cluster) error {
-	_, err := c.ServerVersion(ctx)
-	info := c.Info()
-	switch {
-	case err == nil, apierrors.IsForbidden(err):
-		return nil
-	case apierrors.IsUnauthorized(err):
-		return fmt.Errorf("the API server at %s rejects the credentials of context %s (Unauthorized): log in again or pick another --context", info.Server, info.Context)
-	case ctx.Err() != nil:
-		return fmt.Errorf("cannot reach the API server at %s (context %s): no answer within %s", info.Server, info.Context, reachTimeout)
-	}
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		err = ue.Err
-	}
-	return fmt.Errorf("cannot reach the API server at %s (context %s): %s", info.Server, info.Context, oneLine(err.Error()))
+// liveSource connects to the cluster the kubeconfig flags select and checks
+// that its API server answers; every failure is one line the on-call can
+// act on.
+func liveSource(ctx context.Context, g *globalOptions) (triage.Source, error) {
+	return triage.Live(ctx, g.kube, liveOptions(g))
 }
 
 // registerFlagCompletions completes the connection flags from the kubeconfig
@@ -164,7 +105,7 @@ func completePods(g *globalOptions) cobra.CompletionFunc {
 // completeFromCluster runs list against the live cluster with a short
 // deadline; an error yields no completions rather than a stuck shell.
 func completeFromCluster(g *globalOptions, list func(context.Context, *live.Cluster) ([]string, error)) ([]cobra.Completion, cobra.ShellCompDirective) {
-	c, err := openLive(g)
+	c, err := live.New(g.kube, liveOptions(g))
 	if err != nil {
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}

@@ -9,7 +9,6 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/meshtriage/meshtriage/assets"
-	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/cluster/recorded"
 )
 
@@ -47,7 +46,7 @@ func TestDemoListsScenarios(t *testing.T) {
 func TestDemoUnattended(t *testing.T) {
 	dir := t.TempDir()
 	code, out, errOut := runDemoCLI(t, "", "demo", "port-mismatch", "--log", filepath.Join(dir, "pm.jsonl"))
-	if code != exitFindings || !strings.Contains(out, "service.port-mismatch") || !strings.Contains(out, filepath.Join(dir, "pm.jsonl")) {
+	if code != exitFindings || !strings.Contains(out, "service.port-mismatch") || !strings.Contains(errOut, filepath.Join(dir, "pm.jsonl")) {
 		t.Errorf("port-mismatch: exit %d\nstdout %s\nstderr %s", code, out, errOut)
 	}
 	code, out, errOut = runDemoCLI(t, "", "demo", "healthy", "--log", filepath.Join(dir, "h.jsonl"))
@@ -57,37 +56,5 @@ func TestDemoUnattended(t *testing.T) {
 	code, _, errOut = runDemoCLI(t, "", "demo", "no-such-incident")
 	if code != exitTriage || !strings.Contains(errOut, "startup-race") {
 		t.Errorf("unknown scenario: exit %d, stderr %q (want the valid names)", code, errOut)
-	}
-}
-
-func TestOpenScenario(t *testing.T) {
-	c, target, err := openScenario("startup-race")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if target.Service != "orders-api" || target.Source == nil {
-		t.Errorf("target = %+v", target)
-	}
-	if _, err := c.GetService(t.Context(), target.Namespace, target.Service); err != nil {
-		t.Errorf("target service through the scenario cluster: %v", err)
-	}
-	if _, _, err := openScenario("nope"); err == nil || !strings.Contains(err.Error(), "healthy") {
-		t.Errorf("unknown scenario error = %v, want the list of names", err)
-	}
-}
-
-func TestOpenManifests(t *testing.T) {
-	c, err := openManifests("../../probes/cluster/manifests/testdata/kubectl-dump", cluster.ClusterInfo{Context: "prod"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if info := c.Info(); info.Context != "prod" || !strings.Contains(info.Server, "kubectl-dump") {
-		t.Errorf("Info = %+v", info)
-	}
-	if _, err := c.GetService(t.Context(), "shop", "orders"); err != nil {
-		t.Errorf("GetService: %v", err)
-	}
-	if _, err := openManifests(t.TempDir(), cluster.ClusterInfo{}); err == nil {
-		t.Error("empty dir: no error")
 	}
 }

@@ -7,16 +7,12 @@ import (
 	"io"
 	"os"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/meshtriage/meshtriage/assets"
-	"github.com/meshtriage/meshtriage/probes"
-	"github.com/meshtriage/meshtriage/probes/cluster"
-	"github.com/meshtriage/meshtriage/probes/cluster/recorded"
 	"github.com/meshtriage/meshtriage/runbook"
 	"github.com/meshtriage/meshtriage/runbook/incidentlog"
+	"github.com/meshtriage/meshtriage/runbook/triage"
 	"github.com/meshtriage/meshtriage/tui"
 	"github.com/meshtriage/meshtriage/tui/engine"
 )
@@ -160,110 +156,49 @@ func resumeLog(ctx context.Context, g *globalOptions, path string) error {
 	if !isTerminal(g.streams.In) || !isTerminal(g.streams.Out) {
 		return &exitError{code: exitTriage, err: fmt.Errorf("resume opens the terminal UI and needs a terminal; to read the log, run: meshtriage log render %s", path)}
 	}
-	r, err := prepareResume(g, path, log.events)
+	tr, err := prepareResume(ctx, g, path, log.events)
 	if err != nil {
 		return &exitError{code: exitTriage, err: err}
 	}
-	defer r.log.Close()
+	defer tr.Close()
 	if err := tui.Run(ctx, tui.Options{
-		Engine:  engine.FromSession(r.session),
+		Engine:  engine.FromSession(tr.Session),
 		Resumed: true,
-		Context: r.contextLabel,
-		LogPath: r.log.Path(),
+		Context: tr.Source.Label,
+		LogPath: tr.LogPath(),
 	}); err != nil {
 		return &exitError{code: exitTriage, err: err}
 	}
-	if err := r.session.SinkErr(); err != nil {
+	if err := tr.Session.SinkErr(); err != nil {
 		return &exitError{code: exitTriage, err: fmt.Errorf("incident log %s: %w", path, err)}
 	}
 	return nil
 }
 
-// resumed is a session rebuilt from its log, writing on to the same file.
-type resumed struct {
-	session      *runbook.Session
-	log          *incidentlog.Writer
-	contextLabel string
-}
-
 // prepareResume rebuilds the session from history, reconnecting to what it
 // triaged: the embedded scenario of a demo, else the live cluster of the
-// recorded kube context (unless --context overrides it).
-func prepareResume(g *globalOptions, path string, history []runbook.Event) (*resumed, error) {
-	var started *runbook.SessionStarted
-	for _, ev := range history {
-		if ev.Kind == runbook.EventSessionStarted {
-			started = ev.Started
-			break
-		}
-	}
-	if started == nil {
-		return nil, fmt.Errorf("%s has no session_started event: nothing says what was triaged", path)
-	}
-	graph, err := runbook.LoadFS(assets.FS, assets.Runbook503, runbook.CatalogueOf(probes.All(), assets.Causes))
+// recorded kube context (unless --context overrides it). New events go on
+// into the same file.
+func prepareResume(ctx context.Context, g *globalOptions, path string, history []runbook.Event) (*triage.Triage, error) {
+	started, err := triage.Started(path, history)
 	if err != nil {
 		return nil, err
 	}
-	if started.Runbook != "" && started.Runbook != graph.ID {
-		return nil, fmt.Errorf("%s was recorded with runbook %q; this meshtriage has %q", path, started.Runbook, graph.ID)
-	}
-
-	var (
-		cluster cluster.Cluster
-		label   string
-	)
+	var src triage.Source
 	if name := started.Extra["scenario"]; name != "" {
-		s, err := loadScenario(name)
-		if err != nil {
-			return nil, err
-		}
-		if cluster, err = recorded.NewCluster(s); err != nil {
-			return nil, err
-		}
-		label = cluster.Info().Context + " (scenario " + name + ")"
+		src, err = triage.Scenario(name)
 	} else {
 		if (g.kube.Context == nil || *g.kube.Context == "") && started.KubeContext != "" {
 			g.kube.Context = &started.KubeContext
 		}
-		lc, err := openLiveCluster(g)
-		if err != nil {
-			return nil, err
-		}
-		// Probes of one step share reads; a re-run resets the cache.
-		cluster, label = cached(lc), lc.Info().Context
+		src, err = liveSource(ctx, g)
 	}
-
+	if err != nil {
+		return nil, err
+	}
 	mode := runbook.Mode(started.Mode)
 	if mode == runbook.ModeAuto || mode == "" {
 		mode = runbook.ModeGuided // the UI walks with the on-call, not unattended
 	}
-	w, err := incidentlog.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	sess, err := runbook.Resume(runbook.Config{
-		Graph:   graph,
-		Cluster: cluster,
-		Target:  started.Target,
-		Probes:  probes.ByID(),
-		Sinks:   []runbook.Sink{w},
-		User:    demoUser(),
-		Mode:    mode,
-		Started: *started,
-	}, history)
-	if err != nil {
-		w.Close()
-		return nil, err
-	}
-	// The log says when, by whom and against what the session went on; the
-	// record shows it as "Session resumed".
-	again := *started
-	again.User, again.Mode, again.Tool = demoUser(), string(mode), version
-	info := cluster.Info()
-	again.KubeContext, again.Server = info.Context, info.Server
-	if err := w.Write(runbook.Event{Time: time.Now(), Kind: runbook.EventSessionStarted, Session: sess.ID(), Started: &again}); err != nil {
-		w.Close()
-		return nil, err
-	}
-	return &resumed{session: sess, log: w, contextLabel: label}, nil
+	return triage.Resume(ctx, src, path, history, triage.Options{Mode: mode, Tool: version})
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/runbook"
 	"github.com/meshtriage/meshtriage/runbook/incidentlog"
+	"github.com/meshtriage/meshtriage/runbook/triage"
 )
 
 type logCLIResult struct {
@@ -183,24 +184,21 @@ func TestLogResumeNeedsATerminal(t *testing.T) {
 // A demo session recorded, ended, then resumed: the rebuilt session has the
 // recorded results and appends its new events to the same log.
 func TestPrepareResumeOfADemoSession(t *testing.T) {
-	s, err := loadScenario("healthy")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cluster, err := openScenarioCluster(t, "healthy")
+	src, err := triage.Scenario("healthy")
 	if err != nil {
 		t.Fatal(err)
 	}
 	path := filepath.Join(t.TempDir(), "demo.jsonl")
-	sess, w, err := newScenarioSession(s, cluster, runbook.ModeAuto, path)
+	tr, err := triage.Open(context.Background(), src, *src.Target, triage.Options{Mode: runbook.ModeAuto, LogPath: path})
 	if err != nil {
 		t.Fatal(err)
 	}
+	sess := tr.Session
 	if _, err := sess.Auto(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	sess.End("quit")
-	w.Close()
+	tr.Close()
 	recorded := len(sess.Events())
 
 	g := &globalOptions{streams: genericiooptions.IOStreams{In: strings.NewReader(""), Out: &bytes.Buffer{}, ErrOut: &bytes.Buffer{}}}
@@ -208,25 +206,25 @@ func TestPrepareResumeOfADemoSession(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := prepareResume(g, path, log.events)
+	r, err := prepareResume(context.Background(), g, path, log.events)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.session.ID() != sess.ID() {
-		t.Errorf("resumed session %s, recorded %s", r.session.ID(), sess.ID())
+	if r.Session.ID() != sess.ID() {
+		t.Errorf("resumed session %s, recorded %s", r.Session.ID(), sess.ID())
 	}
-	if r.session.Mode() != runbook.ModeGuided {
-		t.Errorf("an auto session resumes in the UI as %s", r.session.Mode())
+	if r.Session.Mode() != runbook.ModeGuided {
+		t.Errorf("an auto session resumes in the UI as %s", r.Session.Mode())
 	}
 	step := sess.Steps()[0].ID
-	if r.session.Ran(step) == 0 {
+	if r.Session.Ran(step) == 0 {
 		t.Errorf("step %s's recorded run was not restored", step)
 	}
-	if !strings.Contains(r.contextLabel, "scenario healthy") {
-		t.Errorf("context label %q", r.contextLabel)
+	if !strings.Contains(r.Source.Label, "scenario healthy") {
+		t.Errorf("context label %q", r.Source.Label)
 	}
-	r.session.Note("", "resumed after the bridge call")
-	r.log.Close()
+	r.Session.Note("", "resumed after the bridge call")
+	r.Close()
 
 	events, problems := readLogFile(t, path)
 	if len(problems) > 0 || len(events) != recorded+2 {
@@ -251,15 +249,9 @@ func TestPrepareResumeOfADemoSession(t *testing.T) {
 func TestPrepareResumeWithoutStart(t *testing.T) {
 	g := &globalOptions{}
 	history := []runbook.Event{{Kind: runbook.EventNote, Session: "x", Note: &runbook.Note{Text: "orphan"}}}
-	if _, err := prepareResume(g, "x.jsonl", history); err == nil || !strings.Contains(err.Error(), "no session_started event") {
+	if _, err := prepareResume(context.Background(), g, "x.jsonl", history); err == nil || !strings.Contains(err.Error(), "no session_started event") {
 		t.Errorf("err = %v", err)
 	}
-}
-
-func openScenarioCluster(t *testing.T, name string) (cluster.Cluster, error) {
-	t.Helper()
-	c, _, err := openScenario(name)
-	return c, err
 }
 
 func readLogFile(t *testing.T, path string) ([]runbook.Event, []incidentlog.Problem) {

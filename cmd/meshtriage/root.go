@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -126,10 +127,15 @@ func newVersionCmd(g *globalOptions) *cobra.Command {
 			if clientOnly {
 				return nil
 			}
-			c, err := openLiveCluster(g)
+			ctx := cmd.Context()
+			if ctx == nil {
+				ctx = context.Background()
+			}
+			src, err := liveSource(ctx, g)
 			if err != nil {
 				return &exitError{code: exitTriage, err: err}
 			}
+			c := src.Cluster
 			info := c.Info()
 			v, err := c.ServerVersion(cmd.Context())
 			if err != nil {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -13,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/meshtriage/meshtriage/runbook/triage"
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -156,7 +158,7 @@ func TestUnreachableAPIServerNamesItsURL(t *testing.T) {
 	if !strings.HasPrefix(errOut, prefix) || !strings.Contains(errOut, "connection refused") || strings.Count(errOut, "\n") != 1 {
 		t.Errorf("stderr %q, want one line starting %q", errOut, prefix)
 	}
-	if d := time.Since(start); d > reachTimeout+time.Second {
+	if d := time.Since(start); d > triage.ReachTimeout+time.Second {
 		t.Errorf("took %v", d)
 	}
 }
@@ -189,11 +191,11 @@ func TestOpenLiveClusterUsesTheIstioNamespace(t *testing.T) {
 	ctxName := "staging"
 	flags := genericclioptions.NewConfigFlags(false)
 	flags.KubeConfig, flags.Context = &path, &ctxName
-	c, err := openLiveCluster(&globalOptions{kube: flags, controlPlaneNamespace: "istio-prod"})
+	src, err := liveSource(context.Background(), &globalOptions{kube: flags, controlPlaneNamespace: "istio-prod"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if info := c.Info(); info.Context != "staging" || info.Server != srv.URL || info.ControlPlaneNamespace != "istio-prod" {
+	if info := src.Cluster.Info(); info.Context != "staging" || info.Server != srv.URL || info.ControlPlaneNamespace != "istio-prod" {
 		t.Errorf("Info = %+v", info)
 	}
 

@@ -8,12 +8,12 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/meshtriage/meshtriage/assets"
 	"github.com/meshtriage/meshtriage/probes"
 	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/cluster/live"
 	"github.com/meshtriage/meshtriage/runbook"
 	"github.com/meshtriage/meshtriage/runbook/incidentlog"
+	"github.com/meshtriage/meshtriage/runbook/triage"
 	"github.com/meshtriage/meshtriage/tui"
 	"github.com/meshtriage/meshtriage/tui/actions"
 	"github.com/meshtriage/meshtriage/tui/engine"
@@ -70,19 +70,9 @@ func (o *tuiOptions) run(ctx context.Context, args []string) error {
 			return &exitError{code: exitTriage, err: err}
 		}
 	}
-	lc, err := openLive(o.g)
+	src, err := liveSource(ctx, o.g)
 	if err != nil {
 		return &exitError{code: exitTriage, err: err}
-	}
-	rctx, cancel := context.WithTimeout(ctx, reachTimeout)
-	err = checkReachable(rctx, lc)
-	cancel()
-	if err != nil {
-		return &exitError{code: exitTriage, err: err}
-	}
-	graph, err := runbook.LoadFS(assets.FS, assets.Runbook503, runbook.CatalogueOf(probes.All(), assets.Causes))
-	if err != nil {
-		return triageErr("runbook: %w", err)
 	}
 	id := incidentlog.NewSessionID()
 	logPath := o.logPath
@@ -91,9 +81,11 @@ func (o *tuiOptions) run(ctx context.Context, args []string) error {
 			return triageErr("incident log: %w", err)
 		}
 	}
-	b := &liveSessions{o: o, cluster: lc, graph: graph, id: id, logPath: logPath}
+	b := &liveSessions{src: src, opts: triage.Options{
+		Mode: runbook.ModeGuided, ProbeTimeout: o.probeTimeout, LogPath: logPath, SessionID: id, Tool: version,
+	}}
 	defer b.close()
-	opts := tui.Options{Context: lc.Info().Context, LogPath: logPath, ActionDeps: b.actionDeps}
+	opts := tui.Options{Context: src.Label, LogPath: logPath, ActionDeps: b.actionDeps}
 	if len(args) == 1 {
 		eng, err := b.build(ctx, target)
 		if err != nil {
@@ -101,7 +93,9 @@ func (o *tuiOptions) run(ctx context.Context, args []string) error {
 		}
 		opts.Engine = eng
 	} else {
-		opts.Catalog = picker.KubeCatalog{Kube: lc.Kube}
+		if lc, ok := src.Cluster.(*live.Cluster); ok {
+			opts.Catalog = picker.KubeCatalog{Kube: lc.Kube}
+		}
 		opts.NewEngine = b.build
 		if o.g.kube.Namespace != nil && *o.g.kube.Namespace != "" {
 			opts.Namespace = *o.g.kube.Namespace
@@ -116,87 +110,59 @@ func (o *tuiOptions) run(ctx context.Context, args []string) error {
 	return nil
 }
 
-// liveSessions builds the session once the target is known (at once, or
+// liveSessions opens the triage once the target is known (at once, or
 // when the picker has it) and closes its incident log after the UI.
 type liveSessions struct {
-	o       *tuiOptions
-	cluster *live.Cluster
-	graph   *runbook.Graph
-	id      string
-	logPath string
+	src  triage.Source
+	opts triage.Options
 
-	mu   sync.Mutex
-	log  *incidentlog.Writer
-	sess *runbook.Session
-	// cached is the session's read cache over the live cluster, and
-	// target its target: what the TUI's actions run against.
-	cached cluster.Cluster
-	target cluster.Target
+	mu sync.Mutex
+	tr *triage.Triage
 }
 
 func (b *liveSessions) build(ctx context.Context, t cluster.Target) (engine.Engine, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.sess != nil {
+	if b.tr != nil {
 		return nil, fmt.Errorf("a session is already open")
 	}
-	w, err := incidentlog.Open(b.logPath)
+	tr, err := triage.Open(ctx, b.src, t, b.opts)
 	if err != nil {
-		return nil, fmt.Errorf("incident log: %w", err)
-	}
-	info := b.cluster.Info()
-	started := runbook.SessionStarted{KubeContext: info.Context, Server: info.Server, Tool: version}
-	vctx, cancel := context.WithTimeout(ctx, reachTimeout)
-	if v, err := b.cluster.ServerVersion(vctx); err == nil {
-		started.ServerVersion = v
-	}
-	cancel()
-	cache := live.NewCache(b.cluster)
-	sess, err := runbook.NewSession(runbook.Config{
-		Graph:        b.graph,
-		Cluster:      cache,
-		Target:       t,
-		Probes:       probes.ByID(),
-		Sinks:        []runbook.Sink{w},
-		User:         demoUser(),
-		Mode:         runbook.ModeGuided,
-		SessionID:    b.id,
-		ProbeTimeout: b.o.probeTimeout,
-		Started:      started,
-	})
-	if err != nil {
-		w.Close()
 		return nil, err
 	}
-	b.log, b.sess, b.cached, b.target = w, sess, cache, t
-	return engine.FromSession(sess), nil
+	b.tr = tr
+	return engine.FromSession(tr.Session), nil
 }
 
-// actionDeps hands the TUI's actions panel the open session's cluster (the
-// cache unwraps to the live cluster, which runs them), target and recorder;
-// false before the picker has built the session.
+// actionDeps hands the TUI's actions panel the open triage's reads,
+// runner, target and recorder; false before the picker has built it.
 func (b *liveSessions) actionDeps() (actions.Deps, bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.sess == nil {
+	if b.tr == nil {
 		return actions.Deps{}, false
 	}
-	return actions.Deps{Cluster: b.cached, Target: b.target, Record: b.sess.RecordAction}, true
+	return tuiActionDeps(b.tr), true
+}
+
+// tuiActionDeps is what the TUI's actions panel needs of an open triage.
+func tuiActionDeps(tr *triage.Triage) actions.Deps {
+	return actions.Deps{Cluster: tr.Cluster, Runner: tr.Source.Runner, Target: tr.Target, Record: tr.Record}
 }
 
 func (b *liveSessions) sinkErr() error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.sess == nil {
+	if b.tr == nil {
 		return nil
 	}
-	return b.sess.SinkErr()
+	return b.tr.Session.SinkErr()
 }
 
 func (b *liveSessions) close() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.log != nil {
-		b.log.Close()
+	if b.tr != nil {
+		b.tr.Close()
 	}
 }

@@ -22,8 +22,8 @@ import (
 	"github.com/meshtriage/meshtriage/probes/actions"
 	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/watch"
-	"github.com/meshtriage/meshtriage/runbook"
 	"github.com/meshtriage/meshtriage/runbook/incidentlog"
+	"github.com/meshtriage/meshtriage/runbook/triage"
 	tuiwatch "github.com/meshtriage/meshtriage/tui/watch"
 )
 
@@ -136,10 +136,11 @@ func (o *watchOptions) run(ctx context.Context, arg string) error {
 	if err := o.prometheus.validate(); err != nil {
 		return &exitError{code: exitTriage, err: err}
 	}
-	c, err := openLiveCluster(o.g)
+	src, err := liveSource(ctx, o.g)
 	if err != nil {
 		return &exitError{code: exitTriage, err: err}
 	}
+	c := src.Cluster
 	deployments, ok := c.(watch.Deployments)
 	if !ok {
 		return triageErr("watch needs a live cluster")
@@ -191,7 +192,7 @@ func unsettled(err error) bool {
 // sidecar metrics of the --from pod or of an upstream pod. No Service, no
 // rate: the pods are still judged.
 func (o *watchOptions) meter(ctx context.Context, c cluster.Cluster, t cluster.Target) (watch.RateMeter, string) {
-	rctx, cancel := context.WithTimeout(ctx, reachTimeout)
+	rctx, cancel := context.WithTimeout(ctx, triage.ReachTimeout)
 	defer cancel()
 	if _, err := c.GetService(rctx, t.Namespace, t.Service); err != nil {
 		if apierrors.IsNotFound(err) && o.service == "" {
@@ -351,8 +352,8 @@ func (v *verifyFlags) any() bool {
 }
 
 // validate checks the flags before anything runs: an action needs a source
-// pod and a live cluster, and a bounded window.
-func (v *verifyFlags) validate(t cluster.Target, c cluster.Cluster) error {
+// pod and a live cluster (a Runner), and a bounded window.
+func (v *verifyFlags) validate(t cluster.Target, runner actions.Runner) error {
 	if err := v.prometheus.validate(); err != nil {
 		return err
 	}
@@ -365,17 +366,27 @@ func (v *verifyFlags) validate(t cluster.Target, c cluster.Cluster) error {
 	if v.debugLogging < 0 || v.debugLogging > actions.MaxDebugDuration {
 		return fmt.Errorf("--debug-logging %s: want at most %s", v.debugLogging, actions.MaxDebugDuration)
 	}
-	if _, err := actions.RunnerOf(c); err != nil {
-		return fmt.Errorf("--test-request and --debug-logging: %w", err)
+	if runner == nil {
+		return fmt.Errorf("--test-request and --debug-logging: %w", actions.ErrNeedsLive)
 	}
 	return nil
 }
 
-// actionSession is what the actions need of the session: it is started
-// before they are recorded, so the log opens with session_started.
-type actionSession interface {
-	Start(symptom string) error
-	RecordAction(runbook.Action)
+// actionDeps is what check's actions need of the open triage.
+type actionDeps struct {
+	cluster cluster.Cluster // the session's reads
+	target  cluster.Target
+	runner  actions.Runner
+	record  actions.Recorder
+	// start makes sure the session is started before an action is
+	// recorded, so the log opens with session_started.
+	start func()
+}
+
+// depsOf is tr's actionDeps.
+func depsOf(tr *triage.Triage) actionDeps {
+	return actionDeps{cluster: tr.Cluster, target: tr.Target, runner: tr.Source.Runner, record: tr.Record,
+		start: func() { _ = tr.Session.Start("") }} // already started by the triage: a no-op error then
 }
 
 // run runs triage, then what was asked for beyond it: the Prometheus
@@ -384,10 +395,11 @@ type actionSession interface {
 // debug lines are captured. The triage runs first so that the debug lines
 // do not crowd the access log the probes read. Action failures are printed
 // and recorded; they do not fail the triage.
-func (v *verifyFlags) run(ctx context.Context, c cluster.Cluster, t cluster.Target, sess actionSession, errOut io.Writer, triage func(context.Context) error) error {
+func (v *verifyFlags) run(ctx context.Context, d actionDeps, errOut io.Writer, triage func(context.Context) error) error {
 	if err := triage(ctx); err != nil {
 		return err
 	}
+	c, t := d.cluster, d.target
 	if v.prometheus.url != "" {
 		// The runbook has no step for it yet: shown beside the report.
 		res := probes.Run(ctx, v.registry()["prometheus"], c, t)
@@ -404,15 +416,15 @@ func (v *verifyFlags) run(ctx context.Context, c cluster.Cluster, t cluster.Targ
 	if !v.any() {
 		return nil
 	}
-	runner, err := actions.RunnerOf(c)
-	if err != nil {
-		fmt.Fprintln(errOut, "meshtriage:", err)
+	runner := d.runner
+	if runner == nil {
+		fmt.Fprintln(errOut, "meshtriage:", actions.ErrNeedsLive)
 		return nil
 	}
-	_ = sess.Start("") // already started by the triage; a no-op error then
+	d.start()
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	rec := actions.Recorder(sess.RecordAction)
+	rec := d.record
 	uncached := cluster.Uncached(c)
 	testRequest := func(ctx context.Context) {
 		if v.testRequest == "" {

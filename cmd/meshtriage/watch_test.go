@@ -21,7 +21,7 @@ import (
 	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/mesh"
 	"github.com/meshtriage/meshtriage/probes/watch"
-	"github.com/meshtriage/meshtriage/runbook"
+	"github.com/meshtriage/meshtriage/runbook/triage"
 )
 
 // rolloutAPI is an API server in the middle of a rollout of shop/orders:
@@ -278,25 +278,30 @@ func (c *actingCluster) EnvoyAdminPost(_ context.Context, _ cluster.PodRef, path
 
 type recordingSession struct {
 	started bool
-	actions []runbook.Action
+	actions []actions.Record
 }
 
-func (s *recordingSession) Start(string) error            { s.started = true; return nil }
-func (s *recordingSession) RecordAction(a runbook.Action) { s.actions = append(s.actions, a) }
+func (s *recordingSession) start()                  { s.started = true }
+func (s *recordingSession) record(a actions.Record) { s.actions = append(s.actions, a) }
 
 func TestCheckActionsRunAfterTheTriageAndRevert(t *testing.T) {
-	sc, target, err := openScenario("healthy")
+	src, err := triage.Scenario("healthy")
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &actingCluster{Cluster: sc, levels: map[string]string{"connection": "info", "http": "info", "upstream": "info"}}
+	target := src.Target
+	c := &actingCluster{Cluster: src.Cluster, levels: map[string]string{"connection": "info", "http": "info", "upstream": "info"}}
 	v := verifyFlags{testRequest: "/healthz", debugLogging: 30 * time.Millisecond}
-	if err := v.validate(*target, cluster.NewCache(c)); err != nil {
+	if err := v.validate(*target, nil); err == nil {
+		t.Error("actions validated without a runner")
+	}
+	if err := v.validate(*target, c); err != nil {
 		t.Fatal(err)
 	}
 	sess := &recordingSession{}
 	var errOut strings.Builder
-	err = v.run(context.Background(), cluster.NewCache(c), *target, sess, &errOut, func(context.Context) error {
+	deps := actionDeps{cluster: cluster.NewCache(c), target: *target, runner: c, record: sess.record, start: sess.start}
+	err = v.run(context.Background(), deps, &errOut, func(context.Context) error {
 		c.mu.Lock()
 		c.log = append(c.log, "triage")
 		c.mu.Unlock()

@@ -14,10 +14,9 @@ import (
 	"errors"
 
 	"github.com/meshtriage/meshtriage/probes/cluster"
-	"github.com/meshtriage/meshtriage/runbook"
 )
 
-// Runner is what an action needs of a cluster beyond probes.Cluster.
+// Runner is what an action needs of a cluster beyond cluster.Cluster.
 type Runner interface {
 	// Exec runs command in a container of pod and returns what it wrote.
 	// A non-zero exit is an error; stdout and stderr are still returned.
@@ -27,31 +26,29 @@ type Runner interface {
 	EnvoyAdminPost(ctx context.Context, pod cluster.PodRef, path string) ([]byte, error)
 }
 
-// ErrNeedsLive says an action was asked of a cluster that cannot run it (a
+// ErrNeedsLive says an action was asked of a source that cannot run it (a
 // recorded scenario, --manifests).
 var ErrNeedsLive = errors.New("this action needs a live cluster: a recorded scenario or manifests have no pods to exec into")
 
-// RunnerOf returns c's Runner, looking through wrappers that expose
-// Unwrap() probes.Cluster (the read cache).
-func RunnerOf(c cluster.Cluster) (Runner, error) {
-	for c != nil {
-		if r, ok := c.(Runner); ok {
-			return r, nil
-		}
-		u, ok := c.(interface{ Unwrap() cluster.Cluster })
-		if !ok {
-			break
-		}
-		c = u.Unwrap()
-	}
-	return nil, ErrNeedsLive
+// Record is what one action did, for the incident log: what was changed
+// and how it was undone, or what it showed.
+type Record struct {
+	Name     string `json:"name"`
+	Target   string `json:"target"`
+	Done     string `json:"done"`
+	Undo     string `json:"undo,omitempty"`
+	Reverted bool   `json:"reverted,omitempty"`
+	Error    string `json:"error,omitempty"`
+	// Output is what the action showed: the test request's transcript, the
+	// Envoy debug log lines captured while debug logging was on.
+	Output string `json:"output,omitempty"`
 }
 
-// Recorder receives each action record as it happens; the session's
-// RecordAction is one, and nil records nothing.
-type Recorder func(runbook.Action)
+// Recorder receives each action record as it happens; a triage's Record is
+// one, and nil records nothing.
+type Recorder func(Record)
 
-func (r Recorder) record(a runbook.Action) {
+func (r Recorder) record(a Record) {
 	if r != nil {
 		r(a)
 	}

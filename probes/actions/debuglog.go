@@ -15,7 +15,6 @@ import (
 
 	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/mesh"
-	"github.com/meshtriage/meshtriage/runbook"
 )
 
 // DebugLoggingAction names the action in the incident log.
@@ -152,7 +151,7 @@ func StartDebugLogging(ctx context.Context, c cluster.Cluster, r Runner, d Debug
 	}
 	target := d.Pod.String() + " " + mesh.ProxyContainer
 	fail := func(err error) (*DebugSession, error) {
-		rec.record(runbook.Action{Name: DebugLoggingAction, Target: target, Done: "set Envoy loggers " + strings.Join(loggers, ", ") + " to debug", Error: err.Error()})
+		rec.record(Record{Name: DebugLoggingAction, Target: target, Done: "set Envoy loggers " + strings.Join(loggers, ", ") + " to debug", Error: err.Error()})
 		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
@@ -201,7 +200,7 @@ func StartDebugLogging(ctx context.Context, c cluster.Cluster, r Runner, d Debug
 	if len(missing) > 0 {
 		done += "; no logger " + strings.Join(missing, ", ")
 	}
-	rec.record(runbook.Action{Name: DebugLoggingAction, Target: target, Done: done, Undo: UndoCommand(d.Pod, s.previous)})
+	rec.record(Record{Name: DebugLoggingAction, Target: target, Done: done, Undo: UndoCommand(d.Pod, s.previous)})
 	s.stopAF = context.AfterFunc(ctx, func() { _, _ = s.Stop(context.WithoutCancel(ctx)) })
 	return s, nil
 }
@@ -249,7 +248,7 @@ func (s *DebugSession) Stop(ctx context.Context) (DebugCapture, error) {
 		}
 	}
 	target := s.pod.String() + " " + mesh.ProxyContainer
-	a := runbook.Action{Name: DebugLoggingAction, Target: target, Output: strings.Join(capture.Lines, "\n")}
+	a := Record{Name: DebugLoggingAction, Target: target, Output: strings.Join(capture.Lines, "\n")}
 	if err != nil {
 		a.Done = fmt.Sprintf("debug logging on for %s; the revert failed", capture.Duration)
 		a.Undo = UndoCommand(s.pod, s.previous)

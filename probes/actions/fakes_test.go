@@ -19,7 +19,6 @@ import (
 
 	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/mesh"
-	"github.com/meshtriage/meshtriage/runbook"
 )
 
 var webPod = cluster.PodRef{Namespace: "web", Name: "web-1"}
@@ -180,21 +179,21 @@ func newFakeCluster() *fakeCluster {
 // records collects what an action recorded.
 type records struct {
 	mu   sync.Mutex
-	list []runbook.Action
+	list []Record
 }
 
 func (r *records) rec() Recorder {
-	return func(a runbook.Action) {
+	return func(a Record) {
 		r.mu.Lock()
 		r.list = append(r.list, a)
 		r.mu.Unlock()
 	}
 }
 
-func (r *records) all() []runbook.Action {
+func (r *records) all() []Record {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return append([]runbook.Action(nil), r.list...)
+	return append([]Record(nil), r.list...)
 }
 
 var errExit = errors.New("command terminated with exit code 28")

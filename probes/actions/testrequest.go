@@ -15,7 +15,6 @@ import (
 
 	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/mesh"
-	"github.com/meshtriage/meshtriage/runbook"
 )
 
 // TestRequestAction names the action in the incident log.
@@ -151,7 +150,7 @@ func SendTestRequest(ctx context.Context, c cluster.Cluster, r Runner, req TestR
 	resp := TestResponse{URL: req.URL}
 	target := req.Source.String() + " -> " + req.URL
 	fail := func(err error) (TestResponse, error) {
-		rec.record(runbook.Action{Name: TestRequestAction, Target: target, Done: "GET " + req.URL, Error: err.Error()})
+		rec.record(Record{Name: TestRequestAction, Target: target, Done: "GET " + req.URL, Error: err.Error()})
 		return resp, err
 	}
 	pod, err := c.GetPod(ctx, req.Source.Namespace, req.Source.Name)
@@ -178,7 +177,7 @@ func SendTestRequest(ctx context.Context, c cluster.Cluster, r Runner, req TestR
 		return fail(execProblem(req.Source, container, err, stderr))
 	}
 	done := "GET " + req.URL + " from container " + container + ": " + resp.Summary()
-	rec.record(runbook.Action{Name: TestRequestAction, Target: target, Done: done, Output: resp.Transcript()})
+	rec.record(Record{Name: TestRequestAction, Target: target, Done: done, Output: resp.Transcript()})
 	return resp, nil
 }
 

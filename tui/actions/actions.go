@@ -39,13 +39,22 @@ func (k Kind) String() string {
 
 // Deps is what the actions need from the session.
 type Deps struct {
-	// Cluster is the session's cluster; the actions need the live one
-	// behind it (scenarios cannot run them).
+	// Cluster is the session's cluster, for the reads an action makes.
 	Cluster cluster.Cluster
-	Target  cluster.Target
-	// Record writes each action to the incident log (the session's
-	// RecordAction).
+	// Runner changes things in pods; nil when the session's source cannot
+	// (a recorded scenario), which the panel says.
+	Runner pactions.Runner
+	Target cluster.Target
+	// Record writes each action to the incident log (the triage's Record).
 	Record pactions.Recorder
+}
+
+// runner is the Runner, or why there is none.
+func (d Deps) runner() (pactions.Runner, error) {
+	if d.Runner == nil {
+		return nil, pactions.ErrNeedsLive
+	}
+	return d.Runner, nil
 }
 
 // ClosedMsg says the panel was closed.
@@ -134,7 +143,7 @@ func (m *Model) Open(k Kind) tea.Cmd {
 	case m.deps.Target.Source == nil:
 		m.problem = "needs the calling pod (--from pod/NAME): the action runs in its sidecar"
 	default:
-		if _, err := pactions.RunnerOf(m.deps.Cluster); err != nil {
+		if _, err := m.deps.runner(); err != nil {
 			m.problem = err.Error()
 		}
 	}
@@ -294,7 +303,7 @@ func closed() tea.Msg { return ClosedMsg{} }
 // start runs the confirmed action in a command.
 func (m *Model) start() tea.Cmd {
 	value := strings.TrimSpace(m.input.Value())
-	runner, err := pactions.RunnerOf(m.deps.Cluster)
+	runner, err := m.deps.runner()
 	if err != nil {
 		m.problem = err.Error()
 		return nil

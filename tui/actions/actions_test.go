@@ -13,9 +13,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	pactions "github.com/meshtriage/meshtriage/probes/actions"
 	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/mesh"
-	"github.com/meshtriage/meshtriage/runbook"
 	"github.com/meshtriage/meshtriage/tui/common"
 )
 
@@ -73,10 +73,10 @@ func (c *liveish) level(n string) string {
 
 type recorder struct {
 	mu   sync.Mutex
-	list []runbook.Action
+	list []pactions.Record
 }
 
-func (r *recorder) record(a runbook.Action) {
+func (r *recorder) record(a pactions.Record) {
 	r.mu.Lock()
 	r.list = append(r.list, a)
 	r.mu.Unlock()
@@ -87,7 +87,9 @@ var now = time.Date(2025, 12, 2, 3, 0, 0, 0, time.UTC)
 func newPanel(ctx context.Context, c cluster.Cluster, rec *recorder) *Model {
 	cm := common.New(ctx, func() time.Time { return now }, true)
 	cm.SetSize(80, 24)
-	m := New(cm, Deps{Cluster: c, Target: cluster.Target{Namespace: "shop", Service: "orders", Port: 8080, Source: &webPod}, Record: rec.record})
+	// A recorded scenario's source has no Runner; the live one's does.
+	runner, _ := c.(pactions.Runner)
+	m := New(cm, Deps{Cluster: c, Runner: runner, Target: cluster.Target{Namespace: "shop", Service: "orders", Port: 8080, Source: &webPod}, Record: rec.record})
 	m.SetSize(80, 24)
 	return m
 }

@@ -1,7 +1,8 @@
 // Package picker chooses the target when meshtriage starts without one:
 // a namespace, then a Service (with its pod count and sidecar coverage),
-// then optionally the calling pod whose sidecar reports the 503s. Every
-// list filters with "/". Listing runs in tea.Cmds through a Catalog.
+// then optionally the calling pod whose sidecar reports the 503s; or, for
+// `meshtriage demo`, one of the recorded incidents. Every list filters with
+// "/". Listing runs in tea.Cmds through a Catalog.
 package picker
 
 import (
@@ -18,8 +19,12 @@ import (
 	"github.com/meshtriage/meshtriage/tui/common"
 )
 
-// ChosenMsg carries the target once the on-call has picked it.
-type ChosenMsg struct{ Target cluster.Target }
+// ChosenMsg carries the target once the on-call has picked it, or the
+// recorded incident (Scenario) whose own target the triage then takes.
+type ChosenMsg struct {
+	Target   cluster.Target
+	Scenario string
+}
 
 // Stage is the question the picker is asking.
 type Stage int
@@ -28,10 +33,19 @@ const (
 	StageNamespace Stage = iota
 	StageService
 	StageSource
+	StageScenario
 )
 
 func (s Stage) noun() string {
-	return [...]string{"namespace", "service", "source pod"}[s]
+	return [...]string{"namespace", "service", "source pod", "recorded incident"}[s]
+}
+
+// ScenarioSummary is one recorded incident `meshtriage demo` offers.
+type ScenarioSummary struct {
+	Name  string
+	Title string
+	// Summary is the story in one line.
+	Summary string
 }
 
 type loadedMsg struct {
@@ -50,6 +64,8 @@ type Model struct {
 	service string
 	list    list.Model
 	loading bool
+	// scenarios are the recorded incidents of a demo picker.
+	scenarios []ScenarioSummary
 	// typed replaces the list when listing failed (RBAC often allows
 	// reading one namespace but not listing them all).
 	typed  *textinput.Model
@@ -72,6 +88,13 @@ func New(c *common.Common, catalog Catalog, namespace string) *Model {
 	if namespace != "" {
 		m.ns, m.stage = namespace, StageService
 	}
+	return m
+}
+
+// NewScenarios asks which recorded incident to triage (`meshtriage demo`).
+func NewScenarios(c *common.Common, scenarios []ScenarioSummary) *Model {
+	m := New(c, nil, "")
+	m.stage, m.scenarios = StageScenario, scenarios
 	return m
 }
 
@@ -98,12 +121,20 @@ func (m *Model) RefreshStyles() {
 func (m *Model) load() tea.Cmd {
 	m.loading, m.err, m.typed = true, "", nil
 	m.list.Title = "Choose a " + m.stage.noun()
-	if m.stage != StageNamespace {
+	if m.stage == StageService || m.stage == StageSource {
 		m.list.Title += " in " + m.ns
 	}
 	m.list.ResetFilter()
 	m.list.SetItems(nil)
 	ctx, cat, stage, ns := m.common.Ctx, m.catalog, m.stage, m.ns
+	if stage == StageScenario {
+		// Embedded data: nothing to fetch.
+		var items []list.Item
+		for _, sc := range m.scenarios {
+			items = append(items, scenarioItem{sc})
+		}
+		return func() tea.Msg { return loadedMsg{stage: stage, items: items} }
+	}
 	return func() tea.Msg {
 		if cat == nil {
 			return loadedMsg{stage: stage, ns: ns, err: fmt.Errorf("this cluster cannot list %ss", stage.noun())}
@@ -196,7 +227,7 @@ func (m *Model) Update(msg tea.Msg) tea.Cmd {
 }
 
 func (m *Model) where() string {
-	if m.stage == StageNamespace {
+	if m.stage == StageNamespace || m.stage == StageScenario {
 		return ""
 	}
 	return " in " + m.ns
@@ -237,6 +268,8 @@ func (m *Model) handleKey(k tea.KeyPressMsg) tea.Cmd {
 				return m.choose("", nil)
 			}
 			return m.choose(it.pod.Name, &it.pod)
+		case scenarioItem:
+			return m.choose(it.s.Name, nil)
 		}
 		return nil
 	case k.String() == "esc" && m.list.IsFiltered():
@@ -258,6 +291,8 @@ func (m *Model) choose(name string, _ *PodSummary) tea.Cmd {
 	case StageService:
 		m.service, m.stage = name, StageSource
 		return m.load()
+	case StageScenario:
+		return func() tea.Msg { return ChosenMsg{Scenario: name} }
 	}
 	t := cluster.Target{Namespace: m.ns, Service: m.service}
 	if name != "" {
@@ -287,7 +322,10 @@ func (m *Model) View() string {
 	inner := m.width - 4
 	var b strings.Builder
 	crumbs := "target: choose a namespace"
-	if m.ns != "" {
+	switch {
+	case m.stage == StageScenario:
+		crumbs = "demo: recorded incidents, no cluster needed"
+	case m.ns != "":
 		crumbs = "target: ns " + m.ns
 	}
 	if m.service != "" && m.stage == StageSource {
@@ -378,3 +416,9 @@ func (i podItem) Description() string {
 	}
 	return d
 }
+
+type scenarioItem struct{ s ScenarioSummary }
+
+func (i scenarioItem) Title() string       { return i.s.Name + " · " + i.s.Title }
+func (i scenarioItem) FilterValue() string { return i.s.Name + " " + i.s.Title }
+func (i scenarioItem) Description() string { return i.s.Summary }

@@ -27,6 +27,7 @@ import (
 	"github.com/meshtriage/meshtriage/probes/cluster/live"
 	"github.com/meshtriage/meshtriage/probes/cluster/recorded"
 	"github.com/meshtriage/meshtriage/runbook"
+	"github.com/meshtriage/meshtriage/runbook/triage"
 )
 
 type options struct {
@@ -305,7 +306,7 @@ func (m *measurer) inProcess(ctx context.Context, wait time.Duration) Run {
 	r := Run{Load: bench.LoadAvg()}
 	m.proxy.Reset()
 	start := time.Now()
-	findings, err := triage(ctx, m.kubeconfig, m.scenario, wait)
+	findings, err := inProcessCheck(ctx, m.kubeconfig, m.scenario, wait)
 	r.WallMS = ms(time.Since(start))
 	time.Sleep(200 * time.Millisecond) // bytes still in flight on kept-alive connections
 	r.BytesIn, r.BytesOut, _ = m.proxy.Counts()
@@ -323,9 +324,9 @@ func (m *measurer) inProcess(ctx context.Context, wait time.Duration) Run {
 	return r
 }
 
-// triage is what `meshtriage check` does against a live cluster, with the
+// inProcessCheck is what `meshtriage check` does against a live cluster, with the
 // metrics probe's interval replaced.
-func triage(ctx context.Context, kubeconfig string, s *recorded.Scenario, wait time.Duration) ([]string, error) {
+func inProcessCheck(ctx context.Context, kubeconfig string, s *recorded.Scenario, wait time.Duration) ([]string, error) {
 	flags := genericclioptions.NewConfigFlags(false)
 	flags.KubeConfig = &kubeconfig
 	c, err := live.New(flags, live.Options{ControlPlaneNamespace: s.ControlPlaneNamespace, UserAgent: inProcessUserAgent})
@@ -335,19 +336,16 @@ func triage(ctx context.Context, kubeconfig string, s *recorded.Scenario, wait t
 	if _, err := c.ServerVersion(ctx); err != nil {
 		return nil, err
 	}
-	graph, err := runbook.LoadFS(assets.FS, assets.Runbook503, runbook.CatalogueOf(probes.All(), assets.Causes))
-	if err != nil {
-		return nil, err
-	}
 	reg := probes.ByID()
 	reg["metrics"] = probes.MetricsProbe{Interval: wait}
-	sess, err := runbook.NewSession(runbook.Config{
-		Graph: graph, Cluster: live.NewCache(c), Target: s.Target, Probes: reg,
-		Mode: runbook.ModeAuto, ProbeTimeout: probes.DefaultTimeout, User: "bench",
+	tr, err := triage.Open(ctx, triage.LiveSource(c), s.Target, triage.Options{
+		Mode: runbook.ModeAuto, Probes: reg, ProbeTimeout: probes.DefaultTimeout, User: "bench",
 	})
 	if err != nil {
 		return nil, err
 	}
+	defer tr.Close()
+	sess := tr.Session
 	findings, err := sess.Auto(ctx)
 	sess.End("completed")
 	if err != nil {

@@ -1,54 +1,24 @@
 package live
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"math"
 	"strings"
-	"sync"
 
-	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/tools/remotecommand"
-	"k8s.io/klog/v2"
 
 	"github.com/meshtriage/meshtriage/probes/cluster"
+	"github.com/meshtriage/meshtriage/probes/cluster/podconn"
 	"github.com/meshtriage/meshtriage/probes/mesh"
 )
 
-// execFunc runs command in a container of pod, writing its stdout to stdout;
-// it returns the start of stderr for the error message.
-type execFunc func(ctx context.Context, pod cluster.PodRef, container string, command []string, stdout io.Writer) (stderr string, err error)
-
 // istiodSelector finds istiod pods; every revision keeps app=istiod.
 var istiodSelector = map[string]string{"app": "istiod"}
-
-// adminTarget checks, before any port-forward, that pod (as getPod reads
-// it) has a running istio-proxy whose admin API can be reached, and
-// normalises path.
-func (c *Cluster) adminTarget(ctx context.Context, getPod podReader, pod cluster.PodRef, path, verb string) (what, cleanPath string, err error) {
-	what = "Envoy admin of " + pod.String()
-	p, err := getPod.GetPod(ctx, pod.Namespace, pod.Name)
-	if err != nil {
-		return what, path, err
-	}
-	if mesh.PodSidecar(p) == mesh.SidecarNone {
-		return what, path, fmt.Errorf("pod %s has no %s container, so no Envoy admin to %s", pod, mesh.ProxyContainer, verb)
-	}
-	if p.Status.Phase != corev1.PodRunning {
-		return what, path, &cluster.UnreachableError{What: what, Err: fmt.Errorf("pod is %s, not Running", p.Status.Phase)}
-	}
-	if !strings.HasPrefix(path, "/") {
-		path = "/" + path
-	}
-	return what, path, nil
-}
 
 // EnvoyAdmin reads path from pod's Envoy admin API: through a port-forward
 // to 15000, or, when the port-forward is refused or cannot be upgraded,
@@ -56,7 +26,7 @@ func (c *Cluster) adminTarget(ctx context.Context, getPod podReader, pod cluster
 func (c *Cluster) EnvoyAdmin(ctx context.Context, pod cluster.PodRef, path string) ([]byte, error) {
 	ctx, cancel := c.bound(ctx)
 	defer cancel()
-	what, path, err := c.adminTarget(ctx, c.podsForReads(), pod, path, "read")
+	what, path, err := cluster.EnvoyAdminTarget(ctx, c.podsForReads(), pod, path, "read")
 	if err != nil {
 		return nil, err
 	}
@@ -70,22 +40,21 @@ func (c *Cluster) EnvoyAdmin(ctx context.Context, pod cluster.PodRef, path strin
 
 // adminByExec is the fallback when the port-forward could not be set up.
 func (c *Cluster) adminByExec(ctx context.Context, what string, pod cluster.PodRef, path string, forwardErr error) ([]byte, error) {
-	out := &cappedBuffer{max: c.maxBytes}
 	execCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	out.overflow = cancel
+	out := &podconn.CappedBuffer{Max: c.maxBytes, Overflow: cancel}
 	command := []string{"pilot-agent", "request", "GET", strings.TrimPrefix(path, "/")}
-	stderr, err := c.execInProxy(execCtx, pod, mesh.ProxyContainer, command, out)
+	stderr, err := c.conn.Exec(execCtx, pod, mesh.ProxyContainer, command, out)
 	if err == nil {
-		return out.bytes(), nil
+		return out.Bytes(), nil
 	}
-	if out.exceeded() {
+	if out.Exceeded() {
 		return nil, fmt.Errorf("response to GET %s via pilot-agent is larger than %d bytes", path, c.maxBytes)
 	}
 	if ctxErr := ctx.Err(); ctxErr != nil {
 		return nil, &cluster.UnreachableError{What: what, Err: ctxErr}
 	}
-	execErr := forbiddenFrom(err, "pods/exec", pod.Name)
+	execErr := podconn.ForbiddenFrom(err, "pods/exec", pod.Name)
 	if execErr == nil {
 		execErr = err
 		if stderr != "" {
@@ -96,7 +65,7 @@ func (c *Cluster) adminByExec(ctx context.Context, what string, pod cluster.PodR
 		return nil, bothForbidden(pod, forwardErr, execErr)
 	}
 	return nil, &cluster.UnreachableError{What: what, Err: fmt.Errorf("port-forward: %s; exec fallback: %s",
-		firstLine(forwardErr.Error()), firstLine(execErr.Error()))}
+		podconn.FirstLine(forwardErr.Error()), podconn.FirstLine(execErr.Error()))}
 }
 
 // bothForbidden joins the two refusals into one Forbidden whose message
@@ -115,37 +84,6 @@ func bothForbidden(pod cluster.PodRef, forwardErr, execErr error) error {
 	}
 	return apierrors.NewForbidden(corev1.Resource("pods/portforward"), pod.Name,
 		fmt.Errorf("%s; and the exec fallback: %s", detail(forwardErr), detail(execErr)))
-}
-
-// exec runs command through pods/exec as kubectl exec does: WebSocket
-// first, SPDY when the upgrade fails.
-func (c *Cluster) exec(ctx context.Context, pod cluster.PodRef, container string, command []string, stdout io.Writer) (string, error) {
-	u := c.Kube.CoreV1().RESTClient().Post().
-		Resource("pods").Namespace(pod.Namespace).Name(pod.Name).SubResource("exec").
-		VersionedParams(&corev1.PodExecOptions{
-			Container: container,
-			Command:   command,
-			Stdout:    true,
-			Stderr:    true,
-		}, scheme.ParameterCodec).URL()
-	spdyExec, err := remotecommand.NewSPDYExecutor(c.config, "POST", u)
-	if err != nil {
-		return "", err
-	}
-	// RFC 6455 requires GET for the WebSocket upgrade.
-	wsExec, err := remotecommand.NewWebSocketExecutor(c.config, "GET", u.String())
-	if err != nil {
-		return "", err
-	}
-	executor, err := remotecommand.NewFallbackExecutor(wsExec, spdyExec, shouldFallback)
-	if err != nil {
-		return "", err
-	}
-	stderr := &headBuffer{max: 4 << 10}
-	// Stream copy errors go to the context's logger, not klog's stderr.
-	ctx = klog.NewContext(ctx, logr.New(&errorSink{}))
-	err = executor.StreamWithContext(ctx, remotecommand.StreamOptions{Stdout: stdout, Stderr: stderr})
-	return firstLine(strings.TrimSpace(stderr.String())), err
 }
 
 // Istiod GETs path from istiod's monitoring port through a port-forward to
@@ -232,64 +170,4 @@ func (c *Cluster) Logs(ctx context.Context, pod cluster.PodRef, opts cluster.Log
 // readLimited reads at most limit bytes of r.
 func readLimited(r io.Reader, limit int64) ([]byte, error) {
 	return io.ReadAll(io.LimitReader(r, limit))
-}
-
-// cappedBuffer collects at most max bytes; a write past the cap fails and
-// calls overflow, which cancels the exec stream that feeds it.
-type cappedBuffer struct {
-	mu       sync.Mutex
-	buf      bytes.Buffer
-	max      int64
-	over     bool
-	overflow func()
-}
-
-var errOverflow = errors.New("output exceeds the byte limit")
-
-func (b *cappedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if int64(b.buf.Len())+int64(len(p)) > b.max {
-		b.over = true
-		if b.overflow != nil {
-			b.overflow()
-		}
-		return 0, errOverflow
-	}
-	return b.buf.Write(p)
-}
-
-func (b *cappedBuffer) bytes() []byte {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return bytes.Clone(b.buf.Bytes())
-}
-
-func (b *cappedBuffer) exceeded() bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.over
-}
-
-// headBuffer keeps the first max bytes written and drops the rest without
-// failing the writer, so a chatty stderr never aborts the command.
-type headBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-	max int
-}
-
-func (b *headBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if room := b.max - b.buf.Len(); room > 0 {
-		b.buf.Write(p[:min(room, len(p))])
-	}
-	return len(p), nil
-}
-
-func (b *headBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

@@ -26,6 +26,7 @@ import (
 
 	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/cluster/clientset"
+	"github.com/meshtriage/meshtriage/probes/cluster/podconn"
 )
 
 // Options tune a live Cluster; the zero value is ready to use.
@@ -87,11 +88,10 @@ type Cluster struct {
 	timeout  time.Duration
 	maxBytes int64
 
-	// openTunnel and execInProxy reach into pods; New sets the client-go
-	// implementations, and the package's tests replace them to drive the
-	// fallback and error paths without a kubelet.
-	openTunnel  tunnelFunc
-	execInProxy execFunc
+	// conn reaches into pods; New sets the client-go implementation, and
+	// the package's tests replace it to drive the fallback and error paths
+	// without a kubelet.
+	conn podconn.Dialer
 
 	// pods, when set by NewCache, is the cache the probes read through:
 	// the admin and istiod reads then reuse the pods the probes have just
@@ -100,7 +100,7 @@ type Cluster struct {
 }
 
 type podReader interface {
-	GetPod(ctx context.Context, namespace, name string) (*corev1.Pod, error)
+	cluster.PodGetter
 	ListPods(ctx context.Context, namespace string, selector map[string]string) ([]corev1.Pod, error)
 }
 
@@ -161,8 +161,7 @@ func New(flags *genericclioptions.ConfigFlags, opts Options) (*Cluster, error) {
 	}
 	c := newCluster(clientset.Reader{Kube: kube, Istio: istio}, cfg, opts)
 	c.info.Context = contextName(flags, loader)
-	c.openTunnel = c.portForward
-	c.execInProxy = c.exec
+	c.conn = podconn.New(kube, cfg)
 	return c, nil
 }
 
@@ -191,6 +190,11 @@ func newCluster(r clientset.Reader, cfg *rest.Config, opts Options) *Cluster {
 
 func (c *Cluster) Info() cluster.ClusterInfo { return c.info }
 
+// PodConn is how this client reaches into pods, for the confirm-first
+// actions (probes/actions), which write through the same transport the
+// reads use. The client itself only reads through it.
+func (c *Cluster) PodConn() podconn.Dialer { return c.conn }
+
 // ServerVersion GETs /version with ctx, unlike client-go's discovery call,
 // which takes no context.
 func (c *Cluster) ServerVersion(ctx context.Context) (string, error) {
@@ -209,6 +213,9 @@ func (c *Cluster) ServerVersion(ctx context.Context) (string, error) {
 
 // bound applies the request timeout to calls that do not go through the
 // REST client (port-forward, exec), so --request-timeout bounds them too.
+// RequestTimeout bounds each call to the API server.
+func (c *Cluster) RequestTimeout() time.Duration { return c.timeout }
+
 func (c *Cluster) bound(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(ctx, c.timeout)
 }

@@ -16,14 +16,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/httpstream"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/rest"
-	streamhttp "k8s.io/streaming/pkg/httpstream"
 
 	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/cluster/clientset"
+	"github.com/meshtriage/meshtriage/probes/cluster/podconn"
 )
 
 var webPod = cluster.PodRef{Namespace: "shop", Name: "web-1"}
@@ -125,8 +124,7 @@ func TestEnvoyAdminThroughPortForward(t *testing.T) {
 }
 
 // A wave of probes reads the source pod through the cache and then several
-// admin paths of it; through NewCache the admin checks reuse that pod read,
-// while a change (POST) checks the pod as it is now.
+// admin paths of it; through NewCache the admin checks reuse that pod read.
 func TestEnvoyAdminReadsShareTheCachesPodRead(t *testing.T) {
 	a := newFakeAPI(t)
 	a.addPod(meshedPod("shop", "web-1"))
@@ -156,10 +154,6 @@ func TestEnvoyAdminReadsShareTheCachesPodRead(t *testing.T) {
 	if got := a.count("get shop/web-1") - 2; got != 1 {
 		t.Errorf("through NewCache: %d pod GETs for a pod read and 2 admin reads, want 1", got)
 	}
-	_, _ = c.EnvoyAdminPost(ctx, webPod, "/logging?connection=debug")
-	if got := a.count("get shop/web-1") - 2; got != 2 {
-		t.Errorf("a POST read the pod from the cache (%d GETs in all, want 2)", got)
-	}
 }
 
 func TestEnvoyAdminNon200IsAnError(t *testing.T) {
@@ -168,7 +162,7 @@ func TestEnvoyAdminNon200IsAnError(t *testing.T) {
 	a.listen("shop", "web-1", 15000, envoyAdmin(t))
 	c := newLive(t, a, Options{})
 	_, err := c.EnvoyAdmin(context.Background(), webPod, "/nope")
-	var st *httpStatusError
+	var st *podconn.StatusError
 	if !errors.As(err, &st) || st.Status != 404 || st.Path != "/nope" {
 		t.Fatalf("err = %v, want HTTP 404 for /nope", err)
 	}
@@ -524,11 +518,25 @@ type fakeTunnel struct {
 	lastErr error
 }
 
-func (f *fakeTunnel) open(ctx context.Context, _ cluster.PodRef, _ int) (tunnel, error) {
+// execFunc is the exec half of a test's podconn.Dialer.
+type execFunc func(ctx context.Context, pod cluster.PodRef, container string, command []string, stdout io.Writer) (string, error)
+
+// seamConn is a podconn.Dialer made of a fake tunnel and a fake exec.
+type seamConn struct {
+	tunnel *fakeTunnel
+	exec   execFunc
+}
+
+func (s seamConn) Forward(context.Context, cluster.PodRef, int) (podconn.Tunnel, error) {
+	f := s.tunnel
 	if f.err != nil {
-		return tunnel{}, f.err
+		return podconn.Tunnel{}, f.err
 	}
-	return tunnel{addr: f.addr, close: func() { f.closed.Add(1) }, lastError: func() error { return f.lastErr }}, nil
+	return podconn.Tunnel{Addr: f.addr, Close: func() { f.closed.Add(1) }, LastError: func() error { return f.lastErr }}, nil
+}
+
+func (s seamConn) Exec(ctx context.Context, pod cluster.PodRef, container string, command []string, stdout io.Writer) (string, error) {
+	return s.exec(ctx, pod, container, command, stdout)
 }
 
 // seamCluster is a Cluster whose pod reads come from a fake clientset and
@@ -537,8 +545,7 @@ func seamCluster(t *testing.T, ft *fakeTunnel, exec execFunc, opts Options) *Clu
 	t.Helper()
 	kube := fake.NewClientset(meshedPod("shop", "web-1"))
 	c := newCluster(clientset.Reader{Kube: kube}, &rest.Config{Host: "https://lab:6443"}, opts)
-	c.openTunnel = ft.open
-	c.execInProxy = exec
+	c.conn = seamConn{tunnel: ft, exec: exec}
 	return c
 }
 
@@ -621,7 +628,7 @@ func TestExecFallbackDecision(t *testing.T) {
 				t.Errorf("= %q, %v", body, err)
 			}
 		}},
-		{"both forbidden -> Forbidden", forwardError(pfForbidden, webPod), fmt.Errorf("unable to upgrade connection: %s", forbidden("pods/exec", "web-1", "shop").Error()), true,
+		{"both forbidden -> Forbidden", podconn.ForbiddenFrom(pfForbidden, "pods/portforward", "web-1"), fmt.Errorf("unable to upgrade connection: %s", forbidden("pods/exec", "web-1", "shop").Error()), true,
 			func(t *testing.T, _ []byte, err error) {
 				if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), `"pods/exec"`) {
 					t.Errorf("err = %v", err)
@@ -655,28 +662,6 @@ func TestExecFallbackDecision(t *testing.T) {
 			}
 			tc.check(t, body, err)
 		})
-	}
-}
-
-func TestForbiddenFromRecognisesTheAPIServersRefusal(t *testing.T) {
-	text := `error upgrading connection: unable to upgrade connection: pods "web-1" is forbidden: User "alice" cannot create resource "pods/portforward" in API group "" in the namespace "shop"`
-	err := forbiddenFrom(errors.New(text), "pods/portforward", "web-1")
-	if !apierrors.IsForbidden(err) {
-		t.Fatalf("not a Forbidden: %v", err)
-	}
-	got := cluster.AccessProblem("read Envoy admin of shop/web-1", err)
-	want := `forbidden: cannot read Envoy admin of shop/web-1 (RBAC: User "alice" cannot create resource "pods/portforward" in API group "" in the namespace "shop")`
-	if got != want {
-		t.Errorf("AccessProblem =\n %q\nwant\n %q", got, want)
-	}
-	for _, other := range []error{
-		errors.New("error upgrading connection: dial tcp 10.0.0.1:6443: i/o timeout"),
-		&httpstream.UpgradeFailureError{Cause: errors.New("400 Bad Request")},
-		nil,
-	} {
-		if forbiddenFrom(other, "pods/portforward", "web-1") != nil {
-			t.Errorf("%v taken for a Forbidden", other)
-		}
 	}
 }
 
@@ -715,26 +700,11 @@ func TestPickIstiodIsStable(t *testing.T) {
 	}
 }
 
-func TestShouldFallbackOnEitherUpgradeFailureType(t *testing.T) {
-	for _, err := range []error{
-		&httpstream.UpgradeFailureError{Cause: errors.New("400")},
-		fmt.Errorf("dial: %w", &streamhttp.UpgradeFailureError{Cause: errors.New("403")}),
-		errors.New("proxy: unknown scheme: https"),
-	} {
-		if !shouldFallback(err) {
-			t.Errorf("%v: no fallback", err)
-		}
-	}
-	if shouldFallback(errors.New("dial tcp: i/o timeout")) {
-		t.Error("a network error is not an upgrade failure")
-	}
-}
-
 func TestIstiodTunnelFailureIsUnreachable(t *testing.T) {
 	istiod := meshedPod("istio-system", "istiod-abc")
 	istiod.Labels = map[string]string{"app": "istiod"}
 	c := newCluster(clientset.Reader{Kube: fake.NewClientset(istiod)}, &rest.Config{}, Options{})
-	c.openTunnel = (&fakeTunnel{err: errors.New("error upgrading connection: 502 Bad Gateway")}).open
+	c.conn = seamConn{tunnel: &fakeTunnel{err: errors.New("error upgrading connection: 502 Bad Gateway")}}
 	_, err := c.Istiod(context.Background(), "", "debug/syncz")
 	var u *cluster.UnreachableError
 	if !errors.As(err, &u) || u.What != "istiod istio-system/istiod-abc" || !strings.Contains(err.Error(), "502 Bad Gateway") {

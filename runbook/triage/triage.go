@@ -1,0 +1,226 @@
+// Package triage is the one way in: it opens a triage session from a source
+// (a live cluster, manifests, a recorded scenario), a target and options,
+// with the runbook loaded, the probes registered, a read cache in front of
+// the cluster and the incident log attached. check, the terminal UI, demo,
+// log resume and the benchmarks all open their sessions here, so they
+// cannot differ in how a triage starts.
+//
+// The engine (package runbook) knows nothing about Istio; this package is
+// where the Istio runbook, the probes and a cluster meet.
+package triage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/user"
+	"time"
+
+	"github.com/meshtriage/meshtriage/assets"
+	"github.com/meshtriage/meshtriage/probes"
+	"github.com/meshtriage/meshtriage/probes/actions"
+	"github.com/meshtriage/meshtriage/probes/cluster"
+	"github.com/meshtriage/meshtriage/runbook"
+	"github.com/meshtriage/meshtriage/runbook/incidentlog"
+)
+
+// Runbook loads and validates the embedded Envoy 503 runbook against the
+// probes' facts and the cause catalogue.
+func Runbook() (*runbook.Graph, error) {
+	g, err := runbook.LoadFS(assets.FS, assets.Runbook503, runbook.CatalogueOf(probes.All(), assets.Causes))
+	if err != nil {
+		return nil, fmt.Errorf("runbook: %w", err)
+	}
+	return g, nil
+}
+
+// Options say how to run the session.
+type Options struct {
+	Mode runbook.Mode
+	// Probes is the registry the steps run; probes.ByID() when nil.
+	Probes map[string]probes.Probe
+	// ProbeTimeout bounds each probe; probes.DefaultTimeout when zero.
+	ProbeTimeout time.Duration
+	// LogPath is the incident log file. When empty, DefaultLog writes a
+	// new file under the meshtriage state directory; otherwise no log.
+	LogPath    string
+	DefaultLog bool
+	// SessionID names the session; a new one when empty.
+	SessionID string
+	// Tool is meshtriage's version, for session_started.
+	Tool string
+	// User is who triages; the OS user when empty.
+	User string
+	// Sinks receive every event besides the incident log (a test's
+	// recorder, a timeline).
+	Sinks []runbook.Sink
+}
+
+// Triage is an open session over its source.
+type Triage struct {
+	Session *runbook.Session
+	// Cluster is the session's read cache over the source: what the probes
+	// and the actions' reads go through.
+	Cluster cluster.Cluster
+	Source  Source
+	Target  cluster.Target
+	log     *incidentlog.Writer
+}
+
+// Open starts a session on src for target. It does not run a probe.
+func Open(ctx context.Context, src Source, target cluster.Target, opts Options) (*Triage, error) {
+	return open(ctx, src, target, opts, nil)
+}
+
+// Resume reopens the session recorded in history, appending to the log at
+// path: the session goes on where the log stopped.
+func Resume(ctx context.Context, src Source, path string, history []runbook.Event, opts Options) (*Triage, error) {
+	started, err := Started(path, history)
+	if err != nil {
+		return nil, err
+	}
+	opts.LogPath, opts.DefaultLog = path, false
+	t, err := open(ctx, src, started.Target, opts, &resumed{started: *started, history: history})
+	if err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// Started is the first session_started of a log's history at path: what
+// was triaged, against what.
+func Started(path string, history []runbook.Event) (*runbook.SessionStarted, error) {
+	for _, ev := range history {
+		if ev.Kind == runbook.EventSessionStarted && ev.Started != nil {
+			return ev.Started, nil
+		}
+	}
+	return nil, fmt.Errorf("%s has no session_started event: nothing says what was triaged", path)
+}
+
+type resumed struct {
+	started runbook.SessionStarted
+	history []runbook.Event
+}
+
+func open(ctx context.Context, src Source, target cluster.Target, opts Options, from *resumed) (*Triage, error) {
+	if src.Cluster == nil {
+		return nil, errors.New("triage: no cluster to read")
+	}
+	graph, err := Runbook()
+	if err != nil {
+		return nil, err
+	}
+	if from != nil && from.started.Runbook != "" && from.started.Runbook != graph.ID {
+		return nil, fmt.Errorf("the log was recorded with runbook %q; this meshtriage has %q", from.started.Runbook, graph.ID)
+	}
+	reg := opts.Probes
+	if reg == nil {
+		reg = probes.ByID()
+	}
+	if opts.User == "" {
+		opts.User = osUser()
+	}
+	id := opts.SessionID
+	if id == "" && from == nil {
+		id = incidentlog.NewSessionID()
+	}
+	var log *incidentlog.Writer
+	path := opts.LogPath
+	if path == "" && opts.DefaultLog {
+		if path, err = incidentlog.DefaultPath(time.Now(), id); err != nil {
+			return nil, fmt.Errorf("incident log: %w", err)
+		}
+	}
+	sinks := append([]runbook.Sink(nil), opts.Sinks...)
+	if path != "" {
+		if log, err = incidentlog.Open(path); err != nil {
+			return nil, fmt.Errorf("incident log: %w", err)
+		}
+		sinks = append(sinks, log)
+	}
+	t := &Triage{Cluster: src.cached(), Source: src, Target: target, log: log}
+	cfg := runbook.Config{
+		Graph:        graph,
+		Cluster:      t.Cluster,
+		Target:       target,
+		Probes:       reg,
+		Sinks:        sinks,
+		User:         opts.User,
+		Mode:         opts.Mode,
+		SessionID:    id,
+		ProbeTimeout: opts.ProbeTimeout,
+		Started:      src.started(ctx, opts.Tool),
+	}
+	if from == nil {
+		t.Session, err = runbook.NewSession(cfg)
+	} else {
+		cfg.Started = from.started
+		t.Session, err = runbook.Resume(cfg, from.history)
+		if err == nil {
+			err = t.recordResume(from.started, opts)
+		}
+	}
+	if err != nil {
+		t.Close()
+		return nil, err
+	}
+	return t, nil
+}
+
+// recordResume writes a second session_started: the record shows when, by
+// whom and against what the session went on ("Session resumed").
+func (t *Triage) recordResume(started runbook.SessionStarted, opts Options) error {
+	again := started
+	again.User, again.Mode, again.Tool = opts.User, string(t.Session.Mode()), opts.Tool
+	info := t.Cluster.Info()
+	again.KubeContext, again.Server = info.Context, info.Server
+	if t.log == nil {
+		return nil
+	}
+	return t.log.Write(runbook.Event{Time: time.Now(), Kind: runbook.EventSessionStarted, Session: t.Session.ID(), Started: &again})
+}
+
+// LogPath is where the incident log is written, "" when there is none.
+func (t *Triage) LogPath() string {
+	if t.log == nil {
+		return ""
+	}
+	return t.log.Path()
+}
+
+// Record adds an action to the session's incident log: the recorder the
+// confirm-first actions report to.
+func (t *Triage) Record(a actions.Record) { t.Session.RecordAction(runbook.Action(a)) }
+
+// Close closes the incident log. The session itself needs no closing.
+func (t *Triage) Close() error {
+	if t.log == nil {
+		return nil
+	}
+	return t.log.Close()
+}
+
+func osUser() string {
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		return u.Username
+	}
+	return os.Getenv("USER")
+}
+
+// ReachTimeout bounds the /version check before a triage starts: an on-call
+// pointed at the wrong cluster should know in seconds.
+const ReachTimeout = 5 * time.Second
+
+// serverVersion asks the cluster for its version with a short deadline;
+// unknown is not an error.
+func serverVersion(ctx context.Context, c cluster.Cluster) string {
+	vctx, cancel := context.WithTimeout(ctx, ReachTimeout)
+	defer cancel()
+	v, err := c.ServerVersion(vctx)
+	if err != nil {
+		return ""
+	}
+	return v
+}
