@@ -1,13 +1,14 @@
 // Package assets embeds the data meshtriage ships: the runbooks (the Istio
-// knowledge the generic engine walks), and, as their owners add them, the
-// recorded scenarios and the RBAC manifests.
+// knowledge the generic engine walks) and the recorded scenarios (written by
+// probes/cluster/recorded/scenariogen: `go generate ./assets`).
 package assets
 
 import "embed"
 
-// FS holds runbooks/ (and later scenarios/, rbac/), each under its folder
-// name. "all:" keeps files whose names start with "." or "_".
+// FS holds runbooks/ and scenarios/, each under its folder name. "all:"
+// keeps files whose names start with "." or "_".
 //
+//go:generate go run ../probes/cluster/recorded/scenariogen -out scenarios
 //go:embed all:runbooks all:scenarios
 var FS embed.FS
 

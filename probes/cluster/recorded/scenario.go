@@ -18,10 +18,12 @@
 //	logs/NS/POD/CONTAINER.previous.log     the previous (crashed) instance's log
 //	istiod/syncz.json                      istiod GET /debug/syncz
 //
-// The embedded scenarios (assets/scenarios) are written by gen/scenarios.py,
-// which derives every cross-reference (pod IPs in EndpointSlices, Envoy host
-// lists, access-log addresses, syncz proxy IDs) from one story per scenario;
-// edit the story there and regenerate rather than editing the files.
+// The embedded scenarios (assets/scenarios) are written by the Go program in
+// scenariogen/ (`go generate ./assets`), which derives every cross-reference
+// (pod IPs in EndpointSlices, Envoy host lists, access-log addresses, syncz
+// proxy IDs) from one story per scenario; edit the story there and
+// regenerate rather than editing the files. Its test fails when a committed
+// file differs from what it writes.
 package recorded
 
 import (
