@@ -18,7 +18,7 @@ const RunbooksDir = "runbooks"
 // Runbook503 is the Envoy 503 runbook, the one `check` and the TUI walk.
 const Runbook503 = RunbooksDir + "/503.yaml"
 
-// Causes are the stable cause IDs of the catalogue (architecture.md): the
+// Causes are the stable cause IDs of the catalogue (ARCHITECTURE.md): the
 // JSON report and the tests use them, and every runbook must give each one a
 // cause node. Changing an ID breaks users' alerting on `check` output.
 var Causes = []string{

@@ -23,71 +23,10 @@ import (
 // screens as a Markdown text capture (the README's screenshot), and
 // MESHTRIAGE_BIN to test a binary already built.
 func TestEndToEndTmux(t *testing.T) {
-	tmuxBin, err := exec.LookPath("tmux")
-	if err != nil {
-		t.Skip("tmux is not installed; the end-to-end test runs the binary in tmux (apt-get install tmux)")
-	}
-	dir := t.TempDir()
-	// MESHTRIAGE_BIN reuses a binary `make build` made; otherwise build one.
-	bin := os.Getenv("MESHTRIAGE_BIN")
-	if bin == "" {
-		bin = filepath.Join(dir, "meshtriage")
-		build := exec.Command("go", "build", "-o", bin, "./cmd/meshtriage")
-		build.Dir = ".."
-		if out, err := build.CombinedOutput(); err != nil {
-			t.Fatalf("go build: %v\n%s", err, out)
-		}
-	}
+	bin, dir := e2eBinary(t)
 	logPath := filepath.Join(dir, "incident.jsonl")
-	// A private server socket: never touch the user's (or another test's)
-	// tmux sessions.
-	sock := filepath.Join(dir, "tmux.sock")
-	tmux := func(args ...string) string {
-		t.Helper()
-		out, err := exec.Command(tmuxBin, append([]string{"-S", sock}, args...)...).CombinedOutput()
-		if err != nil {
-			t.Fatalf("tmux %v: %v\n%s", args, err, out)
-		}
-		return string(out)
-	}
-	script := fmt.Sprintf("%s demo outlier-all-ejected --log %s; echo EXIT=$?; sleep 60", bin, logPath)
-	tmux("-f", "/dev/null", "new-session", "-d", "-s", "e2e", "-x", "100", "-y", "30", "-e", "TERM=xterm-256color", "-e", "NO_COLOR=", script)
-	t.Cleanup(func() { _ = exec.Command(tmuxBin, "-S", sock, "kill-server").Run() })
-
-	screen := func() string { return tmux("capture-pane", "-p", "-t", "e2e") }
-	waitFor := func(want ...string) string {
-		t.Helper()
-		deadline := time.Now().Add(30 * time.Second)
-		for {
-			s := screen()
-			ok := true
-			for _, w := range want {
-				ok = ok && strings.Contains(s, w)
-			}
-			if ok {
-				return s
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("the pane never showed %q:\n%s", want, s)
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-	}
-	idle := func() string {
-		t.Helper()
-		deadline := time.Now().Add(30 * time.Second)
-		for {
-			s := screen()
-			if !strings.Contains(s, "running") && !strings.Contains(s, "starting the session") {
-				return s
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("probes still running after 30s:\n%s", s)
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-	}
-	keys := func(k ...string) { tmux(append([]string{"send-keys", "-t", "e2e"}, k...)...) }
+	p := startPane(t, dir, fmt.Sprintf("%s demo outlier-all-ejected --log %s; echo EXIT=$?; sleep 60", bin, logPath))
+	waitFor, idle, keys := p.waitFor, p.idle, p.keys
 
 	waitFor("What does the on-call see?", "Callers see 503s")
 	keys("Enter")
@@ -154,5 +93,111 @@ func TestEndToEndTmux(t *testing.T) {
 	}
 	if ended.Ended.Reason != "quit" || !slices.Contains(ended.Ended.Findings, "outlier.all-ejected") {
 		t.Fatalf("session ended %+v, want quit with outlier.all-ejected", ended.Ended)
+	}
+}
+
+// `meshtriage demo` with no name, in a terminal: the picker of recorded
+// incidents, not a stdin prompt; the incident chosen opens with its story.
+func TestEndToEndDemoPicker(t *testing.T) {
+	bin, dir := e2eBinary(t)
+	logPath := filepath.Join(dir, "incident.jsonl")
+	p := startPane(t, dir, fmt.Sprintf("%s demo --log %s; echo EXIT=$?; sleep 60", bin, logPath))
+	p.waitFor("Choose a recorded incident", "healthy", "no cluster needed")
+	p.keys("/")
+	p.keys("port-mismatch")
+	p.keys("Enter")
+	p.keys("Enter")
+	p.waitFor("What does the on-call see?", "(scenario port-mismatch)")
+	p.keys("Enter")
+	p.waitFor("Runbook · guided", "orders.shop")
+	p.keys("q")
+	p.waitFor("Quit meshtriage?")
+	p.keys("y")
+	p.waitFor("incident log: "+logPath, "EXIT=0")
+}
+
+// e2eBinary is the binary under test (MESHTRIAGE_BIN, or a fresh build) and
+// a temporary folder for the test's files; it skips without tmux.
+func e2eBinary(t *testing.T) (bin, dir string) {
+	t.Helper()
+	if _, err := exec.LookPath("tmux"); err != nil {
+		t.Skip("tmux is not installed; the end-to-end test runs the binary in tmux (apt-get install tmux)")
+	}
+	dir = t.TempDir()
+	// MESHTRIAGE_BIN reuses a binary `make build` made; otherwise build one.
+	bin = os.Getenv("MESHTRIAGE_BIN")
+	if bin == "" {
+		bin = filepath.Join(dir, "meshtriage")
+		build := exec.Command("go", "build", "-o", bin, "./cmd/meshtriage")
+		build.Dir = ".."
+		if out, err := build.CombinedOutput(); err != nil {
+			t.Fatalf("go build: %v\n%s", err, out)
+		}
+	}
+	return bin, dir
+}
+
+// pane is a detached 100x30 tmux pane running one shell script.
+type pane struct {
+	t    *testing.T
+	tmux func(args ...string) string
+}
+
+func startPane(t *testing.T, dir, script string) *pane {
+	t.Helper()
+	tmuxBin, _ := exec.LookPath("tmux")
+	// A private server socket: never touch the user's (or another test's)
+	// tmux sessions.
+	sock := filepath.Join(dir, "tmux.sock")
+	tmux := func(args ...string) string {
+		t.Helper()
+		out, err := exec.Command(tmuxBin, append([]string{"-S", sock}, args...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("tmux %v: %v\n%s", args, err, out)
+		}
+		return string(out)
+	}
+	tmux("-f", "/dev/null", "new-session", "-d", "-s", "e2e", "-x", "100", "-y", "30", "-e", "TERM=xterm-256color", "-e", "NO_COLOR=", script)
+	t.Cleanup(func() { _ = exec.Command(tmuxBin, "-S", sock, "kill-server").Run() })
+	return &pane{t: t, tmux: tmux}
+}
+
+func (p *pane) screen() string { return p.tmux("capture-pane", "-p", "-t", "e2e") }
+
+func (p *pane) keys(k ...string) { p.tmux(append([]string{"send-keys", "-t", "e2e"}, k...)...) }
+
+// waitFor returns the screen once it shows every want, failing after 30 s.
+func (p *pane) waitFor(want ...string) string {
+	p.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		s := p.screen()
+		ok := true
+		for _, w := range want {
+			ok = ok && strings.Contains(s, w)
+		}
+		if ok {
+			return s
+		}
+		if time.Now().After(deadline) {
+			p.t.Fatalf("the pane never showed %q:\n%s", want, s)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// idle returns the screen once no probe is running.
+func (p *pane) idle() string {
+	p.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		s := p.screen()
+		if !strings.Contains(s, "running") && !strings.Contains(s, "starting the session") {
+			return s
+		}
+		if time.Now().After(deadline) {
+			p.t.Fatalf("probes still running after 30s:\n%s", s)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }

@@ -80,7 +80,7 @@ func (o *demoOptions) run(ctx context.Context, name string) error {
 	}
 	d := &demoSessions{opts: triage.Options{Mode: runbook.ModeGuided, LogPath: logPath, SessionID: id, Tool: version}}
 	defer d.close()
-	opts := tui.Options{LogPath: logPath, OpenScenario: d.open}
+	opts := tui.Options{LogPath: logPath, OpenScenario: d.open, Context: "demo"}
 	if name != "" {
 		eng, label, err := d.open(ctx, name)
 		if err != nil {

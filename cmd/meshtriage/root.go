@@ -18,7 +18,7 @@ import (
 // version is set at build time with -ldflags "-X main.version=...".
 var version = "dev"
 
-// Exit codes of the check contract (architecture.md).
+// Exit codes of the check contract (ARCHITECTURE.md).
 const (
 	exitOK       = 0
 	exitTriage   = 1 // could not triage: bad input, cluster unreachable

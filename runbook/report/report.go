@@ -1,5 +1,5 @@
 // Package report renders a finished check run as JSON (the contract in
-// architecture.md, for scripts and alerting), Markdown (for the incident
+// ARCHITECTURE.md, for scripts and alerting), Markdown (for the incident
 // channel or ticket) or plain text (for the terminal).
 package report
 

@@ -27,7 +27,7 @@ func readTestdata(t testing.TB, name string) []byte {
 
 func all(string) bool { return true }
 
-// The pitfall of architecture.md, reproduced: plain protojson, even with
+// The pitfall in ARCHITECTURE.md, reproduced: plain protojson, even with
 // DiscardUnknown, cannot decode a real dump.
 func TestPlainProtojsonFailsOnRealDumps(t *testing.T) {
 	for file, unresolved := range map[string]string{

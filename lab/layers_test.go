@@ -1,0 +1,166 @@
+package lab
+
+import (
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/meshtriage/meshtriage/"
+
+// layers is ARCHITECTURE.md's code map as ranks: a package may import only
+// packages of a lower rank (its longest matching folder decides), so imports
+// point downward, cmd → tui → runbook → probes → cluster access, parsers and
+// the mesh model. The terminal UI's components import each other (Go keeps
+// that tree acyclic); lab may import anything.
+var layers = map[string]int{
+	"assets":                   0,
+	"probes/mesh":              1,
+	"probes/parse":             1,
+	"probes/cluster":           2,
+	"probes/cluster/podconn":   3,
+	"probes/cluster/clientset": 3,
+	"probes/cluster/manifests": 3,
+	"probes/cluster/live":      4,
+	"probes/cluster/recorded":  4,
+	"probes":                   5,
+	"probes/actions":           5,
+	"probes/watch":             6,
+	"runbook":                  7,
+	"runbook/incidentlog":      8,
+	"runbook/report":           8,
+	"runbook/runbooktest":      8,
+	"runbook/triage":           9,
+	"tui":                      10,
+	"cmd":                      11,
+}
+
+// notFromProbes are the cluster implementations the probes must not know:
+// a probe reads through cluster.Cluster, whatever serves it.
+var notFromProbes = []string{"probes/cluster/live", "probes/cluster/recorded", "probes/cluster/podconn", "probes/cluster/clientset", "probes/cluster/manifests"}
+
+func rank(pkg string) (int, bool) {
+	best, r := "", 0
+	for prefix, n := range layers {
+		if (pkg == prefix || strings.HasPrefix(pkg, prefix+"/")) && len(prefix) > len(best) {
+			best, r = prefix, n
+		}
+	}
+	return r, best != ""
+}
+
+// productImports maps each product package (folder) to the project packages
+// its non-test files import.
+func productImports(t *testing.T, root string) map[string][]string {
+	t.Helper()
+	out := map[string][]string{}
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, path)
+		rel = filepath.ToSlash(rel)
+		if d.IsDir() {
+			if rel == "lab" || strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata" {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.ImportsOnly)
+		if err != nil {
+			return err
+		}
+		pkg := filepath.ToSlash(filepath.Dir(rel))
+		for _, im := range f.Imports {
+			p, _ := strconv.Unquote(im.Path.Value)
+			if strings.HasPrefix(p, module) {
+				out[pkg] = append(out[pkg], strings.TrimPrefix(p, module))
+			}
+		}
+		if _, ok := out[pkg]; !ok {
+			out[pkg] = nil
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func TestImportsPointDownward(t *testing.T) {
+	root, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(root, "ARCHITECTURE.md")); err != nil {
+		t.Fatalf("no ARCHITECTURE.md at the module root: %v", err)
+	}
+	imports := productImports(t, root)
+	pkgs := make([]string, 0, len(imports))
+	for p := range imports {
+		pkgs = append(pkgs, p)
+	}
+	sort.Strings(pkgs)
+	if len(pkgs) < 20 {
+		t.Fatalf("found only %d product packages under %s", len(pkgs), root)
+	}
+	for _, pkg := range pkgs {
+		from, ok := rank(pkg)
+		if !ok {
+			t.Errorf("%s is in no layer of ARCHITECTURE.md's code map: add it there and here", pkg)
+			continue
+		}
+		for _, dep := range imports[pkg] {
+			to, ok := rank(dep)
+			switch {
+			case !ok:
+				t.Errorf("%s imports %s, which is in no layer", pkg, dep)
+			case strings.HasPrefix(pkg, "tui") && strings.HasPrefix(dep, "tui"):
+			case to >= from:
+				t.Errorf("%s (layer %d) imports %s (layer %d): imports must point downward", pkg, from, dep, to)
+			}
+			if pkg == "probes" || strings.HasPrefix(pkg, "probes/watch") {
+				for _, impl := range notFromProbes {
+					if dep == impl {
+						t.Errorf("%s imports %s: probes read through cluster.Cluster, never an implementation", pkg, dep)
+					}
+				}
+			}
+		}
+	}
+}
+
+// The engine knows nothing about Istio: the runbook package reads no Istio
+// API and no mesh model; the knowledge is in the YAML and the probes' facts.
+func TestEngineKnowsNoIstio(t *testing.T) {
+	root, _ := filepath.Abs("..")
+	files, err := filepath.Glob(filepath.Join(root, "runbook", "*.go"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no runbook sources: %v", err)
+	}
+	for _, path := range files {
+		if strings.HasSuffix(path, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.ImportsOnly)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, im := range f.Imports {
+			p, _ := strconv.Unquote(im.Path.Value)
+			if strings.HasPrefix(p, "istio.io/") || strings.Contains(p, "envoyproxy") || p == module+"probes/mesh" {
+				t.Errorf("%s imports %s", filepath.Base(path), p)
+			}
+		}
+	}
+}
