@@ -23,6 +23,7 @@ var layers = map[string]int{
 	"assets":                   0,
 	"probes/mesh":              1,
 	"probes/parse":             1,
+	"probes/parse/clustername": 0,
 	"probes/cluster":           2,
 	"probes/cluster/podconn":   3,
 	"probes/cluster/clientset": 3,
