@@ -26,9 +26,12 @@ func (m MeshConfig) EnableAutoMtls() bool {
 	return m.Raw.GetEnableAutoMtls().GetValue()
 }
 
-// RegistryOnly reports outboundTrafficPolicy mode REGISTRY_ONLY (default ALLOW_ANY).
+// RegistryOnly reports outboundTrafficPolicy mode REGISTRY_ONLY (default
+// ALLOW_ANY). An absent policy is ALLOW_ANY, although the enum's zero is
+// REGISTRY_ONLY.
 func (m MeshConfig) RegistryOnly() bool {
-	return m.Raw != nil && m.Raw.GetOutboundTrafficPolicy().GetMode() == meshv1alpha1.MeshConfig_OutboundTrafficPolicy_REGISTRY_ONLY
+	p := m.Raw.GetOutboundTrafficPolicy()
+	return p != nil && p.GetMode() == meshv1alpha1.MeshConfig_OutboundTrafficPolicy_REGISTRY_ONLY
 }
 
 // RootNamespace is where mesh-wide policies live (default: the control plane's).

@@ -5,8 +5,8 @@ package clientset
 
 import (
 	"context"
-	"fmt"
 
+	"github.com/meshtriage/meshtriage/probes/mesh"
 	networkingv1 "istio.io/client-go/pkg/apis/networking/v1"
 	securityv1 "istio.io/client-go/pkg/apis/security/v1"
 	istioclient "istio.io/client-go/pkg/clientset/versioned"
@@ -89,40 +89,7 @@ func (r Reader) EndpointSlices(ctx context.Context, namespace, service string) (
 		}
 		return nil, err
 	}
-	return SlicesFromEndpoints(ep), nil
-}
-
-// SlicesFromEndpoints converts a core Endpoints object into the EndpointSlice
-// shape (one slice per subset) so probes handle one form.
-//
-//nolint:staticcheck // core Endpoints is deprecated but still served.
-func SlicesFromEndpoints(ep *corev1.Endpoints) []discoveryv1.EndpointSlice {
-	var out []discoveryv1.EndpointSlice
-	for i, ss := range ep.Subsets {
-		s := discoveryv1.EndpointSlice{
-			ObjectMeta: metav1.ObjectMeta{
-				Name:      fmt.Sprintf("%s-endpoints-%d", ep.Name, i),
-				Namespace: ep.Namespace,
-				Labels:    map[string]string{discoveryv1.LabelServiceName: ep.Name},
-			},
-			AddressType: discoveryv1.AddressTypeIPv4,
-		}
-		for _, p := range ss.Ports {
-			p := p
-			s.Ports = append(s.Ports, discoveryv1.EndpointPort{Name: &p.Name, Port: &p.Port, Protocol: &p.Protocol})
-		}
-		add := func(addrs []corev1.EndpointAddress, ready bool) {
-			for _, a := range addrs {
-				r := ready
-				e := discoveryv1.Endpoint{Addresses: []string{a.IP}, Conditions: discoveryv1.EndpointConditions{Ready: &r}, TargetRef: a.TargetRef, NodeName: a.NodeName}
-				s.Endpoints = append(s.Endpoints, e)
-			}
-		}
-		add(ss.Addresses, true)
-		add(ss.NotReadyAddresses, false)
-		out = append(out, s)
-	}
-	return out
+	return mesh.SlicesFromEndpoints(ep), nil
 }
 
 func (r Reader) GetConfigMap(ctx context.Context, namespace, name string) (*corev1.ConfigMap, error) {

@@ -1,0 +1,99 @@
+package mesh
+
+import (
+	networkingv1 "istio.io/client-go/pkg/apis/networking/v1"
+	securityv1 "istio.io/client-go/pkg/apis/security/v1"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+)
+
+// Config is what istiod computes a proxy's configuration from, as far as a
+// triage read it: the mesh config and the Istio rules of the namespaces that
+// matter (the caller's, the services', the root), and for each Service a
+// route may send to, its endpoints and their pods and nodes. Nothing here
+// reads a cluster; the probes fill it.
+type Config struct {
+	Mesh MeshConfig
+	// RootNamespace holds the mesh-wide rules (Mesh.RootNamespace of the
+	// control plane's namespace).
+	RootNamespace string
+	// ClusterID names the cluster in endpoint labels (topology.istio.io/
+	// cluster); istiod's default is "Kubernetes".
+	ClusterID string
+
+	// Services are keyed by their hostname (NAME.NAMESPACE.svc.cluster.local).
+	Services map[string]*ServiceData
+	// Namespaces by name: their labels carry the network of pods that do
+	// not name one.
+	Namespaces map[string]*corev1.Namespace
+
+	VirtualServices     []*networkingv1.VirtualService
+	DestinationRules    []*networkingv1.DestinationRule
+	ServiceEntries      []*networkingv1.ServiceEntry
+	Sidecars            []*networkingv1.Sidecar
+	PeerAuthentications []*securityv1.PeerAuthentication
+
+	// Unknown lists what could not be read and so cannot be judged ("the
+	// rules of namespace istio-system: forbidden"); a View repeats it.
+	Unknown []string
+}
+
+// ServiceData is one Service and what istiod builds its endpoints from.
+type ServiceData struct {
+	Service *corev1.Service
+	// Slices are the Service's EndpointSlices (core Endpoints converted
+	// into slices when the API has none): a selector-less Service's
+	// endpoints are only these.
+	Slices []discoveryv1.EndpointSlice
+	// Pods are the pods the endpoints point at, by name.
+	Pods map[string]*corev1.Pod
+	// Nodes are the pods' nodes, by name, for the locality labels istiod
+	// adds to endpoints; a node missing here leaves those labels unknown.
+	Nodes map[string]*corev1.Node
+	// NodesUnknown says why nodes could not be read, if they could not.
+	NodesUnknown string
+}
+
+// DefaultClusterID is the cluster ID istiod uses when none is configured.
+const DefaultClusterID = "Kubernetes"
+
+// Caller is the proxy the view is for.
+type Caller struct {
+	Namespace string
+	// Name is the pod's name, "" for "a meshed pod in namespace N".
+	Name string
+	// Labels are the caller pod's labels; nil when the caller is not a
+	// known pod, so rules that select workloads cannot be judged for it.
+	Labels map[string]string
+	// Sidecar is false for a pod without istio-proxy: it gets no Istio
+	// config at all and reaches Services through kube-proxy.
+	Sidecar bool
+}
+
+// CallerFromPod is the caller a pod is.
+func CallerFromPod(p *corev1.Pod) Caller {
+	labels := p.Labels
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	return Caller{Namespace: p.Namespace, Name: p.Name, Labels: labels, Sidecar: PodSidecar(p) != SidecarNone}
+}
+
+// MeshedCallerIn is "some meshed pod in namespace ns": what a triage assumes
+// when it does not know who sees the 503s.
+func MeshedCallerIn(ns string) Caller {
+	return Caller{Namespace: ns, Sidecar: true}
+}
+
+func (c Caller) String() string {
+	switch {
+	case c.Name != "":
+		return c.Namespace + "/" + c.Name
+	case c.Sidecar:
+		return "a meshed pod in " + c.Namespace
+	}
+	return "a pod without sidecar in " + c.Namespace
+}
+
+// labelsKnown reports whether workload-selected rules can be judged.
+func (c Caller) labelsKnown() bool { return c.Labels != nil }

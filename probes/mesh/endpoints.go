@@ -1,0 +1,215 @@
+package mesh
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"istio.io/api/label"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
+// Labels istiod adds to every Kubernetes endpoint besides its pod's labels
+// (pilot's serviceregistry/util/label AugmentLabels): a DestinationRule
+// subset may select on them.
+const (
+	LabelRegion   = "topology.kubernetes.io/region"
+	LabelZone     = "topology.kubernetes.io/zone"
+	LabelSubzone  = "topology.istio.io/subzone"
+	LabelHostname = "kubernetes.io/hostname"
+	LabelCluster  = "topology.istio.io/cluster"
+	LabelNetwork  = "topology.istio.io/network"
+	// labelLocality is the pod label that overrides the node's locality,
+	// as region.zone.subzone (labels cannot hold "/").
+	labelLocality = "istio-locality"
+)
+
+// Endpoint is one address istiod gives proxies for a Service port.
+type Endpoint struct {
+	Address string
+	// Port is the port the caller's proxy connects to: the targetPort the
+	// EndpointSlice carries for the service port.
+	Port int32
+	// Pod is the pod behind it, "" for a selector-less Service's address.
+	Pod         string
+	Node        string
+	Ready       bool
+	Terminating bool
+	// Labels are the pod's labels with istiod's locality, host, cluster
+	// and network labels added: what a subset selects on.
+	Labels map[string]string
+	// LabelsUnknown names the augmentation labels whose value could not be
+	// read (the node was not readable).
+	LabelsUnknown []string
+	Sidecar       SidecarKind
+	// TLSModeIstio is the pod label security.istio.io/tlsMode=istio, which
+	// auto mTLS follows.
+	TLSModeIstio bool
+}
+
+// Serving reports whether Envoy sends requests to it: ready and not
+// terminating.
+func (e Endpoint) Serving() bool { return e.Ready && !e.Terminating }
+
+// Endpoints are the Service's endpoints for a service port, with their
+// labels as istiod sees them.
+func (c *Config) Endpoints(sd *ServiceData, port int32) []Endpoint {
+	var sp *corev1.ServicePort
+	for i := range sd.Service.Spec.Ports {
+		if sd.Service.Spec.Ports[i].Port == port {
+			sp = &sd.Service.Spec.Ports[i]
+		}
+	}
+	var out []Endpoint
+	seen := map[string]bool{}
+	for _, slice := range sd.Slices {
+		target, ok := slicePort(slice, sp)
+		if !ok {
+			continue
+		}
+		for _, ep := range slice.Endpoints {
+			for _, addr := range ep.Addresses {
+				if seen[addr] {
+					continue
+				}
+				seen[addr] = true
+				e := Endpoint{Address: addr, Port: target, Ready: ep.Conditions.Ready == nil || *ep.Conditions.Ready,
+					Terminating: ep.Conditions.Terminating != nil && *ep.Conditions.Terminating}
+				if ep.NodeName != nil {
+					e.Node = *ep.NodeName
+				}
+				var pod *corev1.Pod
+				if ref := ep.TargetRef; ref != nil && ref.Kind == "Pod" {
+					e.Pod = ref.Name
+					pod = sd.Pods[ref.Name]
+				}
+				c.describeEndpoint(&e, pod, sd)
+				out = append(out, e)
+			}
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Address < out[j].Address })
+	return out
+}
+
+// slicePort finds the slice's port for the service port: by name, as the
+// EndpointSlice controller names them after the service ports.
+func slicePort(slice discoveryv1.EndpointSlice, sp *corev1.ServicePort) (int32, bool) {
+	if sp == nil {
+		return 0, false
+	}
+	if len(slice.Ports) == 0 {
+		// A hand-made slice without ports carries the targetPort as is.
+		if sp.TargetPort.Type == intstr.Int && sp.TargetPort.IntVal != 0 {
+			return sp.TargetPort.IntVal, true
+		}
+		return sp.Port, true
+	}
+	for _, p := range slice.Ports {
+		name := ""
+		if p.Name != nil {
+			name = *p.Name
+		}
+		if name == sp.Name && p.Port != nil {
+			return *p.Port, true
+		}
+	}
+	return 0, false
+}
+
+// describeEndpoint fills in what istiod knows of the endpoint's pod.
+func (c *Config) describeEndpoint(e *Endpoint, pod *corev1.Pod, sd *ServiceData) {
+	e.Labels = map[string]string{}
+	e.Sidecar = SidecarNone
+	if pod != nil {
+		for k, v := range pod.Labels {
+			e.Labels[k] = v
+		}
+		e.Sidecar = PodSidecar(pod)
+		e.TLSModeIstio = pod.Labels[label.SecurityTlsMode.Name] == "istio"
+		if e.Node == "" {
+			e.Node = pod.Spec.NodeName
+		}
+	}
+	clusterID := c.ClusterID
+	if clusterID == "" {
+		clusterID = DefaultClusterID
+	}
+	e.Labels[LabelCluster] = clusterID
+	if e.Node != "" {
+		e.Labels[LabelHostname] = e.Node
+	}
+	if network := c.network(pod); network != "" {
+		e.Labels[LabelNetwork] = network
+	}
+	region, zone, subzone, known := c.locality(pod, sd.Nodes[e.Node])
+	if !known {
+		e.LabelsUnknown = []string{LabelRegion, LabelZone, LabelSubzone}
+		return
+	}
+	for k, v := range map[string]string{LabelRegion: region, LabelZone: zone, LabelSubzone: subzone} {
+		if v != "" {
+			e.Labels[k] = v
+		}
+	}
+}
+
+// locality is the endpoint's region, zone and subzone: the pod's
+// istio-locality label, else its node's topology labels. known is false
+// when neither could be read.
+func (c *Config) locality(pod *corev1.Pod, node *corev1.Node) (region, zone, subzone string, known bool) {
+	if pod != nil {
+		if v := pod.Labels[labelLocality]; v != "" {
+			parts := strings.SplitN(v, ".", 3)
+			for len(parts) < 3 {
+				parts = append(parts, "")
+			}
+			return parts[0], parts[1], parts[2], true
+		}
+	}
+	if node == nil {
+		return "", "", "", false
+	}
+	return node.Labels[LabelRegion], node.Labels[LabelZone], node.Labels[LabelSubzone], true
+}
+
+// network is the pod's network: its own label, else its namespace's.
+func (c *Config) network(pod *corev1.Pod) string {
+	if pod == nil {
+		return ""
+	}
+	if v := pod.Labels[LabelNetwork]; v != "" {
+		return v
+	}
+	if ns := c.Namespaces[pod.Namespace]; ns != nil {
+		return ns.Labels[LabelNetwork]
+	}
+	return ""
+}
+
+// SelectsEndpoint reports whether a subset's labels select the endpoint,
+// and, when that depends on a label istiod adds but could not be read here,
+// says so instead of guessing.
+func SelectsEndpoint(subset map[string]string, e Endpoint) (selects bool, unknown string) {
+	for k, v := range subset {
+		got, ok := e.Labels[k]
+		if !ok && contains(e.LabelsUnknown, k) {
+			return false, fmt.Sprintf("label %s of endpoint %s (the node %s was not readable)", k, e.Address, e.Node)
+		}
+		if got != v {
+			return false, ""
+		}
+	}
+	return true, ""
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,165 @@
+package mesh
+
+import (
+	"fmt"
+
+	networkingv1alpha3 "istio.io/api/networking/v1alpha3"
+	securityv1beta1 "istio.io/api/security/v1beta1"
+	securityv1 "istio.io/client-go/pkg/apis/security/v1"
+)
+
+// Peer authentication modes as PeerAuthentication spells them.
+const (
+	ModeStrict     = "STRICT"
+	ModePermissive = "PERMISSIVE"
+	ModeDisable    = "DISABLE"
+)
+
+// What a caller's proxy puts on the wire toward an endpoint.
+const (
+	SendsMTLS      = "mtls"      // Istio mutual TLS
+	SendsPlaintext = "plaintext" // nothing added
+	SendsTLS       = "tls"       // TLS originated with the DestinationRule's own certificates (SIMPLE, MUTUAL)
+)
+
+// TLS mismatches between what a caller sends and what an endpoint accepts.
+const (
+	MismatchNone            = "none"
+	MismatchPlaintextStrict = "plaintext-to-strict"
+	MismatchMTLSNoSidecar   = "mtls-to-no-sidecar"
+	MismatchDoubleTLS       = "double-tls"
+	MismatchMTLSDisabled    = "mtls-to-disabled"
+)
+
+// PeerMode is the mode an endpoint's sidecar enforces, and which policy
+// decided it.
+type PeerMode struct {
+	Mode string
+	From string // "mesh istio-system/default", "namespace shop/strict", "workload ...", "port 8080 of ...", "default"
+}
+
+// PeerAuthMode resolves PeerAuthentication precedence as istiod does for a
+// workload in namespace ns with podLabels, on its port targetPort: a
+// workload policy (selector) in the namespace, then the namespace-wide
+// policy, then the mesh-wide one in the root namespace; UNSET inherits from
+// the level above; the workload policy's portLevelMtls (keyed by the
+// container port) overrides it for that port; the default is PERMISSIVE.
+// When several policies compete at one level the oldest wins.
+func (c *Config) PeerAuthMode(ns string, podLabels map[string]string, targetPort int32) PeerMode {
+	var meshWide, namespace, workload *securityv1.PeerAuthentication
+	for _, pa := range c.PeerAuthentications {
+		sel := pa.Spec.GetSelector().GetMatchLabels()
+		switch {
+		case pa.Namespace == c.RootNamespace && len(sel) == 0:
+			meshWide = older(meshWide, pa)
+		case pa.Namespace == ns && len(sel) == 0:
+			namespace = older(namespace, pa)
+		case pa.Namespace == ns && LabelsMatch(sel, podLabels):
+			workload = older(workload, pa)
+		}
+	}
+	m := PeerMode{Mode: ModePermissive, From: "default"}
+	apply := func(pa *securityv1.PeerAuthentication, level string) {
+		if pa == nil {
+			return
+		}
+		if mode := pa.Spec.GetMtls().GetMode(); mode != securityv1beta1.PeerAuthentication_MutualTLS_UNSET {
+			m = PeerMode{Mode: mode.String(), From: level + " " + pa.Namespace + "/" + pa.Name}
+		}
+	}
+	apply(meshWide, "mesh")
+	apply(namespace, "namespace")
+	apply(workload, "workload")
+	if workload != nil && targetPort > 0 {
+		if pm, ok := workload.Spec.GetPortLevelMtls()[uint32(targetPort)]; ok && pm.GetMode() != securityv1beta1.PeerAuthentication_MutualTLS_UNSET {
+			m = PeerMode{Mode: pm.GetMode().String(), From: fmt.Sprintf("port %d of %s/%s", targetPort, workload.Namespace, workload.Name)}
+		}
+	}
+	return m
+}
+
+// serviceMTLSMode is istiod's best-effort guess of a Service's mode, which
+// decides whether auto mTLS adds TLS to the cluster at all
+// (BestEffortInferServiceMTLSMode): the namespace-wide policy, else the
+// mesh-wide one. Workload and port-level policies are not consulted.
+func (c *Config) serviceMTLSMode(ns string) PeerMode {
+	return c.PeerAuthMode(ns, nil, 0)
+}
+
+func older(cur, pa *securityv1.PeerAuthentication) *securityv1.PeerAuthentication {
+	if cur == nil || pa.CreationTimestamp.Before(&cur.CreationTimestamp) {
+		return pa
+	}
+	return cur
+}
+
+// ClientTLS is what the caller's proxy is told to do about TLS for a
+// cluster: a DestinationRule tls mode, or auto mTLS.
+type ClientTLS struct {
+	// Mode is the DestinationRule's tls mode (DISABLE, SIMPLE, MUTUAL,
+	// ISTIO_MUTUAL), or "" when none is set and auto mTLS (if enabled)
+	// decides per endpoint.
+	Mode string
+	// From names the rule and level that set it.
+	From string
+	Auto bool
+	// ServiceMode is the namespace/mesh PeerAuthentication mode auto mTLS
+	// consults (DISABLE turns it off for the whole cluster).
+	ServiceMode PeerMode
+}
+
+// clientTLS reads the tls settings of a merged traffic policy.
+func clientTLS(tp *networkingv1alpha3.TrafficPolicy, from string, auto bool, service PeerMode) ClientTLS {
+	ct := ClientTLS{Auto: auto, ServiceMode: service}
+	if tls := tp.GetTls(); tls != nil {
+		// A tls block without a mode is DISABLE, the enum's zero.
+		ct.Mode, ct.From = tls.GetMode().String(), from
+	}
+	return ct
+}
+
+// Sends is what the caller's proxy originates toward endpoint e, and why.
+func (ct ClientTLS) Sends(e Endpoint) (string, string) {
+	switch ct.Mode {
+	case "ISTIO_MUTUAL":
+		return SendsMTLS, "DestinationRule tls mode ISTIO_MUTUAL (" + ct.From + ")"
+	case "SIMPLE", "MUTUAL":
+		return SendsTLS, "DestinationRule tls mode " + ct.Mode + " originates TLS with its own certificates (" + ct.From + ")"
+	case "DISABLE":
+		return SendsPlaintext, "DestinationRule tls mode DISABLE (" + ct.From + ")"
+	}
+	switch {
+	case !ct.Auto:
+		return SendsPlaintext, "no DestinationRule tls and enableAutoMtls is false"
+	case ct.ServiceMode.Mode == ModeDisable:
+		return SendsPlaintext, "auto mTLS is off for the Service: its " + ct.ServiceMode.From + " PeerAuthentication is DISABLE"
+	case e.TLSModeIstio:
+		return SendsMTLS, "auto mTLS: the endpoint's pod is labelled security.istio.io/tlsMode=istio"
+	}
+	return SendsPlaintext, "auto mTLS: the endpoint's pod is not labelled security.istio.io/tlsMode=istio"
+}
+
+// TLSMismatch judges what is sent against what the endpoint accepts.
+func TLSMismatch(sends string, e Endpoint, accepts PeerMode) string {
+	meshed := e.Sidecar != SidecarNone
+	switch sends {
+	case SendsMTLS:
+		switch {
+		case !meshed:
+			return MismatchMTLSNoSidecar
+		case accepts.Mode == ModeDisable:
+			return MismatchMTLSDisabled
+		}
+	case SendsPlaintext:
+		// STRICT is enforced by the endpoint's sidecar; a pod without one
+		// takes plaintext whatever the policy says.
+		if meshed && accepts.Mode == ModeStrict {
+			return MismatchPlaintextStrict
+		}
+	case SendsTLS:
+		if meshed {
+			return MismatchDoubleTLS
+		}
+	}
+	return MismatchNone
+}

@@ -1,0 +1,426 @@
+package mesh
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	networkingv1alpha3 "istio.io/api/networking/v1alpha3"
+	networkingv1 "istio.io/client-go/pkg/apis/networking/v1"
+	corev1 "k8s.io/api/core/v1"
+)
+
+// View is what istiod gives a caller for one Service port, and what the
+// caller's proxy then does with a request: is the Service visible, which
+// route takes it, to which clusters and with what weights, which endpoints
+// each cluster has, and what TLS goes to each of them.
+type View struct {
+	Caller   Caller
+	Service  *corev1.Service
+	Host     string
+	Port     int32
+	Protocol string
+	// Visibility is meaningful only for a caller with a sidecar.
+	Visibility Visibility
+	// VirtualService is the one that routes the host for the caller, nil
+	// when Istio's default route does.
+	VirtualService   *networkingv1.VirtualService
+	VirtualServices  []RuleVerdict
+	DestinationRules []RuleVerdict
+	Rule             *AppliedRule
+	Routes           []Route
+	// Unmatched: every route has a match condition, so a request none of
+	// them matches gets 404 NR from the caller's proxy.
+	Unmatched bool
+	// Clusters are keyed by name; each route destination and mirror has
+	// one.
+	Clusters map[string]*Cluster
+	Unknown  []string
+}
+
+// Cluster is one Envoy cluster a route sends to, as istiod builds it for
+// the caller.
+type Cluster struct {
+	Name   string
+	Host   string
+	Subset string
+	Port   int32
+	// Exists is false when istiod builds no such cluster for the caller
+	// (an undefined subset, a host it does not know or cannot see):
+	// Envoy then answers 503 NC.
+	Exists bool
+	Why    string
+	// Mirror: only mirrors send to it.
+	Mirror bool
+	// External: a ServiceEntry's host, whose endpoints are not read here.
+	External bool
+	// ServiceServing is how many endpoints of the whole Service serve,
+	// subset or not: a subset can be empty while the Service is not.
+	ServiceServing int
+	// Undecided counts endpoints whose selection by the subset depends on
+	// a label that could not be read: no verdict on an empty subset then.
+	Undecided int
+	Rule      *AppliedRule
+	Policy    *networkingv1alpha3.TrafficPolicy
+	TLS       ClientTLS
+	Endpoints []EndpointTLS
+	Unknown   []string
+}
+
+// EndpointTLS is an endpoint of a cluster with the TLS the caller sends it
+// and the mode it accepts.
+type EndpointTLS struct {
+	Endpoint
+	Sends    string
+	SendsWhy string
+	Accepts  PeerMode
+	Mismatch string
+}
+
+// Serving counts the endpoints Envoy sends requests to.
+func (c *Cluster) Serving() int {
+	n := 0
+	for _, e := range c.Endpoints {
+		if e.Serving() {
+			n++
+		}
+	}
+	return n
+}
+
+// Routing through kube-proxy and the fallback clusters, which carry no
+// Istio config.
+const (
+	KubeProxy = "kube-proxy"
+)
+
+// ViewFor works out what the caller's proxy is given for the Service with
+// hostname host on service port.
+func (c *Config) ViewFor(caller Caller, host string, port int32) (*View, error) {
+	sd := c.Services[host]
+	if sd == nil || sd.Service == nil {
+		return nil, fmt.Errorf("no Service %s in the configuration read", host)
+	}
+	var sp *corev1.ServicePort
+	for i := range sd.Service.Spec.Ports {
+		if sd.Service.Spec.Ports[i].Port == port {
+			sp = &sd.Service.Spec.Ports[i]
+		}
+	}
+	if sp == nil {
+		return nil, fmt.Errorf("Service %s has no port %d", host, port)
+	}
+	v := &View{Caller: caller, Service: sd.Service, Host: host, Port: port, Protocol: PortProtocol(*sp),
+		Clusters: map[string]*Cluster{}, Unknown: append([]string(nil), c.Unknown...)}
+	if !caller.Sidecar {
+		// No proxy, no Istio config: kube-proxy picks any endpoint of the
+		// Service and the app's bytes go as they are.
+		v.Routes = []Route{{Name: "kube-proxy: the caller has no sidecar", CatchAll: true,
+			Destinations: []Destination{{Host: host, Port: port, Percent: 100, Cluster: KubeProxy}}}}
+		v.Clusters[KubeProxy] = c.plainCluster(KubeProxy, sd, port, "the caller has no sidecar: its app's plaintext leaves the pod as is")
+		return v, nil
+	}
+	v.Visibility = c.VisibilityOf(caller, sd.Service, port)
+	if v.Visibility.Unknown != "" {
+		v.Unknown = append(v.Unknown, v.Visibility.Unknown)
+	}
+	rule, drVerdicts, unknown := c.DestinationRuleFor(caller, host, sd.Service.Namespace)
+	v.Rule, v.DestinationRules = rule, drVerdicts
+	v.Unknown = append(v.Unknown, unknown...)
+	if !v.Visibility.Visible {
+		fb := v.Visibility.Fallback
+		v.Routes = []Route{{Name: fb + ": the caller's proxy has no config for the Service", CatchAll: true,
+			Destinations: []Destination{{Host: host, Port: port, Percent: 100, Cluster: fb}}}}
+		if fb == PassthroughCluster {
+			v.Clusters[fb] = c.plainCluster(fb, sd, port, "PassthroughCluster forwards the app's bytes to the ClusterIP as they are, without mTLS")
+		} else {
+			v.Clusters[fb] = &Cluster{Name: fb, Host: host, Port: port, Exists: true, Why: "BlackHoleCluster drops every request (502)"}
+		}
+		return v, nil
+	}
+	v.VirtualService, v.VirtualServices = c.VirtualServicesFor(caller, host)
+	if v.VirtualService != nil {
+		v.Routes = RoutesOf(v.VirtualService, port, v.Protocol)
+	}
+	if len(v.Routes) == 0 {
+		v.Routes = []Route{{Name: "default route to the Service", CatchAll: true,
+			Destinations: []Destination{{Host: host, Port: port, Percent: 100, Cluster: ClusterName(port, "", host)}}}}
+	} else {
+		v.Unmatched = true
+		for _, r := range v.Routes {
+			v.Unmatched = v.Unmatched && !r.CatchAll
+		}
+	}
+	for _, r := range v.Routes {
+		for _, d := range r.Destinations {
+			v.addCluster(c, caller, d, false)
+		}
+		for _, d := range r.Mirrors {
+			v.addCluster(c, caller, d, true)
+		}
+	}
+	return v, nil
+}
+
+func (v *View) addCluster(c *Config, caller Caller, d Destination, mirror bool) {
+	if cl, ok := v.Clusters[d.Cluster]; ok {
+		cl.Mirror = cl.Mirror && mirror
+		return
+	}
+	cl := c.clusterFor(caller, d)
+	cl.Mirror = mirror
+	v.Clusters[d.Cluster] = cl
+}
+
+// clusterFor builds the cluster a destination names, as istiod would for
+// the caller, or says why there is none.
+func (c *Config) clusterFor(caller Caller, d Destination) *Cluster {
+	cl := &Cluster{Name: d.Cluster, Host: d.Host, Subset: d.Subset, Port: d.Port}
+	sd := c.Services[d.Host]
+	if sd == nil || sd.Service == nil {
+		if se := c.visibleServiceEntry(caller, d.Host); se != nil {
+			cl.Exists, cl.External = true, true
+			cl.Why = "ServiceEntry " + se.Namespace + "/" + se.Name
+			return cl
+		}
+		cl.Why = "no Service or ServiceEntry named " + d.Host + " that the caller can see"
+		return cl
+	}
+	if vis := c.VisibilityOf(caller, sd.Service, d.Port); !vis.Visible {
+		cl.Why = vis.HiddenBy
+		return cl
+	}
+	hasPort := false
+	for _, p := range sd.Service.Spec.Ports {
+		hasPort = hasPort || p.Port == d.Port
+	}
+	if !hasPort {
+		cl.Why = fmt.Sprintf("Service %s has no port %d", d.Host, d.Port)
+		return cl
+	}
+	rule, _, unknown := c.DestinationRuleFor(caller, d.Host, sd.Service.Namespace)
+	cl.Rule, cl.Unknown = rule, unknown
+	var subset *networkingv1alpha3.Subset
+	if d.Subset != "" {
+		if subset = rule.Subset(d.Subset); subset == nil {
+			defined := "no DestinationRule applies to " + d.Host
+			if rule != nil {
+				defined = "the DestinationRule that applies (" + strings.Join(rule.Names(), ", ") + ") defines " + subsetNames(rule)
+			}
+			cl.Why = fmt.Sprintf("subset %s is not defined: %s", d.Subset, defined)
+			return cl
+		}
+	}
+	cl.Exists = true
+	cl.Policy = rule.ClusterPolicy(d.Port, d.Subset)
+	from := ""
+	if rule != nil {
+		from = rule.PolicyFrom
+	}
+	ns := sd.Service.Namespace
+	cl.TLS = clientTLS(cl.Policy, from, c.Mesh.EnableAutoMtls(), c.serviceMTLSMode(ns))
+	for _, e := range c.Endpoints(sd, d.Port) {
+		if e.Serving() {
+			cl.ServiceServing++
+		}
+		if subset != nil {
+			ok, why := SelectsEndpoint(subset.GetLabels(), e)
+			if why != "" {
+				cl.Undecided++
+				cl.Unknown = append(cl.Unknown, "whether subset "+d.Subset+" selects "+why)
+			}
+			if !ok {
+				continue
+			}
+		}
+		cl.Endpoints = append(cl.Endpoints, c.endpointTLS(cl.TLS, e, ns))
+	}
+	return cl
+}
+
+// plainCluster is the Service's endpoints reached without Istio config
+// (kube-proxy, PassthroughCluster): plaintext to each.
+func (c *Config) plainCluster(name string, sd *ServiceData, port int32, why string) *Cluster {
+	cl := &Cluster{Name: name, Host: ServiceHost(sd.Service.Name, sd.Service.Namespace), Port: port, Exists: true, Why: why}
+	for _, e := range c.Endpoints(sd, port) {
+		if e.Serving() {
+			cl.ServiceServing++
+		}
+		accepts := c.PeerAuthMode(sd.Service.Namespace, e.Labels, e.Port)
+		cl.Endpoints = append(cl.Endpoints, EndpointTLS{Endpoint: e, Sends: SendsPlaintext, SendsWhy: why, Accepts: accepts,
+			Mismatch: TLSMismatch(SendsPlaintext, e, accepts)})
+	}
+	return cl
+}
+
+func (c *Config) endpointTLS(ct ClientTLS, e Endpoint, ns string) EndpointTLS {
+	sends, why := ct.Sends(e)
+	accepts := c.PeerAuthMode(ns, e.Labels, e.Port)
+	return EndpointTLS{Endpoint: e, Sends: sends, SendsWhy: why, Accepts: accepts, Mismatch: TLSMismatch(sends, e, accepts)}
+}
+
+func subsetNames(a *AppliedRule) string {
+	var names []string
+	for _, s := range a.Subsets {
+		names = append(names, s.GetName())
+	}
+	if len(names) == 0 {
+		return "no subsets"
+	}
+	return "subsets " + strings.Join(names, ", ")
+}
+
+// visibleServiceEntry is a ServiceEntry for host exported to the caller.
+func (c *Config) visibleServiceEntry(caller Caller, host string) *networkingv1.ServiceEntry {
+	meshDefault := c.Mesh.Raw.GetDefaultServiceExportTo()
+	for _, se := range c.ServiceEntries {
+		if !ExportedTo(exportToOrDefault(se.Spec.GetExportTo(), meshDefault), se.Namespace, caller.Namespace) {
+			continue
+		}
+		for _, h := range se.Spec.GetHosts() {
+			if HostCovers(h, se.Namespace, host) {
+				return se
+			}
+		}
+	}
+	return nil
+}
+
+// Why a route destination fails every request sent to it.
+const (
+	BreakNoCluster    = "no-cluster"    // istiod builds no cluster: 503 NC
+	BreakSubsetEmpty  = "subset-empty"  // the subset has no serving endpoint while the Service has some: 503 UH
+	BreakServiceEmpty = "service-empty" // the Service has no serving endpoint at all: 503 UH
+	BreakBlackHole    = "blackhole"     // BlackHoleCluster: 502
+	// BreakSubsetUndefined: the route names a subset no applying rule
+	// defines, so istiod builds no cluster: 503 NC.
+	BreakSubsetUndefined = "subset-undefined"
+)
+
+// Break is a route destination that fails every request it gets.
+type Break struct {
+	Route       Route
+	Destination Destination
+	Reason      string
+	Why         string
+}
+
+// Breaks lists the route destinations (mirrors aside) that fail every
+// request sent to them, most traffic first.
+func (v *View) Breaks() []Break {
+	var out []Break
+	for _, r := range v.Routes {
+		for _, d := range r.Destinations {
+			if d.Percent == 0 {
+				continue
+			}
+			cl := v.Clusters[d.Cluster]
+			if cl == nil {
+				continue
+			}
+			b := Break{Route: r, Destination: d}
+			switch {
+			case d.Cluster == BlackHoleCluster:
+				b.Reason, b.Why = BreakBlackHole, cl.Why
+			case !cl.Exists && d.Subset != "" && strings.HasPrefix(cl.Why, "subset "):
+				b.Reason, b.Why = BreakSubsetUndefined, cl.Why
+			case !cl.Exists:
+				b.Reason, b.Why = BreakNoCluster, cl.Why
+			case cl.External:
+				continue
+			case cl.Serving() > 0, cl.Undecided > 0:
+				continue
+			case cl.ServiceServing > 0:
+				b.Reason, b.Why = BreakSubsetEmpty, fmt.Sprintf("subset %s selects none of the %d serving endpoints of %s", d.Subset, cl.ServiceServing, d.Host)
+			default:
+				b.Reason, b.Why = BreakServiceEmpty, d.Host+" has no serving endpoint"
+			}
+			out = append(out, b)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Destination.Percent > out[j].Destination.Percent })
+	return out
+}
+
+// BrokenShare is, for each route, the share of its requests that go to
+// destinations failing for one of reasons, and the largest such share.
+func (v *View) BrokenShare(reasons ...string) (max int, byRoute map[string]int) {
+	byRoute = map[string]int{}
+	for _, b := range v.Breaks() {
+		if !contains(reasons, b.Reason) {
+			continue
+		}
+		key := b.Route.VirtualService + " " + b.Route.Name
+		byRoute[key] += b.Destination.Percent
+		if byRoute[key] > max {
+			max = byRoute[key]
+		}
+	}
+	return max, byRoute
+}
+
+// Chain is the reasoning an on-call would follow, one line a link: caller,
+// visibility, route and weights, clusters and their endpoints, TLS.
+func (v *View) Chain() []string {
+	var out []string
+	side := "with sidecar"
+	if !v.Caller.Sidecar {
+		side = "without sidecar"
+	}
+	out = append(out, fmt.Sprintf("caller %s (%s) → %s:%d (%s)", v.Caller, side, v.Host, v.Port, v.Protocol))
+	if v.Caller.Sidecar {
+		vis := "visible to the caller's proxy"
+		if !v.Visibility.Visible {
+			vis = "NOT visible: " + v.Visibility.HiddenBy + "; its traffic goes to " + v.Visibility.Fallback
+		}
+		policy := "ALLOW_ANY"
+		if v.Visibility.RegistryOnly {
+			policy = "REGISTRY_ONLY"
+		}
+		out = append(out, fmt.Sprintf("  %s (outbound policy %s from %s)", vis, policy, v.Visibility.PolicyFrom))
+	}
+	if v.VirtualService != nil {
+		out = append(out, "  VirtualService "+v.VirtualService.Namespace+"/"+v.VirtualService.Name+" routes it")
+	}
+	for _, r := range v.Routes {
+		var dests []string
+		for _, d := range r.Destinations {
+			dests = append(dests, fmt.Sprintf("%d%% → %s", d.Percent, d.Cluster))
+		}
+		for _, d := range r.Mirrors {
+			dests = append(dests, "mirror → "+d.Cluster+" (copies only)")
+		}
+		out = append(out, "  route "+strings.TrimSpace(r.VirtualService+" "+r.Name)+": "+strings.Join(dests, ", "))
+	}
+	if v.Unmatched {
+		out = append(out, "  no route without a match condition: other requests get 404 NR")
+	}
+	names := make([]string, 0, len(v.Clusters))
+	for n := range v.Clusters {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		cl := v.Clusters[n]
+		if !cl.Exists {
+			out = append(out, "  cluster "+n+": NOT BUILT ("+cl.Why+"): 503 NC")
+			continue
+		}
+		line := fmt.Sprintf("  cluster %s: %d of %d endpoints serving", n, cl.Serving(), len(cl.Endpoints))
+		if cl.External || cl.Why != "" && len(cl.Endpoints) == 0 {
+			line = "  cluster " + n + ": " + cl.Why
+		}
+		out = append(out, line)
+		for _, e := range cl.Endpoints {
+			mm := ""
+			if e.Mismatch != MismatchNone {
+				mm = " MISMATCH " + e.Mismatch
+			}
+			out = append(out, fmt.Sprintf("    %s:%d %s: sends %s (%s); accepts %s (%s)%s", e.Address, e.Port, e.Pod, e.Sends, e.SendsWhy, e.Accepts.Mode, e.Accepts.From, mm))
+		}
+	}
+	for _, u := range v.Unknown {
+		out = append(out, "  unknown: "+u)
+	}
+	return out
+}

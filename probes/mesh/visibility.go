@@ -1,0 +1,254 @@
+package mesh
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"istio.io/api/annotation"
+	networkingv1alpha3 "istio.io/api/networking/v1alpha3"
+	networkingv1 "istio.io/client-go/pkg/apis/networking/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+)
+
+// Where a proxy sends traffic for which it has no cluster.
+const (
+	PassthroughCluster = "PassthroughCluster"
+	BlackHoleCluster   = "BlackHoleCluster"
+)
+
+// ExportedTo reports whether a rule in ruleNamespace with exportTo is visible
+// from namespace ns. Empty exportTo means everywhere (Istio's default when
+// the mesh sets none); "~" means nowhere, "." the rule's own namespace.
+func ExportedTo(exportTo []string, ruleNamespace, ns string) bool {
+	if len(exportTo) == 0 {
+		return true
+	}
+	for _, e := range exportTo {
+		switch {
+		case e == "~":
+			return false
+		case e == "*", e == ns, e == "." && ruleNamespace == ns:
+			return true
+		}
+	}
+	return false
+}
+
+// exportToOrDefault is a rule's exportTo, or the mesh default for its kind.
+func exportToOrDefault(own, meshDefault []string) []string {
+	if len(own) > 0 {
+		return own
+	}
+	return meshDefault
+}
+
+// ServiceExportTo is a Service's exportTo: its networking.istio.io/exportTo
+// annotation (comma-separated), else the mesh's defaultServiceExportTo.
+func (c *Config) ServiceExportTo(svc *corev1.Service) []string {
+	if v, ok := svc.Annotations[annotation.NetworkingExportTo.Name]; ok {
+		var out []string
+		for _, e := range strings.Split(v, ",") {
+			if e = strings.TrimSpace(e); e != "" {
+				out = append(out, e)
+			}
+		}
+		if len(out) > 0 {
+			return out
+		}
+	}
+	return c.Mesh.Raw.GetDefaultServiceExportTo()
+}
+
+// LabelsMatch reports whether every selector label is set to the same value
+// in labels.
+func LabelsMatch(selector, labels map[string]string) bool {
+	if labels == nil {
+		return false
+	}
+	for k, v := range selector {
+		if labels[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// SidecarFor picks the Sidecar resource Istio applies to caller: one in its
+// namespace whose workloadSelector selects it, else its namespace's one
+// without a selector, else the root namespace's one without a selector;
+// the oldest wins a tie. unknown is set when a selecting Sidecar exists but
+// the caller's labels are not known.
+func (c *Config) SidecarFor(caller Caller) (sc *networkingv1.Sidecar, unknown string) {
+	sidecars := append([]*networkingv1.Sidecar(nil), c.Sidecars...)
+	sort.SliceStable(sidecars, func(i, j int) bool {
+		if !sidecars[i].CreationTimestamp.Equal(&sidecars[j].CreationTimestamp) {
+			return sidecars[i].CreationTimestamp.Before(&sidecars[j].CreationTimestamp)
+		}
+		return sidecars[i].Name < sidecars[j].Name
+	})
+	var nsDefault, rootDefault *networkingv1.Sidecar
+	for _, s := range sidecars {
+		sel := s.Spec.GetWorkloadSelector().GetLabels()
+		switch {
+		case s.Namespace == caller.Namespace && len(sel) > 0:
+			if !caller.labelsKnown() {
+				unknown = fmt.Sprintf("Sidecar %s/%s selects workloads (%s) and the caller's labels are not known", s.Namespace, s.Name, labels.SelectorFromSet(sel))
+				continue
+			}
+			if LabelsMatch(sel, caller.Labels) {
+				return s, ""
+			}
+		case s.Namespace == caller.Namespace && nsDefault == nil:
+			nsDefault = s
+		case s.Namespace == c.RootNamespace && len(sel) == 0 && rootDefault == nil:
+			rootDefault = s
+		}
+	}
+	if nsDefault != nil {
+		return nsDefault, unknown
+	}
+	return rootDefault, unknown
+}
+
+// OutboundPolicy is the caller's outboundTrafficPolicy: its Sidecar's when
+// it sets one, else the mesh's.
+func (c *Config) OutboundPolicy(sc *networkingv1.Sidecar) (registryOnly bool, from string) {
+	if sc == nil {
+		return c.meshOutboundPolicy()
+	}
+	if p := sc.Spec.GetOutboundTrafficPolicy(); p != nil {
+		// The enum's zero is REGISTRY_ONLY: a policy without a mode is
+		// REGISTRY_ONLY, as istiod reads it.
+		return p.GetMode() == networkingv1alpha3.OutboundTrafficPolicy_REGISTRY_ONLY, "Sidecar " + sc.Namespace + "/" + sc.Name
+	}
+	return c.meshOutboundPolicy()
+}
+
+func (c *Config) meshOutboundPolicy() (bool, string) {
+	if !c.Mesh.Found {
+		return c.Mesh.RegistryOnly(), "mesh config absent: Istio's default"
+	}
+	return c.Mesh.RegistryOnly(), "mesh config"
+}
+
+// fallbackCluster is where traffic without a cluster goes.
+func fallbackCluster(registryOnly bool) string {
+	if registryOnly {
+		return BlackHoleCluster
+	}
+	return PassthroughCluster
+}
+
+// egressHosts are the Sidecar's egress hosts that decide visibility on
+// port: those of an egress listener bound to that port, else those of the
+// listener without a port.
+func egressHosts(sc *networkingv1.Sidecar, port int32) ([]string, bool) {
+	if sc == nil || len(sc.Spec.GetEgress()) == 0 {
+		return nil, false
+	}
+	var catchAll []string
+	found := false
+	for _, eg := range sc.Spec.GetEgress() {
+		if p := eg.GetPort(); p != nil && p.GetNumber() != 0 {
+			if int32(p.GetNumber()) == port {
+				return eg.GetHosts(), true
+			}
+			continue
+		}
+		catchAll, found = append(catchAll, eg.GetHosts()...), true
+	}
+	return catchAll, found
+}
+
+// egressSelects reports whether an egress host entry "ns/dnsName" of a
+// Sidecar in sidecarNS, applied to a caller in callerNS, selects the host
+// of namespace hostNS. "." is the caller's namespace, "*" any, "~" none.
+func egressSelects(entry, callerNS, hostNS, host string) bool {
+	ns, dns, ok := strings.Cut(entry, "/")
+	if !ok {
+		ns, dns = "*", entry
+	}
+	switch ns {
+	case "~":
+		return false
+	case "*":
+	case ".":
+		if hostNS != callerNS {
+			return false
+		}
+	default:
+		if ns != hostNS {
+			return false
+		}
+	}
+	switch {
+	case dns == "*":
+		return true
+	case strings.HasPrefix(dns, "*."):
+		return strings.HasSuffix(strings.ToLower(host), strings.ToLower(dns[1:]))
+	}
+	return strings.EqualFold(dns, host)
+}
+
+// Visibility says whether the caller's proxy has config for a Service.
+type Visibility struct {
+	Visible bool
+	// HiddenBy names what hides it: the Service's exportTo, the caller's
+	// Sidecar egress hosts.
+	HiddenBy string
+	// Fallback is where the caller's traffic to the Service goes instead
+	// (PassthroughCluster, BlackHoleCluster) when it is hidden.
+	Fallback string
+	// Policy is the caller's outboundTrafficPolicy and where it comes from.
+	RegistryOnly bool
+	PolicyFrom   string
+	// Sidecar is the Sidecar resource that applies to the caller, if any.
+	Sidecar *networkingv1.Sidecar
+	// Unknown says why visibility could not be judged fully.
+	Unknown string
+}
+
+// VisibilityOf works out whether the caller's proxy is given the Service's
+// port at all: the Service must be exported to the caller's namespace, and
+// the caller's Sidecar, if any, must list it in its egress hosts.
+func (c *Config) VisibilityOf(caller Caller, svc *corev1.Service, port int32) Visibility {
+	sc, unknown := c.SidecarFor(caller)
+	v := Visibility{Visible: true, Sidecar: sc, Unknown: unknown}
+	v.RegistryOnly, v.PolicyFrom = c.OutboundPolicy(sc)
+	host := ServiceHost(svc.Name, svc.Namespace)
+	if exportTo := c.ServiceExportTo(svc); !ExportedTo(exportTo, svc.Namespace, caller.Namespace) {
+		v.Visible = false
+		v.HiddenBy = fmt.Sprintf("Service %s/%s is exported to %s only (exportTo %s), not to %s",
+			svc.Namespace, svc.Name, describeExportTo(exportTo, svc.Namespace), strings.Join(exportTo, ","), caller.Namespace)
+	} else if hosts, scoped := egressHosts(sc, port); scoped {
+		selected := false
+		for _, h := range hosts {
+			selected = selected || egressSelects(h, caller.Namespace, svc.Namespace, host)
+		}
+		if !selected {
+			v.Visible = false
+			v.HiddenBy = fmt.Sprintf("Sidecar %s/%s egress hosts %s do not include %s/%s", sc.Namespace, sc.Name, strings.Join(hosts, ","), svc.Namespace, host)
+		}
+	}
+	if !v.Visible {
+		v.Fallback = fallbackCluster(v.RegistryOnly)
+	}
+	return v
+}
+
+func describeExportTo(exportTo []string, ns string) string {
+	var out []string
+	for _, e := range exportTo {
+		switch e {
+		case ".":
+			out = append(out, "its own namespace "+ns)
+		case "~":
+			out = append(out, "no namespace")
+		default:
+			out = append(out, e)
+		}
+	}
+	return strings.Join(out, ", ")
+}
