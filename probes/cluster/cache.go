@@ -276,3 +276,10 @@ func clonePointers[T any, P deepCopier[T]](in []*T) []*T {
 	}
 	return out
 }
+
+// GetNode reads through when the cached cluster can read nodes.
+func (c *Cache) GetNode(ctx context.Context, name string) (*corev1.Node, error) {
+	return read(ctx, c, cacheKey{op: "node", name: name},
+		func(ctx context.Context) (*corev1.Node, error) { return GetNode(ctx, c.c, name) },
+		(*corev1.Node).DeepCopy)
+}

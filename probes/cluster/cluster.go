@@ -105,3 +105,18 @@ type UnreachableError struct {
 
 func (e *UnreachableError) Error() string { return fmt.Sprintf("%s unreachable: %v", e.What, e.Err) }
 func (e *UnreachableError) Unwrap() error { return e.Err }
+
+// NodeGetter is the one cluster-scoped read, optional: the config model
+// needs a node's locality labels only when a DestinationRule subset selects
+// on them, so a triage without it (or without RBAC for nodes) still runs.
+type NodeGetter interface {
+	GetNode(ctx context.Context, name string) (*corev1.Node, error)
+}
+
+// GetNode reads a node through c when c can; ErrNotFound when it cannot.
+func GetNode(ctx context.Context, c Cluster, name string) (*corev1.Node, error) {
+	if ng, ok := c.(NodeGetter); ok {
+		return ng.GetNode(ctx, name)
+	}
+	return nil, fmt.Errorf("%w: this source has no nodes", ErrNotFound)
+}

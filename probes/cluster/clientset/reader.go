@@ -92,6 +92,12 @@ func (r Reader) EndpointSlices(ctx context.Context, namespace, service string) (
 	return mesh.SlicesFromEndpoints(ep), nil
 }
 
+// GetNode reads a node: its locality labels, which istiod adds to the
+// endpoints of its pods.
+func (r Reader) GetNode(ctx context.Context, name string) (*corev1.Node, error) {
+	return r.Kube.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+}
+
 func (r Reader) GetConfigMap(ctx context.Context, namespace, name string) (*corev1.ConfigMap, error) {
 	return r.Kube.CoreV1().ConfigMaps(namespace).Get(ctx, name, metav1.GetOptions{})
 }
