@@ -1,8 +1,10 @@
 // Package accesslog parses Envoy access-log lines as Istio writes them (the
-// default TEXT format of every Istio release since 1.5, older shorter variants,
-// and the JSON encoding) and tallies a log stream into the counts a 503 triage
-// branches on: response codes, response flags, response code details,
-// transport failure reasons and BlackHoleCluster traffic.
+// default TEXT format of every Istio release since 1.5, the shorter ones of
+// Istio 1.0 to 1.4 and Envoy's own default format, and the JSON encoding with
+// string or typed values) and tallies a log stream into the counts a 503
+// triage branches on: response codes, response flags with the code they came
+// with, response code details, transport failure reasons and
+// BlackHoleCluster traffic.
 //
 // Parsing is position-based and allocation-free for TEXT lines so that a
 // multi-megabyte istio-proxy log is tallied in well under a second; lines that
@@ -12,6 +14,8 @@ package accesslog
 
 import (
 	"strings"
+
+	"github.com/meshtriage/meshtriage/probes/parse/clustername"
 )
 
 // Entry is one access-log entry. Fields Envoy printed as "-" (not set) are
@@ -42,7 +46,8 @@ type Entry struct {
 	Authority    string
 	UpstreamHost string
 	// UpstreamCluster is e.g. outbound|8080||orders.shop.svc.cluster.local,
-	// inbound|8080||, BlackHoleCluster or PassthroughCluster.
+	// inbound|8080||, BlackHoleCluster or PassthroughCluster, without the
+	// ";" Istio 1.23+ prints after it (see package clustername).
 	UpstreamCluster         string
 	UpstreamLocalAddress    string
 	DownstreamLocalAddress  string
@@ -102,7 +107,9 @@ func (e *Entry) Destination() string {
 // ConnectionRefused reports a connect that the upstream refused: Envoy logs
 // "delayed_connect_error:_111" (errno ECONNREFUSED; newer Envoy spells it
 // "delayed_connect_error:_Connection_refused"), which is what an app that
-// starts before its sidecar, or a closed target port, looks like.
+// starts before its sidecar, or a closed target port, looks like. The
+// transport failure reason keeps its spaces in some releases ("delayed
+// connect error: 111"), and TCP entries have no details to fall back on.
 func (e *Entry) ConnectionRefused() bool {
 	return mentionsRefused(e.UpstreamTransportFailure) || mentionsRefused(e.ResponseCodeDetails)
 }
@@ -111,7 +118,7 @@ func mentionsRefused(s string) bool {
 	if len(s) < 3 {
 		return false
 	}
-	if strings.Contains(s, "delayed_connect_error:_111") {
+	if strings.Contains(s, "delayed_connect_error:_111") || strings.Contains(s, "delayed connect error: 111") {
 		return true
 	}
 	i := strings.Index(s, "onnection")
@@ -189,19 +196,23 @@ type token struct {
 // Releases differ only in the bare fields between FLAGS and TRANSPORT (none
 // before 1.9, DETAILS and TERMINATION since) and the quoted mixer status of
 // 1.5-1.8, so runs of bare and quoted fields are matched in turn rather than
-// counted from one fixed layout.
+// counted from one fixed layout. Envoy's own default format, which Istio 1.0
+// and gateways of that time wrote, has no quoted field between FLAGS and the
+// byte counts:
+//
+//	[START_TIME] "REQUEST" CODE FLAGS RX TX DURATION SVC_TIME "XFF" "UA" "REQ_ID" "AUTHORITY" "UPSTREAM_HOST"
+//
+// (Istio 1.0's sidecars add CLUSTER UP_LOCAL DOWN_LOCAL DOWN_REMOTE), and
+// custom formats put %RESPONSE_CODE_DETAILS% right after FLAGS: a run after
+// FLAGS that ends in the four numbers is read that way.
 func parseText(line string, e *Entry, toks *[maxTokens]token) bool {
-	if len(line) < 4 || line[0] != '[' {
+	start, rest, ok := startTime(line)
+	if !ok {
 		return false
 	}
-	end := strings.IndexByte(line, ']')
-	// Envoy's own log lines also open with "[time]" but continue with "[".
-	if end < 2 || end+2 >= len(line) || line[end+1] != ' ' || line[end+2] != '"' || !isDigit(line[1]) {
-		return false
-	}
-	e.StartTime = line[1:end]
+	e.StartTime = start
 
-	n := tokenize(line[end+2:], toks)
+	n := tokenize(rest, toks)
 	if n < 3 || !toks[0].quoted || toks[1].quoted || toks[2].quoted {
 		return false
 	}
@@ -217,24 +228,31 @@ func parseText(line string, e *Entry, toks *[maxTokens]token) bool {
 
 	i := 3
 	bare := bareRun(toks[:n], i)
-	switch len(bare) {
+	numbersFirst := len(bare) >= 4 && len(bare) <= 6 && byteCounts(bare[len(bare)-4:])
+	details := bare
+	if numbersFirst {
+		details = bare[:len(bare)-4]
+	}
+	switch len(details) {
 	case 0:
 	case 1:
-		e.ResponseCodeDetails = unset(bare[0].s)
+		e.ResponseCodeDetails = unset(details[0].s)
 	case 2:
-		e.ResponseCodeDetails = unset(bare[0].s)
-		e.ConnectionTerminationDetails = unset(bare[1].s)
+		e.ResponseCodeDetails = unset(details[0].s)
+		e.ConnectionTerminationDetails = unset(details[1].s)
 	default:
 		return false
 	}
-	i += len(bare)
-	quoted := quotedRun(toks[:n], i)
-	if len(quoted) > 0 {
-		// With the 1.5-1.8 mixer status in front, the last quoted field is
-		// still the transport failure reason.
-		e.UpstreamTransportFailure = unset(quoted[len(quoted)-1].s)
+	i += len(details)
+	if !numbersFirst {
+		quoted := quotedRun(toks[:n], i)
+		if len(quoted) > 0 {
+			// With the 1.5-1.8 mixer status in front, the last quoted field is
+			// still the transport failure reason.
+			e.UpstreamTransportFailure = unset(quoted[len(quoted)-1].s)
+		}
+		i += len(quoted)
 	}
-	i += len(quoted)
 
 	bare = bareRun(toks[:n], i)
 	for j, t := range bare {
@@ -251,7 +269,7 @@ func parseText(line string, e *Entry, toks *[maxTokens]token) bool {
 	}
 	i += len(bare)
 
-	quoted = quotedRun(toks[:n], i)
+	quoted := quotedRun(toks[:n], i)
 	for j, t := range quoted {
 		v := unset(t.s)
 		switch j {
@@ -274,7 +292,7 @@ func parseText(line string, e *Entry, toks *[maxTokens]token) bool {
 		v := unset(t.s)
 		switch j {
 		case 0:
-			e.UpstreamCluster = v
+			e.UpstreamCluster = clustername.Name(v)
 		case 1:
 			e.UpstreamLocalAddress = v
 		case 2:
@@ -285,6 +303,51 @@ func parseText(line string, e *Entry, toks *[maxTokens]token) bool {
 			e.RequestedServerName = v
 		case 5:
 			e.RouteName = v
+		}
+	}
+	return true
+}
+
+// startTime finds the entry's [START_TIME] and returns it with the rest of
+// the line from the quoted request on. Besides the plain form it accepts
+// the line as `kubectl logs --timestamps` prints it (the kubelet's own
+// RFC 3339 time and a space in front) and a START_TIME that lost its "["
+// when pasted. Envoy's own log lines also open with "[time]" but continue
+// with "[", so they are not taken.
+func startTime(line string) (start, rest string, ok bool) {
+	if len(line) > 0 && line[0] != '[' {
+		if sp := strings.IndexByte(line, ' '); sp > 0 && sp+1 < len(line) && line[sp+1] == '[' && looksLikeTime(line[:sp]) {
+			line = line[sp+1:] // kubectl logs --timestamps
+		} else if end := strings.IndexByte(line, ']'); end > 0 && looksLikeTime(line[:end]) {
+			line = "[" + line // the "[" was lost
+		}
+	}
+	if len(line) < 4 || line[0] != '[' {
+		return "", "", false
+	}
+	end := strings.IndexByte(line, ']')
+	if end < 2 || end+2 >= len(line) || line[end+1] != ' ' || line[end+2] != '"' || !isDigit(line[1]) {
+		return "", "", false
+	}
+	return line[1:end], line[end+2:], true
+}
+
+// looksLikeTime reports the shape of an RFC 3339 time, 2006-01-02T15:04:05...,
+// without parsing it.
+func looksLikeTime(s string) bool {
+	return len(s) >= len("2006-01-02T15:04:05") && len(s) <= 40 && isDigit(s[0]) && isDigit(s[3]) &&
+		s[4] == '-' && s[7] == '-' && s[10] == 'T' && s[13] == ':'
+}
+
+// byteCounts reports whether four bare fields read as RX TX DURATION
+// SVC_TIME: three numbers and a number or "-".
+func byteCounts(toks []token) bool {
+	for j, t := range toks {
+		if t.s == "-" && j == 3 {
+			continue
+		}
+		if _, ok := atoi(t.s); !ok || t.s == "-" {
+			return false
 		}
 	}
 	return true
@@ -356,17 +419,22 @@ func quotedRun(toks []token, from int) []token {
 	return toks[from:j]
 }
 
-// parseRequest splits "METHOD PATH PROTOCOL"; "- - -" is a TCP entry.
+// parseRequest splits "METHOD PATH PROTOCOL"; "- - -" is a TCP entry. A
+// request whose path and protocol ran together ("GET /HTTP/1.1", as users
+// paste Istio 1.0 lines) still names its method and protocol.
 func parseRequest(s string, e *Entry) bool {
 	method, rest, ok := strings.Cut(s, " ")
 	if !ok {
 		return false
 	}
-	sp := strings.LastIndexByte(rest, ' ')
-	if sp < 0 {
+	var path, proto string
+	if sp := strings.LastIndexByte(rest, ' '); sp >= 0 {
+		path, proto = rest[:sp], rest[sp+1:]
+	} else if i := strings.LastIndex(rest, "HTTP/"); i > 0 {
+		path, proto = rest[:i], rest[i:]
+	} else {
 		return false
 	}
-	path, proto := rest[:sp], rest[sp+1:]
 	if method == "-" && path == "-" && proto == "-" {
 		e.TCP = true
 		return true

@@ -4,12 +4,17 @@ import (
 	"bytes"
 	"encoding/json"
 	"strconv"
+
+	"github.com/meshtriage/meshtriage/probes/parse/clustername"
 )
 
 // jsonEntry holds the keys of Istio's JSON access-log format (meshConfig
-// accessLogEncoding: JSON). Envoy writes typed values (response_code is a
-// number, unset values are null), but custom formats often quote numbers, so
-// every field accepts either.
+// accessLogEncoding: JSON). Envoy writes typed values since Istio 1.9
+// (response_code is a number, unset values are null), Istio 1.3 to 1.8 wrote
+// every value as a string ("0", "-"), and custom formats quote numbers as
+// they like, so every field accepts either. Custom formats also rename keys:
+// the camelCase spellings of the same fields, and Envoy Gateway's request
+// header names (":authority", "user-agent", ...), are read as well.
 type jsonEntry struct {
 	StartTime                      flexString `json:"start_time"`
 	Method                         flexString `json:"method"`
@@ -35,6 +40,26 @@ type jsonEntry struct {
 	DownstreamRemoteAddress        flexString `json:"downstream_remote_address"`
 	RequestedServerName            flexString `json:"requested_server_name"`
 	RouteName                      flexString `json:"route_name"`
+
+	// Other spellings of the same fields (custom formats, Envoy Gateway).
+	StartTimeCamel           flexString `json:"startTime"`
+	MethodCamel              flexString `json:"requestMethod"`
+	PathCamel                flexString `json:"requestPath"`
+	OriginalPath             flexString `json:"x-envoy-origin-path"`
+	ResponseCodeCamel        flexString `json:"responseCode"`
+	ResponseFlagsCamel       flexString `json:"responseFlags"`
+	ResponseCodeDetailsCamel flexString `json:"responseCodeDetails"`
+	TransportFailureCamel    flexString `json:"upstreamTransportFailureReason"`
+	BytesReceivedCamel       flexString `json:"bytesReceived"`
+	BytesSentCamel           flexString `json:"bytesSent"`
+	UpstreamServiceTimeCamel flexString `json:"upstreamServiceTime"`
+	UpstreamServiceTimeHdr   flexString `json:"x-envoy-upstream-service-time"`
+	ForwardedForHdr          flexString `json:"x-forwarded-for"`
+	UserAgentHdr             flexString `json:"user-agent"`
+	RequestIDHdr             flexString `json:"x-request-id"`
+	AuthorityHdr             flexString `json:":authority"`
+	UpstreamHostCamel        flexString `json:"upstreamHost"`
+	UpstreamClusterCamel     flexString `json:"upstreamCluster"`
 }
 
 // flexString is a JSON string, number or null, remembering whether the key
@@ -75,39 +100,53 @@ func (f flexString) int() int64 {
 	return 0
 }
 
-// parseJSON decodes one JSON line. A JSON line without response_code is
+// or returns the first of fs that was present in the line.
+func or(fs ...flexString) flexString {
+	for _, f := range fs {
+		if f.present {
+			return f
+		}
+	}
+	return flexString{}
+}
+
+// parseJSON decodes one JSON line. A JSON line without a response code is
 // Envoy's or pilot-agent's own JSON log output, not an access-log entry.
 func parseJSON(line string) (Entry, bool) {
 	var j jsonEntry
-	if err := json.Unmarshal([]byte(line), &j); err != nil || !j.ResponseCode.present {
+	if err := json.Unmarshal([]byte(line), &j); err != nil {
 		return Entry{}, false
 	}
-	if j.ResponseCode.v != "" {
-		if _, ok := atoi(j.ResponseCode.v); !ok {
+	code := or(j.ResponseCode, j.ResponseCodeCamel)
+	if !code.present {
+		return Entry{}, false
+	}
+	if code.v != "" {
+		if _, ok := atoi(code.v); !ok {
 			return Entry{}, false
 		}
 	}
 	e := Entry{
 		JSON:                         true,
-		StartTime:                    j.StartTime.v,
-		Method:                       j.Method.v,
-		Path:                         j.Path.v,
+		StartTime:                    or(j.StartTime, j.StartTimeCamel).v,
+		Method:                       or(j.Method, j.MethodCamel).v,
+		Path:                         or(j.Path, j.PathCamel, j.OriginalPath).v,
 		Protocol:                     j.Protocol.v,
-		ResponseCode:                 int(j.ResponseCode.int()),
-		Flags:                        j.ResponseFlags.v,
-		ResponseCodeDetails:          j.ResponseCodeDetails.v,
+		ResponseCode:                 int(code.int()),
+		Flags:                        or(j.ResponseFlags, j.ResponseFlagsCamel).v,
+		ResponseCodeDetails:          or(j.ResponseCodeDetails, j.ResponseCodeDetailsCamel).v,
 		ConnectionTerminationDetails: j.ConnectionTerminationDetails.v,
-		UpstreamTransportFailure:     j.UpstreamTransportFailureReason.v,
-		BytesReceived:                j.BytesReceived.int(),
-		BytesSent:                    j.BytesSent.int(),
+		UpstreamTransportFailure:     or(j.UpstreamTransportFailureReason, j.TransportFailureCamel).v,
+		BytesReceived:                or(j.BytesReceived, j.BytesReceivedCamel).int(),
+		BytesSent:                    or(j.BytesSent, j.BytesSentCamel).int(),
 		DurationMs:                   j.Duration.int(),
-		UpstreamServiceTime:          j.UpstreamServiceTime.v,
-		ForwardedFor:                 j.ForwardedFor.v,
-		UserAgent:                    j.UserAgent.v,
-		RequestID:                    j.RequestID.v,
-		Authority:                    j.Authority.v,
-		UpstreamHost:                 j.UpstreamHost.v,
-		UpstreamCluster:              j.UpstreamCluster.v,
+		UpstreamServiceTime:          or(j.UpstreamServiceTime, j.UpstreamServiceTimeCamel, j.UpstreamServiceTimeHdr).v,
+		ForwardedFor:                 or(j.ForwardedFor, j.ForwardedForHdr).v,
+		UserAgent:                    or(j.UserAgent, j.UserAgentHdr).v,
+		RequestID:                    or(j.RequestID, j.RequestIDHdr).v,
+		Authority:                    or(j.Authority, j.AuthorityHdr).v,
+		UpstreamHost:                 or(j.UpstreamHost, j.UpstreamHostCamel).v,
+		UpstreamCluster:              clustername.Name(or(j.UpstreamCluster, j.UpstreamClusterCamel).v),
 		UpstreamLocalAddress:         j.UpstreamLocalAddress.v,
 		DownstreamLocalAddress:       j.DownstreamLocalAddress.v,
 		DownstreamRemoteAddress:      j.DownstreamRemoteAddress.v,

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 	"unsafe"
@@ -26,22 +27,34 @@ type Counter struct {
 	Counts map[string]int `json:"counts,omitempty"`
 	// Other counts occurrences of values beyond the first MaxDistinct.
 	Other int `json:"other,omitempty"`
+
+	// keys maps each kept value to the copy Counts is keyed by. Go replaces
+	// a string key on every assignment to its entry, so counting with v
+	// itself would re-key the entry with bytes of the reader's buffer,
+	// which the next lines overwrite.
+	keys map[string]string
 }
 
 // Add counts v once. v is copied when it is kept, so it may alias a buffer.
 func (c *Counter) Add(v string) {
-	if n, ok := c.Counts[v]; ok {
-		c.Counts[v] = n + 1
+	if k, ok := c.keys[v]; ok {
+		c.Counts[k]++
 		return
 	}
-	if len(c.Counts) >= MaxDistinct {
+	n, ok := c.Counts[v] // a Counter built or merged without keys
+	if !ok && len(c.Counts) >= MaxDistinct {
 		c.Other++
 		return
 	}
 	if c.Counts == nil {
 		c.Counts = map[string]int{}
 	}
-	c.Counts[strings.Clone(v)] = 1
+	if c.keys == nil {
+		c.keys = map[string]string{}
+	}
+	k := strings.Clone(v)
+	c.keys[k] = k
+	c.Counts[k] = n + 1
 }
 
 // Keys lists the values, most frequent first (ties by name).
@@ -79,12 +92,19 @@ type Summary struct {
 	Status5xx int `json:"status_5xx"`
 	Status503 int `json:"status_503"`
 
-	// Flags counts the response flags of 5xx entries ("UF,URX" counts both).
+	// Flags counts the response flags of HTTP entries whatever their
+	// response code ("UF,URX" counts both): NR comes with 404, DC with 0,
+	// UT with 504, and all of them are 503-triage evidence.
 	Flags Counter `json:"flags"`
+	// FlagCodes counts each flag of an HTTP entry with the response code it
+	// came with, as "FLAG CODE" ("NR 404", "DC 0", "UO 503").
+	FlagCodes Counter `json:"flag_codes"`
 	// TCPFlags counts the response flags of TCP entries, which have no status
-	// but fail with the same flags (UF, UH, ...).
+	// but fail with the same flags (UF, URX, UH, NR filter_chain_not_found).
 	TCPFlags Counter `json:"tcp_flags"`
-	// Details counts response_code_details of 5xx entries.
+	// Details counts response_code_details of failed entries: 5xx, or
+	// carrying a response flag (route_not_found, downstream_remote_disconnect,
+	// filter_chain_not_found).
 	Details Counter `json:"details"`
 	// TransportFailures counts upstream_transport_failure_reason of all entries.
 	TransportFailures Counter `json:"transport_failures"`
@@ -103,11 +123,13 @@ type Summary struct {
 	First time.Time `json:"first,omitzero"`
 	Last  time.Time `json:"last,omitzero"`
 
-	// Samples are the first MaxSamples 5xx, BlackHoleCluster or
+	// Samples are the first MaxSamples 5xx, flagged, BlackHoleCluster or
 	// connection-refused lines, verbatim.
 	Samples []string `json:"samples,omitempty"`
 
 	minTS, maxTS []byte
+	// flagCode is scratch space for FlagCodes' keys.
+	flagCode []byte
 }
 
 // Tally reads r to its end, line by line, and tallies every line. Only a read
@@ -222,11 +244,20 @@ func (s *Summary) addLine(p *parser, line string) {
 // AddEntry tallies a parsed entry; raw is kept as a sample when notable.
 func (s *Summary) AddEntry(e *Entry, raw string) {
 	s.Entries++
-	notable := false
+	tcp := e.TCP && e.ResponseCode == 0
+	flagged := e.Flags != ""
 	switch {
-	case e.TCP && e.ResponseCode == 0:
+	case tcp:
 		s.TCP++
 		eachFlag(e.Flags, s.TCPFlags.Add)
+	default:
+		eachFlag(e.Flags, func(flag string) {
+			s.Flags.Add(flag)
+			s.flagCode = strconv.AppendInt(append(append(s.flagCode[:0], flag...), ' '), int64(e.ResponseCode), 10)
+			s.FlagCodes.Add(bytesString(s.flagCode))
+		})
+	}
+	switch {
 	case e.ResponseCode >= 200 && e.ResponseCode < 300:
 		s.Status2xx++
 	case e.ResponseCode >= 400 && e.ResponseCode < 500:
@@ -236,14 +267,13 @@ func (s *Summary) AddEntry(e *Entry, raw string) {
 		if e.ResponseCode == 503 {
 			s.Status503++
 		}
-		eachFlag(e.Flags, s.Flags.Add)
-		if e.ResponseCodeDetails != "" {
-			s.Details.Add(e.ResponseCodeDetails)
-		}
 		if e.UpstreamCluster != "" {
 			s.Clusters5xx.Add(e.UpstreamCluster)
 		}
-		notable = true
+	}
+	notable := e.Is5xx() || flagged
+	if notable && e.ResponseCodeDetails != "" {
+		s.Details.Add(e.ResponseCodeDetails)
 	}
 	if e.UpstreamTransportFailure != "" {
 		s.TransportFailures.Add(e.UpstreamTransportFailure)
@@ -333,7 +363,7 @@ func (s *Summary) Merge(o Summary) {
 	s.Passthrough += o.Passthrough
 	s.ConnectionRefused += o.ConnectionRefused
 	for _, p := range []struct{ dst, src *Counter }{
-		{&s.Flags, &o.Flags}, {&s.TCPFlags, &o.TCPFlags}, {&s.Details, &o.Details},
+		{&s.Flags, &o.Flags}, {&s.FlagCodes, &o.FlagCodes}, {&s.TCPFlags, &o.TCPFlags}, {&s.Details, &o.Details},
 		{&s.TransportFailures, &o.TransportFailures}, {&s.Clusters5xx, &o.Clusters5xx},
 		{&s.BlackHoleHosts, &o.BlackHoleHosts},
 	} {
