@@ -13,6 +13,7 @@ import (
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 	httpv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/upstreams/http/v3"
 	"google.golang.org/protobuf/types/known/anypb"
+	"google.golang.org/protobuf/types/known/wrapperspb"
 )
 
 // TLS modes of an upstream cluster, as config_tls reports them.
@@ -63,10 +64,19 @@ type ClusterConfig struct {
 	TLSDetail string // why, for the evidence
 	SNI       string
 
-	OutlierDetection   bool // outlier_detection is configured at all
-	Consecutive5xx     int  // 0 when unset
-	MaxEjectionPercent int  // 0 when unset
-	BaseEjectionTime   time.Duration
+	OutlierDetection bool // outlier_detection is configured at all
+	// Consecutive5xx is how many 5xx in a row eject a host: consecutive_5xx
+	// (Envoy's default 5 when unset), 0 when enforcing_consecutive_5xx is 0,
+	// which is how Istio turns it off when a DestinationRule sets only
+	// gateway errors.
+	Consecutive5xx int
+	// ConsecutiveGatewayFailure is how many 502/503/504 (and connect
+	// failures) in a row eject a host: consecutive_gateway_failure (default
+	// 5), 0 unless enforcing_consecutive_gateway_failure is set, as Istio
+	// sets it for consecutiveGatewayErrors and for the old consecutiveErrors.
+	ConsecutiveGatewayFailure int
+	MaxEjectionPercent        int // 0 when unset
+	BaseEjectionTime          time.Duration
 
 	// Circuit breaker thresholds of the DEFAULT priority; 0 when unset.
 	// Istio writes 4294967295 (no limit) where a DestinationRule sets none.
@@ -92,7 +102,8 @@ func AnalyzeCluster(c *clusterv3.Cluster) ClusterConfig {
 
 	if od := c.GetOutlierDetection(); od != nil {
 		cc.OutlierDetection = true
-		cc.Consecutive5xx = int(od.GetConsecutive_5Xx().GetValue())
+		cc.Consecutive5xx = enforced(od.GetConsecutive_5Xx(), 5, od.GetEnforcingConsecutive_5Xx(), 100)
+		cc.ConsecutiveGatewayFailure = enforced(od.GetConsecutiveGatewayFailure(), 5, od.GetEnforcingConsecutiveGatewayFailure(), 0)
 		cc.MaxEjectionPercent = int(od.GetMaxEjectionPercent().GetValue())
 		cc.BaseEjectionTime = od.GetBaseEjectionTime().AsDuration()
 	}
@@ -109,6 +120,23 @@ func AnalyzeCluster(c *clusterv3.Cluster) ClusterConfig {
 	cc.IdleTimeout = idleTimeout(c)
 	cc.ConnectTimeout = c.GetConnectTimeout().AsDuration()
 	return cc
+}
+
+// enforced is an outlier detection threshold as Envoy applies it: the
+// threshold (its default when unset) when the enforcing percentage (its
+// default when unset) is above 0, else 0: that kind of ejection is off.
+func enforced(threshold *wrapperspb.UInt32Value, thresholdDefault uint32, enforcing *wrapperspb.UInt32Value, enforcingDefault uint32) int {
+	e := enforcingDefault
+	if enforcing != nil {
+		e = enforcing.GetValue()
+	}
+	if e == 0 {
+		return 0
+	}
+	if threshold == nil {
+		return int(thresholdDefault)
+	}
+	return int(threshold.GetValue())
 }
 
 // clusterTLS classifies what the cluster originates. Istio's cluster builder

@@ -1,12 +1,15 @@
 package envoy
 
 import (
+	"bytes"
 	"fmt"
 	"net"
 	"strconv"
 
 	adminv3 "github.com/envoyproxy/go-control-plane/envoy/admin/v3"
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+
+	"github.com/meshtriage/meshtriage/probes/parse/clustername"
 )
 
 // Cluster is one cluster of /clusters?format=json with its hosts as Envoy
@@ -48,15 +51,20 @@ func (h Host) Healthy() bool {
 	return !h.FailedOutlierCheck && !h.FailedActiveHealthCheck && !h.EDSUnhealthy()
 }
 
-// ParseClusters decodes /clusters?format=json.
+// ParseClusters decodes /clusters?format=json, or the plain-text /clusters
+// an Envoy (or pilot-agent request) that ignored ?format=json answered
+// with. Cluster names are normalised (package clustername).
 func ParseClusters(data []byte) ([]Cluster, error) {
+	if trimmed := bytes.TrimLeft(data, " \t\r\n"); len(trimmed) > 0 && trimmed[0] != '{' {
+		return ParseClustersText(data)
+	}
 	var cs adminv3.Clusters
 	if err := tolerant(nil).Unmarshal(data, &cs); err != nil {
 		return nil, fmt.Errorf("clusters?format=json: %w", err)
 	}
 	out := make([]Cluster, 0, len(cs.GetClusterStatuses()))
 	for _, c := range cs.GetClusterStatuses() {
-		cl := Cluster{Name: c.GetName(), AddedViaAPI: c.GetAddedViaApi()}
+		cl := Cluster{Name: clustername.Name(c.GetName()), AddedViaAPI: c.GetAddedViaApi()}
 		for _, h := range c.GetHostStatuses() {
 			hs := h.GetHealthStatus()
 			host := Host{

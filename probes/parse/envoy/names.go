@@ -9,6 +9,8 @@ package envoy
 import (
 	"strconv"
 	"strings"
+
+	"github.com/meshtriage/meshtriage/probes/parse/clustername"
 )
 
 // ClusterName is an Istio cluster name split into its parts:
@@ -22,8 +24,9 @@ type ClusterName struct {
 
 // ParseClusterName splits name; ok is false for names without the four
 // '|'-separated parts (BlackHoleCluster, PassthroughCluster, xds-grpc, ...).
+// The alt_stat_name form (NAME;) is read as NAME.
 func ParseClusterName(name string) (ClusterName, bool) {
-	parts := strings.Split(name, "|")
+	parts := strings.Split(clustername.Name(name), "|")
 	if len(parts) != 4 {
 		return ClusterName{}, false
 	}
@@ -35,8 +38,9 @@ func ParseClusterName(name string) (ClusterName, bool) {
 }
 
 // IsTargetCluster reports an outbound cluster for host and port (any port
-// when port is 0), any subset.
+// when port is 0), any subset, whether name is printed as NAME or NAME;.
 func IsTargetCluster(name, host string, port int32) bool {
+	name = clustername.Name(name)
 	if !strings.HasPrefix(name, "outbound|") || !strings.HasSuffix(name, "|"+host) {
 		return false
 	}

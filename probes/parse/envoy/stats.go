@@ -3,14 +3,20 @@ package envoy
 import (
 	"bytes"
 	"strconv"
+
+	"github.com/meshtriage/meshtriage/probes/parse/clustername"
 )
 
 // Stats are the integer counters and gauges of Envoy's /stats text output
 // ("name: value" lines). Histogram lines ("P0(...) P25(...)") are skipped.
+// Cluster stat names are kept without the alt_stat_name delimiter Istio
+// 1.23+ prints ("cluster.NAME;.STAT" is stored as "cluster.NAME.STAT"), so
+// one lookup finds a counter whichever release wrote it.
 type Stats map[string]uint64
 
 // ParseStats reads /stats. keep, when not nil, selects the stat names to
-// retain: a sidecar reports tens of thousands and a probe needs a handful.
+// retain (it sees them normalised): a sidecar reports tens of thousands and
+// a probe needs a handful.
 func ParseStats(data []byte, keep func(name string) bool) Stats {
 	out := Stats{}
 	for len(data) > 0 {
@@ -31,7 +37,7 @@ func ParseStats(data []byte, keep func(name string) bool) Stats {
 		if err != nil {
 			continue
 		}
-		name := string(bytes.TrimSpace(line[:i]))
+		name := clustername.StatName(string(bytes.TrimSpace(line[:i])))
 		if keep == nil || keep(name) {
 			out[name] = n
 		}
