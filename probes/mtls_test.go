@@ -1,6 +1,7 @@
 package probes
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/meshtriage/meshtriage/probes/cluster"
@@ -12,7 +13,9 @@ import (
 	networkingv1 "istio.io/client-go/pkg/apis/networking/v1"
 	securityv1 "istio.io/client-go/pkg/apis/security/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
@@ -32,6 +35,10 @@ func meshedPod(name string, sidecar bool) corev1.Pod {
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{
 			Name: "app", Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}},
 		}}},
+		// Each pod its own address, so a model without EndpointSlices
+		// lists it as the EndpointSlice controller would.
+		Status: corev1.PodStatus{Phase: corev1.PodRunning, PodIP: fmt.Sprintf("10.0.0.%d", name[len(name)-1]),
+			Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}},
 	}
 	if sidecar {
 		p.Labels[label.SecurityTlsMode.Name] = "istio"
@@ -75,7 +82,7 @@ func TestMTLSEvaluation(t *testing.T) {
 	cases := []struct {
 		name       string
 		target     cluster.Target
-		in         mtlsInput
+		in         modelInput
 		mode       string
 		sends      string
 		mismatch   string
@@ -84,13 +91,13 @@ func TestMTLSEvaluation(t *testing.T) {
 		{
 			name:   "auto mTLS to a PERMISSIVE meshed upstream is fine",
 			target: target,
-			in:     mtlsInput{Pods: []corev1.Pod{meshedPod("o-1", true)}},
+			in:     modelInput{Pods: []corev1.Pod{meshedPod("o-1", true)}},
 			mode:   "PERMISSIVE", sends: "mtls", mismatch: MismatchNone, wantStatus: StatusPass,
 		},
 		{
 			name:   "explicit ISTIO_MUTUAL to PERMISSIVE is not a mismatch",
 			target: target,
-			in: mtlsInput{
+			in: modelInput{
 				Pods:             []corev1.Pod{meshedPod("o-1", true)},
 				PeerAuths:        []*securityv1.PeerAuthentication{peerAuth("shop", "default", permissive, nil, nil)},
 				DestinationRules: []*networkingv1.DestinationRule{tlsRule("shop", "orders", networkingv1alpha3.ClientTLSSettings_ISTIO_MUTUAL)},
@@ -100,7 +107,7 @@ func TestMTLSEvaluation(t *testing.T) {
 		{
 			name:   "client without sidecar to STRICT namespace",
 			target: from,
-			in: mtlsInput{
+			in: modelInput{
 				Pods:      []corev1.Pod{meshedPod("o-1", true)},
 				Source:    plainClient,
 				PeerAuths: []*securityv1.PeerAuthentication{peerAuth("shop", "default", strict, nil, nil)},
@@ -110,7 +117,7 @@ func TestMTLSEvaluation(t *testing.T) {
 		{
 			name:   "DR tls DISABLE to mesh-wide STRICT",
 			target: from,
-			in: mtlsInput{
+			in: modelInput{
 				Pods:             []corev1.Pod{meshedPod("o-1", true)},
 				Source:           meshedClient,
 				RootNamespace:    "istio-system",
@@ -122,7 +129,7 @@ func TestMTLSEvaluation(t *testing.T) {
 		{
 			name:   "ISTIO_MUTUAL to pods without sidecar",
 			target: target,
-			in: mtlsInput{
+			in: modelInput{
 				Pods:             []corev1.Pod{meshedPod("o-1", false), meshedPod("o-2", false)},
 				DestinationRules: []*networkingv1.DestinationRule{tlsRule("shop", "orders", networkingv1alpha3.ClientTLSSettings_ISTIO_MUTUAL)},
 			},
@@ -131,13 +138,13 @@ func TestMTLSEvaluation(t *testing.T) {
 		{
 			name:   "auto mTLS to pods without sidecar sends plaintext: fine",
 			target: target,
-			in:     mtlsInput{Pods: []corev1.Pod{meshedPod("o-1", false)}},
+			in:     modelInput{Pods: []corev1.Pod{meshedPod("o-1", false)}},
 			mode:   "PERMISSIVE", sends: "plaintext", mismatch: MismatchNone, wantStatus: StatusPass,
 		},
 		{
 			name:   "DR SIMPLE toward a meshed upstream is double TLS",
 			target: target,
-			in: mtlsInput{
+			in: modelInput{
 				Pods:             []corev1.Pod{meshedPod("o-1", true)},
 				DestinationRules: []*networkingv1.DestinationRule{tlsRule("shop", "orders", networkingv1alpha3.ClientTLSSettings_SIMPLE)},
 			},
@@ -146,7 +153,7 @@ func TestMTLSEvaluation(t *testing.T) {
 		{
 			name:   "workload UNSET inherits namespace STRICT, portLevelMtls PERMISSIVE on the container port wins",
 			target: from,
-			in: mtlsInput{
+			in: modelInput{
 				Pods:   []corev1.Pod{meshedPod("o-1", true)},
 				Source: plainClient,
 				PeerAuths: []*securityv1.PeerAuthentication{
@@ -159,7 +166,7 @@ func TestMTLSEvaluation(t *testing.T) {
 		{
 			name:   "explicit ISTIO_MUTUAL to a DISABLE upstream",
 			target: target,
-			in: mtlsInput{
+			in: modelInput{
 				Pods:             []corev1.Pod{meshedPod("o-1", true)},
 				PeerAuths:        []*securityv1.PeerAuthentication{peerAuth("shop", "orders", disable, map[string]string{"app": "orders"}, nil)},
 				DestinationRules: []*networkingv1.DestinationRule{tlsRule("shop", "orders", networkingv1alpha3.ClientTLSSettings_ISTIO_MUTUAL)},
@@ -169,7 +176,7 @@ func TestMTLSEvaluation(t *testing.T) {
 		{
 			name:   "a DR in another namespace for a short host does not apply",
 			target: target,
-			in: mtlsInput{
+			in: modelInput{
 				Pods:             []corev1.Pod{meshedPod("o-1", true)},
 				PeerAuths:        []*securityv1.PeerAuthentication{peerAuth("shop", "default", strict, nil, nil)},
 				DestinationRules: []*networkingv1.DestinationRule{tlsRule("web", "orders", networkingv1alpha3.ClientTLSSettings_DISABLE)},
@@ -180,10 +187,7 @@ func TestMTLSEvaluation(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.in.Service = mtlsService()
-			if tc.in.RootNamespace == "" {
-				tc.in.RootNamespace = "istio-system"
-			}
-			res := evaluateMTLS(tc.target, tc.in)
+			res := evaluateMTLS(tc.target, tc.in.view(t, tc.target))
 			if err := CheckFacts(MTLSProbe{}.Meta(), res); err != nil {
 				t.Fatal(err)
 			}
@@ -204,4 +208,70 @@ func TestMTLSEvaluation(t *testing.T) {
 			}
 		})
 	}
+}
+
+// modelInput is a world for the config model: the target Service, its pods
+// (each an endpoint), the calling pod and the rules.
+type modelInput struct {
+	Service          *corev1.Service
+	Pods             []corev1.Pod
+	Source           *corev1.Pod
+	RootNamespace    string
+	PeerAuths        []*securityv1.PeerAuthentication
+	DestinationRules []*networkingv1.DestinationRule
+	VirtualServices  []*networkingv1.VirtualService
+	Mesh             mesh.MeshConfig
+}
+
+// view is what the probes' fetch would have built from these objects.
+func (in modelInput) view(t *testing.T, target cluster.Target) callerView {
+	t.Helper()
+	root := in.RootNamespace
+	if root == "" {
+		root = "istio-system"
+	}
+	svc := in.Service
+	objs := []runtime.Object{svc}
+	slice := &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Name: svc.Name + "-x", Namespace: svc.Namespace,
+		Labels: map[string]string{discoveryv1.LabelServiceName: svc.Name}}}
+	for _, sp := range svc.Spec.Ports {
+		name, port := sp.Name, sp.TargetPort.IntVal
+		if sp.TargetPort.Type == intstr.String {
+			port = 8080 // the pods' "http" container port
+		}
+		slice.Ports = append(slice.Ports, discoveryv1.EndpointPort{Name: &name, Port: &port})
+	}
+	for i := range in.Pods {
+		p := in.Pods[i]
+		ready := true
+		slice.Endpoints = append(slice.Endpoints, discoveryv1.Endpoint{Addresses: []string{fmt.Sprintf("10.0.0.%d", i+1)},
+			Conditions: discoveryv1.EndpointConditions{Ready: &ready}, TargetRef: &corev1.ObjectReference{Kind: "Pod", Namespace: p.Namespace, Name: p.Name}})
+		objs = append(objs, &p)
+	}
+	objs = append(objs, slice)
+	for _, pa := range in.PeerAuths {
+		objs = append(objs, pa)
+	}
+	for _, dr := range in.DestinationRules {
+		objs = append(objs, dr)
+	}
+	for _, vs := range in.VirtualServices {
+		objs = append(objs, vs)
+	}
+	cfg := mesh.ConfigFromObjects(objs, in.Mesh, root)
+	cv := callerView{Config: cfg, Caller: mesh.MeshedCallerIn(target.Namespace)}
+	if in.Source != nil {
+		cv.Caller, cv.CallerNamed = mesh.CallerFromPod(in.Source), true
+	}
+	for _, sp := range svc.Spec.Ports {
+		if target.Port != 0 && sp.Port != target.Port {
+			continue
+		}
+		v, err := cfg.ViewFor(cv.Caller, mesh.ServiceHost(svc.Name, svc.Namespace), sp.Port)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cv.Views = append(cv.Views, v)
+	}
+	return cv
 }

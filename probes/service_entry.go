@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"net/netip"
 	"sort"
 	"strconv"
 	"strings"
@@ -16,10 +15,7 @@ import (
 	"github.com/meshtriage/meshtriage/probes/mesh"
 	"github.com/meshtriage/meshtriage/probes/parse/accesslog"
 	"istio.io/api/annotation"
-	networkingv1alpha3 "istio.io/api/networking/v1alpha3"
 	networkingv1 "istio.io/client-go/pkg/apis/networking/v1"
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/labels"
 )
 
 // ServiceEntryProbe checks external hosts the source reaches under
@@ -101,7 +97,8 @@ func fetchServiceEntry(ctx context.Context, c cluster.Cluster, t cluster.Target)
 		}
 		sidecars = append(sidecars, scs...)
 	}
-	in.Sidecar = sidecarFor(pod, root, sidecars)
+	cfg := &mesh.Config{Mesh: in.Mesh, RootNamespace: root, Sidecars: sidecars}
+	in.Sidecar, _ = cfg.SidecarFor(mesh.CallerFromPod(pod))
 
 	log, err := c.Logs(ctx, src, cluster.LogOptions{Container: mesh.ProxyContainer, Since: seLogWindow, LimitBytes: cluster.DefaultLogLimit, TailLines: AccessLogTailLines})
 	if err != nil {
@@ -119,33 +116,6 @@ func fetchServiceEntry(ctx context.Context, c cluster.Cluster, t cluster.Target)
 		in.SEs = append(in.SEs, ses...)
 	}
 	return in, "", nil
-}
-
-// sidecarFor picks the Sidecar resource Istio applies to pod: one in its
-// namespace whose workloadSelector selects it, else its namespace's one
-// without a selector, else the root namespace's one without a selector.
-func sidecarFor(pod *corev1.Pod, root string, sidecars []*networkingv1.Sidecar) *networkingv1.Sidecar {
-	sort.SliceStable(sidecars, func(i, j int) bool {
-		return sidecars[i].CreationTimestamp.Before(&sidecars[j].CreationTimestamp)
-	})
-	var nsDefault, rootDefault *networkingv1.Sidecar
-	for _, sc := range sidecars {
-		sel := sc.Spec.GetWorkloadSelector().GetLabels()
-		switch {
-		case sc.Namespace == pod.Namespace && len(sel) > 0:
-			if labels.SelectorFromSet(sel).Matches(labels.Set(pod.Labels)) {
-				return sc
-			}
-		case sc.Namespace == pod.Namespace && nsDefault == nil:
-			nsDefault = sc
-		case sc.Namespace == root && len(sel) == 0 && rootDefault == nil:
-			rootDefault = sc
-		}
-	}
-	if nsDefault != nil {
-		return nsDefault
-	}
-	return rootDefault
 }
 
 // blackholedHosts collects the destinations of entries Istio refused to
@@ -206,46 +176,6 @@ func containsInt(list []int, n int) bool {
 	return false
 }
 
-// seMatchesHost reports whether the ServiceEntry declares host: one of its
-// hosts equal or a matching wildcard ("*.example.com" covers
-// "api.example.com", not "example.com"), or for an IP one of its addresses.
-func seMatchesHost(se *networkingv1.ServiceEntry, host string) bool {
-	if ip, err := netip.ParseAddr(host); err == nil {
-		for _, a := range se.Spec.GetAddresses() {
-			if p, err := netip.ParsePrefix(a); err == nil && p.Contains(ip) {
-				return true
-			}
-			if ai, err := netip.ParseAddr(a); err == nil && ai == ip {
-				return true
-			}
-		}
-	}
-	for _, h := range se.Spec.GetHosts() {
-		switch {
-		case strings.EqualFold(h, host), h == "*":
-			return true
-		case strings.HasPrefix(h, "*.") && len(host) > len(h)-1 && strings.HasSuffix(strings.ToLower(host), strings.ToLower(h[1:])):
-			return true
-		}
-	}
-	return false
-}
-
-// seExportedTo applies exportTo, defaulting to the mesh's
-// defaultServiceExportTo (itself "*" unless set) when the entry has none.
-func seExportedTo(se *networkingv1.ServiceEntry, ns string, meshDefault []string) bool {
-	exportTo := se.Spec.GetExportTo()
-	if len(exportTo) == 0 {
-		exportTo = meshDefault
-	}
-	for _, e := range exportTo {
-		if e == "~" {
-			return false
-		}
-	}
-	return mesh.ExportedTo(exportTo, se.Namespace, ns)
-}
-
 func sePorts(se *networkingv1.ServiceEntry) []int {
 	var out []int
 	for _, p := range se.Spec.GetPorts() {
@@ -256,17 +186,8 @@ func sePorts(se *networkingv1.ServiceEntry) []int {
 
 func evaluateServiceEntry(t cluster.Target, in seInput) Result {
 	r := Result{Status: StatusPass, Facts: Facts{}}
-	registryOnly := in.Mesh.RegistryOnly()
-	modeFrom := "mesh config"
-	if !in.Mesh.Found {
-		modeFrom = "mesh config absent: Istio default"
-	}
-	if sc := in.Sidecar; sc != nil && sc.Spec.GetOutboundTrafficPolicy() != nil {
-		// The enum's zero is REGISTRY_ONLY, so a present policy without a
-		// mode means REGISTRY_ONLY, as istiod reads it.
-		registryOnly = sc.Spec.GetOutboundTrafficPolicy().GetMode() == networkingv1alpha3.OutboundTrafficPolicy_REGISTRY_ONLY
-		modeFrom = "Sidecar " + sc.Namespace + "/" + sc.Name
-	}
+	cfg := &mesh.Config{Mesh: in.Mesh, ServiceEntries: in.SEs}
+	registryOnly, modeFrom := cfg.OutboundPolicy(in.Sidecar)
 	mode := "ALLOW_ANY"
 	if registryOnly {
 		mode = "REGISTRY_ONLY"
@@ -285,17 +206,16 @@ func evaluateServiceEntry(t cluster.Target, in seInput) Result {
 		return r
 	}
 	srcNS := t.Source.Namespace
-	meshExport := in.Mesh.Raw.GetDefaultServiceExportTo()
 	r.Evidence.Columns = []string{"host", "ports", "requests", "service entry", "verdict"}
 	var visibleButBlocked []string
 	for _, b := range in.Hosts {
 		var matching, visible []*networkingv1.ServiceEntry
 		for _, se := range in.SEs {
-			if !seMatchesHost(se, b.Host) {
+			if !mesh.ServiceEntryDeclares(se, b.Host) {
 				continue
 			}
 			matching = append(matching, se)
-			if seExportedTo(se, srcNS, meshExport) {
+			if cfg.ServiceEntryExportedTo(se, srcNS) {
 				visible = append(visible, se)
 			}
 		}

@@ -64,6 +64,13 @@ func (c *Config) Endpoints(sd *ServiceData, port int32) []Endpoint {
 	}
 	var out []Endpoint
 	seen := map[string]bool{}
+	if len(sd.Slices) == 0 && len(sd.Service.Spec.Selector) > 0 && len(sd.Pods) > 0 {
+		// A Service that selects pods always has slices in a live cluster
+		// (the EndpointSlice controller writes them); none at all means the
+		// input left them out, as `kubectl get all` does. List the selected
+		// pods as the controller would.
+		return c.endpointsFromPods(sd, sp)
+	}
 	for _, slice := range sd.Slices {
 		target, ok := slicePort(slice, sp)
 		if !ok {
@@ -92,6 +99,59 @@ func (c *Config) Endpoints(sd *ServiceData, port int32) []Endpoint {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Address < out[j].Address })
 	return out
+}
+
+// EndpointsInferred reports that the Service's endpoints come from its
+// selected pods because the input held no EndpointSlice or Endpoints.
+func (sd *ServiceData) EndpointsInferred() bool {
+	return len(sd.Slices) == 0 && len(sd.Service.Spec.Selector) > 0 && len(sd.Pods) > 0
+}
+
+func (c *Config) endpointsFromPods(sd *ServiceData, sp *corev1.ServicePort) []Endpoint {
+	if sp == nil {
+		return nil
+	}
+	names := make([]string, 0, len(sd.Pods))
+	for n := range sd.Pods {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var out []Endpoint
+	for _, n := range names {
+		pod := sd.Pods[n]
+		if pod.Status.PodIP == "" || !LabelsMatch(sd.Service.Spec.Selector, pod.Labels) {
+			continue
+		}
+		port, ok := TargetPortOf(*sp, pod)
+		if !ok {
+			continue // the controller lists no endpoint for a named port the pod lacks
+		}
+		ready, _ := PodReady(pod)
+		e := Endpoint{Address: pod.Status.PodIP, Port: port, Pod: pod.Name, Ready: ready, Terminating: pod.DeletionTimestamp != nil}
+		c.describeEndpoint(&e, pod, sd)
+		out = append(out, e)
+	}
+	return out
+}
+
+// TargetPortOf resolves a service port's targetPort on pod, as the
+// EndpointSlice controller does: a number as is (the service port when
+// unset), a name through the pod's container ports.
+func TargetPortOf(sp corev1.ServicePort, pod *corev1.Pod) (int32, bool) {
+	switch {
+	case sp.TargetPort.Type == intstr.String && sp.TargetPort.StrVal != "":
+		for _, c := range pod.Spec.Containers {
+			for _, cp := range c.Ports {
+				if cp.Name == sp.TargetPort.StrVal {
+					return cp.ContainerPort, true
+				}
+			}
+		}
+		return 0, false
+	case sp.TargetPort.IntVal != 0:
+		return sp.TargetPort.IntVal, true
+	}
+	return sp.Port, true
 }
 
 // slicePort finds the slice's port for the service port: by name, as the

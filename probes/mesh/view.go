@@ -172,6 +172,13 @@ func (v *View) addCluster(c *Config, caller Caller, d Destination, mirror bool) 
 	v.Clusters[d.Cluster] = cl
 }
 
+// SubsetCluster is the cluster istiod builds for the caller for a subset of
+// host on port ("" for the Service's default cluster), whether or not a
+// route sends to it.
+func (c *Config) SubsetCluster(caller Caller, host string, port int32, subset string) *Cluster {
+	return c.clusterFor(caller, Destination{Host: host, Port: port, Subset: subset, Cluster: ClusterName(port, subset, host)})
+}
+
 // clusterFor builds the cluster a destination names, as istiod would for
 // the caller, or says why there is none.
 func (c *Config) clusterFor(caller Caller, d Destination) *Cluster {
@@ -272,15 +279,9 @@ func subsetNames(a *AppliedRule) string {
 
 // visibleServiceEntry is a ServiceEntry for host exported to the caller.
 func (c *Config) visibleServiceEntry(caller Caller, host string) *networkingv1.ServiceEntry {
-	meshDefault := c.Mesh.Raw.GetDefaultServiceExportTo()
 	for _, se := range c.ServiceEntries {
-		if !ExportedTo(exportToOrDefault(se.Spec.GetExportTo(), meshDefault), se.Namespace, caller.Namespace) {
-			continue
-		}
-		for _, h := range se.Spec.GetHosts() {
-			if HostCovers(h, se.Namespace, host) {
-				return se
-			}
+		if c.ServiceEntryExportedTo(se, caller.Namespace) && ServiceEntryDeclares(se, host) {
+			return se
 		}
 	}
 	return nil

@@ -154,7 +154,8 @@ type weighted interface {
 }
 
 // RoutesOf are the routes of vs that serve port (a service port of
-// protocol proto); their destinations default to the same port.
+// protocol proto; 0 for every port); their destinations default to the
+// same port.
 func RoutesOf(vs *networkingv1.VirtualService, port int32, proto string) []Route {
 	ref := vs.Namespace + "/" + vs.Name
 	var out []Route
@@ -200,7 +201,7 @@ func httpMatch(matches []*networkingv1alpha3.HTTPMatchRequest, port int32) (stri
 	}
 	var parts []string
 	for _, m := range matches {
-		if p := m.GetPort(); p != 0 && int32(p) != port {
+		if p := m.GetPort(); p != 0 && port != 0 && int32(p) != port {
 			continue
 		}
 		var conds []string
@@ -249,7 +250,7 @@ func l4Match(matches []*networkingv1alpha3.L4MatchAttributes, port int32) bool {
 		return true
 	}
 	for _, m := range matches {
-		if m.GetPort() == 0 || int32(m.GetPort()) == port {
+		if m.GetPort() == 0 || port == 0 || int32(m.GetPort()) == port {
 			return true
 		}
 	}

@@ -2,6 +2,7 @@ package mesh
 
 import (
 	"fmt"
+	"net/netip"
 	"sort"
 	"strings"
 
@@ -251,4 +252,35 @@ func describeExportTo(exportTo []string, ns string) string {
 		}
 	}
 	return strings.Join(out, ", ")
+}
+
+// ServiceEntryDeclares reports whether the ServiceEntry declares host: one of its
+// hosts equal or a matching wildcard ("*.example.com" covers
+// "api.example.com", not "example.com"), or for an IP one of its addresses.
+func ServiceEntryDeclares(se *networkingv1.ServiceEntry, host string) bool {
+	if ip, err := netip.ParseAddr(host); err == nil {
+		for _, a := range se.Spec.GetAddresses() {
+			if p, err := netip.ParsePrefix(a); err == nil && p.Contains(ip) {
+				return true
+			}
+			if ai, err := netip.ParseAddr(a); err == nil && ai == ip {
+				return true
+			}
+		}
+	}
+	for _, h := range se.Spec.GetHosts() {
+		switch {
+		case strings.EqualFold(h, host), h == "*":
+			return true
+		case strings.HasPrefix(h, "*.") && len(host) > len(h)-1 && strings.HasSuffix(strings.ToLower(host), strings.ToLower(h[1:])):
+			return true
+		}
+	}
+	return false
+}
+
+// ServiceEntryExportedTo applies a ServiceEntry's exportTo, defaulting to
+// the mesh's defaultServiceExportTo.
+func (c *Config) ServiceEntryExportedTo(se *networkingv1.ServiceEntry, ns string) bool {
+	return ExportedTo(exportToOrDefault(se.Spec.GetExportTo(), c.Mesh.Raw.GetDefaultServiceExportTo()), se.Namespace, ns)
 }

@@ -1,0 +1,241 @@
+package probes
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"github.com/meshtriage/meshtriage/probes/cluster"
+	"github.com/meshtriage/meshtriage/probes/mesh"
+)
+
+// callerView is what the config model says the caller's proxy is given for
+// the target's ports, and the reads it was built from. The probes that
+// judge configuration (mtls, destination-rules) read it; the read cache
+// makes the reads happen once per wave however many probes ask.
+type callerView struct {
+	Config *mesh.Config
+	Caller mesh.Caller
+	// CallerNamed: the on-call named the caller (--from); otherwise the
+	// view is for "a meshed pod in the target's namespace".
+	CallerNamed bool
+	// Views holds one view per service port judged (the target port, or
+	// every port of the Service).
+	Views []*mesh.View
+}
+
+// fetchCallerView reads what the model needs: the mesh config; the Istio
+// rules of the caller's, the target's and the root namespace (the root's
+// may be unreadable: mesh-wide rules are then unknown); the Service, its
+// endpoints, their pods, and their nodes when a subset selects on the
+// locality labels; and the same for every other Service a route of the
+// target's sends to.
+func fetchCallerView(ctx context.Context, c cluster.Cluster, t cluster.Target) (callerView, string, error) {
+	var out callerView
+	mc, err := ReadMeshConfig(ctx, c)
+	if err != nil {
+		return out, "read the mesh config", err
+	}
+	cfg := &mesh.Config{Mesh: mc, RootNamespace: mc.RootNamespace(controlPlane(c)), Services: map[string]*mesh.ServiceData{}, Namespaces: map[string]*corev1.Namespace{}}
+	out.Config = cfg
+	svc, err := c.GetService(ctx, t.Namespace, t.Service)
+	if err != nil {
+		return out, fmt.Sprintf("get service %s/%s", t.Namespace, t.Service), err
+	}
+	out.Caller = mesh.MeshedCallerIn(t.Namespace)
+	if t.Source != nil {
+		pod, err := c.GetPod(ctx, t.Source.Namespace, t.Source.Name)
+		if err != nil {
+			return out, "get source pod " + t.Source.String(), err
+		}
+		out.Caller, out.CallerNamed = mesh.CallerFromPod(pod), true
+	}
+	rulesRead := map[string]bool{}
+	for _, ns := range uniqueNonEmpty(out.Caller.Namespace, t.Namespace, cfg.RootNamespace) {
+		if what, err := readRules(ctx, c, cfg, ns, ns == cfg.RootNamespace && ns != t.Namespace && ns != out.Caller.Namespace); err != nil {
+			return out, what, err
+		}
+		rulesRead[ns] = true
+	}
+	if what, err := readServiceData(ctx, c, cfg, svc); err != nil {
+		return out, what, err
+	}
+	// Other Services the target's routes send to: their endpoints, and the
+	// rules of their namespaces (a DestinationRule there defines their
+	// subsets).
+	for _, host := range routedHosts(cfg, out.Caller, mesh.ServiceHost(svc.Name, svc.Namespace)) {
+		name, ns, ok := serviceOfHost(host)
+		if !ok || cfg.Services[host] != nil {
+			continue
+		}
+		other, err := c.GetService(ctx, ns, name)
+		if apierrors.IsNotFound(err) {
+			continue // the model then says no cluster is built for it
+		}
+		if err != nil {
+			cfg.Unknown = append(cfg.Unknown, cluster.AccessProblem("get service "+ns+"/"+name, err))
+			continue
+		}
+		if !rulesRead[ns] {
+			rulesRead[ns] = true
+			if _, err := readRules(ctx, c, cfg, ns, true); err != nil {
+				return out, "", err
+			}
+		}
+		if what, err := readServiceData(ctx, c, cfg, other); err != nil {
+			cfg.Unknown = append(cfg.Unknown, cluster.AccessProblem(what, err))
+		}
+	}
+	if err := readNodesForSubsets(ctx, c, cfg); err != nil {
+		return out, "", err
+	}
+	for _, sp := range svc.Spec.Ports {
+		if t.Port != 0 && sp.Port != t.Port {
+			continue
+		}
+		v, err := cfg.ViewFor(out.Caller, mesh.ServiceHost(svc.Name, svc.Namespace), sp.Port)
+		if err != nil {
+			return out, "work out the caller's view", err
+		}
+		out.Views = append(out.Views, v)
+	}
+	if len(out.Views) == 0 {
+		return out, fmt.Sprintf("find port %d of service %s/%s", t.Port, t.Namespace, t.Service), fmt.Errorf("no such port: %w", cluster.ErrNotFound)
+	}
+	return out, "", nil
+}
+
+// readRules reads the Istio rules of one namespace. optional: a failed read
+// leaves that namespace's rules unknown instead of failing the probe (the
+// root namespace is often outside an on-call's role).
+func readRules(ctx context.Context, c cluster.Cluster, cfg *mesh.Config, ns string, optional bool) (string, error) {
+	fail := func(what string, err error) (string, error) {
+		if optional && !(apierrors.IsNotFound(err) && cluster.IsMissingKind(err)) {
+			cfg.Unknown = append(cfg.Unknown, cluster.AccessProblem(what, err)+": its rules are not judged")
+			return "", nil
+		}
+		return what, err
+	}
+	drs, err := c.DestinationRules(ctx, ns)
+	if err != nil {
+		return fail("list DestinationRules in "+ns, err)
+	}
+	vss, err := c.VirtualServices(ctx, ns)
+	if err != nil {
+		return fail("list VirtualServices in "+ns, err)
+	}
+	pas, err := c.PeerAuthentications(ctx, ns)
+	if err != nil {
+		return fail("list PeerAuthentications in "+ns, err)
+	}
+	scs, err := c.Sidecars(ctx, ns)
+	if err != nil {
+		return fail("list Sidecars in "+ns, err)
+	}
+	ses, err := c.ServiceEntries(ctx, ns)
+	if err != nil {
+		return fail("list ServiceEntries in "+ns, err)
+	}
+	cfg.DestinationRules = append(cfg.DestinationRules, drs...)
+	cfg.VirtualServices = append(cfg.VirtualServices, vss...)
+	cfg.PeerAuthentications = append(cfg.PeerAuthentications, pas...)
+	cfg.Sidecars = append(cfg.Sidecars, scs...)
+	cfg.ServiceEntries = append(cfg.ServiceEntries, ses...)
+	return "", nil
+}
+
+// readServiceData reads a Service's endpoints and the pods they point at.
+func readServiceData(ctx context.Context, c cluster.Cluster, cfg *mesh.Config, svc *corev1.Service) (string, error) {
+	sd := &mesh.ServiceData{Service: svc, Pods: map[string]*corev1.Pod{}, Nodes: map[string]*corev1.Node{}}
+	cfg.Services[mesh.ServiceHost(svc.Name, svc.Namespace)] = sd
+	slices, err := c.EndpointSlices(ctx, svc.Namespace, svc.Name)
+	if err != nil {
+		return fmt.Sprintf("list endpointslices of %s/%s", svc.Namespace, svc.Name), err
+	}
+	sd.Slices = slices
+	if len(svc.Spec.Selector) > 0 {
+		pods, err := c.ListPods(ctx, svc.Namespace, svc.Spec.Selector)
+		if err != nil {
+			return "list pods in " + svc.Namespace, err
+		}
+		for i := range pods {
+			sd.Pods[pods[i].Name] = &pods[i]
+		}
+	}
+	if ns, err := c.GetNamespace(ctx, svc.Namespace); err == nil {
+		cfg.Namespaces[ns.Name] = ns
+	}
+	return "", nil
+}
+
+// readNodesForSubsets reads the nodes of a Service's endpoints only when a
+// DestinationRule subset selects on a label istiod takes from the node.
+func readNodesForSubsets(ctx context.Context, c cluster.Cluster, cfg *mesh.Config) error {
+	if !subsetsUseLocality(cfg) {
+		return nil
+	}
+	for _, sd := range cfg.Services {
+		for _, p := range sd.Pods {
+			name := p.Spec.NodeName
+			if name == "" || sd.Nodes[name] != nil {
+				continue
+			}
+			node, err := cluster.GetNode(ctx, c, name)
+			if err != nil {
+				sd.NodesUnknown = cluster.AccessProblem("get node "+name, err)
+				cfg.Unknown = append(cfg.Unknown, sd.NodesUnknown+": the locality labels of its endpoints are unknown")
+				continue
+			}
+			sd.Nodes[name] = node
+		}
+	}
+	return nil
+}
+
+func subsetsUseLocality(cfg *mesh.Config) bool {
+	for _, dr := range cfg.DestinationRules {
+		for _, s := range dr.Spec.GetSubsets() {
+			for k := range s.GetLabels() {
+				if k == mesh.LabelRegion || k == mesh.LabelZone || k == mesh.LabelSubzone {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// routedHosts are the hosts the routes of host's VirtualService send to.
+func routedHosts(cfg *mesh.Config, caller mesh.Caller, host string) []string {
+	vs, _ := cfg.VirtualServicesFor(caller, host)
+	if vs == nil {
+		return nil
+	}
+	seen := map[string]bool{}
+	var out []string
+	for _, proto := range []string{mesh.ProtocolHTTP, mesh.ProtocolTCP, mesh.ProtocolTLS} {
+		for _, r := range mesh.RoutesOf(vs, 0, proto) {
+			for _, d := range append(r.Destinations, r.Mirrors...) {
+				if !seen[d.Host] {
+					seen[d.Host] = true
+					out = append(out, d.Host)
+				}
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// serviceOfHost splits NAME.NAMESPACE.svc.cluster.local.
+func serviceOfHost(host string) (name, ns string, ok bool) {
+	parts := strings.Split(host, ".")
+	if len(parts) != 5 || parts[2] != "svc" {
+		return "", "", false
+	}
+	return parts[0], parts[1], true
+}
