@@ -42,6 +42,7 @@ func TestMain(m *testing.M) {
 	if shared != nil {
 		shared.Stop()
 	}
+	stopIstiodLab()
 	if cliPath != "" {
 		os.RemoveAll(filepath.Dir(cliPath))
 	}

@@ -212,12 +212,18 @@ func (k *Kubelet) Serve(pod cluster.PodRef, port int32, h http.Handler) error {
 	return nil
 }
 
-// Forward sends connections to pod:port on to addr (a real istiod, say).
+// Forward sends connections to pod:port on to addr (a real istiod, say),
+// closing a simulator that served that port before.
 func (k *Kubelet) Forward(pod cluster.PodRef, port int32, addr string) {
 	k.mu.Lock()
-	defer k.mu.Unlock()
+	old := k.servers[portKey{pod, port}]
+	delete(k.servers, portKey{pod, port})
 	k.pods[pod] = true
 	k.ports[portKey{pod, port}] = addr
+	k.mu.Unlock()
+	if old != nil {
+		old.Close()
+	}
 }
 
 // SetExec replaces the command runner (default: pilot-agent request GET

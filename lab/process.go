@@ -26,11 +26,26 @@ type process struct {
 }
 
 func startProcess(name, logPath string, bin string, args ...string) (*process, error) {
+	return startProcessIn(processEnv{}, name, logPath, bin, args...)
+}
+
+// processEnv is where a child runs: its working directory (empty: the
+// lab's) and variables added to the lab's environment.
+type processEnv struct {
+	dir string
+	env []string
+}
+
+func startProcessIn(pe processEnv, name, logPath string, bin string, args ...string) (*process, error) {
 	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, err
 	}
 	cmd := exec.Command(bin, args...)
+	cmd.Dir = pe.dir
+	if len(pe.env) > 0 {
+		cmd.Env = append(os.Environ(), pe.env...)
+	}
 	cmd.Stdout = logFile
 	cmd.Stderr = logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{
