@@ -22,8 +22,10 @@ unit:
 
 # The mesh lab: every scenario, every probe and the read-only RBAC role
 # against a real kube-apiserver (built once into lab/.cache, minutes cold)
-# with the Istio CRDs, etcd (Debian's etcd-server) and a fake kubelet. The
-# build runs first so that its minutes do not count against the test timeout.
+# with the Istio CRDs, etcd (Debian's etcd-server) and a fake kubelet, and
+# proxy-status and the Envoy probes against a real istiod (pilot-discovery,
+# built and cached the same way). The builds run first so that their
+# minutes do not count against the test timeout.
 test-integration:
 	$(GO) run ./lab/cmd/meshlab build
 	$(GO) vet -tags integration ./lab/...

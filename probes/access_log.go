@@ -23,8 +23,10 @@ import (
 const AccessLogTailLines = 10000
 
 // AccessLogProbe tallies the source (and upstream) istio-proxy access logs:
-// 5xx by response flag, response code details and transport failure reasons,
-// which are the primary evidence for most 503 causes.
+// entries by response flag with the code each came with, response code
+// details and transport failure reasons, which are the primary evidence for
+// most 503 causes. Flags are counted on every entry, not only on 5xx ones:
+// NR comes with 404 (or 0 on TCP), DC with 0, and both are 503 evidence.
 type AccessLogProbe struct{}
 
 func (AccessLogProbe) Meta() Meta {
@@ -38,18 +40,24 @@ func (AccessLogProbe) Meta() Meta {
 			{"log_5xx", FactInt, "entries with a 5xx response code"},
 			{"log_503", FactInt, "entries with response code 503"},
 			{"log_2xx", FactInt, "entries with a 2xx response code"},
-			{"log_flag_uh", FactInt, "5xx entries flagged UH (no healthy upstream)"},
-			{"log_flag_uf", FactInt, "5xx entries flagged UF (upstream connection failure)"},
-			{"log_flag_uo", FactInt, "5xx entries flagged UO (upstream overflow: circuit breaking)"},
-			{"log_flag_nr", FactInt, "5xx entries flagged NR (no route)"},
-			{"log_flag_nc", FactInt, "5xx entries flagged NC (no cluster)"},
-			{"log_flag_urx", FactInt, "5xx entries flagged URX (retry/connect attempts exhausted)"},
-			{"log_flag_uc", FactInt, "5xx entries flagged UC (upstream connection termination)"},
-			{"log_flag_ut", FactInt, "5xx entries flagged UT (upstream request timeout)"},
-			{"log_flag_dc", FactInt, "5xx entries flagged DC (downstream connection termination)"},
-			{"log_flag_lr", FactInt, "5xx entries flagged LR (connection local reset)"},
-			{"log_flag_ur", FactInt, "5xx entries flagged UR (upstream remote reset)"},
-			{"log_details", FactList, "distinct response_code_details of 5xx entries"},
+			{"log_flag_uh", FactInt, "HTTP entries flagged UH (no healthy upstream; comes with 503)"},
+			{"log_flag_uf", FactInt, "HTTP entries flagged UF (upstream connection failure; 503)"},
+			{"log_flag_uo", FactInt, "HTTP entries flagged UO (upstream overflow: circuit breaking; 503)"},
+			{"log_flag_nr", FactInt, "HTTP entries flagged NR (no route; comes with 404, or 503 before Istio 1.1)"},
+			{"log_flag_nc", FactInt, "HTTP entries flagged NC (no cluster; 503)"},
+			{"log_flag_urx", FactInt, "HTTP entries flagged URX (retry/connect attempts exhausted)"},
+			{"log_flag_uc", FactInt, "HTTP entries flagged UC (upstream connection termination; 503)"},
+			{"log_flag_ut", FactInt, "HTTP entries flagged UT (upstream request timeout; 504)"},
+			{"log_flag_dc", FactInt, "HTTP entries flagged DC (downstream connection termination; comes with response code 0)"},
+			{"log_flag_lr", FactInt, "HTTP entries flagged LR (connection local reset)"},
+			{"log_flag_ur", FactInt, "HTTP entries flagged UR (upstream remote reset)"},
+			{"log_flag_codes", FactList, "each flag of an HTTP entry with the response code it came with, as \"FLAG CODE\" (\"NR 404\", \"DC 0\", \"UO 503\"), most frequent first"},
+			{"log_tcp", FactInt, "TCP proxy entries (request \"- - -\", no HTTP status)"},
+			{"log_tcp_flag_uf", FactInt, "TCP entries flagged UF (upstream connection failure)"},
+			{"log_tcp_flag_urx", FactInt, "TCP entries flagged URX (connect attempts exhausted)"},
+			{"log_tcp_flag_uh", FactInt, "TCP entries flagged UH (no healthy upstream, BlackHoleCluster)"},
+			{"log_tcp_flag_nr", FactInt, "TCP entries flagged NR: no filter chain took the connection (filter_chain_not_found, e.g. plaintext into a STRICT port)"},
+			{"log_details", FactList, "distinct response_code_details of failed entries (5xx, or carrying a response flag)"},
 			{"log_transport_failures", FactList, "distinct upstream_transport_failure_reason values"},
 			{"log_blackhole", FactInt, "entries of the source routed to BlackHoleCluster (or the block_all route), whatever their destination"},
 			{"log_blackhole_hosts", FactList, "authorities of entries routed to BlackHoleCluster"},
@@ -236,9 +244,13 @@ func sourceEntryMatcher(t cluster.Target) func(*accesslog.Entry) bool {
 }
 
 // inboundEntry selects an upstream proxy's inbound entries (inbound|PORT||,
-// InboundPassthroughCluster); its outbound entries are its own calls.
+// InboundPassthroughCluster, and connections its inbound listener took no
+// filter chain for); its outbound entries are its own calls. An outbound
+// connection no listener matches goes to PassthroughCluster or
+// BlackHoleCluster instead, so filter_chain_not_found is always inbound.
 func inboundEntry(e *accesslog.Entry) bool {
-	return strings.HasPrefix(e.UpstreamCluster, "inbound|") || strings.HasPrefix(e.UpstreamCluster, "InboundPassthroughCluster")
+	return strings.HasPrefix(e.UpstreamCluster, "inbound|") || strings.HasPrefix(e.UpstreamCluster, "InboundPassthroughCluster") ||
+		e.UpstreamCluster == "" && e.ResponseCodeDetails == "filter_chain_not_found"
 }
 
 // accessLogFlags maps the flag facts to Envoy's response flags.
@@ -246,6 +258,11 @@ var accessLogFlags = []struct{ fact, flag string }{
 	{"log_flag_uh", "UH"}, {"log_flag_uf", "UF"}, {"log_flag_uo", "UO"}, {"log_flag_nr", "NR"},
 	{"log_flag_nc", "NC"}, {"log_flag_urx", "URX"}, {"log_flag_uc", "UC"}, {"log_flag_ut", "UT"},
 	{"log_flag_dc", "DC"}, {"log_flag_lr", "LR"}, {"log_flag_ur", "UR"},
+}
+
+// accessLogTCPFlags maps the TCP flag facts to Envoy's response flags.
+var accessLogTCPFlags = []struct{ fact, flag string }{
+	{"log_tcp_flag_uf", "UF"}, {"log_tcp_flag_urx", "URX"}, {"log_tcp_flag_uh", "UH"}, {"log_tcp_flag_nr", "NR"},
 }
 
 func evaluateAccessLog(t cluster.Target, in accessLogInput) Result {
@@ -262,7 +279,7 @@ func evaluateAccessLog(t cluster.Target, in accessLogInput) Result {
 			side = "upstream (inbound)"
 		}
 		if l.Problem != "" {
-			rows = append(rows, []string{side, l.Pod.String(), "-", "-", "-", "-", "-", l.Problem})
+			rows = append(rows, []string{side, l.Pod.String(), "-", "-", "-", "-", "-", "-", l.Problem})
 			continue
 		}
 		all.Merge(l.Target)
@@ -275,7 +292,8 @@ func evaluateAccessLog(t cluster.Target, in accessLogInput) Result {
 			srcSummary = sideSummary("source "+l.Pod.Name, l.Target)
 		}
 		rows = append(rows, []string{side, l.Pod.String(), strconv.Itoa(l.Target.Entries), strconv.Itoa(l.Target.Status2xx),
-			strconv.Itoa(l.Target.Status5xx), strconv.Itoa(l.Target.Status503), dash(counterText(l.Target.Flags)), dash(counterText(l.Target.Details))})
+			strconv.Itoa(l.Target.Status5xx), strconv.Itoa(l.Target.Status503), dash(flagCodeText(l.Target.FlagCodes)),
+			dash(tcpText(l.Target)), dash(counterText(l.Target.Details))})
 		if len(l.Target.Samples) > 0 {
 			raw = append(raw, fmt.Sprintf("# %s %s (%s .. %s)", side, l.Pod, timeText(l.Target.First), timeText(l.Target.Last)))
 			raw = append(raw, l.Target.Samples...)
@@ -302,9 +320,14 @@ func evaluateAccessLog(t cluster.Target, in accessLogInput) Result {
 		"log_blackhole_hosts":    nonNil(blackhole.BlackHoleHosts.Keys()),
 		"log_connection_refused": all.ConnectionRefused,
 		"log_upstream_pods":      upstreamRead,
+		"log_flag_codes":         nonNil(all.FlagCodes.Keys()),
+		"log_tcp":                all.TCP,
 	}
 	for _, f := range accessLogFlags {
 		facts[f.fact] = all.Flags.Counts[f.flag]
+	}
+	for _, f := range accessLogTCPFlags {
+		facts[f.fact] = all.TCPFlags.Counts[f.flag]
 	}
 
 	var parts []string
@@ -336,7 +359,7 @@ func evaluateAccessLog(t cluster.Target, in accessLogInput) Result {
 		Status:  status,
 		Summary: strings.Join(parts, "; "),
 		Evidence: Evidence{
-			Columns: []string{"side", "pod", "entries", "2xx", "5xx", "503", "5xx flags", "response_code_details"},
+			Columns: []string{"side", "pod", "entries", "2xx", "5xx", "503", "flags (with code)", "TCP", "response_code_details"},
 			Rows:    rows,
 			Raw:     strings.Join(raw, "\n"),
 		},
@@ -347,8 +370,11 @@ func evaluateAccessLog(t cluster.Target, in accessLogInput) Result {
 
 func sideSummary(who string, s accesslog.Summary) string {
 	out := fmt.Sprintf("%s: %d 503, %d 5xx of %d entries", who, s.Status503, s.Status5xx, s.Entries)
-	if f := counterText(s.Flags); f != "" {
+	if f := flagCodeText(s.FlagCodes); f != "" {
 		out += " (" + f + ")"
+	}
+	if f := counterText(s.TCPFlags); f != "" {
+		out += fmt.Sprintf("; %d TCP (%s)", s.TCP, f)
 	}
 	if s.ConnectionRefused > 0 {
 		out += fmt.Sprintf(", %d connection refused", s.ConnectionRefused)
@@ -356,8 +382,24 @@ func sideSummary(who string, s accesslog.Summary) string {
 	return out
 }
 
+// tcpText renders a side's TCP entries and their flags, e.g. "4: UF 4, URX 4".
+func tcpText(s accesslog.Summary) string {
+	if s.TCP == 0 {
+		return ""
+	}
+	if f := counterText(s.TCPFlags); f != "" {
+		return fmt.Sprintf("%d: %s", s.TCP, f)
+	}
+	return strconv.Itoa(s.TCP)
+}
+
 // counterText renders the most frequent values of c, e.g. "UF 8, URX 8".
-func counterText(c accesslog.Counter) string {
+func counterText(c accesslog.Counter) string { return counterTextSep(c, " ") }
+
+// flagCodeText renders flags with their codes, e.g. "UF 503: 8, NR 404: 2".
+func flagCodeText(c accesslog.Counter) string { return counterTextSep(c, ": ") }
+
+func counterTextSep(c accesslog.Counter, sep string) string {
 	keys := c.Keys()
 	var parts []string
 	for i, k := range keys {
@@ -365,7 +407,7 @@ func counterText(c accesslog.Counter) string {
 			parts = append(parts, fmt.Sprintf("+%d more", len(keys)-4))
 			break
 		}
-		parts = append(parts, fmt.Sprintf("%s %d", k, c.Counts[k]))
+		parts = append(parts, fmt.Sprintf("%s%s%d", k, sep, c.Counts[k]))
 	}
 	return strings.Join(parts, ", ")
 }

@@ -38,7 +38,11 @@ func (EnvoyClustersProbe) Meta() Meta {
 			{"envoy_cx_overflow", FactInt, "upstream_cx_overflow summed over the target clusters (0 when /stats does not report them)"},
 			{"envoy_ejections_active", FactInt, "outlier_detection.ejections_active summed over the target clusters (hosts flagged failed_outlier_check when /stats does not report it)"},
 			{"envoy_cx_connect_fail", FactInt, "upstream_cx_connect_fail summed over the target clusters (the hosts' cx_connect_fail when /stats does not report it)"},
+			{"envoy_rq_total", FactInt, "upstream_rq_total summed over the target clusters (the hosts' rq_total when /stats does not report it)"},
+			{"envoy_rq_timeout", FactInt, "upstream_rq_timeout summed over the target clusters (the hosts' rq_timeout when /stats does not report it)"},
+			{"envoy_rq_error", FactInt, "rq_error of the target clusters' hosts in /clusters: requests that got a 5xx or a connect failure; always read from the hosts, /stats has no such counter"},
 			{"envoy_cluster_stats_present", FactBool, "/stats reports the target clusters' upstream stats; Istio's default stats inclusion list leaves them out, so their overflow counters are unknown, not zero"},
+			{"envoy_counters_from", FactString, "where the counters came from: stats (/stats has the target clusters) or hosts (the per-host counters of /clusters stand in, overflow unknown)"},
 		},
 	}
 }
@@ -118,14 +122,19 @@ func fetchEnvoyClusters(ctx context.Context, c cluster.Cluster, t cluster.Target
 		in.StatsProblem = cluster.AccessProblem(fmt.Sprintf("read Envoy %s of %s", adminStats, src), err)
 		return in, "", nil
 	}
-	// Keep every stat of the target's clusters (any port, any subset); the
-	// host is followed by the stat name, so "|HOST." cannot match another
-	// host that merely starts or ends like it.
-	marker := "|" + t.Host() + "."
-	in.Stats = envoy.ParseStats(stats, func(name string) bool {
-		return strings.HasPrefix(name, "cluster.outbound|") && strings.Contains(name, marker)
-	})
+	in.Stats = envoy.ParseStats(stats, targetStats(t))
 	return in, "", nil
+}
+
+// targetStats keeps every stat of the target's clusters (any port, any
+// subset); the host is followed by the stat name, so "|HOST." cannot match
+// another host that merely starts or ends like it. ParseStats hands it
+// names without Istio 1.23's ";".
+func targetStats(t cluster.Target) func(name string) bool {
+	marker := "|" + t.Host() + "."
+	return func(name string) bool {
+		return strings.HasPrefix(name, "cluster.outbound|") && strings.Contains(name, marker)
+	}
 }
 
 // clusterFigures are the host counts and counters over the target clusters.
@@ -134,10 +143,13 @@ type clusterFigures struct {
 	total, healthy, outlier, activeHC, eds int
 	pendingOverflow, cxOverflow            int
 	ejections, connectFail                 int
-	hostConnectFail                        int
-	statsPresent                           bool
-	rows                                   [][]string
-	raw, statsLines                        []string
+	rqTotal, rqTimeout, rqError            int
+	// The same counters from the hosts of /clusters, which every Envoy
+	// reports whatever its stats inclusion list.
+	hostConnectFail, hostRqTotal, hostRqTimeout int
+	statsPresent                                bool
+	rows                                        [][]string
+	raw, statsLines                             []string
 }
 
 func evaluateEnvoyClusters(t cluster.Target, in envoyClustersInput) Result {
@@ -185,6 +197,9 @@ func evaluateEnvoyClusters(t cluster.Target, in envoyClustersInput) Result {
 				health = "unhealthy"
 			}
 			f.hostConnectFail += int(h.Stats["cx_connect_fail"])
+			f.hostRqTotal += int(h.Stats["rq_total"])
+			f.hostRqTimeout += int(h.Stats["rq_timeout"])
+			f.rqError += int(h.Stats["rq_error"])
 			f.rows = append(f.rows, []string{c.Name, h.Address, health, dash(strings.Join(flags, ",")),
 				strconv.FormatUint(h.Stats["cx_connect_fail"], 10), strconv.FormatUint(h.Stats["rq_error"], 10), strconv.FormatUint(h.Stats["rq_total"], 10)})
 			f.raw = append(f.raw, fmt.Sprintf("%s::%s::health_flags::%s", c.Name, h.Address, healthFlagsText(h)))
@@ -202,6 +217,8 @@ func evaluateEnvoyClusters(t cluster.Target, in envoyClustersInput) Result {
 			f.cxOverflow += clusterStat(in.Stats, c.Name, "upstream_cx_overflow")
 			f.ejections += clusterStat(in.Stats, c.Name, "outlier_detection.ejections_active")
 			f.connectFail += clusterStat(in.Stats, c.Name, "upstream_cx_connect_fail")
+			f.rqTotal += clusterStat(in.Stats, c.Name, "upstream_rq_total")
+			f.rqTimeout += clusterStat(in.Stats, c.Name, "upstream_rq_timeout")
 		}
 		names := make([]string, 0, len(in.Stats))
 		for n, v := range in.Stats {
@@ -214,8 +231,16 @@ func evaluateEnvoyClusters(t cluster.Target, in envoyClustersInput) Result {
 			f.statsLines = append(f.statsLines, fmt.Sprintf("%s: %d", n, in.Stats[n]))
 		}
 	} else {
+		// Istio's default stats inclusion leaves the service clusters out
+		// of /stats: the hosts' own counters in /clusters stand in.
 		f.ejections = f.outlier
 		f.connectFail = f.hostConnectFail
+		f.rqTotal = f.hostRqTotal
+		f.rqTimeout = f.hostRqTimeout
+	}
+	countersFrom := "hosts"
+	if f.statsPresent {
+		countersFrom = "stats"
 	}
 
 	facts := Facts{
@@ -232,7 +257,11 @@ func evaluateEnvoyClusters(t cluster.Target, in envoyClustersInput) Result {
 		"envoy_cx_overflow":            f.cxOverflow,
 		"envoy_ejections_active":       f.ejections,
 		"envoy_cx_connect_fail":        f.connectFail,
+		"envoy_rq_total":               f.rqTotal,
+		"envoy_rq_timeout":             f.rqTimeout,
+		"envoy_rq_error":               f.rqError,
 		"envoy_cluster_stats_present":  f.statsPresent,
+		"envoy_counters_from":          countersFrom,
 	}
 
 	status, summary := StatusPass, ""
@@ -281,6 +310,9 @@ func evaluateEnvoyClusters(t cluster.Target, in envoyClustersInput) Result {
 			summary += "; overflow counters unknown: " + in.StatsProblem
 		} else {
 			summary += "; /stats has no upstream stats for these clusters (Istio's default stats inclusion), overflow counters unknown"
+		}
+		if f.rqError > 0 || f.connectFail > 0 {
+			summary += fmt.Sprintf("; the hosts count %d errors and %d failed connects in %d requests", f.rqError, f.connectFail, f.rqTotal)
 		}
 	}
 

@@ -27,7 +27,8 @@ func (EnvoyConfigProbe) Meta() Meta {
 			{"config_cluster_found", FactBool, "config_dump has a dynamic active cluster for the target"},
 			{"config_tls", FactString, "what the target's main cluster (no subset, lowest port) originates: istio-mtls (explicit ISTIO_MUTUAL), tls (SIMPLE/MUTUAL), auto (tlsMode match), none, or unknown (a transport socket this build cannot read)"},
 			{"config_tls_modes", FactList, "the distinct TLS modes across all active target clusters (subsets may differ from the main one)"},
-			{"config_outlier_consecutive_5xx", FactInt, "outlier_detection.consecutive_5xx as configured (0 when unset)"},
+			{"config_outlier_consecutive_5xx", FactInt, "consecutive 5xx after which Envoy ejects a host: outlier_detection.consecutive_5xx (Envoy's default 5 when unset), 0 when not enforced or outlier detection is off"},
+			{"config_outlier_consecutive_gateway_failure", FactInt, "consecutive 502/503/504 and connect failures after which Envoy ejects a host: consecutive_gateway_failure, set by a DestinationRule's consecutiveGatewayErrors or the old consecutiveErrors; 0 when not enforced"},
 			{"config_outlier_max_ejection_percent", FactInt, "outlier_detection.max_ejection_percent (0 when unset)"},
 			{"config_max_connections", FactInt, "circuit_breakers max_connections (0 when unset; Istio writes 4294967295 for no limit)"},
 			{"config_max_pending_requests", FactInt, "circuit_breakers max_pending_requests (0 when unset; Istio writes 4294967295 for no limit)"},
@@ -128,7 +129,8 @@ func evaluateEnvoyConfig(t cluster.Target, in envoyConfigInput) Result {
 		}
 		outlier := "-"
 		if c.OutlierDetection {
-			outlier = fmt.Sprintf("consecutive_5xx %d, max_ejection %d%%, base %s", c.Consecutive5xx, c.MaxEjectionPercent, c.BaseEjectionTime)
+			outlier = fmt.Sprintf("consecutive_5xx %d, consecutive_gateway_failure %d, max_ejection %d%%, base %s",
+				c.Consecutive5xx, c.ConsecutiveGatewayFailure, c.MaxEjectionPercent, c.BaseEjectionTime)
 		}
 		rows = append(rows, []string{c.Name, state, c.TLS, dash(c.SNI), outlier, limit(c.MaxConnections), limit(c.MaxPendingRequests), secondsOrUnset(c.IdleTimeout.Seconds())})
 		raw = append(raw, fmt.Sprintf("%s: %s", c.Name, c.TLSDetail))
@@ -139,14 +141,15 @@ func evaluateEnvoyConfig(t cluster.Target, in envoyConfigInput) Result {
 	raw = append(raw, fmt.Sprintf("config_dump: %d bytes, %d dynamic clusters, CDS version %s", in.Size, in.Dump.DynamicClusters, dash(in.Dump.ClustersVersion)))
 
 	facts := Facts{
-		"config_cluster_found":                len(active) > 0,
-		"config_tls":                          envoy.TLSUnknown,
-		"config_tls_modes":                    sortedKeys(modes),
-		"config_outlier_consecutive_5xx":      0,
-		"config_outlier_max_ejection_percent": 0,
-		"config_max_connections":              0,
-		"config_max_pending_requests":         0,
-		"config_idle_timeout_s":               0,
+		"config_cluster_found":                       len(active) > 0,
+		"config_tls":                                 envoy.TLSUnknown,
+		"config_tls_modes":                           sortedKeys(modes),
+		"config_outlier_consecutive_5xx":             0,
+		"config_outlier_consecutive_gateway_failure": 0,
+		"config_outlier_max_ejection_percent":        0,
+		"config_max_connections":                     0,
+		"config_max_pending_requests":                0,
+		"config_idle_timeout_s":                      0,
 	}
 	result := Result{
 		Evidence: Evidence{
@@ -169,6 +172,7 @@ func evaluateEnvoyConfig(t cluster.Target, in envoyConfigInput) Result {
 	m := mainCluster(active)
 	facts["config_tls"] = m.TLS
 	facts["config_outlier_consecutive_5xx"] = m.Consecutive5xx
+	facts["config_outlier_consecutive_gateway_failure"] = m.ConsecutiveGatewayFailure
 	facts["config_outlier_max_ejection_percent"] = m.MaxEjectionPercent
 	facts["config_max_connections"] = int(m.MaxConnections)
 	facts["config_max_pending_requests"] = int(m.MaxPendingRequests)
@@ -186,6 +190,10 @@ func evaluateEnvoyConfig(t cluster.Target, in envoyConfigInput) Result {
 		}
 		if c.OutlierDetection && c.Consecutive5xx == 1 {
 			notes = append(notes, c.Name+" ejects a host after one 5xx")
+			status = worse(status, StatusWarn)
+		}
+		if c.OutlierDetection && c.ConsecutiveGatewayFailure == 1 {
+			notes = append(notes, c.Name+" ejects a host after one gateway error (502/503/504 or a failed connect)")
 			status = worse(status, StatusWarn)
 		}
 		if c.MaxPendingRequests > 0 && c.MaxPendingRequests < 10 || c.MaxConnections > 0 && c.MaxConnections < 10 {
@@ -208,6 +216,9 @@ func evaluateEnvoyConfig(t cluster.Target, in envoyConfigInput) Result {
 func outlierText(c envoy.ClusterConfig) string {
 	if !c.OutlierDetection {
 		return "off"
+	}
+	if c.ConsecutiveGatewayFailure > 0 {
+		return fmt.Sprintf("consecutive_5xx %d, consecutive_gateway_failure %d/max %d%%", c.Consecutive5xx, c.ConsecutiveGatewayFailure, c.MaxEjectionPercent)
 	}
 	return fmt.Sprintf("consecutive_5xx %d/max %d%%", c.Consecutive5xx, c.MaxEjectionPercent)
 }

@@ -1,7 +1,6 @@
 package probes
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"sort"
@@ -10,9 +9,7 @@ import (
 
 	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/mesh"
-	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
+	"github.com/meshtriage/meshtriage/probes/parse/envoy"
 )
 
 // MetricsProbe reads the sidecar's Prometheus stats twice, a few seconds
@@ -152,34 +149,27 @@ func (p MetricsProbe) fetch(ctx context.Context, c cluster.Cluster, t cluster.Ta
 
 // parseMetricsSample extracts the target's series from Prometheus text.
 func parseMetricsSample(text []byte, t cluster.Target, reporter string) (metricsSample, error) {
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(bytes.NewReader(text))
+	metrics, err := envoy.ParsePrometheus(text)
 	if err != nil {
-		return metricsSample{}, fmt.Errorf("malformed Prometheus text: %w", err)
+		return metricsSample{}, err
 	}
 	s := metricsSample{Requests: requestSeries{}}
 	host := t.Host()
-	if f := families["istio_requests_total"]; f != nil {
-		for _, m := range f.GetMetric() {
-			l := labelMap(m)
-			if l["reporter"] != reporter || l["destination_service"] != host {
-				continue
-			}
-			if t.Port != 0 && l["destination_port"] != "" && l["destination_port"] != fmt.Sprint(t.Port) && reporter == "source" {
-				// destination_port is the container port on the inbound
-				// side; only the outbound side names the service port.
-				continue
-			}
-			s.Requests[l["response_code"]+" "+l["response_flags"]] += metricValue(m)
+	for _, m := range metrics["istio_requests_total"] {
+		l := m.Labels
+		if l["reporter"] != reporter || l["destination_service"] != host {
+			continue
 		}
-	}
-	if f := families["envoy_cluster_upstream_cx_connect_fail"]; f != nil {
-		for _, m := range f.GetMetric() {
-			if isTargetCluster(labelMap(m)["cluster_name"], t) {
-				s.ConnectFail += metricValue(m)
-			}
+		if t.Port != 0 && l["destination_port"] != "" && l["destination_port"] != fmt.Sprint(t.Port) && reporter == "source" {
+			// destination_port is the container port on the inbound
+			// side; only the outbound side names the service port.
+			continue
 		}
+		s.Requests[l["response_code"]+" "+l["response_flags"]] += m.Value
 	}
+	s.ConnectFail = metrics.Sum("envoy_cluster_upstream_cx_connect_fail", func(l map[string]string) bool {
+		return envoy.IsTargetCluster(l["cluster_name"], t.Host(), t.Port)
+	})
 	return s, nil
 }
 
@@ -253,36 +243,6 @@ func evaluateMetrics(t cluster.Target, in metricsInput) Result {
 		res.Summary = fmt.Sprintf("0 503/s over %.0f s (%.1f req/s)", window, delta/window)
 	}
 	return res
-}
-
-// isTargetCluster reports whether an Envoy cluster name is one of the
-// target's outbound|PORT|SUBSET|HOST clusters.
-func isTargetCluster(name string, t cluster.Target) bool {
-	parts := strings.Split(name, "|")
-	if len(parts) != 4 || parts[0] != "outbound" || parts[3] != t.Host() {
-		return false
-	}
-	return t.Port == 0 || parts[1] == fmt.Sprint(t.Port)
-}
-
-func labelMap(m *dto.Metric) map[string]string {
-	out := make(map[string]string, len(m.GetLabel()))
-	for _, l := range m.GetLabel() {
-		out[l.GetName()] = l.GetValue()
-	}
-	return out
-}
-
-func metricValue(m *dto.Metric) float64 {
-	switch {
-	case m.GetCounter() != nil:
-		return m.GetCounter().GetValue()
-	case m.GetGauge() != nil:
-		return m.GetGauge().GetValue()
-	case m.GetUntyped() != nil:
-		return m.GetUntyped().GetValue()
-	}
-	return 0
 }
 
 func metricsCommands(t cluster.Target, reporter string) []string {

@@ -235,6 +235,15 @@ func (b Branch) Facts() []string {
 	return b.cond.facts
 }
 
+// Facts returns the identifiers of the catalogue that Expect reads (none for
+// a manual step).
+func (v VerifyStep) Facts() []string {
+	if v.cond == nil {
+		return nil
+	}
+	return v.cond.facts
+}
+
 // causeIDs are the causes the step's rules can report, once each.
 func (s *Step) causeIDs() []string {
 	var out []string

@@ -1,7 +1,8 @@
 // Command meshlab runs the mesh lab by hand: `meshlab up` starts etcd, a
 // kube-apiserver with the Istio CRDs and the fake kubelet, prints the
 // kubeconfig to point kubectl or meshtriage at, and keeps running until
-// Ctrl-C; `meshlab build` only builds (or finds) the cached kube-apiserver.
+// Ctrl-C; `meshlab build` only builds (or finds) the cached kube-apiserver
+// and istiod (pilot-discovery).
 package main
 
 import (
@@ -26,7 +27,8 @@ func usage() {
 	fmt.Fprintln(os.Stderr, `usage: meshlab up [--dir DIR] [--scenario NAME]
                     start the lab (optionally loaded with a recorded scenario),
                     print its kubeconfig, run until Ctrl-C
-       meshlab build      build or reuse the cached kube-apiserver, print its path`)
+       meshlab build      build or reuse the cached kube-apiserver and istiod
+                    (pilot-discovery), print their paths`)
 }
 
 func run(args []string) int {
@@ -45,6 +47,13 @@ func run(args []string) int {
 			return 1
 		}
 		fmt.Fprintf(os.Stderr, "kube-apiserver %s ready (%s)\n", lab.KubeVersion, time.Since(start).Round(time.Second))
+		fmt.Println(bin)
+		start = time.Now()
+		if bin, err = lab.PilotDiscoveryBinary(ctx); err != nil {
+			fmt.Fprintln(os.Stderr, "meshlab:", err)
+			return 1
+		}
+		fmt.Fprintf(os.Stderr, "istiod (pilot-discovery) %s ready (%s)\n", lab.IstioRelease, time.Since(start).Round(time.Second))
 		fmt.Println(bin)
 		return 0
 	case "up":

@@ -48,7 +48,9 @@ func ParseListeners(data []byte) ([]Listener, error) {
 // CoversPort reports whether l captures outbound traffic to port of a service
 // with the given cluster IPs: Istio names an HTTP (shared) listener
 // 0.0.0.0_PORT and a TCP one VIP_PORT. With no VIPs known, any listener on
-// the port counts, since it may be the service's.
+// the port counts, since it may be the service's, except one bound to
+// loopback: that is an inbound listener in front of the local app (Kuma's
+// inbound:127.0.0.1:8000), which no outbound connection reaches.
 func (l Listener) CoversPort(port int32, vips []string) bool {
 	if l.Name == VirtualOutbound || l.Name == VirtualInbound {
 		return false
@@ -58,6 +60,9 @@ func (l Listener) CoversPort(port int32, vips []string) bool {
 		ip, p = nameIP, namePort
 	}
 	if p != port {
+		return false
+	}
+	if a := net.ParseIP(ip); a != nil && a.IsLoopback() {
 		return false
 	}
 	if ip == "0.0.0.0" || ip == "::" || len(vips) == 0 {

@@ -235,8 +235,9 @@ func TestRealworldListenersKuma(t *testing.T) {
 	if !reflect.DeepEqual(ls, want) {
 		t.Errorf("%+v", ls)
 	}
-	// It listens on 127.0.0.1 only: it captures no service VIP's traffic.
-	if ls[0].CoversPort(8000, []string{"10.96.0.5"}) || ls[0].CoversPort(9000, nil) {
+	// It listens on 127.0.0.1 only: it captures no service's traffic,
+	// whether the service's VIPs are known or not.
+	if ls[0].CoversPort(8000, []string{"10.96.0.5"}) || ls[0].CoversPort(8000, nil) {
 		t.Error("a loopback inbound listener taken for an outbound one")
 	}
 }
