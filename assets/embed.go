@@ -38,4 +38,6 @@ var Causes = []string{
 	"shutdown.proxy-exits-first",
 	"upstream.idle-reset",
 	"security.port-excluded",
+	"config.not-visible",
+	"service.no-endpoints",
 }

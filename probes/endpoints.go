@@ -32,7 +32,8 @@ func (EndpointsProbe) Meta() Meta {
 			{"endpoints_not_ready_pods", FactList, "not-ready pods with their readiness condition reason"},
 			{"endpoints_port_mismatch", FactBool, "a service targetPort (number or name) matches no containerPort of a selected pod"},
 			{"endpoints_mismatched_ports", FactList, "service ports whose targetPort matches no containerPort, as port->targetPort"},
-			{"endpoints_source", FactString, "EndpointSlice or Endpoints: which API the counts came from (none when neither exists)"},
+			{"endpoints_total", FactInt, "endpoint addresses of any state (0: the Service has no endpoint at all)"},
+			{"endpoints_source", FactString, "EndpointSlice or Endpoints: which API the counts came from; pods when the input holds neither and the selected pods stand in; none when there is nothing"},
 		},
 	}
 }
@@ -144,39 +145,40 @@ func evaluateEndpoints(t cluster.Target, in endpointsInput) Result {
 	r := Result{Status: StatusPass, Facts: Facts{}}
 	svc := in.Service
 	source := endpointsAPI(t.Service, in.Slices)
+	if source == "none" && len(svc.Spec.Selector) > 0 && len(in.Selected) > 0 {
+		source = "pods"
+	}
 	r.Facts["endpoints_source"] = source
 
-	// One pod appears once per address family (dual-stack gives an IPv4 and
-	// an IPv6 slice) and sometimes in two slices during an update: count
-	// each pod (or bare address) once.
+	// The model lists what istiod sees: EndpointSlices, else Endpoints,
+	// else (an input without either) the selected pods. One pod appears
+	// once per address family (dual-stack) and sometimes in two slices
+	// during an update: count each pod (or bare address) once.
 	type seenEndpoint struct {
 		state, addr, node, pod, why string
 	}
 	seen := map[string]*seenEndpoint{}
 	var order []string
-	for _, s := range in.Slices {
-		for _, ep := range s.Endpoints {
-			key, pod := "", ""
-			if ep.TargetRef != nil && ep.TargetRef.Kind == "Pod" {
-				pod = ep.TargetRef.Name
-				key = "pod/" + pod
-			} else if len(ep.Addresses) > 0 {
-				key = "addr/" + ep.Addresses[0]
-			} else {
-				continue
-			}
-			addr := strings.Join(ep.Addresses, ",")
-			if e, ok := seen[key]; ok {
-				e.addr += "," + addr
-				continue
-			}
-			node := ""
-			if ep.NodeName != nil {
-				node = *ep.NodeName
-			}
-			seen[key] = &seenEndpoint{state: endpointState(ep), addr: addr, node: node, pod: pod}
-			order = append(order, key)
+	for _, ep := range modelEndpoints(in) {
+		key := "addr/" + ep.Address
+		if ep.Pod != "" {
+			key = "pod/" + ep.Pod
 		}
+		if e, ok := seen[key]; ok {
+			if !strings.Contains(e.addr, ep.Address) {
+				e.addr += "," + ep.Address
+			}
+			continue
+		}
+		state := "ready"
+		switch {
+		case ep.Terminating:
+			state = "terminating"
+		case !ep.Ready:
+			state = "not-ready"
+		}
+		seen[key] = &seenEndpoint{state: state, addr: ep.Address, node: ep.Node, pod: ep.Pod}
+		order = append(order, key)
 	}
 	sort.Strings(order)
 
@@ -201,6 +203,7 @@ func evaluateEndpoints(t cluster.Target, in endpointsInput) Result {
 		}
 		r.Evidence.Rows = append(r.Evidence.Rows, []string{e.addr, dash(e.pod), dash(e.node), e.state, dash(e.why)})
 	}
+	r.Facts["endpoints_total"] = len(order)
 	r.Facts["endpoints_ready"] = ready
 	r.Facts["endpoints_not_ready"] = notReady
 	r.Facts["endpoints_terminating"] = terminating
@@ -211,6 +214,9 @@ func evaluateEndpoints(t cluster.Target, in endpointsInput) Result {
 	r.Facts["endpoints_mismatched_ports"] = mismatched
 
 	raw := []string{fmt.Sprintf("source: %s (%d slices)", source, len(in.Slices))}
+	if source == "pods" {
+		raw = append(raw, "the input holds no EndpointSlice or Endpoints for the Service: its endpoints are its selected pods, as the EndpointSlice controller would list them")
+	}
 	if svc.Spec.Type == corev1.ServiceTypeExternalName {
 		raw = append(raw, "ExternalName service: DNS CNAME to "+svc.Spec.ExternalName+", it never has endpoints")
 	}
@@ -227,6 +233,8 @@ func evaluateEndpoints(t cluster.Target, in endpointsInput) Result {
 	switch {
 	case ready == 0 && len(in.Selected) > 0:
 		problems = append(problems, fmt.Sprintf("no ready endpoint though %s selected", countNoun(len(in.Selected), "pod")))
+	case len(order) == 0 && len(svc.Spec.Selector) == 0 && svc.Spec.Type != corev1.ServiceTypeExternalName:
+		problems = append(problems, "the Service has no selector and no endpoint at all: nobody wrote its EndpointSlices or Endpoints, so every caller gets 503 UH")
 	case ready == 0:
 		problems = append(problems, "no ready endpoint")
 	}
@@ -450,4 +458,36 @@ func endpointsCommands(t cluster.Target, svc *corev1.Service, notReadyPods []str
 		cmds = append(cmds, fmt.Sprintf("kubectl describe pod -n %s %s", t.Namespace, p))
 	}
 	return cmds
+}
+
+// modelEndpoints are the Service's endpoints on every port, as the config
+// model lists them.
+func modelEndpoints(in endpointsInput) []mesh.Endpoint {
+	sd := &mesh.ServiceData{Service: in.Service, Slices: in.Slices, Pods: map[string]*corev1.Pod{}}
+	for _, name := range in.Selected {
+		sd.Pods[name] = in.Pods[name]
+	}
+	for name, p := range in.Pods {
+		sd.Pods[name] = p
+	}
+	cfg := &mesh.Config{}
+	var out []mesh.Endpoint
+	for _, sp := range in.Service.Spec.Ports {
+		out = append(out, cfg.Endpoints(sd, sp.Port)...)
+	}
+	if len(in.Service.Spec.Ports) == 0 {
+		// A headless Service without ports: its slices' addresses as they are.
+		for _, sl := range in.Slices {
+			for _, ep := range sl.Endpoints {
+				for _, a := range ep.Addresses {
+					e := mesh.Endpoint{Address: a, Ready: ep.Conditions.Ready == nil || *ep.Conditions.Ready, Terminating: ep.Conditions.Terminating != nil && *ep.Conditions.Terminating}
+					if ep.TargetRef != nil && ep.TargetRef.Kind == "Pod" {
+						e.Pod = ep.TargetRef.Name
+					}
+					out = append(out, e)
+				}
+			}
+		}
+	}
+	return out
 }

@@ -164,8 +164,30 @@ func TestEndpointsEvaluate(t *testing.T) {
 			target: orders,
 			in:     fxEndpointsInput(svc8080, nil),
 			status: StatusFail, summary: "no ready endpoint",
-			facts: Facts{"endpoints_source": "none", "endpoints_ready": 0},
+			facts: Facts{"endpoints_source": "none", "endpoints_ready": 0, "endpoints_total": 0},
 			raw:   "no selected pods: targetPort not checked",
+		},
+		{
+			name:   "a selector-less Service nobody wrote endpoints for",
+			target: orders,
+			in: func() endpointsInput {
+				svc := fxService(intstr.FromInt32(8080))
+				svc.Spec.Selector = nil
+				return fxEndpointsInput(svc, nil)
+			}(),
+			status: StatusFail, summary: "the Service has no selector and no endpoint at all: nobody wrote its EndpointSlices or Endpoints, so every caller gets 503 UH",
+			facts: Facts{"endpoints_source": "none", "endpoints_total": 0},
+		},
+		{
+			// kubectl get all leaves EndpointSlices out: the selected pods
+			// stand in, as the controller would list them, instead of a
+			// false "no ready endpoint".
+			name:   "an input without EndpointSlices lists the selected pods",
+			target: orders,
+			in:     fxEndpointsInput(svc8080, nil, fxPod("orders-a", mesh.SidecarClassic), fxPod("orders-b", mesh.SidecarClassic, fxUnready)),
+			status: StatusWarn, summary: "1 ready endpoint, 1 not ready",
+			facts: Facts{"endpoints_source": "pods", "endpoints_ready": 1, "endpoints_not_ready": 1, "endpoints_total": 2},
+			raw:   "its endpoints are its selected pods",
 		},
 	}
 	for _, tc := range cases {

@@ -104,6 +104,23 @@ var causeCases = []struct {
 	{"security.port-excluded", map[string]probes.Facts{
 		"port-exclusion": {"exclusion_outbound_ports": []string{"80"}, "exclusion_target_port_bypassed": true},
 	}, runbook.ConfidenceLow},
+	// The Service hidden by exportTo: the plaintext the caller then sends
+	// through PassthroughCluster into a STRICT upstream is evidence of it,
+	// not a second finding (no mtls.plaintext-to-strict).
+	{"config.not-visible", map[string]probes.Facts{
+		"destination-rules": {"visibility_visible": false, "visibility_fallback": "PassthroughCluster",
+			"visibility_hidden_by": "Service shop/orders is exported to its own namespace shop only (exportTo .), not to web"},
+		"mtls": {"mtls_mismatch": "plaintext-to-strict", "mtls_client_config": "passthrough", "mtls_client_sends": "plaintext",
+			"mtls_upstream_mode": "STRICT", "mtls_upstream_mode_source": "namespace shop/default"},
+		"envoy-clusters": {"envoy_cluster_present": false},
+		"access-log":     {"log_503": 20, "log_5xx": 20, "log_flag_uc": 0},
+	}, runbook.ConfidenceHigh},
+	{"service.no-endpoints", map[string]probes.Facts{
+		"target":         {"target_selector_empty": true, "target_pods_selected": 0, "target_pods_with_sidecar": 0},
+		"endpoints":      {"endpoints_ready": 0, "endpoints_total": 0, "endpoints_source": "none"},
+		"envoy-clusters": {"envoy_hosts_total": 0, "envoy_hosts_healthy": 0},
+		"access-log":     {"log_503": 50, "log_5xx": 50, "log_flag_uh": 50, "log_2xx": 0},
+	}, runbook.ConfidenceHigh},
 }
 
 func TestEveryCatalogueCauseHasACase(t *testing.T) {

@@ -195,7 +195,7 @@ func TestRerunSeesFreshData(t *testing.T) {
 	for _, ev := range sink.Events() {
 		if ev.Kind == runbook.EventProbeRan && ev.Probe.Step == "endpoints" {
 			reruns = append(reruns, ev.Probe.Rerun)
-			if !reflect.DeepEqual(ev.Probe.Causes, []string{"service.port-mismatch", "endpoints.none-ready"}) {
+			if !reflect.DeepEqual(ev.Probe.Causes, []string{"service.port-mismatch", "service.no-endpoints", "endpoints.none-ready"}) {
 				t.Errorf("probe_ran causes = %v", ev.Probe.Causes)
 			}
 		}
