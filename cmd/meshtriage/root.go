@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -14,9 +13,6 @@ import (
 
 	"github.com/meshtriage/meshtriage/probes/cluster"
 )
-
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "dev"
 
 // Exit codes of the check contract (ARCHITECTURE.md).
 const (
@@ -107,6 +103,7 @@ func newRootCmdAs(argv0 string, streams genericiooptions.IOStreams) *cobra.Comma
 	registerFlagCompletions(root, g)
 	addTUI(root, g) // no subcommand: the terminal UI (tui.go)
 	root.AddCommand(
+		newCaptureCmd(g),
 		newCheckCmd(g),
 		newDemoCmd(g),
 		newLogCmd(g),
@@ -114,39 +111,6 @@ func newRootCmdAs(argv0 string, streams genericiooptions.IOStreams) *cobra.Comma
 		newWatchCmd(g),
 	)
 	return root
-}
-
-func newVersionCmd(g *globalOptions) *cobra.Command {
-	clientOnly := false
-	cmd := &cobra.Command{
-		Use:   "version",
-		Short: "Print the meshtriage version and, unless --client, the cluster it would talk to",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			fmt.Fprintf(g.streams.Out, "meshtriage %s\n", version)
-			if clientOnly {
-				return nil
-			}
-			ctx := cmd.Context()
-			if ctx == nil {
-				ctx = context.Background()
-			}
-			src, err := liveSource(ctx, g)
-			if err != nil {
-				return &exitError{code: exitTriage, err: err}
-			}
-			c := src.Cluster
-			info := c.Info()
-			v, err := c.ServerVersion(cmd.Context())
-			if err != nil {
-				return &exitError{code: exitTriage, err: fmt.Errorf("server %s: %w", info.Server, err)}
-			}
-			fmt.Fprintf(g.streams.Out, "kubernetes %s at %s (context %s)\n", v, info.Server, info.Context)
-			return nil
-		},
-	}
-	cmd.Flags().BoolVar(&clientOnly, "client", false, "Print the meshtriage version only; do not contact the cluster")
-	return cmd
 }
 
 // execute runs the CLI and maps errors to exit codes with a one-line message.
