@@ -88,6 +88,7 @@ func Apply(ctx context.Context, l *Lab, s *recorded.Scenario) (_ *Applied, err e
 	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(l.Kube.Discovery()))
 
 	var namespaces, accounts, rest []*unstructured.Unstructured
+	nodeLabels := map[string]map[string]string{}
 	for _, obj := range s.Objects {
 		u, err := toUnstructured(obj)
 		if err != nil {
@@ -99,7 +100,9 @@ func Apply(ctx context.Context, l *Lab, s *recorded.Scenario) (_ *Applied, err e
 		case "ServiceAccount":
 			accounts = append(accounts, u)
 		case "Node":
-			// Probes never read nodes; the lab's own nodes stand in.
+			// The lab's own nodes stand in; the recorded ones give them
+			// their labels (the locality istiod adds to endpoints).
+			nodeLabels[u.GetName()] = u.GetLabels()
 		default:
 			rest = append(rest, u)
 		}
@@ -153,6 +156,9 @@ func Apply(ctx context.Context, l *Lab, s *recorded.Scenario) (_ *Applied, err e
 	}
 	for _, node := range sortedKeys(nodes) {
 		if err := l.RegisterNode(ctx, node); err != nil {
+			return nil, err
+		}
+		if err := l.LabelNode(ctx, node, nodeLabels[node]); err != nil {
 			return nil, err
 		}
 	}

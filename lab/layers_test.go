@@ -22,6 +22,7 @@ const module = "github.com/meshtriage/meshtriage/"
 var layers = map[string]int{
 	"assets":                   0,
 	"probes/mesh":              1,
+	"probes/mesh/meshtest":     4, // the model's cases, read from YAML (test support)
 	"probes/parse":             1,
 	"probes/parse/clustername": 0,
 	"probes/cluster":           2,
@@ -30,6 +31,7 @@ var layers = map[string]int{
 	"probes/cluster/manifests": 3,
 	"probes/cluster/live":      4,
 	"probes/cluster/recorded":  4,
+	"probes/cluster/bugreport": 5,
 	"probes":                   5,
 	"probes/actions":           5,
 	"probes/watch":             6,
@@ -44,7 +46,7 @@ var layers = map[string]int{
 
 // notFromProbes are the cluster implementations the probes must not know:
 // a probe reads through cluster.Cluster, whatever serves it.
-var notFromProbes = []string{"probes/cluster/live", "probes/cluster/recorded", "probes/cluster/podconn", "probes/cluster/clientset", "probes/cluster/manifests"}
+var notFromProbes = []string{"probes/cluster/live", "probes/cluster/recorded", "probes/cluster/podconn", "probes/cluster/clientset", "probes/cluster/manifests", "probes/cluster/bugreport"}
 
 func rank(pkg string) (int, bool) {
 	best, r := "", 0

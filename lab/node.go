@@ -48,3 +48,25 @@ func (l *Lab) RegisterNode(ctx context.Context, name string) error {
 	}
 	return nil
 }
+
+// LabelNode adds labels to a registered node (a recorded node's topology
+// labels, which istiod copies onto the endpoints of its pods).
+func (l *Lab) LabelNode(ctx context.Context, name string, labels map[string]string) error {
+	if len(labels) == 0 {
+		return nil
+	}
+	node, err := l.Kube.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return fmt.Errorf("label node %s: %w", name, err)
+	}
+	if node.Labels == nil {
+		node.Labels = map[string]string{}
+	}
+	for k, v := range labels {
+		node.Labels[k] = v
+	}
+	if _, err := l.Kube.CoreV1().Nodes().Update(ctx, node, metav1.UpdateOptions{}); err != nil {
+		return fmt.Errorf("label node %s: %w", name, err)
+	}
+	return nil
+}

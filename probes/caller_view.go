@@ -239,3 +239,15 @@ func serviceOfHost(host string) (name, ns string, ok bool) {
 	}
 	return parts[0], parts[1], true
 }
+
+// CallerViews is the config model's answer for a target, read through c
+// as the probes read it: what the caller's proxy (t.Source, or a meshed pod
+// of the target's namespace) is given for each port judged. The lab
+// compares it with what a real istiod pushes.
+func CallerViews(ctx context.Context, c cluster.Cluster, t cluster.Target) (*mesh.Config, mesh.Caller, []*mesh.View, error) {
+	cv, what, err := fetchCallerView(ctx, c, t)
+	if err != nil {
+		return nil, mesh.Caller{}, nil, fmt.Errorf("%s: %w", what, err)
+	}
+	return cv.Config, cv.Caller, cv.Views, nil
+}

@@ -1,0 +1,280 @@
+// Package meshtest holds the config model's cases, so that the unit tests
+// and the lab (a real API server, a real istiod) run the same table.
+package meshtest
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/meshtriage/meshtriage/probes/cluster/manifests"
+	"github.com/meshtriage/meshtriage/probes/mesh"
+)
+
+// Case is one rule of what istiod gives a caller, written as YAML in
+// probes/mesh/testdata/model over base.yaml, with the check of the view.
+type Case struct {
+	File string
+	// Caller is "NS/POD" (a pod of the files), or "meshed NS" (a meshed
+	// pod of NS whose labels are unknown).
+	Caller string
+	Host   string
+	Port   int32
+	// Mesh is the mesh config YAML, "" for none.
+	Mesh  string
+	Check func(t testing.TB, v *mesh.View)
+}
+
+// Cases are the model's table. The unit tests build the Config from the
+// files; the lab loads the same files into a real API server and reads them
+// back as a triage does.
+var Cases = []Case{
+	{File: "vs-host-not-destination.yaml", Caller: "web/web-1", Host: "ratings.shop.svc.cluster.local", Port: 8080, Check: func(t testing.TB, v *mesh.View) {
+		wantBreak(t, v, mesh.BreakSubsetUndefined, 100, "outbound|8080|v9|orders.shop.svc.cluster.local")
+	}},
+	{File: "vs-host-not-destination.yaml", Caller: "web/web-1", Host: "orders.shop.svc.cluster.local", Port: 8080, Check: func(t testing.TB, v *mesh.View) {
+		wantNoBreak(t, v)
+		if v.VirtualService != nil {
+			t.Errorf("orders is routed by %s/%s, a VirtualService of another host", v.VirtualService.Namespace, v.VirtualService.Name)
+		}
+	}},
+	{File: "vs-without-hosts.yaml", Caller: "web/web-1", Host: "orders.shop.svc.cluster.local", Port: 8080, Check: func(t testing.TB, v *mesh.View) {
+		wantNoBreak(t, v)
+	}},
+	{File: "mirror-undefined-subset.yaml", Caller: "web/web-1", Host: "orders.shop.svc.cluster.local", Port: 8080, Check: func(t testing.TB, v *mesh.View) {
+		wantNoBreak(t, v)
+		cl := v.Clusters["outbound|8080|v3|orders.shop.svc.cluster.local"]
+		if cl == nil || cl.Exists || !cl.Mirror {
+			t.Errorf("the mirror's cluster = %+v, want a mirror that istiod does not build", cl)
+		}
+	}},
+	{File: "subset-on-region.yaml", Caller: "web/web-1", Host: "orders.shop.svc.cluster.local", Port: 8080, Check: func(t testing.TB, v *mesh.View) {
+		wantNoBreak(t, v)
+		if cl := v.Clusters["outbound|8080|eu|orders.shop.svc.cluster.local"]; cl == nil || cl.Serving() != 2 {
+			t.Errorf("subset eu selects %v, want both endpoints (their node is in eu-west-1)", cl)
+		}
+	}},
+	{File: "vs-gateway-only.yaml", Caller: "web/web-1", Host: "orders.shop.svc.cluster.local", Port: 8080, Check: func(t testing.TB, v *mesh.View) {
+		wantNoBreak(t, v)
+		wantVerdict(t, v.VirtualServices, "shop/orders-ingress", false, "bound to gateways")
+	}},
+	{File: "workload-permissive-under-strict.yaml", Caller: "batch/report-1", Host: "orders.shop.svc.cluster.local", Port: 8080, Check: func(t testing.TB, v *mesh.View) {
+		wantMismatches(t, v, nil)
+	}},
+	{File: "strict-namespace.yaml", Caller: "batch/report-1", Host: "orders.shop.svc.cluster.local", Port: 8080, Check: func(t testing.TB, v *mesh.View) {
+		wantMismatches(t, v, map[string]string{"orders-v1": mesh.MismatchPlaintextStrict, "orders-v2": mesh.MismatchPlaintextStrict})
+	}},
+	{File: "strict-namespace.yaml", Caller: "web/web-1", Host: "orders.shop.svc.cluster.local", Port: 8080, Check: func(t testing.TB, v *mesh.View) {
+		wantMismatches(t, v, nil)
+		for _, e := range v.Clusters["outbound|8080||orders.shop.svc.cluster.local"].Endpoints {
+			if e.Sends != mesh.SendsMTLS {
+				t.Errorf("auto mTLS sends %s to %s, want mtls", e.Sends, e.Pod)
+			}
+		}
+	}},
+	{File: "service-exported-to-own-namespace.yaml", Caller: "web/web-1", Host: "orders.shop.svc.cluster.local", Port: 8080, Check: func(t testing.TB, v *mesh.View) {
+		if v.Visibility.Visible || v.Visibility.Fallback != mesh.PassthroughCluster || !strings.Contains(v.Visibility.HiddenBy, "exportTo .") {
+			t.Errorf("visibility %+v, want hidden by exportTo with PassthroughCluster", v.Visibility)
+		}
+		wantMismatches(t, v, map[string]string{"orders-v1": mesh.MismatchPlaintextStrict, "orders-v2": mesh.MismatchPlaintextStrict})
+	}},
+	{File: "service-exported-to-own-namespace.yaml", Caller: "web/web-1", Host: "orders.shop.svc.cluster.local", Port: 8080, Mesh: "outboundTrafficPolicy: {mode: REGISTRY_ONLY}", Check: func(t testing.TB, v *mesh.View) {
+		if v.Visibility.Visible || v.Visibility.Fallback != mesh.BlackHoleCluster {
+			t.Errorf("visibility %+v, want BlackHoleCluster under REGISTRY_ONLY", v.Visibility)
+		}
+		wantBreak(t, v, mesh.BreakBlackHole, 100, mesh.BlackHoleCluster)
+	}},
+	{File: "service-exported-to-own-namespace.yaml", Caller: "shop/orders-v1", Host: "orders.shop.svc.cluster.local", Port: 8080, Check: func(t testing.TB, v *mesh.View) {
+		if !v.Visibility.Visible {
+			t.Errorf("hidden from its own namespace: %+v", v.Visibility)
+		}
+	}},
+	{File: "sidecar-egress-hides.yaml", Caller: "web/web-1", Host: "orders.shop.svc.cluster.local", Port: 8080, Check: func(t testing.TB, v *mesh.View) {
+		if v.Visibility.Visible || !strings.Contains(v.Visibility.HiddenBy, "Sidecar web/default egress hosts") || v.Visibility.Fallback != mesh.PassthroughCluster {
+			t.Errorf("visibility %+v, want hidden by web/default's egress hosts", v.Visibility)
+		}
+	}},
+	{File: "selectorless-empty.yaml", Caller: "web/web-1", Host: "payments.shop.svc.cluster.local", Port: 8080, Check: func(t testing.TB, v *mesh.View) {
+		wantBreak(t, v, mesh.BreakServiceEmpty, 100, "outbound|8080||payments.shop.svc.cluster.local")
+	}},
+	{File: "dr-caller-namespace-wins.yaml", Caller: "web/web-1", Host: "orders.shop.svc.cluster.local", Port: 8080, Check: func(t testing.TB, v *mesh.View) {
+		wantBreak(t, v, mesh.BreakSubsetUndefined, 50, "outbound|8080|v2|orders.shop.svc.cluster.local")
+		wantVerdict(t, v.DestinationRules, "web/orders-from-web", true, "applies")
+		wantVerdict(t, v.DestinationRules, "shop/orders", false, "shadowed")
+	}},
+	{File: "dr-caller-namespace-wins.yaml", Caller: "shop/orders-v1", Host: "orders.shop.svc.cluster.local", Port: 8080, Check: func(t testing.TB, v *mesh.View) {
+		wantNoBreak(t, v)
+	}},
+	{File: "dr-workload-selector.yaml", Caller: "web/web-1", Host: "orders.shop.svc.cluster.local", Port: 8080, Check: func(t testing.TB, v *mesh.View) {
+		wantBreak(t, v, mesh.BreakSubsetUndefined, 100, "outbound|8080|v2|orders.shop.svc.cluster.local")
+		wantVerdict(t, v.DestinationRules, "web/orders-for-web-app", true, "applies")
+	}},
+	{File: "dr-workload-selector.yaml", Caller: "meshed web", Host: "orders.shop.svc.cluster.local", Port: 8080, Check: func(t testing.TB, v *mesh.View) {
+		if len(v.Unknown) == 0 {
+			t.Error("a workload-selected rule and an unknown Caller: the view must say it cannot judge it")
+		}
+	}},
+	{File: "dr-exported-to-own-namespace.yaml", Caller: "web/web-1", Host: "orders.shop.svc.cluster.local", Port: 8080, Check: func(t testing.TB, v *mesh.View) {
+		wantBreak(t, v, mesh.BreakSubsetUndefined, 100, "outbound|8080|v2|orders.shop.svc.cluster.local")
+		wantVerdict(t, v.DestinationRules, "shop/orders", false, "not exported to namespace web")
+	}},
+	{File: "dr-exported-to-own-namespace.yaml", Caller: "shop/orders-v1", Host: "orders.shop.svc.cluster.local", Port: 8080, Check: func(t testing.TB, v *mesh.View) {
+		wantNoBreak(t, v)
+	}},
+	{File: "port-level-replaces.yaml", Caller: "web/web-1", Host: "orders.shop.svc.cluster.local", Port: 8080, Check: func(t testing.TB, v *mesh.View) {
+		cl := v.Clusters["outbound|8080||orders.shop.svc.cluster.local"]
+		if cl.TLS.Mode != "" || cl.Policy.GetConnectionPool().GetTcp().GetMaxConnections() != 100 {
+			t.Errorf("tls %q, pool %v: want the port-level entry alone (no tls, maxConnections 100)", cl.TLS.Mode, cl.Policy.GetConnectionPool())
+		}
+	}},
+	{File: "canary-ten-percent-empty.yaml", Caller: "web/web-1", Host: "orders.shop.svc.cluster.local", Port: 8080, Check: func(t testing.TB, v *mesh.View) {
+		wantBreak(t, v, mesh.BreakSubsetEmpty, 10, "outbound|8080|v3|orders.shop.svc.cluster.local")
+		if max, _ := v.BrokenShare(mesh.BreakSubsetEmpty); max != 10 {
+			t.Errorf("broken share %d%%, want 10%%", max)
+		}
+	}},
+	{File: "automtls-label-without-sidecar.yaml", Caller: "web/web-1", Host: "orders.shop.svc.cluster.local", Port: 8080, Check: func(t testing.TB, v *mesh.View) {
+		wantMismatches(t, v, map[string]string{"orders-v2": mesh.MismatchMTLSNoSidecar})
+	}},
+	{File: "namespace-disable-auto-mtls.yaml", Caller: "web/web-1", Host: "orders.shop.svc.cluster.local", Port: 8080, Check: func(t testing.TB, v *mesh.View) {
+		wantMismatches(t, v, nil)
+		for _, e := range v.Clusters["outbound|8080||orders.shop.svc.cluster.local"].Endpoints {
+			if e.Sends != mesh.SendsPlaintext {
+				t.Errorf("sends %s to %s under a namespace DISABLE, want plaintext", e.Sends, e.Pod)
+			}
+		}
+	}},
+	{File: "dr-host-near-miss.yaml", Caller: "web/web-1", Host: "orders.shop.svc.cluster.local", Port: 8080, Check: func(t testing.TB, v *mesh.View) {
+		wantVerdict(t, v.DestinationRules, "shop/orders", false, "never applies")
+		wantMismatches(t, v, nil)
+	}},
+	{File: "header-route-only.yaml", Caller: "web/web-1", Host: "orders.shop.svc.cluster.local", Port: 8080, Check: func(t testing.TB, v *mesh.View) {
+		if !v.Unmatched {
+			t.Error("a VirtualService with a header route only: requests without the header have no route (404 NR)")
+		}
+	}},
+}
+
+// Objects reads files of dir (later ones replace objects of the same kind,
+// namespace and name).
+func Objects(t testing.TB, dir string, files ...string) []runtime.Object {
+	t.Helper()
+	byKey := map[string]int{}
+	var objects []runtime.Object
+	for _, f := range files {
+		data, err := os.ReadFile(filepath.Join(dir, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		objs, err := manifests.Decode(f, data, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range objs {
+			m, _ := meta.Accessor(o)
+			key := o.GetObjectKind().GroupVersionKind().Kind + "/" + m.GetNamespace() + "/" + m.GetName()
+			if i, ok := byKey[key]; ok {
+				objects[i] = o
+				continue
+			}
+			byKey[key] = len(objects)
+			objects = append(objects, o)
+		}
+	}
+	return objects
+}
+
+// MeshConfig parses a case's mesh config.
+func MeshConfig(t testing.TB, text string) mesh.MeshConfig {
+	t.Helper()
+	if text == "" {
+		return mesh.MeshConfig{}
+	}
+	raw, err := mesh.ParseMeshConfig(text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return mesh.MeshConfig{Raw: raw, Found: true}
+}
+
+// CallerOf is the case's caller among the objects of c.
+func CallerOf(t testing.TB, c *mesh.Config, spec string) mesh.Caller {
+	t.Helper()
+	if ns, ok := strings.CutPrefix(spec, "meshed "); ok {
+		return mesh.MeshedCallerIn(ns)
+	}
+	ns, name, _ := strings.Cut(spec, "/")
+	for _, sd := range c.Services {
+		if p := sd.Pods[name]; p != nil && p.Namespace == ns {
+			return mesh.CallerFromPod(p)
+		}
+	}
+	pods := map[string]mesh.Caller{
+		"web/web-1":      {Namespace: "web", Name: "web-1", Labels: map[string]string{"app": "web", "security.istio.io/tlsMode": "istio"}, Sidecar: true},
+		"batch/report-1": {Namespace: "batch", Name: "report-1", Labels: map[string]string{"app": "report"}, Sidecar: false},
+	}
+	caller, ok := pods[spec]
+	if !ok {
+		t.Fatalf("no caller %q", spec)
+	}
+	return caller
+}
+
+func wantBreak(t testing.TB, v *mesh.View, reason string, percent int, cluster string) {
+	t.Helper()
+	for _, b := range v.Breaks() {
+		if b.Destination.Cluster == cluster {
+			if b.Reason != reason || b.Destination.Percent != percent {
+				t.Errorf("break on %s: %s %d%%, want %s %d%% (%s)", cluster, b.Reason, b.Destination.Percent, reason, percent, b.Why)
+			}
+			return
+		}
+	}
+	t.Errorf("no break on %s (breaks %+v)", cluster, v.Breaks())
+}
+
+func wantNoBreak(t testing.TB, v *mesh.View) {
+	t.Helper()
+	if b := v.Breaks(); len(b) > 0 {
+		t.Errorf("breaks %+v, want none", b)
+	}
+}
+
+func wantVerdict(t testing.TB, verdicts []mesh.RuleVerdict, ref string, applies bool, why string) {
+	t.Helper()
+	for _, v := range verdicts {
+		if v.Ref() == ref {
+			if v.Applies != applies || !strings.Contains(v.Why, why) {
+				t.Errorf("%s: applies %v (%s), want %v (%s)", ref, v.Applies, v.Why, applies, why)
+			}
+			return
+		}
+	}
+	t.Errorf("no verdict on %s in %+v", ref, verdicts)
+}
+
+// wantMismatches checks each endpoint's TLS mismatch by pod; pods not named
+// must have none.
+func wantMismatches(t testing.TB, v *mesh.View, want map[string]string) {
+	t.Helper()
+	seen := 0
+	for _, cl := range v.Clusters {
+		for _, e := range cl.Endpoints {
+			seen++
+			w := want[e.Pod]
+			if w == "" {
+				w = mesh.MismatchNone
+			}
+			if e.Mismatch != w {
+				t.Errorf("%s in %s: mismatch %s (sends %s, accepts %s from %s), want %s", e.Pod, cl.Name, e.Mismatch, e.Sends, e.Accepts.Mode, e.Accepts.From, w)
+			}
+		}
+	}
+	if seen == 0 {
+		t.Error("no endpoint to judge")
+	}
+}
