@@ -17,7 +17,6 @@ import (
 	"time"
 
 	rbacv1 "k8s.io/api/rbac/v1"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
 
 	"github.com/meshtriage/meshtriage/assets"
 	"github.com/meshtriage/meshtriage/probes"
@@ -108,7 +107,7 @@ func scenarioNames(t *testing.T) []string {
 // liveCluster connects to the lab as meshtriage would, from a kubeconfig.
 func liveCluster(t *testing.T, kubeconfig string, s *recorded.Scenario, timeout time.Duration) *live.Cluster {
 	t.Helper()
-	flags := genericclioptions.NewConfigFlags(false)
+	flags := live.NewConfigFlags()
 	flags.KubeConfig = &kubeconfig
 	c, err := live.New(flags, live.Options{
 		ControlPlaneNamespace: s.ControlPlaneNamespace,

@@ -8,10 +8,10 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/meshtriage/meshtriage/probes/cluster"
+	"github.com/meshtriage/meshtriage/probes/cluster/live"
 )
 
 // Exit codes of the check contract (ARCHITECTURE.md).
@@ -40,7 +40,7 @@ func (e *exitError) Unwrap() error { return e.err }
 // connection flags, so --kubeconfig, --context, -n and KUBECONFIG behave as
 // the on-call expects.
 type globalOptions struct {
-	kube    *genericclioptions.ConfigFlags
+	kube    *live.ConfigFlags
 	streams genericiooptions.IOStreams
 	// controlPlaneNamespace is where istiod and the `istio` mesh ConfigMap live.
 	controlPlaneNamespace string
@@ -75,7 +75,7 @@ func newRootCmd(streams genericiooptions.IOStreams) *cobra.Command {
 
 func newRootCmdAs(argv0 string, streams genericiooptions.IOStreams) *cobra.Command {
 	g := &globalOptions{
-		kube:    genericclioptions.NewConfigFlags(true),
+		kube:    live.NewConfigFlags(),
 		streams: streams,
 	}
 	name := pluginName(argv0)
@@ -103,7 +103,6 @@ func newRootCmdAs(argv0 string, streams genericiooptions.IOStreams) *cobra.Comma
 	registerFlagCompletions(root, g)
 	addTUI(root, g) // no subcommand: the terminal UI (tui.go)
 	root.AddCommand(
-		newCaptureCmd(g),
 		newCheckCmd(g),
 		newDemoCmd(g),
 		newLogCmd(g),

@@ -14,11 +14,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/meshtriage/meshtriage/probes/cluster/live"
 	"github.com/meshtriage/meshtriage/runbook/triage"
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 )
 
@@ -189,7 +189,7 @@ func TestOpenLiveClusterUsesTheIstioNamespace(t *testing.T) {
 	srv := fakeAPIServer(t)
 	path := writeKubeconfig(t, srv.URL)
 	ctxName := "staging"
-	flags := genericclioptions.NewConfigFlags(false)
+	flags := live.NewConfigFlags()
 	flags.KubeConfig, flags.Context = &path, &ctxName
 	src, err := liveSource(context.Background(), &globalOptions{kube: flags, controlPlaneNamespace: "istio-prod"})
 	if err != nil {
@@ -245,7 +245,7 @@ func TestCompletionOfNamespacesAndServices(t *testing.T) {
 	}
 
 	// Services of the -n namespace, or of the context's when -n is absent.
-	flags := genericclioptions.NewConfigFlags(false)
+	flags := live.NewConfigFlags()
 	g := &globalOptions{kube: flags}
 	complete := completeServices(g)
 	got, directive := complete(&cobra.Command{}, nil, "svc/p")
@@ -265,7 +265,7 @@ func TestCompletionOfNamespacesAndServices(t *testing.T) {
 func TestCompletionWithoutAClusterOffersNothingQuickly(t *testing.T) {
 	noAmbientCluster(t)
 	start := time.Now()
-	got, directive := completeServices(&globalOptions{kube: genericclioptions.NewConfigFlags(false)})(&cobra.Command{}, nil, "")
+	got, directive := completeServices(&globalOptions{kube: live.NewConfigFlags()})(&cobra.Command{}, nil, "")
 	if len(got) != 0 || directive != cobra.ShellCompDirectiveNoFileComp || time.Since(start) > completionTimeout {
 		t.Errorf("got %v %v after %v", got, directive, time.Since(start))
 	}

@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
 
 	"github.com/meshtriage/meshtriage/assets"
 	"github.com/meshtriage/meshtriage/probes/actions"
@@ -64,7 +63,7 @@ func (s Source) started(ctx context.Context, tool string) runbook.SessionStarted
 // Live connects to the cluster that flags select, as kubectl would, and
 // checks that its API server answers; every failure is one line the
 // on-call can act on.
-func Live(ctx context.Context, flags *genericclioptions.ConfigFlags, opts live.Options) (Source, error) {
+func Live(ctx context.Context, flags *live.ConfigFlags, opts live.Options) (Source, error) {
 	lc, err := live.New(flags, opts)
 	var noContext *live.ContextNotFoundError
 	switch {

@@ -18,8 +18,6 @@ import (
 	"strings"
 	"time"
 
-	"k8s.io/cli-runtime/pkg/genericclioptions"
-
 	"github.com/meshtriage/meshtriage/assets"
 	"github.com/meshtriage/meshtriage/lab"
 	"github.com/meshtriage/meshtriage/lab/bench"
@@ -327,7 +325,7 @@ func (m *measurer) inProcess(ctx context.Context, wait time.Duration) Run {
 // inProcessCheck is what `meshtriage check` does against a live cluster, with the
 // metrics probe's interval replaced.
 func inProcessCheck(ctx context.Context, kubeconfig string, s *recorded.Scenario, wait time.Duration) ([]string, error) {
-	flags := genericclioptions.NewConfigFlags(false)
+	flags := live.NewConfigFlags()
 	flags.KubeConfig = &kubeconfig
 	c, err := live.New(flags, live.Options{ControlPlaneNamespace: s.ControlPlaneNamespace, UserAgent: inProcessUserAgent})
 	if err != nil {

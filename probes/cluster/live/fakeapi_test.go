@@ -23,7 +23,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/httpstream"
 	"k8s.io/apimachinery/pkg/util/httpstream/spdy"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
 )
 
 // fakeAPI is just enough of a kube-apiserver plus kubelet for client-go's
@@ -73,7 +72,7 @@ func newFakeAPI(t *testing.T) *fakeAPI {
 
 // kubeconfig writes a kubeconfig for the fake server and returns flags
 // loading it, as the CLI would.
-func (a *fakeAPI) flags(t *testing.T, extra ...func(*genericclioptions.ConfigFlags)) *genericclioptions.ConfigFlags {
+func (a *fakeAPI) flags(t *testing.T, extra ...func(*ConfigFlags)) *ConfigFlags {
 	path := filepath.Join(t.TempDir(), "config")
 	cfg := fmt.Sprintf(`apiVersion: v1
 kind: Config
@@ -93,7 +92,7 @@ users:
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	f := genericclioptions.NewConfigFlags(false)
+	f := NewConfigFlags()
 	f.KubeConfig = &path
 	for _, fn := range extra {
 		fn(f)

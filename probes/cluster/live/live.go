@@ -19,7 +19,6 @@ import (
 	istioclient "istio.io/client-go/pkg/clientset/versioned"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/version"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -126,7 +125,7 @@ var _ cluster.Cluster = (*Cluster)(nil)
 // New connects to the cluster that flags select, exactly as kubectl would
 // (KUBECONFIG, --kubeconfig, --context, --request-timeout, ...). It does not
 // contact the API server; ServerVersion is the cheap reachability check.
-func New(flags *genericclioptions.ConfigFlags, opts Options) (*Cluster, error) {
+func New(flags *ConfigFlags, opts Options) (*Cluster, error) {
 	loader := flags.ToRawKubeConfigLoader()
 	cfg, err := flags.ToRESTConfig()
 	if err != nil {
@@ -220,7 +219,7 @@ func (c *Cluster) bound(ctx context.Context) (context.Context, context.CancelFun
 	return context.WithTimeout(ctx, c.timeout)
 }
 
-func contextName(flags *genericclioptions.ConfigFlags, loader clientcmd.ClientConfig) string {
+func contextName(flags *ConfigFlags, loader clientcmd.ClientConfig) string {
 	if flags.Context != nil && *flags.Context != "" {
 		return *flags.Context
 	}
@@ -237,7 +236,7 @@ func contextName(flags *genericclioptions.ConfigFlags, loader clientcmd.ClientCo
 // noKubeconfig tells an empty kubeconfig from a real one: client-go then
 // silently falls back to kubectl's historical default server
 // (localhost:8080), which only ever yields a confusing "connection refused".
-func noKubeconfig(flags *genericclioptions.ConfigFlags, loader clientcmd.ClientConfig, cfg *rest.Config) bool {
+func noKubeconfig(flags *ConfigFlags, loader clientcmd.ClientConfig, cfg *rest.Config) bool {
 	if flags.APIServer != nil && *flags.APIServer != "" {
 		return false
 	}
@@ -254,7 +253,7 @@ func inCluster() bool {
 }
 
 // configError turns clientcmd's loading errors into ones a CLI can explain.
-func configError(flags *genericclioptions.ConfigFlags, loader clientcmd.ClientConfig, err error) error {
+func configError(flags *ConfigFlags, loader clientcmd.ClientConfig, err error) error {
 	switch {
 	case clientcmd.IsEmptyConfig(err):
 		return ErrNoKubeconfig

@@ -16,7 +16,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/rest"
 
@@ -46,7 +45,7 @@ func envoyAdmin(t *testing.T) http.Handler {
 	})
 }
 
-func newLive(t *testing.T, a *fakeAPI, opts Options, flags ...func(*genericclioptions.ConfigFlags)) *Cluster {
+func newLive(t *testing.T, a *fakeAPI, opts Options, flags ...func(*ConfigFlags)) *Cluster {
 	t.Helper()
 	c, err := New(a.flags(t, flags...), opts)
 	if err != nil {
@@ -62,7 +61,7 @@ func TestNewReadsTheKubeconfigLikeKubectl(t *testing.T) {
 	if c.Info() != want {
 		t.Errorf("Info = %+v, want %+v", c.Info(), want)
 	}
-	other := newLive(t, a, Options{ControlPlaneNamespace: "istio-prod"}, func(f *genericclioptions.ConfigFlags) {
+	other := newLive(t, a, Options{ControlPlaneNamespace: "istio-prod"}, func(f *ConfigFlags) {
 		ctx := "other"
 		f.Context = &ctx
 	})
@@ -82,13 +81,13 @@ func TestNewExplainsAMissingKubeconfigOrContext(t *testing.T) {
 	t.Setenv("KUBERNETES_SERVICE_HOST", "")
 	t.Setenv("HOME", t.TempDir())
 	t.Setenv("KUBECONFIG", "")
-	_, err := New(genericclioptions.NewConfigFlags(false), Options{})
+	_, err := New(NewConfigFlags(), Options{})
 	if !errors.Is(err, ErrNoKubeconfig) {
 		t.Errorf("no kubeconfig: err = %v, want ErrNoKubeconfig", err)
 	}
 
 	a := newFakeAPI(t)
-	_, err = New(a.flags(t, func(f *genericclioptions.ConfigFlags) {
+	_, err = New(a.flags(t, func(f *ConfigFlags) {
 		ctx := "prod"
 		f.Context = &ctx
 	}), Options{})
@@ -298,7 +297,7 @@ func TestEnvoyAdminHonoursTheDeadlineAndRequestTimeout(t *testing.T) {
 	}
 
 	// --request-timeout bounds a read whose caller set no deadline.
-	bounded := newLive(t, a, Options{}, func(f *genericclioptions.ConfigFlags) {
+	bounded := newLive(t, a, Options{}, func(f *ConfigFlags) {
 		timeout := "500ms"
 		f.Timeout = &timeout
 	})
