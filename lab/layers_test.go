@@ -42,6 +42,10 @@ var layers = map[string]int{
 	"runbook/triage":           9,
 	"tui":                      10,
 	"cmd":                      11,
+	// The release configuration reads no product package; only its own
+	// command (krewmanifest) reads it.
+	"cmd/meshtriage/release":              0,
+	"cmd/meshtriage/release/krewmanifest": 1,
 }
 
 // notFromProbes are the cluster implementations the probes must not know:
