@@ -20,6 +20,7 @@ import (
 	"github.com/meshtriage/meshtriage/probes"
 	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/cluster/recorded"
+	"github.com/meshtriage/meshtriage/probes/mesh"
 	"github.com/meshtriage/meshtriage/probes/parse/envoy"
 )
 
@@ -235,5 +236,63 @@ func TestProxyStatusFromRealIstiod(t *testing.T) {
 	requireFacts(t, gone, probes.Facts{"xds_proxy_known": false, "xds_cds": "UNKNOWN", "xds_istiod_replicas": 1, "xds_istiod_asked": 1})
 	if gone.Status != probes.StatusWarn {
 		t.Errorf("disconnected proxy: status %s (%s)", gone.Status, gone.Summary)
+	}
+}
+
+// sidecarSource is the scenario's source pod when it has a sidecar to
+// play; nil when the caller has none (its Envoy probes skip).
+func sidecarSource(t *testing.T, s *recorded.Scenario) *corev1.Pod {
+	t.Helper()
+	if s.Target.Source == nil {
+		return nil
+	}
+	pod := scenarioPodByRef(t, s, *s.Target.Source)
+	if mesh.PodSidecar(pod) == mesh.SidecarNone {
+		return nil
+	}
+	return pod
+}
+
+// The envoy-config and envoy-listeners probes read, through
+// pods/portforward, the /config_dump and /listeners built from what the
+// real istiod pushed to the scenario's source pod, and find what the
+// recorded scenario's Envoy data made them find: the target's cluster,
+// its TLS, outlier detection, circuit breakers and idle timeout, and the
+// listener for the port. A difference is a recording that does not say
+// what istiod would have generated, or a probe that reads istiod's output
+// differently from the recording's.
+func TestEnvoyProbesOnIstiodConfig(t *testing.T) {
+	l, i := istiodLab(t)
+	for _, name := range scenarioNames(t) {
+		t.Run(name, func(t *testing.T) {
+			s := loadScenario(t, name)
+			if sidecarSource(t, s) == nil {
+				t.Skipf("the source of %s has no sidecar: there is no Envoy config to read", name)
+			}
+			mem, err := recorded.NewCluster(s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			applyToIstiod(t, l, i, s)
+			connectSource(t, i, s)
+			results := map[string]probes.Result{}
+			for _, id := range []string{"envoy-config", "envoy-listeners"} {
+				got := runProbe(t, l, s, id)
+				results[id] = got
+				if got.Status == probes.StatusError || got.Status == probes.StatusSkipped {
+					t.Fatalf("%s on istiod's config: %s: %s", id, got.Status, got.Summary)
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+				want := probes.Run(ctx, probes.ByID()[id], mem, s.Target)
+				cancel()
+				for k, v := range want.Facts {
+					if fmt.Sprint(got.Facts[k]) != fmt.Sprint(v) {
+						t.Errorf("%s fact %s: istiod's config gives %v, the recording %v\n  istiod:    %s\n  recording: %s", id, k, got.Facts[k], v, got.Summary, want.Summary)
+					}
+				}
+			}
+			requireFacts(t, results["envoy-config"], probes.Facts{"config_cluster_found": true})
+			requireFacts(t, results["envoy-listeners"], probes.Facts{"listener_found": true, "listener_virtual_outbound": true})
+		})
 	}
 }
