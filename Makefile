@@ -39,5 +39,29 @@ lab:
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 
+# Releases, with GoReleaser v2 and syft (the SBOMs) on PATH. The configuration
+# lives in cmd/meshtriage/release/, so every call names it; `make release`
+# needs a vX.Y.Z tag on HEAD and GITHUB_TOKEN. go test ./cmd/meshtriage/release
+# checks the configuration without goreleaser.
+GORELEASER ?= goreleaser
+RELEASE_CONFIG := cmd/meshtriage/release/goreleaser.yaml
+
+.PHONY: release-check release-snapshot release krew-manifest
+release-check:
+	$(GORELEASER) check --config $(RELEASE_CONFIG)
+
+release-snapshot:
+	$(GORELEASER) release --snapshot --clean --config $(RELEASE_CONFIG)
+
+release:
+	$(GORELEASER) release --clean --config $(RELEASE_CONFIG)
+
+# The krew plugin manifest of release TAG, filled from its checksums, for the
+# pull request to krew-index: make krew-manifest TAG=v1.2.3
+krew-manifest:
+	@test -n "$(TAG)" || { echo "usage: make krew-manifest TAG=vX.Y.Z"; exit 1; }
+	$(GO) run ./cmd/meshtriage/release/krewmanifest -tag $(TAG) \
+		-checksums bin/dist/meshtriage_$(TAG)_checksums.txt > bin/dist/meshtriage.yaml
+
 clean:
 	rm -rf bin

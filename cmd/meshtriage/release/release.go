@@ -27,6 +27,7 @@ import (
 type Goreleaser struct {
 	Version     int       `json:"version"`
 	ProjectName string    `json:"project_name"`
+	Dist        string    `json:"dist"`
 	Builds      []Build   `json:"builds"`
 	Archives    []Archive `json:"archives"`
 	Checksum    struct {

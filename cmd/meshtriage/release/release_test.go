@@ -150,6 +150,10 @@ func TestArchivesChecksumsAndSBOM(t *testing.T) {
 	if !slices.Equal(names, want) {
 		t.Errorf("archives:\n%s\nwant:\n%s", strings.Join(names, "\n"), strings.Join(want, "\n"))
 	}
+	// goreleaser writes the release under dist; the repository ignores bin/.
+	if !strings.HasPrefix(g.Dist, "bin/") {
+		t.Errorf("dist %q: goreleaser's output belongs under the ignored bin/", g.Dist)
+	}
 	if alg := g.Checksum.Algorithm; alg != "" && alg != "sha256" {
 		t.Errorf("checksum algorithm %s: krew verifies sha256", alg)
 	}

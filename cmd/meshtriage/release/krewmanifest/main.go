@@ -2,7 +2,7 @@
 // from the checksums goreleaser wrote, for the pull request to krew-index:
 //
 //	go run ./cmd/meshtriage/release/krewmanifest -tag v1.2.3 \
-//	    -checksums dist/meshtriage_v1.2.3_checksums.txt > dist/meshtriage.yaml
+//	    -checksums bin/dist/meshtriage_v1.2.3_checksums.txt > bin/dist/meshtriage.yaml
 //
 // (`make krew-manifest TAG=v1.2.3` runs it.)
 package main
