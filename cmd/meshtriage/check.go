@@ -14,6 +14,7 @@ import (
 
 	"github.com/meshtriage/meshtriage/probes"
 	"github.com/meshtriage/meshtriage/probes/cluster"
+	"github.com/meshtriage/meshtriage/probes/cluster/manifests"
 	"github.com/meshtriage/meshtriage/runbook"
 	"github.com/meshtriage/meshtriage/runbook/incidentlog"
 	"github.com/meshtriage/meshtriage/runbook/report"
@@ -24,7 +25,9 @@ import (
 type checkOptions struct {
 	g            *globalOptions
 	target       targetFlags
-	manifests    string
+	manifests    []string // files, directories, "-" for stdin
+	recording    string   // a capture's archive or folder
+	bugReport    string   // an istioctl bug-report archive
 	scenario     string
 	logPath      string
 	output       string
@@ -47,7 +50,10 @@ supports, with their evidence, fix directions and verification steps.
 Exit status: 0 no finding, 3 at least one finding, 1 could not triage (bad
 input, cluster unreachable, target unreadable).`,
 		Example: `  meshtriage check -n shop svc/payments --from pod/web-7d9c -o md
-  meshtriage check -n shop svc/payments --port 8080 --manifests ./dump/
+  meshtriage check -n shop svc/payments --port 8080 -f ./dump/ -f vs.yaml
+  kubectl get -n shop all,endpointslices -o yaml | meshtriage check -n shop svc/payments -f -
+  meshtriage check --recording capture.tar.gz
+  meshtriage check -n shop svc/payments --from pod/web-7d9c --bug-report bug-report.tar.gz
   meshtriage check --scenario healthy -o json`,
 		ValidArgsFunction: completeServices(g),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -57,7 +63,9 @@ input, cluster unreachable, target unreadable).`,
 	f := cmd.Flags()
 	f.IntVar(&o.target.port, "port", 0, "Service port the 503s are on (default: every port)")
 	f.StringVar(&o.target.from, "from", "", "the calling pod whose sidecar reports the 503s: pod/NAME or NAMESPACE/pod/NAME")
-	f.StringVar(&o.manifests, "manifests", "", "run on `kubectl get -o yaml` files in DIR instead of a cluster")
+	f.StringSliceVarP(&o.manifests, "manifests", "f", nil, "run on `kubectl get -o yaml|json` files instead of a cluster: FILE, DIR (recursively) or - for stdin; repeatable")
+	f.StringVar(&o.recording, "recording", "", "run on a recording made by `meshtriage capture` (FILE.tar.gz or its unpacked DIR) instead of a cluster")
+	f.StringVar(&o.bugReport, "bug-report", "", "run on an `istioctl bug-report` archive (FILE.tar.gz or its unpacked DIR) instead of a cluster; -f adds objects it lacks")
 	f.StringVar(&o.scenario, "scenario", "", "run on an embedded recorded scenario (see `meshtriage demo`)")
 	f.StringVar(&o.logPath, "log", "", "also write the incident log (JSON Lines) to FILE")
 	f.StringVarP(&o.output, "output", "o", o.output, "report format: "+strings.Join(report.Formats, ", "))
@@ -86,6 +94,9 @@ func (o *checkOptions) run(ctx context.Context, args []string) error {
 	src, target, err := o.source(ctx, args)
 	if err != nil {
 		return &exitError{code: exitTriage, err: err}
+	}
+	for _, line := range src.Skipped {
+		fmt.Fprintln(o.g.streams.ErrOut, "meshtriage:", line)
 	}
 	if err := o.verify.validate(target, src.Runner); err != nil {
 		return &exitError{code: exitTriage, err: err}
@@ -159,12 +170,28 @@ func uncheckedSteps(rep report.Report) (unchecked []string, ran int) {
 	return unchecked, ran
 }
 
-// source picks what to read (live, --manifests or --scenario) and the
-// target.
+// source picks what to read (live, --manifests, --recording, --bug-report
+// or --scenario) and the target.
 func (o *checkOptions) source(ctx context.Context, args []string) (triage.Source, cluster.Target, error) {
 	var t cluster.Target
-	if o.manifests != "" && o.scenario != "" {
-		return triage.Source{}, t, errors.New("--manifests and --scenario are two different sources: give one")
+	var given []string
+	for _, s := range []struct {
+		flag string
+		set  bool
+	}{
+		// -f adds to a bug report what it lacks; with any other source it
+		// is a source of its own.
+		{"--manifests", len(o.manifests) > 0 && o.bugReport == ""},
+		{"--recording", o.recording != ""},
+		{"--bug-report", o.bugReport != ""},
+		{"--scenario", o.scenario != ""},
+	} {
+		if s.set {
+			given = append(given, s.flag)
+		}
+	}
+	if len(given) > 1 {
+		return triage.Source{}, t, fmt.Errorf("%s are different sources: give one", strings.Join(given, " and "))
 	}
 	switch {
 	case o.scenario != "":
@@ -172,27 +199,29 @@ func (o *checkOptions) source(ctx context.Context, args []string) (triage.Source
 		if err != nil {
 			return src, t, err
 		}
-		t = *src.Target
-		if len(args) > 0 {
-			ns := t.Namespace
-			if o.namespaceGiven() {
-				ns = o.g.namespace()
-			}
-			t, err = parseTarget(ns, args, o.target)
-		} else {
-			err = applyTargetFlags(&t, o.target)
-		}
+		t, err = o.recordedTarget(src.Target, args)
 		return src, t, err
-	case o.manifests != "":
+	case o.recording != "":
+		src, err := triage.Recording(o.recording, o.g.namespace())
+		if err != nil {
+			return src, t, err
+		}
+		t, err = o.recordedTarget(src.Target, args)
+		return src, t, err
+	case o.bugReport != "":
 		t, err := parseTarget(o.g.namespace(), args, o.target)
 		if err != nil {
 			return triage.Source{}, t, err
 		}
-		if st, statErr := os.Stat(o.manifests); statErr != nil || !st.IsDir() {
-			return triage.Source{}, t, fmt.Errorf("--manifests %s: not a directory", o.manifests)
+		src, err := triage.BugReport(o.bugReport, t.Namespace, o.manifests, o.g.streams.In)
+		return src, t, err
+	case len(o.manifests) > 0:
+		t, err := parseTarget(o.g.namespace(), args, o.target)
+		if err != nil {
+			return triage.Source{}, t, err
 		}
-		src, err := triage.Manifests(o.manifests, cluster.ClusterInfo{
-			Context: "manifests", Server: o.manifests, ControlPlaneNamespace: o.g.controlPlaneNamespace,
+		src, err := triage.Manifests(o.manifests, manifests.Options{Namespace: t.Namespace, Stdin: o.g.streams.In}, cluster.ClusterInfo{
+			Context: "manifests", Server: strings.Join(o.manifests, ","), ControlPlaneNamespace: o.g.controlPlaneNamespace,
 		})
 		return src, t, err
 	default:
@@ -204,6 +233,24 @@ func (o *checkOptions) source(ctx context.Context, args []string) (triage.Source
 		src, err := liveSource(ctx, o.g)
 		return src, t, err
 	}
+}
+
+// recordedTarget is the target of a recorded source: the recorded one,
+// which an argument (svc/NAME, with -n) replaces and --port and --from
+// adjust. A recording that names none needs the argument.
+func (o *checkOptions) recordedTarget(recorded *cluster.Target, args []string) (cluster.Target, error) {
+	if len(args) > 0 || recorded == nil {
+		ns := o.g.namespace()
+		if recorded != nil && !o.namespaceGiven() {
+			ns = recorded.Namespace
+		}
+		if len(args) == 0 {
+			return cluster.Target{}, errors.New("the recording names no target: give svc/NAME (and -n NAMESPACE)")
+		}
+		return parseTarget(ns, args, o.target)
+	}
+	t := *recorded
+	return t, applyTargetFlags(&t, o.target)
 }
 
 func (o *checkOptions) namespaceGiven() bool {

@@ -70,7 +70,6 @@ func TestCheckExitCodes(t *testing.T) {
 		{"bad format", []string{"-n", "shop", "svc/web", "-o", "yaml", "--manifests", noSelectorDir}, `unknown output format "yaml"`},
 		{"unknown scenario", []string{"--scenario", "no-such-incident"}, `no scenario "no-such-incident"`},
 		{"two sources", []string{"--scenario", "healthy", "--manifests", noSelectorDir}, "give one"},
-		{"manifests not a dir", []string{"-n", "shop", "svc/web", "--manifests", "check_test.go"}, "not a directory"},
 		{"service absent", []string{"-n", "shop", "svc/payments", "--manifests", noSelectorDir}, "cannot triage (step target)"},
 		{"port absent", []string{"-n", "shop", "svc/web", "--port", "81", "--manifests", noSelectorDir}, "not a port of the Service"},
 		{"no kubeconfig", []string{"-n", "shop", "svc/web"}, "no kubeconfig"},

@@ -27,6 +27,8 @@ import (
 type demoOptions struct {
 	g       *globalOptions
 	logPath string
+	// recording is a capture to open instead of an embedded scenario.
+	recording string
 }
 
 func newDemoCmd(g *globalOptions) *cobra.Command {
@@ -41,7 +43,7 @@ served from memory, so every probe runs as it would against a cluster.
 In a terminal it opens the guided triage; with no argument it first asks which
 recorded incident to open. Without a terminal it prints what
 ` + "`meshtriage check --scenario SCENARIO`" + ` prints, or the list of scenarios.`,
-		Example: "  meshtriage demo\n  meshtriage demo startup-race",
+		Example: "  meshtriage demo\n  meshtriage demo startup-race\n  meshtriage demo --recording payments-503.tar.gz",
 		Args:    cobra.MaximumNArgs(1),
 		ValidArgsFunction: func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 			names, _ := recorded.Names(assets.FS)
@@ -60,11 +62,18 @@ recorded incident to open. Without a terminal it prints what
 		},
 	}
 	cmd.Flags().StringVar(&o.logPath, "log", "", "incident log file (default: a new file under the meshtriage state directory)")
+	cmd.Flags().StringVar(&o.recording, "recording", "", "open a recording made by `meshtriage capture` (FILE.tar.gz or its DIR) instead of an embedded scenario")
 	return cmd
 }
 
 func (o *demoOptions) run(ctx context.Context, name string) error {
+	if o.recording != "" && name != "" {
+		return triageErr("give a scenario name or --recording, not both")
+	}
 	if !isTerminal(o.g.streams.In) || !isTerminal(o.g.streams.Out) {
+		if o.recording != "" {
+			return o.unattended(ctx, "")
+		}
 		if name == "" {
 			return listScenarios(o.g.streams.Out)
 		}
@@ -78,10 +87,10 @@ func (o *demoOptions) run(ctx context.Context, name string) error {
 			return triageErr("incident log: %w", err)
 		}
 	}
-	d := &demoSessions{opts: triage.Options{Mode: runbook.ModeGuided, LogPath: logPath, SessionID: id, Tool: version}}
+	d := &demoSessions{opts: triage.Options{Mode: runbook.ModeGuided, LogPath: logPath, SessionID: id, Tool: version}, recording: o.recording, namespace: o.g.namespace()}
 	defer d.close()
 	opts := tui.Options{LogPath: logPath, OpenScenario: d.open, Context: "demo"}
-	if name != "" {
+	if name != "" || o.recording != "" {
 		eng, label, err := d.open(ctx, name)
 		if err != nil {
 			return &exitError{code: exitTriage, err: err}
@@ -112,7 +121,7 @@ func (o *demoOptions) unattended(ctx context.Context, name string) error {
 			return triageErr("incident log: %w", err)
 		}
 	}
-	c := &checkOptions{g: o.g, scenario: name, logPath: logPath, output: "text",
+	c := &checkOptions{g: o.g, scenario: name, recording: o.recording, logPath: logPath, output: "text",
 		probeTimeout: probes.DefaultTimeout, metricsWindow: probes.DefaultMetricsInterval}
 	err := c.run(ctx, nil)
 	if _, statErr := os.Stat(logPath); statErr == nil {
@@ -125,6 +134,9 @@ func (o *demoOptions) unattended(ctx context.Context, name string) error {
 // log after the UI.
 type demoSessions struct {
 	opts triage.Options
+	// recording, when set, is opened instead of a scenario; objects that
+	// name no namespace take namespace.
+	recording, namespace string
 
 	mu sync.Mutex
 	tr *triage.Triage
@@ -136,7 +148,16 @@ func (d *demoSessions) open(ctx context.Context, name string) (engine.Engine, st
 	if d.tr != nil {
 		return nil, "", fmt.Errorf("a session is already open")
 	}
-	src, err := triage.Scenario(name)
+	var src triage.Source
+	var err error
+	if d.recording != "" {
+		src, err = triage.Recording(d.recording, d.namespace)
+		if err == nil && src.Target == nil {
+			err = fmt.Errorf("%s names no target (no scenario.yaml): triage it with `meshtriage check --recording %s -n NAMESPACE svc/NAME`", d.recording, d.recording)
+		}
+	} else {
+		src, err = triage.Scenario(name)
+	}
 	if err != nil {
 		return nil, "", err
 	}

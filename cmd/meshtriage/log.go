@@ -176,18 +176,25 @@ func resumeLog(ctx context.Context, g *globalOptions, path string) error {
 }
 
 // prepareResume rebuilds the session from history, reconnecting to what it
-// triaged: the embedded scenario of a demo, else the live cluster of the
-// recorded kube context (unless --context overrides it). New events go on
-// into the same file.
+// triaged: the embedded scenario of a demo, the recording or bug report of
+// an offline triage, else the live cluster of the recorded kube context
+// (unless --context overrides it). New events go on into the same file.
 func prepareResume(ctx context.Context, g *globalOptions, path string, history []runbook.Event) (*triage.Triage, error) {
 	started, err := triage.Started(path, history)
 	if err != nil {
 		return nil, err
 	}
 	var src triage.Source
-	if name := started.Extra["scenario"]; name != "" {
-		src, err = triage.Scenario(name)
-	} else {
+	switch {
+	case started.Extra["scenario"] != "":
+		src, err = triage.Scenario(started.Extra["scenario"])
+	case started.Extra["recording"] != "":
+		// An offline session reopens its recording, never the cluster the
+		// recording was taken from.
+		src, err = triage.Recording(started.Extra["recording"], started.Target.Namespace)
+	case started.Extra["bug-report"] != "":
+		src, err = triage.BugReport(started.Extra["bug-report"], started.Target.Namespace, nil, nil)
+	default:
 		if (g.kube.Context == nil || *g.kube.Context == "") && started.KubeContext != "" {
 			g.kube.Context = &started.KubeContext
 		}

@@ -103,6 +103,7 @@ func newRootCmdAs(argv0 string, streams genericiooptions.IOStreams) *cobra.Comma
 	registerFlagCompletions(root, g)
 	addTUI(root, g) // no subcommand: the terminal UI (tui.go)
 	root.AddCommand(
+		newCaptureCmd(g),
 		newCheckCmd(g),
 		newDemoCmd(g),
 		newLogCmd(g),

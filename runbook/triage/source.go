@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -12,6 +15,7 @@ import (
 	"github.com/meshtriage/meshtriage/assets"
 	"github.com/meshtriage/meshtriage/probes/actions"
 	"github.com/meshtriage/meshtriage/probes/cluster"
+	"github.com/meshtriage/meshtriage/probes/cluster/bugreport"
 	"github.com/meshtriage/meshtriage/probes/cluster/live"
 	"github.com/meshtriage/meshtriage/probes/cluster/manifests"
 	"github.com/meshtriage/meshtriage/probes/cluster/recorded"
@@ -35,9 +39,13 @@ type Source struct {
 	// ServerVersion is the Kubernetes version a recording holds; empty
 	// asks the cluster.
 	ServerVersion string
-	// Extra goes into session_started: the scenario's name, so that `log
-	// resume` can reopen it.
+	// Extra goes into session_started: the scenario's name, or the path
+	// of a recording or bug report, so that `log resume` can reopen it.
 	Extra map[string]string
+	// Skipped are the parts of an offline input that were not read (a
+	// document of unknown kind, a file no probe reads), one line each, for
+	// stderr: the on-call must know what the triage did not see.
+	Skipped []string
 
 	live *live.Cluster
 }
@@ -167,15 +175,18 @@ func Scenario(name string) (Source, error) {
 	}, nil
 }
 
-// Manifests serves `kubectl get -o yaml` files from dir: objects only, so
-// the probes that need Envoy admin, logs or istiod report that nothing was
-// recorded.
-func Manifests(dir string, info cluster.ClusterInfo) (Source, error) {
-	objects, err := manifests.LoadDir(dir)
+// Manifests serves objects read from files as `kubectl apply -f` takes
+// them (files, directories, "-" for stdin): objects only, so the probes
+// that need Envoy admin, logs or istiod report that nothing was recorded.
+// Objects that name no namespace take opts.Namespace; documents that
+// cannot be read are skipped and listed in Source.Skipped.
+func Manifests(paths []string, opts manifests.Options, info cluster.ClusterInfo) (Source, error) {
+	set, err := manifests.Load(paths, opts)
 	if err != nil {
 		return Source{}, err
 	}
-	s := recorded.FromObjects(dir, objects)
+	s := recorded.FromObjects(strings.Join(paths, ","), set.Objects)
+	s.ImpliedNamespaces = set.ImpliedNamespaces
 	if info.Server == "" {
 		info.Server = s.Source
 	}
@@ -183,5 +194,120 @@ func Manifests(dir string, info cluster.ClusterInfo) (Source, error) {
 	if err != nil {
 		return Source{}, err
 	}
-	return Source{Cluster: c, Label: info.Context}, nil
+	src := Source{Cluster: c, Label: info.Context}
+	for _, sk := range set.Skipped {
+		src.Skipped = append(src.Skipped, "skipped "+sk.String())
+	}
+	return src, nil
+}
+
+// Recording serves a recording (`meshtriage capture`'s archive, or a
+// folder in its layout assembled by hand) as the cluster it was taken
+// from; objects that name no namespace take namespace. Its Target is the
+// recorded one, nil when the recording names none.
+func Recording(path, namespace string) (Source, error) {
+	r, err := recorded.OpenRecording(path, namespace)
+	if err != nil {
+		return Source{}, err
+	}
+	return recordingSource(r, "recording", path)
+}
+
+// recordingSource serves a recording read from path; kind names it in the
+// label and in session_started, so that `log resume` reopens the same
+// file.
+func recordingSource(r *recorded.Recording, kind, path string) (Source, error) {
+	c, err := recorded.NewCluster(r.Scenario)
+	if err != nil {
+		return Source{}, err
+	}
+	label := kind + " " + path
+	if abs, err := filepath.Abs(path); err == nil {
+		path = abs // `log resume` may run from another folder
+	}
+	if ctx := c.Info().Context; ctx != "" {
+		label = ctx + " (" + label + ")"
+	}
+	src := Source{
+		Cluster:       c,
+		Label:         label,
+		ServerVersion: r.ServerVersion,
+		Extra:         map[string]string{kind: path},
+	}
+	if r.HasTarget {
+		t := r.Target
+		src.Target = &t
+	}
+	for _, sk := range r.Skipped {
+		src.Skipped = append(src.Skipped, "skipped "+sk.String())
+	}
+	return src, nil
+}
+
+// BugReport serves an `istioctl bug-report` archive (or its unpacked
+// folder) as the cluster it was taken from, with extra manifest files
+// (kubectl -f paths) for what it lacks; objects that name no namespace
+// take namespace. What the bug report lacks, and what of it was skipped,
+// is in Source.Skipped.
+func BugReport(path, namespace string, extra []string, stdin io.Reader) (Source, error) {
+	files := map[string][]byte{}
+	if len(extra) > 0 {
+		// Read as -f reads them, so that a missing file is one clear error.
+		for _, p := range extra {
+			data, err := readManifestInput(p, stdin)
+			if err != nil {
+				return Source{}, err
+			}
+			for name, d := range data {
+				files[name] = d
+			}
+		}
+	}
+	r, err := bugreport.Open(path, namespace, files)
+	if err != nil {
+		return Source{}, err
+	}
+	src, err := recordingSource(r.Recording, "bug-report", path)
+	if err != nil {
+		return Source{}, err
+	}
+	src.Skipped = r.Notes
+	return src, nil
+}
+
+// readManifestInput reads the files a -f path names (a file, every
+// manifest under a folder, or stdin for "-").
+func readManifestInput(p string, stdin io.Reader) (map[string][]byte, error) {
+	out := map[string][]byte{}
+	if p == manifests.Stdin {
+		if stdin == nil {
+			return nil, errors.New("- names stdin, but there is no stdin to read")
+		}
+		data, err := io.ReadAll(stdin)
+		if err != nil {
+			return nil, fmt.Errorf("read stdin: %w", err)
+		}
+		out["stdin"] = data
+		return out, nil
+	}
+	files, err := manifests.Files(p)
+	if err != nil {
+		return nil, err
+	}
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return nil, err
+		}
+		out[f] = data
+	}
+	return out, nil
+}
+
+// Capture records every read a triage makes of src, for `meshtriage
+// capture`: the source's reads go through the returned recorder. It runs
+// no action: a capture is evidence of the cluster as the triage found it.
+func Capture(src Source) (Source, *recorded.Recorder) {
+	rec := recorded.NewRecorder(src.Cluster)
+	return Source{Cluster: rec, Label: src.Label, Target: src.Target, ServerVersion: src.ServerVersion, Extra: src.Extra}, rec
 }

@@ -1,10 +1,15 @@
 package triage
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/meshtriage/meshtriage/assets"
 	"github.com/meshtriage/meshtriage/probes/cluster"
+	"github.com/meshtriage/meshtriage/probes/cluster/manifests"
+	"github.com/meshtriage/meshtriage/probes/cluster/recorded"
+	"github.com/meshtriage/meshtriage/runbook/incidentlog"
 )
 
 func TestScenarioSource(t *testing.T) {
@@ -28,7 +33,7 @@ func TestScenarioSource(t *testing.T) {
 }
 
 func TestManifestsSource(t *testing.T) {
-	src, err := Manifests("../../probes/cluster/manifests/testdata/kubectl-dump", cluster.ClusterInfo{Context: "prod"})
+	src, err := Manifests([]string{"../../probes/cluster/manifests/testdata/kubectl-dump"}, manifests.Options{Namespace: "default"}, cluster.ClusterInfo{Context: "prod"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +44,47 @@ func TestManifestsSource(t *testing.T) {
 	if _, err := c.GetService(t.Context(), "shop", "orders"); err != nil {
 		t.Errorf("GetService: %v", err)
 	}
-	if _, err := Manifests(t.TempDir(), cluster.ClusterInfo{}); err == nil {
+	if _, err := Manifests([]string{t.TempDir()}, manifests.Options{}, cluster.ClusterInfo{}); err == nil {
 		t.Error("empty dir: no error")
+	}
+	if len(src.Skipped) != 0 || src.Extra != nil {
+		t.Errorf("skipped %v, extra %v", src.Skipped, src.Extra)
+	}
+	skipping, err := Manifests([]string{"../../probes/cluster/manifests/testdata/unknown-kind"}, manifests.Options{}, cluster.ClusterInfo{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(skipping.Skipped) != 2 || !strings.HasPrefix(skipping.Skipped[0], "skipped ") || !strings.Contains(skipping.Skipped[0], "all.yaml document 2 (cert-manager.io/v1 Certificate)") {
+		t.Errorf("skipped lines = %q", skipping.Skipped)
+	}
+}
+
+// A recording opens as the cluster it was taken from, names its target,
+// and records its absolute path for `log resume`.
+func TestRecordingSource(t *testing.T) {
+	s, err := recorded.Load(assets.FS, "healthy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Name, s.Context = "capture", "prod-eu"
+	files, err := s.Files(incidentlog.Redact)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "rec")
+	if err := recorded.WriteDir(dir, files); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(filepath.Dir(dir))
+	src, err := Recording("rec", "default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if src.Target == nil || src.Target.String() != s.Target.String() || src.Extra["recording"] != dir ||
+		src.Label != "prod-eu (recording rec)" || src.Runner != nil {
+		t.Errorf("source = %+v, target %v", src, src.Target)
+	}
+	if _, err := Recording(filepath.Join(dir, "missing"), "default"); err == nil {
+		t.Error("missing recording: no error")
 	}
 }

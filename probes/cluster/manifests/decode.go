@@ -11,9 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
-	"sort"
 	"strings"
 
 	"github.com/golang/protobuf/jsonpb" //nolint:staticcheck // the decoder Istio's types use
@@ -25,7 +22,6 @@ import (
 	securityv1 "istio.io/client-go/pkg/apis/security/v1"
 	securityv1beta1 "istio.io/client-go/pkg/apis/security/v1beta1"
 	istioscheme "istio.io/client-go/pkg/clientset/versioned/scheme"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	kjson "k8s.io/apimachinery/pkg/runtime/serializer/json"
@@ -61,173 +57,192 @@ func (e *UnknownKindError) Error() string {
 	return fmt.Sprintf("%d document(s) of unknown kind: %s", len(e.Documents), strings.Join(e.Documents, "; "))
 }
 
-// LoadDir reads every .yaml/.yml/.json file under dir (plain `kubectl get
-// -o yaml` output, `kind: List` included). Istio v1alpha3/v1beta1 objects
-// are read as v1 (same spec), the version the probes list.
-func LoadDir(dir string) ([]runtime.Object, error) {
-	var files []string
-	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			if p != dir && strings.HasPrefix(d.Name(), ".") {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		switch strings.ToLower(filepath.Ext(p)) {
-		case ".yaml", ".yml", ".json":
-			files = append(files, p)
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("manifests: %w", err)
-	}
-	if len(files) == 0 {
-		return nil, fmt.Errorf("manifests: no .yaml, .yml or .json files in %s", dir)
-	}
-	sort.Strings(files)
-	var objects []runtime.Object
-	unknown := &UnknownKindError{}
-	for _, f := range files {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			return nil, fmt.Errorf("manifests: %w", err)
-		}
-		rel, _ := filepath.Rel(dir, f)
-		objs, err := Decode(rel, data, false)
-		var uk *UnknownKindError
-		if errors.As(err, &uk) {
-			unknown.Documents = append(unknown.Documents, uk.Documents...)
-			err = nil
-		}
-		if err != nil {
-			return nil, fmt.Errorf("manifests: %w", err)
-		}
-		objects = append(objects, objs...)
-	}
-	if len(unknown.Documents) > 0 {
-		return nil, fmt.Errorf("manifests: %w", unknown)
-	}
-	if len(objects) == 0 {
-		return nil, fmt.Errorf("manifests: no objects in %s", dir)
-	}
-	if missing := namespacesWithoutObject(objects); len(missing) > 0 {
-		// Without it the target probe would report the namespace absent
-		// and its injection setting unknown; guessing either is worse than
-		// asking for one more file.
-		var cmds []string
-		for _, ns := range missing {
-			cmds = append(cmds, "kubectl get namespace "+ns+" -o yaml")
-		}
-		return nil, fmt.Errorf("manifests: objects in namespace(s) %s but no Namespace object for them; add the output of: %s",
-			strings.Join(missing, ", "), strings.Join(cmds, "; "))
-	}
-	return objects, nil
+// Skipped is a document (or an item of a List) that was not read, and why.
+type Skipped struct {
+	// Where is the file and document index: "dump.yaml document 3", or
+	// "dump.yaml document 1 item 4" inside a List.
+	Where string
+	// Kind is "apiVersion Kind" when the document said, else "".
+	Kind string
+	// Reason says why: a kind meshtriage does not read, a parse error.
+	Reason string
 }
 
-func namespacesWithoutObject(objs []runtime.Object) []string {
-	have := map[string]bool{}
-	used := map[string]bool{}
-	for _, obj := range objs {
-		m, ok := obj.(metav1.Object)
-		if !ok {
-			continue
-		}
-		if _, isNS := obj.(*corev1.Namespace); isNS {
-			have[m.GetName()] = true
-		} else if ns := m.GetNamespace(); ns != "" {
-			used[ns] = true
-		}
+func (s Skipped) String() string {
+	if s.Kind != "" {
+		return fmt.Sprintf("%s (%s): %s", s.Where, s.Kind, s.Reason)
 	}
-	var missing []string
-	for ns := range used {
-		if !have[ns] {
-			missing = append(missing, ns)
-		}
-	}
-	sort.Strings(missing)
-	return missing
+	return s.Where + ": " + s.Reason
 }
+
+// ReasonUnknownKind is the Reason of a document whose kind neither
+// Kubernetes nor Istio defines.
+const ReasonUnknownKind = "not a Kubernetes or Istio kind meshtriage reads"
 
 // Decode decodes every document of one file; documents of unknown kind come
-// back together as an *UnknownKindError after the rest decoded. strict
-// refuses fields the schemes do not know (for data this project writes);
-// real dumps from newer clusters need it off.
+// back together as an *UnknownKindError after the rest decoded, and any
+// other document that does not decode is an error. strict refuses fields
+// the schemes do not know (for data this project writes); real dumps from
+// newer clusters need it off. Inputs as users have them go through Load or
+// a Reader instead, which skip what they cannot read.
 func Decode(file string, data []byte, strict bool) ([]runtime.Object, error) {
+	d := &decoder{strict: strict}
+	if err := d.file(file, data); err != nil {
+		return nil, err
+	}
+	if len(d.skipped) > 0 {
+		unknown := &UnknownKindError{}
+		for _, s := range d.skipped {
+			unknown.Documents = append(unknown.Documents, s.Where+": "+s.Kind)
+		}
+		return d.objects, unknown
+	}
+	return d.objects, nil
+}
+
+// decoder collects the objects of documents and what it skipped.
+type decoder struct {
+	strict  bool // refuse unknown fields (scenarios this project writes)
+	lenient bool // a document that does not decode is skipped, not an error
+	objects []runtime.Object
+	where   []string // where[i] is the document objects[i] came from
+	skipped []Skipped
+}
+
+// file splits data into documents: YAML separated by "---", or a stream of
+// JSON values (`kubectl get -o json` writes one; concatenated ones are read
+// in turn).
+func (d *decoder) file(file string, data []byte) error {
+	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf")) // a UTF-8 byte order mark
+	if trimmed := bytes.TrimLeft(data, " \t\r\n"); len(trimmed) > 0 && trimmed[0] == '{' {
+		dec := json.NewDecoder(bytes.NewReader(trimmed))
+		for doc := 1; ; doc++ {
+			var raw json.RawMessage
+			err := dec.Decode(&raw)
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			where := fmt.Sprintf("%s document %d", file, doc)
+			if err != nil {
+				// A JSON stream cannot be resynchronised after a syntax
+				// error: the rest of the file is one unreadable document.
+				return d.fail(where, "", fmt.Errorf("does not parse as JSON: %w", err))
+			}
+			if err := d.document(where, raw); err != nil {
+				return err
+			}
+		}
+	}
 	reader := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
-	var out []runtime.Object
-	unknown := &UnknownKindError{}
 	for doc := 1; ; doc++ {
 		raw, err := reader.Read()
 		if errors.Is(err, io.EOF) {
-			break
+			return nil
 		}
 		if err != nil {
-			return nil, fmt.Errorf("%s document %d: %w", file, doc, err)
+			return d.fail(fmt.Sprintf("%s document %d", file, doc), "", err)
 		}
 		if isBlank(raw) {
 			doc--
 			continue
 		}
-		where := fmt.Sprintf("%s document %d", file, doc)
-		objs, err := decodeDocument(where, raw, strict, unknown)
-		if err != nil {
-			return nil, err
+		if err := d.document(fmt.Sprintf("%s document %d", file, doc), raw); err != nil {
+			return err
 		}
-		out = append(out, objs...)
 	}
-	if len(unknown.Documents) > 0 {
-		return out, unknown
-	}
-	return out, nil
 }
 
-func decodeDocument(where string, raw []byte, strict bool, unknown *UnknownKindError) ([]runtime.Object, error) {
+// fail records a document that did not decode: skipped when lenient, else
+// the error that stops the file.
+func (d *decoder) fail(where, kind string, err error) error {
+	if d.lenient {
+		d.skipped = append(d.skipped, Skipped{Where: where, Kind: kind, Reason: oneLine(err.Error())})
+		return nil
+	}
+	if kind != "" {
+		return fmt.Errorf("%s (%s): %w", where, kind, err)
+	}
+	return fmt.Errorf("%s: %w", where, err)
+}
+
+func (d *decoder) document(where string, raw []byte) error {
 	var tm metav1.TypeMeta
 	if err := yaml.Unmarshal(raw, &tm); err != nil {
-		return nil, fmt.Errorf("%s: %w", where, err)
+		return d.fail(where, "", fmt.Errorf("does not parse: %w", err))
 	}
 	if tm.Kind == "" || tm.APIVersion == "" {
-		return nil, fmt.Errorf("%s: no apiVersion/kind", where)
+		return d.fail(where, "", errors.New("no apiVersion/kind"))
 	}
-	if tm.Kind == "List" {
+	kind := tm.APIVersion + " " + tm.Kind
+	if strings.HasSuffix(tm.Kind, "List") {
 		var list struct {
 			Items []json.RawMessage `json:"items"`
 		}
 		if err := yaml.Unmarshal(raw, &list); err != nil {
-			return nil, fmt.Errorf("%s: %w", where, err)
+			return d.fail(where, kind, fmt.Errorf("does not parse: %w", err))
 		}
-		var out []runtime.Object
-		for i, item := range list.Items {
-			objs, err := decodeDocument(fmt.Sprintf("%s item %d", where, i+1), item, strict, unknown)
-			if err != nil {
-				return nil, err
+		if list.Items != nil || tm.Kind == "List" {
+			// A typed list read from the API (PodList) leaves its items'
+			// apiVersion and kind out: they are the list's.
+			itemKind := strings.TrimSuffix(tm.Kind, "List")
+			for i, item := range list.Items {
+				if tm.Kind != "List" {
+					item = withTypeMeta(item, tm.APIVersion, itemKind)
+				}
+				if err := d.document(fmt.Sprintf("%s item %d", where, i+1), item); err != nil {
+					return err
+				}
 			}
-			out = append(out, objs...)
+			return nil
 		}
-		return out, nil
 	}
 	dec := lenientDecoder
-	if strict {
+	if d.strict {
 		dec = strictDecoder
 	}
 	obj, _, err := dec.Decode(raw, nil, nil)
 	if runtime.IsNotRegisteredError(err) {
-		unknown.Documents = append(unknown.Documents, fmt.Sprintf("%s: %s %s", where, tm.APIVersion, tm.Kind))
-		return nil, nil
+		d.skipped = append(d.skipped, Skipped{Where: where, Kind: kind, Reason: ReasonUnknownKind})
+		return nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%s (%s %s): %w", where, tm.APIVersion, tm.Kind, err)
+		return d.fail(where, kind, err)
 	}
-	if strict {
+	if d.strict {
 		if err := checkIstioSpec(obj, raw); err != nil {
-			return nil, fmt.Errorf("%s (%s %s): %w", where, tm.APIVersion, tm.Kind, err)
+			return d.fail(where, kind, err)
 		}
 	}
-	return []runtime.Object{toServedVersion(obj)}, nil
+	d.objects = append(d.objects, toServedVersion(obj))
+	d.where = append(d.where, where)
+	return nil
+}
+
+// withTypeMeta sets apiVersion and kind on a JSON object that lacks them.
+func withTypeMeta(item json.RawMessage, apiVersion, kind string) json.RawMessage {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(item, &fields); err != nil {
+		return item // the decoder will say what is wrong with it
+	}
+	if _, ok := fields["kind"]; !ok {
+		fields["kind"], _ = json.Marshal(kind)
+	}
+	if _, ok := fields["apiVersion"]; !ok {
+		fields["apiVersion"], _ = json.Marshal(apiVersion)
+	}
+	out, err := json.Marshal(fields)
+	if err != nil {
+		return item
+	}
+	return out
+}
+
+func oneLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
 }
 
 func isBlank(doc []byte) bool {

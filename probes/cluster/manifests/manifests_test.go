@@ -3,12 +3,15 @@ package manifests_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 
 	networkingv1 "istio.io/client-go/pkg/apis/networking/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 
 	"github.com/meshtriage/meshtriage/probes"
 	"github.com/meshtriage/meshtriage/probes/cluster"
@@ -21,11 +24,14 @@ import (
 // of mixed kinds, fields from a newer Kubernetes (kept lenient for real
 // dumps), and Istio objects at the older versions a cluster may serve.
 func TestLoadManifestsKubectlDump(t *testing.T) {
-	objects, err := manifests.LoadDir("testdata/kubectl-dump")
+	set, err := manifests.Load([]string{"testdata/kubectl-dump"}, manifests.Options{Namespace: "default"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := recorded.FromObjects("testdata/kubectl-dump", objects)
+	if len(set.Skipped) != 0 || set.Files != 2 || len(set.ImpliedNamespaces) != 0 {
+		t.Errorf("skipped %v, files %d, implied namespaces %v", set.Skipped, set.Files, set.ImpliedNamespaces)
+	}
+	s := recorded.FromObjects("testdata/kubectl-dump", set.Objects)
 	if len(s.Objects) != 6 || len(s.Envoy) != 0 || len(s.Logs) != 0 || len(s.Istiod) != 0 {
 		t.Fatalf("objects %d, envoy %d, logs %d, istiod %d; want 6 objects and no recorded data", len(s.Objects), len(s.Envoy), len(s.Logs), len(s.Istiod))
 	}
@@ -74,8 +80,14 @@ func TestLoadManifestsKubectlDump(t *testing.T) {
 	}
 }
 
-func TestLoadManifestsReportsUnknownKinds(t *testing.T) {
-	_, err := manifests.LoadDir("testdata/unknown-kind")
+// Decode, the strict reader of the scenarios this project writes, still
+// names every document of unknown kind together after reading the rest.
+func TestDecodeReportsUnknownKinds(t *testing.T) {
+	data, err := os.ReadFile("testdata/unknown-kind/all.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := manifests.Decode("all.yaml", data, false)
 	var uk *manifests.UnknownKindError
 	if !errors.As(err, &uk) {
 		t.Fatalf("error = %v, want *manifests.UnknownKindError", err)
@@ -84,28 +96,172 @@ func TestLoadManifestsReportsUnknownKinds(t *testing.T) {
 		"all.yaml document 2: cert-manager.io/v1 Certificate",
 		"all.yaml document 3 item 2: monitoring.coreos.com/v1 ServiceMonitor",
 	}
-	if strings.Join(uk.Documents, "|") != strings.Join(want, "|") {
-		t.Errorf("unknown documents = %q, want %q", uk.Documents, want)
+	if strings.Join(uk.Documents, "|") != strings.Join(want, "|") || len(objs) != 2 {
+		t.Errorf("unknown documents = %q (want %q), %d objects (want 2)", uk.Documents, want, len(objs))
 	}
 }
 
-func TestLoadManifestsNeedsNamespaces(t *testing.T) {
+// A namespace dump with a cert-manager Certificate in it used to be refused
+// whole; now the unknown kinds and a document that does not parse are
+// skipped, each named by file and document index, and the rest is read.
+func TestLoadSkipsWhatItCannotRead(t *testing.T) {
 	dir := t.TempDir()
-	data := "apiVersion: v1\nkind: Service\nmetadata: {name: orders, namespace: shop}\n---\napiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: pay}\n"
-	if err := os.WriteFile(filepath.Join(dir, "dump.yaml"), []byte(data), 0o600); err != nil {
+	write(t, dir, "all.yaml", mustRead(t, "testdata/unknown-kind/all.yaml")+"---\napiVersion: v1\nkind: Pod\nmetadata: {name: [broken\n---\nnot: a kubernetes object\n---\napiVersion: v1\nkind: Pod\nmetadata: {name: web-1, namespace: shop}\n")
+	set, err := manifests.Load([]string{dir}, manifests.Options{Namespace: "default"})
+	if err != nil {
 		t.Fatal(err)
 	}
-	_, err := manifests.LoadDir(dir)
-	if err == nil || !strings.Contains(err.Error(), "pay, shop") || !strings.Contains(err.Error(), "kubectl get namespace shop -o yaml") {
-		t.Errorf("error = %v, want the namespaces and the command to add them", err)
+	var got []string
+	for _, s := range set.Skipped {
+		got = append(got, s.String())
+	}
+	file := filepath.Join(dir, "all.yaml")
+	want := []string{
+		file + " document 2 (cert-manager.io/v1 Certificate): " + manifests.ReasonUnknownKind,
+		file + " document 3 item 2 (monitoring.coreos.com/v1 ServiceMonitor): " + manifests.ReasonUnknownKind,
+		file + " document 4: does not parse",
+		file + " document 5: no apiVersion/kind",
+	}
+	if len(got) != len(want) {
+		t.Fatalf("skipped = %q, want %d entries like %q", got, len(want), want)
+	}
+	for i := range want {
+		if !strings.HasPrefix(got[i], want[i]) {
+			t.Errorf("skipped[%d] = %q, want it to start %q", i, got[i], want[i])
+		}
+		if strings.Contains(got[i], "\n") {
+			t.Errorf("skipped[%d] is not one line: %q", i, got[i])
+		}
+	}
+	if names := objectNames(set); names != "Namespace /shop, Pod shop/web-1, Service shop/orders" {
+		t.Errorf("objects = %s", names)
 	}
 }
 
-func TestLoadManifestsEmptyDir(t *testing.T) {
-	if _, err := manifests.LoadDir(t.TempDir()); err == nil || !strings.Contains(err.Error(), "no .yaml") {
+// Files, directories (recursively, hidden folders left out), stdin, JSON
+// streams and typed API lists are all read, as kubectl -f reads them.
+func TestLoadInputsAsUsersHaveThem(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "ns.yaml", "apiVersion: v1\nkind: Namespace\nmetadata: {name: shop}\n")
+	write(t, dir, "deep/er/svc.yml", "apiVersion: v1\nkind: Service\nmetadata: {name: orders, namespace: shop}\n")
+	write(t, dir, "deep/pods.json", `{"apiVersion":"v1","kind":"PodList","items":[{"metadata":{"name":"orders-1","namespace":"shop"}}]}
+{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"cfg","namespace":"shop"}}`)
+	write(t, dir, ".git/config.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: hidden, namespace: shop}\n")
+	write(t, dir, "README.md", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: readme, namespace: shop}\n")
+	dump := write(t, t.TempDir(), "dump.txt", "apiVersion: networking.istio.io/v1beta1\nkind: DestinationRule\nmetadata: {name: orders, namespace: shop}\nspec: {host: orders}\n")
+	stdin := strings.NewReader(`{"apiVersion":"v1","kind":"List","items":[{"apiVersion":"security.istio.io/v1","kind":"PeerAuthentication","metadata":{"name":"default","namespace":"shop"},"spec":{"mtls":{"mode":"STRICT"}}}]}`)
+
+	set, err := manifests.Load([]string{dir, dump, manifests.Stdin}, manifests.Options{Namespace: "default", Stdin: stdin})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "ConfigMap shop/cfg, DestinationRule shop/orders, Namespace /shop, PeerAuthentication shop/default, Pod shop/orders-1, Service shop/orders"
+	if got := objectNames(set); got != want || len(set.Skipped) != 0 || set.Files != 5 {
+		t.Errorf("objects = %s\nwant      %s\nskipped %v, files %d (want 5)", got, want, set.Skipped, set.Files)
+	}
+	if _, err := manifests.Load([]string{manifests.Stdin}, manifests.Options{}); err == nil {
+		t.Error("- without a stdin: no error")
+	}
+}
+
+// A repository of manifests names no namespace: its objects take -n's, as
+// `kubectl apply -n` gives them; cluster-scoped kinds keep none. The
+// namespace they are in then exists, with unknown labels.
+func TestLoadGivesNamespacelessObjectsTheNamespace(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "app.yaml", `apiVersion: v1
+kind: Service
+metadata: {name: orders}
+---
+apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: orders}
+spec: {hosts: [orders]}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: reader}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: other, namespace: billing}
+`)
+	set, err := manifests.Load([]string{dir}, manifests.Options{Namespace: "shop"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := objectNames(set), "ClusterRole /reader, ConfigMap billing/other, Service shop/orders, VirtualService shop/orders"; got != want {
+		t.Errorf("objects = %s, want %s", got, want)
+	}
+	if strings.Join(set.ImpliedNamespaces, ",") != "billing,shop" {
+		t.Errorf("implied namespaces = %v, want billing, shop", set.ImpliedNamespaces)
+	}
+}
+
+// Two dumps that overlap do not refuse the input: the second copy of an
+// object is skipped and says where the first came from.
+func TestLoadSkipsSecondCopies(t *testing.T) {
+	dir := t.TempDir()
+	svc := "apiVersion: v1\nkind: Service\nmetadata: {name: orders, namespace: shop}\n"
+	write(t, dir, "a.yaml", svc)
+	write(t, dir, "b.yaml", svc+"---\napiVersion: v1\nkind: Pod\nmetadata: {generateName: orders-, namespace: shop}\n")
+	set, err := manifests.Load([]string{dir}, manifests.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(set.Objects) != 1 || len(set.Skipped) != 2 ||
+		!strings.Contains(set.Skipped[0].String(), "Service shop/orders is already read from "+filepath.Join(dir, "a.yaml")+" document 1") ||
+		!strings.Contains(set.Skipped[1].String(), "no metadata.name") {
+		t.Errorf("objects %d, skipped %v", len(set.Objects), set.Skipped)
+	}
+}
+
+func TestLoadRefusesNothingToRead(t *testing.T) {
+	if _, err := manifests.Load([]string{t.TempDir()}, manifests.Options{}); err == nil || !strings.Contains(err.Error(), "no .yaml") {
 		t.Errorf("empty dir: %v", err)
 	}
-	if _, err := manifests.LoadDir("testdata/does-not-exist"); err == nil {
-		t.Error("missing dir: no error")
+	if _, err := manifests.Load([]string{"testdata/does-not-exist"}, manifests.Options{}); err == nil || !strings.Contains(err.Error(), "does-not-exist") {
+		t.Errorf("missing path: %v", err)
 	}
+	only := write(t, t.TempDir(), "x.yaml", "apiVersion: cert-manager.io/v1\nkind: Certificate\nmetadata: {name: c}\n")
+	if _, err := manifests.Load([]string{only}, manifests.Options{}); err == nil || !strings.Contains(err.Error(), "1 document(s) skipped") {
+		t.Errorf("nothing readable: %v", err)
+	}
+}
+
+func write(t *testing.T, dir, name, data string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(data), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func mustRead(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// objectNames lists "Kind namespace/name", sorted.
+func objectNames(set *manifests.Set) string {
+	var names []string
+	for _, obj := range set.Objects {
+		m, err := meta.Accessor(obj)
+		if err != nil {
+			names = append(names, fmt.Sprintf("%T", obj))
+			continue
+		}
+		gvks, _, _ := manifests.Scheme.ObjectKinds(obj)
+		names = append(names, fmt.Sprintf("%s %s/%s", gvks[0].Kind, m.GetNamespace(), m.GetName()))
+	}
+	sort.Strings(names)
+	return strings.Join(names, ", ")
 }

@@ -30,9 +30,12 @@ type Cluster struct {
 	clientset.Reader
 	s    *Scenario
 	info cluster.ClusterInfo
-	// logNow is the newest timestamp in the scenario's logs: a recorded
-	// scenario's "now", against which LogOptions.Since is measured.
+	// logNow is a recorded scenario's "now", against which
+	// LogOptions.Since is measured: when it was captured, else the newest
+	// timestamp in its logs.
 	logNow time.Time
+	// implied are namespaces objects are in without a recorded Namespace.
+	implied map[string]bool
 
 	mu    sync.Mutex
 	reads map[envoyRead]int
@@ -74,11 +77,20 @@ func newCluster(s *Scenario) (*Cluster, error) {
 	if cp == "" {
 		cp = cluster.DefaultControlPlane
 	}
+	logNow := s.CapturedAt
+	if logNow.IsZero() {
+		logNow = newestTimestamp(s.Logs)
+	}
+	implied := map[string]bool{}
+	for _, ns := range append(manifests.ImpliedNamespaces(s.Objects), s.ImpliedNamespaces...) {
+		implied[ns] = true
+	}
 	return &Cluster{
-		Reader: clientset.Reader{Kube: kube, Istio: istio},
-		s:      s,
-		info:   cluster.ClusterInfo{Context: s.Context, Server: s.Source, ControlPlaneNamespace: cp},
-		logNow: newestTimestamp(s.Logs),
+		Reader:  clientset.Reader{Kube: kube, Istio: istio},
+		s:       s,
+		info:    cluster.ClusterInfo{Context: s.Context, Server: s.Source, ControlPlaneNamespace: cp},
+		logNow:  logNow,
+		implied: implied,
 	}, nil
 }
 
@@ -137,6 +149,9 @@ func (c *Cluster) Scenario() *Scenario { return c.s }
 // ServerVersion reports the recorded version; a manifest set records none,
 // which is "unknown", not the fake client's placeholder version.
 func (c *Cluster) ServerVersion(ctx context.Context) (string, error) {
+	if err := c.failed(readVersion()); err != nil {
+		return "", err
+	}
 	if c.s.ServerVersion == "" {
 		if err := ctx.Err(); err != nil {
 			return "", err
@@ -170,6 +185,13 @@ func (c *Cluster) EnvoyAdmin(ctx context.Context, pod cluster.PodRef, path strin
 	c.reads[read]++
 	n := c.reads[read]
 	c.mu.Unlock()
+	if err := c.failed(readEnvoy(pod, path, n)); err != nil {
+		return nil, err
+	}
+	if n > 1 && c.s.StrictSamples && sampledPaths[basePath(path)] && !c.s.hasRead(pod, path, n) {
+		return nil, &cluster.UnreachableError{What: what, Err: fmt.Errorf("GET %s a %s time: %w: the recording holds %s of the counters, not a later one to count what changed",
+			path, ordinal(n), cluster.ErrNotFound, countNoun(c.s.reads(pod, path), "sample"))}
+	}
 	data, ok := c.s.EnvoyResponseN(pod, path, n)
 	if !ok {
 		return nil, &cluster.UnreachableError{What: what, Err: fmt.Errorf("GET %s: %w", path, cluster.ErrNotFound)}
@@ -178,13 +200,17 @@ func (c *Cluster) EnvoyAdmin(ctx context.Context, pod cluster.PodRef, path strin
 }
 
 // Logs answers like the pods/log API: the pod and container must exist, a
-// previous log only exists for a restarted container, LimitBytes keeps the
-// first bytes (as the kubelet does), and Since is measured back from the
-// newest timestamp recorded anywhere in the scenario, since recorded lines
-// carry fixed dates. Lines without a leading timestamp belong to the line
-// before them.
+// previous log only exists for a restarted container; Since, then
+// TailLines, then LimitBytes apply in the kubelet's order (LimitBytes keeps
+// the first bytes of what the others left). Since is measured back from
+// when a recording was captured, or from the newest timestamp recorded
+// anywhere in the scenario, since recorded lines carry fixed dates. Lines
+// without a leading timestamp belong to the line before them.
 func (c *Cluster) Logs(ctx context.Context, pod cluster.PodRef, opts cluster.LogOptions) ([]byte, error) {
 	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := c.failed(readLogs(pod, opts)); err != nil {
 		return nil, err
 	}
 	p, err := c.GetPod(ctx, pod.Namespace, pod.Name)
@@ -211,6 +237,9 @@ func (c *Cluster) Logs(ctx context.Context, pod cluster.PodRef, opts cluster.Log
 	if opts.Since > 0 && !c.logNow.IsZero() {
 		data = since(data, c.logNow.Add(-opts.Since))
 	}
+	if opts.TailLines > 0 {
+		data = tail(data, opts.TailLines)
+	}
 	limit := opts.LimitBytes
 	if limit <= 0 {
 		limit = cluster.DefaultLogLimit
@@ -223,10 +252,15 @@ func (c *Cluster) Logs(ctx context.Context, pod cluster.PodRef, opts cluster.Log
 
 // Istiod answers from the recorded istiod debug output once an istiod pod
 // exists (the named one, when replica is named), as the live cluster must
-// find one to port-forward to. A scenario records one syncz: every replica
-// gives it.
+// find one to port-forward to. A replica's own recording answers for it;
+// a recording that holds replicas' own answers has none for the others, as
+// they did not answer when it was made. Otherwise every replica gives the
+// one recorded answer.
 func (c *Cluster) Istiod(ctx context.Context, replica, path string) ([]byte, error) {
 	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := c.failed(readIstiod(replica, path)); err != nil {
 		return nil, err
 	}
 	pods, err := c.ListPods(ctx, c.info.ControlPlaneNamespace, map[string]string{"app": "istiod"})
@@ -244,6 +278,17 @@ func (c *Cluster) Istiod(ctx context.Context, replica, path string) ([]byte, err
 		return nil, &cluster.UnreachableError{What: "istiod", Err: fmt.Errorf("%s in %s", what, c.info.ControlPlaneNamespace)}
 	}
 	data, ok := c.s.Istiod[path]
+	if replica != "" && len(c.s.IstiodReplicas) > 0 {
+		data, ok = c.s.IstiodReplicas[replica][path]
+	} else if !ok {
+		// Any replica: the first one asked, in the order a live
+		// cluster would pick, that has an answer recorded.
+		for _, p := range cluster.OrderIstiods(pods) {
+			if data, ok = c.s.IstiodReplicas[p.Name][path]; ok {
+				break
+			}
+		}
+	}
 	if !ok {
 		return nil, &cluster.UnreachableError{What: "istiod", Err: fmt.Errorf("GET %s: %w", path, cluster.ErrNotFound)}
 	}

@@ -16,7 +16,15 @@
 //	envoy/NS/POD/stats_prometheus.2.txt    the same path read a second time (counters moved on)
 //	logs/NS/POD/CONTAINER.log              the container's log
 //	logs/NS/POD/CONTAINER.previous.log     the previous (crashed) instance's log
-//	istiod/syncz.json                      istiod GET /debug/syncz
+//	istiod/syncz.json                      istiod GET /debug/syncz (any replica)
+//	istiod/POD/syncz.json                  the same, of istiod replica POD
+//
+// A recording of a real cluster (`meshtriage capture`, an istioctl
+// bug-report converted, files assembled by hand) has the same layout and is
+// read by LoadRecording: its scenario.yaml is optional, its manifests may be
+// JSON too and are read leniently, and it may say when it was captured (log
+// windows are measured back from then) and which reads failed (they fail the
+// same way on replay).
 //
 // The embedded scenarios (assets/scenarios) are written by the Go program in
 // scenariogen/ (`go generate ./assets`), which derives every cross-reference
@@ -35,6 +43,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
@@ -73,6 +82,29 @@ type Scenario struct {
 	Logs  map[LogKey][]byte
 	// Istiod holds recorded istiod debug responses keyed by path ("/debug/syncz").
 	Istiod map[string][]byte
+	// IstiodReplicas holds the responses of named istiod replicas (pod
+	// name, then path): syncz lists only the proxies connected to the
+	// replica asked. When it is set, a replica it does not hold answers
+	// nothing, as it did not when the recording was made.
+	IstiodReplicas map[string]map[string][]byte
+
+	// CapturedAt is when a recording's reads were made: log windows
+	// (LogOptions.Since) are measured back from it. Zero: from the newest
+	// timestamp in the logs, as for the embedded scenarios.
+	CapturedAt time.Time
+	// StrictSamples says that a counter path (/stats, /stats/prometheus)
+	// read more often than recorded is not answered with an earlier
+	// recording: two identical samples would claim that nothing was
+	// counted between them. The embedded scenarios repeat their last
+	// sample; a recording of a real cluster must not.
+	StrictSamples bool
+	// Failures are the reads that failed when the recording was made,
+	// keyed by ReadKey: they fail the same way on replay, so that a read
+	// RBAC refused is not taken for an empty answer.
+	Failures map[string]Failure
+	// ImpliedNamespaces are namespaces objects are in but whose Namespace
+	// object was not recorded: they exist, their labels are unknown.
+	ImpliedNamespaces []string
 }
 
 // LogKey names one recorded container log.
@@ -117,6 +149,9 @@ type header struct {
 			Name      string `json:"name"`
 		} `json:"source,omitempty"`
 	} `json:"target"`
+	// CapturedAt and Failures are a recording's.
+	CapturedAt string    `json:"capturedAt,omitempty"`
+	Failures   []Failure `json:"failedReads,omitempty"`
 }
 
 // scenarioRoot lets callers pass either the assets file system (holding
@@ -177,35 +212,13 @@ func Load(fsys fs.FS, name string) (*Scenario, error) {
 	if h.Name != name {
 		return nil, fmt.Errorf("scenario %s: scenario.yaml names it %q", name, h.Name)
 	}
-	s := &Scenario{
-		Name:                  h.Name,
-		Title:                 h.Title,
-		Summary:               h.Summary,
-		Description:           strings.TrimSpace(h.Description),
-		Expect:                h.Expect,
-		ServerVersion:         h.ServerVersion,
-		Context:               h.Context,
-		ControlPlaneNamespace: h.ControlPlane,
-		Source:                "scenario " + name,
-		Target: cluster.Target{
-			Namespace: h.Target.Namespace,
-			Service:   h.Target.Service,
-			Port:      h.Target.Port,
-		},
-		Envoy:  map[cluster.PodRef]map[string][]byte{},
-		Logs:   map[LogKey][]byte{},
-		Istiod: map[string][]byte{},
-	}
-	if s.Expect == nil {
-		s.Expect = []string{}
-	}
-	if h.Target.Source != nil {
-		s.Target.Source = &cluster.PodRef{Namespace: h.Target.Source.Namespace, Name: h.Target.Source.Name}
+	s, err := fromHeader(h, "scenario "+name)
+	if err != nil {
+		return nil, fmt.Errorf("scenario %s: %w", name, err)
 	}
 	if s.Target.Namespace == "" || s.Target.Service == "" {
 		return nil, fmt.Errorf("scenario %s: target needs namespace and service", name)
 	}
-
 	files, err := yamlFiles(dir, "manifests")
 	if err != nil {
 		return nil, fmt.Errorf("scenario %s: %w", name, err)
@@ -221,18 +234,122 @@ func Load(fsys fs.FS, name string) (*Scenario, error) {
 		}
 		s.Objects = append(s.Objects, objs...)
 	}
-	if err := loadEnvoy(dir, s); err != nil {
-		return nil, fmt.Errorf("scenario %s: %w", name, err)
-	}
-	if err := loadLogs(dir, s); err != nil {
-		return nil, fmt.Errorf("scenario %s: %w", name, err)
-	}
-	if data, err := fs.ReadFile(dir, "istiod/syncz.json"); err == nil {
-		s.Istiod[IstiodSyncz] = data
-	} else if !errors.Is(err, fs.ErrNotExist) {
+	if err := loadRecorded(dir, s); err != nil {
 		return nil, fmt.Errorf("scenario %s: %w", name, err)
 	}
 	return s, nil
+}
+
+// fromHeader is the scenario scenario.yaml describes, without its data.
+func fromHeader(h header, source string) (*Scenario, error) {
+	s := &Scenario{
+		Name:                  h.Name,
+		Title:                 h.Title,
+		Summary:               h.Summary,
+		Description:           strings.TrimSpace(h.Description),
+		Expect:                h.Expect,
+		ServerVersion:         h.ServerVersion,
+		Context:               h.Context,
+		ControlPlaneNamespace: h.ControlPlane,
+		Source:                source,
+		Target: cluster.Target{
+			Namespace: h.Target.Namespace,
+			Service:   h.Target.Service,
+			Port:      h.Target.Port,
+		},
+		Envoy:          map[cluster.PodRef]map[string][]byte{},
+		Logs:           map[LogKey][]byte{},
+		Istiod:         map[string][]byte{},
+		IstiodReplicas: map[string]map[string][]byte{},
+		Failures:       map[string]Failure{},
+	}
+	if s.Expect == nil {
+		s.Expect = []string{}
+	}
+	if h.Target.Source != nil {
+		s.Target.Source = &cluster.PodRef{Namespace: h.Target.Source.Namespace, Name: h.Target.Source.Name}
+	}
+	if h.CapturedAt != "" {
+		t, err := time.Parse(time.RFC3339Nano, h.CapturedAt)
+		if err != nil {
+			return nil, fmt.Errorf("scenario.yaml: capturedAt: %w", err)
+		}
+		s.CapturedAt = t
+	}
+	for _, f := range h.Failures {
+		if f.Read == "" {
+			return nil, fmt.Errorf("scenario.yaml: a failedReads entry names no read")
+		}
+		s.Failures[f.Read] = f
+	}
+	return s, nil
+}
+
+// loadRecorded reads the Envoy admin responses, logs and istiod output.
+func loadRecorded(dir fs.FS, s *Scenario) error {
+	if err := loadEnvoy(dir, s); err != nil {
+		return err
+	}
+	if err := loadLogs(dir, s); err != nil {
+		return err
+	}
+	return loadIstiod(dir, s)
+}
+
+// istiodFiles are the istiod debug paths recorded, and their files.
+var istiodFiles = map[string]string{IstiodSyncz: "syncz.json"}
+
+// loadIstiod reads istiod/FILE (any replica) and istiod/POD/FILE (replica
+// POD).
+func loadIstiod(dir fs.FS, s *Scenario) error {
+	byFile := map[string]string{}
+	for p, f := range istiodFiles {
+		byFile[f] = p
+	}
+	entries, err := fs.ReadDir(dir, "istiod")
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	read := func(name string) (string, []byte, error) {
+		p, ok := byFile[path.Base(name)]
+		if !ok {
+			return "", nil, fmt.Errorf("%s: not a recorded istiod response (want syncz.json)", name)
+		}
+		data, err := fs.ReadFile(dir, name)
+		return p, data, err
+	}
+	for _, e := range entries {
+		name := path.Join("istiod", e.Name())
+		if !e.IsDir() {
+			p, data, err := read(name)
+			if err != nil {
+				return err
+			}
+			s.Istiod[p] = data
+			continue
+		}
+		files, err := fs.ReadDir(dir, name)
+		if err != nil {
+			return err
+		}
+		for _, f := range files {
+			if f.IsDir() {
+				return fmt.Errorf("%s/%s: unexpected folder (want istiod/POD/syncz.json)", name, f.Name())
+			}
+			p, data, err := read(path.Join(name, f.Name()))
+			if err != nil {
+				return err
+			}
+			if s.IstiodReplicas[e.Name()] == nil {
+				s.IstiodReplicas[e.Name()] = map[string][]byte{}
+			}
+			s.IstiodReplicas[e.Name()][p] = data
+		}
+	}
+	return nil
 }
 
 func yamlFiles(fsys fs.FS, dir string) ([]string, error) {
@@ -406,5 +523,8 @@ func FromObjects(source string, objects []runtime.Object) *Scenario {
 		Envoy:   map[cluster.PodRef]map[string][]byte{},
 		Logs:    map[LogKey][]byte{},
 		Istiod:  map[string][]byte{},
+
+		IstiodReplicas: map[string]map[string][]byte{},
+		Failures:       map[string]Failure{},
 	}
 }

@@ -1,0 +1,193 @@
+package recorded
+
+import (
+	"archive/tar"
+	"compress/gzip"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"sigs.k8s.io/yaml"
+)
+
+// envoyFileOf is the file an admin path is recorded in: the path's own,
+// else the one of the same path before '?'.
+func envoyFileOf(adminPath string) (string, bool) {
+	if f, ok := envoyFiles[adminPath]; ok {
+		return f, true
+	}
+	base := basePath(adminPath)
+	for p, f := range envoyFiles {
+		if basePath(p) == base {
+			return f, true
+		}
+	}
+	return "", false
+}
+
+// Files lays the scenario out as a recording (the layout in the package
+// documentation), every file passed through redact: the objects one
+// `kind: List` a namespace under manifests/, the Envoy admin responses,
+// logs and istiod answers in their files, and scenario.yaml with the
+// target, the causes the triage found, when it was captured and the reads
+// that failed.
+func (s *Scenario) Files(redact func(string) string) (Files, error) {
+	if redact == nil {
+		return nil, errors.New("a recording is written redacted: no redaction given")
+	}
+	out := Files{}
+	put := func(name string, data []byte) { out[name] = []byte(redact(string(data))) }
+
+	h := header{
+		Name: s.Name, Title: s.Title, Summary: s.Summary, Description: s.Description,
+		Context: s.Context, ServerVersion: s.ServerVersion, ControlPlane: s.ControlPlaneNamespace,
+		Expect: s.Expect,
+	}
+	if h.Expect == nil {
+		h.Expect = []string{}
+	}
+	h.Target.Namespace, h.Target.Service, h.Target.Port = s.Target.Namespace, s.Target.Service, s.Target.Port
+	if src := s.Target.Source; src != nil {
+		h.Target.Source = &struct {
+			Namespace string `json:"namespace"`
+			Name      string `json:"name"`
+		}{src.Namespace, src.Name}
+	}
+	if !s.CapturedAt.IsZero() {
+		h.CapturedAt = s.CapturedAt.UTC().Format(time.RFC3339Nano)
+	}
+	for _, k := range sortedKeys(s.Failures) {
+		h.Failures = append(h.Failures, s.Failures[k])
+	}
+	raw, err := yaml.Marshal(h)
+	if err != nil {
+		return nil, fmt.Errorf("scenario.yaml: %w", err)
+	}
+	put(HeaderFile, raw)
+
+	byNamespace := map[string][]any{}
+	for _, obj := range s.Objects {
+		m, err := meta.Accessor(obj)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", describe(obj), err)
+		}
+		byNamespace[m.GetNamespace()] = append(byNamespace[m.GetNamespace()], obj)
+	}
+	for _, ns := range sortedKeys(byNamespace) {
+		name := ns
+		if name == "" {
+			name = "cluster-scoped"
+		}
+		list, err := yaml.Marshal(map[string]any{"apiVersion": "v1", "kind": "List", "items": byNamespace[ns]})
+		if err != nil {
+			return nil, fmt.Errorf("manifests of %s: %w", name, err)
+		}
+		put(path.Join("manifests", name+".yaml"), list)
+	}
+
+	for pod, byPath := range s.Envoy {
+		for adminPath, body := range byPath {
+			p, n := adminPath, 1
+			if i := strings.Index(adminPath, readSuffix); i >= 0 {
+				p = adminPath[:i]
+				if n, err = strconv.Atoi(adminPath[i+len(readSuffix):]); err != nil {
+					return nil, fmt.Errorf("envoy %s: read %q", pod, adminPath)
+				}
+			}
+			file, ok := envoyFileOf(p)
+			if !ok {
+				continue // Recorder.Unrecorded names it
+			}
+			if n >= 2 {
+				ext := path.Ext(file)
+				file = strings.TrimSuffix(file, ext) + "." + strconv.Itoa(n) + ext
+			}
+			put(path.Join("envoy", pod.Namespace, pod.Name, file), body)
+		}
+	}
+	for k, data := range s.Logs {
+		file := k.Container + ".log"
+		if k.Previous {
+			file = k.Container + ".previous.log"
+		}
+		put(path.Join("logs", k.Pod.Namespace, k.Pod.Name, file), data)
+	}
+	for p, body := range s.Istiod {
+		if file, ok := istiodFiles[p]; ok {
+			put(path.Join("istiod", file), body)
+		}
+	}
+	for replica, byPath := range s.IstiodReplicas {
+		for p, body := range byPath {
+			if file, ok := istiodFiles[p]; ok {
+				put(path.Join("istiod", replica, file), body)
+			}
+		}
+	}
+	return out, nil
+}
+
+// WriteArchive writes files as a .tar.gz under the folder top, so that
+// unpacking it makes one folder, as istioctl bug-report's archives do.
+func WriteArchive(w io.Writer, top string, files Files, modTime time.Time) error {
+	gz := gzip.NewWriter(w)
+	tw := tar.NewWriter(gz)
+	names := sortedKeys(files)
+	dirs := map[string]bool{}
+	for _, name := range names {
+		for d := path.Dir(name); d != "."; d = path.Dir(d) {
+			dirs[d] = true
+		}
+	}
+	dirNames := sortedKeys(dirs)
+	hdr := func(h *tar.Header) error {
+		h.ModTime, h.Uname, h.Gname = modTime, "", ""
+		return tw.WriteHeader(h)
+	}
+	if err := hdr(&tar.Header{Name: top + "/", Typeflag: tar.TypeDir, Mode: 0o755}); err != nil {
+		return err
+	}
+	for _, d := range dirNames {
+		if err := hdr(&tar.Header{Name: path.Join(top, d) + "/", Typeflag: tar.TypeDir, Mode: 0o755}); err != nil {
+			return err
+		}
+	}
+	for _, name := range names {
+		data := files[name]
+		if err := hdr(&tar.Header{Name: path.Join(top, name), Typeflag: tar.TypeReg, Mode: 0o644, Size: int64(len(data))}); err != nil {
+			return err
+		}
+		if _, err := tw.Write(data); err != nil {
+			return err
+		}
+	}
+	if err := tw.Close(); err != nil {
+		return err
+	}
+	return gz.Close()
+}
+
+// WriteDir writes files under dir, which must not exist yet or be empty:
+// a recording is never mixed with another.
+func WriteDir(dir string, files Files) error {
+	if entries, err := os.ReadDir(dir); err == nil && len(entries) > 0 {
+		return fmt.Errorf("%s is not empty", dir)
+	}
+	for _, name := range sortedKeys(files) {
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+			return err
+		}
+		if err := os.WriteFile(p, files[name], 0o600); err != nil {
+			return err
+		}
+	}
+	return nil
+}
