@@ -58,12 +58,13 @@ var causeCases = []struct {
 			"log_transport_failures": []string{"TLS_error:|268435703:SSL routines:OPENSSL_internal:WRONG_VERSION_NUMBER"}},
 	}, runbook.ConfidenceHigh},
 	{"dr.subset-no-pods", map[string]probes.Facts{
-		"destination-rules": {"dr_found": true, "dr_names": []string{"shop/web"}, "dr_subsets_without_pods": []string{"v2"}, "dr_subsets_without_pods_routed": []string{"v2"}, "vs_found": true},
+		"destination-rules": {"dr_found": true, "dr_names": []string{"shop/web"}, "dr_subsets_without_pods": []string{"v2"}, "dr_subsets_without_pods_routed": []string{"v2"}, "vs_found": true,
+			"dr_subset_no_pods_percent": 100},
 		"envoy-clusters":    {"envoy_empty_clusters": []string{"outbound|80|v2|web.shop.svc.cluster.local"}},
 		"access-log":        {"log_503": 30, "log_5xx": 30, "log_flag_uh": 30},
 	}, runbook.ConfidenceHigh},
 	{"vs.subset-undefined", map[string]probes.Facts{
-		"destination-rules": {"dr_found": true, "vs_found": true, "vs_undefined_subsets": []string{"v3"}},
+		"destination-rules": {"dr_found": true, "vs_found": true, "vs_undefined_subsets": []string{"v3"}, "vs_undefined_subset_percent": 100},
 		"access-log":        {"log_503": 20, "log_5xx": 20, "log_flag_nc": 20},
 	}, runbook.ConfidenceHigh},
 	{"outlier.all-ejected", map[string]probes.Facts{

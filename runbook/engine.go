@@ -15,6 +15,9 @@ type causeHit struct {
 	step   *Step
 	branch *Branch
 	reason string
+	// confidence is the branch's, lowered by contradicting evidence.
+	confidence Confidence
+	weakened   string
 }
 
 // decision is what a step's rules say with the given facts.
@@ -39,7 +42,7 @@ func (s *Session) decide(step *Step, facts probes.Facts) decision {
 		if miss := missingFacts(b.cond.facts, facts); len(miss) > 0 {
 			d.skipped = append(d.skipped, SkippedRule{
 				Step: step.ID, When: b.When, Unknown: miss, Probes: s.probesOf(miss),
-				Why: "rule skipped: " + s.unknownWhy(miss),
+				Why: "rule skipped: " + s.unknownWhy(miss), Cause: b.Cause, Confidence: b.Confidence,
 			})
 			continue
 		}
@@ -61,7 +64,9 @@ func (s *Session) decide(step *Step, facts probes.Facts) decision {
 			continue
 		}
 		if b.Cause != "" {
-			d.causes = append(d.causes, causeHit{cause: b.Cause, step: step, branch: b, reason: reason})
+			h := causeHit{cause: b.Cause, step: step, branch: b, reason: reason, confidence: b.Confidence}
+			weaken(&h, facts)
+			d.causes = append(d.causes, h)
 			continue
 		}
 		d.next, d.when, d.reason = b.Next, b.When, reason
@@ -72,10 +77,27 @@ func (s *Session) decide(step *Step, facts probes.Facts) decision {
 	return d
 }
 
-// unknownWhy says, per missing fact, what happened to the probe that should
-// have reported it: "envoy_hosts_total unknown (envoy-clusters: error: ...)".
+// weaken lowers a hit's confidence to that of the first contradicting
+// evidence that holds (the lowest when several do). Evidence whose facts
+// are unknown contradicts nothing.
+func weaken(h *causeHit, facts probes.Facts) {
+	for i := range h.branch.Weaken {
+		w := &h.branch.Weaken[i]
+		if len(missingFacts(w.cond.facts, facts)) > 0 {
+			continue
+		}
+		if out, err := w.cond.eval(facts); err == nil && out == true && w.Confidence.Rank() < h.confidence.Rank() {
+			h.confidence, h.weakened = w.Confidence, renderReason(w.reason, facts)
+		}
+	}
+}
+
+// unknownWhy says, per probe, which facts are unknown and what happened
+// to the probe that should have reported them: "envoy_hosts_total unknown
+// (envoy-clusters: error: ...)".
 func (s *Session) unknownWhy(missing []string) string {
-	var parts []string
+	var order []string
+	byWhy := map[string][]string{}
 	for _, f := range missing {
 		probeID := s.cfg.Graph.ProbeOf(f)
 		var why string
@@ -90,7 +112,14 @@ func (s *Session) unknownWhy(missing []string) string {
 		default:
 			why = probeID + " did not report it"
 		}
-		parts = append(parts, fmt.Sprintf("%s unknown (%s)", f, why))
+		if _, seen := byWhy[why]; !seen {
+			order = append(order, why)
+		}
+		byWhy[why] = append(byWhy[why], f)
+	}
+	parts := make([]string, 0, len(order))
+	for _, why := range order {
+		parts = append(parts, fmt.Sprintf("%s unknown (%s)", strings.Join(byWhy[why], ", "), why))
 	}
 	return strings.Join(parts, "; ")
 }
@@ -128,8 +157,12 @@ func (s *Session) dedupe(hits []causeHit) []Finding {
 			byCause[h.cause] = f
 			order = append(order, h.cause)
 		}
-		if h.branch.Confidence.Rank() > f.Confidence.Rank() {
-			f.Confidence = h.branch.Confidence
+		if h.confidence.Rank() > f.Confidence.Rank() {
+			f.Confidence = h.confidence
+		}
+		if len(h.branch.summary) > 0 && !f.ruleSummary {
+			f.Summary = renderReason(h.branch.summary, facts) + " " + f.Summary
+			f.ruleSummary = true
 		}
 		if !hasEvidence(f.Evidence, ev) {
 			f.Evidence = append(f.Evidence, ev)
@@ -205,7 +238,19 @@ func (s *Session) expandAll(list []string) []string {
 func (s *Session) evidence(h causeHit, facts probes.Facts) Evidence {
 	ev := Evidence{
 		Step: h.step.ID, When: h.branch.When, Reason: h.reason,
-		Confidence: h.branch.Confidence, Facts: map[string]any{},
+		Confidence: h.confidence, Weakened: h.weakened, Facts: map[string]any{},
+	}
+	for i := range h.branch.Confirm {
+		c := &h.branch.Confirm[i]
+		if miss := missingFacts(c.cond.facts, facts); len(miss) > 0 {
+			ev.Missing = append(ev.Missing, s.missingEvidence(c.Describe, miss))
+			continue
+		}
+		if out, err := c.cond.eval(facts); err == nil && out == true {
+			ev.Confirmed = append(ev.Confirmed, c.Describe)
+		} else {
+			ev.NotSeen = append(ev.NotSeen, c.Describe)
+		}
 	}
 	probeIDs := []string{h.step.Probe}
 	for _, f := range h.branch.cond.facts {
@@ -223,6 +268,22 @@ func (s *Session) evidence(h causeHit, facts probes.Facts) Evidence {
 		ev.Table = &probes.Evidence{Columns: r.Evidence.Columns, Rows: r.Evidence.Rows}
 	}
 	return ev
+}
+
+// missingEvidence says what would confirm a finding and how to get it: the
+// commands of the probes that should have reported the unknown facts.
+func (s *Session) missingEvidence(describe string, unknown []string) MissingEvidence {
+	m := MissingEvidence{Describe: describe, Unknown: unknown, Probes: s.probesOf(unknown), Why: s.unknownWhy(unknown)}
+	for _, p := range m.Probes {
+		if r, ok := s.results[p]; ok {
+			for _, c := range r.Commands {
+				if !contains(m.Commands, c) {
+					m.Commands = append(m.Commands, c)
+				}
+			}
+		}
+	}
+	return m
 }
 
 func contains(list []string, s string) bool {

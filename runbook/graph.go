@@ -58,6 +58,16 @@ type Step struct {
 	// Otherwise is the next step when no `next` branch matches; "" ends the
 	// walk here.
 	Otherwise string `json:"otherwise,omitempty"`
+	// ExplainedBy lists causes that explain this step's probe failing when
+	// they are found at another step (no ready endpoint when the selector
+	// matches no pod). A failure nothing explains is an unexplained finding.
+	ExplainedBy []string `json:"explained_by,omitempty"`
+	// BenignFailure says why this step's probe failing needs no cause;
+	// empty means a failure must be explained.
+	BenignFailure string `json:"benign_failure,omitempty"`
+	// Unexplained is what to look at next when the step fails and no cause
+	// explains it.
+	Unexplained string `json:"unexplained,omitempty"`
 }
 
 // Branch is one rule of a step: when When holds, go to Next or report Cause.
@@ -73,9 +83,41 @@ type Branch struct {
 	// Reason explains the move; {expr} interpolates an expression over the
 	// facts, e.g. "{envoy_hosts_healthy}/{envoy_hosts_total} hosts healthy".
 	Reason string `json:"reason,omitempty"`
+	// Summary, when set, opens the finding's summary: what this rule says
+	// that the cause's own summary cannot ("10% of requests ...").
+	Summary string `json:"summary,omitempty"`
+	// Confirm lists evidence that would confirm the cause: shown as
+	// confirmed when it holds, and, when its facts are unknown, as the
+	// missing evidence with the commands that get it. It never gates the
+	// rule: what the configuration makes certain stands on its own.
+	Confirm []Check `json:"confirm,omitempty"`
+	// Weaken lists evidence that contradicts the cause: when one holds, the
+	// finding's confidence drops to its confidence and its reason is said.
+	// Unknown facts weaken nothing.
+	Weaken []Weakening `json:"weaken,omitempty"`
 
 	cond *condition
 	// reason is Reason split into literal text and compiled expressions.
+	reason []reasonPart
+	// summary is Summary, compiled as reason is.
+	summary []reasonPart
+}
+
+// Check is evidence a finding can cite.
+type Check struct {
+	When     string `json:"when"`
+	Describe string `json:"describe"`
+
+	cond *condition
+}
+
+// Weakening is evidence that contradicts a cause rule.
+type Weakening struct {
+	When       string     `json:"when"`
+	Confidence Confidence `json:"confidence"`
+	Reason     string     `json:"reason"`
+
+	cond   *condition
 	reason []reasonPart
 }
 

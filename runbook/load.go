@@ -323,6 +323,36 @@ func (v *validator) checkSteps() {
 				v.exprProblem(bw+", reason", err)
 			}
 			b.reason = parts
+			if b.summary, err = compileReason(b.Summary, v.cat.Facts); err != nil {
+				v.exprProblem(bw+", summary", err)
+			}
+			if (len(b.Confirm) > 0 || len(b.Weaken) > 0 || b.Summary != "") && b.Cause == "" {
+				v.add(ProblemInvalid, bw, "summary, confirm and weaken belong to cause branches")
+			}
+			for j := range b.Confirm {
+				c := &b.Confirm[j]
+				cw := fmt.Sprintf("%s, confirm %d", bw, j+1)
+				if c.Describe == "" {
+					v.add(ProblemInvalid, cw, "confirm needs describe")
+				}
+				c.cond = v.compile(cw, c.When)
+			}
+			for j := range b.Weaken {
+				w := &b.Weaken[j]
+				ww := fmt.Sprintf("%s, weaken %d", bw, j+1)
+				if w.Confidence.Rank() == 0 || w.Confidence.Rank() >= b.Confidence.Rank() {
+					v.add(ProblemInvalid, ww, "weaken needs a confidence below the branch's %s, not %q", b.Confidence, w.Confidence)
+				}
+				w.cond = v.compile(ww, w.When)
+				if w.reason, err = compileReason(w.Reason, v.cat.Facts); err != nil {
+					v.exprProblem(ww+", reason", err)
+				}
+			}
+		}
+		for _, id := range s.ExplainedBy {
+			if _, ok := v.g.causes[id]; !ok && id != ExplainedByAny {
+				v.add(ProblemUnknownCause, where, "explained_by names unknown cause %q", id)
+			}
 		}
 	}
 }

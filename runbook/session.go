@@ -114,11 +114,35 @@ type Evidence struct {
 	Probes     []ProbeSummary `json:"probes"`
 	// Table is the step probe's evidence table (the rows the on-call reads).
 	Table *probes.Evidence `json:"table,omitempty"`
+	// Weakened says which contradicting evidence lowered the confidence.
+	Weakened string `json:"weakened,omitempty"`
+	// Confirmed and NotSeen are the rule's confirming evidence that held
+	// or did not; Missing is what could not be read, with how to get it.
+	Confirmed []string          `json:"confirmed,omitempty"`
+	NotSeen   []string          `json:"not_seen,omitempty"`
+	Missing   []MissingEvidence `json:"missing,omitempty"`
 }
 
-// Finding is a cause the facts support.
+// MissingEvidence is evidence that would confirm a finding but could not be
+// read, and the commands that read it by hand.
+type MissingEvidence struct {
+	Describe string   `json:"describe"`
+	Unknown  []string `json:"unknown"`
+	Probes   []string `json:"probes,omitempty"`
+	Why      string   `json:"why"`
+	Commands []string `json:"commands,omitempty"`
+}
+
+// Unexplained is the cause ID of a finding that is a failed step no cause
+// explains.
+const Unexplained = "unexplained"
+
+// Finding is a cause the facts support, or (Cause Unexplained) a step that
+// failed with no cause to explain it.
 type Finding struct {
-	Cause      string       `json:"cause"`
+	Cause string `json:"cause"`
+	// Step is the failed step of an unexplained finding.
+	Step       string       `json:"step,omitempty"`
 	Title      string       `json:"title"`
 	Severity   string       `json:"severity"`
 	Confidence Confidence   `json:"confidence"`
@@ -134,6 +158,9 @@ type Finding struct {
 	// ConsequenceOf lists the other findings this one follows from: fix
 	// those first.
 	ConsequenceOf []string `json:"consequence_of,omitempty"`
+
+	// ruleSummary: a rule's summary already opens Summary.
+	ruleSummary bool
 }
 
 // SkippedRule is a rule that could not decide because a fact it reads is
@@ -143,6 +170,9 @@ type SkippedRule struct {
 	Step    string   `json:"step"`
 	When    string   `json:"when"`
 	Unknown []string `json:"unknown"`
+	// Cause and Confidence are the rule's, for a cause rule.
+	Cause      string     `json:"cause,omitempty"`
+	Confidence Confidence `json:"confidence,omitempty"`
 	// Probes declare the unknown facts, once each.
 	Probes []string `json:"probes,omitempty"`
 	Why    string   `json:"why"`
@@ -577,7 +607,137 @@ func (s *Session) findings() []Finding {
 		step, _ := s.cfg.Graph.Step(id)
 		hits = append(hits, s.decide(step, facts).causes...)
 	}
-	return s.dedupe(hits)
+	found := s.dedupe(hits)
+	return append(found, s.unexplained(hits, found)...)
+}
+
+// ExplainedByAny in a step's explained_by: any finding explains its
+// failure (the step reads a symptom, such as 503s in the log).
+const ExplainedByAny = "*"
+
+// unexplained turns each reached step whose probe failed, and that no
+// finding explains, into a finding of its own: a failure the runbook has
+// no cause for must not end in "no finding". A failure is explained by a
+// cause reached at the step, by a finding that read the probe's facts, by
+// a cause the step lists in explained_by, or by the step's benign_failure.
+func (s *Session) unexplained(hits []causeHit, found []Finding) []Finding {
+	foundIDs := map[string]bool{}
+	for _, f := range found {
+		foundIDs[f.Cause] = true
+	}
+	cited := map[string]bool{}
+	for _, h := range hits {
+		cited[h.step.Probe] = true
+		facts := append([]string(nil), h.branch.cond.facts...)
+		for _, c := range h.branch.Confirm {
+			facts = append(facts, c.cond.facts...)
+		}
+		for _, f := range facts {
+			cited[s.cfg.Graph.ProbeOf(f)] = true
+		}
+	}
+	judged := map[string]bool{}
+	var out []Finding
+	for _, id := range s.reached {
+		step, _ := s.cfg.Graph.Step(id)
+		res, ran := s.results[step.Probe]
+		if !ran || res.Status != probes.StatusFail || judged[step.Probe] {
+			continue
+		}
+		judged[step.Probe] = true
+		explained := step.BenignFailure != "" || cited[step.Probe]
+		for _, c := range step.ExplainedBy {
+			explained = explained || foundIDs[c] || c == ExplainedByAny && len(found) > 0
+		}
+		if explained {
+			continue
+		}
+		next := step.Unexplained
+		if next == "" {
+			next = "Read the step's evidence and run its commands by hand: the runbook has no cause for what it shows."
+		}
+		ev := Evidence{Step: step.ID, When: "probe " + step.Probe + " failed", Reason: res.Summary, Confidence: ConfidenceLow,
+			Facts: map[string]any{}, Probes: []ProbeSummary{{Probe: step.Probe, Status: res.Status, Summary: res.Summary}}}
+		if len(res.Evidence.Rows) > 0 {
+			ev.Table = &probes.Evidence{Columns: res.Evidence.Columns, Rows: res.Evidence.Rows}
+		}
+		out = append(out, Finding{
+			Cause: Unexplained, Step: step.ID, Severity: SeverityCause, Confidence: ConfidenceLow,
+			Title:    step.Title + ": failed, and no cause of the runbook explains it",
+			Summary:  res.Summary,
+			Evidence: []Evidence{ev},
+			Fixes:    []Fix{{ID: "look-next", Title: "What to look at next", Text: s.Expand(next), Commands: res.Commands}},
+		})
+	}
+	return out
+}
+
+// Undecided is a cause no rule could rule in or out because the evidence
+// it reads could not be read: a hypothesis, with what would settle it.
+type Undecided struct {
+	Cause string `json:"cause"`
+	Title string `json:"title"`
+	// Confidence is that of the strongest rule that could not decide.
+	Confidence Confidence `json:"confidence"`
+	Unknown    []string   `json:"unknown"`
+	Probes     []string   `json:"probes,omitempty"`
+	Why        string     `json:"why"`
+	// Settle are the commands that read the missing evidence by hand.
+	Settle []string `json:"settle,omitempty"`
+	Rules  []string `json:"rules"`
+}
+
+// Undecided lists the causes that rules at the reached steps could not
+// decide and no rule found, most likely first: the strongest rule's
+// confidence, then the fewest facts missing.
+func (s *Session) Undecided() []Undecided {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	found := map[string]bool{}
+	for _, f := range s.findings() {
+		found[f.Cause] = true
+	}
+	facts := s.knownFacts()
+	byCause := map[string]*Undecided{}
+	var order []string
+	for _, id := range s.reached {
+		step, _ := s.cfg.Graph.Step(id)
+		for _, r := range s.decide(step, facts).skipped {
+			if r.Cause == "" || found[r.Cause] {
+				continue
+			}
+			u := byCause[r.Cause]
+			if u == nil {
+				c, _ := s.cfg.Graph.Cause(r.Cause)
+				u = &Undecided{Cause: r.Cause, Title: c.Title}
+				byCause[r.Cause] = u
+				order = append(order, r.Cause)
+			}
+			if r.Confidence.Rank() > u.Confidence.Rank() {
+				u.Confidence = r.Confidence
+			}
+			u.Rules = append(u.Rules, r.When)
+			for _, f := range r.Unknown {
+				if !contains(u.Unknown, f) {
+					u.Unknown = append(u.Unknown, f)
+				}
+			}
+		}
+	}
+	out := make([]Undecided, 0, len(order))
+	for _, id := range order {
+		u := byCause[id]
+		m := s.missingEvidence("", u.Unknown)
+		u.Probes, u.Why, u.Settle = m.Probes, m.Why, m.Commands
+		out = append(out, *u)
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		if out[i].Confidence.Rank() != out[j].Confidence.Rank() {
+			return out[i].Confidence.Rank() > out[j].Confidence.Rank()
+		}
+		return len(out[i].Unknown) < len(out[j].Unknown)
+	})
+	return out
 }
 
 // Skipped lists the undecidable rules at the reached steps (or, before any

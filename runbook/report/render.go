@@ -36,6 +36,18 @@ func Markdown(w io.Writer, r Report) error {
 			for _, p := range e.Probes {
 				fmt.Fprintf(&b, "  - %s %s: %s\n", p.Probe, p.Status, p.Summary)
 			}
+			if e.Weakened != "" {
+				fmt.Fprintf(&b, "  - weakened: %s\n", e.Weakened)
+			}
+			for _, c := range e.Confirmed {
+				fmt.Fprintf(&b, "  - confirmed by: %s\n", c)
+			}
+			for _, m := range e.Missing {
+				fmt.Fprintf(&b, "  - would confirm, could not be read: %s (%s)\n", m.Describe, m.Why)
+				for _, c := range m.Commands {
+					fmt.Fprintf(&b, "    - `%s`\n", c)
+				}
+			}
 		}
 
 		b.WriteString("\n### Fix directions\n")
@@ -67,15 +79,18 @@ func Markdown(w io.Writer, r Report) error {
 			}
 		}
 	}
-	if groups := undecided(r); len(groups) > 0 {
-		b.WriteString("\n## Could not decide\n\nThese rules read facts of probes that errored or were skipped, so they neither fired nor ruled their cause out.\n\n")
-		for _, u := range groups {
-			fmt.Fprintf(&b, "- **%s**: %s, needs %s\n", u.step, countRules(u.rules), u.needs)
+	if len(r.Hypotheses) > 0 {
+		b.WriteString("\n## Hypotheses\n\nCauses the evidence could neither confirm nor rule out, because it could not be read; most likely first, each with what would settle it.\n\n")
+		for i, h := range r.Hypotheses {
+			fmt.Fprintf(&b, "%d. `%s`: %s (%s). Needs %s: %s\n", i+1, h.Cause, h.Title, h.Confidence, strings.Join(h.Unknown, ", "), h.Why)
+			for _, c := range h.Settle {
+				fmt.Fprintf(&b, "   - `%s`\n", c)
+			}
 		}
 	}
-	b.WriteString("\n## Steps\n\n| step | probe | status | summary | ms |\n|---|---|---|---|---|\n")
+	b.WriteString("\n## Steps\n\n| step | verdict | probe | status | summary | ms |\n|---|---|---|---|---|---|\n")
 	for _, s := range r.Steps {
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %d |\n", s.ID, s.Probe, s.Status, mdCell(s.Summary), s.DurationMS)
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %d |\n", s.ID, s.Verdict, s.Probe, s.Status, mdCell(s.Summary), s.DurationMS)
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
@@ -121,7 +136,11 @@ func Text(w io.Writer, r Report) error {
 		if f.Severity == runbook.SeverityWarning {
 			sev = ", warning"
 		}
-		fmt.Fprintf(&b, "\nFINDING %d  %s  (%s confidence%s)\n", i+1, f.Cause, f.Confidence, sev)
+		if f.Cause == runbook.Unexplained {
+			fmt.Fprintf(&b, "\nFINDING %d  unexplained failure of step %s\n", i+1, f.Step)
+		} else {
+			fmt.Fprintf(&b, "\nFINDING %d  %s  (%s confidence%s)\n", i+1, f.Cause, f.Confidence, sev)
+		}
 		fmt.Fprintf(&b, "  %s\n", f.Title)
 		if len(f.ConsequenceOf) > 0 {
 			fmt.Fprintf(&b, "  a consequence of %s: fix that first\n", strings.Join(f.ConsequenceOf, ", "))
@@ -135,6 +154,18 @@ func Text(w io.Writer, r Report) error {
 			}
 			for _, p := range e.Probes {
 				fmt.Fprintf(&b, "      %s %s: %s\n", p.Probe, p.Status, p.Summary)
+			}
+			if e.Weakened != "" {
+				fmt.Fprintf(&b, "      weakened: %s\n", e.Weakened)
+			}
+			for _, c := range e.Confirmed {
+				fmt.Fprintf(&b, "      confirmed by: %s\n", c)
+			}
+			for _, m := range e.Missing {
+				fmt.Fprintf(&b, "      would confirm, could not be read: %s\n", m.Describe)
+				for _, c := range m.Commands {
+					fmt.Fprintf(&b, "        $ %s\n", c)
+				}
 			}
 		}
 		b.WriteString("  fix directions:\n")
@@ -166,10 +197,13 @@ func Text(w io.Writer, r Report) error {
 			}
 		}
 	}
-	if groups := undecided(r); len(groups) > 0 {
-		b.WriteString("\nCOULD NOT DECIDE (rules reading facts of probes that errored or were skipped)\n")
-		for _, u := range groups {
-			fmt.Fprintf(&b, "  %s: %s, needs %s\n", u.step, countRules(u.rules), u.needs)
+	if len(r.Hypotheses) > 0 {
+		b.WriteString("\nHYPOTHESES (evidence could not be read: neither confirmed nor ruled out; most likely first)\n")
+		for i, h := range r.Hypotheses {
+			fmt.Fprintf(&b, "  %d. %s (%s): %s\n     needs %s: %s\n", i+1, h.Cause, h.Confidence, h.Title, strings.Join(h.Unknown, ", "), h.Why)
+			for _, c := range h.Settle {
+				fmt.Fprintf(&b, "     $ %s\n", c)
+			}
 		}
 	}
 	b.WriteString("\nSTEPS\n")
@@ -182,7 +216,7 @@ func Text(w io.Writer, r Report) error {
 		if s.Probe != s.ID {
 			summary = "[" + s.Probe + "] " + summary
 		}
-		fmt.Fprintf(&b, "  %-7s %-*s  %5dms  %s\n", s.Status, idw, s.ID, s.DurationMS, summary)
+		fmt.Fprintf(&b, "  %-11s %-7s %-*s  %5dms  %s\n", s.Verdict, s.Status, idw, s.ID, s.DurationMS, summary)
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
@@ -205,61 +239,6 @@ func factPairs(facts map[string]any) []string {
 	}
 	sort.Strings(parts)
 	return parts
-}
-
-// undecidedStep sums up the undecidable rules of one step.
-type undecidedStep struct {
-	step  string
-	rules int
-	needs string // "envoy-clusters (error), access-log (skipped)"
-}
-
-// undecided groups the skipped rules by step, naming each probe they wait
-// on with its status once; the full list stays in the JSON.
-func undecided(r Report) []undecidedStep {
-	status := map[string]string{}
-	for _, s := range r.Steps {
-		status[s.Probe] = string(s.Status)
-	}
-	var out []undecidedStep
-	index := map[string]int{}
-	probes := map[string][]string{}
-	for _, s := range r.Skipped {
-		i, ok := index[s.Step]
-		if !ok {
-			i = len(out)
-			index[s.Step] = i
-			out = append(out, undecidedStep{step: s.Step})
-		}
-		out[i].rules++
-		for _, p := range s.Probes {
-			if !containsString(probes[s.Step], p) {
-				probes[s.Step] = append(probes[s.Step], p)
-			}
-		}
-	}
-	for i := range out {
-		var parts []string
-		for _, p := range probes[out[i].step] {
-			st := status[p]
-			if st == "" {
-				st = "not run"
-			}
-			parts = append(parts, fmt.Sprintf("%s (%s)", p, st))
-		}
-		if len(parts) == 0 {
-			parts = []string{"facts that could not be evaluated"}
-		}
-		out[i].needs = strings.Join(parts, ", ")
-	}
-	return out
-}
-
-func countRules(n int) string {
-	if n == 1 {
-		return "1 rule"
-	}
-	return fmt.Sprintf("%d rules", n)
 }
 
 func containsString(list []string, s string) bool {

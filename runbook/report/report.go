@@ -19,25 +19,43 @@ type Report struct {
 	Runbook  string         `json:"runbook"`
 	Steps    []Step         `json:"steps"`
 	Findings []Finding      `json:"findings"`
+	// Hypotheses are the causes whose evidence could not be read, most
+	// likely first, each with what would settle it.
+	Hypotheses []runbook.Undecided `json:"hypotheses,omitempty"`
 	// Skipped are the rules that could not decide: what this run could not
 	// rule out.
 	Skipped []runbook.SkippedRule `json:"skipped,omitempty"`
 }
 
+// Step verdicts: the runbook's, one system with the findings. The probe's
+// own status stays beside it as what the probe saw.
+const (
+	VerdictCause       = "cause"       // a cause was reached at this step
+	VerdictUnexplained = "unexplained" // the step failed and no cause explains it
+	VerdictExplained   = "explained"   // the step failed because of a cause found elsewhere
+	VerdictBenign      = "benign"      // the step failed in a way the runbook says needs no cause
+	VerdictClear       = "clear"       // nothing found here
+	VerdictNotRun      = "not-run"     // the probe errored or was skipped: nothing ruled out
+)
+
 // Step is one step's probe run.
 type Step struct {
-	ID         string        `json:"id"`
-	Title      string        `json:"-"`
-	Probe      string        `json:"probe"`
-	Status     probes.Status `json:"status"`
-	Summary    string        `json:"summary"`
-	Facts      probes.Facts  `json:"facts"`
-	DurationMS int64         `json:"duration_ms"`
+	ID     string        `json:"id"`
+	Title  string        `json:"-"`
+	Probe  string        `json:"probe"`
+	Status probes.Status `json:"status"`
+	// Verdict is the runbook's reading of the step (VerdictCause, ...).
+	Verdict    string       `json:"verdict"`
+	Summary    string       `json:"summary"`
+	Facts      probes.Facts `json:"facts"`
+	DurationMS int64        `json:"duration_ms"`
 }
 
 // Finding is a cause with its evidence, what to do and how to check it.
 type Finding struct {
-	Cause      string               `json:"cause"`
+	Cause string `json:"cause"`
+	// Step is the failed step of an unexplained finding.
+	Step       string               `json:"step,omitempty"`
 	Title      string               `json:"title"`
 	Severity   string               `json:"severity"`
 	Confidence runbook.Confidence   `json:"confidence"`
@@ -59,6 +77,17 @@ type Fix struct {
 // probe ran, in runbook order, and the findings.
 func FromSession(s *runbook.Session) Report {
 	r := Report{Target: s.Target(), Runbook: s.Graph().ID, Steps: []Step{}, Findings: []Finding{}}
+	findings := s.Findings()
+	causeAt, unexplainedAt := map[string]bool{}, map[string]bool{}
+	for _, f := range findings {
+		if f.Cause == runbook.Unexplained {
+			unexplainedAt[f.Step] = true
+			continue
+		}
+		for _, ev := range f.Evidence {
+			causeAt[ev.Step] = true
+		}
+	}
 	for _, st := range s.Graph().Steps {
 		res, ok := s.Result(st.ID)
 		if !ok {
@@ -68,19 +97,33 @@ func FromSession(s *runbook.Session) Report {
 		if facts == nil {
 			facts = probes.Facts{}
 		}
+		verdict := VerdictClear
+		switch {
+		case causeAt[st.ID]:
+			verdict = VerdictCause
+		case unexplainedAt[st.ID]:
+			verdict = VerdictUnexplained
+		case res.Status == probes.StatusError || res.Status == probes.StatusSkipped:
+			verdict = VerdictNotRun
+		case res.Status == probes.StatusFail && st.BenignFailure != "":
+			verdict = VerdictBenign
+		case res.Status == probes.StatusFail:
+			verdict = VerdictExplained
+		}
 		r.Steps = append(r.Steps, Step{
-			ID: st.ID, Title: st.Title, Probe: st.Probe, Status: res.Status, Summary: res.Summary,
+			ID: st.ID, Title: st.Title, Probe: st.Probe, Status: res.Status, Verdict: verdict, Summary: res.Summary,
 			Facts: facts, DurationMS: res.Duration.Milliseconds(),
 		})
 	}
-	for _, f := range s.Findings() {
+	for _, f := range findings {
 		r.Findings = append(r.Findings, Finding{
-			Cause: f.Cause, Title: f.Title, Severity: f.Severity, Confidence: f.Confidence,
+			Cause: f.Cause, Step: f.Step, Title: f.Title, Severity: f.Severity, Confidence: f.Confidence,
 			Summary: f.Summary, Evidence: f.Evidence,
 			Fix:    Fix{Directions: f.Fixes, Warnings: f.Warnings},
 			Verify: f.Verify, ConsequenceOf: f.ConsequenceOf,
 		})
 	}
+	r.Hypotheses = s.Undecided()
 	r.Skipped = s.Skipped()
 	return r
 }

@@ -109,6 +109,7 @@ type Recorded struct {
 	facts    map[string]probes.Facts
 	statuses map[string]probes.Status
 	summary  map[string]string
+	commands map[string][]string
 	calls    map[string]int
 	// Exact serves only the facts given; otherwise a fact a probe declares
 	// and the fixture does not set comes as its zero value. Golden files
@@ -121,7 +122,7 @@ type Recorded struct {
 
 // NewRecorded serves facts, by probe ID.
 func NewRecorded(facts map[string]probes.Facts) *Recorded {
-	return &Recorded{facts: facts, statuses: map[string]probes.Status{}, summary: map[string]string{}, calls: map[string]int{}}
+	return &Recorded{facts: facts, statuses: map[string]probes.Status{}, summary: map[string]string{}, commands: map[string][]string{}, calls: map[string]int{}}
 }
 
 // Fail makes probe's runs end with status and summary (its facts are still
@@ -129,6 +130,12 @@ func NewRecorded(facts map[string]probes.Facts) *Recorded {
 func (r *Recorded) Fail(probe string, status probes.Status, summary string) *Recorded {
 	r.statuses[probe] = status
 	r.summary[probe] = summary
+	return r
+}
+
+// Commands sets the commands probe's results give.
+func (r *Recorded) Commands(probe string, cmds ...string) *Recorded {
+	r.commands[probe] = cmds
 	return r
 }
 
@@ -174,6 +181,7 @@ func (r *Recorded) Run(_ context.Context, p probes.Probe, _ cluster.Cluster, _ c
 	return probes.Result{
 		Probe: m.ID, Status: status, Summary: summary, Facts: facts,
 		Evidence: probes.Evidence{Columns: []string{"probe"}, Rows: [][]string{{m.ID}}},
+		Commands: r.commands[m.ID],
 		Duration: 12 * time.Millisecond,
 	}
 }

@@ -51,8 +51,9 @@ type Source struct {
 }
 
 // cached is the read cache of one session; a live cluster's Envoy admin and
-// istiod reads then share its pod reads too.
-func (s Source) cached() *cluster.Cache {
+// istiod reads then share its pod reads too, and one port-forward per pod
+// port, which Triage.Close lets go.
+func (s Source) cached() cluster.Cluster {
 	if s.live != nil {
 		return live.NewCache(s.live)
 	}

@@ -13,6 +13,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/user"
 	"time"
@@ -141,6 +142,12 @@ func open(ctx context.Context, src Source, target cluster.Target, opts Options, 
 		sinks = append(sinks, log)
 	}
 	t := &Triage{Cluster: src.cached(), Source: src, Target: target, log: log}
+	if opener, ok := t.Cluster.(interface{ OpenEnvoyAdmin(cluster.PodRef) }); ok && target.Source != nil {
+		// The caller's Envoy admin is the longest chain of round trips of a
+		// triage (a port-forward's connection, TLS and upgrade): it starts
+		// now, not after the probes' first reads.
+		opener.OpenEnvoyAdmin(*target.Source)
+	}
 	cfg := runbook.Config{
 		Graph:        graph,
 		Cluster:      t.Cluster,
@@ -194,8 +201,12 @@ func (t *Triage) LogPath() string {
 // confirm-first actions report to.
 func (t *Triage) Record(a actions.Record) { t.Session.RecordAction(runbook.Action(a)) }
 
-// Close closes the incident log. The session itself needs no closing.
+// Close lets the session's connections into pods go (a live cluster's
+// port-forwards) and closes the incident log.
 func (t *Triage) Close() error {
+	if c, ok := t.Cluster.(io.Closer); ok {
+		_ = c.Close()
+	}
 	if t.log == nil {
 		return nil
 	}
