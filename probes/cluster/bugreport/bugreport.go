@@ -133,9 +133,6 @@ func read(p string) (recorded.Files, map[string]time.Time, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	if len(files) == 0 {
-		return nil, nil, errors.New("no bug-report files in the folder")
-	}
 	return files, times, nil
 }
 

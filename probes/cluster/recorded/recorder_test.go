@@ -3,12 +3,14 @@ package recorded_test
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -212,5 +214,141 @@ func TestCaptureReplaysFailedReads(t *testing.T) {
 				t.Errorf("refused pods replayed as %s %q", got.Status, got.Summary)
 			}
 		})
+	}
+}
+
+// Credentials a cluster may hold where the probes read: the capture must
+// carry none of them.
+const (
+	secretEnv      = "wJalrXUtnFEMI-K7MDENG-bPxRfiCYEXAMPLEKEY"
+	secretFlag     = "kubectl-flag-t0ken-8f2b"
+	secretBearer   = "ya29.a0AfH6SMBx-bearer-t0ken"
+	secretCookie   = "sessionid=c00kie-4b1d"
+	secretKCToken  = "kc-t0ken-4e7d1c9a"
+	secretPassword = "hunter2-pa55w0rd"
+	// pemBody is what sits between a PEM block's armour.
+	pemBody = "MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7VJTUt9Us8cKj"
+)
+
+var (
+	secretJWT = "eyJhbGciOiJSUzI1NiIsImtpZCI6IjEifQ.eyJzdWIiOiJzeXN0ZW06c2VydmljZWFjY291bnQ6c2hvcDp3ZWIifQ.c2lnbmF0dXJlLW9mLXRoZS10b2tlbg"
+	secretPEM = "-----BEGIN PRIVATE KEY-----\n" + pemBody + "\n-----END PRIVATE KEY-----\n"
+	// secretPEM64 is the PEM as Envoy's inline_bytes and a kubeconfig's
+	// client-key-data hold it.
+	secretPEM64 = base64.StdEncoding.EncodeToString([]byte(secretPEM))
+)
+
+// leaky is a cluster whose objects, Envoy output and logs hold credentials
+// where real ones do.
+type leaky struct{ cluster.Cluster }
+
+func withSecrets(p *corev1.Pod) {
+	if len(p.Spec.Containers) == 0 {
+		return
+	}
+	c := &p.Spec.Containers[0]
+	c.Env = append(c.Env, corev1.EnvVar{Name: "AWS_SECRET_ACCESS_KEY", Value: secretEnv}, corev1.EnvVar{Name: "DB_PASSWORD", Value: secretPassword})
+	c.Args = append(c.Args, "--token="+secretFlag)
+	if p.Annotations == nil {
+		p.Annotations = map[string]string{}
+	}
+	p.Annotations["kubectl.kubernetes.io/last-applied-configuration"] = `{"spec":{"containers":[{"env":[{"name":"AWS_SECRET_ACCESS_KEY","value":"` + secretEnv + `"}]}]}}`
+}
+
+func (l leaky) GetPod(ctx context.Context, ns, name string) (*corev1.Pod, error) {
+	p, err := l.Cluster.GetPod(ctx, ns, name)
+	if err == nil {
+		withSecrets(p)
+	}
+	return p, err
+}
+
+func (l leaky) ListPods(ctx context.Context, ns string, sel map[string]string) ([]corev1.Pod, error) {
+	pods, err := l.Cluster.ListPods(ctx, ns, sel)
+	for i := range pods {
+		withSecrets(&pods[i])
+	}
+	return pods, err
+}
+
+func (l leaky) GetConfigMap(ctx context.Context, ns, name string) (*corev1.ConfigMap, error) {
+	cm, err := l.Cluster.GetConfigMap(ctx, ns, name)
+	if err == nil {
+		if cm.Data == nil {
+			cm.Data = map[string]string{}
+		}
+		cm.Data["kubeconfig"] = "apiVersion: v1\nkind: Config\nusers:\n- name: ci\n  user:\n    token: " + secretKCToken +
+			"\n    client-key-data: " + secretPEM64 + "\n    password: " + secretPassword + "\n"
+	}
+	return cm, err
+}
+
+func (l leaky) EnvoyAdmin(ctx context.Context, pod cluster.PodRef, path string) ([]byte, error) {
+	body, err := l.Cluster.EnvoyAdmin(ctx, pod, path)
+	if err != nil || !strings.HasPrefix(path, "/config_dump") {
+		return body, err
+	}
+	secrets := `{"@type": "type.googleapis.com/envoy.admin.v3.SecretsConfigDump", "dynamic_active_secrets": [{"name": "default", "secret": {"name": "default", "tls_certificate": {"certificate_chain": {"inline_bytes": "` + secretPEM64 + `"}, "private_key": {"inline_string": ` + strconv.Quote(secretPEM) + `}}}}]},`
+	return []byte(strings.Replace(string(body), `"configs": [`, `"configs": [`+secrets, 1)), nil
+}
+
+func (l leaky) Logs(ctx context.Context, pod cluster.PodRef, opts cluster.LogOptions) ([]byte, error) {
+	b, err := l.Cluster.Logs(ctx, pod, opts)
+	if err != nil {
+		return b, err
+	}
+	leak := fmt.Sprintf("2026-12-02T03:29:59.000Z\tdebug\tenvoy http\t[C1][S2] request headers complete:\n':authority', 'orders:8080'\n'authorization', 'Bearer %s'\n'cookie', '%s'\n'x-forwarded-client-cert', 'By=spiffe://cluster.local/ns/shop/sa/orders'\n", secretBearer, secretCookie) +
+		fmt.Sprintf("[2026-12-02T03:29:59.100Z] \"GET /orders?access_token=%s HTTP/1.1\" 503 UH no_healthy_upstream - \"-\" 0 19 0 - \"-\" \"curl/8\" \"Authorization: Bearer %s\" \"orders:8080\" \"-\" outbound|8080||orders.shop.svc.cluster.local\n", secretJWT, secretBearer)
+	return append(b, leak...), nil
+}
+
+// A capture carries no credential: no token (bearer, JWT, kubeconfig,
+// command-line), no key or certificate body (PEM or base64), no cookie or
+// password, though the cluster it records holds them all where the probes
+// read.
+func TestCaptureCarriesNoCredentials(t *testing.T) {
+	s, err := recorded.Load(assets.FS, "startup-race")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := recorded.NewCluster(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := recorded.NewRecorder(leaky{c})
+	run := runTriage(t, rec, s.Target)
+	// The leak is real: the triage read every kind of credential.
+	raw, err := rec.Scenario(s.Target, run.findings).Files(func(s string) string { return s })
+	if err != nil {
+		t.Fatal(err)
+	}
+	secrets := []string{secretEnv, secretFlag, secretBearer, secretCookie, secretKCToken, secretPassword, secretJWT, pemBody, secretPEM64[:40]}
+	var all strings.Builder
+	for _, data := range raw {
+		all.Write(data)
+	}
+	for _, secret := range secrets {
+		if !strings.Contains(all.String(), secret) {
+			t.Fatalf("the unredacted recording lacks %q: the test plants nothing there", secret)
+		}
+	}
+
+	// Redacted value by value, the recording still reads back whole (no
+	// document skipped) and replays to the same outcome.
+	again, archive := replay(t, rec, s.Target, run.findings)
+	sameOutcome(t, run, runTriage(t, again, s.Target))
+	files, _, err := recorded.ReadArchive(bytes.NewReader(archive), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, data := range files {
+		for _, secret := range secrets {
+			if strings.Contains(string(data), secret) {
+				t.Errorf("%s carries the credential %q", name, secret)
+			}
+		}
+	}
+	if !strings.Contains(string(files["capture/logs/shop/"+s.Target.Source.Name+"/istio-proxy.log"]), "'authorization', '[REDACTED]'") {
+		t.Errorf("the redacted header is not in the source's proxy log; the capture dropped the line rather than redact it")
 	}
 }

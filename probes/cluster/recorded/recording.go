@@ -210,9 +210,6 @@ func ReadArchive(r io.Reader, keep func(name string) bool) (Files, map[string]ti
 		files[name] = data
 		times[name] = hdr.ModTime
 	}
-	if len(files) == 0 {
-		return nil, nil, errors.New("the archive holds no file")
-	}
 	return files, times, nil
 }
 

@@ -3,6 +3,7 @@ package recorded
 import (
 	"archive/tar"
 	"compress/gzip"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -14,7 +15,6 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
-	"sigs.k8s.io/yaml"
 )
 
 // envoyFileOf is the file an admin path is recorded in: the path's own,
@@ -43,7 +43,21 @@ func (s *Scenario) Files(redact func(string) string) (Files, error) {
 		return nil, errors.New("a recording is written redacted: no redaction given")
 	}
 	out := Files{}
-	put := func(name string, data []byte) { out[name] = []byte(redact(string(data))) }
+	putText := func(name string, data []byte) { out[name] = []byte(redact(string(data))) }
+	putJSON := func(name string, data []byte) { out[name] = redactJSON(data, redact) }
+	// putYAML writes v as YAML, redacted value by value (see redact.go).
+	putYAML := func(name string, v any) error {
+		j, err := json.Marshal(v)
+		if err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		y, err := redactYAML(j, redact)
+		if err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		out[name] = y
+		return nil
+	}
 
 	h := header{
 		Name: s.Name, Title: s.Title, Summary: s.Summary, Description: s.Description,
@@ -66,11 +80,9 @@ func (s *Scenario) Files(redact func(string) string) (Files, error) {
 	for _, k := range sortedKeys(s.Failures) {
 		h.Failures = append(h.Failures, s.Failures[k])
 	}
-	raw, err := yaml.Marshal(h)
-	if err != nil {
-		return nil, fmt.Errorf("scenario.yaml: %w", err)
+	if err := putYAML(HeaderFile, h); err != nil {
+		return nil, err
 	}
-	put(HeaderFile, raw)
 
 	byNamespace := map[string][]any{}
 	for _, obj := range s.Objects {
@@ -85,11 +97,10 @@ func (s *Scenario) Files(redact func(string) string) (Files, error) {
 		if name == "" {
 			name = "cluster-scoped"
 		}
-		list, err := yaml.Marshal(map[string]any{"apiVersion": "v1", "kind": "List", "items": byNamespace[ns]})
-		if err != nil {
-			return nil, fmt.Errorf("manifests of %s: %w", name, err)
+		list := map[string]any{"apiVersion": "v1", "kind": "List", "items": byNamespace[ns]}
+		if err := putYAML(path.Join("manifests", name+".yaml"), list); err != nil {
+			return nil, err
 		}
-		put(path.Join("manifests", name+".yaml"), list)
 	}
 
 	for pod, byPath := range s.Envoy {
@@ -97,6 +108,7 @@ func (s *Scenario) Files(redact func(string) string) (Files, error) {
 			p, n := adminPath, 1
 			if i := strings.Index(adminPath, readSuffix); i >= 0 {
 				p = adminPath[:i]
+				var err error
 				if n, err = strconv.Atoi(adminPath[i+len(readSuffix):]); err != nil {
 					return nil, fmt.Errorf("envoy %s: read %q", pod, adminPath)
 				}
@@ -109,7 +121,11 @@ func (s *Scenario) Files(redact func(string) string) (Files, error) {
 				ext := path.Ext(file)
 				file = strings.TrimSuffix(file, ext) + "." + strconv.Itoa(n) + ext
 			}
-			put(path.Join("envoy", pod.Namespace, pod.Name, file), body)
+			if strings.HasSuffix(file, ".json") {
+				putJSON(path.Join("envoy", pod.Namespace, pod.Name, file), body)
+			} else {
+				putText(path.Join("envoy", pod.Namespace, pod.Name, file), body)
+			}
 		}
 	}
 	for k, data := range s.Logs {
@@ -117,17 +133,17 @@ func (s *Scenario) Files(redact func(string) string) (Files, error) {
 		if k.Previous {
 			file = k.Container + ".previous.log"
 		}
-		put(path.Join("logs", k.Pod.Namespace, k.Pod.Name, file), data)
+		putText(path.Join("logs", k.Pod.Namespace, k.Pod.Name, file), data)
 	}
 	for p, body := range s.Istiod {
 		if file, ok := istiodFiles[p]; ok {
-			put(path.Join("istiod", file), body)
+			putJSON(path.Join("istiod", file), body)
 		}
 	}
 	for replica, byPath := range s.IstiodReplicas {
 		for p, body := range byPath {
 			if file, ok := istiodFiles[p]; ok {
-				put(path.Join("istiod", replica, file), body)
+				putJSON(path.Join("istiod", replica, file), body)
 			}
 		}
 	}
