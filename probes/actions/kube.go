@@ -2,11 +2,13 @@ package actions
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/cluster/live"
@@ -14,10 +16,13 @@ import (
 	"github.com/meshtriage/meshtriage/probes/mesh"
 )
 
-// Kube runs actions against a live cluster: exec through pods/exec, and
-// Envoy admin POSTs through a port-forward (or `pilot-agent request POST`
-// when the port-forward is refused). Both need more than the read-only
-// role grants; see assets/rbac.
+// Kube runs actions against a live cluster, all of them through pods/exec:
+// a command in the caller's container, and Envoy admin's state-changing
+// endpoints through `pilot-agent request POST` in istio-proxy. Never through
+// a port-forward, though Envoy admin would accept a POST there too: the
+// read-only role grants port-forward, and a change must need more than the
+// read-only role. An RBAC refusal names the role that grants pods/exec
+// (live.ExecRole, assets/rbac).
 type Kube struct {
 	// Conn reaches into pods (the live client's PodConn).
 	Conn podconn.Dialer
@@ -68,18 +73,44 @@ func (k Kube) Exec(ctx context.Context, pod cluster.PodRef, container string, co
 	if p.Status.Phase != corev1.PodRunning {
 		return nil, nil, &cluster.UnreachableError{What: "pod " + pod.String(), Err: fmt.Errorf("pod is %s, not Running", p.Status.Phase)}
 	}
+	out, stderr, err := k.exec(ctx, pod, container, command, maxExecOutput)
+	return out, []byte(stderr), err
+}
+
+// exec runs command through pods/exec with its output capped at max.
+func (k Kube) exec(ctx context.Context, pod cluster.PodRef, container string, command []string, max int64) ([]byte, string, error) {
 	execCtx, cancelExec := context.WithCancel(ctx)
 	defer cancelExec()
-	out := &podconn.CappedBuffer{Max: maxExecOutput, Overflow: cancelExec}
+	out := &podconn.CappedBuffer{Max: max, Overflow: cancelExec}
 	stderr, err := k.Conn.Exec(execCtx, pod, container, command, out)
 	if err != nil {
 		if forbidden := podconn.ForbiddenFrom(err, "pods/exec", pod.Name); forbidden != nil {
-			err = forbidden
+			err = needsExecRole(forbidden, pod)
 		} else if out.Exceeded() {
-			err = fmt.Errorf("output of %s is larger than %d bytes", command[0], maxExecOutput)
+			err = fmt.Errorf("output of %s is larger than %d bytes", command[0], max)
 		}
 	}
-	return out.Bytes(), []byte(stderr), err
+	return out.Bytes(), stderr, err
+}
+
+// needsExecRole is the API server's refusal of pods/exec with what to do
+// about it: the actions need the exec role, which the read-only role leaves
+// out on purpose. It stays a Forbidden whose message carries the hint, so
+// that cluster.AccessProblem keeps it.
+func needsExecRole(forbidden error, pod cluster.PodRef) error {
+	detail := forbidden.Error()
+	var status apierrors.APIStatus
+	if errors.As(forbidden, &status) {
+		if msg := status.Status().Message; msg != "" {
+			detail = msg
+			if i := strings.Index(msg, "User "); i >= 0 {
+				detail = msg[i:]
+			}
+		}
+	}
+	return apierrors.NewForbidden(corev1.Resource("pods/exec"), pod.Name, fmt.Errorf(
+		"%s; meshtriage's actions run through pods/exec, which the read-only role %s leaves out: bind the ClusterRole or Role %s (assets/rbac/%s.yaml) to allow them",
+		podconn.FirstLine(detail), live.ReadOnlyRole, live.ExecRole, live.ExecRole))
 }
 
 func hasContainer(p *corev1.Pod, name string) bool {
@@ -93,9 +124,9 @@ func hasContainer(p *corev1.Pod, name string) bool {
 	return false
 }
 
-// EnvoyAdminPost POSTs path to pod's Envoy admin API through a port-forward
-// to 15000, or through `pilot-agent request POST` when the port-forward is
-// refused, as the live client does for reads.
+// EnvoyAdminPost POSTs path to pod's Envoy admin API with `pilot-agent
+// request POST` in istio-proxy, through pods/exec (see Kube for why never
+// through a port-forward).
 func (k Kube) EnvoyAdminPost(ctx context.Context, pod cluster.PodRef, path string) ([]byte, error) {
 	ctx, cancel := k.bound(ctx)
 	defer cancel()
@@ -103,42 +134,17 @@ func (k Kube) EnvoyAdminPost(ctx context.Context, pod cluster.PodRef, path strin
 	if err != nil {
 		return nil, err
 	}
-	t, err := k.Conn.Forward(ctx, pod, cluster.EnvoyAdminPort)
-	if err != nil {
-		if ctxErr := ctx.Err(); ctxErr != nil {
-			return nil, &cluster.UnreachableError{What: what, Err: ctxErr}
-		}
-		return k.adminPostByExec(ctx, what, pod, path, err)
-	}
-	defer t.Close()
-	body, err := podconn.Post(ctx, "http://"+t.Addr+path, maxExecOutput)
-	if err == nil {
-		return body, nil
-	}
-	if _, answered := err.(*podconn.StatusError); answered {
+	out, stderr, err := k.exec(ctx, pod, mesh.ProxyContainer, []string{"pilot-agent", "request", "POST", strings.TrimPrefix(path, "/")}, maxExecOutput)
+	switch {
+	case err == nil:
+		return out, nil
+	case apierrors.IsForbidden(err):
 		return nil, err
+	case ctx.Err() != nil:
+		return nil, &cluster.UnreachableError{What: what, Err: ctx.Err()}
 	}
-	if ctxErr := ctx.Err(); ctxErr != nil {
-		err = ctxErr
-	} else if fwdErr := t.Err(); fwdErr != nil {
-		err = fwdErr
+	if stderr != "" {
+		err = fmt.Errorf("%w: %s", err, stderr)
 	}
-	return nil, &cluster.UnreachableError{What: what, Err: err}
-}
-
-func (k Kube) adminPostByExec(ctx context.Context, what string, pod cluster.PodRef, path string, forwardErr error) ([]byte, error) {
-	out := &podconn.CappedBuffer{Max: maxExecOutput}
-	stderr, err := k.Conn.Exec(ctx, pod, mesh.ProxyContainer, []string{"pilot-agent", "request", "POST", strings.TrimPrefix(path, "/")}, out)
-	if err == nil {
-		return out.Bytes(), nil
-	}
-	execErr := podconn.ForbiddenFrom(err, "pods/exec", pod.Name)
-	if execErr == nil {
-		execErr = err
-		if stderr != "" {
-			execErr = fmt.Errorf("%w: %s", err, stderr)
-		}
-	}
-	return nil, &cluster.UnreachableError{What: what, Err: fmt.Errorf("port-forward: %s; exec fallback: %s",
-		podconn.FirstLine(forwardErr.Error()), podconn.FirstLine(execErr.Error()))}
+	return nil, &cluster.UnreachableError{What: what, Err: fmt.Errorf("pilot-agent request POST %s: %s", path, podconn.FirstLine(err.Error()))}
 }

@@ -12,28 +12,22 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/cluster/podconn"
 )
 
-// fakeConn is a podconn.Dialer whose tunnel reaches a local server and
-// whose exec is a test double.
+// fakeConn is a podconn.Dialer whose exec is a test double and whose
+// port-forward only counts that it was asked: no action may use one.
 type fakeConn struct {
-	addr       string
-	forwardErr error
-	closed     atomic.Int32
-	exec       func(ctx context.Context, pod cluster.PodRef, container string, cmd []string, out io.Writer) (string, error)
+	forwards atomic.Int32
+	exec     func(ctx context.Context, pod cluster.PodRef, container string, cmd []string, out io.Writer) (string, error)
 }
 
 func (f *fakeConn) Forward(context.Context, cluster.PodRef, int) (podconn.Tunnel, error) {
-	if f.forwardErr != nil {
-		return podconn.Tunnel{}, f.forwardErr
-	}
-	return podconn.Tunnel{Addr: f.addr, Close: func() { f.closed.Add(1) }}, nil
+	f.forwards.Add(1)
+	return podconn.Tunnel{}, errors.New("an action asked for a port-forward")
 }
 
 func (f *fakeConn) Exec(ctx context.Context, pod cluster.PodRef, container string, cmd []string, out io.Writer) (string, error) {
@@ -41,6 +35,26 @@ func (f *fakeConn) Exec(ctx context.Context, pod cluster.PodRef, container strin
 		return "", errors.New("no exec in this test")
 	}
 	return f.exec(ctx, pod, container, cmd, out)
+}
+
+// pilotAgent is the exec of `pilot-agent request METHOD PATH` in front of
+// an Envoy admin handler, as pilot-agent is in front of Envoy.
+func pilotAgent(t *testing.T, admin http.Handler, calls *[]string) func(context.Context, cluster.PodRef, string, []string, io.Writer) (string, error) {
+	return func(_ context.Context, _ cluster.PodRef, container string, cmd []string, out io.Writer) (string, error) {
+		*calls = append(*calls, container+" "+strings.Join(cmd, " "))
+		if len(cmd) != 4 || cmd[0] != "pilot-agent" || cmd[1] != "request" {
+			t.Errorf("exec %q, want pilot-agent request METHOD PATH", cmd)
+			return "", errors.New("command terminated with exit code 1")
+		}
+		rec := httptest.NewRecorder()
+		admin.ServeHTTP(rec, httptest.NewRequest(cmd[2], "/"+cmd[3], nil))
+		if rec.Code != http.StatusOK {
+			// pilot-agent prints Envoy's answer and exits non-zero.
+			return fmt.Sprintf("%d %s", rec.Code, podconn.FirstLine(rec.Body.String())), errors.New("command terminated with exit code 1")
+		}
+		_, _ = out.Write(rec.Body.Bytes())
+		return "", nil
+	}
 }
 
 // onePod answers GetPod with a Running pod that has an app container and a
@@ -78,15 +92,12 @@ func loggingAdmin() http.Handler {
 	})
 }
 
-func forbidden(resource string) error {
-	return apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "web-1",
-		fmt.Errorf(`User "u" cannot create resource %q in API group "" in the namespace "web"`, resource))
-}
-
-func TestEnvoyAdminPostThroughPortForward(t *testing.T) {
-	srv := httptest.NewServer(loggingAdmin())
-	defer srv.Close()
-	conn := &fakeConn{addr: srv.Listener.Addr().String()}
+// A change to Envoy goes through pilot-agent in istio-proxy (pods/exec),
+// never through a port-forward, which is what the read-only role grants.
+func TestEnvoyAdminPostRunsPilotAgentAndNeverPortForwards(t *testing.T) {
+	var calls []string
+	conn := &fakeConn{}
+	conn.exec = pilotAgent(t, loggingAdmin(), &calls)
 	k := Kube{Conn: conn, Pods: onePod{}}
 
 	body, err := k.EnvoyAdminPost(context.Background(), webPod, "/logging?connection=debug")
@@ -94,27 +105,38 @@ func TestEnvoyAdminPostThroughPortForward(t *testing.T) {
 		t.Fatalf("%q %v", body, err)
 	}
 	_, err = k.EnvoyAdminPost(context.Background(), webPod, "logging?nope=debug")
-	if err == nil || !strings.Contains(err.Error(), "POST /logging?nope=debug: HTTP 404: error: unknown logger name") {
-		t.Errorf("404: %v", err)
+	if err == nil || !strings.Contains(err.Error(), "404 error: unknown logger name") {
+		t.Errorf("Envoy's refusal is not in the error: %v", err)
 	}
-	if conn.closed.Load() != 2 {
-		t.Errorf("tunnel closed %d times, want 2", conn.closed.Load())
+	want := []string{"istio-proxy pilot-agent request POST logging?connection=debug", "istio-proxy pilot-agent request POST logging?nope=debug"}
+	if strings.Join(calls, "|") != strings.Join(want, "|") {
+		t.Errorf("execs = %q, want %q", calls, want)
+	}
+	if n := conn.forwards.Load(); n != 0 {
+		t.Errorf("%d port-forwards for a change", n)
 	}
 }
 
-func TestEnvoyAdminPostFallsBackToPilotAgentPost(t *testing.T) {
-	var got []string
-	conn := &fakeConn{forwardErr: forbidden("pods/portforward"), exec: func(_ context.Context, _ cluster.PodRef, container string, cmd []string, out io.Writer) (string, error) {
-		got = append([]string{container}, cmd...)
-		_, _ = io.WriteString(out, "active loggers:\n  connection: debug\n")
-		return "", nil
-	}}
-	body, err := Kube{Conn: conn, Pods: onePod{}}.EnvoyAdminPost(context.Background(), webPod, "/logging?connection=debug")
-	if err != nil || !strings.Contains(string(body), "connection: debug") {
-		t.Fatalf("%q %v", body, err)
+// Under the read-only role every action is refused, and the refusal says
+// which role to bind: it stays a Forbidden, so AccessProblem keeps the hint.
+func TestARefusedExecNamesTheRoleToBind(t *testing.T) {
+	refused := func(context.Context, cluster.PodRef, string, []string, io.Writer) (string, error) {
+		return "", errors.New(`unable to upgrade connection: pods "web-1" is forbidden: User "u" cannot create resource "pods/exec" in API group "" in the namespace "web"`)
 	}
-	if strings.Join(got, " ") != "istio-proxy pilot-agent request POST logging?connection=debug" {
-		t.Errorf("exec = %q", got)
+	k := Kube{Conn: &fakeConn{exec: refused}, Pods: onePod{}}
+	_, postErr := k.EnvoyAdminPost(context.Background(), webPod, "/logging?connection=debug")
+	_, _, execErr := k.Exec(context.Background(), webPod, "app", []string{"curl", "http://orders:8080/"})
+	for name, err := range map[string]error{"EnvoyAdminPost": postErr, "Exec": execErr} {
+		if !cluster.IsForbidden(err) {
+			t.Errorf("%s: %v is not a Forbidden", name, err)
+			continue
+		}
+		msg := cluster.AccessProblem("change Envoy logging of web/web-1", err)
+		for _, want := range []string{`User "u" cannot create resource "pods/exec"`, "meshtriage-exec", "meshtriage-readonly", "assets/rbac/meshtriage-exec.yaml"} {
+			if !strings.Contains(msg, want) {
+				t.Errorf("%s: %q lacks %q", name, msg, want)
+			}
+		}
 	}
 }
 
@@ -143,10 +165,11 @@ func TestExecRunsInTheNamedContainer(t *testing.T) {
 
 // Each change reads the pod as it is now: Kube keeps no pod between calls.
 func TestEveryChangeReadsThePodAgain(t *testing.T) {
-	srv := httptest.NewServer(loggingAdmin())
-	defer srv.Close()
 	var reads atomic.Int32
-	k := Kube{Conn: &fakeConn{addr: srv.Listener.Addr().String()}, Pods: onePod{reads: &reads}}
+	var calls []string
+	conn := &fakeConn{}
+	conn.exec = pilotAgent(t, loggingAdmin(), &calls)
+	k := Kube{Conn: conn, Pods: onePod{reads: &reads}}
 	for range 2 {
 		if _, err := k.EnvoyAdminPost(context.Background(), webPod, "/logging?connection=debug"); err != nil {
 			t.Fatal(err)

@@ -69,21 +69,34 @@ func (c *Cluster) adminByExec(ctx context.Context, what string, pod cluster.PodR
 }
 
 // bothForbidden joins the two refusals into one Forbidden whose message
-// names both missing permissions.
+// names both missing permissions and the role that grants the first.
 func bothForbidden(pod cluster.PodRef, forwardErr, execErr error) error {
-	detail := func(err error) string {
-		var status apierrors.APIStatus
-		if errors.As(err, &status) {
-			msg := status.Status().Message
-			if i := strings.Index(msg, "User "); i >= 0 {
-				return msg[i:]
-			}
-			return msg
-		}
-		return err.Error()
-	}
 	return apierrors.NewForbidden(corev1.Resource("pods/portforward"), pod.Name,
-		fmt.Errorf("%s; and the exec fallback: %s", detail(forwardErr), detail(execErr)))
+		fmt.Errorf("%s; and the exec fallback: %s; %s", forbiddenDetail(forwardErr), forbiddenDetail(execErr), portForwardHint))
+}
+
+// portForwardHint says which role grants what the reads of Envoy admin and
+// istiod need.
+var portForwardHint = fmt.Sprintf("the read-only role %s (assets/rbac/%s.yaml) grants pods/portforward", ReadOnlyRole, ReadOnlyRole)
+
+// needsPortForward is a refused port-forward with portForwardHint: it stays
+// a Forbidden, so cluster.AccessProblem keeps the hint.
+func needsPortForward(forbidden error, pod cluster.PodRef) error {
+	return apierrors.NewForbidden(corev1.Resource("pods/portforward"), pod.Name,
+		fmt.Errorf("%s; %s", forbiddenDetail(forbidden), portForwardHint))
+}
+
+// forbiddenDetail is the API server's "User ... cannot ..." of a refusal.
+func forbiddenDetail(err error) string {
+	var status apierrors.APIStatus
+	if errors.As(err, &status) {
+		msg := status.Status().Message
+		if i := strings.Index(msg, "User "); i >= 0 {
+			return msg[i:]
+		}
+		return msg
+	}
+	return err.Error()
 }
 
 // Istiod GETs path from istiod's monitoring port through a port-forward to
@@ -94,7 +107,7 @@ func (c *Cluster) Istiod(ctx context.Context, replica, path string) ([]byte, err
 	ns := c.info.ControlPlaneNamespace
 	var pod corev1.Pod
 	if replica != "" {
-		p, err := c.podsForReads().GetPod(ctx, ns, replica)
+		p, err := c.istiodPod(ctx, ns, replica)
 		if err != nil {
 			return nil, err
 		}
@@ -122,11 +135,30 @@ func (c *Cluster) Istiod(ctx context.Context, replica, path string) ([]byte, err
 	var setup *setupError
 	if errors.As(err, &setup) {
 		if apierrors.IsForbidden(setup.err) {
-			return nil, setup.err
+			return nil, needsPortForward(setup.err, ref)
 		}
 		return nil, &cluster.UnreachableError{What: what, Err: setup.err}
 	}
 	return body, err
+}
+
+// istiodPod finds a named replica in the istiod pod list the caller took
+// its name from (the proxy-status probe asks the replicas of that list), so
+// that asking a replica costs no round trip of its own; a replica the list
+// lacks (another revision's label) is read by name, as is every replica
+// outside a session, where there is no list to share.
+func (c *Cluster) istiodPod(ctx context.Context, ns, replica string) (*corev1.Pod, error) {
+	if c.pods == nil {
+		return c.GetPod(ctx, ns, replica)
+	}
+	if pods, err := c.pods.ListPods(ctx, ns, istiodSelector); err == nil {
+		for i := range pods {
+			if pods[i].Name == replica {
+				return &pods[i], nil
+			}
+		}
+	}
+	return c.pods.GetPod(ctx, ns, replica)
 }
 
 // pickIstiod is the first replica in probes.OrderIstiods: Ready, then the

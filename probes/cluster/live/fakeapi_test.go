@@ -58,6 +58,9 @@ func newFakeAPI(t *testing.T) *fakeAPI {
 	a := &fakeAPI{t: t, pods: map[string]*corev1.Pod{}, targets: map[string]string{}, requests: map[string]int{}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /version", func(w http.ResponseWriter, _ *http.Request) {
+		a.mu.Lock()
+		a.requests["version"]++
+		a.mu.Unlock()
 		writeJSON(w, http.StatusOK, map[string]string{"gitVersion": "v1.31.2", "major": "1", "minor": "31"})
 	})
 	mux.HandleFunc("GET /api/v1/namespaces/{ns}/pods/{name}", a.getPod)
@@ -169,7 +172,13 @@ func forbidden(resource, pod, ns string) *apierrors.StatusError {
 func (a *fakeAPI) portForward(w http.ResponseWriter, r *http.Request) {
 	ns, name := r.PathValue("ns"), r.PathValue("name")
 	a.mu.Lock()
-	a.requests["portforward "+ns+"/"+name]++
+	// A WebSocket attempt (GET) is counted apart: a port-forward is the
+	// SPDY upgrade the client falls back to.
+	if r.Method == http.MethodPost {
+		a.requests["portforward "+ns+"/"+name]++
+	} else {
+		a.requests["portforward-ws "+ns+"/"+name]++
+	}
 	deny := a.forbidForward
 	a.mu.Unlock()
 	if deny {
@@ -221,6 +230,7 @@ func (a *fakeAPI) portForward(w http.ResponseWriter, r *http.Request) {
 func (a *fakeAPI) forwardPair(target string, errStream, data httpstream.Stream) {
 	defer errStream.Close()
 	a.mu.Lock()
+	a.requests["connection "+target]++
 	addr := a.targets[target]
 	a.mu.Unlock()
 	if addr == "" {
@@ -366,4 +376,10 @@ func meshedPod(ns, name string) *corev1.Pod {
 			{Type: corev1.PodReady, Status: corev1.ConditionTrue},
 		}},
 	}
+}
+
+// connections counts the connections forwarded to ns/pod:port (stream
+// pairs), as opposed to the port-forward requests that carry them.
+func (a *fakeAPI) connections(ns, pod string, port int) int {
+	return a.count(fmt.Sprintf("connection %s/%s:%d", ns, pod, port))
 }

@@ -14,6 +14,7 @@ import (
 	"os"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	istioclient "istio.io/client-go/pkg/clientset/versioned"
@@ -96,6 +97,14 @@ type Cluster struct {
 	// the admin and istiod reads then reuse the pods the probes have just
 	// read instead of fetching them again for every admin path.
 	pods podReader
+	// tunnels, when set by NewCache, are the session's port-forwards, one
+	// per pod port, shared by its admin and istiod reads. Without it each
+	// read opens and closes a tunnel of its own.
+	tunnels *tunnelPool
+
+	// version is the last /version answer, shared by the copies NewCache
+	// makes.
+	version *versionMemo
 }
 
 type podReader interface {
@@ -103,12 +112,46 @@ type podReader interface {
 	ListPods(ctx context.Context, namespace string, selector map[string]string) ([]corev1.Pod, error)
 }
 
-// NewCache wraps c in the probes.Cache the probes of one wave share, and
-// has c's Envoy admin and istiod reads find their pods through it too.
-func NewCache(c *Cluster) *cluster.Cache {
-	cache := cluster.NewCache(c)
-	c.pods = cache
-	return cache
+// SessionCache is one triage's view of a live cluster: the probes' read
+// cache, through which the Envoy admin and istiod reads find their pods
+// too, and the port-forwards those reads share, one per pod port. Reset
+// forgets the reads and lets the port-forwards go (each closes when the
+// reads using it are done); Close does the same when the triage ends.
+type SessionCache struct {
+	*cluster.Cache
+	tunnels *tunnelPool
+}
+
+// NewCache wraps c in the read cache the probes of one session share.
+// c itself is left as it was: the session reads through a copy of it.
+func NewCache(c *Cluster) *SessionCache {
+	session := *c
+	session.tunnels = newTunnelPool(c.conn, c.timeout)
+	cache := cluster.NewCache(&session)
+	session.pods = cache
+	return &SessionCache{Cache: cache, tunnels: session.tunnels}
+}
+
+// Reset forgets every read and lets the open port-forwards go: a re-run
+// sees the cluster, and the pods, as they are now.
+func (s *SessionCache) Reset() {
+	s.Cache.Reset()
+	s.tunnels.reset()
+}
+
+// Close lets the session's port-forwards go: each closes once the reads
+// using it are done, and later reads open their own.
+func (s *SessionCache) Close() error {
+	s.tunnels.close()
+	return nil
+}
+
+// OpenEnvoyAdmin starts opening the port-forward to pod's Envoy admin
+// without waiting for it, so that the first admin read finds it open: the
+// caller's pod is known before any probe runs, and the port-forward is the
+// longest chain of round trips of a triage.
+func (s *SessionCache) OpenEnvoyAdmin(pod cluster.PodRef) {
+	s.tunnels.start(pod, cluster.EnvoyAdminPort)
 }
 
 // podsForReads is where the admin and istiod reads find their pods: the
@@ -184,6 +227,7 @@ func newCluster(r clientset.Reader, cfg *rest.Config, opts Options) *Cluster {
 		config:   cfg,
 		timeout:  timeout,
 		maxBytes: max,
+		version:  &versionMemo{},
 	}
 }
 
@@ -195,8 +239,13 @@ func (c *Cluster) Info() cluster.ClusterInfo { return c.info }
 func (c *Cluster) PodConn() podconn.Dialer { return c.conn }
 
 // ServerVersion GETs /version with ctx, unlike client-go's discovery call,
-// which takes no context.
+// which takes no context. An answer from the last few seconds is reused:
+// the reachability check, the session's start and the versions probe all
+// ask within a second, and each answer would cost a round trip.
 func (c *Cluster) ServerVersion(ctx context.Context) (string, error) {
+	if v, ok := c.version.recent(time.Now()); ok {
+		return v, nil
+	}
 	ctx, cancel := c.bound(ctx)
 	defer cancel()
 	raw, err := c.Kube.Discovery().RESTClient().Get().AbsPath("/version").Do(ctx).Raw()
@@ -207,7 +256,33 @@ func (c *Cluster) ServerVersion(ctx context.Context) (string, error) {
 	if err := json.Unmarshal(raw, &v); err != nil {
 		return "", fmt.Errorf("/version: %w", err)
 	}
+	c.version.remember(v.GitVersion, time.Now())
 	return v.GitVersion, nil
+}
+
+// versionMemo is the last /version answer and when it came.
+type versionMemo struct {
+	mu sync.Mutex
+	v  string
+	at time.Time
+}
+
+// versionReuse is how long a /version answer is reused.
+const versionReuse = 10 * time.Second
+
+func (m *versionMemo) recent(now time.Time) (string, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.v == "" || now.Sub(m.at) > versionReuse || now.Before(m.at) {
+		return "", false
+	}
+	return m.v, true
+}
+
+func (m *versionMemo) remember(v string, at time.Time) {
+	m.mu.Lock()
+	m.v, m.at = v, at
+	m.mu.Unlock()
 }
 
 // bound applies the request timeout to calls that do not go through the

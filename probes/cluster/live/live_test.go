@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
@@ -142,6 +143,7 @@ func TestEnvoyAdminReadsShareTheCachesPodRead(t *testing.T) {
 
 	c := newLive(t, a, Options{})
 	cache := NewCache(c)
+	defer cache.Close()
 	if _, err := cache.GetPod(ctx, "shop", "web-1"); err != nil {
 		t.Fatal(err)
 	}
@@ -207,7 +209,7 @@ func TestEnvoyAdminForbiddenBothWaysNamesBothPermissions(t *testing.T) {
 		t.Fatalf("err = %v (%T), want a Forbidden", err, err)
 	}
 	msg := cluster.AccessProblem("read Envoy admin of shop/web-1", err)
-	for _, want := range []string{`cannot create resource "pods/portforward"`, `cannot create resource "pods/exec"`, forbiddenUser} {
+	for _, want := range []string{`cannot create resource "pods/portforward"`, `cannot create resource "pods/exec"`, forbiddenUser, "meshtriage-readonly"} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("AccessProblem = %q, missing %q", msg, want)
 		}
@@ -406,7 +408,7 @@ func TestIstiodPrefersAReadyPodAndForwardsToItsMonitoringPort(t *testing.T) {
 
 	a.forbidForward = true
 	_, err = c.Istiod(context.Background(), "", "/debug/syncz")
-	if !apierrors.IsForbidden(err) || !strings.Contains(cluster.AccessProblem("read istiod", err), "pods/portforward") {
+	if msg := cluster.AccessProblem("read istiod", err); !apierrors.IsForbidden(err) || !strings.Contains(msg, "pods/portforward") || !strings.Contains(msg, "meshtriage-readonly") {
 		t.Errorf("forbidden istiod port-forward: %v", err)
 	}
 }
@@ -423,14 +425,23 @@ func TestIstiodReadSharesTheCachesPodList(t *testing.T) {
 	}))
 	ctx := context.Background()
 	cache := NewCache(newLive(t, a, Options{}))
+	defer cache.Close()
 	if _, err := cache.ListPods(ctx, "istio-system", map[string]string{"app": "istiod"}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := cache.Istiod(ctx, "", "/debug/syncz"); err != nil {
 		t.Fatal(err)
 	}
+	// The probe asks replicas by the names of that list: finding one
+	// costs no read of its own.
+	if _, err := cluster.Uncached(cache).Istiod(ctx, "istiod-1", "/debug/syncz"); err != nil {
+		t.Fatal(err)
+	}
 	if got := a.count("list istio-system app=istiod"); got != 1 {
 		t.Errorf("istiod pods listed %d times, want once", got)
+	}
+	if got := a.count("get istio-system/istiod-1"); got != 0 {
+		t.Errorf("the named replica was read %d times, want none: it is in the list", got)
 	}
 }
 
@@ -509,12 +520,15 @@ func TestReadLimitedNeverReadsPastTheLimit(t *testing.T) {
 	}
 }
 
-// fakeTunnel is a tunnel to a local server, recording that it was closed.
+// fakeTunnel is a tunnel to a local server, recording how often it was
+// opened and closed.
 type fakeTunnel struct {
 	addr    string
 	err     error
+	opened  atomic.Int32
 	closed  atomic.Int32
 	lastErr error
+	done    chan struct{} // nil: never ends
 }
 
 // execFunc is the exec half of a test's podconn.Dialer.
@@ -531,7 +545,16 @@ func (s seamConn) Forward(context.Context, cluster.PodRef, int) (podconn.Tunnel,
 	if f.err != nil {
 		return podconn.Tunnel{}, f.err
 	}
-	return podconn.Tunnel{Addr: f.addr, Close: func() { f.closed.Add(1) }, LastError: func() error { return f.lastErr }}, nil
+	f.opened.Add(1)
+	return podconn.Tunnel{
+		Dial: func(ctx context.Context) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "tcp", f.addr)
+		},
+		Close:     func() { f.closed.Add(1) },
+		LastError: func() error { return f.lastErr },
+		Done:      f.done,
+	}, nil
 }
 
 func (s seamConn) Exec(ctx context.Context, pod cluster.PodRef, container string, command []string, stdout io.Writer) (string, error) {

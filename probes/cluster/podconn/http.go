@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"sync"
+	"time"
 )
 
 // StatusError is a non-200 answer from Envoy admin or istiod.
@@ -26,26 +28,58 @@ func (e *StatusError) Error() string {
 	return fmt.Sprintf("%s %s: HTTP %d: %s", e.Method, e.Path, e.Status, e.Body)
 }
 
-// Get GETs url without keep-alive (the tunnel closes right after) and reads
-// at most max bytes of the body.
-func Get(ctx context.Context, rawURL string, max int64) ([]byte, error) {
-	return do(ctx, http.MethodGet, rawURL, max)
+// Client sends HTTP requests to the pod port at the end of a tunnel. It
+// keeps connections alive between requests: the reads of one pod after the
+// first cost one round trip each, where a new connection costs the stream
+// creation too.
+type Client struct {
+	transport *http.Transport
+	client    *http.Client
+}
+
+// NewClient is a client for t. Close it before t.
+func NewClient(t Tunnel) *Client {
+	transport := &http.Transport{
+		// Environment proxies must never see a request meant for a pod.
+		Proxy: nil,
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			return t.Dial(ctx)
+		},
+		MaxIdleConnsPerHost: maxIdlePerTunnel,
+		IdleConnTimeout:     idleConnTimeout,
+	}
+	return &Client{transport: transport, client: &http.Client{Transport: transport}}
+}
+
+// Probes of one wave read a pod's admin API concurrently; this many
+// connections stay open for the next wave.
+const maxIdlePerTunnel = 8
+
+// idleConnTimeout closes the connections a session no longer uses; the
+// tunnel stays open until its owner closes it.
+const idleConnTimeout = 90 * time.Second
+
+// Close closes the client's idle connections.
+func (c *Client) Close() { c.transport.CloseIdleConnections() }
+
+// Get GETs path (with its query) and reads at most max bytes of the body.
+func (c *Client) Get(ctx context.Context, path string, max int64) ([]byte, error) {
+	return c.do(ctx, http.MethodGet, path, max)
 }
 
 // Post is Get's counterpart for the admin endpoints that change state:
 // Envoy refuses them over GET.
-func Post(ctx context.Context, rawURL string, max int64) ([]byte, error) {
-	return do(ctx, http.MethodPost, rawURL, max)
+func (c *Client) Post(ctx context.Context, path string, max int64) ([]byte, error) {
+	return c.do(ctx, http.MethodPost, path, max)
 }
 
-func do(ctx context.Context, method, rawURL string, max int64) ([]byte, error) {
-	req, err := http.NewRequestWithContext(ctx, method, rawURL, nil)
+func (c *Client) do(ctx context.Context, method, path string, max int64) ([]byte, error) {
+	// The host is never resolved: every connection goes through the tunnel.
+	req, err := http.NewRequestWithContext(ctx, method, "http://localhost"+path, nil)
 	if err != nil {
 		return nil, err
 	}
-	transport := &http.Transport{DisableKeepAlives: true, Proxy: nil}
-	defer transport.CloseIdleConnections()
-	resp, err := (&http.Client{Transport: transport}).Do(req)
+	resp, err := c.client.Do(req)
 	if err != nil {
 		return nil, err
 	}

@@ -8,14 +8,13 @@ package podconn
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -46,19 +45,25 @@ type Dialer interface {
 	Exec(ctx context.Context, pod cluster.PodRef, container string, command []string, stdout io.Writer) (stderr string, err error)
 }
 
-// Tunnel is an open port-forward: a local address that reaches a pod port.
+// Tunnel is an open port-forward to one pod port: one connection to the
+// API server (SPDY, or SPDY over WebSocket) that carries any number of
+// connections to the port, each a pair of streams.
 type Tunnel struct {
-	Addr string
-	// Close stops the forwarder; it returns once the forwarder's goroutines
-	// have ended (or after forwardGrace).
+	// Dial opens one connection to the pod port through the tunnel.
+	Dial func(ctx context.Context) (net.Conn, error)
+	// Close ends the tunnel and every connection through it; it returns
+	// once the tunnel's goroutines have ended (or after forwardGrace).
 	Close func()
-	// LastError is the last error the forwarder reported, such as the
-	// kubelet's "connection refused" from the pod port; it explains a GET
+	// LastError is the last error the kubelet reported for a connection,
+	// such as "connection refused" from the pod port; it explains a request
 	// that otherwise only sees EOF. Nil when there was none.
 	LastError func() error
+	// Done is closed once the tunnel has ended: closed, or its connection
+	// to the API server lost. Nil when the tunnel cannot tell.
+	Done <-chan struct{}
 }
 
-// Err is the forwarder's last error, or nil.
+// Err is the tunnel's last error, or nil.
 func (t Tunnel) Err() error {
 	if t.LastError == nil {
 		return nil
@@ -66,17 +71,33 @@ func (t Tunnel) Err() error {
 	return t.LastError()
 }
 
-// forwardGrace bounds the wait for a stopped forwarder to wind down. The
-// SPDY upgrade reads the server's response without a deadline; a server that
-// accepts the connection and then stalls must not hold a probe past its
-// context, so after this grace the forwarder is left to end by itself (its
-// stop channel is closed, so it does once the upgrade returns).
+// Ended reports whether the tunnel can no longer carry a connection.
+func (t Tunnel) Ended() bool {
+	if t.Done == nil {
+		return false
+	}
+	select {
+	case <-t.Done:
+		return true
+	default:
+		return false
+	}
+}
+
+// forwardGrace bounds the wait for a closed tunnel's goroutines to wind
+// down.
 const forwardGrace = 2 * time.Second
 
 // Kube dials through the API server's pods/portforward and pods/exec.
 type Kube struct {
 	client rest.Interface
 	config *rest.Config
+	// spdyOnly remembers that the API server refused a WebSocket upgrade
+	// (before Kubernetes 1.35 it authorises one as "get", which a role
+	// granting only "create" lacks): later tunnels go straight to SPDY
+	// instead of paying for a refused upgrade, a connection and a TLS
+	// handshake each time.
+	spdyOnly atomic.Bool
 }
 
 // New dials with kube's REST client and the config it was built from.
@@ -84,80 +105,74 @@ func New(kube kubernetes.Interface, cfg *rest.Config) *Kube {
 	return &Kube{client: kube.CoreV1().RESTClient(), config: cfg}
 }
 
-// Forward is the client-go tunnel, dialled as kubectl port-forward does:
-// SPDY over WebSocket first, plain SPDY when the upgrade fails.
+// Forward opens a tunnel to pod:port as kubectl port-forward does (SPDY
+// over WebSocket first, plain SPDY when the upgrade fails), without a local
+// listener: the tunnel's Dial opens connections on it directly. ctx bounds
+// the setup only; the tunnel lives until Close.
 func (k *Kube) Forward(ctx context.Context, pod cluster.PodRef, port int) (Tunnel, error) {
 	u := k.client.Post().
 		Resource("pods").Namespace(pod.Namespace).Name(pod.Name).
 		SubResource("portforward").URL()
-	sink := &errorSink{}
-	logger := logr.New(sink)
 	// Neither dialer takes a context; binding it into their requests makes a
 	// dial to an unreachable API server end at ctx's deadline.
 	cfg := rest.CopyConfig(k.config)
 	cfg.Wrap(bindContext(ctx))
-	dialer, err := upgradeDialer(cfg, u, logger)
+	dialer, err := k.upgradeDialer(cfg, u)
 	if err != nil {
 		return Tunnel{}, err
 	}
-
-	fwdCtx, cancel := context.WithCancel(ctx)
-	// The forwarder reports connection errors through its context's logger;
-	// capture them instead of letting klog print into the terminal UI.
-	fwdCtx = klog.NewContext(fwdCtx, logger)
-	ready := make(chan struct{})
-	pf, err := portforward.NewOnAddressesWithContext(fwdCtx, dialer,
-		[]string{"127.0.0.1"}, []string{"0:" + strconv.Itoa(port)}, ready, io.Discard, io.Discard)
-	if err != nil {
-		cancel()
-		return Tunnel{}, err
+	type dialed struct {
+		conn httpstream.Connection
+		err  error
 	}
-	done := make(chan error, 1)
-	go func() { done <- pf.ForwardPorts() }()
-	var once sync.Once
-	stop := func() {
-		once.Do(func() {
-			cancel()
-			timer := time.NewTimer(forwardGrace)
-			defer timer.Stop()
-			select {
-			case <-done:
-			case <-timer.C:
-			}
-		})
-	}
+	// The SPDY upgrade reads the server's response without a deadline: a
+	// server that accepts the connection and then stalls must not hold the
+	// caller past ctx. The dial then ends by itself, and its connection, if
+	// one comes, is closed.
+	result := make(chan dialed, 1)
+	go func() {
+		conn, _, err := dialer.Dial(portforward.PortForwardProtocolV1Name)
+		result <- dialed{conn, err}
+	}()
 	select {
-	case <-ready:
-		ports, err := pf.GetPorts()
-		if err != nil || len(ports) == 0 {
-			stop()
-			return Tunnel{}, fmt.Errorf("port-forward to %s:%d: no local port: %v", pod, port, err)
+	case d := <-result:
+		if d.err != nil {
+			return Tunnel{}, forwardError(d.err, pod)
 		}
-		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(int(ports[0].Local)))
-		return Tunnel{Addr: addr, Close: stop, LastError: sink.last}, nil
-	case err := <-done:
-		cancel()
-		if err == nil {
-			err = errors.New("port-forward ended before it was ready")
-		}
-		return Tunnel{}, forwardError(err, pod)
+		return newTunnel(d.conn, pod, port), nil
 	case <-ctx.Done():
-		stop()
+		go func() {
+			if d := <-result; d.conn != nil {
+				_ = d.conn.Close()
+			}
+		}()
 		return Tunnel{}, ctx.Err()
 	}
 }
 
-func upgradeDialer(cfg *rest.Config, u *url.URL, logger klog.Logger) (httpstream.Dialer, error) {
+// upgradeDialer is kubectl's: WebSocket, then SPDY when the upgrade fails.
+func (k *Kube) upgradeDialer(cfg *rest.Config, u *url.URL) (httpstream.Dialer, error) {
 	transport, upgrader, err := spdy.RoundTripperFor(cfg)
 	if err != nil {
 		return nil, err
 	}
 	spdyDialer := spdy.NewDialer(upgrader, &http.Client{Transport: transport}, http.MethodPost, u)
-	wsDialer, err := portforward.NewSPDYOverWebsocketDialerWithLogger(logger, u, cfg)
+	if k.spdyOnly.Load() {
+		return spdyDialer, nil
+	}
+	// The tunnelling connection reports stream copy errors through this
+	// logger; klog would print them over the terminal UI.
+	wsDialer, err := portforward.NewSPDYOverWebsocketDialerWithLogger(logr.New(&errorSink{}), u, cfg)
 	if err != nil {
 		return nil, err
 	}
-	return portforward.NewFallbackDialer(wsDialer, spdyDialer, ShouldFallback), nil
+	return portforward.NewFallbackDialer(wsDialer, spdyDialer, func(err error) bool {
+		if !ShouldFallback(err) {
+			return false
+		}
+		k.spdyOnly.Store(true)
+		return true
+	}), nil
 }
 
 // Exec runs command through pods/exec as kubectl exec does: WebSocket
