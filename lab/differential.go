@@ -1,0 +1,275 @@
+package lab
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
+	internalupstreamv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/internal_upstream/v3"
+	rawbufferv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/raw_buffer/v3"
+	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/structpb"
+
+	"github.com/meshtriage/meshtriage/probes/mesh"
+)
+
+// PushedCluster is one outbound cluster as istiod pushed it to a caller:
+// what the config model's clusters are compared with.
+type PushedCluster struct {
+	Name   string // outbound|PORT|SUBSET|HOST
+	Port   int32
+	Subset string
+	Host   string
+	Type   string // EDS, STRICT_DNS, ORIGINAL_DST, ...
+	// Endpoints are the cluster's hosts with what the caller's Envoy does
+	// with each; an EDS cluster whose endpoints have not arrived has none.
+	Endpoints []PushedEndpoint
+}
+
+// PushedEndpoint is one host of a pushed cluster.
+type PushedEndpoint struct {
+	Address string
+	Port    uint32
+	// Health is the EDS health istiod sent (HEALTHY, UNHEALTHY, DRAINING,
+	// UNKNOWN when it sent none).
+	Health string
+	// Serving: Envoy balances requests to it (HEALTHY, UNKNOWN, DEGRADED).
+	Serving bool
+	// Sends is what the caller's Envoy puts on the wire to it, in the
+	// model's terms (mesh.SendsMTLS, SendsPlaintext, SendsTLS), from the
+	// transport socket Envoy picks for it; SendsWhy names that socket.
+	Sends, SendsWhy string
+}
+
+// Key is ADDRESS:PORT.
+func (e PushedEndpoint) Key() string {
+	return e.Address + ":" + strconv.FormatUint(uint64(e.Port), 10)
+}
+
+// Pushed returns the outbound clusters the client holds (applied and
+// ACKed), by name, each with its endpoints and the TLS its Envoy would
+// send them.
+func (c *XDSClient) Pushed() map[string]*PushedCluster {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := map[string]*PushedCluster{}
+	for _, r := range c.types[ClusterType].Resources {
+		cl := r.Message.(*clusterv3.Cluster)
+		parts := strings.Split(cl.GetName(), "|")
+		if len(parts) != 4 || parts[0] != "outbound" {
+			continue
+		}
+		port, _ := strconv.ParseInt(parts[1], 10, 32)
+		pc := &PushedCluster{Name: cl.GetName(), Port: int32(port), Subset: parts[2], Host: parts[3], Type: cl.GetType().String()}
+		var cla *endpointv3.ClusterLoadAssignment
+		switch cl.GetType() {
+		case clusterv3.Cluster_EDS:
+			if res := c.types[EndpointType].Resources[edsServiceName(cl)]; res != nil {
+				cla = res.Message.(*endpointv3.ClusterLoadAssignment)
+			}
+		default:
+			cla = cl.GetLoadAssignment()
+		}
+		for _, le := range cla.GetEndpoints() {
+			for _, lb := range le.GetLbEndpoints() {
+				sa := lb.GetEndpoint().GetAddress().GetSocketAddress()
+				if sa == nil {
+					continue
+				}
+				health := lb.GetHealthStatus()
+				sends, why := endpointSends(cl, lb, le)
+				pc.Endpoints = append(pc.Endpoints, PushedEndpoint{
+					Address:  sa.GetAddress(),
+					Port:     sa.GetPortValue(),
+					Health:   health.String(),
+					Serving:  health == corev3.HealthStatus_HEALTHY || health == corev3.HealthStatus_UNKNOWN || health == corev3.HealthStatus_DEGRADED,
+					Sends:    sends,
+					SendsWhy: why,
+				})
+			}
+		}
+		sort.Slice(pc.Endpoints, func(i, j int) bool { return pc.Endpoints[i].Key() < pc.Endpoints[j].Key() })
+		out[pc.Name] = pc
+	}
+	return out
+}
+
+// transportSocketMatchKey is the filter metadata Envoy matches a cluster's
+// transport_socket_matches against: istiod puts tlsMode there.
+const transportSocketMatchKey = "envoy.transport_socket_match"
+
+// endpointSends is what Envoy sends to lb: the transport socket of the
+// first of the cluster's transport_socket_matches whose match the
+// endpoint's (else its locality's) metadata satisfies, else the cluster's
+// transport_socket, else plaintext.
+func endpointSends(cl *clusterv3.Cluster, lb *endpointv3.LbEndpoint, le *endpointv3.LocalityLbEndpoints) (string, string) {
+	for _, md := range []*structpb.Struct{
+		lb.GetMetadata().GetFilterMetadata()[transportSocketMatchKey],
+		le.GetMetadata().GetFilterMetadata()[transportSocketMatchKey],
+	} {
+		for _, m := range cl.GetTransportSocketMatches() {
+			if structCovers(md, m.GetMatch()) {
+				return transportSends(m.GetTransportSocket(), "transport_socket_matches "+m.GetName())
+			}
+		}
+	}
+	if ts := cl.GetTransportSocket(); ts != nil {
+		return transportSends(ts, "transport_socket")
+	}
+	return mesh.SendsPlaintext, "no transport socket"
+}
+
+// structCovers reports whether every field of match is in md with the
+// same value (an empty match covers anything).
+func structCovers(md, match *structpb.Struct) bool {
+	for k, v := range match.GetFields() {
+		got, ok := md.GetFields()[k]
+		if !ok || !proto.Equal(got, v) {
+			return false
+		}
+	}
+	return true
+}
+
+// transportSends reads a transport socket: TLS with Istio's workload
+// certificate (SDS "default") validated against Istio's root (SDS
+// "ROOTCA") is Istio mTLS; other TLS is TLS the DestinationRule
+// originates; raw_buffer is plaintext. An internal upstream socket is read
+// through to the socket it wraps.
+func transportSends(ts *corev3.TransportSocket, why string) (string, string) {
+	tc := ts.GetTypedConfig()
+	switch {
+	case tc == nil:
+		return mesh.SendsPlaintext, why + " (" + ts.GetName() + ", no config)"
+	case tc.MessageIs(&internalupstreamv3.InternalUpstreamTransport{}):
+		var iu internalupstreamv3.InternalUpstreamTransport
+		if err := tc.UnmarshalTo(&iu); err == nil {
+			return transportSends(iu.GetTransportSocket(), why+" (internal upstream)")
+		}
+	case tc.MessageIs(&rawbufferv3.RawBuffer{}):
+		return mesh.SendsPlaintext, why + " (raw_buffer)"
+	case tc.MessageIs(&tlsv3.UpstreamTlsContext{}):
+		var up tlsv3.UpstreamTlsContext
+		if err := tc.UnmarshalTo(&up); err != nil {
+			break
+		}
+		ctx := up.GetCommonTlsContext()
+		workloadCert := false
+		for _, s := range ctx.GetTlsCertificateSdsSecretConfigs() {
+			workloadCert = workloadCert || s.GetName() == "default"
+		}
+		istioRoot := ctx.GetCombinedValidationContext().GetValidationContextSdsSecretConfig().GetName() == "ROOTCA" ||
+			ctx.GetValidationContextSdsSecretConfig().GetName() == "ROOTCA"
+		if workloadCert && istioRoot {
+			return mesh.SendsMTLS, why + " (Istio mTLS: SDS default, ROOTCA)"
+		}
+		return mesh.SendsTLS, why + " (TLS, not Istio's certificates)"
+	}
+	return "unknown", why + " (" + tc.GetTypeUrl() + ")"
+}
+
+// Comparison is the config model's view of a Service port set against
+// what istiod pushed to the same caller.
+type Comparison struct {
+	// Clusters and Endpoints count what was compared: clusters both sides
+	// name, and serving endpoints either side has.
+	Clusters, Endpoints int
+	// Diffs say, in words, where the two disagree.
+	Diffs []string
+}
+
+// CompareView compares the config model's view v with what istiod pushed:
+// a cluster one has and the other has not, an endpoint one counts serving
+// and the other does not, and the TLS sent to each serving endpoint. A
+// caller without a sidecar gets nothing from istiod and a ServiceEntry's
+// endpoints are not modelled: neither is compared.
+func CompareView(v *mesh.View, pushed map[string]*PushedCluster) Comparison {
+	var c Comparison
+	if !v.Caller.Sidecar {
+		return c
+	}
+	main := mesh.ClusterName(v.Port, "", v.Host)
+	if !v.Visibility.Visible {
+		c.Clusters++
+		if pc := pushed[main]; pc != nil {
+			c.Diffs = append(c.Diffs, fmt.Sprintf("%s: the model hides %s from the caller (%s); istiod pushed the cluster with %d endpoints",
+				main, v.Host, v.Visibility.HiddenBy, len(pc.Endpoints)))
+		}
+		return c
+	}
+	names := make([]string, 0, len(v.Clusters))
+	for name := range v.Clusters {
+		if strings.HasPrefix(name, "outbound|") {
+			names = append(names, name)
+		}
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		mc, pc := v.Clusters[name], pushed[name]
+		c.Clusters++
+		switch {
+		case mc.Exists && pc == nil:
+			c.Diffs = append(c.Diffs, fmt.Sprintf("%s: the model says istiod builds it; istiod pushed no such cluster", name))
+		case !mc.Exists && pc != nil:
+			c.Diffs = append(c.Diffs, fmt.Sprintf("%s: the model says istiod builds no such cluster (%s); istiod pushed it with %d endpoints", name, mc.Why, len(pc.Endpoints)))
+		case mc.Exists && !mc.External:
+			n, diffs := compareEndpoints(name, mc, pc)
+			c.Endpoints += n
+			c.Diffs = append(c.Diffs, diffs...)
+		}
+	}
+	return c
+}
+
+func compareEndpoints(name string, mc *mesh.Cluster, pc *PushedCluster) (int, []string) {
+	type modelled struct{ sends, why string }
+	model := map[string]modelled{}
+	for _, e := range mc.Endpoints {
+		if e.Serving() {
+			model[fmt.Sprintf("%s:%d", e.Address, e.Port)] = modelled{e.Sends, e.SendsWhy}
+		}
+	}
+	pushed := map[string]PushedEndpoint{}
+	all := map[string]PushedEndpoint{}
+	for _, e := range pc.Endpoints {
+		all[e.Key()] = e
+		if e.Serving {
+			pushed[e.Key()] = e
+		}
+	}
+	var out []string
+	for _, k := range sortedKeysOf(model) {
+		m := model[k]
+		e, ok := pushed[k]
+		switch {
+		case !ok && all[k].Health != "":
+			out = append(out, fmt.Sprintf("%s: endpoint %s serves in the model; istiod pushed it %s", name, k, all[k].Health))
+		case !ok:
+			out = append(out, fmt.Sprintf("%s: endpoint %s serves in the model; istiod pushed no such endpoint", name, k))
+		case e.Sends != m.sends:
+			out = append(out, fmt.Sprintf("%s: endpoint %s: the model sends %s (%s); the caller's Envoy sends %s (%s)", name, k, m.sends, m.why, e.Sends, e.SendsWhy))
+		}
+	}
+	compared := len(model)
+	for _, k := range sortedKeysOf(pushed) {
+		if _, ok := model[k]; !ok {
+			compared++
+			out = append(out, fmt.Sprintf("%s: endpoint %s: istiod pushed it %s; the model does not count it serving", name, k, pushed[k].Health))
+		}
+	}
+	return compared, out
+}
+
+func sortedKeysOf[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
