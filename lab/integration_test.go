@@ -347,7 +347,10 @@ func TestEveryProbeThroughKubeletStreams(t *testing.T) {
 	t.Run("exec fallback", func(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		kubeconfig := serviceAccountKubeconfig(t, ctx, l, "meshtriage-exec-only", readOnlyRulesWithout(t, "pods/portforward"))
+		// Where port-forward is refused, the exec role (bound on top of the
+		// read-only one) is what the Envoy admin reads fall back on.
+		rules := append(readOnlyRulesWithout(t, "pods/portforward"), readManifest(t, live.ExecRole+".yaml").ClusterRoles[0].Rules...)
+		kubeconfig := serviceAccountKubeconfig(t, ctx, l, "meshtriage-exec-only", rules)
 		forwards, execs := l.Kubelet.Requests("portforward"), l.Kubelet.Requests("exec")
 		c := liveCluster(t, kubeconfig, s, 20*time.Second)
 		for _, id := range []string{"envoy-clusters", "envoy-listeners", "envoy-config"} {

@@ -1,0 +1,292 @@
+//go:build integration
+
+package lab
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	authorizationv1 "k8s.io/api/authorization/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/meshtriage/meshtriage/probes/cluster"
+	"github.com/meshtriage/meshtriage/probes/cluster/live"
+	"github.com/meshtriage/meshtriage/probes/mesh"
+	"github.com/meshtriage/meshtriage/runbook/triage"
+)
+
+// waitAllowedIn waits until ServiceAccount namespace/name may verb resource
+// in ns: the API server's authorizer learns of RBAC changes through a cache.
+func waitAllowedIn(ctx context.Context, t *testing.T, l *Lab, namespace, name, verb, resource, ns string) {
+	t.Helper()
+	sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+		User:               ServiceAccountUser(namespace, name),
+		Groups:             []string{"system:serviceaccounts", "system:serviceaccounts:" + namespace, "system:authenticated"},
+		ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: verb, Resource: resource, Namespace: ns},
+	}}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	for {
+		res, err := l.Kube.AuthorizationV1().SubjectAccessReviews().Create(ctx, sar, metav1.CreateOptions{})
+		if err == nil && res.Status.Allowed {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("RBAC never allowed %s to %s %s in %s: %v", sar.Spec.User, verb, resource, ns, err)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// serviceAccountKubeconfigFor writes a kubeconfig with a token of
+// ServiceAccount meshtriage/name (created if absent).
+func serviceAccountKubeconfigFor(ctx context.Context, t *testing.T, l *Lab, name string) string {
+	t.Helper()
+	token, err := l.ServiceAccountToken(ctx, "meshtriage", name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), name+".kubeconfig")
+	if err := l.WriteKubeconfig(path, name, token, "default"); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func serviceAccountSubject(name string) []rbacv1.Subject {
+	return []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: "meshtriage", Name: name}}
+}
+
+// bindClusterRole applies a shipped ClusterRole (file under assets/rbac)
+// with a binding of its own to ServiceAccount meshtriage/subject.
+func bindClusterRole(ctx context.Context, t *testing.T, l *Lab, file, subject string) *rbacv1.ClusterRole {
+	t.Helper()
+	m := readManifest(t, file)
+	role := m.ClusterRoles[0]
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: role.Name + "-" + subject},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
+		Subjects:   serviceAccountSubject(subject),
+	}
+	if err := l.ApplyRBAC(ctx, role, binding); err != nil {
+		t.Fatal(err)
+	}
+	return role
+}
+
+// auditOf lists the requests of ServiceAccount meshtriage/name since mark
+// that either changed something or were refused.
+func auditOf(t *testing.T, l *Lab, name string, since int) (forbidden, writes []string, total int) {
+	t.Helper()
+	events, err := ReadAudit(l.AuditLog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	user := ServiceAccountUser("meshtriage", name)
+	for _, e := range events[since:] {
+		if e.User.Username != user || e.Stage != "ResponseComplete" && e.Stage != "Panic" {
+			continue
+		}
+		total++
+		what := fmt.Sprintf("%s %s (%s) -> %d", e.Verb, e.Resource(), e.RequestURI, e.Code())
+		if e.Code() == 403 {
+			forbidden = append(forbidden, what)
+		}
+		if !readOnlyVerb(e) {
+			writes = append(writes, what)
+		}
+	}
+	return forbidden, writes, total
+}
+
+func auditLen(t *testing.T, l *Lab) int {
+	t.Helper()
+	events, err := ReadAudit(l.AuditLog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(events)
+}
+
+// The namespaced Role, bound only in the target's, the caller's and the
+// control plane's namespaces, is enough for a whole triage of every
+// scenario: no probe is refused, and the API server refused nothing.
+func TestNamespacedReadOnlyRoleSufficesForATriage(t *testing.T) {
+	l := sharedLab(t)
+	const sa = "meshtriage-namespaced"
+	m := readManifest(t, live.ReadOnlyRole+"-namespaced.yaml")
+	role, binding := m.Roles[0], m.RoleBindings[0].DeepCopy()
+	binding.Subjects = serviceAccountSubject(sa)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	kubeconfig := serviceAccountKubeconfigFor(ctx, t, l, sa)
+	mark := auditLen(t, l)
+
+	for _, name := range scenarioNames(t) {
+		t.Run(name, func(t *testing.T) {
+			s := loadScenario(t, name)
+			applyShared(t, l, s)
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			controlPlane := s.ControlPlaneNamespace
+			if controlPlane == "" {
+				controlPlane = cluster.DefaultControlPlane
+			}
+			namespaces := map[string]bool{s.Target.Namespace: true, controlPlane: true}
+			if s.Target.Source != nil {
+				namespaces[s.Target.Source.Namespace] = true
+			}
+			for ns := range namespaces {
+				if err := l.ApplyRole(ctx, ns, role, binding); err != nil {
+					t.Fatal(err)
+				}
+				waitAllowedIn(ctx, t, l, "meshtriage", sa, "create", "pods/portforward", ns)
+			}
+			run := runCheck(t, ctx, triage.LiveSource(liveCluster(t, kubeconfig, s, 20*time.Second)), s.Target)
+			for id, r := range run.results {
+				if strings.Contains(strings.ToLower(r.Summary), "forbidden") {
+					t.Errorf("probe %s with the namespaced read-only Role: %s", id, r.Summary)
+				}
+			}
+		})
+	}
+	forbidden, writes, total := auditOf(t, l, sa, mark)
+	if total == 0 {
+		t.Fatal("the audit log has no request by the namespaced user")
+	}
+	for _, f := range forbidden {
+		t.Errorf("audit: refused %s: the Role lacks a permission a probe uses", f)
+	}
+	for _, w := range writes {
+		t.Errorf("audit: %s by the read-only user", w)
+	}
+}
+
+// execRecorder stands in for the commands the actions run in a pod: it
+// records them and answers as pilot-agent and curl would.
+type execRecorder struct {
+	mu    sync.Mutex
+	calls []string
+}
+
+func (r *execRecorder) run(_ context.Context, pod cluster.PodRef, container string, command []string, stdout, stderr io.Writer) int {
+	r.mu.Lock()
+	r.calls = append(r.calls, fmt.Sprintf("%s %s: %s", pod, container, strings.Join(command, " ")))
+	r.mu.Unlock()
+	switch {
+	case container == mesh.ProxyContainer && len(command) == 4 && command[0] == "pilot-agent" && command[2] == "POST":
+		fmt.Fprint(stdout, "active loggers:\n  connection: info\n  http: info\n  upstream: info\n")
+		return 0
+	case len(command) > 0 && command[0] == "curl":
+		fmt.Fprint(stderr, "< HTTP/1.1 200 OK\n< x-envoy-upstream-service-time: 3\n")
+		return 0
+	}
+	fmt.Fprintf(stderr, "exec: %q: executable file not found in $PATH\n", strings.Join(command, " "))
+	return 127
+}
+
+func (r *execRecorder) count() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.calls)
+}
+
+// runActions runs `meshtriage check` once with each action (debug logging
+// that cannot start sends no test request) and returns its stderr lines
+// about them.
+func runActions(t *testing.T, kubeconfig string, args []string) (testRequest, debugLogging string) {
+	t.Helper()
+	run := func(action ...string) string {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		var stdout, stderr bytes.Buffer
+		cmd := exec.CommandContext(ctx, meshtriageBinary(t), append(append([]string{"--kubeconfig", kubeconfig, "check",
+			"--metrics-window", "0", "-o", "json"}, action...), args...)...)
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		var exitErr *exec.ExitError
+		if err := cmd.Run(); err != nil && !errors.As(err, &exitErr) {
+			t.Fatal(err)
+		}
+		var lines []string
+		for _, line := range strings.Split(stderr.String(), "\n") {
+			if strings.HasPrefix(line, "meshtriage: test request") || strings.HasPrefix(line, "meshtriage: debug logging") {
+				lines = append(lines, line)
+			}
+		}
+		if len(lines) == 0 {
+			t.Fatalf("check %v reported no action:\n%s", action, stderr.String())
+		}
+		return strings.Join(lines, "\n")
+	}
+	return run("--test-request", "/"), run("--debug-logging", "1s")
+}
+
+// Under the read-only role each action is refused, and the refusal the
+// on-call reads names the role that would allow it; bound to that role as
+// well, the same actions reach the pod.
+func TestActionsUnderTheReadOnlyRoleNameTheRoleToBind(t *testing.T) {
+	l := sharedLab(t)
+	s := loadScenario(t, "healthy")
+	applyShared(t, l, s)
+	const sa = "meshtriage-oncall"
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	bindClusterRole(ctx, t, l, live.ReadOnlyRole+".yaml", sa)
+	waitAllowedIn(ctx, t, l, "meshtriage", sa, "create", "pods/portforward", s.Target.Namespace)
+	kubeconfig := serviceAccountKubeconfigFor(ctx, t, l, sa)
+	recorder := &execRecorder{}
+	l.Kubelet.SetExec(recorder.run)
+	defer l.Kubelet.SetExec(l.Kubelet.pilotAgent)
+	args := targetArgs(s)
+
+	mark := auditLen(t, l)
+	testRequest, debugLogging := runActions(t, kubeconfig, args)
+	for name, out := range map[string]string{"test request": testRequest, "debug logging": debugLogging} {
+		for _, want := range []string{"forbidden", `"pods/exec"`, live.ExecRole, live.ReadOnlyRole} {
+			if !strings.Contains(out, want) {
+				t.Errorf("%s under the read-only role: %q lacks %q", name, out, want)
+			}
+		}
+	}
+	if n := recorder.count(); n != 0 {
+		t.Errorf("%d commands reached a pod under the read-only role: %v", n, recorder.calls)
+	}
+	forbidden, writes, _ := auditOf(t, l, sa, mark)
+	if len(forbidden) == 0 {
+		t.Error("the audit log shows no refused request: the actions were not refused by the API server")
+	}
+	for _, f := range forbidden {
+		if !strings.Contains(f, "pods/exec") {
+			t.Errorf("refused: %s; only pods/exec should be", f)
+		}
+	}
+	for _, w := range writes {
+		if !strings.Contains(w, "pods/exec") || !strings.HasSuffix(w, "-> 403") {
+			t.Errorf("audit: %s under the read-only role", w)
+		}
+	}
+
+	bindClusterRole(ctx, t, l, live.ExecRole+".yaml", sa)
+	waitAllowedIn(ctx, t, l, "meshtriage", sa, "create", "pods/exec", s.Target.Source.Namespace)
+	testRequest, debugLogging = runActions(t, kubeconfig, args)
+	if strings.Contains(testRequest+debugLogging, "forbidden") {
+		t.Errorf("with %s bound the actions are still refused:\n%s%s", live.ExecRole, testRequest, debugLogging)
+	}
+	calls := strings.Join(recorder.calls, "\n")
+	for _, want := range []string{"curl", "pilot-agent request POST logging"} {
+		if !strings.Contains(calls, want) {
+			t.Errorf("with %s bound no %q reached the pod; commands:\n%s", live.ExecRole, want, calls)
+		}
+	}
+}
