@@ -174,7 +174,7 @@ func TestDestinationRulesEvaluate(t *testing.T) {
 			facts:   Facts{"dr_names": []string{"istio-system/mesh"}},
 		},
 		{
-			name:   "workloadSelector rule only for the clients it selects",
+			name:   "a workloadSelector rule in the caller's namespace that does not select it still claims the host: no fallback to the service's rule, as istiod does",
 			target: fromWeb,
 			in: func() modelInput {
 				sel := fxDR("web", "canary-only", "orders.shop.svc.cluster.local", 0)
@@ -184,7 +184,7 @@ func TestDestinationRulesEvaluate(t *testing.T) {
 				return in
 			}(),
 			status:  StatusPass,
-			summary: "DestinationRule shop/orders applies",
+			summary: "no DestinationRule applies",
 		},
 		{
 			name:   "subset label contradicting the selector selects no endpoint; unrouted, it is only said",

@@ -17,6 +17,9 @@ type Config struct {
 	// RootNamespace holds the mesh-wide rules (Mesh.RootNamespace of the
 	// control plane's namespace).
 	RootNamespace string
+	// SystemNamespace is istiod's namespace (the RootNamespace when empty):
+	// its network label is the network of pods that name none.
+	SystemNamespace string
 	// ClusterID names the cluster in endpoint labels (topology.istio.io/
 	// cluster); istiod's default is "Kubernetes".
 	ClusterID string

@@ -60,74 +60,119 @@ func (a *AppliedRule) Subset(name string) *networkingv1alpha3.Subset {
 	return nil
 }
 
-// DestinationRuleFor resolves which DestinationRule Istio applies to the
-// caller's traffic for host (a Service of namespace hostNS, "" for an
-// external host): rules in the caller's namespace first, then the host's
-// namespace (exported to the caller), then the root namespace; within the
-// first namespace that has a match, a rule whose workloadSelector selects
-// the caller beats one without a selector, the most specific host wins,
-// and same-host rules are merged. Every rule naming the host gets a
-// verdict saying why it does or does not apply.
+// DestinationRuleFor resolves which DestinationRule istiod gives the caller
+// for host (a Service of namespace hostNS, "" for an external host), as
+// PushContext.destinationRule and SidecarScope.DestinationRule do. Three
+// tiers, the first with any rule for the host wins outright (the tiers are
+// never combined): the rules local to the caller's namespace, the rules of
+// the host's namespace exported to the caller, the root namespace's
+// exported rules. In a tier, the most specific host wins; same-host rules
+// are merged when their exportTo agree; then a rule whose workloadSelector
+// selects the caller is taken, else the newest rule without selector, else
+// none (a selector rule that does not select the caller still shadows the
+// other tiers). Every rule naming the host gets a verdict.
 func (c *Config) DestinationRuleFor(caller Caller, host, hostNS string) (*AppliedRule, []RuleVerdict, []string) {
 	var verdicts []RuleVerdict
 	var unknown []string
-	meshDefault := c.Mesh.Raw.GetDefaultDestinationRuleExportTo()
-	byNamespace := map[string][]*networkingv1.DestinationRule{}
-	verdictOf := map[*networkingv1.DestinationRule]int{}
+	judged := map[*networkingv1.DestinationRule]bool{}
 	add := func(dr *networkingv1.DestinationRule, applies bool, why string) {
-		verdictOf[dr] = len(verdicts)
+		judged[dr] = true
 		verdicts = append(verdicts, RuleVerdict{Kind: "DestinationRule", Namespace: dr.Namespace, Name: dr.Name, Host: dr.Spec.GetHost(), Applies: applies, Why: why})
 	}
+	var matching []*networkingv1.DestinationRule
 	for _, dr := range c.DestinationRules {
 		h := dr.Spec.GetHost()
-		if svc, ns, ok := strings.Cut(host, "."); ok && NearMiss(h, svc, strings.SplitN(ns, ".", 2)[0]) {
+		if svc, rest, ok := strings.Cut(host, "."); ok && NearMiss(h, svc, strings.SplitN(rest, ".", 2)[0]) {
 			add(dr, false, fmt.Sprintf("never applies: Istio does not complete host %q, use %s", h, host))
 			continue
 		}
-		if !HostCovers(h, dr.Namespace, host) {
-			continue
+		if HostCovers(h, dr.Namespace, host) {
+			matching = append(matching, dr)
 		}
-		if exportTo := exportToOrDefault(dr.Spec.GetExportTo(), meshDefault); !ExportedTo(exportTo, dr.Namespace, caller.Namespace) {
-			add(dr, false, fmt.Sprintf("not exported to namespace %s (exportTo %s)", caller.Namespace, strings.Join(exportTo, ",")))
-			continue
-		}
-		if sel := dr.Spec.GetWorkloadSelector().GetMatchLabels(); len(sel) > 0 {
-			switch {
-			case dr.Namespace != caller.Namespace:
-				add(dr, false, "has a workloadSelector, which only selects workloads of its own namespace "+dr.Namespace)
-				continue
-			case !caller.labelsKnown():
-				add(dr, false, "has a workloadSelector ("+labels.SelectorFromSet(sel).String()+") and the caller's labels are not known")
-				unknown = append(unknown, "DestinationRule "+dr.Namespace+"/"+dr.Name+" selects workloads and the caller is not a known pod")
-				continue
-			case !LabelsMatch(sel, caller.Labels):
-				add(dr, false, "workloadSelector "+labels.SelectorFromSet(sel).String()+" does not select the caller")
-				continue
-			}
-		}
-		byNamespace[dr.Namespace] = append(byNamespace[dr.Namespace], dr)
+	}
+	tiers := []struct {
+		name string
+		drs  []*networkingv1.DestinationRule
+	}{
+		{"the caller's namespace " + caller.Namespace, c.localRules(matching, caller.Namespace)},
+		{"the host's namespace " + hostNS, c.exportedRules(matching, hostNS, caller.Namespace)},
+		{"the root namespace " + c.RootNamespace, c.exportedRules(matching, c.RootNamespace, caller.Namespace)},
+	}
+	if caller.Namespace == hostNS {
+		tiers[1].drs = nil
 	}
 	var applied *AppliedRule
-	for _, ns := range []string{caller.Namespace, hostNS, c.RootNamespace} {
-		candidates := byNamespace[ns]
-		if ns == "" || len(candidates) == 0 {
+	winner := ""
+	for _, tier := range tiers {
+		if len(tier.drs) == 0 {
 			continue
 		}
-		applied = mergeRules(pickRules(candidates, ns))
+		best := mostSpecific(tier.drs, host)
+		var sameHost []*networkingv1.DestinationRule
+		for _, dr := range tier.drs {
+			if ResolveHost(dr.Spec.GetHost(), dr.Namespace) == best {
+				sameHost = append(sameHost, dr)
+			}
+		}
+		entries := consolidate(sameHost, c.Mesh.Raw.GetDefaultDestinationRuleExportTo())
+		var chosen *AppliedRule
+		for _, e := range entries {
+			sel := e.Rules[0].Spec.GetWorkloadSelector().GetMatchLabels()
+			if len(sel) == 0 {
+				chosen = e // the last (newest) entry without selector
+				continue
+			}
+			if e.Rules[0].Namespace != caller.Namespace {
+				continue
+			}
+			if !caller.labelsKnown() {
+				unknown = append(unknown, fmt.Sprintf("DestinationRule %s/%s selects workloads (%s) and the caller is not a known pod", e.Rules[0].Namespace, e.Rules[0].Name, labels.SelectorFromSet(sel)))
+				continue
+			}
+			if LabelsMatch(sel, caller.Labels) {
+				chosen = e
+				break
+			}
+		}
+		for _, e := range entries {
+			if e == chosen {
+				continue
+			}
+			for _, dr := range e.Rules {
+				why := "not chosen in " + tier.name + ": a rule selecting the caller, else the newest without selector, applies"
+				if sel := dr.Spec.GetWorkloadSelector().GetMatchLabels(); len(sel) > 0 {
+					why = "workloadSelector " + labels.SelectorFromSet(sel).String() + " does not select the caller"
+				}
+				add(dr, false, why)
+			}
+		}
+		for _, dr := range tier.drs {
+			if !judged[dr] && ResolveHost(dr.Spec.GetHost(), dr.Namespace) != best {
+				add(dr, false, "a more specific host ("+best+") in "+tier.name+" wins")
+			}
+		}
+		applied, winner = chosen, tier.name
+		if chosen == nil {
+			winner += ", where no rule applies to the caller"
+		}
 		break
 	}
-	winner := "none"
 	if applied != nil {
 		for _, dr := range applied.Rules {
 			add(dr, true, "applies")
 		}
-		winner = strings.Join(applied.Names(), "+")
 	}
-	for _, drs := range byNamespace {
-		for _, dr := range drs {
-			if _, judged := verdictOf[dr]; !judged {
-				add(dr, false, "shadowed by "+winner+" (one rule per host: the caller's namespace, then the host's, then the root namespace)")
-			}
+	for _, dr := range matching {
+		if judged[dr] {
+			continue
+		}
+		switch {
+		case winner != "":
+			add(dr, false, "shadowed: "+winner+" has a rule for the host (the caller's namespace, then the host's, then the root namespace; never combined)")
+		case dr.Namespace != caller.Namespace && dr.Namespace != hostNS && dr.Namespace != c.RootNamespace:
+			add(dr, false, "in namespace "+dr.Namespace+", which is neither the caller's, the host's nor the root: istiod never uses it for this caller")
+		default:
+			add(dr, false, fmt.Sprintf("not exported to namespace %s (exportTo %s)", caller.Namespace, strings.Join(dr.Spec.GetExportTo(), ",")))
 		}
 	}
 	sort.SliceStable(verdicts, func(i, j int) bool {
@@ -139,52 +184,177 @@ func (c *Config) DestinationRuleFor(caller Caller, host, hostNS string) (*Applie
 	return applied, verdicts, unknown
 }
 
-// pickRules chooses, among one namespace's matching rules, those Istio
-// uses: rules whose workloadSelector selects the caller before rules
-// without one, then the most specific host; all rules with that host
-// (and the same selector kind) are merged.
-func pickRules(candidates []*networkingv1.DestinationRule, ns string) []*networkingv1.DestinationRule {
-	sort.SliceStable(candidates, func(i, j int) bool {
-		si, sj := len(candidates[i].Spec.GetWorkloadSelector().GetMatchLabels()) > 0, len(candidates[j].Spec.GetWorkloadSelector().GetMatchLabels()) > 0
-		if si != sj {
-			return si
-		}
-		hi, hj := hostSpecificity(candidates[i].Spec.GetHost(), ns), hostSpecificity(candidates[j].Spec.GetHost(), ns)
-		if hi != hj {
-			return hi > hj
-		}
-		if !candidates[i].CreationTimestamp.Equal(&candidates[j].CreationTimestamp) {
-			return candidates[i].CreationTimestamp.Before(&candidates[j].CreationTimestamp)
-		}
-		return candidates[i].Name < candidates[j].Name
-	})
-	first := candidates[0]
-	selects := len(first.Spec.GetWorkloadSelector().GetMatchLabels()) > 0
-	best := ResolveHost(first.Spec.GetHost(), ns)
+// drExportTo is a rule's effective exportTo set: a workload-selector rule
+// is always private to its namespace.
+func drExportTo(dr *networkingv1.DestinationRule) []string {
+	if len(dr.Spec.GetWorkloadSelector().GetMatchLabels()) > 0 {
+		return []string{"."}
+	}
+	return dr.Spec.GetExportTo()
+}
+
+// localRules are ns's rules its own proxies see: exportTo empty, "*", "."
+// or the namespace itself. A caller in the root namespace sees only the
+// root's private rules here; its exported ones come in the last tier.
+func (c *Config) localRules(drs []*networkingv1.DestinationRule, ns string) []*networkingv1.DestinationRule {
 	var out []*networkingv1.DestinationRule
-	for _, dr := range candidates {
-		if ResolveHost(dr.Spec.GetHost(), ns) == best && (len(dr.Spec.GetWorkloadSelector().GetMatchLabels()) > 0) == selects {
+	for _, dr := range drs {
+		if dr.Namespace != ns {
+			continue
+		}
+		set := drExportTo(dr)
+		if ns == c.RootNamespace && !c.privateOnly(dr) {
+			continue
+		}
+		if len(set) == 0 || containsAny(set, "*", ".", ns) {
 			out = append(out, dr)
 		}
 	}
 	return out
 }
 
-func mergeRules(rules []*networkingv1.DestinationRule) *AppliedRule {
-	a := &AppliedRule{Rules: rules}
-	seen := map[string]bool{}
-	for _, dr := range rules {
-		if a.TrafficPolicy == nil && dr.Spec.GetTrafficPolicy() != nil {
-			a.TrafficPolicy, a.PolicyFrom = dr.Spec.GetTrafficPolicy(), dr.Namespace+"/"+dr.Name
+// exportedRules are ns's rules that are not private and are exported to
+// callerNS.
+func (c *Config) exportedRules(drs []*networkingv1.DestinationRule, ns, callerNS string) []*networkingv1.DestinationRule {
+	var out []*networkingv1.DestinationRule
+	for _, dr := range drs {
+		if dr.Namespace != ns || c.privateOnly(dr) {
+			continue
 		}
-		for _, s := range dr.Spec.GetSubsets() {
-			if !seen[s.GetName()] {
-				seen[s.GetName()] = true
-				a.Subsets = append(a.Subsets, s)
-			}
+		if set := drExportTo(dr); len(set) == 0 || containsAny(set, "*", callerNS) {
+			out = append(out, dr)
 		}
 	}
-	return a
+	return out
+}
+
+// privateOnly: the rule is visible in its own namespace only.
+func (c *Config) privateOnly(dr *networkingv1.DestinationRule) bool {
+	set := drExportTo(dr)
+	if len(set) == 0 {
+		return contains(c.Mesh.Raw.GetDefaultDestinationRuleExportTo(), ".")
+	}
+	return len(set) == 1 && (set[0] == "." || set[0] == dr.Namespace)
+}
+
+func containsAny(list []string, values ...string) bool {
+	for _, v := range values {
+		if contains(list, v) {
+			return true
+		}
+	}
+	return false
+}
+
+// mostSpecific is the resolved host of drs that matches host most
+// specifically: exact, else the longest wildcard, else the alphabetically
+// first.
+func mostSpecific(drs []*networkingv1.DestinationRule, host string) string {
+	best := ""
+	for _, dr := range drs {
+		h := ResolveHost(dr.Spec.GetHost(), dr.Namespace)
+		switch {
+		case best == "":
+			best = h
+		case !strings.HasPrefix(h, "*") && strings.HasPrefix(best, "*"):
+			best = h
+		case strings.HasPrefix(h, "*") == strings.HasPrefix(best, "*") && (len(h) > len(best) || len(h) == len(best) && h < best):
+			best = h
+		}
+	}
+	return best
+}
+
+// consolidate merges same-host rules as istiod does since 1.24: oldest
+// first (selector rules ahead), a rule joins an earlier entry when both
+// have no selector (or the same one) and its exportTo equals, or is a
+// superset of, the entry's non-empty one; it adds the subsets the entry
+// lacks and its trafficPolicy only if the entry has none. Otherwise it
+// stays an entry of its own.
+func consolidate(drs []*networkingv1.DestinationRule, meshDefault []string) []*AppliedRule {
+	sorted := append([]*networkingv1.DestinationRule(nil), drs...)
+	sort.SliceStable(sorted, func(i, j int) bool {
+		si, sj := len(sorted[i].Spec.GetWorkloadSelector().GetMatchLabels()) > 0, len(sorted[j].Spec.GetWorkloadSelector().GetMatchLabels()) > 0
+		if si != sj {
+			return si
+		}
+		if !sorted[i].CreationTimestamp.Equal(&sorted[j].CreationTimestamp) {
+			return sorted[i].CreationTimestamp.Before(&sorted[j].CreationTimestamp)
+		}
+		if sorted[i].Name != sorted[j].Name {
+			return sorted[i].Name < sorted[j].Name
+		}
+		return sorted[i].Namespace < sorted[j].Namespace
+	})
+	var entries []*AppliedRule
+	for _, dr := range sorted {
+		merged := false
+		for _, e := range entries {
+			first := e.Rules[0]
+			if !sameSelector(first, dr) || !exportToJoins(drExportTo(first), drExportTo(dr)) {
+				continue
+			}
+			e.merge(dr)
+			merged = true
+			break
+		}
+		if !merged {
+			e := &AppliedRule{}
+			e.merge(dr)
+			entries = append(entries, e)
+		}
+	}
+	return entries
+}
+
+func sameSelector(a, b *networkingv1.DestinationRule) bool {
+	sa, sb := a.Spec.GetWorkloadSelector().GetMatchLabels(), b.Spec.GetWorkloadSelector().GetMatchLabels()
+	if len(sa) != len(sb) {
+		return false
+	}
+	for k, v := range sa {
+		if sb[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// exportToJoins: a later rule merges into an entry when their exportTo
+// sets are equal, or the entry's is non-empty and the later's a superset.
+func exportToJoins(entry, later []string) bool {
+	if len(entry) == len(later) {
+		equal := true
+		for _, e := range entry {
+			equal = equal && contains(later, e)
+		}
+		if equal {
+			return true
+		}
+	}
+	if len(entry) == 0 {
+		return false
+	}
+	for _, e := range entry {
+		if !contains(later, e) {
+			return false
+		}
+	}
+	return true
+}
+
+// merge adds dr to the entry: its subsets the entry lacks, its
+// trafficPolicy when the entry has none.
+func (a *AppliedRule) merge(dr *networkingv1.DestinationRule) {
+	a.Rules = append(a.Rules, dr)
+	if a.TrafficPolicy == nil && dr.Spec.GetTrafficPolicy() != nil {
+		a.TrafficPolicy, a.PolicyFrom = dr.Spec.GetTrafficPolicy(), dr.Namespace+"/"+dr.Name
+	}
+	for _, s := range dr.Spec.GetSubsets() {
+		if a.Subset(s.GetName()) == nil {
+			a.Subsets = append(a.Subsets, s)
+		}
+	}
 }
 
 // ClusterPolicy is the traffic policy Envoy gets for one cluster: the

@@ -222,7 +222,11 @@ func (c *Config) describeEndpoint(e *Endpoint, pod *corev1.Pod, sd *ServiceData)
 func (c *Config) locality(pod *corev1.Pod, node *corev1.Node) (region, zone, subzone string, known bool) {
 	if pod != nil {
 		if v := pod.Labels[labelLocality]; v != "" {
-			parts := strings.SplitN(v, ".", 3)
+			sep := "."
+			if strings.Contains(v, "/") {
+				sep = "/"
+			}
+			parts := strings.SplitN(v, sep, 3)
 			for len(parts) < 3 {
 				parts = append(parts, "")
 			}
@@ -232,10 +236,18 @@ func (c *Config) locality(pod *corev1.Pod, node *corev1.Node) (region, zone, sub
 	if node == nil {
 		return "", "", "", false
 	}
-	return node.Labels[LabelRegion], node.Labels[LabelZone], node.Labels[LabelSubzone], true
+	region, zone = node.Labels[LabelRegion], node.Labels[LabelZone]
+	if region == "" {
+		region = node.Labels["failure-domain.beta.kubernetes.io/region"]
+	}
+	if zone == "" {
+		zone = node.Labels["failure-domain.beta.kubernetes.io/zone"]
+	}
+	return region, zone, node.Labels[LabelSubzone], true
 }
 
-// network is the pod's network: its own label, else its namespace's.
+// network is the pod's network: its own label, else the label of the
+// Istio system namespace (istiod's own network), as istiod reads it.
 func (c *Config) network(pod *corev1.Pod) string {
 	if pod == nil {
 		return ""
@@ -243,10 +255,18 @@ func (c *Config) network(pod *corev1.Pod) string {
 	if v := pod.Labels[LabelNetwork]; v != "" {
 		return v
 	}
-	if ns := c.Namespaces[pod.Namespace]; ns != nil {
+	if ns := c.Namespaces[c.systemNamespace()]; ns != nil {
 		return ns.Labels[LabelNetwork]
 	}
 	return ""
+}
+
+// systemNamespace is istiod's namespace.
+func (c *Config) systemNamespace() string {
+	if c.SystemNamespace != "" {
+		return c.SystemNamespace
+	}
+	return c.RootNamespace
 }
 
 // SelectsEndpoint reports whether a subset's labels select the endpoint,

@@ -106,11 +106,17 @@ type ClientTLS struct {
 	// ServiceMode is the namespace/mesh PeerAuthentication mode auto mTLS
 	// consults (DISABLE turns it off for the whole cluster).
 	ServiceMode PeerMode
+	// EndpointMode is the tls mode istiod's EDS reads for the port when it
+	// decides which endpoints keep their tlsMode=istio metadata: the
+	// port-level tls, else the rule's top-level tls. It can differ from
+	// Mode, which a port-level entry without tls leaves empty.
+	EndpointMode string
 }
 
-// clientTLS reads the tls settings of a merged traffic policy.
-func clientTLS(tp *networkingv1alpha3.TrafficPolicy, from string, auto bool, service PeerMode) ClientTLS {
-	ct := ClientTLS{Auto: auto, ServiceMode: service}
+// clientTLS reads the tls settings of a merged traffic policy; endpointMode
+// is the mode EDS reads (see ClientTLS.EndpointMode).
+func clientTLS(tp *networkingv1alpha3.TrafficPolicy, from string, auto bool, service PeerMode, endpointMode string) ClientTLS {
+	ct := ClientTLS{Auto: auto, ServiceMode: service, EndpointMode: endpointMode}
 	if tls := tp.GetTls(); tls != nil {
 		// A tls block without a mode is DISABLE, the enum's zero.
 		ct.Mode, ct.From = tls.GetMode().String(), from
@@ -118,8 +124,30 @@ func clientTLS(tp *networkingv1alpha3.TrafficPolicy, from string, auto bool, ser
 	return ct
 }
 
-// Sends is what the caller's proxy originates toward endpoint e, and why.
-func (ct ClientTLS) Sends(e Endpoint) (string, string) {
+// edsTLSMode is the rule's tls mode for port as istiod's EDS reads it: the
+// port-level entry's tls when it sets one, else the top-level tls.
+func edsTLSMode(rule *AppliedRule, port int32) string {
+	if rule == nil || rule.TrafficPolicy == nil {
+		return ""
+	}
+	tp := rule.TrafficPolicy
+	for _, pl := range tp.GetPortLevelSettings() {
+		if pl.GetPort().GetNumber() == uint32(port) && pl.GetTls() != nil {
+			return pl.GetTls().GetMode().String()
+		}
+	}
+	if tls := tp.GetTls(); tls != nil {
+		return tls.GetMode().String()
+	}
+	return ""
+}
+
+// Sends is what the caller's proxy originates toward endpoint e, which
+// accepts accepts, and why. Auto mTLS sends mTLS only to endpoints whose
+// EDS metadata keeps tlsMode=istio: the pod is labelled so and its own
+// PeerAuthentication (workload and port level) is not DISABLE, or the
+// rule's tls for the port is ISTIO_MUTUAL.
+func (ct ClientTLS) Sends(e Endpoint, accepts PeerMode) (string, string) {
 	switch ct.Mode {
 	case "ISTIO_MUTUAL":
 		return SendsMTLS, "DestinationRule tls mode ISTIO_MUTUAL (" + ct.From + ")"
@@ -133,6 +161,10 @@ func (ct ClientTLS) Sends(e Endpoint) (string, string) {
 		return SendsPlaintext, "no DestinationRule tls and enableAutoMtls is false"
 	case ct.ServiceMode.Mode == ModeDisable:
 		return SendsPlaintext, "auto mTLS is off for the Service: its " + ct.ServiceMode.From + " PeerAuthentication is DISABLE"
+	case ct.EndpointMode == "ISTIO_MUTUAL":
+		return SendsMTLS, "auto mTLS, and the DestinationRule's top-level tls ISTIO_MUTUAL tags every endpoint istio (its port-level entry sets no tls)"
+	case e.TLSModeIstio && accepts.Mode == ModeDisable:
+		return SendsPlaintext, "auto mTLS: the endpoint's own PeerAuthentication is DISABLE (" + accepts.From + "), so istiod strips its tlsMode"
 	case e.TLSModeIstio:
 		return SendsMTLS, "auto mTLS: the endpoint's pod is labelled security.istio.io/tlsMode=istio"
 	}

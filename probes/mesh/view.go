@@ -193,8 +193,10 @@ func (c *Config) clusterFor(caller Caller, d Destination) *Cluster {
 		cl.Why = "no Service or ServiceEntry named " + d.Host + " that the caller can see"
 		return cl
 	}
-	if vis := c.VisibilityOf(caller, sd.Service, d.Port); !vis.Visible {
-		cl.Why = vis.HiddenBy
+	// A Service a route sends to gets its cluster (and its rules) whatever
+	// the caller's Sidecar egress hosts say; only its exportTo hides it.
+	if exportTo := c.ServiceExportTo(sd.Service); !ExportedTo(exportTo, sd.Service.Namespace, caller.Namespace) {
+		cl.Why = fmt.Sprintf("Service %s/%s is not exported to %s (exportTo %s)", sd.Service.Namespace, sd.Service.Name, caller.Namespace, strings.Join(exportTo, ","))
 		return cl
 	}
 	hasPort := false
@@ -225,7 +227,7 @@ func (c *Config) clusterFor(caller Caller, d Destination) *Cluster {
 		from = rule.PolicyFrom
 	}
 	ns := sd.Service.Namespace
-	cl.TLS = clientTLS(cl.Policy, from, c.Mesh.EnableAutoMtls(), c.serviceMTLSMode(ns))
+	cl.TLS = clientTLS(cl.Policy, from, c.Mesh.EnableAutoMtls(), c.serviceMTLSMode(ns), edsTLSMode(rule, d.Port))
 	for _, e := range c.Endpoints(sd, d.Port) {
 		if e.Serving() {
 			cl.ServiceServing++
@@ -261,8 +263,8 @@ func (c *Config) plainCluster(name string, sd *ServiceData, port int32, why stri
 }
 
 func (c *Config) endpointTLS(ct ClientTLS, e Endpoint, ns string) EndpointTLS {
-	sends, why := ct.Sends(e)
 	accepts := c.PeerAuthMode(ns, e.Labels, e.Port)
+	sends, why := ct.Sends(e, accepts)
 	return EndpointTLS{Endpoint: e, Sends: sends, SendsWhy: why, Accepts: accepts, Mismatch: TLSMismatch(sends, e, accepts)}
 }
 

@@ -69,61 +69,82 @@ func PortProtocol(sp corev1.ServicePort) string {
 	return ProtocolHTTP
 }
 
-// VirtualServicesFor lists the VirtualServices of the caller's proxy for
-// host on a port of protocol proto: a host of theirs (resolved in their
-// namespace) covers it, they bind to sidecars (no gateways, or "mesh"),
-// they are exported to the caller's namespace. When several claim the
-// host, the first in istiod's order wins (the caller's own namespace, then
-// the oldest). Every VirtualService naming the host gets a verdict.
+// VirtualServicesFor picks the VirtualService that routes host for the
+// caller's sidecar, as istiod does: candidates bind to sidecars (no
+// gateways, or "mesh"), and come in the order private to the caller's
+// namespace, then exported to it by name, then public (each oldest first);
+// the caller's Sidecar egress hosts filter them by namespace; among those
+// whose hosts cover the host, the most specific host claims it (exact over
+// wildcard) and the first in that order wins whole: several VirtualServices
+// for one host are never merged for sidecars. Every VirtualService naming
+// the host gets a verdict.
 func (c *Config) VirtualServicesFor(caller Caller, host string) (*networkingv1.VirtualService, []RuleVerdict) {
 	var verdicts []RuleVerdict
-	var candidates []*networkingv1.VirtualService
-	meshDefault := c.Mesh.Raw.GetDefaultVirtualServiceExportTo()
+	sc, _ := c.SidecarFor(caller)
+	type candidate struct {
+		vs          *networkingv1.VirtualService
+		tier        int // 0 private, 1 exported by name, 2 public
+		specificity int
+	}
+	var candidates []candidate
 	for _, vs := range c.VirtualServices {
 		hosts := vs.Spec.GetHosts()
-		covers, near := false, ""
+		best, near := -1, ""
 		for _, h := range hosts {
-			covers = covers || HostCovers(h, vs.Namespace, host)
+			if HostCovers(h, vs.Namespace, host) && hostSpecificity(h, vs.Namespace) > best {
+				best = hostSpecificity(h, vs.Namespace)
+			}
 			if svc, rest, ok := strings.Cut(host, "."); ok && NearMiss(h, svc, strings.SplitN(rest, ".", 2)[0]) {
 				near = h
 			}
 		}
 		v := RuleVerdict{Kind: "VirtualService", Namespace: vs.Namespace, Name: vs.Name, Host: strings.Join(hosts, ",")}
+		tier, visible := c.vsTier(vs, caller.Namespace)
 		switch {
-		case !covers && near != "":
+		case best < 0 && near != "":
 			v.Why = fmt.Sprintf("never applies: Istio does not complete host %q, use %s", near, host)
-		case !covers:
+		case best < 0:
 			continue
 		case !bindsSidecars(vs.Spec.GetGateways()):
 			v.Why = "bound to gateways " + strings.Join(vs.Spec.GetGateways(), ",") + " only, not to sidecars (add \"mesh\" to gateways)"
-		case !ExportedTo(exportToOrDefault(vs.Spec.GetExportTo(), meshDefault), vs.Namespace, caller.Namespace):
-			v.Why = fmt.Sprintf("not exported to namespace %s (exportTo %s)", caller.Namespace, strings.Join(exportToOrDefault(vs.Spec.GetExportTo(), meshDefault), ","))
+		case !visible:
+			v.Why = fmt.Sprintf("not exported to namespace %s (exportTo %s)", caller.Namespace, strings.Join(c.vsExportTo(vs), ","))
+		case !egressImportsVS(sc, vs, caller.Namespace):
+			v.Why = "the caller's Sidecar " + sc.Namespace + "/" + sc.Name + " egress hosts do not import VirtualServices of " + vs.Namespace + " for these hosts"
 		default:
-			candidates = append(candidates, vs)
+			candidates = append(candidates, candidate{vs: vs, tier: tier, specificity: best})
 			v.Applies = true
 		}
 		verdicts = append(verdicts, v)
 	}
 	sort.SliceStable(candidates, func(i, j int) bool {
-		li, lj := candidates[i].Namespace == caller.Namespace, candidates[j].Namespace == caller.Namespace
-		if li != lj {
-			return li
+		a, b := candidates[i], candidates[j]
+		if a.specificity != b.specificity {
+			return a.specificity > b.specificity
 		}
-		if !candidates[i].CreationTimestamp.Equal(&candidates[j].CreationTimestamp) {
-			return candidates[i].CreationTimestamp.Before(&candidates[j].CreationTimestamp)
+		if a.tier != b.tier {
+			return a.tier < b.tier
 		}
-		return candidates[i].Namespace+"/"+candidates[i].Name < candidates[j].Namespace+"/"+candidates[j].Name
+		if !a.vs.CreationTimestamp.Equal(&b.vs.CreationTimestamp) {
+			return a.vs.CreationTimestamp.Before(&b.vs.CreationTimestamp)
+		}
+		if a.vs.Name != b.vs.Name {
+			return a.vs.Name < b.vs.Name
+		}
+		return a.vs.Namespace < b.vs.Namespace
 	})
 	var winner *networkingv1.VirtualService
 	if len(candidates) > 0 {
-		winner = candidates[0]
+		winner = candidates[0].vs
 	}
 	for i := range verdicts {
-		if verdicts[i].Applies && (winner == nil || verdicts[i].Ref() != winner.Namespace+"/"+winner.Name) {
-			verdicts[i].Applies = false
-			verdicts[i].Why = "shadowed by " + winner.Namespace + "/" + winner.Name + " (one VirtualService per host for a sidecar: the caller's namespace first, then the oldest)"
-		} else if verdicts[i].Applies {
+		switch {
+		case !verdicts[i].Applies:
+		case winner != nil && verdicts[i].Ref() == winner.Namespace+"/"+winner.Name:
 			verdicts[i].Why = "applies"
+		default:
+			verdicts[i].Applies = false
+			verdicts[i].Why = "shadowed by " + winner.Namespace + "/" + winner.Name + " (one VirtualService per host for a sidecar: the most specific host, then private to the caller's namespace, exported to it, public, oldest first)"
 		}
 	}
 	sort.SliceStable(verdicts, func(i, j int) bool {
@@ -133,6 +154,62 @@ func (c *Config) VirtualServicesFor(caller Caller, host string) (*networkingv1.V
 		return verdicts[i].Ref() < verdicts[j].Ref()
 	})
 	return winner, verdicts
+}
+
+// vsExportTo is a VirtualService's exportTo, or the mesh default ("*").
+func (c *Config) vsExportTo(vs *networkingv1.VirtualService) []string {
+	if e := vs.Spec.GetExportTo(); len(e) > 0 {
+		return e
+	}
+	if d := c.Mesh.Raw.GetDefaultVirtualServiceExportTo(); len(d) > 0 {
+		return d
+	}
+	return []string{"*"}
+}
+
+// vsTier is where a VirtualService stands for callers of ns: 0 private to
+// ns, 1 exported to ns by name, 2 public; visible is false when it is none.
+func (c *Config) vsTier(vs *networkingv1.VirtualService, ns string) (tier int, visible bool) {
+	set := c.vsExportTo(vs)
+	switch {
+	case contains(set, "*"):
+		return 2, true
+	case vs.Namespace == ns && containsAny(set, ".", ns):
+		return 0, true
+	case contains(set, ns):
+		return 1, true
+	}
+	return 0, false
+}
+
+// egressImportsVS: without a Sidecar every VirtualService is imported;
+// with one, an egress host of the VS's namespace (or "*", "." for the
+// caller's) must match one of its hosts, either way round.
+func egressImportsVS(sc *networkingv1.Sidecar, vs *networkingv1.VirtualService, callerNS string) bool {
+	if sc == nil || len(sc.Spec.GetEgress()) == 0 {
+		return true
+	}
+	for _, eg := range sc.Spec.GetEgress() {
+		for _, entry := range eg.GetHosts() {
+			ns, dns, ok := strings.Cut(entry, "/")
+			if !ok {
+				ns, dns = "*", entry
+			}
+			if ns == "." {
+				ns = callerNS
+			}
+			if ns != "*" && ns != vs.Namespace {
+				continue
+			}
+			for _, h := range vs.Spec.GetHosts() {
+				h = ResolveHost(h, vs.Namespace)
+				if dns == "*" || HostCovers(dns, vs.Namespace, h) || HostCovers(h, vs.Namespace, dns) {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }
 
 func bindsSidecars(gateways []string) bool {

@@ -23,14 +23,14 @@ const (
 // from namespace ns. Empty exportTo means everywhere (Istio's default when
 // the mesh sets none); "~" means nowhere, "." the rule's own namespace.
 func ExportedTo(exportTo []string, ruleNamespace, ns string) bool {
-	if len(exportTo) == 0 {
+	if len(exportTo) == 0 || contains(exportTo, "*") {
 		return true
 	}
+	if contains(exportTo, "~") {
+		return false
+	}
 	for _, e := range exportTo {
-		switch {
-		case e == "~":
-			return false
-		case e == "*", e == ns, e == "." && ruleNamespace == ns:
+		if e == ns || e == "." && ruleNamespace == ns {
 			return true
 		}
 	}
@@ -79,7 +79,8 @@ func LabelsMatch(selector, labels map[string]string) bool {
 // SidecarFor picks the Sidecar resource Istio applies to caller: one in its
 // namespace whose workloadSelector selects it, else its namespace's one
 // without a selector, else the root namespace's one without a selector;
-// the oldest wins a tie. unknown is set when a selecting Sidecar exists but
+// the oldest wins a tie (root-namespace Sidecars with a selector apply
+// only to proxies of the root namespace). unknown is set when a selecting Sidecar exists but
 // the caller's labels are not known.
 func (c *Config) SidecarFor(caller Caller) (sc *networkingv1.Sidecar, unknown string) {
 	sidecars := append([]*networkingv1.Sidecar(nil), c.Sidecars...)

@@ -157,6 +157,37 @@ var Cases = []Case{
 			t.Error("a VirtualService with a header route only: requests without the header have no route (404 NR)")
 		}
 	}},
+	{File: "dr-selector-shadows-without-fallback.yaml", Caller: "web/web-1", Host: "orders.shop.svc.cluster.local", Port: 8080, Check: func(t testing.TB, v *mesh.View) {
+		wantBreak(t, v, mesh.BreakSubsetUndefined, 100, "outbound|8080|v2|orders.shop.svc.cluster.local")
+		wantVerdict(t, v.DestinationRules, "shop/orders", false, "shadowed")
+	}},
+	{File: "dr-wildcard-in-caller-namespace.yaml", Caller: "web/web-1", Host: "orders.shop.svc.cluster.local", Port: 8080, Check: func(t testing.TB, v *mesh.View) {
+		wantBreak(t, v, mesh.BreakSubsetUndefined, 100, "outbound|8080|v2|orders.shop.svc.cluster.local")
+		wantVerdict(t, v.DestinationRules, "web/all-services", true, "applies")
+	}},
+	{File: "dr-wildcard-in-caller-namespace.yaml", Caller: "shop/orders-v1", Host: "orders.shop.svc.cluster.local", Port: 8080, Check: func(t testing.TB, v *mesh.View) {
+		wantNoBreak(t, v)
+	}},
+	{File: "vs-private-beats-older-public.yaml", Caller: "web/web-1", Host: "orders.shop.svc.cluster.local", Port: 8080, Check: func(t testing.TB, v *mesh.View) {
+		wantBreak(t, v, mesh.BreakSubsetUndefined, 100, "outbound|8080|v9|orders.shop.svc.cluster.local")
+		wantVerdict(t, v.VirtualServices, "web/orders-from-web", true, "applies")
+	}},
+	{File: "vs-newer-public-in-caller-namespace.yaml", Caller: "web/web-1", Host: "orders.shop.svc.cluster.local", Port: 8080, Check: func(t testing.TB, v *mesh.View) {
+		wantNoBreak(t, v)
+		wantVerdict(t, v.VirtualServices, "web/orders-from-web", false, "shadowed by shop/orders")
+	}},
+	{File: "workload-disable-under-auto-mtls.yaml", Caller: "web/web-1", Host: "orders.shop.svc.cluster.local", Port: 8080, Check: func(t testing.TB, v *mesh.View) {
+		wantMismatches(t, v, nil)
+	}},
+	{File: "istio-mutual-to-workload-disable.yaml", Caller: "web/web-1", Host: "orders.shop.svc.cluster.local", Port: 8080, Check: func(t testing.TB, v *mesh.View) {
+		wantMismatches(t, v, map[string]string{"orders-v2": mesh.MismatchMTLSDisabled})
+	}},
+	{File: "sidecar-imports-route-destination.yaml", Caller: "web/web-1", Host: "ratings.shop.svc.cluster.local", Port: 8080, Check: func(t testing.TB, v *mesh.View) {
+		if !v.Visibility.Visible {
+			t.Errorf("ratings hidden from web: %s", v.Visibility.HiddenBy)
+		}
+		wantNoBreak(t, v)
+	}},
 }
 
 // Objects reads files of dir (later ones replace objects of the same kind,
