@@ -203,8 +203,11 @@ func convert(files recorded.Files, root string) (recorded.Files, []string, error
 			}
 			continue
 		}
-		if (f == "k8s-resources" || f == "crs") && emptyList(data) {
-			notes = append(notes, fmt.Sprintf("the bug report's cluster/%s is an empty list: istioctl bug-report --include NS asks kubectl for \"-n istio-system,NS\", which kubectl reads as one namespace; add `kubectl get -n NS all,endpointslices,configmaps -o yaml` (and the Istio objects) with -f, or make the bug report without --include", f))
+		if f == "k8s-resources" && emptyList(data) {
+			// Every cluster has objects (the default namespace's kubernetes
+			// Service): an empty list is istioctl's --include at work. An
+			// empty crs alone may be true.
+			notes = append(notes, "the bug report's cluster/k8s-resources is an empty list (and so is its crs): istioctl bug-report --include NS asks kubectl for \"-n istio-system,NS\", which kubectl reads as one namespace; add `kubectl get -n NS services,pods,endpointslices,configmaps -o yaml` and the namespace's Istio objects with -f, or make the bug report without --include")
 		}
 		out["manifests/"+f+".yaml"] = data
 	}
@@ -330,6 +333,11 @@ func controlPlane(files recorded.Files, root string) string {
 func groupSkipped(rec *recorded.Recording) []string {
 	counts := map[string]int{}
 	for _, s := range rec.Skipped {
+		if strings.Contains(s.Reason, "is already read from") && !strings.HasPrefix(s.Where, "manifests/~extra/") {
+			// istioctl writes the control plane's pods twice (pods and
+			// k8s-resources): nothing the user gave was left out.
+			continue
+		}
 		kind := s.Kind
 		if kind == "" {
 			kind = s.Where

@@ -297,7 +297,7 @@ func TestOpenSaysWhatTheBugReportLacks(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := strings.Join(r.Notes, "\n")
-	for _, want := range []string{"cluster/k8s-resources is an empty list", "cluster/crs is an empty list", "no proxy's Envoy output", "no istiod debug/syncz"} {
+	for _, want := range []string{"cluster/k8s-resources is an empty list (and so is its crs)", "no proxy's Envoy output", "no istiod debug/syncz"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("notes lack %q:\n%s", want, got)
 		}
@@ -313,6 +313,20 @@ func TestOpenSaysWhatTheBugReportLacks(t *testing.T) {
 	}
 	if !strings.Contains(strings.Join(r.Notes, "\n"), "Namespace shop is already read from manifests/k8s-cluster-resources.yaml") {
 		t.Errorf("the second copy of the namespace is not said to be skipped:\n%s", strings.Join(r.Notes, "\n"))
+	}
+}
+
+// A cluster without Istio objects has an empty crs: that alone is no
+// sign of --include, and is not reported as one.
+func TestOpenTakesAnEmptyCRsAsTrue(t *testing.T) {
+	files := fullReport()
+	files["cluster/crs"] = "apiVersion: v1\nitems: []\nkind: List\nmetadata:\n  resourceVersion: \"\"\n"
+	r, err := Open(archive(t, files, time.Now()), "default", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(r.Notes, "\n"); strings.Contains(got, "empty list") {
+		t.Errorf("notes:\n%s", got)
 	}
 }
 
