@@ -7,9 +7,21 @@ import (
 
 // lineTime reads the timestamp a log line starts with: RFC 3339 as Envoy,
 // pilot-agent and most apps write it (bracketed in access-log lines), or Go's
-// default log prefix "2006/01/02 15:04:05" (read as UTC).
+// default log prefix "2006/01/02 15:04:05" (read as UTC). A JSON line (an
+// access log with accessLogEncoding: JSON) is stamped by its start_time.
 func lineTime(line []byte) (time.Time, bool) {
 	line = bytes.TrimLeft(line, " ")
+	if len(line) > 0 && line[0] == '{' {
+		const key = `"start_time":"`
+		i := bytes.Index(line, []byte(key))
+		if i < 0 {
+			return time.Time{}, false
+		}
+		line = line[i+len(key):]
+		if end := bytes.IndexByte(line, '"'); end >= 0 {
+			line = line[:end]
+		}
+	}
 	if len(line) > 0 && line[0] == '[' {
 		line = line[1:]
 	}

@@ -114,7 +114,10 @@ const (
 
 // OutlierDetection is a DestinationRule's outlierDetection as Envoy holds it.
 type OutlierDetection struct {
-	Consecutive5xx             int
+	Consecutive5xx int
+	// ConsecutiveGatewayErrors is consecutiveGatewayErrors: Envoy's
+	// consecutive_gateway_failure, enforced at 100%.
+	ConsecutiveGatewayErrors   int
 	Interval, BaseEjectionTime string
 	MaxEjectionPercent         int
 }
@@ -199,7 +202,7 @@ func (c *Cluster) hostSum(field func(*Host) int) int {
 	return n
 }
 
-func (c *Cluster) status() Object {
+func (c *Cluster) status(altStatNames bool) Object {
 	limits := Object{
 		{"max_connections", c.Thresholds.orUnlimited(c.Thresholds.MaxConnections)},
 		{"max_pending_requests", c.Thresholds.orUnlimited(c.Thresholds.MaxPendingRequests)},
@@ -227,7 +230,7 @@ func (c *Cluster) status() Object {
 	}
 	out.Set("circuit_breakers", Object{{"thresholds", []Object{limits,
 		{{"priority", "HIGH"}, {"max_connections", 1024}, {"max_pending_requests", 1024}, {"max_requests", 1024}, {"max_retries", 3}}}}})
-	out.Set("observability_name", c.Name)
+	out.Set("observability_name", c.statName(altStatNames))
 	if c.Kind == EDSCluster {
 		out.Set("eds_service_name", c.Name)
 	}
@@ -250,7 +253,7 @@ const (
 
 // statLines adds the counters and gauges of an outbound cluster, as
 // Envoy names them, to counters, and its histograms to histograms.
-func (c *Cluster) statLines(counters map[string]int, histograms map[string]string) {
+func (c *Cluster) statLines(counters map[string]int, histograms map[string]string, altStatNames bool) {
 	hosts := len(c.Hosts)
 	healthy := 0
 	for _, h := range c.Hosts {
@@ -266,7 +269,8 @@ func (c *Cluster) statLines(counters map[string]int, histograms map[string]strin
 	if hosts > 0 {
 		maxHostWeight = 1
 	}
-	set := func(name string, v int) { counters["cluster."+c.Name+"."+name] = v }
+	prefix := "cluster." + c.statName(altStatNames) + "."
+	set := func(name string, v int) { counters[prefix+name] = v }
 	for _, s := range []struct {
 		name  string
 		value int
@@ -366,8 +370,8 @@ func (c *Cluster) statLines(counters map[string]int, histograms map[string]strin
 		set("ssl.session_reused", 0)
 	}
 	if rq2xx+rq5xx != 0 {
-		histograms["cluster."+c.Name+".upstream_cx_connect_ms"] = connectHistogram
-		histograms["cluster."+c.Name+".upstream_rq_time"] = requestHistogram
+		histograms[prefix+"upstream_cx_connect_ms"] = connectHistogram
+		histograms[prefix+"upstream_rq_time"] = requestHistogram
 	}
 }
 
@@ -376,7 +380,7 @@ var metadataExchangeFilter = []Object{{{"name", "istio.metadata_exchange"}, {"ty
 	{"protocol", "istio-peer-exchange"}, {"enable_discovery", true}}}}}
 
 // configDump is the cluster's entry in ClustersConfigDump.
-func (c *Cluster) configDump(version, updated string) Object {
+func (c *Cluster) configDump(version, updated string, altStatNames bool) Object {
 	cl := Object{{"@type", "type.googleapis.com/envoy.config.cluster.v3.Cluster"}, {"name", c.Name}}
 	switch c.Kind {
 	case EDSCluster:
@@ -403,13 +407,28 @@ func (c *Cluster) configDump(version, updated string) Object {
 		if o.Consecutive5xx != 0 {
 			enforcing = 100
 		}
-		cl.Set("outlier_detection", Object{
+		od := Object{
 			{"consecutive_5xx", o.Consecutive5xx}, {"interval", o.Interval}, {"base_ejection_time", o.BaseEjectionTime},
 			{"max_ejection_percent", o.MaxEjectionPercent}, {"enforcing_consecutive_5xx", enforcing}, {"enforcing_success_rate", 0},
-		})
+		}
+		if o.Consecutive5xx == 0 && o.ConsecutiveGatewayErrors != 0 {
+			// A DestinationRule with only consecutiveGatewayErrors: Istio
+			// leaves consecutive_5xx and its enforcement unset (Envoy's
+			// defaults, 5 at 100%, apply).
+			od = Object{{"interval", o.Interval}, {"base_ejection_time", o.BaseEjectionTime},
+				{"max_ejection_percent", o.MaxEjectionPercent}, {"enforcing_success_rate", 0}}
+		}
+		if o.ConsecutiveGatewayErrors != 0 {
+			od.Set("consecutive_gateway_failure", o.ConsecutiveGatewayErrors)
+			od.Set("enforcing_consecutive_gateway_failure", 100)
+		}
+		cl.Set("outlier_detection", od)
 		cl.Set("common_lb_config", Object{{"healthy_panic_threshold", Object{}}, {"locality_weighted_lb_config", Object{}}})
 	} else if c.Kind == EDSCluster {
 		cl.Set("common_lb_config", Object{})
+	}
+	if altStatNames && c.Kind != BootstrapCluster {
+		cl.Set("alt_stat_name", c.statName(true))
 	}
 	if c.Kind == EDSCluster && c.ServiceName != "" {
 		cl.Set("metadata", Object{{"filter_metadata", Object{{"istio", Object{
@@ -456,6 +475,15 @@ func (c *Cluster) configDump(version, updated string) Object {
 		cl.Set("filters", metadataExchangeFilter)
 	}
 	return Object{{"version_info", version}, {"cluster", cl}, {"last_updated", updated}}
+}
+
+// statName is the name Envoy prints the cluster's stats and access-log
+// entries under: its alt_stat_name (NAME;) when istiod sets one.
+func (c *Cluster) statName(altStatNames bool) string {
+	if altStatNames && c.Kind != BootstrapCluster {
+		return c.Name + ";"
+	}
+	return c.Name
 }
 
 // nameParts splits "outbound|PORT|SUBSET|HOST", padded so a name without
@@ -514,13 +542,15 @@ type Sidecar struct {
 	Listeners []Listener
 	// Routes are RouteConfigurations for /config_dump.
 	Routes []Object
+	// AltStatNames: the clusters carry Istio 1.23's alt_stat_name.
+	AltStatNames bool
 }
 
 // files are the admin endpoints' outputs by file name.
 func (s *Sidecar) files() map[string]string {
 	var clusters, listeners []Object
 	for _, c := range s.Clusters {
-		clusters = append(clusters, c.status())
+		clusters = append(clusters, c.status(s.AltStatNames))
 	}
 	for _, l := range s.Listeners {
 		listeners = append(listeners, l.status())
@@ -554,7 +584,7 @@ func (s *Sidecar) stats() string {
 	histograms := map[string]string{}
 	for _, c := range s.Clusters {
 		if c.isOutboundEDS() && !c.NotInConfigDump {
-			c.statLines(counters, histograms)
+			c.statLines(counters, histograms, s.AltStatNames)
 		}
 	}
 	histograms["cluster_manager.cds.update_duration"] = "P0(nan,1.0) P25(nan,1.03) P50(nan,1.06) P75(nan,2.05) P90(nan,3.06) P95(nan,3.08) P99(nan,5.0) P99.5(nan,5.0) P99.9(nan,5.0) P100(nan,5.0)"
@@ -645,7 +675,7 @@ func (s *Sidecar) configDump() Object {
 		if c.NotInConfigDump {
 			continue
 		}
-		d := c.configDump(s.Version, started)
+		d := c.configDump(s.Version, started, s.AltStatNames)
 		if c.Kind == BootstrapCluster {
 			cl, _ := d.Get("cluster")
 			statics = append(statics, Object{{"cluster", cl}, {"last_updated", started}})

@@ -141,8 +141,14 @@ func (e AccessEntry) Line() string {
 }
 
 // logLineTime is the sort key of a log line: its timestamp, whichever of
-// the three formats the line uses, padded to microseconds.
+// the formats the line uses, padded to microseconds.
 func logLineTime(line string) string {
+	if strings.HasPrefix(line, "{") {
+		// A JSON access-log entry: its start_time.
+		if _, rest, ok := strings.Cut(line, `"start_time":"`); ok {
+			line, _, _ = strings.Cut(rest, `"`)
+		}
+	}
 	s := strings.TrimPrefix(line, "[")
 	if len(s) > 27 {
 		s = s[:27]

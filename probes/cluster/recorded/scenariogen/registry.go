@@ -23,6 +23,9 @@ type Scenario struct {
 	// Now is the moment the scenario was recorded.
 	Now  time.Time
 	Mesh MeshOptions
+	// Shapes are the output formats of the scenario's proxies, when they
+	// are not the ones the first scenarios were written in.
+	Shapes Shapes
 	// Build adds the scenario's objects, logs and Envoy state to s and
 	// returns what triage targets.
 	Build func(s *Shop) Target
@@ -52,7 +55,7 @@ func register(s Scenario) {
 // render builds the scenario and returns its files by path relative to
 // the scenario's folder.
 func (sc Scenario) render() map[string]string {
-	s := newShop(sc.Name, sc.Now, sc.Mesh)
+	s := newShop(sc.Name, sc.Now, sc.Mesh, sc.Shapes)
 	target := sc.Build(s)
 	return s.files(sc.header(s, target))
 }

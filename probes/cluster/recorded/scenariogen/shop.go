@@ -27,7 +27,7 @@ type MeshOptions struct {
 }
 
 // meshConfig is the "mesh" key of istio-system/istio.
-func meshConfig(o MeshOptions) string {
+func meshConfig(o MeshOptions, shapes Shapes) string {
 	var defaults, top string
 	if o.HoldApplicationUntilProxyStarts {
 		defaults += "  holdApplicationUntilProxyStarts: true\n"
@@ -39,6 +39,7 @@ func meshConfig(o MeshOptions) string {
 		top += "outboundTrafficPolicy:\n  mode: REGISTRY_ONLY\n"
 	}
 	return "accessLogFile: /dev/stdout\n" +
+		shapes.AccessLog.meshConfig() +
 		"defaultConfig:\n" +
 		"  discoveryAddress: istiod.istio-system.svc:15012\n" +
 		defaults +
@@ -94,9 +95,11 @@ type Shop struct {
 	requests    []request
 	// syncz overrides istiod's syncz entry of a proxy id (a STALE proxy).
 	syncz map[string]Object
+	// shapes are the output formats of this scenario's proxies.
+	shapes Shapes
 }
 
-func newShop(name string, now time.Time, mesh MeshOptions) *Shop {
+func newShop(name string, now time.Time, mesh MeshOptions, shapes Shapes) *Shop {
 	s := &Shop{
 		world:         newWorld(name, now),
 		now:           now,
@@ -104,9 +107,10 @@ func newShop(name string, now time.Time, mesh MeshOptions) *Shop {
 		rng:           newPythonRandom(name),
 		serverVersion: "v1.30.4",
 		syncz:         map[string]Object{},
+		shapes:        shapes,
 	}
 	s.xdsVersion = fmt.Sprintf("%s/%d", apiTime(now.Add(-14*time.Minute)), 40+s.rng.Below(30))
-	s.world.ControlPlane(now.Add(-(9*day + 2*time.Hour + 17*time.Minute)), meshConfig(mesh), mesh.NativeSidecars)
+	s.world.ControlPlane(now.Add(-(9*day + 2*time.Hour + 17*time.Minute)), meshConfig(mesh, shapes), mesh.NativeSidecars)
 	s.shopCreated = now.Add(-(61*day + 3*time.Hour))
 	return s
 }
@@ -304,7 +308,8 @@ func (s *Shop) recordSidecar(p *Pod, clusters []*Cluster, state EnvoyState) *Sid
 	if ls == nil {
 		ls = listeners()
 	}
-	sc := &Sidecar{Pod: p, Now: s.now, Version: s.xdsVersion, Clusters: append(clusters, backgroundClusters()...), Listeners: ls, Routes: state.Routes}
+	sc := &Sidecar{Pod: p, Now: s.now, Version: s.xdsVersion, Clusters: append(clusters, backgroundClusters()...), Listeners: ls, Routes: state.Routes,
+		AltStatNames: s.shapes.AltStatNames}
 	s.sidecars = append(s.sidecars, sc)
 	return sc
 }
@@ -441,13 +446,13 @@ func (s *Shop) call(c Call) {
 		if !ok {
 			clusterIP = "10.96.40.9"
 		}
-		s.world.log(c.From.Namespace, c.From.Name, "istio-proxy", false, AccessEntry{
+		s.world.log(c.From.Namespace, c.From.Name, "istio-proxy", false, s.accessLine(AccessEntry{
 			Start: c.At, Method: method, Path: path, Code: code, Flags: flags, Details: details,
 			UpstreamHost: upstreamHost, Cluster: cluster,
 			DownstreamLocal: fmt.Sprintf("%s:%d", clusterIP, port), DownstreamRemote: fmt.Sprintf("%s:%d", c.From.IP, ephemeral),
 			Authority: authority, UpstreamLocal: upstreamLocal, TransportFailure: c.TransportFailure,
 			RxBytes: rx, TxBytes: tx, DurationMs: duration, UpstreamTime: upstreamTime, RequestID: requestID, Route: c.Route,
-		}.Line())
+		}))
 	}
 	if !c.NoUpstreamLog && c.To != nil && c.To.Sidecar != NoSidecar {
 		inboundCode := c.InboundCode
@@ -475,7 +480,7 @@ func (s *Shop) call(c Call) {
 		if inboundFlags == "-" {
 			upstreamLocal = fmt.Sprintf("127.0.0.6:%d", 30000+rng.Below(30000))
 		}
-		s.world.log(c.To.Namespace, c.To.Name, "istio-proxy", false, AccessEntry{
+		s.world.log(c.To.Namespace, c.To.Name, "istio-proxy", false, s.accessLine(AccessEntry{
 			Start: c.At.Add(time.Millisecond), Method: method, Path: path, Code: inboundCode, Flags: inboundFlags,
 			Details:      firstNonEmpty(c.InboundDetails, "via_upstream"),
 			UpstreamHost: fmt.Sprintf("%s:%d", c.To.IP, port), Cluster: fmt.Sprintf("inbound|%d||", port),
@@ -483,7 +488,7 @@ func (s *Shop) call(c Call) {
 			Authority: authority, UpstreamLocal: upstreamLocal, TransportFailure: c.InboundTransportFailure,
 			RxBytes: rx, TxBytes: inboundTx, DurationMs: inboundDuration, UpstreamTime: upstreamTime, RequestID: requestID,
 			SNI: fmt.Sprintf("outbound_.%d_.%s_.%s.%s.svc.%s", port, c.Subset, c.Service, ns, meshDomain),
-		}.Line())
+		}))
 	}
 }
 
