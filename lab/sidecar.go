@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/meshtriage/meshtriage/probes/cluster"
+	"github.com/meshtriage/meshtriage/probes/cluster/recorded"
 	"github.com/meshtriage/meshtriage/probes/mesh"
 )
 
@@ -213,4 +214,39 @@ func serviceCluster(pod *corev1.Pod) string {
 		}
 	}
 	return name + "." + pod.Namespace
+}
+
+// AttachScenario makes i the istiod of scenario s, already applied: its
+// istiod pods forward to i, and once i has read the scenario, the source
+// pod (when it has a sidecar) is connected and its Envoy admin served from
+// what i pushed. It returns the sidecar, or nil when the source has none.
+func (i *Istiod) AttachScenario(ctx context.Context, s *recorded.Scenario) (*Sidecar, error) {
+	for _, pod := range IstiodPods(s) {
+		i.ServeAs(pod)
+	}
+	if err := i.WaitKnows(ctx, s.Objects); err != nil {
+		return nil, err
+	}
+	if s.Target.Source == nil {
+		return nil, nil
+	}
+	for _, obj := range s.Objects {
+		pod, ok := obj.(*corev1.Pod)
+		if !ok || pod.Namespace != s.Target.Source.Namespace || pod.Name != s.Target.Source.Name {
+			continue
+		}
+		if mesh.PodSidecar(pod) == mesh.SidecarNone {
+			return nil, nil
+		}
+		sc, err := i.ConnectSidecar(ctx, pod)
+		if err != nil {
+			return nil, err
+		}
+		if err := sc.XDS.WaitQuiet(ctx, time.Second); err != nil {
+			sc.Close()
+			return nil, err
+		}
+		return sc, nil
+	}
+	return nil, fmt.Errorf("scenario %s has no source pod %s", s.Name, s.Target.Source)
 }

@@ -24,8 +24,9 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, `usage: meshlab up [--dir DIR] [--scenario NAME]
-                    start the lab (optionally loaded with a recorded scenario),
+	fmt.Fprintln(os.Stderr, `usage: meshlab up [--dir DIR] [--scenario NAME] [--istiod]
+                    start the lab (optionally loaded with a recorded scenario,
+                    and with a real istiod),
                     print its kubeconfig, run until Ctrl-C
        meshlab build      build or reuse the cached kube-apiserver and istiod
                     (pilot-discovery), print their paths`)
@@ -60,17 +61,18 @@ func run(args []string) int {
 		fs := flag.NewFlagSet("up", flag.ContinueOnError)
 		dir := fs.String("dir", "", "directory for data, certificates, logs and the kubeconfig (default: a temporary one, removed on exit)")
 		name := fs.String("scenario", "", "load this recorded scenario (meshtriage demo lists them)")
+		istiod := fs.Bool("istiod", false, "run a real istiod against the lab; with --scenario, its istiod pod is that istiod and its source pod's Envoy serves what istiod pushed")
 		if err := fs.Parse(args[1:]); err != nil {
 			return 2
 		}
-		return up(ctx, *dir, *name)
+		return up(ctx, *dir, *name, *istiod)
 	default:
 		usage()
 		return 2
 	}
 }
 
-func up(ctx context.Context, dir, name string) int {
+func up(ctx context.Context, dir, name string, withIstiod bool) int {
 	logf := func(format string, a ...any) { fmt.Fprintf(os.Stderr, "meshlab: "+format+"\n", a...) }
 	var s *recorded.Scenario
 	if name != "" {
@@ -97,6 +99,26 @@ func up(ctx context.Context, dir, name string) int {
 			from = " --from " + t.Source.Namespace + "/pod/" + t.Source.Name
 		}
 		logf("scenario %s loaded: meshtriage check -n %s svc/%s%s", s.Name, t.Namespace, t.Service, from)
+	}
+	if withIstiod {
+		i, err := lab.StartIstiod(ctx, l)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "meshlab:", err)
+			return 1
+		}
+		defer i.Stop()
+		logf("istiod log: %s", i.Log)
+		if s != nil {
+			sc, err := i.AttachScenario(ctx, s)
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "meshlab:", err)
+				return 1
+			}
+			if sc != nil {
+				defer sc.Close()
+				logf("%s's Envoy admin serves what istiod pushed to it", sc.Pod)
+			}
+		}
 	}
 	fmt.Printf("export KUBECONFIG=%s\n", l.Kubeconfig)
 	logf("audit log: %s", l.AuditLog)
