@@ -35,7 +35,10 @@ type checkOptions struct {
 	// metricsWindow bounds the triage's wall time: every other probe runs
 	// inside it (BENCHMARKS.md, triage on a big cluster).
 	metricsWindow time.Duration
-	verify        verifyFlags // --prometheus, --test-request, --debug-logging (watch.go)
+	// metricsWindowSet: --metrics-window was given; else a recording's
+	// own sampling interval is used.
+	metricsWindowSet bool
+	verify           verifyFlags // --prometheus, --test-request, --debug-logging (watch.go)
 }
 
 func newCheckCmd(g *globalOptions) *cobra.Command {
@@ -57,6 +60,7 @@ input, cluster unreachable, target unreadable).`,
   meshtriage check --scenario healthy -o json`,
 		ValidArgsFunction: completeServices(g),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			o.metricsWindowSet = cmd.Flags().Changed("metrics-window")
 			return o.run(cmd.Context(), args)
 		},
 	}
@@ -97,6 +101,9 @@ func (o *checkOptions) run(ctx context.Context, args []string) error {
 	}
 	for _, line := range src.Skipped {
 		fmt.Fprintln(o.g.streams.ErrOut, "meshtriage:", line)
+	}
+	if src.SamplesApart > 0 && !o.metricsWindowSet {
+		o.metricsWindow = src.SamplesApart
 	}
 	if err := o.verify.validate(target, src.Runner); err != nil {
 		return &exitError{code: exitTriage, err: err}

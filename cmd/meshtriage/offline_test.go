@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
@@ -140,6 +141,8 @@ func writeRecording(t *testing.T, name, dir string, withHeader bool) *recorded.S
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A capture waited this long between the two samples of the counters.
+	s.SamplesApart = 300 * time.Millisecond
 	files, err := s.Files(incidentlog.Redact)
 	if err != nil {
 		t.Fatal(err)
@@ -161,8 +164,14 @@ func TestCheckRecording(t *testing.T) {
 	s := writeRecording(t, "startup-race", dir, true)
 	want := parseReport(t, runCheck(t, "--scenario", "startup-race", "-o", "json")).causes()
 	r := runCheck(t, "--recording", dir, "-o", "json")
-	if got := parseReport(t, r).causes(); r.code != exitFindings || !slices.Equal(got, want) {
+	rep := parseReport(t, r)
+	if got := rep.causes(); r.code != exitFindings || !slices.Equal(got, want) {
 		t.Errorf("--recording: exit %d findings %v, want 3 and %v\nstderr: %s", r.code, got, want, r.stderr)
+	}
+	// The replay samples the counters as far apart as the capture did, so
+	// its rates are the capture's.
+	if w, _ := rep.facts("metrics")["metrics_window_s"].(float64); w < 0.3 || w > 2 {
+		t.Errorf("metrics window %v s, want the recording's 0.3 s", w)
 	}
 
 	byHand := filepath.Join(t.TempDir(), "by-hand")

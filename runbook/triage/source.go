@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
@@ -46,6 +47,10 @@ type Source struct {
 	// document of unknown kind, a file no probe reads), one line each, for
 	// stderr: the on-call must know what the triage did not see.
 	Skipped []string
+	// SamplesApart is how long apart a recording's two samples of the
+	// counters were read (0: not known); check waits as long, so that
+	// the rates it reports are the capture's.
+	SamplesApart time.Duration
 
 	live *live.Cluster
 }
@@ -234,6 +239,7 @@ func recordingSource(r *recorded.Recording, kind, path string) (Source, error) {
 		Label:         label,
 		ServerVersion: r.ServerVersion,
 		Extra:         map[string]string{kind: path},
+		SamplesApart:  r.SamplesApart,
 	}
 	if r.HasTarget {
 		t := r.Target

@@ -48,6 +48,8 @@ type Recorder struct {
 	logNow time.Time
 	// lastWindowed is when the last windowed log read started.
 	lastWindowed time.Time
+	// sampled is when each read of a sampled counter path started.
+	sampled map[envoyRead][]time.Time
 }
 
 type objectKey struct {
@@ -80,6 +82,7 @@ func NewRecorder(c cluster.Cluster) *Recorder {
 		istiod:     map[string]map[string][]byte{},
 		failures:   map[string]Failure{},
 		unrecorded: map[string]bool{},
+		sampled:    map[envoyRead][]time.Time{},
 	}
 }
 
@@ -220,6 +223,9 @@ func pointers[T runtime.Object](items []T) []runtime.Object {
 func (r *Recorder) EnvoyAdmin(ctx context.Context, pod cluster.PodRef, path string) ([]byte, error) {
 	read := envoyRead{pod, basePath(path)}
 	r.mu.Lock()
+	if sampledPaths[read.path] {
+		r.sampled[read] = append(r.sampled[read], r.now())
+	}
 	r.envoyReads[read]++
 	n := r.envoyReads[read]
 	if _, ok := envoyFileOf(path); !ok {
@@ -385,6 +391,11 @@ func (r *Recorder) Scenario(target cluster.Target, expect []string) *Scenario {
 	}
 	for k, f := range r.failures {
 		s.Failures[k] = f
+	}
+	for _, at := range r.sampled {
+		if len(at) >= 2 && (s.SamplesApart == 0 || at[1].Sub(at[0]) < s.SamplesApart) {
+			s.SamplesApart = at[1].Sub(at[0])
+		}
 	}
 	s.ImpliedNamespaces = manifests.ImpliedNamespaces(s.Objects)
 	return s

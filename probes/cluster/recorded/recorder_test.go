@@ -74,7 +74,8 @@ func runTriage(t *testing.T, c cluster.Cluster, target cluster.Target) triageRun
 // a user's --recording would be, and returns the cluster it serves.
 func replay(t *testing.T, rec *recorded.Recorder, target cluster.Target, findings []string) (cluster.Cluster, []byte) {
 	t.Helper()
-	files, err := rec.Scenario(target, findings).Files(incidentlog.Redact)
+	captured := rec.Scenario(target, findings)
+	files, err := captured.Files(incidentlog.Redact)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,6 +93,9 @@ func replay(t *testing.T, rec *recorded.Recorder, target cluster.Target, finding
 	}
 	if len(r.Skipped) > 0 || !r.HasTarget || r.Target.String() != target.String() || !slices.Equal(r.Expect, findings) {
 		t.Errorf("recording read back: skipped %v, target %s (want %s), expect %v (want %v)", r.Skipped, r.Target, target, r.Expect, findings)
+	}
+	if r.SamplesApart != captured.SamplesApart.Round(time.Millisecond) || (captured.SamplesApart > 0 && captured.SamplesApart < 20*time.Millisecond) {
+		t.Errorf("counters sampled %v apart, read back as %v (the metrics window is 20ms)", captured.SamplesApart, r.SamplesApart)
 	}
 	c, err := recorded.NewCluster(r.Scenario)
 	if err != nil {

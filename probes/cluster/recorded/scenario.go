@@ -105,6 +105,9 @@ type Scenario struct {
 	// ImpliedNamespaces are namespaces objects are in but whose Namespace
 	// object was not recorded: they exist, their labels are unknown.
 	ImpliedNamespaces []string
+	// SamplesApart is how long apart a capture read the two samples of the
+	// counters: a replay that waits as long measures the same rates.
+	SamplesApart time.Duration
 }
 
 // LogKey names one recorded container log.
@@ -149,9 +152,10 @@ type header struct {
 			Name      string `json:"name"`
 		} `json:"source,omitempty"`
 	} `json:"target"`
-	// CapturedAt and Failures are a recording's.
-	CapturedAt string    `json:"capturedAt,omitempty"`
-	Failures   []Failure `json:"failedReads,omitempty"`
+	// CapturedAt, SamplesApart and Failures are a recording's.
+	CapturedAt   string    `json:"capturedAt,omitempty"`
+	SamplesApart string    `json:"countersSampledApart,omitempty"`
+	Failures     []Failure `json:"failedReads,omitempty"`
 }
 
 // scenarioRoot lets callers pass either the assets file system (holding
@@ -275,6 +279,13 @@ func fromHeader(h header, source string) (*Scenario, error) {
 			return nil, fmt.Errorf("scenario.yaml: capturedAt: %w", err)
 		}
 		s.CapturedAt = t
+	}
+	if h.SamplesApart != "" {
+		d, err := time.ParseDuration(h.SamplesApart)
+		if err != nil || d <= 0 {
+			return nil, fmt.Errorf("scenario.yaml: countersSampledApart %q: want a duration such as 5s", h.SamplesApart)
+		}
+		s.SamplesApart = d
 	}
 	for _, f := range h.Failures {
 		if f.Read == "" {

@@ -77,6 +77,9 @@ func (s *Scenario) Files(redact func(string) string) (Files, error) {
 	if !s.CapturedAt.IsZero() {
 		h.CapturedAt = s.CapturedAt.UTC().Format(time.RFC3339Nano)
 	}
+	if s.SamplesApart > 0 {
+		h.SamplesApart = s.SamplesApart.Round(time.Millisecond).String()
+	}
 	for _, k := range sortedKeys(s.Failures) {
 		h.Failures = append(h.Failures, s.Failures[k])
 	}
