@@ -8,7 +8,35 @@ build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o bin/meshtriage ./cmd/meshtriage
 
 # The one test command: README and .ci/run both call it.
-test: fmt-check vet unit test-integration
+test: fmt-check vet unit fuzz test-integration
+
+# Every parser of real Envoy and Istio output, and the manifests reader,
+# fuzzed for FUZZTIME each (go test -fuzz takes one target a run), from the
+# seed corpus of the realworld samples and testdata. A crash is written to
+# the package's testdata/fuzz/TARGET/, where it stays as a regression case.
+# Minimising a new input is capped: the default minute per input stalls
+# the protojson targets.
+FUZZTIME ?= 3s
+FUZZ_TARGETS := \
+	probes/parse/accesslog:FuzzParseTextLine \
+	probes/parse/accesslog:FuzzParseJSONLine \
+	probes/parse/envoy:FuzzParseClustersJSON \
+	probes/parse/envoy:FuzzParseClustersText \
+	probes/parse/envoy:FuzzParseListeners \
+	probes/parse/envoy:FuzzStreamConfigDump \
+	probes/parse/envoy:FuzzDecodeConfigDump \
+	probes/parse/envoy:FuzzParseStats \
+	probes/parse/envoy:FuzzParsePrometheus \
+	probes/parse/envoy:FuzzParseSyncz \
+	probes/cluster/manifests:FuzzDecode
+
+.PHONY: fuzz
+fuzz:
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; fn=$${t##*:}; \
+		echo "fuzz $$fn ($(FUZZTIME)) ./$$pkg"; \
+		$(GO) test -run '^$$' -fuzz "^$$fn\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 100x ./$$pkg; \
+	done
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \

@@ -31,9 +31,10 @@ func Name(name string) string {
 
 // StatName returns a stat name with the cluster part normalised:
 // "cluster.NAME;.STAT" -> "cluster.NAME.STAT". Stat names without an
-// alt_stat_name are returned unchanged.
+// alt_stat_name are returned unchanged. Envoy's stat names hold no ";", so
+// the delimiter is the last ";." (a name of another Envoy may hold one).
 func StatName(stat string) string {
-	i := strings.Index(stat, AltStatDelimiter+".")
+	i := strings.LastIndex(stat, AltStatDelimiter+".")
 	if i < 0 {
 		return stat
 	}

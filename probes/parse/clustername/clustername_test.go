@@ -25,7 +25,9 @@ func TestStatName(t *testing.T) {
 		// Before 1.23, and stats of clusters istiod does not name.
 		"cluster.outbound|80||httpbin.springistio.svc.cluster.local.upstream_rq_pending_overflow": "cluster.outbound|80||httpbin.springistio.svc.cluster.local.upstream_rq_pending_overflow",
 		"cluster.xds-grpc.upstream_cx_active":                                                     "cluster.xds-grpc.upstream_cx_active",
-		"server.live":                                                                             "server.live",
+		// A name that holds ";." itself keeps it; the delimiter is the last.
+		"cluster.odd;.name;.upstream_rq_total": "cluster.odd;.name.upstream_rq_total",
+		"server.live":                          "server.live",
 	} {
 		if got := StatName(in); got != want {
 			t.Errorf("StatName(%q) = %q, want %q", in, got, want)
