@@ -470,3 +470,21 @@ func TestBugReportFromTheLab(t *testing.T) {
 		})
 	}
 }
+
+// A triage that stops (here: the Service does not exist) still leaves its
+// capture, which replays to the same stop, with the reason on stderr.
+func TestCaptureOfATriageThatStops(t *testing.T) {
+	l := sharedLab(t)
+	bin := meshtriageBinary(t)
+	s := loadScenario(t, "healthy")
+	applyShared(t, l, s)
+	out := filepath.Join(t.TempDir(), "stopped.tar.gz")
+	c := runCLI(t, bin, "--kubeconfig", l.Kubeconfig, "capture", "-n", s.Target.Namespace, "svc/not-there", "-o", out)
+	if c.code != 1 || !strings.Contains(c.stderr, "the reads made until then are in "+out) || strings.Count(strings.TrimSpace(c.stderr), "\n") != 0 {
+		t.Fatalf("capture of a missing Service: exit %d, stderr %q", c.code, c.stderr)
+	}
+	r := runCLI(t, bin, "check", "--recording", out)
+	if r.code != 1 || !strings.Contains(r.stderr, "not-there") {
+		t.Errorf("replay: exit %d, stderr %q; want the same stop", r.code, r.stderr)
+	}
+}

@@ -50,7 +50,9 @@ findings, with ` + "`meshtriage check --recording FILE.tar.gz`" + ` (or demo
 so that a recording can also be assembled by hand.
 
 Exit status: 0 the capture was written (whatever the triage found: its
-findings are printed), 1 it could not be (bad input, cluster unreachable).`,
+findings are printed); 1 bad input, cluster unreachable, or the triage
+stopped (the reads made until then are still written, and replay to the
+same stop).`,
 		Example: `  meshtriage capture -n shop svc/payments --from pod/web-7d9c -o payments-503.tar.gz
   meshtriage check --recording payments-503.tar.gz`,
 		ValidArgsFunction: completeServices(g),
@@ -148,40 +150,32 @@ func (o *captureOptions) run(ctx context.Context) error {
 	}
 	defer tr.Close()
 	sess := tr.Session
-	if _, err := sess.Auto(ctx); err != nil {
+	_, autoErr := sess.Auto(ctx)
+	var found []string
+	if autoErr == nil {
+		for _, f := range report.FromSession(sess).Findings {
+			found = append(found, f.Cause)
+		}
+	}
+
+	// What was read is written even when the triage stopped (an
+	// interrupt, a target that does not exist): it is the evidence of how
+	// far it got, and replays to the same stop.
+	s := rec.Scenario(o.targetRef, found)
+	if err := o.write(tmp, s); err != nil {
+		sess.End("capture not written")
+		if autoErr != nil {
+			return &exitError{code: exitTriage, err: fmt.Errorf("%w; and the capture could not be written: %v", autoErr, err)}
+		}
+		return &exitError{code: exitTriage, err: err}
+	}
+	if autoErr != nil {
 		reason := "could not triage"
 		if ctx.Err() != nil {
 			reason = "interrupted"
 		}
 		sess.End(reason)
-		return &exitError{code: exitTriage, err: err}
-	}
-	rep := report.FromSession(sess)
-	var found []string
-	for _, f := range rep.Findings {
-		found = append(found, f.Cause)
-	}
-
-	s := rec.Scenario(o.targetRef, found)
-	files, err := s.Files(incidentlog.Redact)
-	if err != nil {
-		sess.End("capture not written")
-		return triageErr("capture: %w", err)
-	}
-	top := strings.TrimSuffix(strings.TrimSuffix(filepath.Base(o.outPath), ".tar.gz"), ".tgz")
-	if err := recorded.WriteArchive(tmp, top, files, time.Now()); err != nil {
-		sess.End("capture not written")
-		return triageErr("write %s: %w", o.output, err)
-	}
-	if err := tmp.Close(); err != nil {
-		sess.End("capture not written")
-		return triageErr("write %s: %w", o.output, err)
-	}
-	// Link, not rename: a file that appeared at the path meanwhile is not
-	// replaced.
-	if err := os.Link(tmp.Name(), o.outPath); err != nil {
-		sess.End("capture not written")
-		return triageErr("write %s: %w", o.output, err)
+		return &exitError{code: exitTriage, err: fmt.Errorf("%w (the reads made until then are in %s)", autoErr, o.output)}
 	}
 	sess.End("completed")
 
@@ -202,6 +196,26 @@ func (o *captureOptions) run(ctx context.Context) error {
 	fmt.Fprintf(out, "triage it offline: meshtriage check --recording %s\n", o.output)
 	if p := tr.LogPath(); p != "" {
 		fmt.Fprintf(out, "incident log: %s\n", p)
+	}
+	return nil
+}
+
+// write writes s, redacted, to tmp and links it to the output path: a
+// file that appeared there meanwhile is not replaced.
+func (o *captureOptions) write(tmp *os.File, s *recorded.Scenario) error {
+	files, err := s.Files(incidentlog.Redact)
+	if err != nil {
+		return fmt.Errorf("capture: %w", err)
+	}
+	top := strings.TrimSuffix(strings.TrimSuffix(filepath.Base(o.outPath), ".tar.gz"), ".tgz")
+	if err := recorded.WriteArchive(tmp, top, files, time.Now()); err != nil {
+		return fmt.Errorf("write %s: %w", o.output, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("write %s: %w", o.output, err)
+	}
+	if err := os.Link(tmp.Name(), o.outPath); err != nil {
+		return fmt.Errorf("write %s: %w", o.output, err)
 	}
 	return nil
 }
