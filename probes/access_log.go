@@ -138,13 +138,13 @@ func fetchAccessLog(ctx context.Context, c cluster.Cluster, t cluster.Target) (a
 			firstErr, firstWhat = err, what
 		}
 	}
-	read := func(pod cluster.PodRef, upstream bool) {
+	// readLog reads one pod's log; it touches nothing shared, so the reads
+	// run at once and are added below in a fixed order (the caller's first).
+	readLog := func(pod cluster.PodRef, upstream bool) (podLog, string, error) {
 		what := fmt.Sprintf("read the %s log of %s", mesh.ProxyContainer, pod)
 		b, err := c.Logs(ctx, pod, opts)
 		if err != nil {
-			in.Logs = append(in.Logs, podLog{Pod: pod, Upstream: upstream, Problem: cluster.AccessProblem(what, err)})
-			fail(what, err)
-			return
+			return podLog{Pod: pod, Upstream: upstream, Problem: cluster.AccessProblem(what, err)}, what, err
 		}
 		pl := podLog{Pod: pod, Upstream: upstream}
 		match := sourceEntryMatcher(t)
@@ -152,41 +152,85 @@ func fetchAccessLog(ctx context.Context, c cluster.Cluster, t cluster.Target) (a
 			match = inboundEntry
 		}
 		pl.Target, pl.Other, _ = accesslog.Split(bytes.NewReader(b), match)
-		in.Logs = append(in.Logs, pl)
+		return pl, "", nil
 	}
-
+	type logRead struct {
+		log     podLog
+		what    string
+		err     error
+		skipped string // why the log was not read
+	}
+	var (
+		source   *logRead
+		upstream []logRead
+		// failures of the Service and pod reads, in the order made
+		lookups []logRead
+		g       readGroup
+	)
 	if t.Source != nil {
-		src := *t.Source
-		pod, err := c.GetPod(ctx, src.Namespace, src.Name)
-		switch {
-		case err != nil:
+		source = &logRead{}
+		g.Go(func() {
+			src := *t.Source
+			pod, err := c.GetPod(ctx, src.Namespace, src.Name)
+			if err == nil && mesh.PodSidecar(pod) == mesh.SidecarNone {
+				source.skipped = fmt.Sprintf("source pod %s has no %s: no outbound access log", src, mesh.ProxyContainer)
+				return
+			}
 			// RBAC on pods need not stop a log read.
-			read(src, false)
-		case mesh.PodSidecar(pod) == mesh.SidecarNone:
-			in.Problems = append(in.Problems, fmt.Sprintf("source pod %s has no %s: no outbound access log", src, mesh.ProxyContainer))
-		default:
-			read(src, false)
-		}
+			source.log, source.what, source.err = readLog(src, false)
+		})
 	}
-
-	svc, err := c.GetService(ctx, t.Namespace, t.Service)
-	if err != nil {
-		fail(fmt.Sprintf("get service %s/%s", t.Namespace, t.Service), err)
-	} else if in.Selector = svc.Spec.Selector; len(in.Selector) > 0 {
+	g.Go(func() {
+		svc, err := c.GetService(ctx, t.Namespace, t.Service)
+		if err != nil {
+			lookups = append(lookups, logRead{what: fmt.Sprintf("get service %s/%s", t.Namespace, t.Service), err: err})
+			return
+		}
+		if in.Selector = svc.Spec.Selector; len(in.Selector) == 0 {
+			return
+		}
 		pods, err := c.ListPods(ctx, t.Namespace, in.Selector)
 		if err != nil {
-			fail(fmt.Sprintf("list pods in %s matching %s", t.Namespace, labels.SelectorFromSet(in.Selector)), err)
+			lookups = append(lookups, logRead{what: fmt.Sprintf("list pods in %s matching %s", t.Namespace, labels.SelectorFromSet(in.Selector)), err: err})
 		}
 		in.UpstreamTotal = len(pods)
 		readable := upstreamLogPods(pods)
 		in.UpstreamSkipped = len(pods) - len(readable)
-		for i, pod := range readable {
-			if i >= maxUpstreamLogs {
-				in.UpstreamSkipped += len(readable) - i
-				break
-			}
-			read(cluster.PodRef{Namespace: pod.Namespace, Name: pod.Name}, true)
+		if len(readable) > maxUpstreamLogs {
+			in.UpstreamSkipped += len(readable) - maxUpstreamLogs
+			readable = readable[:maxUpstreamLogs]
 		}
+		upstream = make([]logRead, len(readable))
+		var logs readGroup
+		for i, pod := range readable {
+			logs.Go(func() {
+				upstream[i].log, upstream[i].what, upstream[i].err = readLog(cluster.PodRef{Namespace: pod.Namespace, Name: pod.Name}, true)
+			})
+		}
+		logs.Wait()
+	})
+	g.Wait()
+
+	add := func(r logRead, hasLog bool) {
+		if r.skipped != "" {
+			in.Problems = append(in.Problems, r.skipped)
+			return
+		}
+		if hasLog {
+			in.Logs = append(in.Logs, r.log)
+		}
+		if r.err != nil {
+			fail(r.what, r.err)
+		}
+	}
+	if source != nil {
+		add(*source, true)
+	}
+	for _, r := range lookups {
+		add(r, false)
+	}
+	for _, r := range upstream {
+		add(r, true)
 	}
 
 	for _, l := range in.Logs {

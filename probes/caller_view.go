@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strings"
 
+	networkingv1 "istio.io/client-go/pkg/apis/networking/v1"
+	securityv1 "istio.io/client-go/pkg/apis/security/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
@@ -36,32 +38,64 @@ type callerView struct {
 // target's sends to.
 func fetchCallerView(ctx context.Context, c cluster.Cluster, t cluster.Target) (callerView, string, error) {
 	var out callerView
-	mc, err := ReadMeshConfig(ctx, c)
-	if err != nil {
-		return out, "read the mesh config", err
+	// The mesh config, the Service and the caller depend on nothing: one
+	// round trip for the three.
+	var (
+		mc         mesh.MeshConfig
+		svc        *corev1.Service
+		pod        *corev1.Pod
+		mcErr      error
+		svcErr     error
+		podErr     error
+		first      readGroup
+		sourceRead = t.Source != nil
+	)
+	first.Go(func() { mc, mcErr = ReadMeshConfig(ctx, c) })
+	first.Go(func() { svc, svcErr = c.GetService(ctx, t.Namespace, t.Service) })
+	if sourceRead {
+		first.Go(func() { pod, podErr = c.GetPod(ctx, t.Source.Namespace, t.Source.Name) })
+	}
+	first.Wait()
+	if mcErr != nil {
+		return out, "read the mesh config", mcErr
 	}
 	cfg := &mesh.Config{Mesh: mc, RootNamespace: mc.RootNamespace(controlPlane(c)), Services: map[string]*mesh.ServiceData{}, Namespaces: map[string]*corev1.Namespace{}}
 	out.Config = cfg
-	svc, err := c.GetService(ctx, t.Namespace, t.Service)
-	if err != nil {
-		return out, fmt.Sprintf("get service %s/%s", t.Namespace, t.Service), err
+	if svcErr != nil {
+		return out, fmt.Sprintf("get service %s/%s", t.Namespace, t.Service), svcErr
 	}
 	out.Caller = mesh.MeshedCallerIn(t.Namespace)
-	if t.Source != nil {
-		pod, err := c.GetPod(ctx, t.Source.Namespace, t.Source.Name)
-		if err != nil {
-			return out, "get source pod " + t.Source.String(), err
+	if sourceRead {
+		if podErr != nil {
+			return out, "get source pod " + t.Source.String(), podErr
 		}
 		out.Caller, out.CallerNamed = mesh.CallerFromPod(pod), true
 	}
+	// Then the rules of every namespace that matters and the Service's
+	// endpoints, all at once; they are added to the model in a fixed order,
+	// so errors and unknowns read the same whatever answered first.
+	namespaces := uniqueNonEmpty(out.Caller.Namespace, t.Namespace, cfg.RootNamespace)
+	rules := make([]namespaceRules, len(namespaces))
+	var second readGroup
+	for i, ns := range namespaces {
+		second.Go(func() { rules[i] = fetchRules(ctx, c, ns) })
+	}
+	var (
+		sd     *mesh.ServiceData
+		sdNS   *corev1.Namespace
+		sdWhat string
+		sdErr  error
+	)
+	second.Go(func() { sd, sdNS, sdWhat, sdErr = fetchServiceData(ctx, c, svc) })
+	second.Wait()
 	rulesRead := map[string]bool{}
-	for _, ns := range uniqueNonEmpty(out.Caller.Namespace, t.Namespace, cfg.RootNamespace) {
-		if what, err := readRules(ctx, c, cfg, ns, ns == cfg.RootNamespace && ns != t.Namespace && ns != out.Caller.Namespace); err != nil {
+	for i, ns := range namespaces {
+		if what, err := addRules(cfg, rules[i], ns == cfg.RootNamespace && ns != t.Namespace && ns != out.Caller.Namespace); err != nil {
 			return out, what, err
 		}
 		rulesRead[ns] = true
 	}
-	if what, err := readServiceData(ctx, c, cfg, svc); err != nil {
+	if what, err := addServiceData(cfg, svc, sd, sdNS, sdWhat, sdErr); err != nil {
 		return out, what, err
 	}
 	// Other Services the target's routes send to: their endpoints, and the
@@ -109,64 +143,105 @@ func fetchCallerView(ctx context.Context, c cluster.Cluster, t cluster.Target) (
 	return out, "", nil
 }
 
-// readRules reads the Istio rules of one namespace. optional: a failed read
-// leaves that namespace's rules unknown instead of failing the probe (the
-// root namespace is often outside an on-call's role).
+// readRules reads the Istio rules of one namespace into cfg. optional: a
+// failed read leaves that namespace's rules unknown instead of failing the
+// probe (the root namespace is often outside an on-call's role).
 func readRules(ctx context.Context, c cluster.Cluster, cfg *mesh.Config, ns string, optional bool) (string, error) {
-	fail := func(what string, err error) (string, error) {
-		if optional && !(apierrors.IsNotFound(err) && cluster.IsMissingKind(err)) {
-			cfg.Unknown = append(cfg.Unknown, cluster.AccessProblem(what, err)+": its rules are not judged")
+	return addRules(cfg, fetchRules(ctx, c, ns), optional)
+}
+
+// namespaceRules are the five lists of Istio rules of one namespace, and
+// the first of them, in the order listed, that could not be read.
+type namespaceRules struct {
+	ns   string
+	drs  []*networkingv1.DestinationRule
+	vss  []*networkingv1.VirtualService
+	pas  []*securityv1.PeerAuthentication
+	scs  []*networkingv1.Sidecar
+	ses  []*networkingv1.ServiceEntry
+	what string
+	err  error
+}
+
+// fetchRules lists the five kinds at once.
+func fetchRules(ctx context.Context, c cluster.Cluster, ns string) namespaceRules {
+	r := namespaceRules{ns: ns}
+	var errs [5]error
+	var g readGroup
+	g.Go(func() { r.drs, errs[0] = c.DestinationRules(ctx, ns) })
+	g.Go(func() { r.vss, errs[1] = c.VirtualServices(ctx, ns) })
+	g.Go(func() { r.pas, errs[2] = c.PeerAuthentications(ctx, ns) })
+	g.Go(func() { r.scs, errs[3] = c.Sidecars(ctx, ns) })
+	g.Go(func() { r.ses, errs[4] = c.ServiceEntries(ctx, ns) })
+	g.Wait()
+	for i, kind := range []string{"DestinationRules", "VirtualServices", "PeerAuthentications", "Sidecars", "ServiceEntries"} {
+		if errs[i] != nil {
+			r.what, r.err = "list "+kind+" in "+ns, errs[i]
+			break
+		}
+	}
+	return r
+}
+
+// addRules adds one namespace's rules to cfg (see readRules for optional).
+func addRules(cfg *mesh.Config, r namespaceRules, optional bool) (string, error) {
+	if r.err != nil {
+		if optional && !(apierrors.IsNotFound(r.err) && cluster.IsMissingKind(r.err)) {
+			cfg.Unknown = append(cfg.Unknown, cluster.AccessProblem(r.what, r.err)+": its rules are not judged")
 			return "", nil
 		}
-		return what, err
+		return r.what, r.err
 	}
-	drs, err := c.DestinationRules(ctx, ns)
-	if err != nil {
-		return fail("list DestinationRules in "+ns, err)
-	}
-	vss, err := c.VirtualServices(ctx, ns)
-	if err != nil {
-		return fail("list VirtualServices in "+ns, err)
-	}
-	pas, err := c.PeerAuthentications(ctx, ns)
-	if err != nil {
-		return fail("list PeerAuthentications in "+ns, err)
-	}
-	scs, err := c.Sidecars(ctx, ns)
-	if err != nil {
-		return fail("list Sidecars in "+ns, err)
-	}
-	ses, err := c.ServiceEntries(ctx, ns)
-	if err != nil {
-		return fail("list ServiceEntries in "+ns, err)
-	}
-	cfg.DestinationRules = append(cfg.DestinationRules, drs...)
-	cfg.VirtualServices = append(cfg.VirtualServices, vss...)
-	cfg.PeerAuthentications = append(cfg.PeerAuthentications, pas...)
-	cfg.Sidecars = append(cfg.Sidecars, scs...)
-	cfg.ServiceEntries = append(cfg.ServiceEntries, ses...)
+	cfg.DestinationRules = append(cfg.DestinationRules, r.drs...)
+	cfg.VirtualServices = append(cfg.VirtualServices, r.vss...)
+	cfg.PeerAuthentications = append(cfg.PeerAuthentications, r.pas...)
+	cfg.Sidecars = append(cfg.Sidecars, r.scs...)
+	cfg.ServiceEntries = append(cfg.ServiceEntries, r.ses...)
 	return "", nil
 }
 
-// readServiceData reads a Service's endpoints and the pods they point at.
+// readServiceData reads a Service's endpoints and the pods they point at
+// into cfg.
 func readServiceData(ctx context.Context, c cluster.Cluster, cfg *mesh.Config, svc *corev1.Service) (string, error) {
-	sd := &mesh.ServiceData{Service: svc, Pods: map[string]*corev1.Pod{}, Nodes: map[string]*corev1.Node{}}
-	cfg.Services[mesh.ServiceHost(svc.Name, svc.Namespace)] = sd
-	slices, err := c.EndpointSlices(ctx, svc.Namespace, svc.Name)
-	if err != nil {
-		return fmt.Sprintf("list endpointslices of %s/%s", svc.Namespace, svc.Name), err
-	}
-	sd.Slices = slices
+	sd, ns, what, err := fetchServiceData(ctx, c, svc)
+	return addServiceData(cfg, svc, sd, ns, what, err)
+}
+
+// fetchServiceData reads a Service's EndpointSlices, its pods and its
+// namespace (nil when unreadable) at once; what and err are the first
+// failure, slices before pods.
+func fetchServiceData(ctx context.Context, c cluster.Cluster, svc *corev1.Service) (sd *mesh.ServiceData, ns *corev1.Namespace, what string, err error) {
+	sd = &mesh.ServiceData{Service: svc, Pods: map[string]*corev1.Pod{}, Nodes: map[string]*corev1.Node{}}
+	var (
+		pods              []corev1.Pod
+		slicesErr, podErr error
+		g                 readGroup
+	)
+	g.Go(func() { sd.Slices, slicesErr = c.EndpointSlices(ctx, svc.Namespace, svc.Name) })
 	if len(svc.Spec.Selector) > 0 {
-		pods, err := c.ListPods(ctx, svc.Namespace, svc.Spec.Selector)
-		if err != nil {
-			return "list pods in " + svc.Namespace, err
-		}
-		for i := range pods {
-			sd.Pods[pods[i].Name] = &pods[i]
-		}
+		g.Go(func() { pods, podErr = c.ListPods(ctx, svc.Namespace, svc.Spec.Selector) })
 	}
-	if ns, err := c.GetNamespace(ctx, svc.Namespace); err == nil {
+	g.Go(func() { ns, _ = c.GetNamespace(ctx, svc.Namespace) })
+	g.Wait()
+	if slicesErr != nil {
+		return sd, nil, fmt.Sprintf("list endpointslices of %s/%s", svc.Namespace, svc.Name), slicesErr
+	}
+	if podErr != nil {
+		return sd, nil, "list pods in " + svc.Namespace, podErr
+	}
+	for i := range pods {
+		sd.Pods[pods[i].Name] = &pods[i]
+	}
+	return sd, ns, "", nil
+}
+
+// addServiceData adds what fetchServiceData read to cfg.
+func addServiceData(cfg *mesh.Config, svc *corev1.Service, sd *mesh.ServiceData, ns *corev1.Namespace, what string, err error) (string, error) {
+	cfg.Services[mesh.ServiceHost(svc.Name, svc.Namespace)] = sd
+	if err != nil {
+		return what, err
+	}
+	if ns != nil {
 		cfg.Namespaces[ns.Name] = ns
 	}
 	return "", nil

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/meshtriage/meshtriage/probes/cluster"
@@ -50,6 +51,9 @@ type fakeCluster struct {
 	errs map[string]error
 	// lastLogOptions records the options of the most recent Logs call.
 	lastLogOptions cluster.LogOptions
+	// mu guards what the reads record: a Cluster is read concurrently,
+	// and probes read several logs at once.
+	mu sync.Mutex
 }
 
 var _ cluster.Cluster = (*fakeCluster)(nil)
@@ -113,7 +117,9 @@ func (f *fakeCluster) Logs(ctx context.Context, pod cluster.PodRef, opts cluster
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	f.mu.Lock()
 	f.lastLogOptions = opts
+	f.mu.Unlock()
 	container := opts.Container
 	if opts.Previous {
 		container += ":previous"
@@ -140,7 +146,9 @@ func (f *fakeCluster) Istiod(ctx context.Context, replica, path string) ([]byte,
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	f.mu.Lock()
 	f.istiodAsked = append(f.istiodAsked, replica)
+	f.mu.Unlock()
 	// A replica's own answer or error ("REPLICA:PATH") wins over the one
 	// every replica gives (PATH).
 	if replica != "" {

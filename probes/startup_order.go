@@ -73,13 +73,19 @@ func (StartupOrderProbe) Run(ctx context.Context, c cluster.Cluster, t cluster.T
 
 func fetchStartup(ctx context.Context, c cluster.Cluster, t cluster.Target) (startupInput, string, error) {
 	var in startupInput
-	var err error
-	if in.Mesh, err = ReadMeshConfig(ctx, c); err != nil {
-		return in, "read the mesh config", err
+	var (
+		svc           *corev1.Service
+		meshErr, sErr error
+		first         readGroup
+	)
+	first.Go(func() { in.Mesh, meshErr = ReadMeshConfig(ctx, c) })
+	first.Go(func() { svc, sErr = c.GetService(ctx, t.Namespace, t.Service) })
+	first.Wait()
+	if meshErr != nil {
+		return in, "read the mesh config", meshErr
 	}
-	svc, err := c.GetService(ctx, t.Namespace, t.Service)
-	if err != nil {
-		return in, fmt.Sprintf("get service %s/%s", t.Namespace, t.Service), err
+	if sErr != nil {
+		return in, fmt.Sprintf("get service %s/%s", t.Namespace, t.Service), sErr
 	}
 	pods, err := c.ListPods(ctx, t.Namespace, svc.Spec.Selector)
 	if err != nil {
@@ -88,32 +94,67 @@ func fetchStartup(ctx context.Context, c cluster.Cluster, t cluster.Target) (sta
 	// Restarted pods first: they carry the evidence, and logs are read for a
 	// few pods only.
 	sort.SliceStable(pods, func(i, j int) bool { return restarts(&pods[i]) > restarts(&pods[j]) })
+	in.Pods = make([]startupPod, len(pods))
+	// Every log of every pod at once: each read fills only its own field.
+	var logs readGroup
 	for i := range pods {
-		sp := startupPod{Pod: &pods[i], AppLogs: map[string][]byte{}, AppPrevLogs: map[string][]byte{}}
-		if i < maxPodsWithLogs {
-			ref := cluster.PodRef{Namespace: pods[i].Namespace, Name: pods[i].Name}
-			if mesh.PodSidecar(&pods[i]) != mesh.SidecarNone {
+		sp := &in.Pods[i]
+		*sp = startupPod{Pod: &pods[i], AppLogs: map[string][]byte{}, AppPrevLogs: map[string][]byte{}}
+		if i >= maxPodsWithLogs {
+			continue
+		}
+		ref := cluster.PodRef{Namespace: pods[i].Namespace, Name: pods[i].Name}
+		apps := mesh.AppContainers(&pods[i])
+		var proxyProblem string
+		appLogs := make([][]byte, len(apps))
+		prevLogs := make([][]byte, len(apps))
+		prevProblems := make([]string, len(apps))
+		var pod readGroup
+		if mesh.PodSidecar(&pods[i]) != mesh.SidecarNone {
+			pod.Go(func() {
 				if b, err := c.Logs(ctx, ref, cluster.LogOptions{Container: mesh.ProxyContainer, LimitBytes: cluster.DefaultLogLimit}); err == nil {
 					sp.ProxyLog = b
 				} else {
-					sp.LogProblems = append(sp.LogProblems, cluster.AccessProblem("read istio-proxy log of "+ref.String(), err))
+					proxyProblem = cluster.AccessProblem("read istio-proxy log of "+ref.String(), err)
 				}
-			}
-			for _, app := range mesh.AppContainers(&pods[i]) {
+			})
+		}
+		for j, app := range apps {
+			pod.Go(func() {
 				if b, err := c.Logs(ctx, ref, cluster.LogOptions{Container: app.Name, LimitBytes: 256 << 10}); err == nil {
-					sp.AppLogs[app.Name] = b
+					appLogs[j] = b
 				}
-				if st, ok := mesh.ContainerStatus(&pods[i], app.Name); ok && st.RestartCount > 0 {
+			})
+			if st, ok := mesh.ContainerStatus(&pods[i], app.Name); ok && st.RestartCount > 0 {
+				pod.Go(func() {
 					if b, err := c.Logs(ctx, ref, cluster.LogOptions{Container: app.Name, Previous: true, LimitBytes: 256 << 10}); err == nil {
-						sp.AppPrevLogs[app.Name] = b
+						prevLogs[j] = b
 					} else {
-						sp.LogProblems = append(sp.LogProblems, cluster.AccessProblem("read previous log of "+ref.String()+" "+app.Name, err))
+						prevProblems[j] = cluster.AccessProblem("read previous log of "+ref.String()+" "+app.Name, err)
 					}
-				}
+				})
 			}
 		}
-		in.Pods = append(in.Pods, sp)
+		logs.Go(func() {
+			pod.Wait()
+			// In the order the reads were once made one by one.
+			if proxyProblem != "" {
+				sp.LogProblems = append(sp.LogProblems, proxyProblem)
+			}
+			for j, app := range apps {
+				if appLogs[j] != nil {
+					sp.AppLogs[app.Name] = appLogs[j]
+				}
+				if prevLogs[j] != nil {
+					sp.AppPrevLogs[app.Name] = prevLogs[j]
+				}
+				if prevProblems[j] != "" {
+					sp.LogProblems = append(sp.LogProblems, prevProblems[j])
+				}
+			}
+		})
 	}
+	logs.Wait()
 	return in, "", nil
 }
 
