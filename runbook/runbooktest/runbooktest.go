@@ -41,8 +41,7 @@ func Healthy() map[string]probes.Facts {
 		"envoy-listeners": {"listener_found": true, "listener_names": []string{"0.0.0.0_80"}},
 		"envoy-config": {
 			"config_cluster_found": true, "config_tls": "auto", "config_outlier_consecutive_5xx": 0,
-			"config_outlier_consecutive_gateway_failure": 0,
-			"config_outlier_max_ejection_percent": 0, "config_max_connections": 0,
+			"config_outlier_consecutive_gateway_failure": 0, "config_outlier_max_ejection_percent": 0, "config_max_connections": 0,
 			"config_max_pending_requests": 0, "config_idle_timeout_s": 0,
 		},
 		"access-log": {
