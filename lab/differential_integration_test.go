@@ -18,21 +18,30 @@ import (
 	"github.com/meshtriage/meshtriage/probes/mesh/meshtest"
 )
 
-// modelInput is one configuration the lab loads and one caller and target
-// whose view the model and istiod both give.
+// modelInput is one configuration the lab loads, a target, and the callers
+// whose view of it the model and istiod both give.
 type modelInput struct {
-	name   string
-	s      *recorded.Scenario
-	target cluster.Target
+	name    string
+	s       *recorded.Scenario
+	target  cluster.Target
+	callers []cluster.PodRef
 }
 
-// modelInputs are every embedded scenario (its source calling its target)
-// and every config-model case whose caller is a pod.
+// modelInputs are every embedded scenario (each of its running pods with a
+// sidecar calling its target) and every config-model case whose caller is
+// a pod.
 func modelInputs(t *testing.T) []modelInput {
 	var out []modelInput
 	for _, name := range scenarioNames(t) {
 		s := loadScenario(t, name)
-		out = append(out, modelInput{name: "scenario/" + name, s: s, target: s.Target})
+		in := modelInput{name: "scenario/" + name, s: s, target: s.Target}
+		for _, obj := range s.Objects {
+			pod, ok := obj.(*corev1.Pod)
+			if ok && mesh.PodSidecar(pod) != mesh.SidecarNone && pod.Status.PodIP != "" && pod.DeletionTimestamp == nil {
+				in.callers = append(in.callers, cluster.PodRef{Namespace: pod.Namespace, Name: pod.Name})
+			}
+		}
+		out = append(out, in)
 	}
 	for _, tc := range meshtest.Cases {
 		source, ok := callerPod(tc.Caller)
@@ -52,69 +61,82 @@ func modelInputs(t *testing.T) []modelInput {
 		if tc.Mesh != "" {
 			name += "/mesh"
 		}
-		out = append(out, modelInput{name: name, s: s, target: cluster.Target{Namespace: ns, Service: svc, Port: tc.Port, Source: &source}})
+		in := modelInput{name: name, s: s, target: cluster.Target{Namespace: ns, Service: svc, Port: tc.Port, Source: &source}}
+		if mesh.PodSidecar(scenarioPodByRef(t, s, source)) != mesh.SidecarNone {
+			in.callers = []cluster.PodRef{source}
+		}
+		out = append(out, in)
 	}
 	return out
 }
 
 // The config model against a real istiod: for every scenario and every
-// config-model case the lab can load, the clusters the model says istiod
-// gives the caller for the target's ports, their serving endpoints and the
-// TLS the caller sends each of them must be what istiod pushed to that
-// caller's sidecar. A difference is a bug in the model, or a limit to write
-// down in ARCHITECTURE.md ("The config model and its limits").
+// config-model case the lab can load, and each caller with a sidecar, the
+// clusters the model says istiod gives the caller for the target's ports,
+// their serving endpoints and the TLS the caller sends each of them must be
+// what istiod pushed to that caller's sidecar. A difference is a bug in the
+// model, or a limit to write down in ARCHITECTURE.md ("The config model and
+// its limits").
 func TestConfigModelAgainstIstiod(t *testing.T) {
 	l, i := istiodLab(t)
 	for _, in := range modelInputs(t) {
 		t.Run(in.name, func(t *testing.T) {
-			if in.target.Source == nil {
-				t.Skip("no caller: the model's answer is for a meshed pod of no name, istiod's for a proxy")
-			}
-			pod := scenarioPodByRef(t, in.s, *in.target.Source)
-			if mesh.PodSidecar(pod) == mesh.SidecarNone {
-				t.Skip("the caller has no sidecar: istiod gives it nothing to compare the model's kube-proxy answer with")
+			if len(in.callers) == 0 {
+				t.Skip("no caller with a sidecar: istiod gives a pod without one nothing to compare the model's kube-proxy answer with")
 			}
 			applyToIstiod(t, l, i, in.s)
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-			defer cancel()
-			sc, err := i.ConnectSidecar(ctx, pod)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer sc.Close()
-			if err := sc.XDS.WaitQuiet(ctx, time.Second); err != nil {
-				t.Fatal(err)
-			}
-			pushed := sc.XDS.Pushed()
-			_, _, views, err := probes.CallerViews(ctx, liveCluster(t, l.Kubeconfig, in.s, 20*time.Second), in.target)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(views) == 0 {
-				t.Fatal("the model gave no view")
-			}
-			clusters, endpoints := 0, 0
-			for _, v := range views {
-				c := CompareView(v, pushed)
-				clusters, endpoints = clusters+c.Clusters, endpoints+c.Endpoints
-				for _, d := range c.Diffs {
-					t.Errorf("%s", d)
-				}
-				if len(c.Diffs) > 0 {
-					t.Logf("the model's chain for port %d:\n%s", v.Port, strings.Join(v.Chain(), "\n"))
-				}
-			}
-			t.Logf("compared %d clusters and %d serving endpoints", clusters, endpoints)
-			if clusters == 0 {
-				t.Error("nothing compared: the model named no cluster for the target")
-			}
-			if t.Failed() {
-				for _, name := range sortedKeysOf(pushed) {
-					if pc := pushed[name]; strings.HasSuffix(name, "|"+mesh.ServiceHost(in.target.Service, in.target.Namespace)) {
-						t.Logf("istiod pushed %s (%s): %+v", name, pc.Type, pc.Endpoints)
-					}
-				}
+			for _, caller := range in.callers {
+				compareCaller(t, l, i, in, caller)
 			}
 		})
+	}
+}
+
+// compareCaller connects caller's sidecar to istiod and compares what it
+// was pushed with the model's views of the target for caller.
+func compareCaller(t *testing.T, l *Lab, i *Istiod, in modelInput, caller cluster.PodRef) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	sc, err := i.ConnectSidecar(ctx, scenarioPodByRef(t, in.s, caller))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sc.Close()
+	if err := sc.XDS.WaitQuiet(ctx, time.Second); err != nil {
+		t.Fatal(err)
+	}
+	pushed := sc.XDS.Pushed()
+	target := in.target
+	target.Source = &caller
+	_, _, views, err := probes.CallerViews(ctx, liveCluster(t, l.Kubeconfig, in.s, 20*time.Second), target)
+	if err != nil {
+		t.Fatalf("caller %s: %v", caller, err)
+	}
+	if len(views) == 0 {
+		t.Fatalf("caller %s: the model gave no view", caller)
+	}
+	clusters, endpoints, diffs := 0, 0, 0
+	for _, v := range views {
+		c := CompareView(v, pushed)
+		clusters, endpoints, diffs = clusters+c.Clusters, endpoints+c.Endpoints, diffs+len(c.Diffs)
+		for _, d := range c.Diffs {
+			t.Errorf("caller %s: %s", caller, d)
+		}
+		if len(c.Diffs) > 0 {
+			t.Logf("the model's chain for port %d:\n%s", v.Port, strings.Join(v.Chain(), "\n"))
+		}
+	}
+	t.Logf("caller %s: compared %d clusters and %d serving endpoints", caller, clusters, endpoints)
+	if clusters == 0 {
+		t.Errorf("caller %s: nothing compared: the model named no cluster for the target", caller)
+	}
+	if diffs > 0 {
+		host := mesh.ServiceHost(in.target.Service, in.target.Namespace)
+		for _, name := range sortedKeysOf(pushed) {
+			if strings.HasSuffix(name, "|"+host) {
+				t.Logf("istiod pushed %s (%s): %+v", name, pushed[name].Type, pushed[name].Endpoints)
+			}
+		}
 	}
 }

@@ -186,7 +186,7 @@ func (o *captureOptions) run(ctx context.Context) error {
 	if err := sess.SinkErr(); err != nil {
 		fmt.Fprintf(errOut, "meshtriage: incident log %s: %v\n", tr.LogPath(), err)
 	}
-	fmt.Fprintf(out, "captured %s from %s: %s\n", o.targetRef, tr.Cluster.Info().Context, summarizeCapture(s))
+	fmt.Fprintf(out, "captured %s (context %s): %s\n", o.targetRef, tr.Cluster.Info().Context, summarizeCapture(s))
 	fmt.Fprintf(out, "wrote %s (redacted)\n", o.output)
 	if len(found) == 0 {
 		fmt.Fprintln(out, "findings: none")
