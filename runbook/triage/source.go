@@ -88,9 +88,15 @@ func Live(ctx context.Context, flags *live.ConfigFlags, opts live.Options) (Sour
 	case err != nil:
 		return Source{}, err
 	}
+	if w := lc.Warmup(); w != nil {
+		// Before the check, so that the triage's longest chains of round
+		// trips (the port-forwards) overlap it.
+		lc.Warm(*w)
+	}
 	rctx, cancel := context.WithTimeout(ctx, ReachTimeout)
 	defer cancel()
 	if err := CheckReachable(rctx, lc); err != nil {
+		_ = lc.Close()
 		return Source{}, err
 	}
 	return LiveSource(lc), nil

@@ -44,6 +44,10 @@ type Options struct {
 	MaxResponseBytes int64
 	// UserAgent names meshtriage in the API server's audit log.
 	UserAgent string
+	// Warmup, for a client made for one triage, is what triage.Live
+	// starts opening alongside its reachability check (Cluster.Warm);
+	// nil opens nothing before it is asked for.
+	Warmup *Warmup
 }
 
 const (
@@ -105,7 +109,16 @@ type Cluster struct {
 	// version is the last /version answer, shared by the copies NewCache
 	// makes.
 	version *versionMemo
+
+	// warmed is what Warm started, for the first session to adopt;
+	// istiodWarm, in that session's copy, hands it Warm's istiod list.
+	warmed     *warmState
+	istiodWarm *istiodHandoff
+	warmup     *Warmup
 }
+
+// Warmup is the Options.Warmup the client was made with.
+func (c *Cluster) Warmup() *Warmup { return c.warmup }
 
 type podReader interface {
 	cluster.PodGetter
@@ -127,6 +140,10 @@ type SessionCache struct {
 func NewCache(c *Cluster) *SessionCache {
 	session := *c
 	session.tunnels = newTunnelPool(c.conn, c.timeout)
+	if w := c.warmed; w != nil && w.adopt() {
+		session.tunnels = w.tunnels
+		session.istiodWarm = &istiodHandoff{w: w}
+	}
 	cache := cluster.NewCache(&session)
 	session.pods = cache
 	return &SessionCache{Cache: cache, tunnels: session.tunnels}
@@ -202,6 +219,7 @@ func New(flags *ConfigFlags, opts Options) (*Cluster, error) {
 		return nil, fmt.Errorf("istio client: %w", err)
 	}
 	c := newCluster(clientset.Reader{Kube: kube, Istio: istio}, cfg, opts)
+	c.warmup = opts.Warmup
 	c.info.Context = contextName(flags, loader)
 	c.conn = podconn.New(kube, cfg)
 	return c, nil

@@ -269,3 +269,101 @@ func TestServerVersionIsAskedOnceForAQuickSuccession(t *testing.T) {
 		t.Error("a version older than versionReuse is still reused")
 	}
 }
+
+func istiodLab(t *testing.T, a *fakeAPI) {
+	t.Helper()
+	istiod := meshedPod("istio-system", "istiod-abc")
+	istiod.Labels = map[string]string{"app": "istiod"}
+	a.addPod(istiod)
+	a.listen("istio-system", "istiod-abc", 15014, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = io.WriteString(w, "[]")
+	}))
+}
+
+func waitFor(t *testing.T, what string, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatalf("never: %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// Warm lists istiod's pods and opens the port-forwards to the caller's
+// Envoy admin and to istiod before any session asks; the first session
+// reads through them without a request of its own, a later one does not
+// get them.
+func TestWarmOpensWhatTheFirstSessionReadsThrough(t *testing.T) {
+	a := newFakeAPI(t)
+	a.addPod(meshedPod("shop", "web-1"))
+	a.listen("shop", "web-1", 15000, envoyAdmin(t))
+	istiodLab(t, a)
+	c := newLive(t, a, Options{})
+	caller := webPod
+	c.Warm(Warmup{Caller: &caller})
+	waitFor(t, "both port-forwards open", func() bool {
+		return a.count("portforward shop/web-1") == 1 && a.count("portforward istio-system/istiod-abc") == 1
+	})
+	if got := a.count("list istio-system app=istiod"); got != 1 {
+		t.Fatalf("Warm listed istiod %d times, want 1", got)
+	}
+
+	session := NewCache(c)
+	defer session.Close()
+	ctx := context.Background()
+	pods, err := session.ListPods(ctx, "istio-system", map[string]string{"app": "istiod"})
+	if err != nil || len(pods) != 1 || pods[0].Name != "istiod-abc" {
+		t.Fatalf("ListPods = %v, %v", pods, err)
+	}
+	if _, err := session.EnvoyAdmin(ctx, webPod, "/clusters?format=json"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := session.Istiod(ctx, "istiod-abc", "/debug/syncz"); err != nil {
+		t.Fatal(err)
+	}
+	if l, pf, ipf := a.count("list istio-system app=istiod"), a.count("portforward shop/web-1"), a.count("portforward istio-system/istiod-abc"); l != 1 || pf != 1 || ipf != 1 {
+		t.Errorf("the first session made requests of its own: %d istiod lists, %d and %d port-forwards, want 1 each", l, pf, ipf)
+	}
+
+	later := NewCache(c)
+	defer later.Close()
+	if _, err := later.ListPods(ctx, "istio-system", map[string]string{"app": "istiod"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := later.EnvoyAdmin(ctx, webPod, "/clusters?format=json"); err != nil {
+		t.Fatal(err)
+	}
+	if l, pf := a.count("list istio-system app=istiod"), a.count("portforward shop/web-1"); l != 2 || pf != 2 {
+		t.Errorf("a later session reused the first one's warm-up (%d lists, %d port-forwards)", l, pf)
+	}
+}
+
+// What Warm opened and no session adopted (the reachability check failed)
+// is closed by Close, and leaves nothing running.
+func TestWarmUnadoptedClosesOnClose(t *testing.T) {
+	a := newFakeAPI(t)
+	a.addPod(meshedPod("shop", "web-1"))
+	a.listen("shop", "web-1", 15000, envoyAdmin(t))
+	istiodLab(t, a)
+	c := newLive(t, a, Options{})
+	caller := webPod
+	c.Warm(Warmup{Caller: &caller})
+	waitFor(t, "both port-forwards open", func() bool {
+		return a.count("portforward shop/web-1") == 1 && a.count("portforward istio-system/istiod-abc") == 1
+	})
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "no port-forward goroutine left", func() bool { return len(streamingGoroutines()) == 0 })
+	// A session made after Close opens its own.
+	session := NewCache(c)
+	defer session.Close()
+	if _, err := session.EnvoyAdmin(context.Background(), webPod, "/clusters?format=json"); err != nil {
+		t.Fatal(err)
+	}
+	if got := a.count("portforward shop/web-1"); got != 2 {
+		t.Errorf("%d port-forwards, want a new one after Close", got)
+	}
+}
