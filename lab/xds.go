@@ -129,7 +129,9 @@ func ConnectXDS(ctx context.Context, addr string, node *corev3.Node) (*XDSClient
 		c.types[t] = &XDSTypeState{Resources: map[string]*XDSResource{}}
 	}
 	if err := c.send([]*discoveryv3.DiscoveryRequest{c.requestLocked(ClusterType)}); err != nil {
-		c.Close()
+		// Not Close: nothing receives yet to end the stream's goroutine.
+		cancel()
+		conn.Close()
 		return nil, fmt.Errorf("ADS request to %s: %w", addr, err)
 	}
 	go c.receive()
