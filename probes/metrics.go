@@ -26,6 +26,14 @@ type MetricsProbe struct {
 // and short enough for an on-call to wait for.
 const DefaultMetricsInterval = 5 * time.Second
 
+// ShortMetricsWindow is check's default window. The probe runs alongside
+// the others, so the window overlaps them instead of adding to them: on a
+// nearby cluster check answers in about this long, on a remote one the
+// port-forwards take most of it anyway. A rate over one second is coarse
+// for a quiet service; the result says how long the window was, and what
+// the counters say since the proxy started.
+const ShortMetricsWindow = time.Second
+
 // prometheusPath is Envoy's admin path behind the sidecar's :15090 listener.
 const prometheusPath = "/stats/prometheus"
 
@@ -44,6 +52,7 @@ func (MetricsProbe) Meta() Meta {
 			{"metrics_window_s", FactFloat, "seconds between the two samples"},
 			{"metrics_503_by_flag", FactList, "new 503s in the window by response_flags, as FLAGS=count"},
 			{"metrics_cx_connect_fail", FactInt, "envoy_cluster_upstream_cx_connect_fail over the target clusters"},
+			{"metrics_counters_age_s", FactFloat, "seconds the sampled proxy's counters have been counting (its uptime), when it reports one: the totals are since then"},
 		},
 	}
 }
@@ -55,6 +64,9 @@ type metricsSample struct {
 	At          time.Time
 	Requests    requestSeries
 	ConnectFail float64
+	// Uptime is envoy_server_uptime, how long the counters have been
+	// counting, in seconds; 0 when the proxy does not report it.
+	Uptime float64
 }
 
 type metricsInput struct {
@@ -170,6 +182,7 @@ func parseMetricsSample(text []byte, t cluster.Target, reporter string) (metrics
 	s.ConnectFail = metrics.Sum("envoy_cluster_upstream_cx_connect_fail", func(l map[string]string) bool {
 		return envoy.IsTargetCluster(l["cluster_name"], t.Host(), t.Port)
 	})
+	s.Uptime = metrics.Sum("envoy_server_uptime", func(map[string]string) bool { return true })
 	return s, nil
 }
 
@@ -224,7 +237,10 @@ func evaluateMetrics(t cluster.Target, in metricsInput) Result {
 		"metrics_503_by_flag":     nonNil(flagList),
 		"metrics_cx_connect_fail": int(in.Second.ConnectFail),
 	}
-	res.Evidence.Raw = fmt.Sprintf("istio_requests_total{reporter=%q,destination_service=%q}, two samples %.1f s apart", in.Reporter, t.Host(), window)
+	if age := in.Second.Uptime; age > 0 {
+		res.Facts["metrics_counters_age_s"] = age
+	}
+	res.Evidence.Raw = metricsMethod(t, in, window, total, total503)
 	if in.SourceWithoutSidecar {
 		res.Evidence.Raw += "\nthe source pod has no sidecar and reports no metrics: an upstream pod's sidecar was sampled (reporter=destination)"
 	}
@@ -234,16 +250,39 @@ func evaluateMetrics(t cluster.Target, in metricsInput) Result {
 		res.Summary = fmt.Sprintf("no istio_requests_total for %s from the %s sidecar: no traffic, or stats not enabled", t.Host(), in.Reporter)
 	case delta503 > 0:
 		res.Status = StatusFail
-		res.Summary = fmt.Sprintf("%.2f 503/s now (%d in %.0f s of %d requests)", delta503/window, int(delta503), window, int(delta))
+		res.Summary = fmt.Sprintf("%.2f 503/s now (%d in a %s window of %d requests, %s sidecar's counters)", delta503/window, int(delta503), seconds(window), int(delta), in.Reporter)
 	case delta == 0:
 		res.Status = StatusWarn
-		res.Summary = fmt.Sprintf("no requests in the %.0f s window; %d 503s before it", window, int(total503))
+		res.Summary = fmt.Sprintf("no requests in the %s window (%s sidecar's counters); %d 503s %s", seconds(window), in.Reporter, int(total503), countedSince(in.Second.Uptime))
 	default:
 		res.Status = StatusPass
-		res.Summary = fmt.Sprintf("0 503/s over %.0f s (%.1f req/s)", window, delta/window)
+		res.Summary = fmt.Sprintf("0 503/s over a %s window (%.1f req/s, %s sidecar's counters)", seconds(window), delta/window, in.Reporter)
 	}
 	return res
 }
+
+// metricsMethod says how the rate was measured, for the evidence: which
+// counters, how far apart, and what the totals cover.
+func metricsMethod(t cluster.Target, in metricsInput, window, total, total503 float64) string {
+	how := fmt.Sprintf("istio_requests_total{reporter=%q,destination_service=%q}: two samples of the %s sidecar's counters %s apart, taken while the other checks ran; the rate is the difference over the window",
+		in.Reporter, t.Host(), in.Reporter, seconds(window))
+	how += fmt.Sprintf("\ntotals: %d requests, %d of them 503, %s", int(total), int(total503), countedSince(in.Second.Uptime))
+	if age := in.Second.Uptime; age > 0 {
+		how += fmt.Sprintf(" (%.3f 503/s on average)", total503/age)
+	}
+	return how
+}
+
+// countedSince says what a counter total covers.
+func countedSince(uptime float64) string {
+	if uptime <= 0 {
+		return "since the proxy started (it reports no uptime)"
+	}
+	return "since the proxy started " + (time.Duration(uptime) * time.Second).String() + " ago"
+}
+
+// seconds formats a window: "1.0 s", "5.0 s".
+func seconds(s float64) string { return fmt.Sprintf("%.1f s", s) }
 
 func metricsCommands(t cluster.Target, reporter string) []string {
 	pod := "<pod>"

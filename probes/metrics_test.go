@@ -2,6 +2,7 @@ package probes
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -121,5 +122,56 @@ func TestMetricsSampleTheUpstreamWhenTheCallerHasNoSidecar(t *testing.T) {
 	}
 	if !strings.Contains(res.Evidence.Raw, "the source pod has no sidecar") {
 		t.Errorf("evidence does not say why the upstream was sampled: %q", res.Evidence.Raw)
+	}
+}
+
+// The rate is labelled with how it was measured: whose counters, how far
+// apart the samples were, and what the totals cover (the proxy's uptime
+// when it reports one; unknown otherwise, never made up).
+func TestMetricsSayHowTheRateWasMeasured(t *testing.T) {
+	target := cluster.Target{Namespace: "shop", Service: "orders", Port: 8080, Source: &cluster.PodRef{Namespace: "web", Name: "web-1"}}
+	sample := func(text string, at time.Time) metricsSample {
+		s, err := parseMetricsSample([]byte(text), target, "source")
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.At = at
+		return s
+	}
+	t0 := time.Date(2026, 12, 2, 3, 0, 0, 0, time.UTC)
+	series := `istio_requests_total{reporter="source",destination_service="orders.shop.svc.cluster.local",response_code="503",response_flags="UF"} %d` + "\n"
+	uptime := "# TYPE envoy_server_uptime gauge\nenvoy_server_uptime{} %d\n"
+
+	in := metricsInput{
+		Reporter: "source",
+		First:    sample(fmt.Sprintf(series, 7200)+fmt.Sprintf(uptime, 3600), t0),
+		Second:   sample(fmt.Sprintf(series, 7202)+fmt.Sprintf(uptime, 3601), t0.Add(time.Second)),
+	}
+	res := evaluateMetrics(target, in)
+	if err := CheckFacts(MetricsProbe{}.Meta(), res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Facts["metrics_counters_age_s"] != 3601.0 || res.Facts["metrics_window_s"] != 1.0 {
+		t.Errorf("facts = %v", res.Facts)
+	}
+	for _, want := range []string{"1.0 s window", "source sidecar's counters"} {
+		if !strings.Contains(res.Summary, want) {
+			t.Errorf("summary %q lacks %q", res.Summary, want)
+		}
+	}
+	for _, want := range []string{"two samples of the source sidecar's counters 1.0 s apart", "7202 of them 503", "since the proxy started 1h0m1s ago", "2.000 503/s on average"} {
+		if !strings.Contains(res.Evidence.Raw, want) {
+			t.Errorf("evidence %q lacks %q", res.Evidence.Raw, want)
+		}
+	}
+
+	// A proxy that reports no uptime: the totals' span is unknown, and said so.
+	in.First, in.Second = sample(fmt.Sprintf(series, 5), t0), sample(fmt.Sprintf(series, 5), t0.Add(time.Second))
+	res = evaluateMetrics(target, in)
+	if _, ok := res.Facts["metrics_counters_age_s"]; ok {
+		t.Errorf("an age was reported without an uptime: %v", res.Facts)
+	}
+	if !strings.Contains(res.Summary, "no requests in the 1.0 s window") || !strings.Contains(res.Summary, "reports no uptime") {
+		t.Errorf("summary = %q", res.Summary)
 	}
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/meshtriage/meshtriage/probes"
 	"github.com/meshtriage/meshtriage/probes/cluster"
+	"github.com/meshtriage/meshtriage/probes/cluster/live"
 	"github.com/meshtriage/meshtriage/probes/cluster/manifests"
 	"github.com/meshtriage/meshtriage/runbook"
 	"github.com/meshtriage/meshtriage/runbook/incidentlog"
@@ -32,8 +33,8 @@ type checkOptions struct {
 	logPath      string
 	output       string
 	probeTimeout time.Duration
-	// metricsWindow bounds the triage's wall time: every other probe runs
-	// inside it (BENCHMARKS.md, triage on a big cluster).
+	// metricsWindow bounds the triage's wall time from below: every other
+	// probe runs inside it (BENCHMARKS.md, latency).
 	metricsWindow time.Duration
 	// metricsWindowSet: --metrics-window was given; else a recording's
 	// own sampling interval is used.
@@ -74,7 +75,7 @@ input, cluster unreachable, target unreadable).`,
 	f.StringVar(&o.logPath, "log", "", "also write the incident log (JSON Lines) to FILE")
 	f.StringVarP(&o.output, "output", "o", o.output, "report format: "+strings.Join(report.Formats, ", "))
 	f.DurationVar(&o.probeTimeout, "probe-timeout", o.probeTimeout, "deadline of each probe")
-	f.DurationVar(&o.metricsWindow, "metrics-window", probes.DefaultMetricsInterval, "time between the two samples of the sidecar's counters that give the current 503 rate; 0 skips the sampling (its rules stay undecided)")
+	f.DurationVar(&o.metricsWindow, "metrics-window", probes.ShortMetricsWindow, "time between the two samples of the sidecar's counters that give the current 503 rate, taken while the other checks run; longer sees a quiet service's rate, 0 skips the sampling (its rules stay undecided)")
 	o.verify.add(f)
 	_ = cmd.RegisterFlagCompletionFunc("from", completePods(g))
 	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions(report.Formats, cobra.ShellCompDirectiveNoFileComp))
@@ -237,7 +238,11 @@ func (o *checkOptions) source(ctx context.Context, args []string) (triage.Source
 		if err != nil {
 			return triage.Source{}, t, err
 		}
-		src, err := liveSource(ctx, o.g)
+		// The caller is known before connecting: its Envoy admin and
+		// istiod's port-forwards open alongside the reachability check.
+		opts := liveOptions(o.g)
+		opts.Warmup = &live.Warmup{Caller: t.Source}
+		src, err := triage.Live(ctx, o.g.kube, opts)
 		return src, t, err
 	}
 }
