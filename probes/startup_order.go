@@ -27,19 +27,22 @@ func (StartupOrderProbe) Meta() Meta {
 		Facts: []FactSpec{
 			{"startup_native_sidecar", FactBool, "every meshed target pod runs its sidecar as a native sidecar (init container with restartPolicy Always)"},
 			{"startup_hold_application", FactBool, "holdApplicationUntilProxyStarts is in effect on every meshed target pod"},
-			{"startup_app_before_proxy", FactInt, "pods whose app container started before Envoy was ready"},
-			{"startup_early_restarts", FactInt, "pods restarted within 60 s of creation"},
+			{"startup_app_before_proxy", FactInt, "pods whose app container started before Envoy was ready: before pilot-agent logged it ready or, without that log, no later than the proxy container's start second (Envoy is never ready the second it starts)"},
+			{"startup_early_restarts", FactInt, "pods restarted within EarlyRestartWindow (60 s) of creation"},
 			{"startup_restart_reasons", FactList, "lastState termination reason and exit code of those restarts"},
 			{"startup_connection_refused", FactInt, "pods whose app log shows connection refused in its first seconds"},
 		},
 	}
 }
 
+// EarlyRestartWindow is how soon after creation a restart counts as a
+// startup failure; the rollout watch judges new pods with it too.
+const EarlyRestartWindow = 60 * time.Second
+
 // Windows that define "at startup".
 const (
-	earlyRestartWindow = 60 * time.Second
-	startupLogWindow   = 30 * time.Second
-	maxPodsWithLogs    = 5
+	startupLogWindow = 30 * time.Second
+	maxPodsWithLogs  = 5
 )
 
 // proxyReadyMarker is what pilot-agent logs once Envoy answers its readiness
@@ -205,7 +208,7 @@ func evaluateStartup(t cluster.Target, in startupInput) Result {
 			if appStart.IsZero() || (!s.IsZero() && s.Before(appStart)) {
 				appStart = s
 			}
-			if kind != mesh.SidecarNone && !s.IsZero() && !proxyReady.IsZero() && s.Before(proxyReady) {
+			if kind != mesh.SidecarNone && !s.IsZero() && !proxyReady.IsZero() && appBeforeReady(s, proxyReady, readyKnown) {
 				podBefore = true
 			}
 			if term := st.LastTerminationState.Terminated; term != nil && st.RestartCount > 0 {
@@ -213,7 +216,7 @@ func evaluateStartup(t cluster.Target, in startupInput) Result {
 				if end.IsZero() {
 					end = term.StartedAt.Time
 				}
-				if !created.IsZero() && !end.IsZero() && end.Sub(created) <= earlyRestartWindow {
+				if !created.IsZero() && !end.IsZero() && end.Sub(created) <= EarlyRestartWindow {
 					podRestarted = true
 					lastTerm = fmt.Sprintf("%s %s exit %d at +%s", app.Name, term.Reason, term.ExitCode, end.Sub(created).Round(time.Second))
 					reasons = append(reasons, pod.Name+": "+lastTerm)
@@ -265,10 +268,10 @@ func evaluateStartup(t cluster.Target, in startupInput) Result {
 		res.Summary = "no pods selected by the service: nothing to compare"
 	case earlyRestarts > 0 && !allNative && !allHold:
 		res.Status = StatusFail
-		res.Summary = fmt.Sprintf("%d pod(s) restarted within 60 s of creation; app starts before Envoy is ready (%d pod(s)), no holdApplicationUntilProxyStarts", earlyRestarts, appBeforeProxy)
+		res.Summary = fmt.Sprintf("%d pod(s) restarted within %s of creation; app starts before Envoy is ready (%d pod(s)), no holdApplicationUntilProxyStarts", earlyRestarts, EarlyRestartWindow, appBeforeProxy)
 	case earlyRestarts > 0:
 		res.Status = StatusWarn
-		res.Summary = fmt.Sprintf("%d pod(s) restarted within 60 s of creation although the app waits for the proxy: look at the app's own dependencies", earlyRestarts)
+		res.Summary = fmt.Sprintf("%d pod(s) restarted within %s of creation although the app waits for the proxy: look at the app's own dependencies", earlyRestarts, EarlyRestartWindow)
 	case appBeforeProxy > 0 && !allNative && !allHold:
 		res.Status = StatusWarn
 		res.Summary = fmt.Sprintf("app starts before Envoy is ready on %d pod(s): outbound calls at startup can fail", appBeforeProxy)
@@ -414,4 +417,17 @@ func startupCommands(t cluster.Target, pods []startupPod) []string {
 		}
 	}
 	return cmds
+}
+
+// appBeforeReady says whether an app container that started at appStart
+// could have run before Envoy was ready. With pilot-agent's ready line the
+// comparison is exact. Without it, ready is only the proxy container's start,
+// and container status times have whole seconds: an app started in the same
+// second as the proxy container started before Envoy could answer, because
+// Envoy is never ready the second it starts.
+func appBeforeReady(appStart, ready time.Time, readyFromLog bool) bool {
+	if readyFromLog {
+		return appStart.Before(ready)
+	}
+	return !appStart.After(ready)
 }

@@ -23,9 +23,9 @@ import (
 	"github.com/meshtriage/meshtriage/probes/mesh"
 )
 
-// EarlyRestartWindow is the startup-order probe's "restart within 60 s of
-// creation"; a new pod is watched at least this long.
-const EarlyRestartWindow = 60 * time.Second
+// EarlyRestartWindow is the startup-order probe's window, one threshold
+// for the triage and the rollout gate.
+const EarlyRestartWindow = probes.EarlyRestartWindow
 
 // RateTolerance is how much the 503 rate may grow over its baseline during
 // the rollout before it counts as a regression; with no 503 before, any 503
