@@ -46,9 +46,16 @@ func (DestinationRulesProbe) Meta() Meta {
 	}
 }
 
-// tinyPoolLimit is where a connection-pool limit stops being a capacity
-// choice and starts overflowing (503 UO) under ordinary load.
-const tinyPoolLimit = 10
+// TinyPoolLimit is where a connection-pool limit stops being a capacity
+// choice and starts overflowing (503 UO) under ordinary load: the one
+// threshold the DestinationRule and the Envoy config probes judge with.
+const TinyPoolLimit = 10
+
+// poolTiny: a limit that is set (Istio writes 4294967295 for none) and
+// below TinyPoolLimit.
+func poolTiny[N int32 | uint32 | int64 | uint64 | int](v N) bool {
+	return v > 0 && v < TinyPoolLimit
+}
 
 func (p DestinationRulesProbe) Run(ctx context.Context, c cluster.Cluster, t cluster.Target) Result {
 	cv, what, err := fetchCallerView(ctx, c, t)
@@ -308,7 +315,7 @@ func readPolicy(scope string, tp *networkingv1alpha3.TrafficPolicy) poolReading 
 	if tcp := pr.Pool.GetTcp(); tcp != nil {
 		if v := tcp.GetMaxConnections(); v > 0 {
 			pr.Limits = append(pr.Limits, fmt.Sprintf("tcp.maxConnections=%d", v))
-			if v < tinyPoolLimit {
+			if poolTiny(v) {
 				pr.Tiny = append(pr.Tiny, fmt.Sprintf("tcp.maxConnections %d", v))
 			}
 		}
@@ -336,7 +343,7 @@ func readPolicy(scope string, tp *networkingv1alpha3.TrafficPolicy) poolReading 
 				continue
 			}
 			pr.Limits = append(pr.Limits, fmt.Sprintf("%s=%d", l.name, l.v))
-			if l.tiny && l.v < tinyPoolLimit {
+			if l.tiny && poolTiny(l.v) {
 				pr.Tiny = append(pr.Tiny, fmt.Sprintf("%s %d", strings.TrimPrefix(l.name, "http."), l.v))
 			}
 		}

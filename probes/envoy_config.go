@@ -32,6 +32,7 @@ func (EnvoyConfigProbe) Meta() Meta {
 			{"config_outlier_max_ejection_percent", FactInt, "outlier_detection.max_ejection_percent (0 when unset)"},
 			{"config_max_connections", FactInt, "circuit_breakers max_connections (0 when unset; Istio writes 4294967295 for no limit)"},
 			{"config_max_pending_requests", FactInt, "circuit_breakers max_pending_requests (0 when unset; Istio writes 4294967295 for no limit)"},
+			{"config_pool_tiny", FactBool, "the main cluster's max_connections or max_pending_requests is set below TinyPoolLimit (10): ordinary load overflows it"},
 			{"config_idle_timeout_s", FactInt, "upstream HTTP idle_timeout in seconds (0 when unset)"},
 		},
 	}
@@ -149,6 +150,7 @@ func evaluateEnvoyConfig(t cluster.Target, in envoyConfigInput) Result {
 		"config_outlier_max_ejection_percent":        0,
 		"config_max_connections":                     0,
 		"config_max_pending_requests":                0,
+		"config_pool_tiny":                           false,
 		"config_idle_timeout_s":                      0,
 	}
 	result := Result{
@@ -176,6 +178,7 @@ func evaluateEnvoyConfig(t cluster.Target, in envoyConfigInput) Result {
 	facts["config_outlier_max_ejection_percent"] = m.MaxEjectionPercent
 	facts["config_max_connections"] = int(m.MaxConnections)
 	facts["config_max_pending_requests"] = int(m.MaxPendingRequests)
+	facts["config_pool_tiny"] = poolTiny(m.MaxPendingRequests) || poolTiny(m.MaxConnections)
 	facts["config_idle_timeout_s"] = int(m.IdleTimeout.Seconds())
 
 	var notes []string
@@ -196,7 +199,7 @@ func evaluateEnvoyConfig(t cluster.Target, in envoyConfigInput) Result {
 			notes = append(notes, c.Name+" ejects a host after one gateway error (502/503/504 or a failed connect)")
 			status = worse(status, StatusWarn)
 		}
-		if c.MaxPendingRequests > 0 && c.MaxPendingRequests < 10 || c.MaxConnections > 0 && c.MaxConnections < 10 {
+		if poolTiny(c.MaxPendingRequests) || poolTiny(c.MaxConnections) {
 			notes = append(notes, fmt.Sprintf("%s limits max_connections %s, max_pending_requests %s", c.Name, limit(c.MaxConnections), limit(c.MaxPendingRequests)))
 			status = worse(status, StatusWarn)
 		}

@@ -42,7 +42,7 @@ func Healthy() map[string]probes.Facts {
 		"envoy-config": {
 			"config_cluster_found": true, "config_tls": "auto", "config_outlier_consecutive_5xx": 0,
 			"config_outlier_consecutive_gateway_failure": 0, "config_outlier_max_ejection_percent": 0, "config_max_connections": 0,
-			"config_max_pending_requests": 0, "config_idle_timeout_s": 0,
+			"config_max_pending_requests": 0, "config_idle_timeout_s": 0, "config_pool_tiny": false,
 		},
 		"access-log": {
 			"log_lines": 200, "log_unparsed": 0, "log_5xx": 0, "log_503": 0, "log_2xx": 200,
