@@ -283,3 +283,10 @@ func (c *Cache) GetNode(ctx context.Context, name string) (*corev1.Node, error) 
 		func(ctx context.Context) (*corev1.Node, error) { return GetNode(ctx, c.c, name) },
 		(*corev1.Node).DeepCopy)
 }
+
+// PodsByIP reads through when the cached cluster can search pods by IP.
+func (c *Cache) PodsByIP(ctx context.Context, ip string) ([]corev1.Pod, error) {
+	return read(ctx, c, cacheKey{op: "pods-by-ip", name: ip},
+		func(ctx context.Context) ([]corev1.Pod, error) { return PodsByIP(ctx, c.c, ip) },
+		cloneValues[corev1.Pod])
+}

@@ -120,3 +120,19 @@ func GetNode(ctx context.Context, c Cluster, name string) (*corev1.Node, error) 
 	}
 	return nil, fmt.Errorf("%w: this source has no nodes", ErrNotFound)
 }
+
+// PodIPFinder finds the pods that have an IP, in every namespace the
+// reader may list: how a caller's address in an inbound access log
+// becomes a pod. Optional, like NodeGetter.
+type PodIPFinder interface {
+	PodsByIP(ctx context.Context, ip string) ([]corev1.Pod, error)
+}
+
+// PodsByIP finds the pods with ip through c when c can; ErrNotFound when
+// the source cannot search by IP.
+func PodsByIP(ctx context.Context, c Cluster, ip string) ([]corev1.Pod, error) {
+	if f, ok := c.(PodIPFinder); ok {
+		return f.PodsByIP(ctx, ip)
+	}
+	return nil, fmt.Errorf("%w: this source cannot find pods by IP", ErrNotFound)
+}

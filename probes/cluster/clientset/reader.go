@@ -14,6 +14,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
 )
@@ -90,6 +91,42 @@ func (r Reader) EndpointSlices(ctx context.Context, namespace, service string) (
 		return nil, err
 	}
 	return mesh.SlicesFromEndpoints(ep), nil
+}
+
+// PodsByIP lists the pods whose IP is ip, in all namespaces: one request
+// with the status.podIP field selector, which the API server indexes. The
+// result is filtered here as well, because not every server (nor the fake
+// clientset a recording replays through) applies field selectors; a
+// finished pod keeps its IP after a new one has it, so those are left out.
+func (r Reader) PodsByIP(ctx context.Context, ip string) ([]corev1.Pod, error) {
+	l, err := r.Kube.CoreV1().Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{
+		FieldSelector: fields.OneTermEqualSelector("status.podIP", ip).String(),
+	})
+	if err != nil {
+		return nil, err
+	}
+	var out []corev1.Pod
+	for _, p := range l.Items {
+		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		if hasIP(&p, ip) {
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
+func hasIP(p *corev1.Pod, ip string) bool {
+	if p.Status.PodIP == ip {
+		return true
+	}
+	for _, pip := range p.Status.PodIPs {
+		if pip.IP == ip {
+			return true
+		}
+	}
+	return false
 }
 
 // GetNode reads a node: its locality labels, which istiod adds to the

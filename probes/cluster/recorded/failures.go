@@ -83,6 +83,9 @@ func readSlices(ns, svc string) string     { return "list endpointslices " + ns 
 func readConfigMap(ns, n string) string    { return "get configmap " + ns + "/" + n }
 func readIstioList(kind, ns string) string { return "list " + kind + " " + ns }
 
+func readNode(name string) string   { return "get node " + name }
+func readPodsByIP(ip string) string { return "list pods with IP " + ip }
+
 func readPods(ns string, selector map[string]string) string {
 	return "list pods " + ns + " " + labels.Set(selector).String()
 }

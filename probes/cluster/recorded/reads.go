@@ -55,6 +55,20 @@ func (c *Cluster) ListPods(ctx context.Context, namespace string, selector map[s
 	return c.Reader.ListPods(ctx, namespace, selector)
 }
 
+func (c *Cluster) GetNode(ctx context.Context, name string) (*corev1.Node, error) {
+	if err := c.failed(readNode(name)); err != nil {
+		return nil, err
+	}
+	return c.Reader.GetNode(ctx, name)
+}
+
+func (c *Cluster) PodsByIP(ctx context.Context, ip string) ([]corev1.Pod, error) {
+	if err := c.failed(readPodsByIP(ip)); err != nil {
+		return nil, err
+	}
+	return c.Reader.PodsByIP(ctx, ip)
+}
+
 func (c *Cluster) EndpointSlices(ctx context.Context, namespace, service string) ([]discoveryv1.EndpointSlice, error) {
 	if err := c.failed(readSlices(namespace, service)); err != nil {
 		return nil, err

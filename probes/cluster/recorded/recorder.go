@@ -169,6 +169,19 @@ func (r *Recorder) ListPods(ctx context.Context, namespace string, selector map[
 	return record(r, readPods(namespace, selector), v, err, values[corev1.Pod])
 }
 
+// GetNode keeps the nodes the config model read (subsets on locality
+// labels), so a replay builds the same view.
+func (r *Recorder) GetNode(ctx context.Context, name string) (*corev1.Node, error) {
+	v, err := cluster.GetNode(ctx, r.c, name)
+	return record(r, readNode(name), v, err, one[*corev1.Node])
+}
+
+// PodsByIP keeps the pods the caller search found by IP.
+func (r *Recorder) PodsByIP(ctx context.Context, ip string) ([]corev1.Pod, error) {
+	v, err := cluster.PodsByIP(ctx, r.c, ip)
+	return record(r, readPodsByIP(ip), v, err, values[corev1.Pod])
+}
+
 func (r *Recorder) EndpointSlices(ctx context.Context, namespace, service string) ([]discoveryv1.EndpointSlice, error) {
 	v, err := r.c.EndpointSlices(ctx, namespace, service)
 	return record(r, readSlices(namespace, service), v, err, values[discoveryv1.EndpointSlice])

@@ -2,6 +2,7 @@ package accesslog
 
 import (
 	"bufio"
+	"bytes"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -457,6 +458,31 @@ func TestConnectionRefusedWithSpaces(t *testing.T) {
 	for _, notRefused := range []string{"delayed connect error: 113", "TLS error: 268435581:SSL routines:OPENSSL_internal:CERTIFICATE_VERIFY_FAILED"} {
 		if mentionsRefused(notRefused) {
 			t.Errorf("%q taken as a refusal", notRefused)
+		}
+	}
+}
+
+// The inbound entries of real sidecars name the calling pod in
+// downstream_remote_address (the caller search reads it): Gerrit's 503 UF
+// from 100.72.9.85, httpbin's 418s from 10.44.1.23 and 172.30.146.82. The
+// kubectl --timestamps prefix and IPv6 brackets do not change the host.
+func TestRealworldInboundPeers(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join(realworld, "accesslog", "text.log"))
+	if err != nil {
+		t.Skipf("the realworld fixtures are not here: %v", err)
+	}
+	inbound, _, err := Split(bytes.NewReader(data), func(e *Entry) bool { return strings.HasPrefix(e.UpstreamCluster, "inbound|") })
+	if err != nil {
+		t.Fatal(err)
+	}
+	for peer, want := range map[string][2]int{"100.72.9.85": {1, 1}, "10.44.1.23": {1, 0}, "172.30.146.82": {1, 0}, "172.18.0.1": {2, 2}} {
+		if got := [2]int{inbound.Peers.Counts[peer], inbound.PeersFailed.Counts[peer]}; got != want {
+			t.Errorf("peer %s: %v entries/failed, want %v (peers %v)", peer, got, want, inbound.Peers.Counts)
+		}
+	}
+	for addr, want := range map[string]string{"[fd00::7]:8080": "fd00::7", "10.1.2.3": "10.1.2.3", "fd00::7": "fd00::7", "": ""} {
+		if got := addressHost(addr); got != want {
+			t.Errorf("addressHost(%q) = %q, want %q", addr, got, want)
 		}
 	}
 }

@@ -110,6 +110,13 @@ type Summary struct {
 	TransportFailures Counter `json:"transport_failures"`
 	// Clusters5xx counts the upstream cluster of 5xx entries.
 	Clusters5xx Counter `json:"clusters_5xx"`
+	// Peers counts the downstream remote address's host of every entry, and
+	// PeersFailed that of failed ones (a 5xx, or a TCP connection that ended
+	// with a response flag, such as plaintext refused by a STRICT inbound:
+	// NR filter_chain_not_found). On an inbound entry that is the calling
+	// pod's IP: how a triage without --from finds its callers.
+	Peers       Counter `json:"peers"`
+	PeersFailed Counter `json:"peers_failed"`
 
 	BlackHole int `json:"blackhole"`
 	// BlackHoleHosts counts the destinations (authority, SNI or address) of
@@ -271,6 +278,12 @@ func (s *Summary) AddEntry(e *Entry, raw string) {
 			s.Clusters5xx.Add(e.UpstreamCluster)
 		}
 	}
+	if peer := addressHost(e.DownstreamRemoteAddress); peer != "" {
+		s.Peers.Add(peer)
+		if e.Is5xx() || tcp && flagged {
+			s.PeersFailed.Add(peer)
+		}
+	}
 	notable := e.Is5xx() || flagged
 	if notable && e.ResponseCodeDetails != "" {
 		s.Details.Add(e.ResponseCodeDetails)
@@ -296,6 +309,24 @@ func (s *Summary) AddEntry(e *Entry, raw string) {
 		s.Samples = append(s.Samples, strings.Clone(raw))
 	}
 	s.seen(e.StartTime)
+}
+
+// addressHost is the host of an address as Envoy logs it: "10.0.0.1:8080",
+// "[fd00::1]:8080"; without a port, the address itself. It may alias addr.
+func addressHost(addr string) string {
+	if addr == "" {
+		return ""
+	}
+	if addr[0] == '[' {
+		if i := strings.IndexByte(addr, ']'); i > 0 {
+			return addr[1:i]
+		}
+		return ""
+	}
+	if i := strings.LastIndexByte(addr, ':'); i >= 0 && strings.IndexByte(addr[:i], ':') < 0 {
+		return addr[:i]
+	}
+	return addr
 }
 
 func eachFlag(flags string, f func(string)) {
@@ -365,7 +396,7 @@ func (s *Summary) Merge(o Summary) {
 	for _, p := range []struct{ dst, src *Counter }{
 		{&s.Flags, &o.Flags}, {&s.FlagCodes, &o.FlagCodes}, {&s.TCPFlags, &o.TCPFlags}, {&s.Details, &o.Details},
 		{&s.TransportFailures, &o.TransportFailures}, {&s.Clusters5xx, &o.Clusters5xx},
-		{&s.BlackHoleHosts, &o.BlackHoleHosts},
+		{&s.BlackHoleHosts, &o.BlackHoleHosts}, {&s.Peers, &o.Peers}, {&s.PeersFailed, &o.PeersFailed},
 	} {
 		p.dst.merge(*p.src)
 	}
