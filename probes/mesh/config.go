@@ -35,6 +35,10 @@ type Config struct {
 	ServiceEntries      []*networkingv1.ServiceEntry
 	Sidecars            []*networkingv1.Sidecar
 	PeerAuthentications []*securityv1.PeerAuthentication
+	// Gateways are the Istio Gateways read; GatewayNamespaces are the
+	// namespaces whose Gateways were read (nil: all there are).
+	Gateways          []*networkingv1.Gateway
+	GatewayNamespaces map[string]bool
 
 	// Unknown lists what could not be read and so cannot be judged ("the
 	// rules of namespace istio-system: forbidden"); a View repeats it.
@@ -71,6 +75,10 @@ type Caller struct {
 	// Sidecar is false for a pod without istio-proxy: it gets no Istio
 	// config at all and reaches Services through kube-proxy.
 	Sidecar bool
+	// Gateway is an Istio gateway (istio-proxy run as a router, see
+	// GatewayPod): Gateways and the VirtualServices bound to them route
+	// its requests; it also has Sidecar set, for the TLS it originates.
+	Gateway bool
 }
 
 // CallerFromPod is the caller a pod is.
@@ -79,7 +87,8 @@ func CallerFromPod(p *corev1.Pod) Caller {
 	if labels == nil {
 		labels = map[string]string{}
 	}
-	return Caller{Namespace: p.Namespace, Name: p.Name, Labels: labels, Sidecar: PodSidecar(p) != SidecarNone}
+	gateway, _ := GatewayPod(p)
+	return Caller{Namespace: p.Namespace, Name: p.Name, Labels: labels, Sidecar: PodSidecar(p) != SidecarNone, Gateway: gateway}
 }
 
 // MeshedCallerIn is "some meshed pod in namespace ns": what a triage assumes

@@ -42,6 +42,8 @@ func ConfigFromObjects(objects []runtime.Object, mc MeshConfig, rootNamespace st
 			c.ServiceEntries = append(c.ServiceEntries, o)
 		case *networkingv1.Sidecar:
 			c.Sidecars = append(c.Sidecars, o)
+		case *networkingv1.Gateway:
+			c.Gateways = append(c.Gateways, o)
 		case *securityv1.PeerAuthentication:
 			c.PeerAuthentications = append(c.PeerAuthentications, o)
 		}

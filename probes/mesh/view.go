@@ -36,6 +36,9 @@ type View struct {
 	// one.
 	Clusters map[string]*Cluster
 	Unknown  []string
+	// Gateway is how a gateway caller's Gateways and VirtualServices route
+	// to the Service (nil for other callers).
+	Gateway *GatewayBinding
 }
 
 // Cluster is one Envoy cluster a route sends to, as istiod builds it for
@@ -118,6 +121,10 @@ func (c *Config) ViewFor(caller Caller, host string, port int32) (*View, error) 
 		v.Routes = []Route{{Name: "kube-proxy: the caller has no sidecar", CatchAll: true,
 			Destinations: []Destination{{Host: host, Port: port, Percent: 100, Cluster: KubeProxy}}}}
 		v.Clusters[KubeProxy] = c.plainCluster(KubeProxy, sd, port, "the caller has no sidecar: its app's plaintext leaves the pod as is")
+		return v, nil
+	}
+	if caller.Gateway {
+		c.gatewayView(v, sd)
 		return v, nil
 	}
 	v.Visibility = c.VisibilityOf(caller, sd.Service, port)
@@ -367,11 +374,19 @@ func (v *View) BrokenShare(reasons ...string) (max int, byRoute map[string]int) 
 func (v *View) Chain() []string {
 	var out []string
 	side := "with sidecar"
-	if !v.Caller.Sidecar {
+	switch {
+	case v.Caller.Gateway:
+		side = "a gateway"
+	case !v.Caller.Sidecar:
 		side = "without sidecar"
 	}
 	out = append(out, fmt.Sprintf("caller %s (%s) → %s:%d (%s)", v.Caller, side, v.Host, v.Port, v.Protocol))
-	if v.Caller.Sidecar {
+	if v.Gateway != nil {
+		if !v.Visibility.Visible {
+			out = append(out, "  NOT visible: "+v.Visibility.HiddenBy+": a route to it has no cluster (503 NC)")
+		}
+		out = append(out, v.Gateway.Chain()...)
+	} else if v.Caller.Sidecar {
 		vis := "visible to the caller's proxy"
 		if !v.Visibility.Visible {
 			vis = "NOT visible: " + v.Visibility.HiddenBy + "; its traffic goes to " + v.Visibility.Fallback

@@ -188,7 +188,86 @@ var Cases = []Case{
 		}
 		wantNoBreak(t, v)
 	}},
+	// A gateway as the caller: istioctl analyze's gateway and
+	// virtualservice analyzer cases, and the binding mistakes behind
+	// ingress 404 NR, as istiod builds the gateway's routes.
+	{File: "gateway-vs-bound.yaml", Caller: GW, Host: "orders.shop.svc.cluster.local", Port: 8080, Check: func(t testing.TB, v *mesh.View) {
+		wantNoBreak(t, v)
+		wantGatewayVS(t, v, "shop/orders-public", mesh.GatewayBound)
+		wantGatewayHosts(t, v, "shop.example.com:80")
+		wantGatewayRoute(t, v, "http.8080", "shop.example.com")
+		if len(v.Routes) != 1 || v.Routes[0].Destinations[0].Cluster != "outbound|8080||orders.shop.svc.cluster.local" {
+			t.Errorf("routes %+v, want one to outbound|8080||orders.shop.svc.cluster.local", v.Routes)
+		}
+	}},
+	{File: "gateway-vs-mesh-only.yaml", Caller: GW, Host: "orders.shop.svc.cluster.local", Port: 8080, Check: func(t testing.TB, v *mesh.View) {
+		wantGatewayVS(t, v, "shop/orders-public", mesh.GatewayMeshOnly)
+		wantGatewayHosts(t, v)
+		wantGatewayRoute(t, v, "http.8080", "*")
+		if cl := v.Clusters["outbound|8080||orders.shop.svc.cluster.local"]; cl == nil || !cl.Exists {
+			t.Errorf("the gateway gets every visible Service's cluster, routed or not: %+v", cl)
+		}
+	}},
+	{File: "gateway-vs-short-gateway-name.yaml", Caller: GW, Host: "orders.shop.svc.cluster.local", Port: 8080, Check: func(t testing.TB, v *mesh.View) {
+		wantGatewayVS(t, v, "shop/orders-public", mesh.GatewayMissing)
+		wantGatewayHosts(t, v)
+	}},
+	{File: "gateway-host-mismatch.yaml", Caller: GW, Host: "orders.shop.svc.cluster.local", Port: 8080, Check: func(t testing.TB, v *mesh.View) {
+		wantGatewayVS(t, v, "shop/orders-public", mesh.GatewayHostMismatch)
+		wantGatewayHosts(t, v)
+	}},
+	{File: "gateway-vs-short-host.yaml", Caller: GW, Host: "orders.shop.svc.cluster.local", Port: 8080, Check: func(t testing.TB, v *mesh.View) {
+		wantGatewayVS(t, v, "shop/orders-public", mesh.GatewayBound)
+		wantGatewayHosts(t, v, "orders.shop.svc.cluster.local:80")
+	}},
+	{File: "gateway-server-namespace.yaml", Caller: GW, Host: "orders.shop.svc.cluster.local", Port: 8080, Check: func(t testing.TB, v *mesh.View) {
+		wantGatewayVS(t, v, "shop/orders-public", mesh.GatewayHostMismatch)
+		wantGatewayHosts(t, v)
+	}},
+	{File: "gateway-vs-not-exported.yaml", Caller: GW, Host: "orders.shop.svc.cluster.local", Port: 8080, Check: func(t testing.TB, v *mesh.View) {
+		wantGatewayVS(t, v, "shop/orders-public", mesh.GatewayNotExported)
+		wantGatewayHosts(t, v)
+	}},
+	{File: "gateway-selector-typo.yaml", Caller: GW, Host: "orders.shop.svc.cluster.local", Port: 8080, Check: func(t testing.TB, v *mesh.View) {
+		wantGatewayVS(t, v, "shop/orders-public", mesh.GatewayNotSelecting)
+		if sel := v.Gateway.Selecting(); len(sel) != 0 {
+			t.Errorf("Gateways selecting the caller %v, want none (selector istio=ingresstypo)", sel)
+		}
+	}},
+	{File: "gateway-subset-undefined.yaml", Caller: GW, Host: "orders.shop.svc.cluster.local", Port: 8080, Check: func(t testing.TB, v *mesh.View) {
+		wantGatewayVS(t, v, "shop/orders-public", mesh.GatewayBound)
+		wantBreak(t, v, mesh.BreakSubsetUndefined, 100, "outbound|8080|v2|orders.shop.svc.cluster.local")
+	}},
+	{File: "gateway-servers-without-hosts-match.yaml", Caller: GW, Host: "orders.shop.svc.cluster.local", Port: 8080, Check: func(t testing.TB, v *mesh.View) {
+		wantGatewayVS(t, v, "shop/orders-public", mesh.GatewayHostMismatch)
+	}},
+	{File: "gateway-duplicate-tls-host.yaml", Caller: GW, Host: "orders.shop.svc.cluster.local", Port: 8080, Check: func(t testing.TB, v *mesh.View) {
+		wantGatewayVS(t, v, "shop/orders-public", mesh.GatewayHostMismatch)
+		rejected := 0
+		for _, s := range v.Gateway.Servers {
+			if s.Rejected != "" {
+				rejected++
+				if s.Gateway != "shop/shop" {
+					t.Errorf("rejected %s, want the newer Gateway's server", s.Ref())
+				}
+			}
+		}
+		if rejected != 1 {
+			t.Errorf("%d servers rejected, want 1: %+v", rejected, v.Gateway.Servers)
+		}
+	}},
+	{File: "gateway-catch-all-shadowed.yaml", Caller: GW, Host: "orders.shop.svc.cluster.local", Port: 8080, Check: func(t testing.TB, v *mesh.View) {
+		wantGatewayVS(t, v, "shop/orders-public", mesh.GatewayShadowedByHost)
+		wantGatewayHosts(t, v)
+	}},
+	{File: "gateway-port-translation.yaml", Caller: "istio-system/my-ingressgateway-7f9d8-q8w2e", Host: "orders.shop.svc.cluster.local", Port: 8080, Check: func(t testing.TB, v *mesh.View) {
+		wantGatewayVS(t, v, "shop/orders-public", mesh.GatewayBound)
+		wantGatewayRoute(t, v, "http.8003", "shop.example.com")
+	}},
 }
+
+// GW is the ingress gateway pod of the gateway cases.
+const GW = "istio-system/istio-ingressgateway-5b7c9-x2x4t"
 
 // Objects reads files of dir (later ones replace objects of the same kind,
 // namespace and name).
@@ -308,4 +387,45 @@ func wantMismatches(t testing.TB, v *mesh.View, want map[string]string) {
 	if seen == 0 {
 		t.Error("no endpoint to judge")
 	}
+}
+
+// wantGatewayVS checks a gateway view's verdict on a VirtualService.
+func wantGatewayVS(t testing.TB, v *mesh.View, ref, reason string) {
+	t.Helper()
+	if v.Gateway == nil {
+		t.Fatalf("no gateway binding in the view of %s: is the caller a gateway? %+v", v.Caller, v.Caller)
+	}
+	for _, vv := range v.Gateway.VirtualServices {
+		if vv.Ref() == ref {
+			if vv.Reason != reason {
+				t.Errorf("%s: %s (%s), want %s", ref, vv.Reason, vv.Why, reason)
+			}
+			return
+		}
+	}
+	t.Errorf("no verdict on %s in %+v", ref, v.Gateway.VirtualServices)
+}
+
+// wantGatewayHosts checks the request hosts (host:port) whose routes
+// reach the target.
+func wantGatewayHosts(t testing.TB, v *mesh.View, hosts ...string) {
+	t.Helper()
+	if v.Gateway == nil {
+		t.Fatal("no gateway binding in the view")
+	}
+	if strings.Join(v.Gateway.Hosts, " ") != strings.Join(hosts, " ") {
+		t.Errorf("hosts routed to the target %v, want %v", v.Gateway.Hosts, hosts)
+	}
+}
+
+// wantGatewayRoute checks that the route configuration route has a virtual
+// host for domain.
+func wantGatewayRoute(t testing.TB, v *mesh.View, route, domain string) {
+	t.Helper()
+	for _, vh := range v.Gateway.VirtualHosts {
+		if vh.RouteName == route && (vh.Domain == domain || domain == "*" && strings.HasPrefix(vh.Domain, "* ")) {
+			return
+		}
+	}
+	t.Errorf("no virtual host %s in route %s: %+v", domain, route, v.Gateway.VirtualHosts)
 }
