@@ -271,6 +271,8 @@ func checkIstioSpec(obj runtime.Object, raw []byte) error {
 		spec = &o.Spec
 	case *networkingv1.Sidecar:
 		spec = &o.Spec
+	case *networkingv1.Gateway:
+		spec = &o.Spec
 	case *securityv1.PeerAuthentication:
 		spec = &o.Spec
 	default:
@@ -338,6 +340,16 @@ func toServedVersion(obj runtime.Object) runtime.Object {
 		out := &networkingv1.Sidecar{ObjectMeta: o.ObjectMeta}
 		o.Spec.DeepCopyInto(&out.Spec)
 		out.TypeMeta = v1Type("Sidecar")
+		return out
+	case *networkingv1beta1.Gateway:
+		out := &networkingv1.Gateway{ObjectMeta: o.ObjectMeta}
+		o.Spec.DeepCopyInto(&out.Spec)
+		out.TypeMeta = v1Type("Gateway")
+		return out
+	case *networkingv1alpha3.Gateway:
+		out := &networkingv1.Gateway{ObjectMeta: o.ObjectMeta}
+		o.Spec.DeepCopyInto(&out.Spec)
+		out.TypeMeta = v1Type("Gateway")
 		return out
 	case *securityv1beta1.PeerAuthentication:
 		out := &securityv1.PeerAuthentication{ObjectMeta: o.ObjectMeta}
