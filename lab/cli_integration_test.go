@@ -120,6 +120,16 @@ func TestCheckCommandLiveMatchesScenario(t *testing.T) {
 			if gotCode != wantCode || !slices.Equal(got, want) {
 				t.Errorf("lab: exit %d causes %v (stderr %q)\nscenario: exit %d causes %v (stderr %q)", gotCode, got, gotErr, wantCode, want, wantErr)
 			}
+			// Without --from (the on-call often does not know the caller),
+			// the caller search on the real API server (a status.podIP field
+			// selector, the inbound logs the kubelet serves) leads to the
+			// same causes.
+			noFrom := *s
+			noFrom.Target.Source = nil
+			got, gotCode, gotErr = cliCheck(t, append([]string{"--kubeconfig", l.Kubeconfig, "check"}, targetArgs(&noFrom)...)...)
+			if gotCode != wantCode || !slices.Equal(got, want) {
+				t.Errorf("lab without --from: exit %d causes %v (stderr %q)\nscenario: exit %d causes %v", gotCode, got, gotErr, wantCode, want)
+			}
 		})
 	}
 }

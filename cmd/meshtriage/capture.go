@@ -17,7 +17,6 @@ import (
 	"github.com/meshtriage/meshtriage/probes/cluster/recorded"
 	"github.com/meshtriage/meshtriage/runbook"
 	"github.com/meshtriage/meshtriage/runbook/incidentlog"
-	"github.com/meshtriage/meshtriage/runbook/report"
 	"github.com/meshtriage/meshtriage/runbook/triage"
 )
 
@@ -29,6 +28,7 @@ type captureOptions struct {
 	logPath       string
 	probeTimeout  time.Duration
 	metricsWindow time.Duration
+	maxCallers    int
 
 	// resolved by complete
 	targetRef cluster.Target
@@ -36,7 +36,7 @@ type captureOptions struct {
 }
 
 func newCaptureCmd(g *globalOptions) *cobra.Command {
-	o := &captureOptions{g: g, probeTimeout: probes.DefaultTimeout, metricsWindow: probes.DefaultMetricsInterval}
+	o := &captureOptions{g: g, probeTimeout: probes.DefaultTimeout, metricsWindow: probes.DefaultMetricsInterval, maxCallers: probes.DefaultMaxCallers}
 	cmd := &cobra.Command{
 		Use:   "capture svc/NAME [--port P] [--from pod/NAME] -o FILE.tar.gz",
 		Short: "Triage unattended and keep what the probes read, to triage it again offline",
@@ -72,7 +72,8 @@ same stop).`,
 	}
 	f := cmd.Flags()
 	f.IntVar(&o.target.port, "port", 0, "Service port the 503s are on (default: every port)")
-	f.StringVar(&o.target.from, "from", "", "the calling pod whose sidecar reports the 503s: pod/NAME or NAMESPACE/pod/NAME")
+	f.StringVar(&o.target.from, "from", "", "the calling pod whose sidecar reports the 503s: pod/NAME or NAMESPACE/pod/NAME (default: search for callers, as check does)")
+	f.IntVar(&o.maxCallers, "max-callers", o.maxCallers, "without --from, triage from at most this many callers found by the search; their reads are captured too")
 	f.StringVarP(&o.output, "output", "o", "", "the recording to write: FILE.tar.gz (must not exist)")
 	f.StringVar(&o.logPath, "log", "", "incident log file (default: a new file under the meshtriage state directory)")
 	f.DurationVar(&o.probeTimeout, "probe-timeout", o.probeTimeout, "deadline of each probe")
@@ -112,6 +113,9 @@ func (o *captureOptions) validate() error {
 	if o.probeTimeout <= 0 {
 		return errors.New("--probe-timeout must be positive")
 	}
+	if o.maxCallers < 0 {
+		return errors.New("--max-callers must be 0 or more")
+	}
 	if o.metricsWindow <= 0 {
 		return errors.New("--metrics-window must be positive: a capture records both samples of the counters")
 	}
@@ -150,10 +154,17 @@ func (o *captureOptions) run(ctx context.Context) error {
 	}
 	defer tr.Close()
 	sess := tr.Session
-	_, autoErr := sess.Auto(ctx)
+	if o.targetRef.Source == nil && o.maxCallers > 0 {
+		// The search's reads are recorded like the probes': a replay
+		// without --from finds the same callers.
+		if _, err := tr.SearchCallers(ctx, probes.CallerSearch{Max: o.maxCallers}); err != nil {
+			return triageErr("%w", err)
+		}
+	}
+	autoErr := tr.Auto(ctx)
 	var found []string
 	if autoErr == nil {
-		for _, f := range report.FromSession(sess).Findings {
+		for _, f := range tr.Report().Findings {
 			found = append(found, f.Cause)
 		}
 	}

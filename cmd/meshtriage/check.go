@@ -39,11 +39,13 @@ type checkOptions struct {
 	// metricsWindowSet: --metrics-window was given; else a recording's
 	// own sampling interval is used.
 	metricsWindowSet bool
-	verify           verifyFlags // --prometheus, --test-request, --debug-logging (watch.go)
+	// maxCallers bounds the caller search of a check without --from.
+	maxCallers int
+	verify     verifyFlags // --prometheus, --test-request, --debug-logging (watch.go)
 }
 
 func newCheckCmd(g *globalOptions) *cobra.Command {
-	o := &checkOptions{g: g, output: "text", probeTimeout: probes.DefaultTimeout}
+	o := &checkOptions{g: g, output: "text", probeTimeout: probes.DefaultTimeout, maxCallers: probes.DefaultMaxCallers}
 	cmd := &cobra.Command{
 		Use:   "check svc/NAME [--port P] [--from pod/NAME]",
 		Short: "Run the 503 runbook unattended and print the findings",
@@ -51,8 +53,16 @@ func newCheckCmd(g *globalOptions) *cobra.Command {
 walks the runbook from every symptom and prints the causes the evidence
 supports, with their evidence, fix directions and verification steps.
 
-Exit status: 0 no finding, 3 at least one finding, 1 could not triage (bad
-input, cluster unreachable, target unreadable).`,
+Without --from, check looks for the callers whose sidecars see the 503s
+(Prometheus with --prometheus, the target's inbound access log, the target's
+own pods when their calls fail, then meshed pods in the namespaces whose
+rules name the host), triages from at most --max-callers of them as well as
+from the service side, and says which callers each finding holds for.
+
+Exit status: 0 no finding (every check that ran found nothing; causes it
+could not decide are listed as hypotheses), 3 at least one finding
+(including a failed step no cause explains), 1 could not triage (bad input,
+cluster unreachable, target unreadable).`,
 		Example: `  meshtriage check -n shop svc/payments --from pod/web-7d9c -o md
   meshtriage check -n shop svc/payments --port 8080 -f ./dump/ -f vs.yaml
   kubectl get -n shop all,endpointslices -o yaml | meshtriage check -n shop svc/payments -f -
@@ -67,7 +77,8 @@ input, cluster unreachable, target unreadable).`,
 	}
 	f := cmd.Flags()
 	f.IntVar(&o.target.port, "port", 0, "Service port the 503s are on (default: every port)")
-	f.StringVar(&o.target.from, "from", "", "the calling pod whose sidecar reports the 503s: pod/NAME or NAMESPACE/pod/NAME")
+	f.StringVar(&o.target.from, "from", "", "the calling pod whose sidecar reports the 503s: pod/NAME or NAMESPACE/pod/NAME (default: search for callers)")
+	f.IntVar(&o.maxCallers, "max-callers", o.maxCallers, "without --from, triage from at most this many callers found by the search (0: none, the service side only)")
 	f.StringSliceVarP(&o.manifests, "manifests", "f", nil, "run on `kubectl get -o yaml|json` files instead of a cluster: FILE, DIR (recursively) or - for stdin; repeatable")
 	f.StringVar(&o.recording, "recording", "", "run on a recording made by `meshtriage capture` (FILE.tar.gz or its unpacked DIR) instead of a cluster")
 	f.StringVar(&o.bugReport, "bug-report", "", "run on an `istioctl bug-report` archive (FILE.tar.gz or its unpacked DIR) instead of a cluster; -f adds objects it lacks")
@@ -96,6 +107,9 @@ func (o *checkOptions) run(ctx context.Context, args []string) error {
 	if o.probeTimeout <= 0 {
 		return triageErr("--probe-timeout must be positive")
 	}
+	if o.maxCallers < 0 {
+		return triageErr("--max-callers must be 0 or more")
+	}
 	src, target, err := o.source(ctx, args)
 	if err != nil {
 		return &exitError{code: exitTriage, err: err}
@@ -123,10 +137,15 @@ func (o *checkOptions) run(ctx context.Context, args []string) error {
 	}
 	defer tr.Close()
 	sess := tr.Session
-	err = o.verify.run(ctx, depsOf(tr), o.g.streams.ErrOut, func(ctx context.Context) error {
-		_, err := sess.Auto(ctx)
-		return err
-	})
+	if target.Source == nil && o.maxCallers > 0 {
+		search := probes.CallerSearch{Max: o.maxCallers, Window: o.verify.prometheus.window}
+		search.Prometheus.URL = o.verify.prometheus.url
+		if _, err := tr.SearchCallers(ctx, search); err != nil {
+			sess.End("could not triage")
+			return triageErr("%w", err)
+		}
+	}
+	err = o.verify.run(ctx, depsOf(tr), o.g.streams.ErrOut, tr.Auto)
 	if err != nil {
 		reason := "could not triage"
 		if ctx.Err() != nil {
@@ -135,7 +154,7 @@ func (o *checkOptions) run(ctx context.Context, args []string) error {
 		sess.End(reason)
 		return &exitError{code: exitTriage, err: err}
 	}
-	rep := report.FromSession(sess)
+	rep := tr.Report()
 	sess.End("completed")
 	// The report is pasted into tickets and chats: it gets the same
 	// redaction as the incident log.

@@ -4,9 +4,14 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/meshtriage/meshtriage/assets"
+	"github.com/meshtriage/meshtriage/probes/cluster"
+	"github.com/meshtriage/meshtriage/probes/cluster/recorded"
 )
 
 // The cases issue 15 measured, each a `check --manifests` run on YAML the
@@ -176,5 +181,75 @@ status:
 	}
 	if r.code != exitFindings || race == nil || race.Confidence != "medium" {
 		t.Fatalf("exit %d, findings %+v; want startup.app-before-proxy at medium confidence\nstderr: %s", r.code, fs, r.stderr)
+	}
+}
+
+// Without --from, check searches for the callers: on every embedded
+// scenario it reaches exactly the scenario's causes, each finding says whom
+// it holds for, and the search's reads are in the report.
+func TestCheckWithoutFromFindsEveryScenariosCause(t *testing.T) {
+	names, err := recorded.Names(assets.FS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range names {
+		s, err := recorded.Load(assets.FS, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Run(name, func(t *testing.T) {
+			r := runCheck(t, "--scenario", name, "svc/"+s.Target.Service, "-n", s.Target.Namespace, "-o", "json", "--metrics-window", "0")
+			var rep struct {
+				Findings []struct {
+					Cause       string   `json:"cause"`
+					Callers     []string `json:"callers"`
+					ServiceSide bool     `json:"service_side"`
+				} `json:"findings"`
+				CallerSearch *struct {
+					Callers []struct {
+						Pod cluster.PodRef `json:"pod"`
+					} `json:"callers"`
+				} `json:"caller_search"`
+			}
+			if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
+				t.Fatalf("exit %d: %v\n%s", r.code, err, r.stderr)
+			}
+			var got []string
+			for _, f := range rep.Findings {
+				got = append(got, f.Cause)
+				if len(f.Callers) == 0 && !f.ServiceSide {
+					t.Errorf("%s holds for nobody", f.Cause)
+				}
+			}
+			sort.Strings(got)
+			want := append([]string(nil), s.Expect...)
+			sort.Strings(want)
+			if strings.Join(got, ",") != strings.Join(want, ",") {
+				t.Errorf("causes %v, want %v\nstderr: %s", got, want, r.stderr)
+			}
+			if rep.CallerSearch == nil || len(rep.CallerSearch.Callers) == 0 {
+				t.Errorf("no caller search in the report, or no caller read")
+			}
+			if wantCode := map[bool]int{true: exitOK, false: exitFindings}[len(want) == 0]; r.code != wantCode {
+				t.Errorf("exit %d, want %d", r.code, wantCode)
+			}
+		})
+	}
+}
+
+// --max-callers 0 is the service side only: the search is not run, and
+// the outlier incident is still found, at the confidence the configuration
+// and the upstream errors give without the caller's Envoy.
+func TestCheckMaxCallersZeroIsTheServiceSideOnly(t *testing.T) {
+	r := runCheck(t, "--scenario", "outlier-all-ejected", "svc/orders", "-n", "shop", "-o", "json", "--metrics-window", "0", "--max-callers", "0")
+	fs := findingsOf(t, r)
+	if r.code != exitFindings || len(fs) != 1 || fs[0].Cause != "outlier.all-ejected" || fs[0].Confidence != "medium" {
+		t.Fatalf("exit %d, findings %+v; want outlier.all-ejected at medium\nstderr: %s", r.code, fs, r.stderr)
+	}
+	if strings.Contains(r.stdout, "caller_search") {
+		t.Errorf("a caller search ran with --max-callers 0")
+	}
+	if r := runCheck(t, "--scenario", "healthy", "--max-callers", "-1"); r.code != exitTriage {
+		t.Errorf("--max-callers -1: exit %d, want %d", r.code, exitTriage)
 	}
 }

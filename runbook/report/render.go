@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/meshtriage/meshtriage/probes"
 	"github.com/meshtriage/meshtriage/runbook"
 )
 
@@ -14,6 +15,12 @@ func Markdown(w io.Writer, r Report) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# meshtriage check: %s\n\n", r.Target)
 	fmt.Fprintf(&b, "Runbook `%s`: %s.\n", r.Runbook, countFindings(len(r.Findings)))
+	if r.CallerSearch != nil {
+		fmt.Fprintf(&b, "\nNo caller was named (--from): %s.\n", callerSearchLine(*r.CallerSearch))
+		for _, p := range r.CallerSearch.Problems {
+			fmt.Fprintf(&b, "- could not read: %s\n", p)
+		}
+	}
 	for i, f := range r.Findings {
 		fmt.Fprintf(&b, "\n## %d. `%s`: %s\n\n", i+1, f.Cause, f.Title)
 		fmt.Fprintf(&b, "Confidence **%s**", f.Confidence)
@@ -25,6 +32,9 @@ func Markdown(w io.Writer, r Report) error {
 			fmt.Fprintf(&b, " A consequence of %s: fix that first.", mdCodes(f.ConsequenceOf))
 		}
 		fmt.Fprintf(&b, "\n\n%s\n", f.Summary)
+		if r.CallerSearch != nil {
+			fmt.Fprintf(&b, "\nHolds %s.\n", holdsFor(f))
+		}
 
 		b.WriteString("\n### Evidence\n\n")
 		for _, e := range f.Evidence {
@@ -90,7 +100,7 @@ func Markdown(w io.Writer, r Report) error {
 	}
 	b.WriteString("\n## Steps\n\n| step | verdict | probe | status | summary | ms |\n|---|---|---|---|---|---|\n")
 	for _, s := range r.Steps {
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %d |\n", s.ID, s.Verdict, s.Probe, s.Status, mdCell(s.Summary), s.DurationMS)
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %d |\n", stepName(s), s.Verdict, s.Probe, s.Status, mdCell(s.Summary), s.DurationMS)
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
@@ -131,6 +141,12 @@ func Text(w io.Writer, r Report) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "meshtriage check: %s\n", r.Target)
 	fmt.Fprintf(&b, "runbook %s: %s\n", r.Runbook, countFindings(len(r.Findings)))
+	if r.CallerSearch != nil {
+		fmt.Fprintf(&b, "no caller named (--from): %s\n", callerSearchLine(*r.CallerSearch))
+		for _, p := range r.CallerSearch.Problems {
+			fmt.Fprintf(&b, "  could not read: %s\n", p)
+		}
+	}
 	for i, f := range r.Findings {
 		sev := ""
 		if f.Severity == runbook.SeverityWarning {
@@ -146,6 +162,9 @@ func Text(w io.Writer, r Report) error {
 			fmt.Fprintf(&b, "  a consequence of %s: fix that first\n", strings.Join(f.ConsequenceOf, ", "))
 		}
 		fmt.Fprintf(&b, "  %s\n", f.Summary)
+		if r.CallerSearch != nil {
+			fmt.Fprintf(&b, "  holds %s\n", holdsFor(f))
+		}
 		b.WriteString("  evidence:\n")
 		for _, e := range f.Evidence {
 			fmt.Fprintf(&b, "    - %s: %s\n", e.Step, e.Reason)
@@ -216,10 +235,49 @@ func Text(w io.Writer, r Report) error {
 		if s.Probe != s.ID {
 			summary = "[" + s.Probe + "] " + summary
 		}
+		if s.Caller != "" {
+			summary = "(from " + s.Caller + ") " + summary
+		}
 		fmt.Fprintf(&b, "  %-11s %-7s %-*s  %5dms  %s\n", s.Verdict, s.Status, idw, s.ID, s.DurationMS, summary)
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// callerSearchLine says who the caller search read, and where it looked.
+func callerSearchLine(cs probes.CallerSearchResult) string {
+	if len(cs.Callers) == 0 {
+		return "no caller found (searched " + strings.Join(cs.Searched, "; ") + "): Envoy checks ran from the service side only"
+	}
+	names := make([]string, len(cs.Callers))
+	for i, c := range cs.Callers {
+		names[i] = c.Pod.String() + " (" + c.Why + ")"
+	}
+	line := fmt.Sprintf("triaged from the service side and from %d caller(s) found: %s", len(cs.Callers), strings.Join(names, "; "))
+	if n := len(cs.Others); n > 0 {
+		line += fmt.Sprintf("; %d more candidate(s) not read (--max-callers)", n)
+	}
+	return line
+}
+
+// holdsFor says whom a finding of a check without --from holds for.
+func holdsFor(f Finding) string {
+	switch {
+	case f.ServiceSide && len(f.Callers) > 0:
+		return "from the service side and from " + strings.Join(f.Callers, ", ")
+	case f.ServiceSide:
+		return "from the service side (whoever calls)"
+	case len(f.Callers) > 0:
+		return "for callers " + strings.Join(f.Callers, ", ")
+	}
+	return "for no caller read"
+}
+
+func stepName(s Step) string {
+	if s.Caller == "" {
+		return s.ID
+	}
+	return s.ID + " (from " + s.Caller + ")"
 }
 
 func countFindings(n int) string {

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"sort"
 
 	"github.com/meshtriage/meshtriage/probes"
 	"github.com/meshtriage/meshtriage/probes/cluster"
@@ -25,6 +26,9 @@ type Report struct {
 	// Skipped are the rules that could not decide: what this run could not
 	// rule out.
 	Skipped []runbook.SkippedRule `json:"skipped,omitempty"`
+	// CallerSearch is set when no caller was named and check looked for
+	// them: who was read, why, and what the search could not see.
+	CallerSearch *probes.CallerSearchResult `json:"caller_search,omitempty"`
 }
 
 // Step verdicts: the runbook's, one system with the findings. The probe's
@@ -40,7 +44,10 @@ const (
 
 // Step is one step's probe run.
 type Step struct {
-	ID     string        `json:"id"`
+	ID string `json:"id"`
+	// Caller is the caller whose triage this step's result is from, when
+	// it differs from the service-side run's (a check without --from).
+	Caller string        `json:"caller,omitempty"`
 	Title  string        `json:"-"`
 	Probe  string        `json:"probe"`
 	Status probes.Status `json:"status"`
@@ -65,6 +72,11 @@ type Finding struct {
 	Verify     []runbook.VerifyStep `json:"verify"`
 	// ConsequenceOf: this finding follows from these others; fix them first.
 	ConsequenceOf []string `json:"consequence_of,omitempty"`
+	// Callers are the callers (found by the caller search, not named with
+	// --from) from whose sidecar the finding holds; ServiceSide says it
+	// holds without one, whoever calls.
+	Callers     []string `json:"callers,omitempty"`
+	ServiceSide bool     `json:"service_side,omitempty"`
 }
 
 // Fix is a finding's fix directions and the things that make it worse.
@@ -76,8 +88,129 @@ type Fix struct {
 // FromSession builds the report of a session that has run: every step whose
 // probe ran, in runbook order, and the findings.
 func FromSession(s *runbook.Session) Report {
-	r := Report{Target: s.Target(), Runbook: s.Graph().ID, Steps: []Step{}, Findings: []Finding{}}
+	r := Report{Target: s.Target(), Runbook: s.Graph().ID, Findings: []Finding{}}
 	findings := s.Findings()
+	r.Steps = steps(s, findings, "")
+	for _, f := range findings {
+		r.Findings = append(r.Findings, finding(f))
+	}
+	r.Hypotheses = s.Undecided()
+	r.Skipped = s.Skipped()
+	return r
+}
+
+// CallerRun is the triage from one caller the caller search read.
+type CallerRun struct {
+	Caller  probes.Caller
+	Session *runbook.Session
+}
+
+// FromSessions builds the report of a check without --from: the
+// service-side session and one session per caller the search read. A cause
+// found from several is one finding, at the highest confidence, with the
+// evidence of each and the callers it holds for; a step whose result from
+// a caller differs from the service side's is listed again for that caller.
+func FromSessions(service *runbook.Session, search probes.CallerSearchResult, runs []CallerRun) Report {
+	r := FromSession(service)
+	r.CallerSearch = &search
+	index := map[string]int{}
+	for i := range r.Findings {
+		r.Findings[i].ServiceSide = true
+		index[findingKey(r.Findings[i])] = i
+	}
+	serviceResult := map[string]Step{}
+	for _, st := range r.Steps {
+		serviceResult[st.ID] = st
+	}
+	found := map[string]bool{}
+	for _, run := range runs {
+		name := run.Caller.Pod.String()
+		findings := run.Session.Findings()
+		for _, f := range findings {
+			nf := finding(f)
+			nf.Callers = []string{name}
+			k := findingKey(nf)
+			found[nf.Cause] = true
+			i, ok := index[k]
+			if !ok {
+				index[k] = len(r.Findings)
+				r.Findings = append(r.Findings, nf)
+				continue
+			}
+			merged := &r.Findings[i]
+			merged.Callers = append(merged.Callers, name)
+			if nf.Confidence.Rank() > merged.Confidence.Rank() {
+				merged.Confidence, merged.Summary = nf.Confidence, nf.Summary
+			}
+			for _, ev := range nf.Evidence {
+				if !hasEvidence(merged.Evidence, ev) {
+					merged.Evidence = append(merged.Evidence, ev)
+				}
+			}
+		}
+		for _, st := range steps(run.Session, findings, name) {
+			if sv, ok := serviceResult[st.ID]; ok && sv.Status == st.Status && sv.Summary == st.Summary {
+				continue
+			}
+			r.Steps = append(r.Steps, st)
+		}
+		for _, h := range run.Session.Undecided() {
+			r.Hypotheses = appendHypothesis(r.Hypotheses, h)
+		}
+	}
+	for _, f := range r.Findings {
+		found[f.Cause] = true
+	}
+	kept := r.Hypotheses[:0]
+	for _, h := range r.Hypotheses {
+		if !found[h.Cause] {
+			kept = append(kept, h)
+		}
+	}
+	r.Hypotheses = kept
+	sort.SliceStable(r.Findings, func(i, j int) bool {
+		return r.Findings[i].Confidence.Rank() > r.Findings[j].Confidence.Rank()
+	})
+	return r
+}
+
+// findingKey: one finding per cause; unexplained failures one per step.
+func findingKey(f Finding) string { return f.Cause + "\x00" + f.Step }
+
+func hasEvidence(list []runbook.Evidence, ev runbook.Evidence) bool {
+	for _, e := range list {
+		if e.Step == ev.Step && e.Reason == ev.Reason && e.When == ev.When {
+			return true
+		}
+	}
+	return false
+}
+
+func appendHypothesis(list []runbook.Undecided, h runbook.Undecided) []runbook.Undecided {
+	for i := range list {
+		if list[i].Cause == h.Cause {
+			if h.Confidence.Rank() > list[i].Confidence.Rank() {
+				list[i] = h
+			}
+			return list
+		}
+	}
+	return append(list, h)
+}
+
+func finding(f runbook.Finding) Finding {
+	return Finding{
+		Cause: f.Cause, Step: f.Step, Title: f.Title, Severity: f.Severity, Confidence: f.Confidence,
+		Summary: f.Summary, Evidence: f.Evidence,
+		Fix:    Fix{Directions: f.Fixes, Warnings: f.Warnings},
+		Verify: f.Verify, ConsequenceOf: f.ConsequenceOf,
+	}
+}
+
+// steps are the session's steps whose probe ran, in runbook order, with the
+// runbook's verdict on each.
+func steps(s *runbook.Session, findings []runbook.Finding, caller string) []Step {
+	out := []Step{}
 	causeAt, unexplainedAt := map[string]bool{}, map[string]bool{}
 	for _, f := range findings {
 		if f.Cause == runbook.Unexplained {
@@ -110,22 +243,12 @@ func FromSession(s *runbook.Session) Report {
 		case res.Status == probes.StatusFail:
 			verdict = VerdictExplained
 		}
-		r.Steps = append(r.Steps, Step{
-			ID: st.ID, Title: st.Title, Probe: st.Probe, Status: res.Status, Verdict: verdict, Summary: res.Summary,
+		out = append(out, Step{
+			ID: st.ID, Caller: caller, Title: st.Title, Probe: st.Probe, Status: res.Status, Verdict: verdict, Summary: res.Summary,
 			Facts: facts, DurationMS: res.Duration.Milliseconds(),
 		})
 	}
-	for _, f := range findings {
-		r.Findings = append(r.Findings, Finding{
-			Cause: f.Cause, Step: f.Step, Title: f.Title, Severity: f.Severity, Confidence: f.Confidence,
-			Summary: f.Summary, Evidence: f.Evidence,
-			Fix:    Fix{Directions: f.Fixes, Warnings: f.Warnings},
-			Verify: f.Verify, ConsequenceOf: f.ConsequenceOf,
-		})
-	}
-	r.Hypotheses = s.Undecided()
-	r.Skipped = s.Skipped()
-	return r
+	return out
 }
 
 // Formats are the values -o takes.

@@ -16,6 +16,8 @@ import (
 	"io"
 	"os"
 	"os/user"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/meshtriage/meshtriage/assets"
@@ -24,6 +26,7 @@ import (
 	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/runbook"
 	"github.com/meshtriage/meshtriage/runbook/incidentlog"
+	"github.com/meshtriage/meshtriage/runbook/report"
 )
 
 // Runbook loads and validates the embedded Envoy 503 runbook against the
@@ -66,7 +69,12 @@ type Triage struct {
 	Cluster cluster.Cluster
 	Source  Source
 	Target  cluster.Target
+	// Search and Callers are set by SearchCallers: the caller search of a
+	// triage without a named caller, and a session from each caller read.
+	Search  *probes.CallerSearchResult
+	Callers []report.CallerRun
 	log     *incidentlog.Writer
+	cfg     runbook.Config
 }
 
 // Open starts a session on src for target. It does not run a probe.
@@ -160,6 +168,7 @@ func open(ctx context.Context, src Source, target cluster.Target, opts Options, 
 		ProbeTimeout: opts.ProbeTimeout,
 		Started:      src.started(ctx, opts.Tool),
 	}
+	t.cfg = cfg
 	if from == nil {
 		t.Session, err = runbook.NewSession(cfg)
 	} else {
@@ -174,6 +183,93 @@ func open(ctx context.Context, src Source, target cluster.Target, opts Options, 
 		return nil, err
 	}
 	return t, nil
+}
+
+// SearchCallers looks for the target's callers when none is named (--from)
+// and opens a session from each caller it reads, over the same read cache,
+// so what does not depend on the caller is read once. Auto then runs them
+// with the service-side session. The search and whom it read go into the
+// incident log.
+func (t *Triage) SearchCallers(ctx context.Context, s probes.CallerSearch) (probes.CallerSearchResult, error) {
+	if t.Target.Source != nil {
+		return probes.CallerSearchResult{}, errors.New("the caller is named: nothing to search")
+	}
+	if t.Search != nil {
+		return *t.Search, errors.New("the callers were searched already")
+	}
+	res := probes.FindCallers(ctx, t.Cluster, t.Target, s)
+	t.Search = &res
+	for _, c := range res.Callers {
+		cfg := t.cfg
+		cfg.Target.Source = &cluster.PodRef{Namespace: c.Pod.Namespace, Name: c.Pod.Name}
+		// The incident log is the service-side session's; each caller's
+		// outcome is noted there once it has run.
+		cfg.Sinks, cfg.SessionID = nil, t.Session.ID()+"/"+c.Pod.String()
+		sess, err := runbook.NewSession(cfg)
+		if err != nil {
+			return res, fmt.Errorf("triage from caller %s: %w", c.Pod, err)
+		}
+		if opener, ok := t.Cluster.(interface{ OpenEnvoyAdmin(cluster.PodRef) }); ok && c.Sidecar {
+			opener.OpenEnvoyAdmin(c.Pod)
+		}
+		t.Callers = append(t.Callers, report.CallerRun{Caller: c, Session: sess})
+	}
+	return res, nil
+}
+
+// Auto runs the unattended triage: the service-side session and, after
+// SearchCallers, the session from every caller read, all at once. The
+// service side's error is the triage's; a caller whose triage fails is
+// noted in the log and left out.
+func (t *Triage) Auto(ctx context.Context) error {
+	errs := make([]error, len(t.Callers))
+	var wg sync.WaitGroup
+	for i, run := range t.Callers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, errs[i] = run.Session.Auto(ctx)
+		}()
+	}
+	_, err := t.Session.Auto(ctx)
+	wg.Wait()
+	if t.Search != nil {
+		// After the session started: session_started stays the log's first
+		// event.
+		t.Session.Note("", "caller search (no --from): "+t.Search.Summary())
+	}
+	kept := t.Callers[:0]
+	for i, run := range t.Callers {
+		name := run.Caller.Pod.String()
+		if errs[i] != nil {
+			t.Session.Note("", fmt.Sprintf("triage from caller %s could not run: %v", name, errs[i]))
+			continue
+		}
+		kept = append(kept, run)
+		var found []string
+		for _, f := range run.Session.Findings() {
+			id := f.Cause
+			if f.Cause == runbook.Unexplained {
+				id += " (" + f.Step + ")"
+			}
+			found = append(found, fmt.Sprintf("%s (%s)", id, f.Confidence))
+		}
+		if len(found) == 0 {
+			found = []string{"no finding"}
+		}
+		t.Session.Note("", fmt.Sprintf("triage from caller %s: %s", name, strings.Join(found, ", ")))
+	}
+	t.Callers = kept
+	return err
+}
+
+// Report is the report of the triage: the service side's, merged with every
+// caller's when the callers were searched.
+func (t *Triage) Report() report.Report {
+	if t.Search == nil {
+		return report.FromSession(t.Session)
+	}
+	return report.FromSessions(t.Session, *t.Search, t.Callers)
 }
 
 // recordResume writes a second session_started: the record shows when, by
