@@ -28,6 +28,7 @@ FUZZ_TARGETS := \
 	probes/parse/envoy:FuzzParseStats \
 	probes/parse/envoy:FuzzParsePrometheus \
 	probes/parse/envoy:FuzzParseSyncz \
+	probes/parse/envoy:FuzzStreamRouteConfigs \
 	probes/cluster/manifests:FuzzDecode
 
 .PHONY: fuzz
