@@ -87,6 +87,10 @@ func fetchCallerView(ctx context.Context, c cluster.Cluster, t cluster.Target) (
 		sdErr  error
 	)
 	second.Go(func() { sd, sdNS, sdWhat, sdErr = fetchServiceData(ctx, c, svc) })
+	var gwReads gatewayReads
+	if out.Caller.Gateway {
+		second.Go(func() { gwReads = fetchGatewayConfig(ctx, c, pod, namespaces) })
+	}
 	second.Wait()
 	rulesRead := map[string]bool{}
 	for i, ns := range namespaces {
@@ -97,6 +101,14 @@ func fetchCallerView(ctx context.Context, c cluster.Cluster, t cluster.Target) (
 	}
 	if what, err := addServiceData(cfg, svc, sd, sdNS, sdWhat, sdErr); err != nil {
 		return out, what, err
+	}
+	if out.Caller.Gateway {
+		// A gateway's Gateways may live in any namespace: those its
+		// VirtualServices name too.
+		addGatewayConfig(cfg, gwReads)
+		if more := gatewayNamespacesNamed(cfg); len(more) > 0 {
+			addGatewayConfig(cfg, fetchGatewayConfig(ctx, c, pod, more))
+		}
 	}
 	// Other Services the target's routes send to: their endpoints, and the
 	// rules of their namespaces (a DestinationRule there defines their
@@ -286,6 +298,9 @@ func subsetsUseLocality(cfg *mesh.Config) bool {
 
 // routedHosts are the hosts the routes of host's VirtualService send to.
 func routedHosts(cfg *mesh.Config, caller mesh.Caller, host string) []string {
+	if caller.Gateway {
+		return cfg.GatewayRoutedHosts(host)
+	}
 	vs, _ := cfg.VirtualServicesFor(caller, host)
 	if vs == nil {
 		return nil

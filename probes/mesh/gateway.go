@@ -988,12 +988,37 @@ func vsRoutesTo(vs *networkingv1.VirtualService, host string, port int32, c *Con
 			if d.Host != host {
 				continue
 			}
-			if d.Port == 0 || d.Port == port {
+			if d.Port == 0 || port == 0 || d.Port == port {
 				return true
 			}
 		}
 	}
 	return false
+}
+
+// GatewayRoutedHosts are the hosts the VirtualServices that route to host
+// send requests to (host among them), whatever they are bound to: the
+// Services a gateway's routes to host may split traffic with.
+func (c *Config) GatewayRoutedHosts(host string) []string {
+	var out []string
+	for _, vs := range c.VirtualServices {
+		if !vsRoutesTo(vs, host, 0, c) {
+			continue
+		}
+		for _, h := range vs.Spec.GetHttp() {
+			ds := destinations(h.GetRoute(), vs.Namespace, 0)
+			if m := h.GetMirror(); m != nil {
+				ds = append(ds, destination(m, vs.Namespace, 0, 100))
+			}
+			for _, d := range ds {
+				if !contains(out, d.Host) {
+					out = append(out, d.Host)
+				}
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
 }
 
 func routeReaches(r Route, host string, port int32) bool {
