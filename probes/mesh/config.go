@@ -79,10 +79,22 @@ type Caller struct {
 	// GatewayPod): Gateways and the VirtualServices bound to them route
 	// its requests; it also has Sidecar set, for the TLS it originates.
 	Gateway bool
+	// Ambient: no sidecar, and the CNI enrolled the pod in ambient
+	// (ambient.istio.io/redirection=enabled): ztunnel on its node carries
+	// its connections, HBONE to meshed endpoints. A pod the labels put in
+	// ambient that the CNI has not enrolled is not: its traffic leaves as
+	// it is.
+	Ambient bool
 }
 
 // CallerFromPod is the caller a pod is.
 func CallerFromPod(p *corev1.Pod) Caller {
+	c := callerFromPod(p)
+	c.Ambient = !c.Sidecar && DataPlaneOf(p, nil).Enrolled()
+	return c
+}
+
+func callerFromPod(p *corev1.Pod) Caller {
 	labels := p.Labels
 	if labels == nil {
 		labels = map[string]string{}

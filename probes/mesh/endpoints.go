@@ -47,7 +47,17 @@ type Endpoint struct {
 	// TLSModeIstio is the pod label security.istio.io/tlsMode=istio, which
 	// auto mTLS follows.
 	TLSModeIstio bool
+	// Ambient: the pod is enrolled in ambient (no sidecar): its ztunnel
+	// terminates HBONE and enforces its PeerAuthentication.
+	Ambient bool
+	// HBONE: ztunnel and sidecars reach the pod through an HBONE tunnel
+	// (AcceptsHBONE).
+	HBONE bool
 }
+
+// Meshed reports an endpoint a proxy terminates mTLS for: a sidecar, or
+// ztunnel for an enrolled pod.
+func (e Endpoint) Meshed() bool { return e.Sidecar != SidecarNone || e.Ambient }
 
 // Serving reports whether Envoy sends requests to it: ready and not
 // terminating.
@@ -189,6 +199,8 @@ func (c *Config) describeEndpoint(e *Endpoint, pod *corev1.Pod, sd *ServiceData)
 		}
 		e.Sidecar = PodSidecar(pod)
 		e.TLSModeIstio = pod.Labels[label.SecurityTlsMode.Name] == "istio"
+		e.Ambient = e.Sidecar == SidecarNone && DataPlaneOf(pod, nil).Enrolled()
+		e.HBONE = AcceptsHBONE(pod)
 		if e.Node == "" {
 			e.Node = pod.Spec.NodeName
 		}

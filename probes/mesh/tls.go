@@ -148,6 +148,15 @@ func edsTLSMode(rule *AppliedRule, port int32) string {
 // PeerAuthentication (workload and port level) is not DISABLE, or the
 // rule's tls for the port is ISTIO_MUTUAL.
 func (ct ClientTLS) Sends(e Endpoint, accepts PeerMode) (string, string) {
+	if e.Ambient && e.HBONE {
+		// A proxy that sends HBONE tunnels to a pod that accepts it
+		// whatever the rule says (cluster_tls.go): ISTIO_MUTUAL is replaced
+		// by HBONE, SIMPLE/MUTUAL ride inside it to the app.
+		if ct.Mode == "SIMPLE" || ct.Mode == "MUTUAL" {
+			return SendsTLS, "DestinationRule tls mode " + ct.Mode + " (" + ct.From + "), tunnelled in HBONE to the pod's ztunnel"
+		}
+		return SendsMTLS, "HBONE (mTLS) to the pod's ztunnel: the endpoint is in ambient"
+	}
 	switch ct.Mode {
 	case "ISTIO_MUTUAL":
 		return SendsMTLS, "DestinationRule tls mode ISTIO_MUTUAL (" + ct.From + ")"
@@ -173,6 +182,14 @@ func (ct ClientTLS) Sends(e Endpoint, accepts PeerMode) (string, string) {
 
 // TLSMismatch judges what is sent against what the endpoint accepts.
 func TLSMismatch(sends string, e Endpoint, accepts PeerMode) string {
+	if e.Ambient {
+		// ztunnel terminates HBONE whatever the policy says, passes TLS
+		// inside it to the app, and refuses plaintext only under STRICT.
+		if sends == SendsPlaintext && accepts.Mode == ModeStrict {
+			return MismatchPlaintextStrict
+		}
+		return MismatchNone
+	}
 	meshed := e.Sidecar != SidecarNone
 	switch sends {
 	case SendsMTLS:

@@ -115,6 +115,10 @@ func (c *Config) ViewFor(caller Caller, host string, port int32) (*View, error) 
 	}
 	v := &View{Caller: caller, Service: sd.Service, Host: host, Port: port, Protocol: PortProtocol(*sp),
 		Clusters: map[string]*Cluster{}, Unknown: append([]string(nil), c.Unknown...)}
+	if caller.Ambient {
+		c.ztunnelView(v, sd, port)
+		return v, nil
+	}
 	if !caller.Sidecar {
 		// No proxy, no Istio config: kube-proxy picks any endpoint of the
 		// Service and the app's bytes go as they are.
