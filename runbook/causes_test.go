@@ -60,8 +60,8 @@ var causeCases = []struct {
 	{"dr.subset-no-pods", map[string]probes.Facts{
 		"destination-rules": {"dr_found": true, "dr_names": []string{"shop/web"}, "dr_subsets_without_pods": []string{"v2"}, "dr_subsets_without_pods_routed": []string{"v2"}, "vs_found": true,
 			"dr_subset_no_pods_percent": 100},
-		"envoy-clusters":    {"envoy_empty_clusters": []string{"outbound|80|v2|web.shop.svc.cluster.local"}},
-		"access-log":        {"log_503": 30, "log_5xx": 30, "log_flag_uh": 30},
+		"envoy-clusters": {"envoy_empty_clusters": []string{"outbound|80|v2|web.shop.svc.cluster.local"}},
+		"access-log":     {"log_503": 30, "log_5xx": 30, "log_flag_uh": 30},
 	}, runbook.ConfidenceHigh},
 	{"vs.subset-undefined", map[string]probes.Facts{
 		"destination-rules": {"dr_found": true, "vs_found": true, "vs_undefined_subsets": []string{"v3"}, "vs_undefined_subset_percent": 100},
