@@ -143,8 +143,10 @@ type snapshot struct {
 	results  map[string]probes.Result
 	proposal engine.Proposal
 	findings []engine.Finding
-	verdicts map[string]engine.Verdict
-	logErr   error
+	// undecided are the open hypotheses: causes no rule could decide.
+	undecided []engine.Undecided
+	verdicts  map[string]engine.Verdict
+	logErr    error
 }
 
 func takeSnapshot(e engine.Engine) snapshot {
@@ -156,6 +158,7 @@ func takeSnapshot(e engine.Engine) snapshot {
 	}
 	s.proposal = e.Proposal()
 	s.findings = e.Findings()
+	s.undecided = e.Undecided()
 	s.verdicts = e.Hypotheses()
 	s.logErr = e.LogError()
 	return s
@@ -751,7 +754,22 @@ func (m *Model) causeNode(id string) engine.Cause {
 	if c, ok := m.causeByID[id]; ok {
 		return c
 	}
+	// A failed step no cause explains is a finding without a cause node:
+	// its title and what to look at next come with the finding.
+	if f := m.finding(id); f != nil {
+		return engine.Cause{ID: id, Title: f.Title, Fixes: f.Fixes, Verify: f.Verify}
+	}
 	return engine.Cause{ID: id, Title: id}
+}
+
+// undecided is the open hypothesis on cause id, if there is one.
+func (m *Model) undecided(id string) *engine.Undecided {
+	for i := range m.snap.undecided {
+		if m.snap.undecided[i].Cause == id {
+			return &m.snap.undecided[i]
+		}
+	}
+	return nil
 }
 
 // openAction opens the actions panel on k's confirmation, building it from

@@ -76,13 +76,14 @@ func (m *Model) rows() []checklist.Row {
 		r.Proposed = !p.IsCause && p.Next == st.ID
 		return r
 	}
+	undecided := map[string]bool{}
+	for _, u := range m.snap.undecided {
+		undecided[u.Cause] = true
+	}
 	causeRow := func(id string, dim bool) checklist.Row {
-		title := id
-		if c, ok := m.causeByID[id]; ok && c.Title != "" {
-			title = c.Title
-		}
+		title := m.causeNode(id).Title
 		return checklist.Row{Kind: checklist.KindCause, ID: id, Title: title, Verdict: m.snap.verdicts[id],
-			Proposed: p.IsCause && p.Next == id, Dim: dim, Reached: reached[id]}
+			Proposed: p.IsCause && p.Next == id, Dim: dim, Reached: reached[id], Undecided: !reached[id] && undecided[id]}
 	}
 	var rows []checklist.Row
 	if m.mode == modeFree {
@@ -128,6 +129,18 @@ func (m *Model) rows() []checklist.Row {
 			rows = append(rows, causeRow(id, false))
 		}
 	}
+	// Causes the evidence could neither confirm nor rule out: "no cause"
+	// is not the answer while these are open.
+	var open []checklist.Row
+	for _, u := range m.snap.undecided {
+		if !reached[u.Cause] {
+			open = append(open, causeRow(u.Cause, false))
+		}
+	}
+	if len(open) > 0 {
+		rows = append(rows, checklist.Row{Kind: checklist.KindSection, Title: "Open hypotheses · could not decide"})
+		rows = append(rows, open...)
+	}
 	var others []checklist.Row
 	for _, st := range steps {
 		if !shown[st.ID] {
@@ -152,7 +165,12 @@ func (m *Model) showSelected() {
 	s := m.common.Styles
 	if row.Kind == checklist.KindCause {
 		c := m.causeNode(row.ID)
-		m.detail.Show("cause/"+row.ID, "Cause", detail.RenderCause(s, width, c, m.finding(row.ID), m.snap.verdicts[row.ID]))
+		f := m.finding(row.ID)
+		if u := m.undecided(row.ID); f == nil && u != nil {
+			m.detail.Show("cause/"+row.ID, "Hypothesis", detail.RenderUndecided(s, width, c, *u, m.snap.verdicts[row.ID]))
+			return
+		}
+		m.detail.Show("cause/"+row.ID, "Cause", detail.RenderCause(s, width, c, f, m.snap.verdicts[row.ID]))
 		return
 	}
 	st := m.stepByID[row.ID]

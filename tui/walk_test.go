@@ -10,6 +10,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/exp/teatest/v2"
 
+	"github.com/meshtriage/meshtriage/tui/engine"
 	"github.com/meshtriage/meshtriage/tui/enginetest"
 )
 
@@ -373,4 +374,36 @@ func TestQuitBeforeStart(t *testing.T) {
 	if c := eng.Calls(); len(c) != 0 {
 		t.Fatalf("quitting before start recorded %+v", c)
 	}
+}
+
+// A failed step no cause explains is a finding of its own, titled by the
+// step, and the causes whose evidence could not be read are listed as open
+// hypotheses with the commands that settle them: the checklist never says
+// "no cause" while either is there.
+func TestUnexplainedAndOpenHypothesesShowLikeCauses(t *testing.T) {
+	sc := outlierScript()
+	sc.Rules["endpoints"] = []enginetest.Rule{{Cause: engine.UnexplainedPrefix + "endpoints", Reason: "endpoints failed, no cause explains it"}}
+	sc.Findings[engine.UnexplainedPrefix+"endpoints"] = engine.Finding{
+		Title: "Kubernetes endpoints: failed, and no cause of the runbook explains it", Confidence: "low", Summary: "2 endpoints terminating",
+		Fixes: []engine.Fix{{ID: "look-next", Title: "What to look at next", Text: "Read the EndpointSlices by hand."}},
+	}
+	sc.Undecided = []engine.Undecided{{Cause: "mtls.plaintext-to-strict", Title: "Plaintext to a STRICT upstream", Confidence: "high",
+		Unknown: []string{"envoy_tls_errors"}, Why: "the caller's Envoy admin could not be read",
+		Settle: []string{"kubectl exec -n shop productpage-7d4f9-abcde -c istio-proxy -- pilot-agent request GET stats"}}}
+	eng := enginetest.New(sc)
+	h := start(t, eng, 100, 30, Options{})
+	h.waitFor("What are the callers seeing?")
+	h.key("enter")
+	h.waitFor("next: Service")
+	h.key("enter")
+	h.waitFor("next: Kubernetes endpoints")
+	h.key("enter")
+	h.waitFor("Causes reached", "◆ Kubernetes endpoints: fai", "Open hypotheses · could not decide", "? Plaintext to a STRICT", "undecided")
+	h.key("down") // the unexplained step's finding
+	h.waitFor("◆ Kubernetes endpoints: failed, and no cause of the", "unexplained/endpoints", "2 endpoints terminating", "fix directions (1)")
+	h.key("down") // the open hypothesis
+	h.waitFor("Hypothesis", "What would settle it", "envoy_tls_errors", "the caller's Envoy admin could not be read", "$ kubectl exec -n shop productpage-7d4f9-abcde")
+	h.key("up")
+	h.key("enter")
+	h.waitFor("What to look at next", "Read the EndpointSlices by hand.")
 }

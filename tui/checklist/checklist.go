@@ -45,6 +45,9 @@ type Row struct {
 	// Reached marks a cause the facts support (free mode also lists the
 	// others, to rule them out).
 	Reached bool
+	// Undecided marks a cause not reached whose rules could not decide:
+	// its evidence could not be read.
+	Undecided bool
 }
 
 // Model is the checklist pane.
@@ -254,6 +257,9 @@ func rowIcon(m *Model, r Row) (icon string, style lipgloss.Style, right string) 
 			return common.IconConfirmed, s.SuccessText, "confirmed"
 		case engine.RuledOut:
 			return common.IconRuledOut, s.Muted, "ruled out"
+		}
+		if !r.Reached && r.Undecided {
+			return common.IconUndecided, s.StatusStyle(probes.StatusWarn), "undecided"
 		}
 		if !r.Reached {
 			return common.IconCauseOther, s.NotRun, ""

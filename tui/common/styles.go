@@ -28,6 +28,7 @@ const (
 	IconProposed   = "→"
 	IconConfirmed  = "✔"
 	IconRuledOut   = "✘"
+	IconUndecided  = "?"
 )
 
 // Styles is every style of the UI. Nothing outside this file picks a colour.

@@ -251,6 +251,34 @@ func RenderCause(s *common.Styles, width int, c engine.Cause, f *engine.Finding,
 	return b.String()
 }
 
+// RenderUndecided shows an open hypothesis: a cause the rules could
+// neither confirm nor rule out because what they read could not be read,
+// and the commands that would settle it.
+func RenderUndecided(s *common.Styles, width int, c engine.Cause, u engine.Undecided, v engine.Verdict) string {
+	var b strings.Builder
+	b.WriteString(s.Title.Render(common.Hang(c.Title, width, common.IconUndecided+" ")) + "\n")
+	b.WriteString(s.Label.Render(c.ID) + "\n")
+	b.WriteString(s.Label.Render("undecided: neither confirmed nor ruled out (strongest rule: "+u.Confidence+")") + "\n")
+	if v != "" {
+		b.WriteString(s.Label.Render("hypothesis "+strings.ReplaceAll(string(v), "_", " ")) + "\n")
+	}
+	if c.Summary != "" {
+		b.WriteString("\n" + common.Wrap(c.Summary, width) + "\n")
+	}
+	b.WriteString("\n" + s.Heading.Render("What would settle it") + "\n")
+	if len(u.Unknown) > 0 {
+		b.WriteString(s.Label.Render(common.Hang(strings.Join(u.Unknown, ", "), width, "unknown ")) + "\n")
+	}
+	if u.Why != "" {
+		b.WriteString(common.Wrap(u.Why, width) + "\n")
+	}
+	for _, cmd := range u.Settle {
+		b.WriteString(common.Hang(cmd, width, "  $ ") + "\n")
+	}
+	b.WriteString("\n" + s.Muted.Render(common.Wrap("c confirms it, x rules it out once you have read the evidence; enter opens its fix directions.", width)))
+	return b.String()
+}
+
 // RenderEvidence lays out why a cause's rules fired: per rule, the reason,
 // the condition, the facts it read, the probe results behind them and the
 // probe's evidence table.

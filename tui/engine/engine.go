@@ -42,8 +42,13 @@ type Engine interface {
 	Proposal() Proposal
 	// Choose records a move to a step or cause and who chose it.
 	Choose(to string, by ChosenBy) error
-	// Findings are the causes the facts support so far, strongest first.
+	// Findings are the causes the facts support so far, strongest first,
+	// then the failed steps no cause explains (Unexplained).
 	Findings() []Finding
+	// Undecided are the causes that rules could neither confirm nor rule
+	// out because evidence could not be read: the open hypotheses, most
+	// likely first, each with what would settle it.
+	Undecided() []Undecided
 	// Hypotheses are the verdicts recorded so far, by cause ID.
 	Hypotheses() map[string]Verdict
 
@@ -140,9 +145,28 @@ type Proposal struct {
 	Undecided []string
 }
 
+// UnexplainedPrefix starts the ID of a finding that is a failed step no
+// cause explains: "unexplained/<step>", one per step.
+const UnexplainedPrefix = "unexplained/"
+
+// Undecided is an open hypothesis: a cause no rule could decide.
+type Undecided struct {
+	Cause string
+	Title string
+	// Confidence is that of the strongest rule that could not decide.
+	Confidence string
+	// Unknown are the facts that could not be read; Why says why.
+	Unknown []string
+	Why     string
+	// Settle are the commands that read the missing evidence by hand.
+	Settle []string
+}
+
 // Finding is a cause the facts support, with its fix directions expanded for
 // the target (commands paste as they are).
 type Finding struct {
+	// Cause is the cause ID, or UnexplainedPrefix+step for a failed step
+	// that no cause explains.
 	Cause      string
 	Title      string
 	Confidence string

@@ -169,6 +169,10 @@ func (e *sessionEngine) Findings() []Finding {
 			Cause: f.Cause, Title: f.Title, Confidence: string(f.Confidence), Summary: f.Summary,
 			Fixes: e.fixes(f.Fixes), Verify: e.verifySteps(f.Verify), ChosenFix: f.ChosenFix,
 		}
+		if f.Cause == runbook.Unexplained {
+			// One row per failed step, each with its own evidence.
+			fd.Cause = UnexplainedPrefix + f.Step
+		}
 		for _, ev := range f.Evidence {
 			item := Evidence{Step: ev.Step, Reason: ev.Reason, When: ev.When, Table: ev.Table}
 			for k, v := range ev.Facts {
@@ -181,6 +185,15 @@ func (e *sessionEngine) Findings() []Finding {
 			fd.Evidence = append(fd.Evidence, item)
 		}
 		out = append(out, fd)
+	}
+	return out
+}
+
+func (e *sessionEngine) Undecided() []Undecided {
+	var out []Undecided
+	for _, u := range e.s.Undecided() {
+		out = append(out, Undecided{Cause: u.Cause, Title: u.Title, Confidence: string(u.Confidence),
+			Unknown: u.Unknown, Why: u.Why, Settle: u.Settle})
 	}
 	return out
 }

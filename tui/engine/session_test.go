@@ -169,3 +169,78 @@ func TestRunUnknownStep(t *testing.T) {
 		t.Fatalf("got %+v", r)
 	}
 }
+
+// failingProbe fails with no facts: a step the runbook has no cause for.
+type failingProbe struct{ meta probes.Meta }
+
+func (p failingProbe) Meta() probes.Meta { return p.meta }
+func (p failingProbe) Run(context.Context, cluster.Cluster, cluster.Target) probes.Result {
+	return probes.Result{Status: probes.StatusFail, Summary: p.meta.ID + " failed in a way no rule reads", Facts: probes.Facts{}}
+}
+
+// Each failed step no cause explains is its own finding in the UI, under an
+// ID of its own, and the causes left undecided (no caller: its Envoy could
+// not be read) come through as open hypotheses with what settles them.
+func TestFindingsKeepEachUnexplainedStepAndTheOpenHypotheses(t *testing.T) {
+	s, err := recorded.Load(assets.FS, "outlier-all-ejected")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := recorded.NewCluster(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := runbook.LoadFS(assets.FS, assets.Runbook503, runbook.CatalogueOf(probes.All(), assets.Causes))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := probes.ByID()
+	reg["metrics"] = probes.MetricsProbe{Interval: -1}
+	var failing []string
+	for _, id := range []string{"startup-order", "shutdown-order"} {
+		reg[id] = failingProbe{meta: reg[id].Meta()}
+		failing = append(failing, engine.UnexplainedPrefix+stepOfProbe(t, g, id))
+	}
+	target := s.Target
+	target.Source = nil
+	sess, err := runbook.NewSession(runbook.Config{Graph: g, Cluster: cluster.NewCache(c), Target: target, Probes: reg, Mode: runbook.ModeAuto})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sess.Auto(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	e := engine.FromSession(sess)
+	var ids []string
+	for _, f := range e.Findings() {
+		ids = append(ids, f.Cause)
+		if strings.HasPrefix(f.Cause, engine.UnexplainedPrefix) && (f.Title == "" || len(f.Fixes) == 0) {
+			t.Errorf("unexplained finding %s has no title or no next step: %+v", f.Cause, f)
+		}
+	}
+	for _, want := range failing {
+		if !slices.Contains(ids, want) {
+			t.Errorf("findings %v lack %s", ids, want)
+		}
+	}
+	open := e.Undecided()
+	if len(open) == 0 {
+		t.Fatal("no open hypothesis without the caller's Envoy")
+	}
+	for _, u := range open {
+		if u.Cause == "" || u.Title == "" || len(u.Unknown) == 0 || u.Why == "" {
+			t.Errorf("hypothesis %+v: want cause, title, the unknown facts and why", u)
+		}
+	}
+}
+
+func stepOfProbe(t *testing.T, g *runbook.Graph, probe string) string {
+	t.Helper()
+	for _, st := range g.Steps {
+		if st.Probe == probe {
+			return st.ID
+		}
+	}
+	t.Fatalf("no step runs probe %s", probe)
+	return ""
+}

@@ -35,6 +35,8 @@ type Script struct {
 	Results  map[string]probes.Result
 	Verify   map[string][]engine.VerifyResult
 	Findings map[string]engine.Finding
+	// Undecided are the open hypotheses the engine reports.
+	Undecided []engine.Undecided
 	// Hold lists steps whose probe blocks until its context ends, as a hung
 	// port-forward would; "verify/<cause>" holds that verification.
 	Hold map[string]bool
@@ -212,6 +214,13 @@ func (e *Engine) Findings() []engine.Finding {
 		out = append(out, f)
 	}
 	return out
+}
+
+// Undecided are the script's open hypotheses.
+func (e *Engine) Undecided() []engine.Undecided {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append([]engine.Undecided(nil), e.s.Undecided...)
 }
 
 func (e *Engine) Hypotheses() map[string]engine.Verdict {
