@@ -298,3 +298,42 @@ func TestDemoPickerOpensTheChosenScenario(t *testing.T) {
 		t.Fatalf("opened session %v, want port-mismatch's target svc/orders", opened)
 	}
 }
+
+// The caller list ranks the callers the search finds across namespaces:
+// in the plaintext-to-STRICT incident the failing caller is a CronJob pod in
+// another namespace, whose refused connections are in the target's inbound
+// log. It comes first, says why, and the session gets its namespace.
+func TestPickerRanksCallersAcrossNamespaces(t *testing.T) {
+	_, sc, _ := scenarioSession(t, "mtls-plaintext-to-strict")
+	c, ok := mustCluster(t, sc).(*recorded.Cluster)
+	if !ok {
+		t.Fatal("scenario cluster has no clientset")
+	}
+	caller := *sc.Target.Source
+	if caller.Namespace == sc.Target.Namespace {
+		t.Fatalf("the scenario's caller %s is in the target's namespace: not a cross-namespace case", caller)
+	}
+	var built *runbook.Session
+	newEngine := func(_ context.Context, target cluster.Target) (engine.Engine, error) {
+		sess, _, _ := scenarioSession(t, "mtls-plaintext-to-strict")
+		s, err := runbook.NewSession(runbook.Config{Graph: sess.Graph(), Cluster: c, Target: target, Probes: probes.ByID(), Mode: runbook.ModeGuided})
+		built = s
+		return engine.FromSession(s), err
+	}
+	cat := picker.SearchCatalog{KubeCatalog: picker.KubeCatalog{Kube: c.Kube}, Cluster: c}
+	h := startEngine(t, Options{Catalog: cat, NewEngine: newEngine, Namespace: sc.Target.Namespace}, 120, 30)
+	h.waitFor("Choose a service in "+sc.Target.Namespace, "with sidecar")
+	h.key("/")
+	h.key(sc.Target.Service)
+	h.key("enter")
+	h.key("enter")
+	h.waitFor("Choose the caller · most likely first", "(no source pod)", caller.String(), "in the target's inbound log")
+	h.key("down")
+	h.key("enter")
+	h.waitFor("What does the on-call see?")
+	h.key("enter")
+	h.waitFor("Runbook · guided")
+	if got := built.Target().Source; got == nil || *got != caller {
+		t.Fatalf("session caller %v, want %s", got, caller)
+	}
+}

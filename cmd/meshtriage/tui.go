@@ -94,7 +94,7 @@ func (o *tuiOptions) run(ctx context.Context, args []string) error {
 		opts.Engine = eng
 	} else {
 		if lc, ok := src.Cluster.(*live.Cluster); ok {
-			opts.Catalog = picker.KubeCatalog{Kube: lc.Kube}
+			opts.Catalog = picker.SearchCatalog{KubeCatalog: picker.KubeCatalog{Kube: lc.Kube}, Cluster: lc}
 		}
 		opts.NewEngine = b.build
 		if o.g.kube.Namespace != nil && *o.g.kube.Namespace != "" {

@@ -36,8 +36,21 @@ type ServiceSummary struct {
 	NoSelector bool
 }
 
+// CallerCatalog ranks the target's likely callers across namespaces: the
+// caller search `check` runs without --from. Optional; without it the
+// picker lists the target namespace's pods.
+type CallerCatalog interface {
+	Callers(ctx context.Context, namespace, service string) ([]PodSummary, error)
+}
+
 // PodSummary is one pod that could be the caller reporting the 503s.
 type PodSummary struct {
+	// Namespace is the pod's, when it is not the target's (a caller found
+	// across namespaces).
+	Namespace string
+	// Why says why the caller search thinks it calls the target; empty for
+	// a pod merely listed.
+	Why     string
 	Name    string
 	Ready   bool
 	Sidecar mesh.SidecarKind

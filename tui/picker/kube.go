@@ -11,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/meshtriage/meshtriage/probes"
+	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/mesh"
 )
 
@@ -109,4 +111,29 @@ func appName(pod *corev1.Pod) string {
 		}
 	}
 	return ""
+}
+
+// SearchCatalog is a KubeCatalog that also ranks the target's callers with
+// the caller search of `check` (probes.FindCallers) over Cluster.
+type SearchCatalog struct {
+	KubeCatalog
+	Cluster cluster.Cluster
+}
+
+// pickerCallers is how many candidates the picker offers: more than check
+// reads, since the on-call picks one.
+const pickerCallers = 10
+
+// Callers lists the callers the search finds, most likely first.
+func (s SearchCatalog) Callers(ctx context.Context, namespace, service string) ([]PodSummary, error) {
+	res := probes.FindCallers(ctx, cluster.NewCache(s.Cluster), cluster.Target{Namespace: namespace, Service: service}, probes.CallerSearch{Max: pickerCallers})
+	var out []PodSummary
+	for _, c := range append(res.Callers, res.Others...) {
+		side := mesh.SidecarNone
+		if c.Sidecar {
+			side = mesh.SidecarClassic
+		}
+		out = append(out, PodSummary{Namespace: c.Pod.Namespace, Name: c.Pod.Name, Why: c.Why, Sidecar: side})
+	}
+	return out, nil
 }

@@ -124,9 +124,12 @@ func (m *Model) load() tea.Cmd {
 	if m.stage == StageService || m.stage == StageSource {
 		m.list.Title += " in " + m.ns
 	}
+	if _, ranked := m.catalog.(CallerCatalog); ranked && m.stage == StageSource {
+		m.list.Title = "Choose the caller · most likely first"
+	}
 	m.list.ResetFilter()
 	m.list.SetItems(nil)
-	ctx, cat, stage, ns := m.common.Ctx, m.catalog, m.stage, m.ns
+	ctx, cat, stage, ns, svc := m.common.Ctx, m.catalog, m.stage, m.ns, m.service
 	if stage == StageScenario {
 		// Embedded data: nothing to fetch.
 		var items []list.Item
@@ -139,12 +142,12 @@ func (m *Model) load() tea.Cmd {
 		if cat == nil {
 			return loadedMsg{stage: stage, ns: ns, err: fmt.Errorf("this cluster cannot list %ss", stage.noun())}
 		}
-		items, err := fetch(ctx, cat, stage, ns)
+		items, err := fetch(ctx, cat, stage, ns, svc)
 		return loadedMsg{stage: stage, ns: ns, items: items, err: err}
 	}
 }
 
-func fetch(ctx context.Context, cat Catalog, stage Stage, ns string) ([]list.Item, error) {
+func fetch(ctx context.Context, cat Catalog, stage Stage, ns, svc string) ([]list.Item, error) {
 	var items []list.Item
 	switch stage {
 	case StageNamespace:
@@ -166,12 +169,27 @@ func fetch(ctx context.Context, cat Catalog, stage Stage, ns string) ([]list.Ite
 	case StageSource:
 		// The source is optional: the first choice is not to name one.
 		items = append(items, podItem{none: true})
+		listed := map[string]bool{}
+		if cc, ok := cat.(CallerCatalog); ok {
+			// The callers the search found, across namespaces, most likely
+			// first; a failed search still leaves the namespace's pods.
+			callers, _ := cc.Callers(ctx, ns, svc)
+			for _, p := range callers {
+				if p.Namespace == "" {
+					p.Namespace = ns
+				}
+				listed[p.Namespace+"/"+p.Name] = true
+				items = append(items, podItem{pod: p})
+			}
+		}
 		pods, err := cat.Pods(ctx, ns)
-		if err != nil {
+		if err != nil && len(items) == 1 {
 			return nil, err
 		}
 		for _, p := range pods {
-			items = append(items, podItem{pod: p})
+			if !listed[ns+"/"+p.Name] {
+				items = append(items, podItem{pod: p})
+			}
 		}
 	}
 	return items, nil
@@ -283,7 +301,7 @@ func (m *Model) handleKey(k tea.KeyPressMsg) tea.Cmd {
 	return cmd
 }
 
-func (m *Model) choose(name string, _ *PodSummary) tea.Cmd {
+func (m *Model) choose(name string, pod *PodSummary) tea.Cmd {
 	switch m.stage {
 	case StageNamespace:
 		m.ns, m.stage = name, StageService
@@ -297,6 +315,9 @@ func (m *Model) choose(name string, _ *PodSummary) tea.Cmd {
 	t := cluster.Target{Namespace: m.ns, Service: m.service}
 	if name != "" {
 		t.Source = &cluster.PodRef{Namespace: m.ns, Name: name}
+		if pod != nil && pod.Namespace != "" {
+			t.Source.Namespace = pod.Namespace
+		}
 	}
 	return func() tea.Msg { return ChosenMsg{Target: t} }
 }
@@ -397,6 +418,9 @@ func (i podItem) Title() string {
 	if i.none {
 		return "(no source pod)"
 	}
+	if i.pod.Why != "" && i.pod.Namespace != "" {
+		return i.pod.Namespace + "/" + i.pod.Name
+	}
 	return i.pod.Name
 }
 
@@ -405,6 +429,9 @@ func (i podItem) FilterValue() string { return i.Title() }
 func (i podItem) Description() string {
 	if i.none {
 		return "triage from the service side only; Envoy checks need a caller"
+	}
+	if i.pod.Why != "" {
+		return i.pod.Why
 	}
 	ready := "not ready"
 	if i.pod.Ready {
