@@ -29,6 +29,8 @@ FUZZ_TARGETS := \
 	probes/parse/envoy:FuzzParsePrometheus \
 	probes/parse/envoy:FuzzParseSyncz \
 	probes/parse/envoy:FuzzStreamRouteConfigs \
+	probes/parse/ztunnel:FuzzParseLine \
+	probes/parse/ztunnel:FuzzParseConfigDump \
 	probes/cluster/manifests:FuzzDecode
 
 .PHONY: fuzz

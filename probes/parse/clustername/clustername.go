@@ -40,3 +40,80 @@ func StatName(stat string) string {
 	}
 	return stat[:i] + stat[i+len(AltStatDelimiter):]
 }
+
+// Parts is an Istio cluster name split: DIRECTION|PORT|SUBSET|HOST, e.g.
+// outbound|8080|v2|orders.shop.svc.cluster.local. A waypoint's clusters for
+// the services bound to it are inbound-vip|PORT|PROTOCOL[/SUBSET]|HOST
+// (istiod's cluster_waypoint.go): inbound-vip|8080|http|orders.shop.svc.cluster.local,
+// inbound-vip|8080|http/v2|..., inbound-vip|5432|tcp|...; there the third
+// part is the protocol the waypoint speaks, then the subset.
+type Parts struct {
+	Direction string // outbound, inbound, inbound-vip, ...
+	Port      int32
+	Subset    string
+	// Protocol is inbound-vip's "http" or "tcp", "" for other directions.
+	Protocol string
+	Host     string
+}
+
+// InboundVIP is the direction of a waypoint's clusters for the services
+// it serves.
+const InboundVIP = "inbound-vip"
+
+// Split splits name (printed as NAME or NAME;); ok is false for names
+// without the four '|'-separated parts (BlackHoleCluster, main_internal,
+// connect_originate, xds-grpc, ...).
+func Split(name string) (Parts, bool) {
+	parts := strings.Split(Name(name), "|")
+	if len(parts) != 4 {
+		return Parts{}, false
+	}
+	port, ok := atoi32(parts[1])
+	if !ok {
+		return Parts{}, false
+	}
+	p := Parts{Direction: parts[0], Port: port, Subset: parts[2], Host: parts[3]}
+	if p.Direction == InboundVIP {
+		p.Protocol, p.Subset, _ = strings.Cut(parts[2], "/")
+	}
+	return p, true
+}
+
+func atoi32(s string) (int32, bool) {
+	if s == "" || len(s) > 10 {
+		return 0, false
+	}
+	var n int64
+	for _, c := range s {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int64(c-'0')
+	}
+	if n > 1<<31-1 {
+		return 0, false
+	}
+	return int32(n), true
+}
+
+// ConnectOriginate is the internal listener an Istio proxy (a waypoint,
+// a sidecar or a gateway sending HBONE) tunnels through: its upstream
+// hosts are envoy://connect_originate/IP:PORT.
+const ConnectOriginate = "connect_originate"
+
+// TunnelTarget reads an upstream host address as Envoy prints an internal
+// address, envoy://LISTENER/ENDPOINT (access-log %UPSTREAM_HOST%, /clusters
+// text): for envoy://connect_originate/10.244.1.7:8080 it returns
+// "10.244.1.7:8080", the pod the tunnel goes to, and true. Any other
+// address is returned unchanged, with false.
+func TunnelTarget(addr string) (string, bool) {
+	rest, ok := strings.CutPrefix(addr, "envoy://")
+	if !ok {
+		return addr, false
+	}
+	listener, endpoint, found := strings.Cut(rest, "/")
+	if !found || listener != ConnectOriginate || endpoint == "" {
+		return addr, false
+	}
+	return endpoint, true
+}

@@ -96,7 +96,13 @@ func AddressString(a *corev3.Address) string {
 	case a.GetPipe() != nil:
 		return a.GetPipe().GetPath()
 	case a.GetEnvoyInternalAddress() != nil:
-		return "envoy://" + a.GetEnvoyInternalAddress().GetServerListenerName()
+		// As Envoy prints it: envoy://connect_originate/10.244.1.7:8080
+		// for an HBONE tunnel to that pod.
+		ia := a.GetEnvoyInternalAddress()
+		if id := ia.GetEndpointId(); id != "" {
+			return "envoy://" + ia.GetServerListenerName() + "/" + id
+		}
+		return "envoy://" + ia.GetServerListenerName()
 	}
 	return ""
 }

@@ -7,7 +7,6 @@
 package envoy
 
 import (
-	"strconv"
 	"strings"
 
 	"github.com/meshtriage/meshtriage/probes/parse/clustername"
@@ -25,16 +24,14 @@ type ClusterName struct {
 // ParseClusterName splits name; ok is false for names without the four
 // '|'-separated parts (BlackHoleCluster, PassthroughCluster, xds-grpc, ...).
 // The alt_stat_name form (NAME;) is read as NAME.
+// A waypoint's inbound-vip|PORT|http/SUBSET|HOST reads as Subset SUBSET
+// (package clustername).
 func ParseClusterName(name string) (ClusterName, bool) {
-	parts := strings.Split(clustername.Name(name), "|")
-	if len(parts) != 4 {
+	p, ok := clustername.Split(name)
+	if !ok {
 		return ClusterName{}, false
 	}
-	port, err := strconv.ParseInt(parts[1], 10, 32)
-	if err != nil {
-		return ClusterName{}, false
-	}
-	return ClusterName{Direction: parts[0], Port: int32(port), Subset: parts[2], Host: parts[3]}, true
+	return ClusterName{Direction: p.Direction, Port: p.Port, Subset: p.Subset, Host: p.Host}, true
 }
 
 // IsTargetCluster reports an outbound cluster for host and port (any port
@@ -52,4 +49,17 @@ func IsTargetCluster(name, host string, port int32) bool {
 // decoders take to pick clusters.
 func TargetMatcher(host string, port int32) func(string) bool {
 	return func(name string) bool { return IsTargetCluster(name, host, port) }
+}
+
+// IsWaypointCluster reports a waypoint's cluster for host and port (any
+// port when port is 0), any protocol and subset:
+// inbound-vip|PORT|http[/SUBSET]|HOST.
+func IsWaypointCluster(name, host string, port int32) bool {
+	p, ok := clustername.Split(name)
+	return ok && p.Direction == clustername.InboundVIP && p.Host == host && (port == 0 || p.Port == port)
+}
+
+// WaypointMatcher returns IsWaypointCluster bound to host and port.
+func WaypointMatcher(host string, port int32) func(string) bool {
+	return func(name string) bool { return IsWaypointCluster(name, host, port) }
 }

@@ -1,0 +1,91 @@
+package ztunnel
+
+import (
+	"os"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// reading is what an engineer reads off one line of testdata/access.log.
+type reading struct {
+	message, direction, failure string
+	src, target, service        string
+	deniedBy, rejection         string
+	dstPort                     int
+	bytesSent                   int64
+}
+
+func TestParseAccessLog(t *testing.T) {
+	data, err := os.ReadFile("testdata/access.log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []*reading{
+		nil, // ztunnel's version line
+		nil, // xds
+		{message: "connection complete", direction: "outbound", src: "web-7d9c4b-x2x", target: "10.244.1.7", service: "orders.shop.svc.cluster.local", dstPort: 15008, bytesSent: 421},
+		{message: "connection complete", direction: "outbound", failure: FailureHBONETimeout, src: "web-7d9c4b-x2x", target: "10.244.1.7", service: "orders.shop.svc.cluster.local", dstPort: 15008},
+		{message: "connection complete", direction: "outbound", failure: FailureUnauthorized, src: "web-7d9c4b-x2x", target: "10.244.2.9", service: "orders.shop.svc.cluster.local", dstPort: 15008},
+		{message: "connection complete", direction: "inbound", failure: FailurePolicyRejected, src: "web-7d9c4b-x2x", target: "10.244.2.9", service: "orders.shop.svc.cluster.local", dstPort: 15008, rejection: "allow policies exist, but none allowed"},
+		{message: "connection complete", direction: "inbound", failure: FailurePolicyRejected, src: "batch-28901145-zq8vd", target: "10.244.2.9", service: "orders.shop.svc.cluster.local", dstPort: 15008, deniedBy: "shop/deny-jobs", rejection: "explicitly denied by: shop/deny-jobs"},
+		{message: "connection complete", direction: "inbound", failure: FailurePolicyRejected, target: "10.244.2.9", service: "orders.shop.svc.cluster.local", dstPort: 8080, deniedBy: "istio-system/istio_converted_static_strict", rejection: "explicitly denied by: istio-system/istio_converted_static_strict"},
+		{message: "connection failed", direction: "inbound", failure: FailureTLS, target: "10.244.1.7", dstPort: 15008},
+		{message: "connection complete", direction: "inbound", failure: FailureRefused, src: "web-7d9c4b-x2x", target: "10.244.1.7", dstPort: 15008},
+		{message: "connection complete", direction: "outbound", failure: FailureHBONETimeout, src: "web-7d9c4b-x2x", target: "10.244.1.7", service: "orders.shop.svc.cluster.local", dstPort: 15008},
+		nil, // ztunnel::state, not access
+		{message: "connection complete", direction: "outbound", src: "web-7d9c4b-x2x", target: "10.244.1.7", service: "orders.shop.svc.cluster.local", dstPort: 15008, bytesSent: 302},
+	}
+	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	if len(lines) != len(want) {
+		t.Fatalf("%d lines, %d readings", len(lines), len(want))
+	}
+	for i, line := range lines {
+		e, ok := ParseLine(line)
+		if (want[i] == nil) == ok {
+			t.Errorf("line %d: ok %v, want %v: %s", i+1, ok, want[i] != nil, line)
+			continue
+		}
+		if !ok {
+			continue
+		}
+		got := &reading{message: e.Message, direction: e.Direction, failure: e.Failure(), src: e.SrcWorkload, target: e.TargetIP(),
+			service: e.DstService, deniedBy: e.DeniedBy(), rejection: e.Rejection(), dstPort: e.DstPort(), bytesSent: e.BytesSent}
+		if !reflect.DeepEqual(got, want[i]) {
+			t.Errorf("line %d:\n got %+v\nwant %+v", i+1, *got, *want[i])
+		}
+	}
+}
+
+func TestTally(t *testing.T) {
+	f, err := os.Open("testdata/access.log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	s, err := Tally(f, func(e *Entry) bool { return e.TargetIP() == "10.244.2.9" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Lines != 13 || s.Unparsed != 3 || s.Entries != 4 || s.Completed != 0 {
+		t.Errorf("lines %d unparsed %d entries %d completed %d, want 13 3 4 0", s.Lines, s.Unparsed, s.Entries, s.Completed)
+	}
+	if got := Keys(s.Failures); !reflect.DeepEqual(got, []string{"policy-rejection=3", "http-401=1"}) {
+		t.Errorf("failures %v", got)
+	}
+	if got := Keys(s.DeniedBy); !reflect.DeepEqual(got, []string{"istio-system/istio_converted_static_strict=1", "shop/deny-jobs=1"}) {
+		t.Errorf("denied by %v", got)
+	}
+	if got := Keys(s.FailedSources); !reflect.DeepEqual(got, []string{"web-7d9c4b-x2x=2", "10.244.0.40=1", "batch-28901145-zq8vd=1"}) {
+		t.Errorf("failed sources %v", got)
+	}
+	if len(s.Samples) != 4 {
+		t.Errorf("%d samples, want the 4 failed lines", len(s.Samples))
+	}
+	var all Summary
+	all.Merge(s)
+	all.Merge(s)
+	if all.Entries != 8 || all.Failures[FailurePolicyRejected] != 6 || len(all.Samples) != MaxSamples {
+		t.Errorf("merged twice: %+v", all)
+	}
+}
