@@ -27,16 +27,22 @@ import (
 	kjson "k8s.io/apimachinery/pkg/runtime/serializer/json"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	"sigs.k8s.io/yaml"
 )
 
-// Scheme knows every Kubernetes kind client-go does plus every Istio kind.
+// Scheme knows every Kubernetes kind client-go does, every Istio kind and
+// the Gateway API's v1 kinds.
 var Scheme = func() *runtime.Scheme {
 	s := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(s); err != nil {
 		panic(err)
 	}
 	if err := istioscheme.AddToScheme(s); err != nil {
+		panic(err)
+	}
+	// Gateway API v1: a waypoint is a Gateway.
+	if err := gatewayv1.Install(s); err != nil {
 		panic(err)
 	}
 	return s
