@@ -166,6 +166,9 @@ func evaluateStartup(t cluster.Target, in startupInput) Result {
 	meshHold := in.Mesh.DefaultProxyConfig().GetHoldApplicationUntilProxyStarts().GetValue()
 	meshed, native, hold := 0, 0, 0
 	appBeforeProxy, earlyRestarts, refused := 0, 0, 0
+	// refusedUnread: a pod restarted early and none of its app's logs could
+	// be read, so "no connection refused" is not known.
+	refusedUnread := false
 	var reasons, problems, notInjected []string
 	res.Evidence.Columns = []string{"pod", "sidecar", "hold app", "proxy ready", "app started", "restarts", "last termination", "connection refused"}
 
@@ -227,6 +230,9 @@ func evaluateStartup(t cluster.Target, in startupInput) Result {
 			if connectionRefusedAtStart(sp.AppPrevLogs[app.Name]) || connectionRefusedAtStart(sp.AppLogs[app.Name]) {
 				podRefused = true
 			}
+			if podRestarted && sp.AppPrevLogs[app.Name] == nil && sp.AppLogs[app.Name] == nil {
+				refusedUnread = true
+			}
 		}
 		if podBefore {
 			appBeforeProxy++
@@ -253,6 +259,10 @@ func evaluateStartup(t cluster.Target, in startupInput) Result {
 		"startup_early_restarts":     earlyRestarts,
 		"startup_restart_reasons":    nonNil(reasons),
 		"startup_connection_refused": refused,
+	}
+	if refused == 0 && refusedUnread {
+		// Unknown is not zero: the restart's log would say.
+		delete(res.Facts, "startup_connection_refused")
 	}
 	raw := []string{fmt.Sprintf("mesh defaultConfig holdApplicationUntilProxyStarts: %v (applies at injection: existing pods keep what they were injected with)", meshHold)}
 	if len(notInjected) > 0 {

@@ -164,3 +164,21 @@ func TestAppBeforeReadyAtSecondPrecision(t *testing.T) {
 		}
 	}
 }
+
+// A pod that restarted at startup, whose app logs could not be read: "no
+// connection refused" is not known, so the fact is left unknown rather
+// than 0, and the runbook can say the previous log would confirm the race.
+func TestStartupOrderUnreadLogLeavesConnectionRefusedUnknown(t *testing.T) {
+	in := startupInput{Pods: []startupPod{{Pod: ordersPod(true), ProxyLog: []byte(ordersProxyLog), LogProblems: []string{"cannot read the previous orders-api log"}}}}
+	res := evaluateStartup(cluster.Target{Namespace: "shop", Service: "orders-api"}, in)
+	if v, ok := res.Facts["startup_connection_refused"]; ok {
+		t.Errorf("startup_connection_refused = %v, want unknown", v)
+	}
+	if res.Facts["startup_early_restarts"] != 1 {
+		t.Errorf("startup_early_restarts = %v, want 1", res.Facts["startup_early_restarts"])
+	}
+	in.Pods[0].AppPrevLogs = map[string][]byte{"orders-api": []byte("2026-12-02T03:00:00.900Z INFO starting\n")}
+	if res := evaluateStartup(cluster.Target{Namespace: "shop", Service: "orders-api"}, in); res.Facts["startup_connection_refused"] != 0 {
+		t.Errorf("with the previous log read and no refusal: startup_connection_refused = %v, want 0", res.Facts["startup_connection_refused"])
+	}
+}

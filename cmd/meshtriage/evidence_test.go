@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -109,6 +110,12 @@ type jsonFinding struct {
 	Confidence string `json:"confidence"`
 	Summary    string `json:"summary"`
 	Step       string `json:"step"`
+	Evidence   []struct {
+		Missing []struct {
+			Describe string   `json:"describe"`
+			Commands []string `json:"commands"`
+		} `json:"missing"`
+	} `json:"evidence"`
 }
 
 func findingsOf(t *testing.T, r checkRun) []jsonFinding {
@@ -181,6 +188,19 @@ status:
 	}
 	if r.code != exitFindings || race == nil || race.Confidence != "medium" {
 		t.Fatalf("exit %d, findings %+v; want startup.app-before-proxy at medium confidence\nstderr: %s", r.code, fs, r.stderr)
+	}
+	// The previous log was not in the dump: the finding says that it would
+	// confirm the race, and how to read it.
+	var missing []string
+	for _, ev := range race.Evidence {
+		for _, m := range ev.Missing {
+			if strings.Contains(m.Describe, "connection refused") {
+				missing = append(missing, m.Commands...)
+			}
+		}
+	}
+	if !slices.ContainsFunc(missing, func(c string) bool { return strings.Contains(c, "--previous") }) {
+		t.Errorf("the finding does not say that the previous log would confirm it, with the command (missing evidence commands %q)", missing)
 	}
 }
 
