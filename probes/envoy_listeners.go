@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/meshtriage/meshtriage/probes/cluster"
+	"github.com/meshtriage/meshtriage/probes/mesh"
 	"github.com/meshtriage/meshtriage/probes/parse/envoy"
 	corev1 "k8s.io/api/core/v1"
 )
@@ -58,6 +59,15 @@ func (p EnvoyListenersProbe) Run(ctx context.Context, c cluster.Cluster, t clust
 func fetchEnvoyListeners(ctx context.Context, c cluster.Cluster, t cluster.Target) (in envoyListenersInput, what string, err error) {
 	if in.Skip, what, err = readSourceProxy(ctx, c, t); err != nil || in.Skip != "" {
 		return in, what, err
+	}
+	if pod, err := c.GetPod(ctx, t.Source.Namespace, t.Source.Name); err == nil {
+		if gateway, _ := mesh.GatewayPod(pod); gateway {
+			// A gateway has no outbound listener per Service port: it
+			// listens on its Gateway servers' ports, which the gateway
+			// step reads.
+			in.Skip = fmt.Sprintf("source pod %s is a gateway: it listens on its Gateway servers' ports, not on the Service's (see the gateway step)", t.Source)
+			return in, "", nil
+		}
 	}
 	svc, err := c.GetService(ctx, t.Namespace, t.Service)
 	switch {

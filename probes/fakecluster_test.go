@@ -72,6 +72,15 @@ func newFakeCluster(t testing.TB, objs ...runtime.Object) *fakeCluster {
 	}
 	kube := kubefake.NewSimpleClientset(kubeObjs...)
 	istio := istiofake.NewSimpleClientset(istioObjs...)
+	for _, o := range istioObjs {
+		// The tracker files a Gateway under the resource "gatewaies" (an
+		// English plural guess), where no list finds it.
+		if gw, ok := o.(*networkingv1.Gateway); ok {
+			if err := istio.Tracker().Create(networkingv1.SchemeGroupVersion.WithResource("gateways"), gw.DeepCopy(), gw.Namespace); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
 	return &fakeCluster{
 		Reader: clientset.Reader{Kube: kube, Istio: istio},
 		kube:   kube,

@@ -8,6 +8,7 @@ import "sort"
 func All() []Probe {
 	return []Probe{
 		TargetProbe{},
+		GatewayRoutesProbe{},
 		EndpointsProbe{},
 		EnvoyClustersProbe{},
 		EnvoyListenersProbe{},

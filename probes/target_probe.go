@@ -38,6 +38,7 @@ func (TargetProbe) Meta() Meta {
 			{"target_source_named", FactBool, "a source pod was named with --from"},
 			{"target_source_found", FactBool, "the source pod named with --from exists (false when none was named)"},
 			{"target_source_has_sidecar", FactBool, "the source pod carries an istio-proxy (false when none was named)"},
+			{"target_source_gateway", FactBool, "the source pod is an Istio gateway: its istio-proxy runs `proxy router` (istio-ingressgateway, an egress gateway, a Gateway API Gateway's Deployment); false when none was named"},
 		},
 	}
 }
@@ -203,6 +204,7 @@ func evaluateTarget(t cluster.Target, in targetInput) Result {
 	r.Facts["target_source_named"] = t.Source != nil
 	r.Facts["target_source_found"] = false
 	r.Facts["target_source_has_sidecar"] = false
+	r.Facts["target_source_gateway"] = false
 	switch {
 	case t.Source == nil:
 		raw = append(raw, "no source pod named (--from): source facts are false, not measured")
@@ -210,6 +212,7 @@ func evaluateTarget(t cluster.Target, in targetInput) Result {
 		// Unknown is not "absent": leave the source facts out.
 		delete(r.Facts, "target_source_found")
 		delete(r.Facts, "target_source_has_sidecar")
+		delete(r.Facts, "target_source_gateway")
 		warnings = append(warnings, in.SourceProblem)
 		raw = append(raw, in.SourceProblem)
 	case !in.SourceFound:
@@ -220,6 +223,11 @@ func evaluateTarget(t cluster.Target, in targetInput) Result {
 		r.Facts["target_source_found"] = true
 		r.Facts["target_source_has_sidecar"] = kind != mesh.SidecarNone
 		raw = append(raw, fmt.Sprintf("source pod %s: phase %s, sidecar %s", t.Source, in.Source.Status.Phase, kind))
+		gateway, why := mesh.GatewayPod(in.Source)
+		r.Facts["target_source_gateway"] = gateway
+		if gateway {
+			raw = append(raw, fmt.Sprintf("source pod %s is an Istio gateway (%s): Gateways and the VirtualServices bound to them route its requests", t.Source, why))
+		}
 		if kind == mesh.SidecarNone {
 			warnings = append(warnings, fmt.Sprintf("source %s has no istio-proxy", t.Source))
 		}
