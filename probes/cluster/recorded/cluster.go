@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/version"
 	fakediscovery "k8s.io/client-go/discovery/fake"
 	kubefake "k8s.io/client-go/kubernetes/fake"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/cluster/clientset"
@@ -58,6 +59,9 @@ func newCluster(s *Scenario) (*Cluster, error) {
 	kube := kubefake.NewClientset()
 	istio := istiofake.NewSimpleClientset()
 	for _, obj := range s.Objects {
+		if _, ok := obj.(*gatewayv1.Gateway); ok {
+			continue // served from s.Objects (GatewayAPIGateways): no fake clientset of ours holds the kind
+		}
 		tracker := kube.Tracker()
 		if isIstio(obj) {
 			tracker = istio.Tracker()
