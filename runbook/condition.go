@@ -18,6 +18,14 @@ type condition struct {
 	source  string
 	program *vm.Program
 	facts   []string
+	// terms are the top-level "&&" terms of a boolean condition with more
+	// than one, each compiled on its own: with a fact unknown, a known term
+	// that is false still rules the condition out.
+	terms []*condition
+	// zeroTrue: the condition holds when every fact is at its zero value
+	// (a guard such as "pods_terminating == 0"), so its holding is no
+	// evidence for anything.
+	zeroTrue bool
 }
 
 // compileCondition type-checks src against the catalogue's zero values, so a
@@ -43,7 +51,56 @@ func compileCondition(src string, cat map[string]probes.FactType, asBool bool) (
 	if err != nil {
 		return nil, fmt.Errorf("%s", oneLine(err.Error()))
 	}
-	return &condition{source: src, program: program, facts: referencedFacts(tree.Node, cat)}, nil
+	c := &condition{source: src, program: program, facts: referencedFacts(tree.Node, cat)}
+	if out, err := expr.Run(program, env); err == nil && out == true {
+		c.zeroTrue = true
+	}
+	if asBool {
+		if nodes := conjuncts(tree.Node); len(nodes) > 1 {
+			for _, n := range nodes {
+				term, err := compileCondition(n.String(), cat, true)
+				if err != nil {
+					// A term that does not stand alone: the condition is
+					// judged whole.
+					c.terms = nil
+					break
+				}
+				c.terms = append(c.terms, term)
+			}
+		}
+	}
+	return c, nil
+}
+
+// conjuncts splits a condition at its top-level "&&".
+func conjuncts(n ast.Node) []ast.Node {
+	if b, ok := n.(*ast.BinaryNode); ok && (b.Operator == "&&" || b.Operator == "and") {
+		return append(conjuncts(b.Left), conjuncts(b.Right)...)
+	}
+	return []ast.Node{n}
+}
+
+// couldHold says whether the condition can still match once its unknown
+// facts are read: not when a term whose facts are known is false. support
+// are the known terms that hold and say something (not guards that hold in
+// an empty world): the evidence the condition has so far, of terms in all.
+func (c *condition) couldHold(facts probes.Facts) (could bool, support []string, terms int) {
+	for _, t := range c.terms {
+		if len(missingFacts(t.facts, facts)) > 0 {
+			continue
+		}
+		out, err := t.eval(facts)
+		if err != nil {
+			continue
+		}
+		if out != true {
+			return false, nil, len(c.terms)
+		}
+		if !t.zeroTrue {
+			support = append(support, t.source)
+		}
+	}
+	return true, support, max(1, len(c.terms))
 }
 
 // referencedFacts walks the expression's syntax tree for identifiers that

@@ -40,9 +40,11 @@ func (s *Session) decide(step *Step, facts probes.Facts) decision {
 			continue // a later next rule cannot win
 		}
 		if miss := missingFacts(b.cond.facts, facts); len(miss) > 0 {
+			could, holding, terms := b.cond.couldHold(facts)
 			d.skipped = append(d.skipped, SkippedRule{
 				Step: step.ID, When: b.When, Unknown: miss, Probes: s.probesOf(miss),
 				Why: "rule skipped: " + s.unknownWhy(miss), Cause: b.Cause, Confidence: b.Confidence,
+				RuledOut: !could, Holding: holding, terms: terms,
 			})
 			continue
 		}

@@ -176,6 +176,14 @@ type SkippedRule struct {
 	// Probes declare the unknown facts, once each.
 	Probes []string `json:"probes,omitempty"`
 	Why    string   `json:"why"`
+	// RuledOut: a term of the rule whose facts are known is false, so the
+	// rule cannot match whatever the unknown facts turn out to be.
+	RuledOut bool `json:"ruled_out,omitempty"`
+	// Holding are the rule's terms whose facts are known and hold, guards
+	// that hold in an empty world left out: the evidence it has so far.
+	Holding []string `json:"holding,omitempty"`
+	// terms is how many "&&" terms the rule has.
+	terms int
 }
 
 // Proposal is the engine's suggestion at the current step (guided mode).
@@ -685,11 +693,18 @@ type Undecided struct {
 	// Settle are the commands that read the missing evidence by hand.
 	Settle []string `json:"settle,omitempty"`
 	Rules  []string `json:"rules"`
+	// Holding are the terms of its rules that the known facts already
+	// satisfy: what speaks for it so far.
+	Holding []string `json:"holding,omitempty"`
+	// closest is the largest share of a rule's terms that hold.
+	closest float64
 }
 
 // Undecided lists the causes that rules at the reached steps could not
-// decide and no rule found, most likely first: the strongest rule's
-// confidence, then the fewest facts missing.
+// decide and no rule found, most likely first: the rule closest to firing
+// (the largest share of its terms that the known facts satisfy, guards
+// aside), then the strongest rule's confidence, then the fewest facts
+// missing. A rule that a known fact already rules out is no hypothesis.
 func (s *Session) Undecided() []Undecided {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -703,7 +718,7 @@ func (s *Session) Undecided() []Undecided {
 	for _, id := range s.reached {
 		step, _ := s.cfg.Graph.Step(id)
 		for _, r := range s.decide(step, facts).skipped {
-			if r.Cause == "" || found[r.Cause] {
+			if r.Cause == "" || found[r.Cause] || r.RuledOut {
 				continue
 			}
 			u := byCause[r.Cause]
@@ -717,6 +732,14 @@ func (s *Session) Undecided() []Undecided {
 				u.Confidence = r.Confidence
 			}
 			u.Rules = append(u.Rules, r.When)
+			if share := float64(len(r.Holding)) / float64(max(1, r.terms)); share > u.closest {
+				u.closest = share
+			}
+			for _, h := range r.Holding {
+				if !contains(u.Holding, h) {
+					u.Holding = append(u.Holding, h)
+				}
+			}
 			for _, f := range r.Unknown {
 				if !contains(u.Unknown, f) {
 					u.Unknown = append(u.Unknown, f)
@@ -732,6 +755,9 @@ func (s *Session) Undecided() []Undecided {
 		out = append(out, *u)
 	}
 	sort.SliceStable(out, func(i, j int) bool {
+		if out[i].closest != out[j].closest {
+			return out[i].closest > out[j].closest
+		}
 		if out[i].Confidence.Rank() != out[j].Confidence.Rank() {
 			return out[i].Confidence.Rank() > out[j].Confidence.Rank()
 		}

@@ -3,6 +3,7 @@ package runbook_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -122,4 +123,34 @@ func TestCannotTriage(t *testing.T) {
 			t.Fatalf("err = %v", err)
 		}
 	})
+}
+
+// Without the access log the outlier rule cannot decide, but the
+// configuration already says most of it: it is the first hypothesis, with
+// what holds; a cause whose rules a known fact rules out is none.
+func TestHypothesesRankByWhatAlreadyHolds(t *testing.T) {
+	g := load503(t)
+	facts := with(healthy(), map[string]probes.Facts{
+		"destination-rules": {"dr_outlier_aggressive": true, "dr_outlier_max_ejection_percent": 100, "dr_outlier_consecutive_5xx": 1},
+	})
+	r := newRecorded(facts).Fail("access-log", probes.StatusError, "forbidden: cannot get pods/log in shop").
+		Fail("envoy-clusters", probes.StatusError, "Envoy admin unreachable").
+		Fail("metrics", probes.StatusError, "Envoy admin unreachable")
+	s := newSession(t, g, r, runbook.ModeAuto)
+	if _, err := s.Auto(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	open := s.Undecided()
+	if len(open) == 0 || open[0].Cause != "outlier.all-ejected" || !slices.Contains(open[0].Holding, "dr_outlier_aggressive") {
+		t.Fatalf("first hypothesis %+v; want outlier.all-ejected with dr_outlier_aggressive holding", open)
+	}
+	for _, sk := range s.Skipped() {
+		if sk.RuledOut {
+			for _, u := range open {
+				if u.Cause == sk.Cause && len(u.Rules) == 1 && u.Rules[0] == sk.When {
+					t.Errorf("%s is a hypothesis on a rule a known fact rules out: %s", u.Cause, sk.When)
+				}
+			}
+		}
+	}
 }
