@@ -32,10 +32,7 @@ func TestFindCallersFindsEachScenariosCaller(t *testing.T) {
 			continue
 		}
 		t.Run(name, func(t *testing.T) {
-			c, err := recorded.NewCluster(s)
-			if err != nil {
-				t.Fatal(err)
-			}
+			_, c := scenarioCluster(t, name)
 			target := s.Target
 			want := *target.Source
 			target.Source = nil
@@ -59,14 +56,7 @@ func TestFindCallersFindsEachScenariosCaller(t *testing.T) {
 // The outlier incident's caller shows in the target's inbound log with the
 // 500s that got every host ejected: the log ranks it, not the namespace.
 func TestFindCallersRanksInboundPeersByTheir5xx(t *testing.T) {
-	s, err := recorded.Load(assets.FS, "outlier-all-ejected")
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := recorded.NewCluster(s)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, c := scenarioCluster(t, "outlier-all-ejected")
 	target := s.Target
 	target.Source = nil
 	res := probes.FindCallers(context.Background(), c, target, probes.CallerSearch{Max: 1})
@@ -83,14 +73,7 @@ func TestFindCallersRanksInboundPeersByTheir5xx(t *testing.T) {
 // first, even when another workload sends more requests; traffic from
 // outside the mesh (source_workload "unknown") is no caller to read.
 func TestFindCallersAsksPrometheusFirst(t *testing.T) {
-	s, err := recorded.Load(assets.FS, "healthy")
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := recorded.NewCluster(s)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, c := scenarioCluster(t, "healthy")
 	target := s.Target
 	web := *target.Source
 	target.Source = nil
@@ -114,4 +97,18 @@ func TestFindCallersAsksPrometheusFirst(t *testing.T) {
 	if !strings.Contains(strings.Join(res.Searched, "; "), "Prometheus") {
 		t.Errorf("searched %q: want Prometheus named", res.Searched)
 	}
+}
+
+// scenarioCluster is an embedded scenario and the cluster it replays.
+func scenarioCluster(t *testing.T, name string) (*recorded.Scenario, cluster.Cluster) {
+	t.Helper()
+	s, err := recorded.Load(assets.FS, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := recorded.NewCluster(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, c
 }
