@@ -356,3 +356,36 @@ func TestCaptureCarriesNoCredentials(t *testing.T) {
 		t.Errorf("the redacted header is not in the source's proxy log; the capture dropped the line rather than redact it")
 	}
 }
+
+// A capture without --from records the caller search's reads (all
+// namespaces' rules, pods found by IP, the meshed pods listed): the replay
+// finds the same callers, for the same reasons.
+func TestCaptureReplaysTheCallerSearch(t *testing.T) {
+	for _, name := range []string{"outlier-all-ejected", "mtls-plaintext-to-strict", "missing-serviceentry"} {
+		t.Run(name, func(t *testing.T) {
+			s, err := recorded.Load(assets.FS, name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			live, err := recorded.NewCluster(s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			target := s.Target
+			target.Source = nil
+			rec := recorded.NewRecorder(live)
+			first := probes.FindCallers(context.Background(), cluster.NewCache(rec), target, probes.CallerSearch{})
+			if len(first.Callers) == 0 || len(first.Problems) > 0 {
+				t.Fatalf("through the recorder the search found no caller or could not read something: %s", first.Summary())
+			}
+			if u := rec.Unrecorded(); len(u) > 0 {
+				t.Errorf("reads the recording has no file for: %v", u)
+			}
+			c, _ := replay(t, rec, target, nil)
+			again := probes.FindCallers(context.Background(), cluster.NewCache(c), target, probes.CallerSearch{})
+			if first.Summary() != again.Summary() {
+				t.Errorf("callers live: %s\nreplayed: %s", first.Summary(), again.Summary())
+			}
+		})
+	}
+}
