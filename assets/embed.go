@@ -40,4 +40,6 @@ var Causes = []string{
 	"security.port-excluded",
 	"config.not-visible",
 	"service.no-endpoints",
+	"gateway.vs-not-bound",
+	"gateway.host-mismatch",
 }

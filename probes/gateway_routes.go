@@ -78,28 +78,32 @@ func fetchGatewayRoutes(ctx context.Context, c cluster.Cluster, t cluster.Target
 		return in, "", nil
 	}
 	src := *t.Source
+	// Every triage runs this step: for a caller that is no gateway it
+	// reads the pod alone (the target step read it already).
+	if pod, err := c.GetPod(ctx, src.Namespace, src.Name); err == nil {
+		if gateway, _ := mesh.GatewayPod(pod); !gateway {
+			in.Skip = fmt.Sprintf("source pod %s is not an Istio gateway (its istio-proxy does not run `proxy router`)", src)
+			return in, "", nil
+		}
+	}
 	var (
-		body          []byte
-		bodyErr       error
-		logs          []byte
-		logErr        error
-		g             readGroup
-		cvWhat        string
-		cvErr         error
-		opts          = cluster.LogOptions{Container: mesh.ProxyContainer, Since: accessLogWindow, LimitBytes: cluster.DefaultLogLimit, TailLines: AccessLogTailLines}
-		gatewayCaller = true
+		body    []byte
+		bodyErr error
+		logs    []byte
+		logErr  error
+		g       readGroup
+		cvWhat  string
+		cvErr   error
+		opts    = cluster.LogOptions{Container: mesh.ProxyContainer, Since: accessLogWindow, LimitBytes: cluster.DefaultLogLimit, TailLines: AccessLogTailLines}
 	)
-	g.Go(func() {
-		in.CV, cvWhat, cvErr = fetchCallerView(ctx, c, t)
-		gatewayCaller = cvErr != nil || in.CV.Caller.Gateway
-	})
+	g.Go(func() { in.CV, cvWhat, cvErr = fetchCallerView(ctx, c, t) })
 	g.Go(func() { body, bodyErr = c.EnvoyAdmin(ctx, src, adminConfigDump) })
 	g.Go(func() { logs, logErr = c.Logs(ctx, src, opts) })
 	g.Wait()
 	if cvErr != nil {
 		return in, cvWhat, cvErr
 	}
-	if !gatewayCaller {
+	if !in.CV.Caller.Gateway {
 		in.Skip = fmt.Sprintf("source pod %s is not an Istio gateway (its istio-proxy does not run `proxy router`)", src)
 		return in, "", nil
 	}

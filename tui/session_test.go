@@ -203,7 +203,8 @@ func TestResumedSession(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := startEngine(t, Options{Engine: engine.FromSession(resumed), Resumed: true}, 100, 30)
+	// Tall enough for every step and the causes below them.
+	h := startEngine(t, Options{Engine: engine.FromSession(resumed), Resumed: true}, 100, 36)
 	h.waitFor("Runbook · guided", "✓ Resolve the Service", "✗ Envoy upstream hosts", "next:")
 	h.key("m")
 	h.waitFor("✘ Plaintext sent to a S", "ruled out")

@@ -25,6 +25,7 @@ func Healthy() map[string]probes.Facts {
 			"target_pods_selected": 3, "target_pods_with_sidecar": 3, "target_pods_without_sidecar": 0,
 			"target_namespace_injection": "enabled", "target_ports": []string{"80/8080/TCP"}, "target_port_found": true,
 			"target_source_named": true, "target_source_found": true, "target_source_has_sidecar": true,
+			"target_source_gateway": false,
 		},
 		"endpoints": {
 			"endpoints_ready": 3, "endpoints_not_ready": 0, "endpoints_terminating": 0,
@@ -82,6 +83,9 @@ func Healthy() map[string]probes.Facts {
 			"metrics_request_rate": 20.0, "metrics_503_rate": 0.0, "metrics_5xx_rate": 0.0,
 			"metrics_window_s": 5.0, "metrics_503_by_flag": []string{}, "metrics_cx_connect_fail": 0,
 		},
+		// Run in every triage, walked only when the caller is a gateway
+		// (target_source_gateway): nothing to report for a sidecar.
+		"gateway-routes": {},
 		"versions": {
 			"versions_kubernetes": "v1.30.4", "versions_native_sidecar_supported": true,
 			"versions_istiod": "1.24.2", "versions_native_sidecars_enabled": false,
