@@ -40,6 +40,13 @@ var Causes = []string{
 	"security.port-excluded",
 	"config.not-visible",
 	"service.no-endpoints",
+	"ambient.hbone-blocked",
+	"ambient.authz-rejected",
+	"ambient.waypoint-missing",
+	"ambient.waypoint-not-ready",
+	"ambient.waypoint-not-bound",
+	"ambient.pod-not-enrolled",
+	"ambient.sidecar-bypasses-waypoint",
 	"gateway.vs-not-bound",
 	"gateway.host-mismatch",
 }

@@ -8,6 +8,10 @@ import "sort"
 func All() []Probe {
 	return []Probe{
 		TargetProbe{},
+		DataPlaneProbe{},
+		AmbientPolicyProbe{},
+		ZtunnelProbe{},
+		WaypointProbe{},
 		GatewayRoutesProbe{},
 		EndpointsProbe{},
 		EnvoyClustersProbe{},

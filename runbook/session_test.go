@@ -97,6 +97,7 @@ func TestGuidedSession(t *testing.T) {
 	}
 	want := []runbook.EventKind{
 		runbook.EventSessionStarted, runbook.EventBranchTaken, // start -> target
+		runbook.EventProbeRan,                              // dataplane: the target step's rules read its facts
 		runbook.EventProbeRan,                              // target
 		runbook.EventBranchTaken, runbook.EventBranchTaken, // -> envoy-clusters, -> endpoints
 	}

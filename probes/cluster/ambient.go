@@ -61,7 +61,9 @@ func GatewayAPIGateways(ctx context.Context, c Cluster, namespace string) ([]*ga
 // NetworkPolicies reads through when the cached cluster can.
 func (c *Cache) NetworkPolicies(ctx context.Context, namespace string) ([]networkingk8s.NetworkPolicy, error) {
 	return read(ctx, c, cacheKey{op: "networkpolicies", namespace: namespace},
-		func(ctx context.Context) ([]networkingk8s.NetworkPolicy, error) { return NetworkPolicies(ctx, c.c, namespace) },
+		func(ctx context.Context) ([]networkingk8s.NetworkPolicy, error) {
+			return NetworkPolicies(ctx, c.c, namespace)
+		},
 		cloneValues[networkingk8s.NetworkPolicy])
 }
 
@@ -77,6 +79,8 @@ func (c *Cache) AuthorizationPolicies(ctx context.Context, namespace string) ([]
 // GatewayAPIGateways reads through when the cached cluster can.
 func (c *Cache) GatewayAPIGateways(ctx context.Context, namespace string) ([]*gatewayv1.Gateway, error) {
 	return read(ctx, c, cacheKey{op: "gateways.gateway.networking.k8s.io", namespace: namespace},
-		func(ctx context.Context) ([]*gatewayv1.Gateway, error) { return GatewayAPIGateways(ctx, c.c, namespace) },
+		func(ctx context.Context) ([]*gatewayv1.Gateway, error) {
+			return GatewayAPIGateways(ctx, c.c, namespace)
+		},
 		clonePointers[gatewayv1.Gateway])
 }

@@ -519,3 +519,12 @@ func (c *Config) ztunnelView(v *View, sd *ServiceData, port int32) {
 	}
 	v.Clusters[Ztunnel] = cl
 }
+
+// TrustDomain is the mesh's trust domain, Istio's default cluster.local
+// when unset: the first part of every SPIFFE principal.
+func (m MeshConfig) TrustDomain() string {
+	if m.Raw != nil && m.Raw.GetTrustDomain() != "" {
+		return m.Raw.GetTrustDomain()
+	}
+	return "cluster.local"
+}

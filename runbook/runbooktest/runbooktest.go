@@ -70,6 +70,16 @@ func Healthy() map[string]probes.Facts {
 		},
 		"service-entry":  {"se_registry_only": false, "se_unregistered_hosts": []string{}, "se_hidden_hosts": []string{}, "se_in_cluster_hosts": []string{}},
 		"port-exclusion": {"exclusion_outbound_ports": []string{}, "exclusion_inbound_ports": []string{}, "exclusion_target_port_bypassed": false},
+		// Sidecars only: the ambient steps are not walked (AmbientHealthy).
+		"dataplane": {
+			"dataplane_ambient": false, "dataplane_source": "sidecar", "dataplane_source_not_enrolled": false,
+			"dataplane_target": "sidecar", "dataplane_target_ambient": 0, "dataplane_target_not_enrolled": 0,
+			"dataplane_not_enrolled_pods": []string{}, "waypoint_named": false, "waypoint_name": "", "waypoint_state": "none",
+			"waypoint_bound_condition": "", "waypoint_traversed": false,
+		},
+		"ambient-policy": {},
+		"ztunnel":        {},
+		"waypoint":       {},
 		"startup-order": {
 			"startup_native_sidecar": false, "startup_hold_application": false, "startup_app_before_proxy": 1,
 			"startup_early_restarts": 0, "startup_restart_reasons": []string{}, "startup_connection_refused": 0,
@@ -238,4 +248,28 @@ func CauseIDs(fs []runbook.Finding) []string {
 		out = append(out, f.Cause)
 	}
 	return out
+}
+
+// AmbientHealthy is Healthy with the caller and the Service's pods in
+// ambient, the Service bound to a ready waypoint the caller goes through,
+// and ztunnel and the waypoint reporting clean connections.
+func AmbientHealthy() map[string]probes.Facts {
+	return With(Healthy(), map[string]probes.Facts{
+		"target": {"target_pods_with_sidecar": 0, "target_pods_without_sidecar": 3, "target_source_has_sidecar": false,
+			"target_namespace_injection": "none"},
+		"dataplane": {"dataplane_ambient": true, "dataplane_source": "ambient", "dataplane_target": "ambient", "dataplane_target_ambient": 3,
+			"waypoint_named": true, "waypoint_name": "shop/web-waypoint", "waypoint_state": "bound", "waypoint_ready_pods": 1,
+			"waypoint_bound_condition": "True", "waypoint_traversed": true},
+		"ambient-policy": {"hbone_netpol_blocked": false, "hbone_netpol_policies": []string{}, "hbone_blocked_hops": []string{},
+			"authz_denied": false, "authz_denied_by": "", "authz_reason": "", "authz_waypoint_admitted": true,
+			"authz_policies": []string{"ALLOW shop/web-via-waypoint"}, "authz_waypoint_policies": []string{}},
+		"ztunnel": {"ztunnel_pods": 2, "ztunnel_nodes_without": []string{}, "ztunnel_entries": 180, "ztunnel_completed": 180,
+			"ztunnel_hbone_timeouts": 0, "ztunnel_rejections": 0, "ztunnel_strict_rejections": 0, "ztunnel_unauthorized": 0,
+			"ztunnel_denied_by": []string{}, "ztunnel_rejected_sources": []string{}, "ztunnel_refused": 0, "ztunnel_failures": []string{},
+			"ztunnel_config_read": true, "ztunnel_service_waypoint": "shop/web-waypoint.shop.svc.cluster.local", "ztunnel_target_plaintext": 0},
+		"waypoint": {"waypoint_pods_read": 1, "waypoint_cluster_present": true, "waypoint_hosts_total": 3, "waypoint_hosts_healthy": 3,
+			"waypoint_log_entries": 180, "waypoint_log_503": 0, "waypoint_log_flags": []string{}, "waypoint_rbac_denied": 0,
+			"waypoint_rbac_policies": []string{}},
+		"mtls": {"mtls_source_sidecar": false, "mtls_upstream_sidecar": false, "mtls_client_config": "no-sidecar"},
+	})
 }

@@ -1,0 +1,171 @@
+package probes
+
+import (
+	"context"
+	"fmt"
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/meshtriage/meshtriage/probes/cluster"
+	"github.com/meshtriage/meshtriage/probes/mesh"
+)
+
+// ambientInput is what the ambient probes (dataplane, ambient-policy,
+// ztunnel, waypoint) read in common: the Service, its namespace and pods,
+// the caller and its namespace, and the waypoint the Service names with
+// its Gateway and pods. Each probe fetches it; the read cache makes the
+// reads happen once per wave.
+type ambientInput struct {
+	Service          *corev1.Service
+	Namespace        *corev1.Namespace
+	NamespaceProblem string
+	Pods             []corev1.Pod
+
+	Source           *corev1.Pod
+	SourceNamespace  *corev1.Namespace
+	SourceProblem    string
+	SourceNSProblem  string
+	SourceNotFound   bool
+	ControlPlane     string
+	Binding          mesh.WaypointBinding
+	GatewaysProblem  string
+	WaypointPods     []corev1.Pod
+	WaypointProblem  string
+	WaypointPodsRead bool
+}
+
+// fetchAmbient fails only when the Service or its pods cannot be read.
+func fetchAmbient(ctx context.Context, c cluster.Cluster, t cluster.Target) (ambientInput, string, error) {
+	in := ambientInput{ControlPlane: controlPlane(c)}
+	var (
+		svcErr, nsErr, srcErr error
+		g                     readGroup
+	)
+	g.Go(func() { in.Service, svcErr = c.GetService(ctx, t.Namespace, t.Service) })
+	g.Go(func() { in.Namespace, nsErr = c.GetNamespace(ctx, t.Namespace) })
+	if t.Source != nil {
+		g.Go(func() { in.Source, srcErr = c.GetPod(ctx, t.Source.Namespace, t.Source.Name) })
+	}
+	g.Wait()
+	if svcErr != nil {
+		return in, fmt.Sprintf("get service %s/%s", t.Namespace, t.Service), svcErr
+	}
+	if nsErr != nil {
+		in.Namespace = nil
+		in.NamespaceProblem = cluster.AccessProblem("get namespace "+t.Namespace, nsErr)
+	}
+	switch {
+	case t.Source == nil:
+	case apierrors.IsNotFound(srcErr):
+		in.Source, in.SourceNotFound = nil, true
+	case srcErr != nil:
+		in.Source = nil
+		in.SourceProblem = cluster.AccessProblem("get pod "+t.Source.String(), srcErr)
+	}
+
+	in.Binding = mesh.BindServiceWaypoint(in.Service, in.Namespace, nil, false)
+	var (
+		podsErr  error
+		gws      []*gatewayv1.Gateway
+		gwsErr   error
+		wpPods   []corev1.Pod
+		wpErr    error
+		second   readGroup
+		named    = in.Binding.Use.Named
+		wp       = in.Binding.Use.Ref
+		sourceNS = in.Source != nil && in.Source.Namespace != t.Namespace
+	)
+	if len(in.Service.Spec.Selector) > 0 {
+		second.Go(func() { in.Pods, podsErr = c.ListPods(ctx, t.Namespace, in.Service.Spec.Selector) })
+	}
+	if sourceNS {
+		var err error
+		second.Go(func() {
+			in.SourceNamespace, err = c.GetNamespace(ctx, in.Source.Namespace)
+			if err != nil {
+				in.SourceNamespace = nil
+				in.SourceNSProblem = cluster.AccessProblem("get namespace "+in.Source.Namespace, err)
+			}
+		})
+	}
+	if named {
+		second.Go(func() { gws, gwsErr = cluster.GatewayAPIGateways(ctx, c, wp.Namespace) })
+		second.Go(func() { wpPods, wpErr = c.ListPods(ctx, wp.Namespace, mesh.WaypointPodSelector(wp.Name)) })
+	}
+	second.Wait()
+	if podsErr != nil {
+		return in, fmt.Sprintf("list pods of service %s/%s", t.Namespace, t.Service), podsErr
+	}
+	sort.Slice(in.Pods, func(i, j int) bool { return in.Pods[i].Name < in.Pods[j].Name })
+	if in.Source != nil && !sourceNS {
+		in.SourceNamespace = in.Namespace
+	}
+	if named {
+		known := true
+		switch {
+		case gwsErr == nil:
+		case apierrors.IsNotFound(gwsErr) && cluster.IsMissingKind(gwsErr):
+			// The Gateway API is not installed: no Gateway exists.
+			gws = nil
+		default:
+			known = false
+			in.GatewaysProblem = cluster.AccessProblem("list gateways.gateway.networking.k8s.io in "+wp.Namespace, gwsErr)
+		}
+		in.Binding = mesh.BindServiceWaypoint(in.Service, in.Namespace, gws, known)
+		if wpErr != nil {
+			in.WaypointProblem = cluster.AccessProblem("list pods of waypoint "+wp.String(), wpErr)
+		} else {
+			in.WaypointPods, in.WaypointPodsRead = wpPods, true
+			sort.Slice(in.WaypointPods, func(i, j int) bool { return in.WaypointPods[i].Name < in.WaypointPods[j].Name })
+		}
+	}
+	return in, "", nil
+}
+
+// callerKind is what the caller is to the data plane: ambient (enrolled),
+// sidecar, gateway, or none (outside the mesh, or not enrolled).
+func callerKind(pod *corev1.Pod) string {
+	if gw, _ := mesh.GatewayPod(pod); gw {
+		return mesh.CallerGateway
+	}
+	d := mesh.DataPlaneOf(pod, nil)
+	switch {
+	case d.Mode == mesh.DataPlaneSidecar:
+		return mesh.CallerSidecar
+	case d.Enrolled():
+		return mesh.CallerAmbient
+	}
+	return mesh.CallerNone
+}
+
+// readyPods counts the Running, Ready pods.
+func readyPods(pods []corev1.Pod) int {
+	n := 0
+	for i := range pods {
+		if ready, _ := mesh.PodReady(&pods[i]); ready && pods[i].Status.Phase == corev1.PodRunning {
+			n++
+		}
+	}
+	return n
+}
+
+// ambientOnPath: ztunnel or a waypoint carries some of the traffic: the
+// caller or a pod of the Service is in ambient (enrolled or meant to be),
+// or the Service names a waypoint.
+func (in ambientInput) ambientOnPath() bool {
+	if in.Binding.Use.Named {
+		return true
+	}
+	if in.Source != nil && mesh.DataPlaneOf(in.Source, in.SourceNamespace).Mode == mesh.DataPlaneAmbient {
+		return true
+	}
+	for i := range in.Pods {
+		if mesh.DataPlaneOf(&in.Pods[i], in.Namespace).Mode == mesh.DataPlaneAmbient {
+			return true
+		}
+	}
+	return false
+}

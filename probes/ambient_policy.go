@@ -1,0 +1,390 @@
+package probes
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	securityv1 "istio.io/client-go/pkg/apis/security/v1"
+	corev1 "k8s.io/api/core/v1"
+	networkingk8s "k8s.io/api/networking/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/meshtriage/meshtriage/probes/cluster"
+	"github.com/meshtriage/meshtriage/probes/mesh"
+)
+
+// AmbientPolicyProbe judges, from configuration alone, the hops an
+// ambient connection takes from the caller to the Service's pods (through
+// the waypoint when the caller's requests go through one): whether a
+// Kubernetes NetworkPolicy lets each hop's HBONE (TCP 15008) or plaintext
+// through, and whether the destination's ztunnel admits the connection by
+// AuthorizationPolicy and PeerAuthentication, as ztunnel decides.
+type AmbientPolicyProbe struct{}
+
+func (AmbientPolicyProbe) Meta() Meta {
+	return Meta{
+		ID:    "ambient-policy",
+		Title: "Ambient path: NetworkPolicy on HBONE 15008 and ztunnel's AuthorizationPolicy",
+		Reads: []string{"services", "pods", "namespaces", "networkpolicies", "authorizationpolicies", "peerauthentications", "configmaps (mesh config)", "gateways.gateway.networking.k8s.io"},
+		Facts: []FactSpec{
+			{"hbone_netpol_blocked", FactBool, "a Kubernetes NetworkPolicy drops a hop of the path: HBONE to a pod's 15008 (or plaintext to its port) is not admitted by the policies that select it"},
+			{"hbone_netpol_policies", FactList, "the NetworkPolicies that isolate the blocked hops' pods and admit none of them"},
+			{"hbone_blocked_hops", FactList, "the hops NetworkPolicy drops, as FROM -> TO TCP PORT"},
+			{"authz_denied", FactBool, "the destination pod's ztunnel refuses the connection as it arrives (from the caller, or from the waypoint the caller goes through)"},
+			{"authz_denied_by", FactString, "the DENY policy that matches, NAMESPACE/NAME (istio_converted_static_strict for STRICT), or \"\""},
+			{"authz_reason", FactString, "ztunnel's words for the refusal: \"allow policies exist, but none allowed\" or \"explicitly denied by: NS/NAME\""},
+			{"authz_waypoint_admitted", FactBool, "the Service names a waypoint and the destination's ztunnel would admit it (its pods' identity): the policy expects the traffic through it; false when none is named"},
+			{"authz_policies", FactList, "the policies ztunnel enforces at the Service's pods, as ACTION NAMESPACE/NAME"},
+			{"authz_waypoint_policies", FactList, "policies of the Service's namespace attached to a waypoint or Service (targetRefs): enforced at the waypoint, not by ztunnel"},
+		},
+	}
+}
+
+type ambientPolicyInput struct {
+	ambientInput
+	Mesh mesh.MeshConfig
+	// NetworkPolicies by namespace; a namespace absent was not read.
+	NetworkPolicies map[string][]networkingk8s.NetworkPolicy
+	NetpolProblems  []string
+	Authz           []*securityv1.AuthorizationPolicy
+	AuthzKnown      bool
+	AuthzProblem    string
+	PeerAuths       []*securityv1.PeerAuthentication
+	PeerKnown       bool
+	Port            int32
+}
+
+func (p AmbientPolicyProbe) Run(ctx context.Context, c cluster.Cluster, t cluster.Target) Result {
+	base, what, err := fetchAmbient(ctx, c, t)
+	if err != nil {
+		return ErrorResult(what, err)
+	}
+	in := ambientPolicyInput{ambientInput: base, NetworkPolicies: map[string][]networkingk8s.NetworkPolicy{}, Port: t.Port}
+	if !base.ambientOnPath() {
+		return evaluateAmbientPolicy(t, in)
+	}
+	mc, err := ReadMeshConfig(ctx, c)
+	if err != nil {
+		return ErrorResult("read the mesh config", err)
+	}
+	in.Mesh = mc
+	root := mc.RootNamespace(base.ControlPlane)
+	namespaces := []string{t.Namespace}
+	if base.Source != nil {
+		namespaces = append(namespaces, base.Source.Namespace)
+	}
+	if base.Binding.Use.Named {
+		namespaces = append(namespaces, base.Binding.Use.Ref.Namespace)
+	}
+	namespaces = uniqueNonEmpty(namespaces...)
+	nps := make([][]networkingk8s.NetworkPolicy, len(namespaces))
+	npErrs := make([]error, len(namespaces))
+	var (
+		g                readGroup
+		apNS, apRoot     []*securityv1.AuthorizationPolicy
+		apErr, apRootErr error
+		paNS, paRoot     []*securityv1.PeerAuthentication
+		paErr, paRootErr error
+	)
+	for i, ns := range namespaces {
+		g.Go(func() { nps[i], npErrs[i] = cluster.NetworkPolicies(ctx, c, ns) })
+	}
+	g.Go(func() { apNS, apErr = cluster.AuthorizationPolicies(ctx, c, t.Namespace) })
+	g.Go(func() { paNS, paErr = c.PeerAuthentications(ctx, t.Namespace) })
+	if root != t.Namespace {
+		g.Go(func() { apRoot, apRootErr = cluster.AuthorizationPolicies(ctx, c, root) })
+		g.Go(func() { paRoot, paRootErr = c.PeerAuthentications(ctx, root) })
+	}
+	g.Wait()
+	for i, ns := range namespaces {
+		if npErrs[i] != nil {
+			in.NetpolProblems = append(in.NetpolProblems, cluster.AccessProblem("list networkpolicies in "+ns, npErrs[i]))
+			continue
+		}
+		in.NetworkPolicies[ns] = nps[i]
+	}
+	missingKind := func(err error) bool { return apierrors.IsNotFound(err) && cluster.IsMissingKind(err) }
+	switch {
+	case apErr != nil && !missingKind(apErr):
+		in.AuthzProblem = cluster.AccessProblem("list authorizationpolicies in "+t.Namespace, apErr)
+	case apRootErr != nil && !missingKind(apRootErr):
+		in.AuthzProblem = cluster.AccessProblem("list authorizationpolicies in "+root, apRootErr)
+	default:
+		in.Authz, in.AuthzKnown = append(apNS, apRoot...), true
+	}
+	if (paErr == nil || missingKind(paErr)) && (paRootErr == nil || missingKind(paRootErr)) {
+		in.PeerAuths, in.PeerKnown = append(paNS, paRoot...), true
+	} else if in.AuthzProblem == "" {
+		in.AuthzProblem = "PeerAuthentications could not be read: STRICT is unknown"
+	}
+	return evaluateAmbientPolicy(t, in)
+}
+
+// hop is one connection of the path: from a pod to a pod's port.
+type hop struct {
+	from, to     *corev1.Pod
+	fromNS, toNS *corev1.Namespace
+	port         int32
+	hbone        bool
+}
+
+func (h hop) String() string {
+	return fmt.Sprintf("%s/%s -> %s/%s TCP %d", h.from.Namespace, h.from.Name, h.to.Namespace, h.to.Name, h.port)
+}
+
+func evaluateAmbientPolicy(t cluster.Target, in ambientPolicyInput) Result {
+	r := Result{Status: StatusPass, Facts: Facts{}, Commands: ambientPolicyCommands(t, in.ambientInput)}
+	if !in.ambientOnPath() {
+		r.Status = StatusSkipped
+		r.Summary = "nothing on the path is in ambient: no HBONE hop or ztunnel policy to judge"
+		return r
+	}
+	if in.Source == nil {
+		r.Status = StatusSkipped
+		r.Summary = "no caller to judge the path from (name one with --from pod/NAME)"
+		return r
+	}
+	kind := callerKind(in.Source)
+	srcNS := in.SourceNamespace
+	throughWaypoint := false
+	var waypoints []*corev1.Pod
+	if in.Binding.State == mesh.WaypointBound {
+		throughWaypoint, _ = mesh.TraversesServiceWaypoint(kind, in.Service, in.Namespace)
+		for i := range in.WaypointPods {
+			if ready, _ := mesh.PodReady(&in.WaypointPods[i]); ready {
+				waypoints = append(waypoints, &in.WaypointPods[i])
+			}
+		}
+	}
+	var targets []*corev1.Pod
+	for i := range in.Pods {
+		if in.Pods[i].Status.Phase == corev1.PodRunning && in.Pods[i].DeletionTimestamp == nil {
+			targets = append(targets, &in.Pods[i])
+		}
+	}
+	svcPort := servicePortOf(in.Service, in.Port)
+
+	// The hops, and who each destination's ztunnel sees coming.
+	var hops []hop
+	type arrival struct {
+		to  *corev1.Pod
+		src mesh.AuthzSource
+		by  string
+	}
+	var arrivals []arrival
+	td := in.Mesh.TrustDomain()
+	identity := func(p *corev1.Pod, authenticated bool) mesh.AuthzSource {
+		return mesh.AuthzSource{Namespace: p.Namespace, ServiceAccount: firstNonEmptyStr(p.Spec.ServiceAccountName, "default"), IP: p.Status.PodIP, Authenticated: authenticated, TrustDomain: td}
+	}
+	callerSendsHBONE := kind == mesh.CallerAmbient || kind == mesh.CallerSidecar || kind == mesh.CallerGateway
+	for _, to := range targets {
+		toHBONE := mesh.AcceptsHBONE(to)
+		port := targetPortOn(svcPort, to)
+		if toHBONE && (callerSendsHBONE || throughWaypoint) {
+			port = mesh.HBONEPort
+		}
+		if throughWaypoint && len(waypoints) == 0 {
+			continue // no waypoint pod to take it: the dataplane step says so
+		}
+		if throughWaypoint {
+			for _, wp := range waypoints {
+				hops = append(hops, hop{from: wp, to: to, fromNS: nil, toNS: in.Namespace, port: port, hbone: toHBONE})
+			}
+			if mesh.DataPlaneOf(to, in.Namespace).Enrolled() {
+				arrivals = append(arrivals, arrival{to: to, src: identity(waypoints[0], true), by: "waypoint " + waypoints[0].Name})
+			}
+			continue
+		}
+		hops = append(hops, hop{from: in.Source, to: to, fromNS: srcNS, toNS: in.Namespace, port: port, hbone: toHBONE && callerSendsHBONE})
+		if mesh.DataPlaneOf(to, in.Namespace).Enrolled() {
+			arrivals = append(arrivals, arrival{to: to, src: identity(in.Source, toHBONE && callerSendsHBONE), by: "caller " + in.Source.Name})
+		}
+	}
+	if throughWaypoint {
+		for _, wp := range waypoints {
+			hops = append(hops, hop{from: in.Source, to: wp, fromNS: srcNS, port: mesh.HBONEPort, hbone: true})
+		}
+	}
+
+	// NetworkPolicy, hop by hop.
+	r.Evidence.Columns = []string{"hop", "check", "verdict", "why"}
+	blocked, undecided := []string{}, false
+	isolating := map[string]bool{}
+	for _, h := range hops {
+		ingress, inOK := in.NetworkPolicies[h.to.Namespace]
+		egress, outOK := in.NetworkPolicies[h.from.Namespace]
+		if !inOK || !outOK {
+			undecided = true
+			r.Evidence.Rows = append(r.Evidence.Rows, []string{h.String(), "NetworkPolicy", "unknown", "the NetworkPolicies of the namespace could not be read"})
+			continue
+		}
+		v := mesh.NetworkPolicyAllows(mesh.NetPeer{Pod: h.from, Namespace: h.fromNS}, mesh.NetPeer{Pod: h.to, Namespace: h.toNS}, h.port, ingress, egress)
+		verdict := "admitted"
+		switch {
+		case !v.Decided:
+			undecided, verdict = true, "unknown"
+		case !v.Allowed:
+			verdict = "DROPPED"
+			blocked = append(blocked, h.String())
+			for _, p := range v.Isolating {
+				isolating[strings.TrimPrefix(p, "NetworkPolicy ")] = true
+			}
+		}
+		r.Evidence.Rows = append(r.Evidence.Rows, []string{h.String(), "NetworkPolicy", verdict, v.Why})
+	}
+	switch {
+	case len(blocked) > 0:
+		r.Facts["hbone_netpol_blocked"] = true
+	case !undecided && len(hops) > 0:
+		r.Facts["hbone_netpol_blocked"] = false
+	}
+	r.Facts["hbone_netpol_policies"] = sortedKeys(isolating)
+	r.Facts["hbone_blocked_hops"] = blocked
+
+	// ztunnel's authorization at each enrolled destination.
+	var problems, notes []string
+	if len(blocked) > 0 {
+		problems = append(problems, fmt.Sprintf("NetworkPolicy drops %s", strings.Join(blocked, ", ")))
+	}
+	if in.AuthzKnown && in.PeerKnown && len(arrivals) > 0 {
+		cfg := &mesh.Config{RootNamespace: in.Mesh.RootNamespace(in.ControlPlane), PeerAuthentications: in.PeerAuths}
+		denied, decided := false, true
+		var deniedBy, reason string
+		var policies, waypointPolicies []string
+		for _, a := range arrivals {
+			peer := cfg.PeerAuthMode(a.to.Namespace, a.to.Labels, targetPortOn(svcPort, a.to))
+			v := mesh.ZtunnelAuthorize(in.Authz, cfg.RootNamespace, a.to, a.src, targetPortOn(svcPort, a.to), peer)
+			policies, waypointPolicies = v.Policies, v.WaypointPolicies
+			verdict := "admitted"
+			switch {
+			case !v.Decided:
+				decided, verdict = false, "unknown"
+			case !v.Allowed:
+				verdict = "REFUSED: " + v.Reason
+				if !denied {
+					denied, deniedBy, reason = true, v.DeniedBy, v.Reason
+				}
+			}
+			r.Evidence.Rows = append(r.Evidence.Rows, []string{a.by + " -> " + a.to.Namespace + "/" + a.to.Name, "ztunnel authorization", verdict, v.Why})
+		}
+		switch {
+		case denied:
+			r.Facts["authz_denied"] = true
+			problems = append(problems, fmt.Sprintf("the Service's ztunnel refuses the %s: %s", arrivals[0].by, reason))
+		case decided:
+			r.Facts["authz_denied"] = false
+		}
+		r.Facts["authz_denied_by"] = deniedBy
+		r.Facts["authz_reason"] = reason
+		r.Facts["authz_policies"] = nonNil(policies)
+		r.Facts["authz_waypoint_policies"] = nonNil(waypointPolicies)
+		if in.Binding.Use.Named {
+			admitted := waypointAdmitted(in, cfg, svcPort, td)
+			if admitted != nil {
+				r.Facts["authz_waypoint_admitted"] = *admitted
+			}
+		} else {
+			r.Facts["authz_waypoint_admitted"] = false // no waypoint to admit
+		}
+	} else if len(arrivals) > 0 {
+		notes = append(notes, firstNonEmptyStr(in.AuthzProblem, "the policies could not be read"))
+	}
+	notes = append(notes, in.NetpolProblems...)
+
+	head := fmt.Sprintf("%d hops judged", len(hops))
+	if throughWaypoint {
+		head += fmt.Sprintf(" (through waypoint %s)", in.Binding.Use.Ref)
+	}
+	switch {
+	case len(problems) > 0:
+		r.Status = StatusFail
+		r.Summary = head + "; " + strings.Join(problems, "; ")
+	case len(notes) > 0:
+		r.Status = StatusWarn
+		r.Summary = head + "; " + strings.Join(notes, "; ")
+	default:
+		r.Summary = head + ": NetworkPolicy admits every hop and ztunnel admits the connection"
+	}
+	return r
+}
+
+// waypointAdmitted: would the Service's enrolled pods' ztunnel admit the
+// named waypoint's pods (their service account; the waypoint's name when
+// no pod is read, as istiod names its service account)?
+func waypointAdmitted(in ambientPolicyInput, cfg *mesh.Config, svcPort *corev1.ServicePort, td string) *bool {
+	sa := in.Binding.Use.Ref.Name
+	if len(in.WaypointPods) > 0 && in.WaypointPods[0].Spec.ServiceAccountName != "" {
+		sa = in.WaypointPods[0].Spec.ServiceAccountName
+	}
+	src := mesh.AuthzSource{Namespace: in.Binding.Use.Ref.Namespace, ServiceAccount: sa, Authenticated: true, TrustDomain: td}
+	for i := range in.Pods {
+		to := &in.Pods[i]
+		if !mesh.DataPlaneOf(to, in.Namespace).Enrolled() {
+			continue
+		}
+		port := targetPortOn(svcPort, to)
+		v := mesh.ZtunnelAuthorize(in.Authz, cfg.RootNamespace, to, src, port, cfg.PeerAuthMode(to.Namespace, to.Labels, port))
+		if !v.Decided {
+			return nil
+		}
+		return &v.Allowed
+	}
+	return nil
+}
+
+// servicePortOf is the Service's port numbered port, or its first port.
+func servicePortOf(svc *corev1.Service, port int32) *corev1.ServicePort {
+	for i := range svc.Spec.Ports {
+		if svc.Spec.Ports[i].Port == port {
+			return &svc.Spec.Ports[i]
+		}
+	}
+	if len(svc.Spec.Ports) > 0 {
+		return &svc.Spec.Ports[0]
+	}
+	return nil
+}
+
+// targetPortOn is the pod port the Service port sends to: a number, or a
+// container port by name.
+func targetPortOn(sp *corev1.ServicePort, pod *corev1.Pod) int32 {
+	if sp == nil {
+		return 0
+	}
+	tp := serviceTargetPort(*sp)
+	if tp.Type == intstr.Int {
+		return tp.IntVal
+	}
+	for _, c := range pod.Spec.Containers {
+		for _, cp := range c.Ports {
+			if cp.Name == tp.StrVal {
+				return cp.ContainerPort
+			}
+		}
+	}
+	return 0
+}
+
+func firstNonEmptyStr(values ...string) string {
+	for _, v := range values {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+func ambientPolicyCommands(t cluster.Target, in ambientInput) []string {
+	cmds := []string{
+		fmt.Sprintf("kubectl get networkpolicy -n %s -o yaml", t.Namespace),
+		fmt.Sprintf("kubectl get authorizationpolicy -n %s -o yaml", t.Namespace),
+		"kubectl get peerauthentication -A",
+		"istioctl ztunnel-config policies",
+	}
+	if t.Source != nil && t.Source.Namespace != t.Namespace {
+		cmds = append(cmds, fmt.Sprintf("kubectl get networkpolicy -n %s -o yaml", t.Source.Namespace))
+	}
+	return cmds
+}

@@ -1,0 +1,217 @@
+package probes
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"istio.io/api/annotation"
+	"istio.io/api/label"
+
+	"github.com/meshtriage/meshtriage/probes/cluster"
+	"github.com/meshtriage/meshtriage/probes/mesh"
+)
+
+// DataPlaneProbe says which data plane carries the traffic: the caller's
+// and the Service's pods each with a sidecar, in ambient (ztunnel on their
+// node; enrolled by the CNI or not) or outside the mesh; and, for a
+// Service that names a waypoint, whether istiod binds it and whether this
+// caller's requests go through it. The runbook's first steps branch on it.
+type DataPlaneProbe struct{}
+
+func (DataPlaneProbe) Meta() Meta {
+	return Meta{
+		ID:    "dataplane",
+		Title: "Data plane: sidecar, ambient (ztunnel, waypoint) or none",
+		Reads: []string{"services", "pods", "namespaces", "gateways.gateway.networking.k8s.io"},
+		Facts: []FactSpec{
+			{"dataplane_ambient", FactBool, "ztunnel or a waypoint carries some of the traffic: the caller or a pod of the Service is in ambient (enrolled or meant to be), or the Service names a waypoint"},
+			{"dataplane_source", FactString, "the caller's data plane: sidecar, ambient (enrolled: ztunnel carries it), gateway, none (outside the mesh or not enrolled); absent without a caller"},
+			{"dataplane_source_not_enrolled", FactBool, "the caller is meant for ambient (istio.io/dataplane-mode on it or its namespace) but the CNI has not enrolled it (no ambient.istio.io/redirection=enabled): its traffic bypasses ztunnel, in plaintext"},
+			{"dataplane_target", FactString, "the data plane of the Service's pods: sidecar, ambient, none, or mixed"},
+			{"dataplane_target_ambient", FactInt, "pods of the Service enrolled in ambient"},
+			{"dataplane_target_not_enrolled", FactInt, "pods of the Service meant for ambient that the CNI has not enrolled"},
+			{"dataplane_not_enrolled_pods", FactList, "pods meant for ambient and not enrolled (the caller's marked so), with what put them in ambient"},
+			{"waypoint_named", FactBool, "istio.io/use-waypoint on the Service or its namespace names a waypoint"},
+			{"waypoint_name", FactString, "the waypoint named, NAMESPACE/NAME (\"\" when none)"},
+			{"waypoint_state", FactString, "istiod's binding of the Service to its waypoint: none, bound, opted-out, missing (no such Gateway), not-ready (no status address), not-service (waypoint-for excludes service traffic), denied (allowedRoutes refuse the namespace), not-waypoint"},
+			{"waypoint_ready_pods", FactInt, "Running, Ready pods of the waypoint named"},
+			{"waypoint_bound_condition", FactString, "the Service's istio.io/WaypointBound status condition as istiod wrote it: True, False: REASON, or \"\" when absent"},
+			{"waypoint_traversed", FactBool, "the caller's requests to the Service go through a waypoint bound to it (ambient callers do; sidecars do not; gateways only with istio.io/ingress-use-waypoint); false when none is bound"},
+		},
+	}
+}
+
+func (p DataPlaneProbe) Run(ctx context.Context, c cluster.Cluster, t cluster.Target) Result {
+	in, what, err := fetchAmbient(ctx, c, t)
+	if err != nil {
+		r := ErrorResult(what, err)
+		r.Commands = dataplaneCommands(t, in)
+		return r
+	}
+	return evaluateDataPlane(t, in)
+}
+
+func evaluateDataPlane(t cluster.Target, in ambientInput) Result {
+	r := Result{Status: StatusPass, Facts: Facts{}, Commands: dataplaneCommands(t, in)}
+	var raw, problems, warnings []string
+	notEnrolled := []string{}
+
+	r.Evidence.Columns = []string{"pod", "role", "data plane", "node", "ip"}
+	if in.Source != nil {
+		d := mesh.DataPlaneOf(in.Source, in.SourceNamespace)
+		kind := callerKind(in.Source)
+		r.Facts["dataplane_source"] = kind
+		r.Facts["dataplane_source_not_enrolled"] = d.NotEnrolled()
+		r.Evidence.Rows = append(r.Evidence.Rows, []string{in.Source.Namespace + "/" + in.Source.Name, "caller", d.String(), dash(in.Source.Spec.NodeName), dash(in.Source.Status.PodIP)})
+		if d.NotEnrolled() {
+			notEnrolled = append(notEnrolled, fmt.Sprintf("%s/%s (caller): %s", in.Source.Namespace, in.Source.Name, d))
+			problems = append(problems, fmt.Sprintf("the caller %s is meant for ambient (%s) but not enrolled", in.Source.Name, d.WantedBy))
+		}
+		if in.SourceNSProblem != "" {
+			warnings = append(warnings, in.SourceNSProblem)
+		}
+	} else {
+		switch {
+		case t.Source == nil:
+			raw = append(raw, "no caller named (--from): the caller's data plane is unknown")
+		case in.SourceNotFound:
+			raw = append(raw, "caller "+t.Source.String()+" not found")
+		default:
+			warnings = append(warnings, in.SourceProblem)
+		}
+	}
+
+	modes := map[string]int{}
+	ambient, wantedNotEnrolled := 0, 0
+	for i := range in.Pods {
+		pod := &in.Pods[i]
+		d := mesh.DataPlaneOf(pod, in.Namespace)
+		modes[d.Mode]++
+		if d.Enrolled() {
+			ambient++
+		}
+		if d.NotEnrolled() {
+			wantedNotEnrolled++
+			notEnrolled = append(notEnrolled, fmt.Sprintf("%s/%s: %s", pod.Namespace, pod.Name, d))
+		}
+		r.Evidence.Rows = append(r.Evidence.Rows, []string{pod.Namespace + "/" + pod.Name, "target", d.String(), dash(pod.Spec.NodeName), dash(pod.Status.PodIP)})
+	}
+	target := mesh.DataPlaneNone
+	switch {
+	case len(modes) > 1:
+		target = "mixed"
+	case len(modes) == 1:
+		for m := range modes {
+			target = m
+		}
+	}
+	r.Facts["dataplane_target"] = target
+	r.Facts["dataplane_target_ambient"] = ambient
+	r.Facts["dataplane_target_not_enrolled"] = wantedNotEnrolled
+	r.Facts["dataplane_not_enrolled_pods"] = notEnrolled
+	if wantedNotEnrolled > 0 {
+		problems = append(problems, fmt.Sprintf("%d of %d pods of svc/%s are meant for ambient but not enrolled", wantedNotEnrolled, len(in.Pods), t.Service))
+	}
+	if in.NamespaceProblem != "" {
+		warnings = append(warnings, in.NamespaceProblem+": whether its "+label.IoIstioDataplaneMode.Name+" label puts pods in ambient is unknown")
+	}
+
+	// The waypoint.
+	b := in.Binding
+	r.Facts["waypoint_named"] = b.Use.Named
+	r.Facts["waypoint_name"] = ""
+	if b.Use.Named {
+		r.Facts["waypoint_name"] = b.Use.Ref.String()
+	}
+	if b.State != mesh.WaypointUnknown {
+		r.Facts["waypoint_state"] = b.State
+	}
+	r.Facts["waypoint_bound_condition"] = mesh.WaypointBoundCondition(in.Service)
+	raw = append(raw, "waypoint: "+b.Why)
+	if cond := mesh.WaypointBoundCondition(in.Service); cond != "" {
+		raw = append(raw, "istiod's verdict on the Service (status condition istio.io/WaypointBound): "+cond)
+	}
+	if b.Use.Named {
+		switch {
+		case in.WaypointPodsRead:
+			ready := readyPods(in.WaypointPods)
+			r.Facts["waypoint_ready_pods"] = ready
+			for i := range in.WaypointPods {
+				wp := &in.WaypointPods[i]
+				ok, why := mesh.PodReady(wp)
+				state := string(wp.Status.Phase)
+				if !ok {
+					state += ", not ready: " + why
+				}
+				r.Evidence.Rows = append(r.Evidence.Rows, []string{wp.Namespace + "/" + wp.Name, "waypoint", state, dash(wp.Spec.NodeName), dash(wp.Status.PodIP)})
+			}
+			raw = append(raw, fmt.Sprintf("waypoint %s: %d pods, %d ready", b.Use.Ref, len(in.WaypointPods), ready))
+			if ready == 0 && b.State == mesh.WaypointBound {
+				problems = append(problems, fmt.Sprintf("waypoint %s is bound but has no ready pod: the traffic sent to it finds no one", b.Use.Ref))
+			}
+		default:
+			warnings = append(warnings, in.WaypointProblem)
+		}
+		if in.GatewaysProblem != "" {
+			warnings = append(warnings, in.GatewaysProblem)
+		}
+		switch b.State {
+		case mesh.WaypointMissing, mesh.WaypointNotReady, mesh.WaypointNotService, mesh.WaypointDenied, mesh.WaypointNotAGW:
+			problems = append(problems, b.Why)
+		}
+	}
+	switch {
+	case b.State == mesh.WaypointBound && in.Source != nil:
+		through, why := mesh.TraversesServiceWaypoint(callerKind(in.Source), in.Service, in.Namespace)
+		r.Facts["waypoint_traversed"] = through
+		raw = append(raw, "this caller and the waypoint: "+why)
+	case in.Source != nil && b.State != mesh.WaypointUnknown:
+		// No waypoint takes the Service's traffic: nobody goes through one.
+		r.Facts["waypoint_traversed"] = false
+	}
+	onPath := in.ambientOnPath()
+	r.Facts["dataplane_ambient"] = onPath
+
+	head := fmt.Sprintf("svc/%s: pods %s", t.Service, target)
+	if in.Source != nil {
+		head = fmt.Sprintf("caller %s, %s", r.Facts["dataplane_source"], head)
+	}
+	if b.Use.Named {
+		head += fmt.Sprintf("; waypoint %s %s", b.Use.Ref, b.State)
+	}
+	switch {
+	case len(problems) > 0:
+		r.Status = StatusFail
+		r.Summary = head + "; " + strings.Join(problems, "; ")
+	case len(warnings) > 0:
+		r.Status = StatusWarn
+		r.Summary = head + "; " + strings.Join(warnings, "; ")
+	default:
+		r.Summary = head
+	}
+	if !onPath {
+		raw = append(raw, "nothing on the path is in ambient: the sidecar steps apply")
+	}
+	r.Evidence.Raw = strings.Join(raw, "\n")
+	return r
+}
+
+func dataplaneCommands(t cluster.Target, in ambientInput) []string {
+	cmds := []string{
+		fmt.Sprintf("kubectl get namespace %s --show-labels", t.Namespace),
+		fmt.Sprintf("kubectl get pods -n %s -o custom-columns=NAME:.metadata.name,NODE:.spec.nodeName,MODE:.metadata.labels.istio\\.io/dataplane-mode,REDIRECTION:.metadata.annotations.ambient\\.istio\\.io/redirection", t.Namespace),
+		fmt.Sprintf("kubectl get service %s -n %s -o jsonpath='{.metadata.labels}{\"\\n\"}{.status.conditions}'", t.Service, t.Namespace),
+		"istioctl ztunnel-config workloads",
+	}
+	if in.Binding.Use.Named {
+		ref := in.Binding.Use.Ref
+		cmds = append(cmds,
+			fmt.Sprintf("kubectl get gateways.gateway.networking.k8s.io %s -n %s -o yaml", ref.Name, ref.Namespace),
+			fmt.Sprintf("kubectl get pods -n %s -l %s=%s", ref.Namespace, label.IoK8sNetworkingGatewayGatewayName.Name, ref.Name))
+	}
+	if t.Source != nil {
+		cmds = append(cmds, fmt.Sprintf("kubectl get pod %s -n %s -o jsonpath='{.metadata.annotations.%s}'", t.Source.Name, t.Source.Namespace, strings.ReplaceAll(annotation.AmbientRedirection.Name, ".", "\\.")))
+	}
+	return cmds
+}

@@ -1,0 +1,320 @@
+package probes
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/meshtriage/meshtriage/probes/cluster"
+	"github.com/meshtriage/meshtriage/probes/mesh"
+	"github.com/meshtriage/meshtriage/probes/parse/accesslog"
+	"github.com/meshtriage/meshtriage/probes/parse/clustername"
+	"github.com/meshtriage/meshtriage/probes/parse/envoy"
+)
+
+// WaypointProbe reads the waypoint the Service is bound to: an Envoy, read
+// as the sidecar probes read one. Its /clusters holds the Service's pods
+// in inbound-vip|PORT|http|HOST, each an HBONE tunnel
+// (envoy://connect_originate/IP:PORT); its access log has the requests it
+// answered for the Service, with the 503s by response flag and the 403s its
+// AuthorizationPolicies (targetRefs) returned.
+type WaypointProbe struct{}
+
+func (WaypointProbe) Meta() Meta {
+	return Meta{
+		ID:    "waypoint",
+		Title: "Waypoint proxy (Envoy): the Service's cluster and its access log",
+		Reads: []string{"pods (waypoint)", "pods/portforward (waypoint Envoy admin /clusters)", "pods/log (waypoint istio-proxy)", "services", "gateways.gateway.networking.k8s.io"},
+		Facts: []FactSpec{
+			{"waypoint_pods_read", FactInt, "waypoint pods whose Envoy was read"},
+			{"waypoint_cluster_present", FactBool, "the waypoint holds an inbound-vip cluster for the Service's port"},
+			{"waypoint_hosts_total", FactInt, "hosts of those clusters (the Service's pods, as HBONE tunnels)"},
+			{"waypoint_hosts_healthy", FactInt, "of those, hosts Envoy sends to (not ejected, not failing health checks, not EDS-unhealthy)"},
+			{"waypoint_log_entries", FactInt, "waypoint access-log entries for the Service"},
+			{"waypoint_log_503", FactInt, "of those, responses 503"},
+			{"waypoint_log_flags", FactList, "response flags of the waypoint's failed entries for the Service, as FLAG=COUNT"},
+			{"waypoint_rbac_denied", FactInt, "requests the waypoint refused by AuthorizationPolicy (403, rbac_access_denied_matched_policy)"},
+			{"waypoint_rbac_policies", FactList, "the policies those refusals name, NAMESPACE/NAME (\"none\": no ALLOW policy matched)"},
+		},
+	}
+}
+
+const maxWaypointPods = 3
+
+type waypointPodRead struct {
+	Pod      cluster.PodRef
+	Clusters []envoy.Cluster
+	AdminErr string
+	Log      waypointLog
+	LogErr   string
+}
+
+type waypointInput struct {
+	ambientInput
+	Reads []waypointPodRead
+}
+
+func (p WaypointProbe) Run(ctx context.Context, c cluster.Cluster, t cluster.Target) Result {
+	base, what, err := fetchAmbient(ctx, c, t)
+	if err != nil {
+		return ErrorResult(what, err)
+	}
+	in := waypointInput{ambientInput: base}
+	var running []*corev1.Pod
+	for i := range base.WaypointPods {
+		if base.WaypointPods[i].Status.Phase == corev1.PodRunning && len(running) < maxWaypointPods {
+			running = append(running, &base.WaypointPods[i])
+		}
+	}
+	in.Reads = make([]waypointPodRead, len(running))
+	var g readGroup
+	for i, wp := range running {
+		ref := cluster.PodRef{Namespace: wp.Namespace, Name: wp.Name}
+		in.Reads[i].Pod = ref
+		g.Go(func() {
+			data, err := c.EnvoyAdmin(ctx, ref, "/clusters?format=json")
+			if err == nil {
+				in.Reads[i].Clusters, err = envoy.ParseClusters(data)
+			}
+			if err != nil {
+				in.Reads[i].AdminErr = cluster.AccessProblem("GET /clusters from waypoint "+ref.String(), err)
+			}
+		})
+		g.Go(func() {
+			data, err := c.Logs(ctx, ref, cluster.LogOptions{Container: mesh.ProxyContainer, Since: accessLogWindow, TailLines: AccessLogTailLines})
+			if err != nil {
+				in.Reads[i].LogErr = cluster.AccessProblem("read the log of waypoint "+ref.String(), err)
+				return
+			}
+			in.Reads[i].Log = tallyWaypointLog(data, t)
+		})
+	}
+	g.Wait()
+	return evaluateWaypoint(t, in)
+}
+
+// waypointLog is the tally of a waypoint's entries for the Service.
+type waypointLog struct {
+	Entries, Status503, RBACDenied int
+	Flags, Policies                map[string]int
+	Samples                        []string
+}
+
+// tallyWaypointLog keeps the entries for the Service: routed to its
+// inbound-vip cluster, or (a request refused before routing has none) with
+// its hostname as authority.
+func tallyWaypointLog(data []byte, t cluster.Target) waypointLog {
+	l := waypointLog{Flags: map[string]int{}, Policies: map[string]int{}}
+	host := t.Host()
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		e, ok := accesslog.ParseLine(sc.Text())
+		if !ok {
+			continue
+		}
+		if !envoy.IsWaypointCluster(e.UpstreamCluster, host, t.Port) && !(e.UpstreamCluster == "" && authorityIs(e.Authority, t)) {
+			continue
+		}
+		l.Entries++
+		failed := false
+		if e.ResponseCode == 503 {
+			l.Status503++
+			failed = true
+		}
+		if p, ok := rbacPolicy(e.ResponseCodeDetails); ok && e.ResponseCode == 403 {
+			l.RBACDenied++
+			l.Policies[p]++
+			failed = true
+		}
+		if e.Flags != "" && e.Is5xx() {
+			for _, f := range strings.Split(e.Flags, ",") {
+				l.Flags[f]++
+			}
+		}
+		if failed && len(l.Samples) < accesslog.MaxSamples {
+			l.Samples = append(l.Samples, sc.Text())
+		}
+	}
+	return l
+}
+
+// authorityIs: the authority names the Service (NAME, NAME.NS, the FQDN,
+// with or without the port).
+func authorityIs(authority string, t cluster.Target) bool {
+	h := authority
+	if i := strings.LastIndexByte(h, ':'); i >= 0 {
+		h = h[:i]
+	}
+	return h == t.Service || h == t.Service+"."+t.Namespace || strings.HasPrefix(h, t.Service+"."+t.Namespace+".svc")
+}
+
+// rbacPolicy reads the policy Envoy's RBAC filter names in
+// rbac_access_denied_matched_policy[ns[NS]-policy[NAME]-rule[N]]: NS/NAME,
+// or "none" when no ALLOW policy matched.
+func rbacPolicy(details string) (string, bool) {
+	_, rest, ok := strings.Cut(details, "rbac_access_denied_matched_policy[")
+	if !ok {
+		return "", false
+	}
+	rest = strings.TrimSuffix(rest, "]")
+	if rest == "none" || rest == "" {
+		return "none", true
+	}
+	ns, name := between(rest, "ns[", "]"), between(rest, "policy[", "]")
+	if ns == "" || name == "" {
+		return rest, true
+	}
+	return ns + "/" + name, true
+}
+
+func between(s, open, close string) string {
+	_, after, ok := strings.Cut(s, open)
+	if !ok {
+		return ""
+	}
+	v, _, _ := strings.Cut(after, close)
+	return v
+}
+
+func evaluateWaypoint(t cluster.Target, in waypointInput) Result {
+	r := Result{Status: StatusPass, Facts: Facts{}, Commands: waypointCommands(t, in.ambientInput)}
+	if !in.Binding.Use.Named {
+		r.Status = StatusSkipped
+		r.Summary = "svc/" + t.Service + " names no waypoint (istio.io/use-waypoint on it or its namespace)"
+		return r
+	}
+	if len(in.Reads) == 0 {
+		r.Status = StatusSkipped
+		r.Summary = fmt.Sprintf("waypoint %s has no running pod to read (%s)", in.Binding.Use.Ref, in.Binding.State)
+		if in.WaypointProblem != "" {
+			r.Status, r.Summary = StatusError, in.WaypointProblem
+		}
+		return r
+	}
+	var problems, notes, raw []string
+	read, total, healthy := 0, 0, 0
+	present := false
+	var logs waypointLog
+	logs.Flags, logs.Policies = map[string]int{}, map[string]int{}
+	logsRead := 0
+	r.Evidence.Columns = []string{"waypoint pod", "cluster", "hosts", "healthy", "tunnels to"}
+	for _, rd := range in.Reads {
+		if rd.AdminErr != "" {
+			notes = append(notes, rd.AdminErr)
+		} else {
+			read++
+			for _, cl := range rd.Clusters {
+				if !envoy.IsWaypointCluster(cl.Name, t.Host(), t.Port) {
+					continue
+				}
+				present = true
+				h := 0
+				var targets []string
+				for _, host := range cl.Hosts {
+					total++
+					if host.Healthy() {
+						healthy++
+						h++
+					}
+					tgt, _ := clustername.TunnelTarget(host.Address)
+					targets = append(targets, tgt)
+				}
+				sort.Strings(targets)
+				r.Evidence.Rows = append(r.Evidence.Rows, []string{rd.Pod.String(), cl.Name, fmt.Sprint(len(cl.Hosts)), fmt.Sprint(h), strings.Join(targets, " ")})
+			}
+		}
+		if rd.LogErr != "" {
+			notes = append(notes, rd.LogErr)
+			continue
+		}
+		logsRead++
+		logs.Entries += rd.Log.Entries
+		logs.Status503 += rd.Log.Status503
+		logs.RBACDenied += rd.Log.RBACDenied
+		for k, v := range rd.Log.Flags {
+			logs.Flags[k] += v
+		}
+		for k, v := range rd.Log.Policies {
+			logs.Policies[k] += v
+		}
+		raw = append(raw, rd.Log.Samples...)
+	}
+	r.Facts["waypoint_pods_read"] = read
+	if read > 0 {
+		r.Facts["waypoint_cluster_present"] = present
+		r.Facts["waypoint_hosts_total"] = total
+		r.Facts["waypoint_hosts_healthy"] = healthy
+		switch {
+		case !present:
+			problems = append(problems, fmt.Sprintf("the waypoint has no inbound-vip cluster for %s%s: the Service is not bound to it, or it is not in sync", t.Host(), portSuffix(t.Port)))
+		case healthy == 0:
+			problems = append(problems, fmt.Sprintf("the waypoint's cluster for %s has %d hosts, none healthy: 503 UH", t.Host(), total))
+		}
+	}
+	if logsRead > 0 {
+		r.Facts["waypoint_log_entries"] = logs.Entries
+		r.Facts["waypoint_log_503"] = logs.Status503
+		r.Facts["waypoint_log_flags"] = nonNil(countKeys(logs.Flags))
+		r.Facts["waypoint_rbac_denied"] = logs.RBACDenied
+		r.Facts["waypoint_rbac_policies"] = nonNil(sortedKeysInt(logs.Policies))
+		if logs.RBACDenied > 0 {
+			problems = append(problems, fmt.Sprintf("the waypoint refused %d requests by AuthorizationPolicy (403; %s)", logs.RBACDenied, strings.Join(sortedKeysInt(logs.Policies), ", ")))
+		}
+		if logs.Status503 > 0 {
+			problems = append(problems, fmt.Sprintf("the waypoint answered %d 503s for svc/%s (%s)", logs.Status503, t.Service, strings.Join(countKeys(logs.Flags), ", ")))
+		}
+	}
+	head := fmt.Sprintf("waypoint %s: %d/%d hosts healthy", in.Binding.Use.Ref, healthy, total)
+	switch {
+	case len(problems) > 0:
+		r.Status = StatusFail
+		r.Summary = head + "; " + strings.Join(problems, "; ")
+	case len(notes) > 0:
+		r.Status = StatusWarn
+		r.Summary = head + "; " + strings.Join(notes, "; ")
+	default:
+		r.Summary = fmt.Sprintf("%s, %d requests for svc/%s in its log, no 503 or 403", head, logs.Entries, t.Service)
+	}
+	r.Evidence.Raw = strings.Join(raw, "\n")
+	return r
+}
+
+// countKeys renders counts as KEY=N, most frequent first.
+func countKeys(m map[string]int) []string {
+	keys := sortedKeysInt(m)
+	sort.SliceStable(keys, func(i, j int) bool { return m[keys[i]] > m[keys[j]] })
+	out := make([]string, len(keys))
+	for i, k := range keys {
+		out[i] = fmt.Sprintf("%s=%d", k, m[k])
+	}
+	return out
+}
+
+func sortedKeysInt(m map[string]int) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func waypointCommands(t cluster.Target, in ambientInput) []string {
+	ref := in.Binding.Use.Ref
+	if !in.Binding.Use.Named {
+		return []string{fmt.Sprintf("kubectl get service %s -n %s --show-labels", t.Service, t.Namespace)}
+	}
+	return []string{
+		fmt.Sprintf("kubectl get gateways.gateway.networking.k8s.io %s -n %s -o yaml", ref.Name, ref.Namespace),
+		fmt.Sprintf("istioctl proxy-config cluster deploy/%s -n %s --fqdn %s", ref.Name, ref.Namespace, t.Host()),
+		fmt.Sprintf("istioctl proxy-config endpoint deploy/%s -n %s --cluster 'inbound-vip|%d|http|%s'", ref.Name, ref.Namespace, t.Port, t.Host()),
+		fmt.Sprintf("kubectl logs -n %s deploy/%s --since=30m", ref.Namespace, ref.Name),
+		fmt.Sprintf("kubectl get authorizationpolicy -n %s -o yaml", t.Namespace),
+	}
+}

@@ -1,0 +1,342 @@
+package probes
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/meshtriage/meshtriage/probes/cluster"
+	"github.com/meshtriage/meshtriage/probes/mesh"
+	"github.com/meshtriage/meshtriage/probes/parse/ztunnel"
+)
+
+// ZtunnelProbe reads ambient mode's node proxies where the traffic passes:
+// the ztunnel pods (app=ztunnel in the control-plane namespace) on the
+// caller's node and on the nodes of the Service's and its waypoint's pods.
+// Their access logs say which connections to the Service failed and why,
+// in ztunnel's words (the NetworkPolicy hint on 15008, a policy rejection
+// naming the policy, 401 from the destination); the config_dump of the
+// caller's ztunnel says how it sees the Service (its waypoint) and the
+// Service's pods (HBONE, or plaintext TCP for a pod not in ambient).
+type ZtunnelProbe struct{}
+
+func (ZtunnelProbe) Meta() Meta {
+	return Meta{
+		ID:    "ztunnel",
+		Title: "ztunnel on the caller's and the Service's nodes: access log and config",
+		Reads: []string{"pods (control-plane namespace, app=ztunnel)", "pods/log (ztunnel)", "pods/portforward (ztunnel admin 15000 /config_dump)", "services", "namespaces"},
+		Facts: []FactSpec{
+			{"ztunnel_pods", FactInt, "ztunnel pods read, one per node the traffic passes"},
+			{"ztunnel_nodes_without", FactList, "nodes with a pod in ambient on the path but no Running, Ready ztunnel: their pods' traffic goes nowhere"},
+			{"ztunnel_entries", FactInt, "ztunnel access entries about the Service (its hostname, its pods' or its waypoint's addresses)"},
+			{"ztunnel_completed", FactInt, "of those, connections that completed without an error"},
+			{"ztunnel_hbone_timeouts", FactInt, "connects to a pod's HBONE port 15008 that timed out (ztunnel: \"maybe a NetworkPolicy is blocking HBONE port 15008\")"},
+			{"ztunnel_rejections", FactInt, "connections the destination's ztunnel closed by policy (\"connection closed due to policy rejection\")"},
+			{"ztunnel_strict_rejections", FactInt, "of the rejections, those of STRICT PeerAuthentication (istio_converted_static_strict): plaintext from a caller outside the mesh or not enrolled"},
+			{"ztunnel_unauthorized", FactInt, "connections the caller's ztunnel saw refused with 401 by the destination (how a rejection looks from the caller's side)"},
+			{"ztunnel_denied_by", FactList, "the policies rejections name (\"explicitly denied by: NS/NAME\"), most frequent first, as NAME=COUNT"},
+			{"ztunnel_rejected_sources", FactList, "workloads (else addresses) whose connections failed, as NAME=COUNT"},
+			{"ztunnel_refused", FactInt, "connections to the app's port refused (nothing listens)"},
+			{"ztunnel_failures", FactList, "failed connections by kind, as KIND=COUNT"},
+			{"ztunnel_config_read", FactBool, "the config_dump of a ztunnel on the path was read"},
+			{"ztunnel_service_waypoint", FactString, "the Service's waypoint as that ztunnel holds it (\"\" when none): where it sends the Service's traffic"},
+			{"ztunnel_target_plaintext", FactInt, "pods of the Service that ztunnel reaches as plaintext TCP (not in ambient, no HBONE)"},
+		},
+	}
+}
+
+// ztunnelLogLimit bounds one ztunnel's log read: it logs every connection
+// of its node, not only the Service's.
+const ztunnelTailLines = 20000
+
+type ztunnelLog struct {
+	Pod     cluster.PodRef
+	Node    string
+	Summary ztunnel.Summary
+	Problem string
+}
+
+type ztunnelInput struct {
+	ambientInput
+	// Ztunnels are the ztunnel pods of the nodes the traffic passes, by
+	// node; Nodes are those nodes, with what runs there.
+	Ztunnels map[string]*corev1.Pod
+	Nodes    map[string][]string
+	// NodesEnrolled: nodes with an enrolled pod of the path.
+	NodesEnrolled map[string]bool
+	ListProblem   string
+	Logs          []ztunnelLog
+	Dump          *ztunnel.Dump
+	DumpFrom      string
+	DumpProblem   string
+}
+
+func (p ZtunnelProbe) Run(ctx context.Context, c cluster.Cluster, t cluster.Target) Result {
+	base, what, err := fetchAmbient(ctx, c, t)
+	if err != nil {
+		return ErrorResult(what, err)
+	}
+	in := ztunnelInput{ambientInput: base, Ztunnels: map[string]*corev1.Pod{}, Nodes: map[string][]string{}, NodesEnrolled: map[string]bool{}}
+	if !base.ambientOnPath() {
+		return evaluateZtunnel(t, in)
+	}
+	// The nodes the traffic passes, and what of the path runs there.
+	addNode := func(p *corev1.Pod, role string, ns *corev1.Namespace) {
+		if p.Spec.NodeName == "" {
+			return
+		}
+		in.Nodes[p.Spec.NodeName] = append(in.Nodes[p.Spec.NodeName], role+" "+p.Name)
+		if mesh.DataPlaneOf(p, ns).Enrolled() {
+			in.NodesEnrolled[p.Spec.NodeName] = true
+		}
+	}
+	if base.Source != nil {
+		addNode(base.Source, "caller", base.SourceNamespace)
+	}
+	for i := range base.Pods {
+		addNode(&base.Pods[i], "target", base.Namespace)
+	}
+	for i := range base.WaypointPods {
+		addNode(&base.WaypointPods[i], "waypoint", nil)
+	}
+	pods, err := c.ListPods(ctx, base.ControlPlane, map[string]string{"app": mesh.ZtunnelApp})
+	if err != nil {
+		r := ErrorResult("list ztunnel pods in "+base.ControlPlane, err)
+		r.Commands = ztunnelCommands(t, in)
+		return r
+	}
+	sort.Slice(pods, func(i, j int) bool { return pods[i].Name < pods[j].Name })
+	for i := range pods {
+		zp := &pods[i]
+		if _, on := in.Nodes[zp.Spec.NodeName]; !on || zp.Status.Phase != corev1.PodRunning || zp.DeletionTimestamp != nil {
+			continue
+		}
+		if cur := in.Ztunnels[zp.Spec.NodeName]; cur == nil {
+			in.Ztunnels[zp.Spec.NodeName] = zp
+		}
+	}
+	nodes := sortedNodeNames(in.Ztunnels)
+	in.Logs = make([]ztunnelLog, len(nodes))
+	keep := ztunnelKeep(t, base)
+	var g readGroup
+	for i, node := range nodes {
+		zp := in.Ztunnels[node]
+		ref := cluster.PodRef{Namespace: zp.Namespace, Name: zp.Name}
+		in.Logs[i] = ztunnelLog{Pod: ref, Node: node}
+		g.Go(func() {
+			data, err := c.Logs(ctx, ref, cluster.LogOptions{Container: mesh.ProxyContainer, Since: accessLogWindow, TailLines: ztunnelTailLines})
+			if err != nil {
+				in.Logs[i].Problem = cluster.AccessProblem("read the log of "+ref.String(), err)
+				return
+			}
+			in.Logs[i].Summary, _ = ztunnel.Tally(bytes.NewReader(data), keep)
+		})
+	}
+	// One config_dump: the caller's ztunnel's (what the caller's traffic
+	// meets), else that of the first node of the Service's pods.
+	dumpNode := ""
+	if base.Source != nil && in.Ztunnels[base.Source.Spec.NodeName] != nil {
+		dumpNode = base.Source.Spec.NodeName
+	} else if len(nodes) > 0 {
+		dumpNode = nodes[0]
+	}
+	if dumpNode != "" {
+		zp := in.Ztunnels[dumpNode]
+		ref := cluster.PodRef{Namespace: zp.Namespace, Name: zp.Name}
+		in.DumpFrom = ref.String()
+		g.Go(func() {
+			data, err := c.EnvoyAdmin(ctx, ref, "/config_dump")
+			if err != nil {
+				in.DumpProblem = cluster.AccessProblem("GET /config_dump from ztunnel "+ref.String(), err)
+				return
+			}
+			d, err := ztunnel.ParseConfigDump(data)
+			if err != nil {
+				in.DumpProblem = fmt.Sprintf("ztunnel %s: %v", ref, err)
+				return
+			}
+			in.Dump = &d
+		})
+	}
+	g.Wait()
+	return evaluateZtunnel(t, in)
+}
+
+// ztunnelKeep keeps the entries about the Service: its hostname, or an
+// address of its pods or of its waypoint's pods.
+func ztunnelKeep(t cluster.Target, in ambientInput) func(*ztunnel.Entry) bool {
+	ips := map[string]bool{}
+	for i := range in.Pods {
+		if ip := in.Pods[i].Status.PodIP; ip != "" {
+			ips[ip] = true
+		}
+	}
+	for i := range in.WaypointPods {
+		if ip := in.WaypointPods[i].Status.PodIP; ip != "" {
+			ips[ip] = true
+		}
+	}
+	host := t.Host()
+	return func(e *ztunnel.Entry) bool {
+		return e.DstService == host || ips[e.TargetIP()] || ips[e.DstIP()]
+	}
+}
+
+func sortedNodeNames(m map[string]*corev1.Pod) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func evaluateZtunnel(t cluster.Target, in ztunnelInput) Result {
+	r := Result{Status: StatusPass, Facts: Facts{}, Commands: ztunnelCommands(t, in)}
+	if !in.ambientOnPath() {
+		r.Status = StatusSkipped
+		r.Summary = "nothing on the path is in ambient: no ztunnel carries this traffic"
+		return r
+	}
+	var problems, notes, raw []string
+	without := []string{}
+	for _, node := range pathNodes(in.Nodes) {
+		if in.NodesEnrolled[node] && in.Ztunnels[node] == nil {
+			without = append(without, node)
+		}
+	}
+	r.Facts["ztunnel_pods"] = len(in.Ztunnels)
+	r.Facts["ztunnel_nodes_without"] = without
+	if len(without) > 0 {
+		problems = append(problems, fmt.Sprintf("no running ztunnel on %s, where pods of the path are enrolled", strings.Join(without, ", ")))
+	}
+
+	var all ztunnel.Summary
+	read := 0
+	r.Evidence.Columns = []string{"ztunnel", "node", "on the node", "entries", "completed", "failed"}
+	for _, l := range in.Logs {
+		if l.Problem != "" {
+			notes = append(notes, l.Problem)
+			r.Evidence.Rows = append(r.Evidence.Rows, []string{l.Pod.String(), l.Node, strings.Join(in.Nodes[l.Node], ", "), "?", "?", l.Problem})
+			continue
+		}
+		read++
+		all.Merge(l.Summary)
+		failed := l.Summary.Entries - l.Summary.Completed
+		r.Evidence.Rows = append(r.Evidence.Rows, []string{l.Pod.String(), l.Node, strings.Join(in.Nodes[l.Node], ", "),
+			fmt.Sprint(l.Summary.Entries), fmt.Sprint(l.Summary.Completed), strings.Join(ztunnel.Keys(l.Summary.Failures), " ") + dashIfNone(failed)})
+	}
+	if read > 0 {
+		r.Facts["ztunnel_entries"] = all.Entries
+		r.Facts["ztunnel_completed"] = all.Completed
+		r.Facts["ztunnel_hbone_timeouts"] = all.Failures[ztunnel.FailureHBONETimeout]
+		r.Facts["ztunnel_rejections"] = all.Failures[ztunnel.FailurePolicyRejected] + all.Failures[ztunnel.FailurePolicyChange]
+		r.Facts["ztunnel_unauthorized"] = all.Failures[ztunnel.FailureUnauthorized]
+		strict := 0
+		for by, n := range all.DeniedBy {
+			if strings.HasSuffix(by, "/"+mesh.StaticStrictPolicy) {
+				strict += n
+			}
+		}
+		r.Facts["ztunnel_strict_rejections"] = strict
+		r.Facts["ztunnel_refused"] = all.Failures[ztunnel.FailureRefused]
+		r.Facts["ztunnel_denied_by"] = nonNil(ztunnel.Keys(all.DeniedBy))
+		r.Facts["ztunnel_rejected_sources"] = nonNil(ztunnel.Keys(all.FailedSources))
+		r.Facts["ztunnel_failures"] = nonNil(ztunnel.Keys(all.Failures))
+		if failed := all.Entries - all.Completed; failed > 0 {
+			problems = append(problems, fmt.Sprintf("%d of %d connections to svc/%s failed: %s", failed, all.Entries, t.Service, strings.Join(ztunnel.Keys(all.Failures), ", ")))
+		}
+		raw = append(raw, all.Samples...)
+	}
+
+	r.Facts["ztunnel_config_read"] = in.Dump != nil
+	if in.Dump != nil {
+		svc, ok := in.Dump.ServiceByHost(t.Host())
+		if ok {
+			r.Facts["ztunnel_service_waypoint"] = svc.Waypoint
+		}
+		plaintext := 0
+		for i := range in.Pods {
+			w, found := in.Dump.WorkloadByIP(in.Pods[i].Status.PodIP)
+			switch {
+			case !found:
+				raw = append(raw, fmt.Sprintf("ztunnel %s does not know pod %s (%s)", in.DumpFrom, in.Pods[i].Name, dash(in.Pods[i].Status.PodIP)))
+			case w.Protocol == "TCP":
+				plaintext++
+				raw = append(raw, fmt.Sprintf("ztunnel %s reaches pod %s in plaintext TCP: it is not in ambient", in.DumpFrom, in.Pods[i].Name))
+			default:
+				raw = append(raw, fmt.Sprintf("ztunnel %s reaches pod %s by %s%s", in.DumpFrom, in.Pods[i].Name, w.Protocol, waypointNote(w.Waypoint)))
+			}
+		}
+		r.Facts["ztunnel_target_plaintext"] = plaintext
+		if ok {
+			raw = append(raw, fmt.Sprintf("ztunnel %s holds svc %s with waypoint %s", in.DumpFrom, t.Host(), dash(svc.Waypoint)))
+		} else {
+			raw = append(raw, fmt.Sprintf("ztunnel %s holds no service %s", in.DumpFrom, t.Host()))
+		}
+	} else if in.DumpProblem != "" {
+		notes = append(notes, in.DumpProblem)
+	}
+
+	head := fmt.Sprintf("%d ztunnel(s) read", read)
+	switch {
+	case len(problems) > 0:
+		r.Status = StatusFail
+		r.Summary = head + "; " + strings.Join(problems, "; ")
+	case len(notes) > 0:
+		r.Status = StatusWarn
+		r.Summary = head + "; " + strings.Join(notes, "; ")
+	case read == 0 && len(in.Ztunnels) == 0:
+		r.Status = StatusWarn
+		r.Summary = "no ztunnel pod on the nodes of the path"
+	default:
+		r.Summary = fmt.Sprintf("%s: %d connections to svc/%s, none failed", head, all.Entries, t.Service)
+	}
+	r.Evidence.Raw = strings.Join(raw, "\n")
+	return r
+}
+
+func waypointNote(wp string) string {
+	if wp == "" {
+		return ""
+	}
+	return " behind waypoint " + wp
+}
+
+func dashIfNone(n int) string {
+	if n == 0 {
+		return "-"
+	}
+	return ""
+}
+
+func pathNodes(m map[string][]string) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func ztunnelCommands(t cluster.Target, in ztunnelInput) []string {
+	ns := in.ControlPlane
+	if ns == "" {
+		ns = cluster.DefaultControlPlane
+	}
+	cmds := []string{
+		fmt.Sprintf("kubectl get pods -n %s -l app=ztunnel -o wide", ns),
+		fmt.Sprintf("kubectl logs -n %s ZTUNNEL_POD --since=30m | grep -E 'dst.service=\"%s\"|error'", ns, t.Host()),
+		fmt.Sprintf("istioctl ztunnel-config service --service-namespace %s", t.Namespace),
+		"istioctl ztunnel-config workloads",
+	}
+	for _, node := range sortedNodeNames(in.Ztunnels) {
+		zp := in.Ztunnels[node]
+		cmds = append(cmds, fmt.Sprintf("kubectl logs -n %s %s --since=30m   # node %s", zp.Namespace, zp.Name, node))
+	}
+	return cmds
+}

@@ -1,0 +1,100 @@
+package runbook_test
+
+import (
+	"context"
+	"reflect"
+	"testing"
+
+	"github.com/meshtriage/meshtriage/probes"
+	"github.com/meshtriage/meshtriage/runbook"
+	"github.com/meshtriage/meshtriage/runbook/runbooktest"
+)
+
+// ambientSteps are walked only when ztunnel or a waypoint is on the path.
+var ambientSteps = map[string]bool{"dataplane": true, "ambient-policy": true, "ztunnel": true, "waypoint": true}
+
+// A healthy ambient Service (the caller and the pods enrolled, a ready
+// waypoint the caller goes through) has no finding, and its walk takes the
+// ambient steps and not the caller's Envoy ones: an ambient caller has no
+// sidecar to read, and that is no failure.
+func TestHealthyAmbientServiceHasNoFinding(t *testing.T) {
+	g := load503(t)
+	s := newSession(t, g, newRecorded(runbooktest.AmbientHealthy()), runbook.ModeAuto)
+	findings, err := s.Auto(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(findings) != 0 {
+		t.Fatalf("healthy ambient service: findings %v", causeIDs(findings))
+	}
+	walked, moves := map[string]bool{}, map[string]bool{}
+	for _, ev := range s.Events() {
+		if ev.Kind == runbook.EventBranchTaken {
+			walked[ev.Branch.To] = true
+			moves[ev.Branch.From+">"+ev.Branch.To] = true
+		}
+	}
+	for id := range ambientSteps {
+		if !walked[id] {
+			t.Errorf("healthy ambient walk never reached step %s", id)
+		}
+	}
+	// From the 503 symptom: the ambient steps, then the Service's
+	// endpoints and mTLS, never the caller's Envoy.
+	for _, m := range []string{"target>dataplane", "dataplane>ambient-policy", "ambient-policy>ztunnel", "ztunnel>waypoint", "waypoint>endpoints", "endpoints>mtls"} {
+		if !moves[m] {
+			t.Errorf("no move %s", m)
+		}
+	}
+	for _, m := range []string{"target>envoy-clusters", "waypoint>envoy-clusters", "endpoints>envoy-config"} {
+		if moves[m] {
+			t.Errorf("an ambient caller's walk moved %s: it has no Envoy of its own", m)
+		}
+	}
+	if len(s.Skipped()) != 0 {
+		t.Errorf("complete facts, yet rules skipped: %+v", s.Skipped())
+	}
+}
+
+// One incident, one cause: the refusals a missing waypoint causes (the
+// pods admit only the waypoint) are the waypoint's finding, not an
+// AuthorizationPolicy's; a sidecar caller refused for going around the
+// waypoint is the bypass, not the policy.
+func TestAmbientRefusalsExplainedByThePath(t *testing.T) {
+	for name, tc := range map[string]struct {
+		over map[string]probes.Facts
+		want []string
+	}{
+		"waypoint not ready, policy admits only it": {map[string]probes.Facts{
+			"dataplane":      {"waypoint_named": true, "waypoint_name": "shop/orders-waypoint", "waypoint_state": "not-ready", "waypoint_ready_pods": 0},
+			"ambient-policy": {"authz_denied": true, "authz_waypoint_admitted": true, "authz_reason": "allow policies exist, but none allowed"},
+			"ztunnel":        {"ztunnel_entries": 9, "ztunnel_rejections": 9, "ztunnel_unauthorized": 9},
+		}, []string{"ambient.waypoint-not-ready"}},
+		"waypoint bound and traversed, the policy refuses the waypoint": {map[string]probes.Facts{
+			"dataplane":      {"waypoint_named": true, "waypoint_name": "shop/orders-waypoint", "waypoint_state": "bound", "waypoint_ready_pods": 1, "waypoint_traversed": true},
+			"ambient-policy": {"authz_denied": true, "authz_waypoint_admitted": false, "authz_reason": "explicitly denied by: shop/deny-all"},
+			"ztunnel":        {"ztunnel_entries": 9, "ztunnel_rejections": 9},
+		}, []string{"ambient.authz-rejected"}},
+		"a plaintext caller refused under STRICT is not an AuthorizationPolicy finding": {map[string]probes.Facts{
+			"dataplane": {"dataplane_source": "none"},
+			"mtls":      {"mtls_mismatch": "plaintext-to-strict", "mtls_upstream_mode": "STRICT", "mtls_client_sends": "plaintext", "mtls_client_config": "no-sidecar"},
+			"ztunnel":   {"ztunnel_entries": 9, "ztunnel_rejections": 9, "ztunnel_strict_rejections": 9},
+		}, []string{"mtls.plaintext-to-strict"}},
+		"the CNI did not enroll the caller: its plaintext into STRICT is a consequence": {map[string]probes.Facts{
+			"dataplane": {"dataplane_source": "none", "dataplane_source_not_enrolled": true},
+			"mtls":      {"mtls_mismatch": "plaintext-to-strict", "mtls_upstream_mode": "STRICT", "mtls_client_sends": "plaintext", "mtls_client_config": "no-sidecar"},
+			"ztunnel":   {"ztunnel_entries": 9, "ztunnel_rejections": 9, "ztunnel_strict_rejections": 9},
+		}, []string{"ambient.pod-not-enrolled", "mtls.plaintext-to-strict"}},
+		"ztunnel times out on 15008 and no NetworkPolicy read drops it": {map[string]probes.Facts{
+			"ambient-policy": {"hbone_netpol_blocked": false},
+			"ztunnel":        {"ztunnel_entries": 9, "ztunnel_hbone_timeouts": 9},
+		}, []string{"ambient.hbone-blocked"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			findings := autoFindings(t, runbooktest.With(runbooktest.AmbientHealthy(), tc.over))
+			if got := causeIDs(findings); !reflect.DeepEqual(got, tc.want) {
+				t.Fatalf("findings = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
