@@ -139,6 +139,9 @@ type callerSearchInput struct {
 	OwnOutbound []ownOutbound
 	PeerPods    map[string]*corev1.Pod
 	ConfigNSs   []string
+	// Gateways are the Gateways a VirtualService routing to the target
+	// names, with their pods.
+	Gateways []gatewayCandidate
 	// ConfigWhy says why each config namespace is a candidate.
 	ConfigWhy map[string]string
 	Problems  []string
@@ -176,6 +179,9 @@ func FindCallers(ctx context.Context, c cluster.Cluster, t cluster.Target, s Cal
 		logPods           []cluster.PodRef
 		vsErr, drErr      error
 		vsRefs, drRefs    []string
+		routingGateways   []*networkingv1.VirtualService
+		gws               []*networkingv1.Gateway
+		gwErr             error
 		promErr           error
 		svcWhat, podsWhat string
 		svcErr, podsErr   error
@@ -231,9 +237,13 @@ func FindCallers(ctx context.Context, c cluster.Cluster, t cluster.Target, s Cal
 		for _, vs := range vss {
 			if vsNamesHost(vs.Spec.GetHosts(), vsDestinations(vs), vs.Namespace, in.Host) {
 				vsRefs = append(vsRefs, vs.Namespace)
+				if namesGateways(vs) {
+					routingGateways = append(routingGateways, vs)
+				}
 			}
 		}
 	})
+	first.Go(func() { gws, gwErr = cluster.Gateways(ctx, c, "") })
 	first.Go(func() {
 		drs, err := c.DestinationRules(ctx, "")
 		if err != nil {
@@ -276,6 +286,13 @@ func FindCallers(ctx context.Context, c cluster.Cluster, t cluster.Target, s Cal
 		}
 	}
 
+	if len(routingGateways) > 0 {
+		if gwErr != nil {
+			problem("list gateways in all namespaces", gwErr)
+		}
+		in.Gateways = gatewayCandidates(routingGateways, gws, controlPlane(c))
+	}
+
 	// The config namespaces: the target's first, then those whose rules
 	// name the host, in name order.
 	in.ConfigNSs = []string{t.Namespace}
@@ -311,7 +328,17 @@ func FindCallers(ctx context.Context, c cluster.Cluster, t cluster.Target, s Cal
 	for i, ns := range namespaces {
 		second.Go(func() { nsPods[i], nsErrs[i] = c.ListPods(ctx, ns, meshedPods) })
 	}
+	gwPodErrs := make([]error, len(in.Gateways))
+	for i := range in.Gateways {
+		gc := &in.Gateways[i]
+		second.Go(func() { gc.Pods, gwPodErrs[i] = c.ListPods(ctx, gc.Namespace, gc.Selector) })
+	}
 	second.Wait()
+	for i, gc := range in.Gateways {
+		if gwPodErrs[i] != nil {
+			problem(fmt.Sprintf("list pods of Gateway %s in %s", gc.Gateway, gc.Namespace), gwPodErrs[i])
+		}
+	}
 	for i, ns := range namespaces {
 		if nsErrs[i] != nil {
 			problem(fmt.Sprintf("list meshed pods in %s", ns), nsErrs[i])
@@ -473,6 +500,8 @@ func rankCallers(in callerSearchInput, max int) CallerSearchResult {
 			}
 		}
 	}
+
+	out.Searched = append(out.Searched, addGatewayCallers(in, add)...)
 
 	out.Searched = append(out.Searched, "meshed pods in "+strings.Join(in.ConfigNSs, ", "))
 	for _, ns := range in.ConfigNSs {

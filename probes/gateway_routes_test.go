@@ -11,8 +11,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"github.com/meshtriage/meshtriage/assets"
 	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/cluster/manifests"
+	"github.com/meshtriage/meshtriage/probes/cluster/recorded"
 	"github.com/meshtriage/meshtriage/probes/mesh"
 	"github.com/meshtriage/meshtriage/probes/mesh/meshtest"
 	"github.com/meshtriage/meshtriage/probes/parse/accesslog"
@@ -309,5 +311,40 @@ func TestGatewayRoutesThroughClusterReads(t *testing.T) {
 	l := Run(context.Background(), EnvoyListenersProbe{}, f, tg)
 	if l.Status != StatusSkipped || len(l.Facts) != 0 || !strings.Contains(l.Summary, "is a gateway") {
 		t.Errorf("envoy-listeners on a gateway: %s %q %v", l.Status, l.Summary, l.Facts)
+	}
+}
+
+// A gateway that answers 404 NR never reaches the target's pods: the
+// caller search finds it through the VirtualService routing to the
+// target and the Gateway it names, even when the name resolves to no
+// Gateway (the mistake the triage must find).
+func TestFindCallersFindsAGatewayThroughTheVirtualService(t *testing.T) {
+	for name, why := range map[string]string{
+		"gateway-vs-not-bound":  `names "public-gateway", which is no Gateway (shop/public-gateway)`,
+		"gateway-host-mismatch": "which VirtualService shop/orders-public routing to the target names",
+	} {
+		s, err := recorded.Load(assets.FS, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := recorded.NewCluster(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tg := s.Target
+		tg.Source = nil
+		res := FindCallers(context.Background(), cluster.NewCache(c), tg, CallerSearch{})
+		found := false
+		for _, cl := range res.Callers {
+			if cl.Pod.Name == "istio-ingressgateway-6b7f9c8d4-k2x7p" {
+				found = true
+				if cl.By != CallerByGateway || !strings.Contains(cl.Why, why) || !cl.Sidecar {
+					t.Errorf("%s: caller %+v, want found by %s: ...%s", name, cl, CallerByGateway, why)
+				}
+			}
+		}
+		if !found {
+			t.Errorf("%s: the gateway is not among the callers: %s", name, res.Summary())
+		}
 	}
 }

@@ -544,6 +544,9 @@ type Sidecar struct {
 	Routes []Object
 	// AltStatNames: the clusters carry Istio 1.23's alt_stat_name.
 	AltStatNames bool
+	// NodeType is pilot-agent's proxy type in the node id: "" for a
+	// sidecar, "router" for a gateway.
+	NodeType string
 }
 
 // files are the admin endpoints' outputs by file name.
@@ -631,7 +634,7 @@ func (s *Sidecar) configDump() Object {
 		}
 	}
 	node := Object{
-		{"id", fmt.Sprintf("sidecar~%s~%s~%s.svc.%s", p.IP, p.ProxyID(), p.Namespace, meshDomain)},
+		{"id", fmt.Sprintf("%s~%s~%s~%s.svc.%s", firstNonEmpty(s.NodeType, "sidecar"), p.IP, p.ProxyID(), p.Namespace, meshDomain)},
 		{"cluster", p.App + "." + p.Namespace},
 		{"metadata", Object{
 			{"ANNOTATIONS", Object{{"istio.io/rev", "default"}, {"kubectl.kubernetes.io/default-container", p.Container},

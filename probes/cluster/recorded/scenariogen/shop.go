@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"path"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -97,6 +98,9 @@ type Shop struct {
 	syncz map[string]Object
 	// shapes are the output formats of this scenario's proxies.
 	shapes Shapes
+	// gateways are the scenario's gateway pods (proxy type router), which
+	// syncz lists although they run in istio-system.
+	gateways []*Pod
 }
 
 func newShop(name string, now time.Time, mesh MeshOptions, shapes Shapes) *Shop {
@@ -522,11 +526,16 @@ func (s *Shop) nonce(at time.Time) string {
 func (s *Shop) synczEntries() []Object {
 	var out []Object
 	for _, p := range s.world.sortedPods() {
-		if p.Sidecar == NoSidecar || p.Namespace == "istio-system" || p.proxyExited {
+		gateway := slices.Contains(s.gateways, p)
+		if p.Sidecar == NoSidecar || p.Namespace == "istio-system" && !gateway || p.proxyExited {
 			continue
 		}
 		at := s.now.Add(-(3*time.Minute + time.Duration(s.rng.Below(50))*time.Second))
-		e := Object{{"cluster_id", "Kubernetes"}, {"proxy", p.ProxyID()}, {"proxy_type", "sidecar"}, {"istio_version", istioVersion}}
+		proxyType := "sidecar"
+		if gateway {
+			proxyType = "router"
+		}
+		e := Object{{"cluster_id", "Kubernetes"}, {"proxy", p.ProxyID()}, {"proxy_type", proxyType}, {"istio_version", istioVersion}}
 		for _, typ := range []string{"cluster", "listener", "route", "endpoint"} {
 			n := s.nonce(at)
 			e.Set(typ+"_sent", n)
