@@ -117,8 +117,15 @@ func compareCaller(t *testing.T, l *Lab, i *Istiod, in modelInput, caller cluste
 		t.Fatalf("caller %s: the model gave no view", caller)
 	}
 	clusters, endpoints, diffs := 0, 0, 0
+	pushedRoutes := sc.XDS.PushedRoutes()
 	for _, v := range views {
 		c := CompareView(v, pushed)
+		if v.Gateway != nil {
+			// A gateway's routes are the model's too: which hosts reach
+			// the target, on which route configurations.
+			rc := CompareGatewayRoutes(v, pushedRoutes)
+			c.Clusters, c.Endpoints, c.Diffs = c.Clusters+rc.Clusters, c.Endpoints+rc.Endpoints, append(c.Diffs, rc.Diffs...)
+		}
 		clusters, endpoints, diffs = clusters+c.Clusters, endpoints+c.Endpoints, diffs+len(c.Diffs)
 		for _, d := range c.Diffs {
 			t.Errorf("caller %s: %s", caller, d)

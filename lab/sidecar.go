@@ -59,7 +59,8 @@ func (i *Istiod) ConnectSidecar(ctx context.Context, pod *corev1.Pod) (*Sidecar,
 func (s *Sidecar) Close() { s.XDS.Close() }
 
 // SidecarNode is the Envoy node pilot-agent would send for pod's
-// istio-proxy: the ID sidecar~IP~POD.NS~NS.svc.cluster.local, the service
+// istio-proxy: the ID sidecar~IP~POD.NS~NS.svc.cluster.local (router~ for
+// a gateway), the service
 // cluster, and the metadata istiod reads (pilot/pkg/model NodeMetadata),
 // taken from where pilot-agent takes them: the ISTIO_META_* and
 // ISTIO_METAJSON_* variables the injector put on the container (CLUSTER_ID,
@@ -133,8 +134,14 @@ func SidecarNode(pod *corev1.Pod, istioVersion string) (*corev3.Node, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pod %s/%s: node metadata: %w", pod.Namespace, pod.Name, err)
 	}
+	// A gateway's pilot-agent runs `proxy router`: istiod gives a router
+	// node its Gateways' listeners and routes, not a sidecar's.
+	proxyType := mesh.ProxyTypeSidecar
+	if gateway, _ := mesh.GatewayPod(pod); gateway {
+		proxyType = mesh.ProxyTypeRouter
+	}
 	return &corev3.Node{
-		Id:            fmt.Sprintf("sidecar~%s~%s.%s~%s.svc.cluster.local", ips[0], pod.Name, pod.Namespace, pod.Namespace),
+		Id:            fmt.Sprintf("%s~%s~%s.%s~%s.svc.cluster.local", proxyType, ips[0], pod.Name, pod.Namespace, pod.Namespace),
 		Cluster:       serviceCluster(pod),
 		Metadata:      md,
 		UserAgentName: "envoy",

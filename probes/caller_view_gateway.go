@@ -98,8 +98,9 @@ func gatewayNamespacesNamed(cfg *mesh.Config) []string {
 }
 
 // gatewayServiceNames are the names a gateway pod's Service usually has:
-// its app label (istio-ingressgateway), its Deployment's name, and for a
-// Gateway API Gateway NAME-istio.
+// its app label (istio-ingressgateway), its Deployment's name (from its
+// ReplicaSet, else from its own name), and for a Gateway API Gateway
+// NAME-istio.
 func gatewayServiceNames(pod *corev1.Pod) []string {
 	var names []string
 	add := func(n string) {
@@ -117,6 +118,11 @@ func gatewayServiceNames(pod *corev1.Pod) []string {
 	}
 	if name := mesh.GatewayAPIName(pod); name != "" {
 		add(name + "-istio")
+	}
+	// A Deployment's pod is NAME-HASH-SUFFIX: NAME, when nothing above
+	// said it.
+	if parts := strings.Split(pod.Name, "-"); len(parts) > 2 {
+		add(strings.Join(parts[:len(parts)-2], "-"))
 	}
 	return names
 }
