@@ -109,4 +109,3 @@ func takesEverything(r *routev3.Route) bool {
 	m := r.GetMatch()
 	return m.GetPrefix() == "/" && len(m.GetHeaders()) == 0 && len(m.GetQueryParameters()) == 0 && m.GetRuntimeFraction() == nil && m.GetGrpc() == nil
 }
-
