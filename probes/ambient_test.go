@@ -147,7 +147,7 @@ status:
 		r := runChecked(t, DataPlaneProbe{}, newAmbientFake(t), webToOrders)
 		want := Facts{"dataplane_ambient": true, "dataplane_source": "ambient", "dataplane_source_not_enrolled": false, "dataplane_target": "ambient",
 			"dataplane_target_ambient": 2, "dataplane_target_not_enrolled": 0, "dataplane_not_enrolled_pods": []string{}, "waypoint_named": false,
-			"waypoint_name": "", "waypoint_state": "none", "waypoint_bound_condition": "", "waypoint_traversed": false}
+			"waypoint_name": "", "waypoint_state": "none", "waypoint_bound_condition": "", "waypoint_traversed": false, "waypoint_ready_pods": 0}
 		if !reflect.DeepEqual(r.Facts, want) || r.Status != StatusPass {
 			t.Errorf("%s %s\nfacts %v\nwant  %v", r.Status, r.Summary, r.Facts, want)
 		}
@@ -191,10 +191,14 @@ status:
 		if r.Facts["dataplane_ambient"] != false || r.Facts["dataplane_source"] != "none" || r.Facts["dataplane_target"] != "none" {
 			t.Errorf("%v", r.Facts)
 		}
-		for _, p := range []Probe{AmbientPolicyProbe{}, ZtunnelProbe{}, WaypointProbe{}} {
+		for _, p := range []Probe{AmbientPolicyProbe{}, ZtunnelProbe{}} {
 			if r := runChecked(t, p, c, webToOrders); r.Status != StatusSkipped || len(r.Facts) != 0 {
 				t.Errorf("%s without ambient: %s %s %v", p.Meta().ID, r.Status, r.Summary, r.Facts)
 			}
+		}
+		// No waypoint named: none refused anything.
+		if r := runChecked(t, WaypointProbe{}, c, webToOrders); r.Status != StatusPass || !reflect.DeepEqual(r.Facts, Facts{"waypoint_pods_read": 0, "waypoint_rbac_denied": 0}) {
+			t.Errorf("waypoint without a waypoint: %s %s %v", r.Status, r.Summary, r.Facts)
 		}
 	})
 }

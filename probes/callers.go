@@ -142,6 +142,10 @@ type callerSearchInput struct {
 	// Gateways are the Gateways a VirtualService routing to the target
 	// names, with their pods.
 	Gateways []gatewayCandidate
+	// ZtunnelCallers are the pods the ztunnels of the target's nodes saw
+	// connect to it (an ambient target's callers have no Envoy log).
+	ZtunnelSearched bool
+	ZtunnelCallers  []ztunnelCaller
 	// ConfigWhy says why each config namespace is a candidate.
 	ConfigWhy map[string]string
 	Problems  []string
@@ -284,6 +288,11 @@ func FindCallers(ctx context.Context, c cluster.Cluster, t cluster.Target, s Cal
 			in.OwnOutbound = append(in.OwnOutbound, ownOutbound{Pod: logPods[i], Failed: failed,
 				Why: fmt.Sprintf("a target pod whose own outbound calls fail: %d of %d entries (%d 5xx, %d BlackHoleCluster) in its log", failed, outbound.Entries, outbound.Status5xx, outbound.BlackHole)})
 		}
+	}
+
+	if zcs, problems := ztunnelCallers(ctx, c, t, in.TargetPods); zcs != nil || problems != nil {
+		in.ZtunnelSearched, in.ZtunnelCallers = true, zcs
+		in.Problems = append(in.Problems, problems...)
 	}
 
 	if len(routingGateways) > 0 {
@@ -490,6 +499,8 @@ func rankCallers(in callerSearchInput, max int) CallerSearchResult {
 			add(pod, CallerByInboundLog, why, float64(bad), float64(n))
 		}
 	}
+
+	out.Searched = append(out.Searched, addZtunnelCallers(in, add)...)
 
 	own := append([]ownOutbound(nil), in.OwnOutbound...)
 	sort.SliceStable(own, func(i, j int) bool { return own[i].Failed > own[j].Failed })

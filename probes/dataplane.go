@@ -35,7 +35,7 @@ func (DataPlaneProbe) Meta() Meta {
 			{"waypoint_named", FactBool, "istio.io/use-waypoint on the Service or its namespace names a waypoint"},
 			{"waypoint_name", FactString, "the waypoint named, NAMESPACE/NAME (\"\" when none)"},
 			{"waypoint_state", FactString, "istiod's binding of the Service to its waypoint: none, bound, opted-out, missing (no such Gateway), not-ready (no status address), not-service (waypoint-for excludes service traffic), denied (allowedRoutes refuse the namespace), not-waypoint"},
-			{"waypoint_ready_pods", FactInt, "Running, Ready pods of the waypoint named"},
+			{"waypoint_ready_pods", FactInt, "Running, Ready pods of the waypoint named (0 when none is named)"},
 			{"waypoint_bound_condition", FactString, "the Service's istio.io/WaypointBound status condition as istiod wrote it: True, False: REASON, or \"\" when absent"},
 			{"waypoint_traversed", FactBool, "the caller's requests to the Service go through a waypoint bound to it (ambient callers do; sidecars do not; gateways only with istio.io/ingress-use-waypoint); false when none is bound"},
 		},
@@ -121,6 +121,9 @@ func evaluateDataPlane(t cluster.Target, in ambientInput) Result {
 	b := in.Binding
 	r.Facts["waypoint_named"] = b.Use.Named
 	r.Facts["waypoint_name"] = ""
+	if !b.Use.Named {
+		r.Facts["waypoint_ready_pods"] = 0
+	}
 	if b.Use.Named {
 		r.Facts["waypoint_name"] = b.Use.Ref.String()
 	}

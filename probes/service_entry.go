@@ -99,6 +99,12 @@ func fetchServiceEntry(ctx context.Context, c cluster.Cluster, t cluster.Target)
 	}
 	cfg := &mesh.Config{Mesh: in.Mesh, RootNamespace: root, Sidecars: sidecars}
 	in.Sidecar, _ = cfg.SidecarFor(mesh.CallerFromPod(pod))
+	if mesh.PodSidecar(pod) == mesh.SidecarNone {
+		// No Envoy sends anything of this caller to BlackHoleCluster: an
+		// ambient pod's ztunnel, or a pod outside the mesh, applies no
+		// outbound traffic policy.
+		return in, "", nil
+	}
 
 	log, err := c.Logs(ctx, src, cluster.LogOptions{Container: mesh.ProxyContainer, Since: seLogWindow, LimitBytes: cluster.DefaultLogLimit, TailLines: AccessLogTailLines})
 	if err != nil {

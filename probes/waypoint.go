@@ -185,16 +185,22 @@ func between(s, open, close string) string {
 func evaluateWaypoint(t cluster.Target, in waypointInput) Result {
 	r := Result{Status: StatusPass, Facts: Facts{}, Commands: waypointCommands(t, in.ambientInput)}
 	if !in.Binding.Use.Named {
-		r.Status = StatusSkipped
+		// No waypoint, so none refused anything: the one fact a rule
+		// reads whatever the waypoint.
+		r.Facts["waypoint_pods_read"], r.Facts["waypoint_rbac_denied"] = 0, 0
 		r.Summary = "svc/" + t.Service + " names no waypoint (istio.io/use-waypoint on it or its namespace)"
 		return r
 	}
 	if len(in.Reads) == 0 {
-		r.Status = StatusSkipped
-		r.Summary = fmt.Sprintf("waypoint %s has no running pod to read (%s)", in.Binding.Use.Ref, in.Binding.State)
 		if in.WaypointProblem != "" {
 			r.Status, r.Summary = StatusError, in.WaypointProblem
+			return r
 		}
+		// Nothing runs: nothing was refused there (the dataplane step says
+		// why the waypoint has no pod).
+		r.Facts["waypoint_pods_read"], r.Facts["waypoint_rbac_denied"] = 0, 0
+		r.Status = StatusWarn
+		r.Summary = fmt.Sprintf("waypoint %s has no running pod to read (%d pods; %s)", in.Binding.Use.Ref, len(in.WaypointPods), in.Binding.State)
 		return r
 	}
 	var problems, notes, raw []string

@@ -1,6 +1,7 @@
 package probes
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"fmt"
@@ -37,6 +38,7 @@ func (ZtunnelProbe) Meta() Meta {
 			{"ztunnel_hbone_timeouts", FactInt, "connects to a pod's HBONE port 15008 that timed out (ztunnel: \"maybe a NetworkPolicy is blocking HBONE port 15008\")"},
 			{"ztunnel_rejections", FactInt, "connections the destination's ztunnel closed by policy (\"connection closed due to policy rejection\")"},
 			{"ztunnel_strict_rejections", FactInt, "of the rejections, those of STRICT PeerAuthentication (istio_converted_static_strict): plaintext from a caller outside the mesh or not enrolled"},
+			{"ztunnel_sidecar_rejections", FactInt, "of the rejections, those of connections from pods with a sidecar (which never go through a Service's waypoint)"},
 			{"ztunnel_unauthorized", FactInt, "connections the caller's ztunnel saw refused with 401 by the destination (how a rejection looks from the caller's side)"},
 			{"ztunnel_denied_by", FactList, "the policies rejections name (\"explicitly denied by: NS/NAME\"), most frequent first, as NAME=COUNT"},
 			{"ztunnel_rejected_sources", FactList, "workloads (else addresses) whose connections failed, as NAME=COUNT"},
@@ -73,7 +75,16 @@ type ztunnelInput struct {
 	Dump          *ztunnel.Dump
 	DumpFrom      string
 	DumpProblem   string
+	// SidecarRejected counts the policy rejections of connections from
+	// pods with a sidecar (resolved from the lines' source pods, at most
+	// maxRejectedSources of them); SidecarKnown is false when none could
+	// be read.
+	SidecarRejected int
+	SidecarKnown    bool
 }
+
+// maxRejectedSources bounds the source pods read to tell sidecars apart.
+const maxRejectedSources = 5
 
 func (p ZtunnelProbe) Run(ctx context.Context, c cluster.Cluster, t cluster.Target) Result {
 	base, what, err := fetchAmbient(ctx, c, t)
@@ -163,7 +174,38 @@ func (p ZtunnelProbe) Run(ctx context.Context, c cluster.Cluster, t cluster.Targ
 		})
 	}
 	g.Wait()
+	in.SidecarRejected, in.SidecarKnown = sidecarRejections(ctx, c, in.Logs)
 	return evaluateZtunnel(t, in)
+}
+
+// sidecarRejections reads the pods whose connections were rejected, most
+// rejected first, and counts the rejections of those with a sidecar.
+func sidecarRejections(ctx context.Context, c cluster.Cluster, logs []ztunnelLog) (int, bool) {
+	var all ztunnel.Summary
+	for _, l := range logs {
+		all.Merge(l.Summary)
+	}
+	if len(all.RejectedPods) == 0 {
+		return 0, true
+	}
+	keys := ztunnel.Keys(all.RejectedPods)
+	n, known := 0, false
+	for i, k := range keys {
+		if i == maxRejectedSources {
+			break
+		}
+		ref, _, _ := strings.Cut(k, "=")
+		ns, name, _ := strings.Cut(ref, "/")
+		pod, err := c.GetPod(ctx, ns, name)
+		if err != nil {
+			continue
+		}
+		known = true
+		if mesh.PodSidecar(pod) != mesh.SidecarNone {
+			n += all.RejectedPods[ref]
+		}
+	}
+	return n, known
 }
 
 // ztunnelKeep keeps the entries about the Service: its hostname, or an
@@ -243,6 +285,9 @@ func evaluateZtunnel(t cluster.Target, in ztunnelInput) Result {
 			}
 		}
 		r.Facts["ztunnel_strict_rejections"] = strict
+		if in.SidecarKnown {
+			r.Facts["ztunnel_sidecar_rejections"] = in.SidecarRejected
+		}
 		r.Facts["ztunnel_refused"] = all.Failures[ztunnel.FailureRefused]
 		r.Facts["ztunnel_denied_by"] = nonNil(ztunnel.Keys(all.DeniedBy))
 		r.Facts["ztunnel_rejected_sources"] = nonNil(ztunnel.Keys(all.FailedSources))
@@ -339,4 +384,99 @@ func ztunnelCommands(t cluster.Target, in ztunnelInput) []string {
 		cmds = append(cmds, fmt.Sprintf("kubectl logs -n %s %s --since=30m   # node %s", zp.Namespace, zp.Name, node))
 	}
 	return cmds
+}
+
+// CallerByZtunnelLog: a caller seen in the access lines of the ztunnels
+// on the target's nodes (src.workload of connections to the target): how
+// an ambient caller, which has no sidecar and no Envoy log, is found.
+const CallerByZtunnelLog = "ztunnel-log"
+
+// ztunnelCaller is a pod the target's ztunnels saw connect to it.
+type ztunnelCaller struct {
+	Pod           *corev1.Pod
+	Failed, Total int
+}
+
+// ztunnelCallers reads the ztunnel logs of the target pods' nodes and
+// returns the pods whose connections to the target they logged, most
+// failures first. It never fails: what it cannot read is in problems.
+func ztunnelCallers(ctx context.Context, c cluster.Cluster, t cluster.Target, targetPods []corev1.Pod) (out []ztunnelCaller, problems []string) {
+	enrolled := map[string]bool{}
+	ips := map[string]bool{}
+	for i := range targetPods {
+		if mesh.DataPlaneOf(&targetPods[i], nil).Enrolled() {
+			enrolled[targetPods[i].Spec.NodeName] = true
+			ips[targetPods[i].Status.PodIP] = true
+		}
+	}
+	if len(enrolled) == 0 {
+		return nil, nil // no ztunnel terminates the target's connections
+	}
+	ns := controlPlane(c)
+	zs, err := c.ListPods(ctx, ns, map[string]string{"app": mesh.ZtunnelApp})
+	if err != nil {
+		return nil, []string{cluster.AccessProblem("list ztunnel pods in "+ns, err)}
+	}
+	type peer struct{ failed, total int }
+	peers := map[[2]string]*peer{}
+	host := t.Host()
+	for i := range zs {
+		if !enrolled[zs[i].Spec.NodeName] {
+			continue
+		}
+		ref := cluster.PodRef{Namespace: zs[i].Namespace, Name: zs[i].Name}
+		data, err := c.Logs(ctx, ref, cluster.LogOptions{Container: mesh.ProxyContainer, Since: accessLogWindow, TailLines: ztunnelTailLines})
+		if err != nil {
+			problems = append(problems, cluster.AccessProblem("read the log of "+ref.String(), err))
+			continue
+		}
+		sc := bufio.NewScanner(bytes.NewReader(data))
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		for sc.Scan() {
+			e, ok := ztunnel.ParseLine(sc.Text())
+			if !ok || e.SrcWorkload == "" || e.SrcNamespace == "" || !(e.DstService == host || ips[e.TargetIP()]) {
+				continue
+			}
+			k := [2]string{e.SrcNamespace, e.SrcWorkload}
+			if peers[k] == nil {
+				peers[k] = &peer{}
+			}
+			peers[k].total++
+			if e.Failure() != "" {
+				peers[k].failed++
+			}
+		}
+	}
+	for k, p := range peers {
+		pod, err := c.GetPod(ctx, k[0], k[1])
+		if err != nil {
+			continue // gone since: nothing to read
+		}
+		out = append(out, ztunnelCaller{Pod: pod, Failed: p.failed, Total: p.total})
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Failed != out[j].Failed {
+			return out[i].Failed > out[j].Failed
+		}
+		if out[i].Total != out[j].Total {
+			return out[i].Total > out[j].Total
+		}
+		return out[i].Pod.Name < out[j].Pod.Name
+	})
+	return out, problems
+}
+
+// addZtunnelCallers adds the callers the target's ztunnels saw.
+func addZtunnelCallers(in callerSearchInput, add func(pod *corev1.Pod, by, why string, errs, reqs float64)) []string {
+	if !in.ZtunnelSearched {
+		return nil
+	}
+	for _, zc := range in.ZtunnelCallers {
+		why := fmt.Sprintf("%d connections to the target in its ztunnels' logs", zc.Total)
+		if zc.Failed > 0 {
+			why = fmt.Sprintf("%d failed of %d connections to the target in its ztunnels' logs", zc.Failed, zc.Total)
+		}
+		add(zc.Pod, CallerByZtunnelLog, why, float64(zc.Failed), float64(zc.Total))
+	}
+	return []string{"the ztunnel logs of the target's nodes"}
 }

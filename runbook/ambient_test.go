@@ -80,6 +80,12 @@ func TestAmbientRefusalsExplainedByThePath(t *testing.T) {
 			"mtls":      {"mtls_mismatch": "plaintext-to-strict", "mtls_upstream_mode": "STRICT", "mtls_client_sends": "plaintext", "mtls_client_config": "no-sidecar"},
 			"ztunnel":   {"ztunnel_entries": 9, "ztunnel_rejections": 9, "ztunnel_strict_rejections": 9},
 		}, []string{"mtls.plaintext-to-strict"}},
+		"no caller named: ztunnel refused pods with a sidecar at a Service bound to a waypoint": {map[string]probes.Facts{
+			"target":         {"target_source_named": false, "target_source_found": false},
+			"dataplane":      {"dataplane_source": "", "waypoint_named": true, "waypoint_name": "shop/orders-waypoint", "waypoint_state": "bound", "waypoint_ready_pods": 1},
+			"ambient-policy": {"authz_denied": false},
+			"ztunnel":        {"ztunnel_entries": 9, "ztunnel_rejections": 9, "ztunnel_sidecar_rejections": 9},
+		}, []string{"ambient.sidecar-bypasses-waypoint"}},
 		"the CNI did not enroll the caller: its plaintext into STRICT is a consequence": {map[string]probes.Facts{
 			"dataplane": {"dataplane_source": "none", "dataplane_source_not_enrolled": true},
 			"mtls":      {"mtls_mismatch": "plaintext-to-strict", "mtls_upstream_mode": "STRICT", "mtls_client_sends": "plaintext", "mtls_client_config": "no-sidecar"},

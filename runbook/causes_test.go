@@ -177,7 +177,7 @@ var causeCases = []struct {
 			"waypoint_ready_pods": 1, "waypoint_traversed": false},
 		"target":         {"target_source_has_sidecar": true},
 		"ambient-policy": {"authz_denied": true, "authz_waypoint_admitted": true, "authz_reason": "allow policies exist, but none allowed"},
-		"ztunnel":        {"ztunnel_entries": 12, "ztunnel_rejections": 12},
+		"ztunnel":        {"ztunnel_entries": 12, "ztunnel_rejections": 12, "ztunnel_sidecar_rejections": 12},
 	}), runbook.ConfidenceHigh},
 }
 

@@ -102,7 +102,7 @@ func TestEndToEndDemoPicker(t *testing.T) {
 	bin, dir := e2eBinary(t)
 	logPath := filepath.Join(dir, "incident.jsonl")
 	p := startPane(t, dir, fmt.Sprintf("%s demo --log %s; echo EXIT=$?; sleep 60", bin, logPath))
-	p.waitFor("Choose a recorded incident", "healthy", "no cluster needed")
+	p.waitFor("Choose a recorded incident", "no cluster needed")
 	p.keys("/")
 	p.keys("port-mismatch")
 	p.keys("Enter")

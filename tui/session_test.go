@@ -287,7 +287,7 @@ func TestDemoPickerOpensTheChosenScenario(t *testing.T) {
 		return engine.FromSession(sess), "prod-eu-west-1 (scenario " + name + ")", nil
 	}
 	h := startEngine(t, Options{Scenarios: summaries, OpenScenario: open}, 120, 30)
-	h.waitFor("Choose a recorded incident", "healthy", "no cluster needed")
+	h.waitFor("Choose a recorded incident", "no cluster needed")
 	h.key("/")
 	h.key("port-mismatch")
 	h.key("enter")

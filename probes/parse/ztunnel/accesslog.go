@@ -394,6 +394,9 @@ type Summary struct {
 	// FailedSources counts the source workloads (else addresses) of
 	// failed entries.
 	FailedSources map[string]int `json:"failed_sources,omitempty"`
+	// RejectedPods counts the source pods (NAMESPACE/NAME, from
+	// src.namespace and src.workload) of policy rejections.
+	RejectedPods map[string]int `json:"rejected_pods,omitempty"`
 	// Samples are the first MaxSamples failed lines, verbatim.
 	Samples []string `json:"samples,omitempty"`
 }
@@ -443,6 +446,9 @@ func (s *Summary) Add(line string, keep func(*Entry) bool) {
 	}
 	if r := e.Rejection(); r != "" {
 		inc(&s.Rejections, r)
+		if e.SrcNamespace != "" && e.SrcWorkload != "" {
+			inc(&s.RejectedPods, e.SrcNamespace+"/"+e.SrcWorkload)
+		}
 	}
 	src := e.SrcWorkload
 	if src == "" {
@@ -464,6 +470,7 @@ func (s *Summary) Merge(o Summary) {
 	s.Completed += o.Completed
 	for _, p := range []struct{ dst, src *map[string]int }{
 		{&s.Failures, &o.Failures}, {&s.DeniedBy, &o.DeniedBy}, {&s.Rejections, &o.Rejections}, {&s.FailedSources, &o.FailedSources},
+		{&s.RejectedPods, &o.RejectedPods},
 	} {
 		for k, v := range *p.src {
 			if *p.dst == nil {

@@ -79,6 +79,9 @@ func TestTally(t *testing.T) {
 	if got := Keys(s.FailedSources); !reflect.DeepEqual(got, []string{"web-7d9c4b-x2x=2", "10.244.0.40=1", "batch-28901145-zq8vd=1"}) {
 		t.Errorf("failed sources %v", got)
 	}
+	if got := Keys(s.RejectedPods); !reflect.DeepEqual(got, []string{"jobs/batch-28901145-zq8vd=1", "shop/web-7d9c4b-x2x=1"}) {
+		t.Errorf("rejected pods %v (the STRICT refusal names no source workload)", got)
+	}
 	if len(s.Samples) != 4 {
 		t.Errorf("%d samples, want the 4 failed lines", len(s.Samples))
 	}

@@ -94,6 +94,9 @@ type Shop struct {
 	shopCreated time.Time
 	sidecars    []*Sidecar
 	requests    []request
+	// extraFiles are recorded files no sidecar writes (ztunnel's
+	// config_dump, a waypoint's /clusters), by path in the scenario.
+	extraFiles map[string]string
 	// syncz overrides istiod's syncz entry of a proxy id (a STALE proxy).
 	syncz map[string]Object
 	// shapes are the output formats of this scenario's proxies.
@@ -574,6 +577,9 @@ func (s *Shop) files(header Object) map[string]string {
 		}
 		out[path.Join(dir, "stats_prometheus.txt")] = s.prometheus(sc, s.now.Add(-5*time.Second))
 		out[path.Join(dir, "stats_prometheus.2.txt")] = s.prometheus(sc, s.now)
+	}
+	for p, text := range s.extraFiles {
+		out[p] = text
 	}
 	for k, lines := range s.world.logs {
 		sorted := append([]string(nil), lines...)
