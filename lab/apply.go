@@ -24,6 +24,8 @@ import (
 	"k8s.io/client-go/dynamic"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/restmapper"
+	"k8s.io/client-go/util/retry"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/cluster/recorded"
@@ -36,6 +38,9 @@ var applyScheme = func() *runtime.Scheme {
 		panic(err)
 	}
 	if err := istioscheme.AddToScheme(s); err != nil {
+		panic(err)
+	}
+	if err := gatewayv1.Install(s); err != nil {
 		panic(err)
 	}
 	return s
@@ -173,6 +178,23 @@ func Apply(ctx context.Context, l *Lab, s *recorded.Scenario) (_ *Applied, err e
 	return a, nil
 }
 
+// statusRecorded: the recorded status of a kind no controller here writes,
+// which the probes read: a pod's, a Gateway API Gateway's (a waypoint's
+// address), a Service's conditions (istiod's istio.io/WaypointBound).
+func statusRecorded(gvk schema.GroupVersionKind, status any) bool {
+	switch {
+	case gvk.Kind == "Pod":
+		return true
+	case gvk.Group == gatewayv1.GroupName && gvk.Kind == "Gateway":
+		return true
+	case gvk.Group == "" && gvk.Kind == "Service":
+		m, _ := status.(map[string]any)
+		conds, _ := m["conditions"].([]any)
+		return len(conds) > 0
+	}
+	return false
+}
+
 func toUnstructured(obj runtime.Object) (*unstructured.Unstructured, error) {
 	gvks, _, err := applyScheme.ObjectKinds(obj)
 	if err != nil || len(gvks) == 0 {
@@ -249,6 +271,7 @@ func (a *Applied) create(ctx context.Context, mapper meta.RESTMapper, u *unstruc
 	var client interface {
 		Create(context.Context, *unstructured.Unstructured, metav1.CreateOptions, ...string) (*unstructured.Unstructured, error)
 		UpdateStatus(context.Context, *unstructured.Unstructured, metav1.UpdateOptions) (*unstructured.Unstructured, error)
+		Get(context.Context, string, metav1.GetOptions, ...string) (*unstructured.Unstructured, error)
 		Delete(context.Context, string, metav1.DeleteOptions, ...string) error
 	}
 	if mapping.Scope.Name() == meta.RESTScopeNameNamespace {
@@ -265,14 +288,27 @@ func (a *Applied) create(ctx context.Context, mapper meta.RESTMapper, u *unstruc
 		return fmt.Errorf("create %s: %w", obj, err)
 	}
 	a.created = append(a.created, obj)
-	if gvk.Kind == "Pod" {
-		if hasStatus {
-			// Status is what the kubelet reports: the create above dropped it.
+	if hasStatus && statusRecorded(gvk, status) {
+		// Status is what the kubelet (pods) or a controller (istiod's
+		// conditions on a Service, a Gateway's addresses) reports: the
+		// create above dropped it.
+		// A controller running in the lab (istiod) may write it first:
+		// put the recorded status on the latest version.
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 			created.Object["status"] = status
-			if _, err := client.UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
-				return fmt.Errorf("set status of %s: %w", obj, err)
+			_, err := client.UpdateStatus(ctx, created, metav1.UpdateOptions{})
+			if apierrors.IsConflict(err) {
+				if latest, gerr := client.Get(ctx, obj.name, metav1.GetOptions{}); gerr == nil {
+					created = latest
+				}
 			}
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("set status of %s: %w", obj, err)
 		}
+	}
+	if gvk.Kind == "Pod" {
 		a.pods = append(a.pods, cluster.PodRef{Namespace: obj.namespace, Name: obj.name})
 	}
 	if rm.deletion != nil {
@@ -300,6 +336,18 @@ func (a *Applied) restoreMeta(ctx context.Context, gvr schema.GroupVersionResour
 	}
 	key := etcdKey(gvr, namespace, name)
 	kv := newEtcdKV(a.lab.etcdURL)
+	// A controller may write the object between the read and the write
+	// (istiod, ambient on, sets a Service's status): read it again.
+	var err error
+	for range 5 {
+		if err = restoreMetaOnce(ctx, kv, key, name, rm); !errors.Is(err, errChangedWhileRewritten) {
+			return err
+		}
+	}
+	return err
+}
+
+func restoreMetaOnce(ctx context.Context, kv *etcdKV, key, name string, rm recordedMeta) error {
 	value, rev, found, err := kv.get(ctx, key)
 	if err != nil {
 		return err

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -73,6 +74,10 @@ func (e *etcdKV) get(ctx context.Context, key string) (value []byte, modRevision
 	return resp.KVs[0].Value, rev, true, nil
 }
 
+// errChangedWhileRewritten: another writer (a controller: istiod writes a
+// Service's status) changed the key between the read and the write.
+var errChangedWhileRewritten = errors.New("changed while it was rewritten")
+
 // putIfUnchanged writes value to key if key is still at modRevision.
 func (e *etcdKV) putIfUnchanged(ctx context.Context, key string, value []byte, modRevision int64) error {
 	req := map[string]any{
@@ -90,7 +95,7 @@ func (e *etcdKV) putIfUnchanged(ctx context.Context, key string, value []byte, m
 		return err
 	}
 	if !resp.Succeeded {
-		return fmt.Errorf("etcd key %s changed while it was rewritten", key)
+		return fmt.Errorf("etcd key %s: %w", key, errChangedWhileRewritten)
 	}
 	return nil
 }

@@ -134,6 +134,12 @@ func Start(ctx context.Context, opts Options) (_ *Lab, err error) {
 			return nil, err
 		}
 		l.logf("Istio CRDs served (%s)", time.Since(start).Round(time.Millisecond))
+		// A waypoint is a Gateway API Gateway: an ambient mesh has the kind.
+		start = time.Now()
+		if err := ApplyGatewayAPICRDs(ctx, l.Dynamic, l.Kube.Discovery()); err != nil {
+			return nil, err
+		}
+		l.logf("Gateway API CRDs served (%s)", time.Since(start).Round(time.Millisecond))
 	}
 	return l, nil
 }
