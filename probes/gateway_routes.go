@@ -166,13 +166,20 @@ func evaluateGatewayRoutes(t cluster.Target, in gatewayRoutesInput) Result {
 			why = v.Ref() + ": " + v.Why
 		}
 	}
-	r.Facts["gateway_selecting"] = nonNil(b.Selecting())
-	r.Facts["gateway_route_to_target"] = len(b.Hosts) > 0
-	r.Facts["gateway_hosts"] = nonNil(b.Hosts)
-	r.Facts["gateway_vs_to_target"] = nonNil(toTarget)
-	r.Facts["gateway_vs_unbound"] = nonNil(unbound)
-	r.Facts["gateway_vs_host_mismatch"] = nonNil(hostMismatch)
-	r.Facts["gateway_unbound_why"] = why
+	// A Gateway API Gateway's Deployment is routed by its HTTPRoutes,
+	// which the model does not read: the Istio Gateways' binding would say
+	// nothing routes it. Its configuration facts stay unknown; its Envoy
+	// and log still speak.
+	gatewayAPI := b.GatewayAPI != ""
+	if !gatewayAPI {
+		r.Facts["gateway_selecting"] = nonNil(b.Selecting())
+		r.Facts["gateway_route_to_target"] = len(b.Hosts) > 0
+		r.Facts["gateway_hosts"] = nonNil(b.Hosts)
+		r.Facts["gateway_vs_to_target"] = nonNil(toTarget)
+		r.Facts["gateway_vs_unbound"] = nonNil(unbound)
+		r.Facts["gateway_vs_host_mismatch"] = nonNil(hostMismatch)
+		r.Facts["gateway_unbound_why"] = why
+	}
 
 	r.Evidence.Columns = []string{"kind", "name", "hosts", "verdict"}
 	for _, g := range b.Gateways {
@@ -271,6 +278,8 @@ func evaluateGatewayRoutes(t cluster.Target, in gatewayRoutesInput) Result {
 
 	var problems, warnings []string
 	switch {
+	case gatewayAPI:
+		warnings = append(warnings, "the gateway is Gateway API Gateway "+b.GatewayAPI+"'s: its HTTPRoutes are not judged here, only the routes its Envoy holds")
 	case len(b.Selecting()) == 0:
 		problems = append(problems, "no Gateway selects the gateway pod: it has no listener for the target's requests")
 	case len(b.Hosts) == 0 && why != "":
@@ -280,13 +289,13 @@ func evaluateGatewayRoutes(t cluster.Target, in gatewayRoutesInput) Result {
 	case len(b.Hosts) == 0:
 		problems = append(problems, "no route of the gateway reaches "+t.Host()+": "+strings.Join(verdictsOf(b, toTarget), "; "))
 	}
-	if in.RoutesProblem == "" && !routed && len(b.Hosts) > 0 {
+	if in.RoutesProblem == "" && !routed && len(b.Hosts) > 0 && !gatewayAPI {
 		warnings = append(warnings, "the configuration routes "+strings.Join(b.Hosts, ", ")+" to the target but the gateway's Envoy has no such route (a stale or rejected push?)")
 	}
 	if len(unrouted) > 0 {
 		warnings = append(warnings, fmt.Sprintf("404 NR for host %s, which no virtual host of the gateway takes", strings.Join(unrouted, ", ")))
 	}
-	if main.Unmatched && len(b.Hosts) > 0 {
+	if main.Unmatched && len(b.Hosts) > 0 && !gatewayAPI {
 		warnings = append(warnings, "every route to the target has a match condition: other paths get 404 NR")
 	}
 	warnings = append(warnings, main.Unknown...)
@@ -296,6 +305,9 @@ func evaluateGatewayRoutes(t cluster.Target, in gatewayRoutesInput) Result {
 		}
 	}
 	head := "gateway routes " + strings.Join(b.Hosts, ", ") + " to " + t.Host()
+	if gatewayAPI {
+		head = "gateway's Envoy routes " + strings.Join(envoyHosts, ", ") + " to " + t.Host()
+	}
 	switch {
 	case len(problems) > 0:
 		r.Status = StatusFail

@@ -348,3 +348,38 @@ func TestFindCallersFindsAGatewayThroughTheVirtualService(t *testing.T) {
 		}
 	}
 }
+
+// A Gateway API Gateway's Deployment is routed by HTTPRoutes, which the
+// model does not read: a VirtualService bound to the mesh only says
+// nothing about it, so the configuration facts stay unknown (no
+// gateway.vs-not-bound on them) and its Envoy's routes speak.
+func TestGatewayRoutesGatewayAPIDeployment(t *testing.T) {
+	objs := ossm2Objects(t, "mesh")
+	for _, o := range objs {
+		if p, ok := o.(*corev1.Pod); ok {
+			p.Labels = map[string]string{"gateway.networking.k8s.io/gateway-name": "public", "gateway.istio.io/managed": "istio.io-gateway-controller"}
+		}
+		if s, ok := o.(*corev1.Service); ok && s.Name == "istio-ingressgateway" {
+			s.Spec.Selector = map[string]string{"gateway.networking.k8s.io/gateway-name": "public"}
+		}
+	}
+	tg := cluster.Target{Namespace: "vanilla-playground", Service: "hello-openshift", Port: 8080,
+		Source: &cluster.PodRef{Namespace: "istio-system", Name: "istio-ingressgateway-74ddf8dd9f-6p8p2"}}
+	cv := gatewayView(t, objs, "istio-system/istio-ingressgateway-74ddf8dd9f-6p8p2", tg)
+	rcs, err := envoy.StreamRouteConfigs(bytes.NewReader(realworldFile(t, "config_dump/ossm2_ingressgateway.json")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := evaluateGatewayRoutes(tg, gatewayRoutesInput{CV: cv, Routes: envoy.GatewayRouteConfigs(rcs)})
+	if err := CheckFacts(GatewayRoutesProbe{}.Meta(), r); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"gateway_route_to_target", "gateway_vs_unbound", "gateway_vs_host_mismatch", "gateway_selecting"} {
+		if _, ok := r.Facts[k]; ok {
+			t.Errorf("%s = %v reported for a Gateway API gateway, whose HTTPRoutes were not read", k, r.Facts[k])
+		}
+	}
+	if r.Facts["gateway_envoy_route_to_target"] != true || r.Status == StatusFail {
+		t.Errorf("%s: %s; facts %v", r.Status, r.Summary, r.Facts)
+	}
+}

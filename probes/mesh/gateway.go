@@ -234,6 +234,10 @@ type GatewayBinding struct {
 	// so Gateway ports are taken as listener ports (as istiod does when
 	// none names them).
 	ListenerPortsUnknown bool
+	// GatewayAPI names the Gateway API Gateway whose Deployment the caller
+	// is: istiod configures it from that Gateway and its HTTPRoutes, which
+	// the model does not read, so the binding above is not its routing.
+	GatewayAPI string
 }
 
 // Selecting are the Gateways that select the caller, namespace/name.
@@ -319,7 +323,10 @@ func (c *Config) virtualService(ns, name string) *networkingv1.VirtualService {
 // to host:port. unmatched: a virtual host that reaches the target has no
 // catch-all route, so its requests that match no route get 404 NR.
 func (c *Config) GatewayBindingFor(caller Caller, host string, port int32) (b *GatewayBinding, routes []Route, unmatched bool, unknown []string) {
-	b = &GatewayBinding{}
+	b = &GatewayBinding{GatewayAPI: caller.Labels[label.IoK8sNetworkingGatewayGatewayName.Name]}
+	if b.GatewayAPI == "" {
+		b.GatewayAPI = caller.Labels[LabelIstioGatewayName]
+	}
 	gateways := append([]*networkingv1.Gateway(nil), c.Gateways...)
 	sortByAge(gateways)
 	var selecting []*networkingv1.Gateway
@@ -1101,6 +1108,9 @@ func sortedKeysOfMap[V any](m map[string]V) []string {
 // servers, the VirtualServices and the virtual hosts that reach the target.
 func (b *GatewayBinding) Chain() []string {
 	var out []string
+	if b.GatewayAPI != "" {
+		out = append(out, "  the caller is the Deployment of Gateway API Gateway "+b.GatewayAPI+": its HTTPRoutes route it, and they are not modelled; what follows is the Istio Gateways' view only")
+	}
 	sel := b.Selecting()
 	if len(sel) == 0 {
 		out = append(out, "  no Gateway selects the caller: it has no listener for requests")
