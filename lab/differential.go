@@ -2,6 +2,7 @@ package lab
 
 import (
 	"fmt"
+	"net"
 	"sort"
 	"strconv"
 	"strings"
@@ -77,15 +78,18 @@ func (c *XDSClient) Pushed() map[string]*PushedCluster {
 		}
 		for _, le := range cla.GetEndpoints() {
 			for _, lb := range le.GetLbEndpoints() {
-				sa := lb.GetEndpoint().GetAddress().GetSocketAddress()
-				if sa == nil {
+				addr, port, tunnelled := endpointAddress(lb)
+				if addr == "" {
 					continue
 				}
 				health := lb.GetHealthStatus()
 				sends, why := endpointSends(cl, lb, le)
+				if tunnelled {
+					sends, why = hboneSends(sends, why)
+				}
 				pc.Endpoints = append(pc.Endpoints, PushedEndpoint{
-					Address:  sa.GetAddress(),
-					Port:     sa.GetPortValue(),
+					Address:  addr,
+					Port:     port,
 					Health:   health.String(),
 					Serving:  health == corev3.HealthStatus_HEALTHY || health == corev3.HealthStatus_UNKNOWN || health == corev3.HealthStatus_DEGRADED,
 					Sends:    sends,
@@ -97,6 +101,45 @@ func (c *XDSClient) Pushed() map[string]*PushedCluster {
 		out[pc.Name] = pc
 	}
 	return out
+}
+
+// originalDstKey is the filter metadata where istiod puts the address an
+// HBONE tunnel carries the connection to (util.OriginalDstMetadataKey).
+const originalDstKey = "envoy.filters.listener.original_dst"
+
+// endpointAddress is the pod address an endpoint reaches: its socket
+// address, or, for an endpoint istiod sends through an HBONE tunnel (an
+// internal address of the connect_originate listener, as a sidecar gets
+// for an ambient pod when ambient is on), the address the tunnel's
+// metadata names.
+func endpointAddress(lb *endpointv3.LbEndpoint) (addr string, port uint32, tunnelled bool) {
+	a := lb.GetEndpoint().GetAddress()
+	if sa := a.GetSocketAddress(); sa != nil {
+		return sa.GetAddress(), sa.GetPortValue(), false
+	}
+	if a.GetEnvoyInternalAddress() == nil {
+		return "", 0, false
+	}
+	local := lb.GetMetadata().GetFilterMetadata()[originalDstKey].GetFields()["local"].GetStringValue()
+	host, p, err := net.SplitHostPort(local)
+	if err != nil {
+		return "", 0, false
+	}
+	n, err := strconv.ParseUint(p, 10, 32)
+	if err != nil {
+		return "", 0, false
+	}
+	return host, uint32(n), true
+}
+
+// hboneSends is what a tunnelled endpoint is sent: HBONE is mTLS between
+// the proxies, and what rides inside it is the cluster's inner transport
+// (TLS a DestinationRule originates stays TLS to the app).
+func hboneSends(inner, why string) (string, string) {
+	if inner == mesh.SendsTLS {
+		return inner, why + ", tunnelled in HBONE"
+	}
+	return mesh.SendsMTLS, "HBONE to the pod's ztunnel (connect_originate), inner " + why
 }
 
 // transportSocketMatchKey is the filter metadata Envoy matches a cluster's

@@ -27,6 +27,15 @@ type modelInput struct {
 	callers []cluster.PodRef
 }
 
+// sidecarCaller: a pod whose istio-proxy is a sidecar istiod pushes a
+// sidecar's config to. ztunnel's pods and waypoints also run a container
+// named istio-proxy, but ztunnel is no Envoy and a waypoint connects as
+// proxy type waypoint: connecting either as sidecar~ would compare the
+// model with a config no such pod is given.
+func sidecarCaller(pod *corev1.Pod) bool {
+	return mesh.PodSidecar(pod) != mesh.SidecarNone && !mesh.IsZtunnelPod(pod, cluster.DefaultControlPlane) && !mesh.IsWaypointPod(pod)
+}
+
 // modelInputs are every embedded scenario (each of its running pods with a
 // sidecar calling its target) and every config-model case whose caller is
 // a pod.
@@ -37,7 +46,7 @@ func modelInputs(t *testing.T) []modelInput {
 		in := modelInput{name: "scenario/" + name, s: s, target: s.Target}
 		for _, obj := range s.Objects {
 			pod, ok := obj.(*corev1.Pod)
-			if ok && mesh.PodSidecar(pod) != mesh.SidecarNone && pod.Status.PodIP != "" && pod.DeletionTimestamp == nil {
+			if ok && sidecarCaller(pod) && pod.Status.PodIP != "" && pod.DeletionTimestamp == nil {
 				in.callers = append(in.callers, cluster.PodRef{Namespace: pod.Namespace, Name: pod.Name})
 			}
 		}

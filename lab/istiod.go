@@ -164,7 +164,11 @@ func StartIstiod(ctx context.Context, l *Lab) (_ *Istiod, err error) {
 		p, err := startProcessIn(processEnv{
 			// istiod writes its DNS certificates under ./var/run/secrets.
 			dir: dir,
-			env: []string{"POD_NAMESPACE=" + ns, "POD_NAME=istiod-meshlab", "REVISION=default"},
+			// PILOT_ENABLE_AMBIENT as the ambient profile sets it: a mesh
+			// with ambient pods runs istiod so, and only then does a sidecar
+			// send HBONE to an ambient endpoint (features.EnableHBONESend),
+			// which is what the model predicts for one.
+			env: []string{"POD_NAMESPACE=" + ns, "POD_NAME=istiod-meshlab", "REVISION=default", "PILOT_ENABLE_AMBIENT=true"},
 		}, "istiod", i.Log, bin, "discovery",
 			"--kubeconfig="+l.Kubeconfig,
 			"--grpcAddr="+i.GRPCAddr,
