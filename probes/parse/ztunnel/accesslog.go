@@ -137,8 +137,12 @@ func (e *Entry) DstPort() int {
 	if err != nil {
 		return 0
 	}
-	n, _ := strconv.Atoi(p)
-	return n
+	// A port is 0-65535: anything else (a sign, a garbled line) is none.
+	n, err := strconv.ParseUint(p, 10, 16)
+	if err != nil {
+		return 0
+	}
+	return int(n)
 }
 func (e *Entry) TargetIP() string {
 	if e.DstHBONEAddr != "" {
