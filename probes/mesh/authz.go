@@ -192,7 +192,7 @@ func policyMatches(p *securityv1.AuthorizationPolicy, deny bool, src AuthzSource
 		if !deny && ruleHasHTTP(r) {
 			continue
 		}
-		m, k := ruleMatches(r, src, port)
+		m, k := ruleMatches(r, p.Namespace, src, port)
 		if !k {
 			known = false
 			continue
@@ -228,8 +228,9 @@ func ruleHasHTTP(r *securityv1beta1.Rule) bool {
 var l4When = map[string]bool{"source.ip": true, "source.namespace": true, "source.principal": true, "destination.ip": true, "destination.port": true}
 
 // ruleMatches: every part the rule has (to, from, each when) must match;
-// within to and from, any entry.
-func ruleMatches(r *securityv1beta1.Rule, src AuthzSource, port int32) (match, known bool) {
+// within to and from, any entry. policyNS is the policy's namespace, where
+// a bare service account name lives.
+func ruleMatches(r *securityv1beta1.Rule, policyNS string, src AuthzSource, port int32) (match, known bool) {
 	known = true
 	if tos := r.GetTo(); len(tos) > 0 {
 		any := false
@@ -246,7 +247,7 @@ func ruleMatches(r *securityv1beta1.Rule, src AuthzSource, port int32) (match, k
 	if froms := r.GetFrom(); len(froms) > 0 {
 		any := false
 		for _, from := range froms {
-			m, k := sourceMatches(from.GetSource(), src)
+			m, k := sourceMatches(from.GetSource(), policyNS, src)
 			if !k {
 				known = false
 				continue
@@ -290,7 +291,7 @@ func portsMatch(ports, notPorts []string, port int32) bool {
 	return false
 }
 
-func sourceMatches(s *securityv1beta1.Source, src AuthzSource) (match, known bool) {
+func sourceMatches(s *securityv1beta1.Source, policyNS string, src AuthzSource) (match, known bool) {
 	if len(s.GetTrustDomains())+len(s.GetNotTrustDomains()) > 0 {
 		return false, false
 	}
@@ -311,10 +312,10 @@ func sourceMatches(s *securityv1beta1.Source, src AuthzSource) (match, known boo
 	if anyStringMatch(s.GetNotNamespaces(), ns) {
 		return false, true
 	}
-	if sas := s.GetServiceAccounts(); len(sas) > 0 && !serviceAccountIn(sas, src) {
+	if sas := s.GetServiceAccounts(); len(sas) > 0 && !serviceAccountIn(sas, policyNS, src) {
 		return false, true
 	}
-	if sas := s.GetNotServiceAccounts(); len(sas) > 0 && serviceAccountIn(sas, src) {
+	if sas := s.GetNotServiceAccounts(); len(sas) > 0 && serviceAccountIn(sas, policyNS, src) {
 		return false, true
 	}
 	if len(s.GetIpBlocks())+len(s.GetNotIpBlocks()) > 0 {
@@ -331,9 +332,11 @@ func sourceMatches(s *securityv1beta1.Source, src AuthzSource) (match, known boo
 	return true, true
 }
 
-// serviceAccountIn: "NS/SA", or "SA" in the policy's namespace, which the
-// caller cannot tell here: a bare name matches the source's own namespace.
-func serviceAccountIn(list []string, src AuthzSource) bool {
+// serviceAccountIn: "NS/SA", or "SA" in the policy's namespace policyNS,
+// as istiod reads it (stringToServiceAccountMatch(sas, ruleNamespace)): a
+// bare "web" in a policy in shop is shop/web, whatever the source's
+// namespace.
+func serviceAccountIn(list []string, policyNS string, src AuthzSource) bool {
 	if !src.Authenticated {
 		return false
 	}
@@ -341,7 +344,7 @@ func serviceAccountIn(list []string, src AuthzSource) bool {
 		ns, sa, ok := strings.Cut(v, "/")
 		if !ok {
 			sa = v
-			ns = src.Namespace
+			ns = policyNS
 		}
 		if ns == src.Namespace && sa == firstNonEmptyString(src.ServiceAccount, "default") {
 			return true

@@ -112,3 +112,50 @@ spec: {rules: [{from: [{source: {principals: ["*"]}}]}]}`)}, plaintext, permissi
 		t.Errorf("policies %v, waypoint policies %v: want the selector policy at ztunnel and the targetRefs one at the waypoint", v.Policies, v.WaypointPolicies)
 	}
 }
+
+// A bare serviceAccounts entry names a service account in the policy's
+// namespace (istiod's stringToServiceAccountMatch(..., ruleNamespace)), not
+// in the source's.
+func TestZtunnelAuthorizeBareServiceAccountIsThePolicyNamespaces(t *testing.T) {
+	orders := ambientPod("shop", "orders-1", map[string]string{"app": "orders"}, enrolled, false)
+	permissive := mesh.PeerMode{Mode: mesh.ModePermissive, From: "default"}
+	allowWeb := authzPolicy(t, `
+metadata: {name: allow-web, namespace: shop}
+spec:
+  action: ALLOW
+  rules: [{from: [{source: {serviceAccounts: [web]}}]}]`)
+	denyNotWeb := authzPolicy(t, `
+metadata: {name: only-web, namespace: shop}
+spec:
+  action: DENY
+  rules: [{from: [{source: {notServiceAccounts: [web]}}]}]`)
+	allowExplicit := authzPolicy(t, `
+metadata: {name: allow-jobs-web, namespace: shop}
+spec:
+  action: ALLOW
+  rules: [{from: [{source: {serviceAccounts: [jobs/web]}}]}]`)
+	shopWeb := mesh.AuthzSource{Namespace: "shop", ServiceAccount: "web", Authenticated: true}
+	jobsWeb := mesh.AuthzSource{Namespace: "jobs", ServiceAccount: "web", Authenticated: true}
+	cases := []struct {
+		name     string
+		policies []*securityv1.AuthorizationPolicy
+		src      mesh.AuthzSource
+		allowed  bool
+		reason   string
+	}{
+		{"web in the policy's namespace is admitted", []*securityv1.AuthorizationPolicy{allowWeb}, shopWeb, true, ""},
+		{"web in another namespace is not shop/web", []*securityv1.AuthorizationPolicy{allowWeb}, jobsWeb, false, mesh.RejectNoAllowMatch},
+		{"notServiceAccounts web spares only shop/web", []*securityv1.AuthorizationPolicy{denyNotWeb}, shopWeb, true, ""},
+		{"notServiceAccounts web denies jobs/web", []*securityv1.AuthorizationPolicy{denyNotWeb}, jobsWeb, false, mesh.RejectExplicitDeny + "shop/only-web"},
+		{"an explicit namespace is kept", []*securityv1.AuthorizationPolicy{allowExplicit}, jobsWeb, true, ""},
+		{"an explicit namespace is kept, shop/web is not jobs/web", []*securityv1.AuthorizationPolicy{allowExplicit}, shopWeb, false, mesh.RejectNoAllowMatch},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			v := mesh.ZtunnelAuthorize(tc.policies, "istio-system", orders, tc.src, 8080, permissive)
+			if !v.Decided || v.Allowed != tc.allowed || v.Reason != tc.reason {
+				t.Errorf("allowed %v decided %v reason %q (%s), want %v %q", v.Allowed, v.Decided, v.Reason, v.Why, tc.allowed, tc.reason)
+			}
+		})
+	}
+}
