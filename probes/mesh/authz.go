@@ -16,7 +16,9 @@ import (
 // istiod's conversion (pilot/pkg/serviceregistry/ambient/authorization.go)
 // and ztunnel's evaluation: a policy with targetRefs is the waypoint's,
 // not ztunnel's; a policy without a selector covers its namespace (every
-// namespace, in the root namespace); only ALLOW and DENY are enforced;
+// namespace, in the root namespace); a policy with a selector covers the
+// pods it selects in its namespace (in every namespace, in the root
+// namespace); only ALLOW and DENY are enforced;
 // DENY policies are checked first ("explicitly denied by: NS/NAME"), then,
 // if any ALLOW policy applies, one must match ("allow policies exist, but
 // none allowed"). ztunnel sees no HTTP: an ALLOW rule with HTTP attributes
@@ -89,7 +91,10 @@ func ZtunnelAuthorize(policies []*securityv1.AuthorizationPolicy, rootNamespace 
 			}
 			continue
 		}
-		if sel := p.Spec.GetSelector().GetMatchLabels(); len(sel) > 0 && (p.Namespace != pod.Namespace || !LabelsMatch(sel, pod.Labels)) {
+		// A selector policy, in the pod's namespace or the root namespace
+		// (mesh-wide, as istiod's buildWorkloadPolicies has it), applies
+		// where its selector matches.
+		if sel := p.Spec.GetSelector().GetMatchLabels(); len(sel) > 0 && !LabelsMatch(sel, pod.Labels) {
 			continue
 		}
 		switch p.Spec.GetAction() {

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	securityv1 "istio.io/client-go/pkg/apis/security/v1"
+	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
 	"github.com/meshtriage/meshtriage/probes/mesh"
@@ -155,6 +156,48 @@ spec:
 			v := mesh.ZtunnelAuthorize(tc.policies, "istio-system", orders, tc.src, 8080, permissive)
 			if !v.Decided || v.Allowed != tc.allowed || v.Reason != tc.reason {
 				t.Errorf("allowed %v decided %v reason %q (%s), want %v %q", v.Allowed, v.Decided, v.Reason, v.Why, tc.allowed, tc.reason)
+			}
+		})
+	}
+}
+
+// A selector policy in the root namespace selects matching workloads in
+// every namespace (istiod: the policy's namespace is the root namespace or
+// the workload's, then the selector must match).
+func TestZtunnelAuthorizeRootNamespaceSelectorIsMeshWide(t *testing.T) {
+	orders := ambientPod("shop", "orders-1", map[string]string{"app": "orders"}, enrolled, false)
+	cart := ambientPod("shop", "cart-1", map[string]string{"app": "cart"}, enrolled, false)
+	permissive := mesh.PeerMode{Mode: mesh.ModePermissive, From: "default"}
+	web := mesh.AuthzSource{Namespace: "shop", ServiceAccount: "web", Authenticated: true}
+	rootDeny := authzPolicy(t, `
+metadata: {name: no-web-to-orders, namespace: mesh-root}
+spec:
+  selector: {matchLabels: {app: orders}}
+  action: DENY
+  rules: [{from: [{source: {principals: ["*/sa/web"]}}]}]`)
+	otherNS := authzPolicy(t, `
+metadata: {name: no-web-to-orders, namespace: billing}
+spec:
+  selector: {matchLabels: {app: orders}}
+  action: DENY
+  rules: [{from: [{source: {principals: ["*/sa/web"]}}]}]`)
+	cases := []struct {
+		name     string
+		policies []*securityv1.AuthorizationPolicy
+		pod      *corev1.Pod
+		allowed  bool
+		reason   string
+		applied  int
+	}{
+		{"a root selector policy applies to a matching pod elsewhere", []*securityv1.AuthorizationPolicy{rootDeny}, orders, false, mesh.RejectExplicitDeny + "mesh-root/no-web-to-orders", 1},
+		{"a root selector policy skips a pod it does not select", []*securityv1.AuthorizationPolicy{rootDeny}, cart, true, "", 0},
+		{"a selector policy in a third namespace does not apply", []*securityv1.AuthorizationPolicy{otherNS}, orders, true, "", 0},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			v := mesh.ZtunnelAuthorize(tc.policies, "mesh-root", tc.pod, web, 8080, permissive)
+			if !v.Decided || v.Allowed != tc.allowed || v.Reason != tc.reason || len(v.Policies) != tc.applied {
+				t.Errorf("allowed %v decided %v reason %q policies %v (%s), want %v %q and %d policies", v.Allowed, v.Decided, v.Reason, v.Policies, v.Why, tc.allowed, tc.reason, tc.applied)
 			}
 		})
 	}
