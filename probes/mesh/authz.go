@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"istio.io/api/annotation"
 	securityv1beta1 "istio.io/api/security/v1beta1"
 	securityv1 "istio.io/client-go/pkg/apis/security/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -22,7 +23,8 @@ import (
 // DENY policies are checked first ("explicitly denied by: NS/NAME"), then,
 // if any ALLOW policy applies, one must match ("allow policies exist, but
 // none allowed"). ztunnel sees no HTTP: an ALLOW rule with HTTP attributes
-// never matches, a DENY rule is enforced without them. STRICT
+// never matches, a DENY rule is enforced without them. A policy annotated
+// istio.io/dry-run is not enforced. STRICT
 // PeerAuthentication becomes a DENY of connections without a peer identity
 // (istio_converted_static_strict in the root namespace).
 
@@ -65,7 +67,11 @@ type AuthzVerdict struct {
 	// WaypointPolicies are policies for the pod's namespace that target a
 	// waypoint or a Service (targetRefs): ztunnel does not enforce them.
 	WaypointPolicies []string
-	Why              string
+	// DryRunPolicies are the policies that would apply to the pod (or to
+	// its namespace's waypoint) but are annotated istio.io/dry-run: not
+	// enforced, as "ACTION NS/NAME".
+	DryRunPolicies []string
+	Why            string
 }
 
 // ztunnel's words for a rejection (proxy.rs AuthorizationRejectionError).
@@ -85,8 +91,13 @@ func ZtunnelAuthorize(policies []*securityv1.AuthorizationPolicy, rootNamespace 
 		if p.Namespace != pod.Namespace && p.Namespace != rootNamespace {
 			continue
 		}
+		dryRun := isDryRun(p)
 		if len(p.Spec.GetTargetRefs()) > 0 || p.Spec.GetTargetRef() != nil {
-			if p.Namespace == pod.Namespace {
+			switch {
+			case p.Namespace != pod.Namespace:
+			case dryRun:
+				v.DryRunPolicies = append(v.DryRunPolicies, p.Spec.GetAction().String()+" "+p.Namespace+"/"+p.Name)
+			default:
 				v.WaypointPolicies = append(v.WaypointPolicies, p.Namespace+"/"+p.Name)
 			}
 			continue
@@ -95,6 +106,10 @@ func ZtunnelAuthorize(policies []*securityv1.AuthorizationPolicy, rootNamespace 
 		// (mesh-wide, as istiod's buildWorkloadPolicies has it), applies
 		// where its selector matches.
 		if sel := p.Spec.GetSelector().GetMatchLabels(); len(sel) > 0 && !LabelsMatch(sel, pod.Labels) {
+			continue
+		}
+		if dryRun {
+			v.DryRunPolicies = append(v.DryRunPolicies, p.Spec.GetAction().String()+" "+p.Namespace+"/"+p.Name)
 			continue
 		}
 		switch p.Spec.GetAction() {
@@ -113,6 +128,7 @@ func ZtunnelAuthorize(policies []*securityv1.AuthorizationPolicy, rootNamespace 
 		v.Policies = append(v.Policies, "ALLOW "+p.Namespace+"/"+p.Name)
 	}
 	sort.Strings(v.WaypointPolicies)
+	sort.Strings(v.DryRunPolicies)
 
 	if peer.Mode == ModeStrict && !src.Authenticated {
 		v.DeniedBy = rootNamespace + "/" + StaticStrictPolicy
@@ -177,6 +193,16 @@ func (s AuthzSource) describe() string {
 		return "a plaintext connection"
 	}
 	return s.Principal()
+}
+
+// isDryRun: the policy is annotated istio.io/dry-run with a true value
+// (strconv.ParseBool, as istiod reads it; a value it cannot parse is not
+// dry-run). Istio does not enforce such a policy: istiod leaves it out of
+// ztunnel's policies unless AMBIENT_ENABLE_DRY_RUN_AUTHORIZATION_POLICY is
+// on, and then ztunnel only logs it; Envoy only shadows it.
+func isDryRun(p *securityv1.AuthorizationPolicy) bool {
+	dry, err := strconv.ParseBool(p.Annotations[annotation.IoIstioDryRun.Name])
+	return err == nil && dry
 }
 
 func sortPolicies(ps []*securityv1.AuthorizationPolicy) {

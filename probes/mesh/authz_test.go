@@ -1,6 +1,7 @@
 package mesh_test
 
 import (
+	"strings"
 	"testing"
 
 	securityv1 "istio.io/client-go/pkg/apis/security/v1"
@@ -200,5 +201,47 @@ spec:
 				t.Errorf("allowed %v decided %v reason %q policies %v (%s), want %v %q and %d policies", v.Allowed, v.Decided, v.Reason, v.Policies, v.Why, tc.allowed, tc.reason, tc.applied)
 			}
 		})
+	}
+}
+
+// A policy annotated istio.io/dry-run: "true" is not enforced: istiod
+// leaves it out of ztunnel's policies (or, with
+// AMBIENT_ENABLE_DRY_RUN_AUTHORIZATION_POLICY, ztunnel only logs it), and a
+// waypoint only shadows it.
+func TestZtunnelAuthorizeSkipsDryRunPolicies(t *testing.T) {
+	orders := ambientPod("shop", "orders-1", map[string]string{"app": "orders"}, enrolled, false)
+	permissive := mesh.PeerMode{Mode: mesh.ModePermissive, From: "default"}
+	web := mesh.AuthzSource{Namespace: "shop", ServiceAccount: "web", Authenticated: true}
+	dryDeny := authzPolicy(t, `
+metadata: {name: deny-all, namespace: shop, annotations: {istio.io/dry-run: "true"}}
+spec:
+  action: DENY
+  rules: [{}]`)
+	dryAllowNothing := authzPolicy(t, `
+metadata: {name: allow-nothing, namespace: istio-system, annotations: {istio.io/dry-run: "true"}}
+spec: {}`)
+	dryWaypoint := authzPolicy(t, `
+metadata: {name: l7-at-waypoint, namespace: shop, annotations: {istio.io/dry-run: "true"}}
+spec:
+  targetRefs: [{kind: Gateway, group: gateway.networking.k8s.io, name: orders-waypoint}]
+  action: ALLOW
+  rules: [{to: [{operation: {methods: [GET]}}]}]`)
+	notDry := authzPolicy(t, `
+metadata: {name: deny-all, namespace: shop, annotations: {istio.io/dry-run: "false"}}
+spec:
+  action: DENY
+  rules: [{}]`)
+
+	v := mesh.ZtunnelAuthorize([]*securityv1.AuthorizationPolicy{dryDeny, dryAllowNothing, dryWaypoint}, "istio-system", orders, web, 8080, permissive)
+	if !v.Decided || !v.Allowed || len(v.Policies) != 0 || len(v.WaypointPolicies) != 0 {
+		t.Errorf("dry-run policies: allowed %v decided %v reason %q policies %v waypoint policies %v (%s), want admitted with none enforced", v.Allowed, v.Decided, v.Reason, v.Policies, v.WaypointPolicies, v.Why)
+	}
+	want := []string{"ALLOW istio-system/allow-nothing", "ALLOW shop/l7-at-waypoint", "DENY shop/deny-all"}
+	if strings.Join(v.DryRunPolicies, ",") != strings.Join(want, ",") {
+		t.Errorf("dry-run policies listed %v, want %v", v.DryRunPolicies, want)
+	}
+	v = mesh.ZtunnelAuthorize([]*securityv1.AuthorizationPolicy{notDry}, "istio-system", orders, web, 8080, permissive)
+	if v.Allowed || v.Reason != mesh.RejectExplicitDeny+"shop/deny-all" {
+		t.Errorf("dry-run \"false\": allowed %v reason %q, want denied by shop/deny-all", v.Allowed, v.Reason)
 	}
 }
