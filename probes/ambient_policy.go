@@ -18,8 +18,9 @@ import (
 // AmbientPolicyProbe judges, from configuration alone, the hops an
 // ambient connection takes from the caller to the Service's pods (through
 // the waypoint when the caller's requests go through one): whether a
-// Kubernetes NetworkPolicy lets each hop's HBONE (TCP 15008) or plaintext
-// through, and whether the destination's ztunnel admits the connection by
+// Kubernetes NetworkPolicy lets each hop's HBONE (TCP 15008), or its
+// connection to the app's port (plaintext, or a sidecar's mTLS to a sidecar
+// pod), through, and whether the destination's ztunnel admits the connection by
 // AuthorizationPolicy and PeerAuthentication, as ztunnel decides.
 type AmbientPolicyProbe struct{}
 
@@ -29,7 +30,7 @@ func (AmbientPolicyProbe) Meta() Meta {
 		Title: "Ambient path: NetworkPolicy on HBONE 15008 and ztunnel's AuthorizationPolicy",
 		Reads: []string{"services", "pods", "namespaces", "networkpolicies", "authorizationpolicies", "peerauthentications", "configmaps (mesh config)", "gateways.gateway.networking.k8s.io"},
 		Facts: []FactSpec{
-			{"hbone_netpol_blocked", FactBool, "a Kubernetes NetworkPolicy drops a hop of the path: HBONE to a pod's 15008 (or plaintext to its port) is not admitted by the policies that select it"},
+			{"hbone_netpol_blocked", FactBool, "a Kubernetes NetworkPolicy drops a hop of the path: HBONE to a pod's 15008 (or plaintext, or a sidecar's or gateway's mTLS to a sidecar pod, to its app port) is not admitted by the policies that select it"},
 			{"hbone_netpol_policies", FactList, "the NetworkPolicies that isolate the blocked hops' pods and admit none of them"},
 			{"hbone_blocked_hops", FactList, "the hops NetworkPolicy drops, as FROM -> TO TCP PORT"},
 			{"authz_denied", FactBool, "the destination pod's ztunnel refuses the connection as it arrives (from the caller, or from the waypoint the caller goes through)"},
@@ -178,11 +179,11 @@ func evaluateAmbientPolicy(t cluster.Target, in ambientPolicyInput) Result {
 	identity := func(p *corev1.Pod, authenticated bool) mesh.AuthzSource {
 		return mesh.AuthzSource{Namespace: p.Namespace, ServiceAccount: firstNonEmptyStr(p.Spec.ServiceAccountName, "default"), IP: p.Status.PodIP, Authenticated: authenticated, TrustDomain: td}
 	}
-	callerSendsHBONE := kind == mesh.CallerAmbient || kind == mesh.CallerSidecar || kind == mesh.CallerGateway
 	for _, to := range targets {
 		toHBONE := mesh.AcceptsHBONE(to)
+		callerHBONE := callerTunnelsTo(kind, to, in.Namespace)
 		port := targetPortOn(svcPort, to)
-		if toHBONE && (callerSendsHBONE || throughWaypoint) {
+		if (throughWaypoint && toHBONE) || (!throughWaypoint && callerHBONE) {
 			port = mesh.HBONEPort
 		}
 		if throughWaypoint && len(waypoints) == 0 {
@@ -197,9 +198,9 @@ func evaluateAmbientPolicy(t cluster.Target, in ambientPolicyInput) Result {
 			}
 			continue
 		}
-		hops = append(hops, hop{from: in.Source, to: to, fromNS: srcNS, toNS: in.Namespace, port: port, hbone: toHBONE && callerSendsHBONE})
+		hops = append(hops, hop{from: in.Source, to: to, fromNS: srcNS, toNS: in.Namespace, port: port, hbone: callerHBONE})
 		if mesh.DataPlaneOf(to, in.Namespace).Enrolled() {
-			arrivals = append(arrivals, arrival{to: to, src: identity(in.Source, toHBONE && callerSendsHBONE), by: "caller " + in.Source.Name})
+			arrivals = append(arrivals, arrival{to: to, src: identity(in.Source, callerHBONE), by: "caller " + in.Source.Name})
 		}
 	}
 	if throughWaypoint {
@@ -308,6 +309,26 @@ func evaluateAmbientPolicy(t cluster.Target, in ambientPolicyInput) Result {
 		r.Summary = head + ": NetworkPolicy admits every hop and ztunnel admits the connection"
 	}
 	return r
+}
+
+// callerTunnelsTo reports whether a caller of kind sends HBONE (to port
+// 15008) to pod in namespace ns. An ambient caller's ztunnel tunnels to
+// every pod that accepts HBONE. A sidecar or a gateway tunnels only to a pod
+// enrolled in ambient, as the TLS model has it (mesh.ClientTLS.Sends: an
+// endpoint Ambient and HBONE): to a sidecar pod, whose endpoint keeps
+// tlsMode=istio, istiod's endpoint builder gives it classic mTLS on the
+// app's port (supportsMtls && !PILOT_PREFER_SENDING_HBONE), whatever its
+// networking.istio.io/tunnel label says. A caller outside the mesh sends
+// plaintext to the app's port.
+func callerTunnelsTo(kind string, pod *corev1.Pod, ns *corev1.Namespace) bool {
+	switch kind {
+	case mesh.CallerAmbient:
+		return mesh.AcceptsHBONE(pod)
+	case mesh.CallerSidecar, mesh.CallerGateway:
+		d := mesh.DataPlaneOf(pod, ns)
+		return d.Mode == mesh.DataPlaneAmbient && d.Enrolled()
+	}
+	return false
 }
 
 // waypointAdmitted: would the Service's enrolled pods' ztunnel admit the

@@ -1,0 +1,92 @@
+package probes
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/meshtriage/meshtriage/probes/cluster"
+)
+
+// ambientPolicyWorld is ambientWorld edited by edit (old, new pairs),
+// with docs added; Gateway API Gateways are served by the ambientFake.
+func ambientPolicyWorld(t *testing.T, edit []string, docs ...string) *ambientFake {
+	t.Helper()
+	world := ambientWorld
+	for i := 0; i+1 < len(edit); i += 2 {
+		if !strings.Contains(world, edit[i]) {
+			t.Fatalf("the ambient world has no %q", edit[i])
+		}
+		world = strings.Replace(world, edit[i], edit[i+1], 1)
+	}
+	a := &ambientFake{}
+	var rest []runtime.Object
+	for _, o := range decodeObjects(t, append([]string{world}, docs...)...) {
+		if gw, ok := o.(*gatewayv1.Gateway); ok {
+			a.gateways = append(a.gateways, gw)
+			continue
+		}
+		rest = append(rest, o)
+	}
+	a.fakeCluster = newFakeCluster(t, rest...)
+	return a
+}
+
+// evidenceVerdicts maps each evidence row's hop and check to its verdict.
+func evidenceVerdicts(r Result) map[string]string {
+	out := map[string]string{}
+	for _, row := range r.Evidence.Rows {
+		out[row[0]+" | "+row[1]] = row[2]
+	}
+	return out
+}
+
+// A sidecar or a gateway sends HBONE only to a pod enrolled in ambient; to
+// a sidecar pod (tlsMode=istio, tunnel label or not) istiod gives it
+// classic mTLS on the app's port, unless PILOT_PREFER_SENDING_HBONE. A
+// NetworkPolicy that admits the app's port and not 15008 drops the hops
+// to the ambient pods only.
+func TestAmbientPolicySidecarCallerSendsHBONEOnlyToAmbientPods(t *testing.T) {
+	mixed := `
+apiVersion: v1
+kind: Pod
+metadata: {name: orders-3, namespace: shop, labels: {app: orders, networking.istio.io/tunnel: http, security.istio.io/tlsMode: istio}}
+spec: {nodeName: worker-c, serviceAccountName: orders, containers: [{name: orders, ports: [{name: http, containerPort: 8080}]}, {name: istio-proxy}]}
+status: {phase: Running, podIP: 10.244.2.10, conditions: [{type: Ready, status: "True"}]}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: client-1, namespace: shop, labels: {app: web, networking.istio.io/tunnel: http, security.istio.io/tlsMode: istio}}
+spec: {nodeName: worker-a, serviceAccountName: web, containers: [{name: client}, {name: istio-proxy}]}
+status: {phase: Running, podIP: 10.244.0.22, conditions: [{type: Ready, status: "True"}]}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: ingress-1, namespace: shop, labels: {app: web, istio: ingressgateway}}
+spec: {nodeName: worker-a, serviceAccountName: web, containers: [{name: istio-proxy, args: [proxy, router]}]}
+status: {phase: Running, podIP: 10.244.0.23, conditions: [{type: Ready, status: "True"}]}
+---
+apiVersion: networking.k8s.io/v1
+kind: NetworkPolicy
+metadata: {name: orders-from-web, namespace: shop}
+spec:
+  podSelector: {matchLabels: {app: orders}}
+  ingress: [{from: [{podSelector: {matchLabels: {app: web}}}], ports: [{port: 8080}]}]
+`
+	for _, caller := range []string{"client-1", "ingress-1"} {
+		t.Run(caller, func(t *testing.T) {
+			target := cluster.Target{Namespace: "shop", Service: "orders", Port: 8080, Source: &cluster.PodRef{Namespace: "shop", Name: caller}}
+			r := runChecked(t, AmbientPolicyProbe{}, ambientPolicyWorld(t, nil, mixed), target)
+			want := []string{"shop/" + caller + " -> shop/orders-1 TCP 15008", "shop/" + caller + " -> shop/orders-2 TCP 15008"}
+			if !reflect.DeepEqual(r.Facts["hbone_blocked_hops"], want) || r.Facts["hbone_netpol_blocked"] != true {
+				t.Errorf("blocked %v (%v), want %v\n%s", r.Facts["hbone_blocked_hops"], r.Facts["hbone_netpol_blocked"], want, r.Summary)
+			}
+			if v := evidenceVerdicts(r)["shop/"+caller+" -> shop/orders-3 TCP 8080 | NetworkPolicy"]; v != "admitted" {
+				t.Errorf("mTLS to the sidecar pod's port 8080: %q, want admitted\n%v", v, r.Evidence.Rows)
+			}
+		})
+	}
+}
