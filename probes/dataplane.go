@@ -26,12 +26,13 @@ func (DataPlaneProbe) Meta() Meta {
 		Reads: []string{"services", "pods", "namespaces", "gateways.gateway.networking.k8s.io"},
 		Facts: []FactSpec{
 			{"dataplane_ambient", FactBool, "ztunnel or a waypoint carries some of the traffic: the caller or a pod of the Service is in ambient (enrolled or meant to be), or the Service names a waypoint"},
-			{"dataplane_source", FactString, "the caller's data plane: sidecar, ambient (enrolled: ztunnel carries it), gateway, none (outside the mesh or not enrolled); absent without a caller"},
-			{"dataplane_source_not_enrolled", FactBool, "the caller is meant for ambient (istio.io/dataplane-mode on it or its namespace) but the CNI has not enrolled it (no ambient.istio.io/redirection=enabled): its traffic bypasses ztunnel, in plaintext"},
+			{"dataplane_source", FactString, "the caller's data plane: sidecar, ambient (enrolled: ztunnel carries it), gateway, none (outside the mesh, not enrolled, or pending: no ztunnel carries it yet); absent without a caller"},
+			{"dataplane_source_not_enrolled", FactBool, "the caller is meant for ambient (istio.io/dataplane-mode on it or its namespace) but the CNI has not captured it (no ambient.istio.io/redirection annotation; pending is captured, see dataplane_pending_pods): its traffic bypasses ztunnel, in plaintext"},
 			{"dataplane_target", FactString, "the data plane of the Service's pods: sidecar, ambient, none, or mixed"},
 			{"dataplane_target_ambient", FactInt, "pods of the Service enrolled in ambient"},
 			{"dataplane_target_not_enrolled", FactInt, "pods of the Service meant for ambient that the CNI has not enrolled"},
 			{"dataplane_not_enrolled_pods", FactList, "pods meant for ambient and not enrolled (the caller's marked so), with what put them in ambient"},
+			{"dataplane_pending_pods", FactList, "pods of the path the CNI captured that no ztunnel proxies yet (ambient.istio.io/redirection=pending), as NAMESPACE/NAME on NODE (the caller's marked so): their traffic is held, nothing in or out, until ztunnel on their node proxies them; absent when none is pending"},
 			{"waypoint_named", FactBool, "istio.io/use-waypoint on the Service or its namespace names a waypoint"},
 			{"waypoint_name", FactString, "the waypoint named, NAMESPACE/NAME (\"\" when none)"},
 			{"waypoint_state", FactString, "istiod's binding of the Service to its waypoint: none, bound, opted-out, missing (no such Gateway), not-ready (no status address), not-service (waypoint-for excludes service traffic), denied (allowedRoutes refuse the namespace), not-waypoint"},
@@ -55,7 +56,7 @@ func (p DataPlaneProbe) Run(ctx context.Context, c cluster.Cluster, t cluster.Ta
 func evaluateDataPlane(t cluster.Target, in ambientInput) Result {
 	r := Result{Status: StatusPass, Facts: Facts{}, Commands: dataplaneCommands(t, in)}
 	var raw, problems, warnings []string
-	notEnrolled := []string{}
+	notEnrolled, pending := []string{}, []string{}
 
 	r.Evidence.Columns = []string{"pod", "role", "data plane", "node", "ip"}
 	if in.Source != nil {
@@ -67,6 +68,10 @@ func evaluateDataPlane(t cluster.Target, in ambientInput) Result {
 		if d.NotEnrolled() {
 			notEnrolled = append(notEnrolled, fmt.Sprintf("%s/%s (caller): %s", in.Source.Namespace, in.Source.Name, d))
 			problems = append(problems, fmt.Sprintf("the caller %s is meant for ambient (%s) but not enrolled", in.Source.Name, d.WantedBy))
+		}
+		if d.Pending() {
+			pending = append(pending, fmt.Sprintf("%s/%s (caller) on %s", in.Source.Namespace, in.Source.Name, dash(in.Source.Spec.NodeName)))
+			problems = append(problems, fmt.Sprintf("the caller %s is pending: its traffic is held until ztunnel on node %s proxies it", in.Source.Name, dash(in.Source.Spec.NodeName)))
 		}
 		if in.SourceNSProblem != "" {
 			warnings = append(warnings, in.SourceNSProblem)
@@ -83,7 +88,7 @@ func evaluateDataPlane(t cluster.Target, in ambientInput) Result {
 	}
 
 	modes := map[string]int{}
-	ambient, wantedNotEnrolled := 0, 0
+	ambient, wantedNotEnrolled, targetPending := 0, 0, 0
 	for i := range in.Pods {
 		pod := &in.Pods[i]
 		d := mesh.DataPlaneOf(pod, in.Namespace)
@@ -94,6 +99,10 @@ func evaluateDataPlane(t cluster.Target, in ambientInput) Result {
 		if d.NotEnrolled() {
 			wantedNotEnrolled++
 			notEnrolled = append(notEnrolled, fmt.Sprintf("%s/%s: %s", pod.Namespace, pod.Name, d))
+		}
+		if d.Pending() {
+			targetPending++
+			pending = append(pending, fmt.Sprintf("%s/%s on %s", pod.Namespace, pod.Name, dash(pod.Spec.NodeName)))
 		}
 		r.Evidence.Rows = append(r.Evidence.Rows, []string{pod.Namespace + "/" + pod.Name, "target", d.String(), dash(pod.Spec.NodeName), dash(pod.Status.PodIP)})
 	}
@@ -112,6 +121,12 @@ func evaluateDataPlane(t cluster.Target, in ambientInput) Result {
 	r.Facts["dataplane_not_enrolled_pods"] = notEnrolled
 	if wantedNotEnrolled > 0 {
 		problems = append(problems, fmt.Sprintf("%d of %d pods of svc/%s are meant for ambient but not enrolled", wantedNotEnrolled, len(in.Pods), t.Service))
+	}
+	if len(pending) > 0 {
+		r.Facts["dataplane_pending_pods"] = pending
+	}
+	if targetPending > 0 {
+		problems = append(problems, fmt.Sprintf("%d of %d pods of svc/%s are pending: their traffic is held until ztunnel on their node proxies them", targetPending, len(in.Pods), t.Service))
 	}
 	if in.NamespaceProblem != "" {
 		warnings = append(warnings, in.NamespaceProblem+": whether its "+label.IoIstioDataplaneMode.Name+" label puts pods in ambient is unknown")

@@ -68,13 +68,15 @@ type ztunnelInput struct {
 	// node; Nodes are those nodes, with what runs there.
 	Ztunnels map[string]*corev1.Pod
 	Nodes    map[string][]string
-	// NodesEnrolled: nodes with an enrolled pod of the path.
-	NodesEnrolled map[string]bool
-	ListProblem   string
-	Logs          []ztunnelLog
-	Dump          *ztunnel.Dump
-	DumpFrom      string
-	DumpProblem   string
+	// NodesNeedZtunnel: nodes with a pod of the path that only ztunnel
+	// there carries: enrolled, or pending (captured and held until a
+	// ztunnel proxies it).
+	NodesNeedZtunnel map[string]bool
+	ListProblem      string
+	Logs             []ztunnelLog
+	Dump             *ztunnel.Dump
+	DumpFrom         string
+	DumpProblem      string
 	// SidecarRejected counts the policy rejections of connections from
 	// pods with a sidecar (resolved from the lines' source pods, at most
 	// maxRejectedSources of them); SidecarKnown is false when none could
@@ -91,7 +93,7 @@ func (p ZtunnelProbe) Run(ctx context.Context, c cluster.Cluster, t cluster.Targ
 	if err != nil {
 		return ErrorResult(what, err)
 	}
-	in := ztunnelInput{ambientInput: base, Ztunnels: map[string]*corev1.Pod{}, Nodes: map[string][]string{}, NodesEnrolled: map[string]bool{}}
+	in := ztunnelInput{ambientInput: base, Ztunnels: map[string]*corev1.Pod{}, Nodes: map[string][]string{}, NodesNeedZtunnel: map[string]bool{}}
 	if !base.ambientOnPath() {
 		return evaluateZtunnel(t, in)
 	}
@@ -101,8 +103,8 @@ func (p ZtunnelProbe) Run(ctx context.Context, c cluster.Cluster, t cluster.Targ
 			return
 		}
 		in.Nodes[p.Spec.NodeName] = append(in.Nodes[p.Spec.NodeName], role+" "+p.Name)
-		if mesh.DataPlaneOf(p, ns).Enrolled() {
-			in.NodesEnrolled[p.Spec.NodeName] = true
+		if d := mesh.DataPlaneOf(p, ns); d.Enrolled() || d.Pending() {
+			in.NodesNeedZtunnel[p.Spec.NodeName] = true
 		}
 	}
 	if base.Source != nil {
@@ -247,14 +249,14 @@ func evaluateZtunnel(t cluster.Target, in ztunnelInput) Result {
 	var problems, notes, raw []string
 	without := []string{}
 	for _, node := range pathNodes(in.Nodes) {
-		if in.NodesEnrolled[node] && in.Ztunnels[node] == nil {
+		if in.NodesNeedZtunnel[node] && in.Ztunnels[node] == nil {
 			without = append(without, node)
 		}
 	}
 	r.Facts["ztunnel_pods"] = len(in.Ztunnels)
 	r.Facts["ztunnel_nodes_without"] = without
 	if len(without) > 0 {
-		problems = append(problems, fmt.Sprintf("no running ztunnel on %s, where pods of the path are enrolled", strings.Join(without, ", ")))
+		problems = append(problems, fmt.Sprintf("no running ztunnel on %s, where pods of the path are enrolled or pending (held until a ztunnel proxies them)", strings.Join(without, ", ")))
 	}
 
 	var all ztunnel.Summary

@@ -64,8 +64,9 @@ const (
 // PodDataPlane is how a pod's traffic meets the mesh.
 type PodDataPlane struct {
 	// Mode is DataPlaneSidecar, DataPlaneAmbient or DataPlaneNone.
-	// Ambient covers pods ztunnel carries and pods the labels put in
-	// ambient that the CNI has not enrolled (NotEnrolled).
+	// Ambient covers pods ztunnel carries, pods waiting for a ztunnel to
+	// carry them (Pending) and pods the labels put in ambient that the
+	// CNI has not enrolled (NotEnrolled).
 	Mode    string
 	Sidecar SidecarKind
 	// AmbientWanted: istio-cni's default enablement selectors match the
@@ -91,10 +92,19 @@ type PodDataPlane struct {
 // Enrolled reports a pod ztunnel carries: the CNI says so.
 func (d PodDataPlane) Enrolled() bool { return d.Redirection == RedirectionEnabled }
 
+// Pending reports a pod the CNI has captured (its traffic is redirected)
+// that no ztunnel proxies yet: ambient.istio.io/redirection=pending. Istio
+// says such a pod "will not egress/ingress traffic until an active
+// ztunnel begins proxying it": its traffic is held, not sent around
+// ztunnel. The cause is ztunnel on its node, not running or not ready
+// (yet), not the CNI.
+func (d PodDataPlane) Pending() bool { return d.Redirection == RedirectionPending }
+
 // NotEnrolled reports a pod the labels put in ambient that the CNI has
-// not (fully) enrolled: its traffic leaves and arrives without ztunnel,
-// in plaintext and outside every ztunnel policy.
-func (d PodDataPlane) NotEnrolled() bool { return d.AmbientWanted && !d.Enrolled() }
+// not captured (no redirection annotation, or one Istio does not write):
+// its traffic leaves and arrives without ztunnel, in plaintext and outside
+// every ztunnel policy. A Pending pod is captured, so not this.
+func (d PodDataPlane) NotEnrolled() bool { return d.AmbientWanted && !d.Enrolled() && !d.Pending() }
 
 // String says it as a triage shows it: "ambient (enrolled)",
 // "ambient, not enrolled (namespace label ...)", "sidecar (native)".
@@ -105,6 +115,9 @@ func (d PodDataPlane) String() string {
 	case DataPlaneAmbient:
 		if d.Enrolled() {
 			return "ambient (enrolled)"
+		}
+		if d.Pending() {
+			return "ambient, PENDING (" + d.WantedBy + "; " + annotation.AmbientRedirection.Name + "=pending: its traffic is held until ztunnel on its node proxies it)"
 		}
 		state := "no " + annotation.AmbientRedirection.Name + " annotation"
 		if d.Redirection != "" {
@@ -152,7 +165,7 @@ func DataPlaneOf(pod *corev1.Pod, ns *corev1.Namespace) PodDataPlane {
 		d.AmbientWanted, d.WantedBy = true, "namespace "+ns.Name+" label "+label.IoIstioDataplaneMode.Name+"=ambient"
 	}
 	d.Mode = DataPlaneNone
-	if d.AmbientWanted || d.Enrolled() {
+	if d.AmbientWanted || d.Enrolled() || d.Pending() {
 		d.Mode = DataPlaneAmbient
 		if d.WantedBy == "" {
 			d.WantedBy = "the CNI's annotation"

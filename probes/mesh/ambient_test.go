@@ -43,7 +43,8 @@ func TestDataPlaneOf(t *testing.T) {
 	}{
 		{"namespace label, enrolled", ambientPod("shop", "a", nil, enrolled, false), ambientNS, mesh.DataPlaneAmbient, true, false, false},
 		{"namespace label, not enrolled", ambientPod("shop", "a", nil, nil, false), ambientNS, mesh.DataPlaneAmbient, true, true, false},
-		{"namespace label, pending", ambientPod("shop", "a", nil, map[string]string{"ambient.istio.io/redirection": "pending"}, false), ambientNS, mesh.DataPlaneAmbient, true, true, false},
+		// Pending: captured, held until a ztunnel proxies it; not "not enrolled".
+		{"namespace label, pending", ambientPod("shop", "a", nil, map[string]string{"ambient.istio.io/redirection": "pending"}, false), ambientNS, mesh.DataPlaneAmbient, true, false, false},
 		{"pod opts out of an ambient namespace", ambientPod("shop", "a", map[string]string{"istio.io/dataplane-mode": "none"}, nil, false), ambientNS, mesh.DataPlaneNone, false, false, true},
 		{"pod label in a plain namespace", ambientPod("shop", "a", map[string]string{"istio.io/dataplane-mode": "ambient"}, enrolled, false), plainNS, mesh.DataPlaneAmbient, true, false, false},
 		{"a value other than none does not opt out", ambientPod("shop", "a", map[string]string{"istio.io/dataplane-mode": "sidecar"}, enrolled, false), ambientNS, mesh.DataPlaneAmbient, true, false, false},
@@ -65,6 +66,29 @@ func TestDataPlaneOf(t *testing.T) {
 	host.Spec.HostNetwork = true
 	if d := mesh.DataPlaneOf(host, ambientNS); d.Mode != mesh.DataPlaneNone || d.AmbientWanted {
 		t.Errorf("a host-network pod in an ambient namespace is %s, want none: the CNI cannot capture it", d)
+	}
+}
+
+// A pod the CNI marked ambient.istio.io/redirection=pending is captured
+// and waits for ztunnel on its node: Istio holds its traffic ("will not
+// egress/ingress traffic until an active ztunnel begins proxying it"). It
+// is not a pod the CNI left out, whose traffic goes around ztunnel in
+// plaintext: the triage must not say so, nor send the reader to restart
+// it.
+func TestPendingPodIsHeldNotUnenrolled(t *testing.T) {
+	pending := map[string]string{"ambient.istio.io/redirection": "pending"}
+	ambientNS := namespace("shop", map[string]string{"istio.io/dataplane-mode": "ambient"})
+	for name, ns := range map[string]*corev1.Namespace{"namespace read": ambientNS, "namespace unreadable": nil} {
+		d := mesh.DataPlaneOf(ambientPod("shop", "a", nil, pending, false), ns)
+		if !d.Pending() || d.NotEnrolled() || d.Enrolled() || d.Mode != mesh.DataPlaneAmbient {
+			t.Errorf("%s: pending pod is %s (mode %s, pending %v, not enrolled %v), want ambient, pending, not 'not enrolled'", name, d, d.Mode, d.Pending(), d.NotEnrolled())
+		}
+		if s := d.String(); strings.Contains(s, "NOT enrolled") || !strings.Contains(s, "pending") {
+			t.Errorf("%s: pending pod shown as %q", name, s)
+		}
+	}
+	if d := mesh.DataPlaneOf(ambientPod("shop", "a", nil, enrolled, false), ambientNS); d.Pending() {
+		t.Errorf("an enrolled pod is pending: %s", d)
 	}
 }
 
