@@ -55,6 +55,10 @@ type ambientPolicyInput struct {
 	PeerAuths       []*securityv1.PeerAuthentication
 	PeerKnown       bool
 	Port            int32
+	// WaypointNamespace is the namespace of the waypoint the Service names
+	// (nil when none is named, or it could not be read): a NetworkPolicy's
+	// namespaceSelector judges the waypoint's hops by its labels.
+	WaypointNamespace *corev1.Namespace
 }
 
 func (p AmbientPolicyProbe) Run(ctx context.Context, c cluster.Cluster, t cluster.Target) Result {
@@ -91,6 +95,20 @@ func (p AmbientPolicyProbe) Run(ctx context.Context, c cluster.Cluster, t cluste
 	)
 	for i, ns := range namespaces {
 		g.Go(func() { nps[i], npErrs[i] = cluster.NetworkPolicies(ctx, c, ns) })
+	}
+	// The waypoint's namespace, unless fetchAmbient read it already.
+	switch wpNS := base.Binding.Use.Ref.Namespace; {
+	case !base.Binding.Use.Named:
+	case wpNS == t.Namespace:
+		in.WaypointNamespace = base.Namespace
+	case base.Source != nil && wpNS == base.Source.Namespace:
+		in.WaypointNamespace = base.SourceNamespace
+	default:
+		g.Go(func() {
+			if ns, err := c.GetNamespace(ctx, wpNS); err == nil {
+				in.WaypointNamespace = ns
+			}
+		})
 	}
 	g.Go(func() { apNS, apErr = cluster.AuthorizationPolicies(ctx, c, t.Namespace) })
 	g.Go(func() { paNS, paErr = c.PeerAuthentications(ctx, t.Namespace) })
@@ -191,7 +209,7 @@ func evaluateAmbientPolicy(t cluster.Target, in ambientPolicyInput) Result {
 		}
 		if throughWaypoint {
 			for _, wp := range waypoints {
-				hops = append(hops, hop{from: wp, to: to, fromNS: nil, toNS: in.Namespace, port: port, hbone: toHBONE})
+				hops = append(hops, hop{from: wp, to: to, fromNS: in.WaypointNamespace, toNS: in.Namespace, port: port, hbone: toHBONE})
 			}
 			if mesh.DataPlaneOf(to, in.Namespace).Enrolled() {
 				arrivals = append(arrivals, arrival{to: to, src: identity(waypoints[0], true), by: "waypoint " + waypoints[0].Name})
@@ -205,7 +223,7 @@ func evaluateAmbientPolicy(t cluster.Target, in ambientPolicyInput) Result {
 	}
 	if throughWaypoint {
 		for _, wp := range waypoints {
-			hops = append(hops, hop{from: in.Source, to: wp, fromNS: srcNS, port: mesh.HBONEPort, hbone: true})
+			hops = append(hops, hop{from: in.Source, to: wp, fromNS: srcNS, toNS: in.WaypointNamespace, port: mesh.HBONEPort, hbone: true})
 		}
 	}
 

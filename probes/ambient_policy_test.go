@@ -90,3 +90,75 @@ spec:
 		})
 	}
 }
+
+// The hops to and from the waypoint are judged with the waypoint's
+// namespace: a namespaceSelector peer matches it, or does not, as for any
+// other pod; it is unknown only when that namespace could not be read.
+func TestAmbientPolicyWaypointHopsKnowTheWaypointsNamespace(t *testing.T) {
+	waypointIn := func(ns string) string {
+		return `
+apiVersion: v1
+kind: Namespace
+metadata: {name: waypoints, labels: {kubernetes.io/metadata.name: waypoints}}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: orders-waypoint, namespace: ` + ns + `}
+spec: {gatewayClassName: istio-waypoint, listeners: [{name: mesh, port: 15008, protocol: HBONE, allowedRoutes: {namespaces: {from: All}}}]}
+status: {addresses: [{type: Hostname, value: orders-waypoint.` + ns + `.svc.cluster.local}]}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: orders-waypoint-5c8d-x7k2p, namespace: ` + ns + `, labels: {gateway.networking.k8s.io/gateway-name: orders-waypoint, gateway.istio.io/managed: istio.io-mesh-controller}}
+spec: {nodeName: worker-b, serviceAccountName: orders-waypoint, containers: [{name: istio-proxy}]}
+status: {phase: Running, podIP: 10.244.1.30, conditions: [{type: Ready, status: "True"}]}
+`
+	}
+	// The Service's pods admit HBONE from namespace NS only; web's egress
+	// reaches HBONE in namespace NS only.
+	policies := func(ns string) string {
+		return `
+apiVersion: networking.k8s.io/v1
+kind: NetworkPolicy
+metadata: {name: orders-hbone, namespace: shop}
+spec:
+  podSelector: {matchLabels: {app: orders}}
+  ingress: [{from: [{namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: ` + ns + `}}}], ports: [{port: 15008}]}]
+---
+apiVersion: networking.k8s.io/v1
+kind: NetworkPolicy
+metadata: {name: web-egress, namespace: shop}
+spec:
+  podSelector: {matchLabels: {app: web}}
+  policyTypes: [Egress]
+  egress: [{to: [{namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: ` + ns + `}}}], ports: [{port: 15008}]}]
+`
+	}
+	useWaypoint := func(ns string) []string {
+		return []string{"metadata: {name: orders, namespace: shop}",
+			"metadata: {name: orders, namespace: shop, labels: {istio.io/use-waypoint: orders-waypoint, istio.io/use-waypoint-namespace: " + ns + "}}"}
+	}
+	for _, tc := range []struct {
+		name, waypointNS, admittedNS string
+		blocked                      any
+		hops                         []string
+	}{
+		{"waypoint in the Service's namespace, policies admit another", "shop", "frontend", true,
+			[]string{"shop/orders-waypoint-5c8d-x7k2p -> shop/orders-1 TCP 15008", "shop/orders-waypoint-5c8d-x7k2p -> shop/orders-2 TCP 15008", "shop/web-1 -> shop/orders-waypoint-5c8d-x7k2p TCP 15008"}},
+		{"waypoint in the Service's namespace, policies admit it", "shop", "shop", false, []string{}},
+		{"waypoint in a namespace of its own, policies admit it", "waypoints", "waypoints", false, []string{}},
+		{"waypoint in a namespace of its own, policies admit another", "waypoints", "shop", true,
+			[]string{"waypoints/orders-waypoint-5c8d-x7k2p -> shop/orders-1 TCP 15008", "waypoints/orders-waypoint-5c8d-x7k2p -> shop/orders-2 TCP 15008", "shop/web-1 -> waypoints/orders-waypoint-5c8d-x7k2p TCP 15008"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := ambientPolicyWorld(t, useWaypoint(tc.waypointNS), waypointIn(tc.waypointNS), policies(tc.admittedNS))
+			r := runChecked(t, AmbientPolicyProbe{}, c, webToOrders)
+			if r.Facts["hbone_netpol_blocked"] != tc.blocked || !reflect.DeepEqual(r.Facts["hbone_blocked_hops"], tc.hops) {
+				t.Errorf("blocked %v %v, want %v %v\n%s\n%v", r.Facts["hbone_netpol_blocked"], r.Facts["hbone_blocked_hops"], tc.blocked, tc.hops, r.Summary, r.Evidence.Rows)
+			}
+			if !strings.Contains(r.Summary, "through waypoint "+tc.waypointNS+"/orders-waypoint") {
+				t.Errorf("not judged through the waypoint: %s", r.Summary)
+			}
+		})
+	}
+}
