@@ -126,13 +126,16 @@ func fetchAmbient(ctx context.Context, c cluster.Cluster, t cluster.Target) (amb
 }
 
 // callerKind is what the caller is to the data plane: ambient (enrolled),
-// sidecar, gateway, or none (outside the mesh, or not enrolled).
+// sidecar, gateway, waypoint (a waypoint's pod, whose istio-proxy is no
+// sidecar), or none (outside the mesh, not enrolled, or pending).
 func callerKind(pod *corev1.Pod) string {
 	if gw, _ := mesh.GatewayPod(pod); gw {
 		return mesh.CallerGateway
 	}
 	d := mesh.DataPlaneOf(pod, nil)
 	switch {
+	case d.Mode == mesh.DataPlaneWaypoint:
+		return mesh.DataPlaneWaypoint
 	case d.Mode == mesh.DataPlaneSidecar:
 		return mesh.CallerSidecar
 	case d.Enrolled():
@@ -159,8 +162,10 @@ func (in ambientInput) ambientOnPath() bool {
 	if in.Binding.Use.Named {
 		return true
 	}
-	if in.Source != nil && mesh.DataPlaneOf(in.Source, in.SourceNamespace).Mode == mesh.DataPlaneAmbient {
-		return true
+	if in.Source != nil {
+		if m := mesh.DataPlaneOf(in.Source, in.SourceNamespace).Mode; m == mesh.DataPlaneAmbient || m == mesh.DataPlaneWaypoint {
+			return true
+		}
 	}
 	for i := range in.Pods {
 		if mesh.DataPlaneOf(&in.Pods[i], in.Namespace).Mode == mesh.DataPlaneAmbient {

@@ -26,7 +26,7 @@ func (DataPlaneProbe) Meta() Meta {
 		Reads: []string{"services", "pods", "namespaces", "gateways.gateway.networking.k8s.io"},
 		Facts: []FactSpec{
 			{"dataplane_ambient", FactBool, "ztunnel or a waypoint carries some of the traffic: the caller or a pod of the Service is in ambient (enrolled or meant to be), or the Service names a waypoint"},
-			{"dataplane_source", FactString, "the caller's data plane: sidecar, ambient (enrolled: ztunnel carries it), gateway, none (outside the mesh, not enrolled, or pending: no ztunnel carries it yet); absent without a caller"},
+			{"dataplane_source", FactString, "the caller's data plane: sidecar, ambient (enrolled: ztunnel carries it), gateway, waypoint (a waypoint's pod: its Envoy is no sidecar), none (outside the mesh, not enrolled, or pending: no ztunnel carries it yet); absent without a caller"},
 			{"dataplane_source_not_enrolled", FactBool, "the caller is meant for ambient (istio.io/dataplane-mode on it or its namespace) but the CNI has not captured it (no ambient.istio.io/redirection annotation; pending is captured, see dataplane_pending_pods): its traffic bypasses ztunnel, in plaintext"},
 			{"dataplane_target", FactString, "the data plane of the Service's pods: sidecar, ambient, none, or mixed"},
 			{"dataplane_target_ambient", FactInt, "pods of the Service enrolled in ambient"},
@@ -182,6 +182,9 @@ func evaluateDataPlane(t cluster.Target, in ambientInput) Result {
 	switch {
 	case b.State == mesh.WaypointBound && in.Source != nil:
 		through, why := mesh.TraversesServiceWaypoint(callerKind(in.Source), in.Service, in.Namespace)
+		if callerKind(in.Source) == mesh.DataPlaneWaypoint {
+			through, why = false, "the caller is a waypoint's pod: it sends to the Service's pods directly, with the waypoint's identity"
+		}
 		r.Facts["waypoint_traversed"] = through
 		raw = append(raw, "this caller and the waypoint: "+why)
 	case in.Source != nil && b.State != mesh.WaypointUnknown:

@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/meshtriage/meshtriage/probes/cluster"
 )
 
 // setRedirection sets (or, with "", removes) the CNI's
@@ -58,5 +60,21 @@ func TestDataPlanePendingPodsAreHeldNotUnenrolled(t *testing.T) {
 	}
 	if _, ok := r.Facts["dataplane_pending_pods"]; ok {
 		t.Errorf("no pod pending, yet dataplane_pending_pods = %v", r.Facts["dataplane_pending_pods"])
+	}
+}
+
+// A waypoint's pod named as the caller is a waypoint: not a sidecar that
+// goes around the Service's waypoint, whatever its istio-proxy says.
+func TestDataPlaneWaypointCallerIsNoSidecar(t *testing.T) {
+	c := newAmbientFake(t, ordersWaypointPod)
+	from := webToOrders
+	from.Source = &cluster.PodRef{Namespace: "shop", Name: "orders-waypoint-5c8d-x7k2p"}
+	pod, _ := c.GetPod(context.Background(), "shop", "orders-waypoint-5c8d-x7k2p")
+	if k := callerKind(pod); k == "sidecar" || k != "waypoint" {
+		t.Errorf("callerKind(waypoint pod) = %q, want waypoint", k)
+	}
+	r := runChecked(t, DataPlaneProbe{}, c, from)
+	if r.Facts["dataplane_source"] != "waypoint" {
+		t.Errorf("dataplane_source = %v, want waypoint", r.Facts["dataplane_source"])
 	}
 }

@@ -181,7 +181,9 @@ func (p ZtunnelProbe) Run(ctx context.Context, c cluster.Cluster, t cluster.Targ
 }
 
 // sidecarRejections reads the pods whose connections were rejected, most
-// rejected first, and counts the rejections of those with a sidecar.
+// rejected first, and counts the rejections of those with a sidecar. A
+// waypoint's pod has an istio-proxy too, but it is the path sidecars go
+// around: a rejection of its identity is a policy's (ambient.authz-rejected).
 func sidecarRejections(ctx context.Context, c cluster.Cluster, logs []ztunnelLog) (int, bool) {
 	var all ztunnel.Summary
 	for _, l := range logs {
@@ -203,7 +205,7 @@ func sidecarRejections(ctx context.Context, c cluster.Cluster, logs []ztunnelLog
 			continue
 		}
 		known = true
-		if mesh.PodSidecar(pod) != mesh.SidecarNone {
+		if mesh.PodSidecar(pod) != mesh.SidecarNone && !mesh.IsWaypointPod(pod) {
 			n += all.RejectedPods[ref]
 		}
 	}
@@ -453,6 +455,9 @@ func ztunnelCallers(ctx context.Context, c cluster.Cluster, t cluster.Target, ta
 		pod, err := c.GetPod(ctx, k[0], k[1])
 		if err != nil {
 			continue // gone since: nothing to read
+		}
+		if mesh.IsWaypointPod(pod) {
+			continue // a hop of ambient callers' requests, not a caller
 		}
 		out = append(out, ztunnelCaller{Pod: pod, Failed: p.failed, Total: p.total})
 	}

@@ -1,9 +1,12 @@
 package probes
 
 import (
+	"context"
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/meshtriage/meshtriage/probes/cluster"
 )
 
 // A pending pod (ambient.istio.io/redirection=pending) waits for ztunnel
@@ -16,5 +19,68 @@ func TestZtunnelNodesWithoutCountPendingPods(t *testing.T) {
 	r := runChecked(t, ZtunnelProbe{}, c, webToOrders)
 	if !reflect.DeepEqual(r.Facts["ztunnel_nodes_without"], []string{"worker-c"}) || r.Status != StatusFail || !strings.Contains(r.Summary, "worker-c") {
 		t.Errorf("nodes without %v; %s %s", r.Facts["ztunnel_nodes_without"], r.Status, r.Summary)
+	}
+}
+
+// The Service's waypoint, on worker-b: an Envoy in an istio-proxy
+// container, which PodSidecar calls a classic sidecar.
+const ordersWaypointPod = `
+apiVersion: v1
+kind: Pod
+metadata: {name: orders-waypoint-5c8d-x7k2p, namespace: shop, labels: {gateway.networking.k8s.io/gateway-name: orders-waypoint, gateway.istio.io/managed: istio.io-mesh-controller}}
+spec: {nodeName: worker-b, serviceAccountName: orders-waypoint, containers: [{name: istio-proxy, args: [proxy, waypoint, --domain, shop.svc.cluster.local]}]}
+status: {phase: Running, podIP: 10.244.1.30, conditions: [{type: Ready, status: "True"}]}
+`
+
+// ztunnelLine is an access line of ztunnel about a connection to orders-1
+// (10.244.1.7 on worker-b) from src (NAMESPACE/POD) at srcIP.
+func ztunnelLine(ts, src, srcIP, sa, direction, errMsg string) string {
+	ns, pod, _ := strings.Cut(src, "/")
+	level, tail := "info", ""
+	if errMsg != "" {
+		level, tail = "error", ` error="`+errMsg+`"`
+	}
+	return ts + "\t" + level + "\taccess\tconnection complete\tsrc.addr=" + srcIP + `:51740 src.workload="` + pod + `" src.namespace="` + ns +
+		`" src.identity="spiffe://cluster.local/ns/` + ns + `/sa/` + sa + `" dst.addr=10.244.1.7:15008 dst.hbone_addr=10.244.1.7:8080` +
+		` dst.service="orders.shop.svc.cluster.local" dst.workload="orders-1" dst.namespace="shop" dst.identity="spiffe://cluster.local/ns/shop/sa/orders"` +
+		` direction="` + direction + `" bytes_sent=0 bytes_recv=0 duration="0ms"` + tail + "\n"
+}
+
+var ztunnelB = cluster.PodRef{Namespace: "istio-system", Name: "ztunnel-b"}
+
+// A waypoint sends to the Service's pods with its own identity: ztunnel
+// refusing it is an AuthorizationPolicy refusing the waypoint
+// (ambient.authz-rejected), not a sidecar going around the waypoint
+// (ambient.sidecar-bypasses-waypoint). Its istio-proxy container must not
+// make it count as a sidecar.
+func TestZtunnelWaypointRejectionsAreNotSidecarRejections(t *testing.T) {
+	c := newAmbientFake(t, ordersWaypointPod)
+	c.logs = map[string][]byte{logKey(ztunnelB, "istio-proxy"): []byte(
+		ztunnelLine("2026-12-02T05:11:21.003920Z", "shop/orders-waypoint-5c8d-x7k2p", "10.244.1.30", "orders-waypoint", "inbound",
+			"connection closed due to policy rejection: explicitly denied by: shop/deny-waypoint"))}
+	r := runChecked(t, ZtunnelProbe{}, c, webToOrders)
+	if r.Facts["ztunnel_rejections"] != 1 || r.Facts["ztunnel_sidecar_rejections"] != 0 {
+		t.Errorf("rejections %v, of sidecars %v: the waypoint is no sidecar", r.Facts["ztunnel_rejections"], r.Facts["ztunnel_sidecar_rejections"])
+	}
+}
+
+// The caller search reads the target's ztunnels for who connects to it:
+// the waypoint is a hop of ambient callers' traffic, not a caller.
+func TestZtunnelCallersLeaveOutTheWaypoint(t *testing.T) {
+	c := newAmbientFake(t, ordersWaypointPod)
+	c.logs = map[string][]byte{logKey(ztunnelB, "istio-proxy"): []byte(
+		ztunnelLine("2026-12-02T05:11:20.000000Z", "shop/orders-waypoint-5c8d-x7k2p", "10.244.1.30", "orders-waypoint", "inbound", "") +
+			ztunnelLine("2026-12-02T05:11:21.000000Z", "shop/web-1", "10.244.0.21", "web", "inbound", ""))}
+	pods, err := c.ListPods(context.Background(), "shop", map[string]string{"app": "orders"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, problems := ztunnelCallers(context.Background(), c, webToOrders, pods)
+	var names []string
+	for _, zc := range got {
+		names = append(names, zc.Pod.Name)
+	}
+	if !reflect.DeepEqual(names, []string{"web-1"}) {
+		t.Errorf("callers %v (problems %v), want web-1 alone", names, problems)
 	}
 }

@@ -22,9 +22,10 @@ import (
 
 // Data planes a pod's traffic can take.
 const (
-	DataPlaneSidecar = "sidecar" // an istio-proxy in the pod
-	DataPlaneAmbient = "ambient" // ztunnel on its node (enrolled, or meant to be)
-	DataPlaneNone    = "none"    // outside the mesh
+	DataPlaneSidecar  = "sidecar"  // an istio-proxy in the pod
+	DataPlaneAmbient  = "ambient"  // ztunnel on its node (enrolled, or meant to be)
+	DataPlaneWaypoint = "waypoint" // the pod is a waypoint: ambient mode's Envoy, no sidecar
+	DataPlaneNone     = "none"     // outside the mesh
 )
 
 // Values of the ambient labels and annotations istio.io/api has no
@@ -63,10 +64,10 @@ const (
 
 // PodDataPlane is how a pod's traffic meets the mesh.
 type PodDataPlane struct {
-	// Mode is DataPlaneSidecar, DataPlaneAmbient or DataPlaneNone.
-	// Ambient covers pods ztunnel carries, pods waiting for a ztunnel to
-	// carry them (Pending) and pods the labels put in ambient that the
-	// CNI has not enrolled (NotEnrolled).
+	// Mode is DataPlaneSidecar, DataPlaneAmbient, DataPlaneWaypoint or
+	// DataPlaneNone. Ambient covers pods ztunnel carries, pods waiting
+	// for a ztunnel to carry them (Pending) and pods the labels put in
+	// ambient that the CNI has not enrolled (NotEnrolled).
 	Mode    string
 	Sidecar SidecarKind
 	// AmbientWanted: istio-cni's default enablement selectors match the
@@ -112,6 +113,8 @@ func (d PodDataPlane) String() string {
 	switch d.Mode {
 	case DataPlaneSidecar:
 		return "sidecar (" + string(d.Sidecar) + ")"
+	case DataPlaneWaypoint:
+		return "waypoint (ambient mode's Envoy, not a sidecar)"
 	case DataPlaneAmbient:
 		if d.Enrolled() {
 			return "ambient (enrolled)"
@@ -137,11 +140,17 @@ func (d PodDataPlane) String() string {
 }
 
 // DataPlaneOf classifies pod in namespace ns (nil when it could not be
-// read). A pod with an istio-proxy is a sidecar pod whatever the labels
-// say: istio-cni never enrolls one.
+// read). A waypoint's pod is a waypoint: its istio-proxy is the
+// waypoint's Envoy, not a sidecar in front of an app. Any other pod with
+// an istio-proxy is a sidecar pod whatever the labels say: istio-cni
+// never enrolls one.
 func DataPlaneOf(pod *corev1.Pod, ns *corev1.Namespace) PodDataPlane {
 	d := PodDataPlane{Sidecar: PodSidecar(pod), Redirection: pod.Annotations[annotation.AmbientRedirection.Name],
 		HostNetwork: pod.Spec.HostNetwork, NamespaceUnknown: ns == nil}
+	if IsWaypointPod(pod) {
+		d.Mode, d.Sidecar = DataPlaneWaypoint, SidecarNone
+		return d
+	}
 	if d.Sidecar != SidecarNone || pod.Annotations[annotation.SidecarStatus.Name] != "" {
 		d.Mode = DataPlaneSidecar
 		if d.Sidecar == SidecarNone {
@@ -187,9 +196,13 @@ func IsZtunnelPod(pod *corev1.Pod, systemNamespace string) bool {
 	return pod.Namespace == systemNamespace && pod.Labels["app"] == ZtunnelApp
 }
 
-// IsWaypointPod reports a pod istiod deployed for a waypoint.
+// IsWaypointPod reports a waypoint's pod: istiod deployed it for a
+// waypoint (gateway.istio.io/managed=istio.io-mesh-controller), or its
+// istio-proxy runs `pilot-agent proxy waypoint`. Its istio-proxy
+// container makes PodSidecar call it a sidecar; it is none, and never a
+// caller of its own: it carries ambient callers' requests.
 func IsWaypointPod(pod *corev1.Pod) bool {
-	return pod.Labels[label.GatewayManaged.Name] == WaypointManagedValue
+	return pod.Labels[label.GatewayManaged.Name] == WaypointManagedValue || ProxyType(pod) == ProxyTypeWaypoint
 }
 
 // WaypointPodSelector selects the pods of waypoint name in its namespace.

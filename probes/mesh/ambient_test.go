@@ -92,6 +92,31 @@ func TestPendingPodIsHeldNotUnenrolled(t *testing.T) {
 	}
 }
 
+// A waypoint's pod has an istio-proxy container, so PodSidecar (which
+// many probes use for "has an Envoy") calls it classic; as a data plane it
+// is a waypoint, never a sidecar caller.
+func TestWaypointPodIsNotASidecar(t *testing.T) {
+	ambientNS := namespace("shop", map[string]string{"istio.io/dataplane-mode": "ambient"})
+	labelled := ambientPod("shop", "orders-waypoint-5c8d-x7k2p", map[string]string{
+		"gateway.networking.k8s.io/gateway-name": "orders-waypoint", "gateway.istio.io/managed": "istio.io-mesh-controller"}, nil, true)
+	// A hand-made waypoint: no managed label, but its Envoy runs
+	// `pilot-agent proxy waypoint`.
+	byArgs := ambientPod("shop", "my-waypoint-0", nil, nil, false)
+	byArgs.Spec.Containers = []corev1.Container{{Name: "istio-proxy", Args: []string{"proxy", "waypoint", "--domain", "shop.svc.cluster.local"}}}
+	for _, p := range []*corev1.Pod{labelled, byArgs} {
+		if mesh.PodSidecar(p) == mesh.SidecarNone {
+			t.Fatalf("%s: PodSidecar must still see its istio-proxy", p.Name)
+		}
+		d := mesh.DataPlaneOf(p, ambientNS)
+		if d.Mode == mesh.DataPlaneSidecar || d.Mode != "waypoint" || strings.Contains(d.String(), "sidecar (") {
+			t.Errorf("%s: data plane %s (%s), want waypoint", p.Name, d.Mode, d)
+		}
+	}
+	if d := mesh.DataPlaneOf(ambientPod("shop", "web", nil, nil, true), ambientNS); d.Mode != mesh.DataPlaneSidecar {
+		t.Errorf("an app pod with an istio-proxy is %s, want sidecar", d.Mode)
+	}
+}
+
 func service(ns, name string, labels map[string]string) *corev1.Service {
 	return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels}}
 }
