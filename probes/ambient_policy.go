@@ -239,6 +239,14 @@ func evaluateAmbientPolicy(t cluster.Target, in ambientPolicyInput) Result {
 			r.Evidence.Rows = append(r.Evidence.Rows, []string{h.String(), "NetworkPolicy", "unknown", "the NetworkPolicies of the namespace could not be read"})
 			continue
 		}
+		if h.port == 0 {
+			// No port to judge: the Service has none, or its named
+			// targetPort names no port of the pod (then no endpoint of the
+			// pod serves it).
+			undecided = true
+			r.Evidence.Rows = append(r.Evidence.Rows, []string{h.String(), "NetworkPolicy", "unknown", unresolvedPortWhy(svcPort, h.to)})
+			continue
+		}
 		v := mesh.NetworkPolicyAllows(mesh.NetPeer{Pod: h.from, Namespace: h.fromNS}, mesh.NetPeer{Pod: h.to, Namespace: h.toNS}, h.port, ingress, egress)
 		verdict := "admitted"
 		switch {
@@ -266,16 +274,28 @@ func evaluateAmbientPolicy(t cluster.Target, in ambientPolicyInput) Result {
 	var problems, notes []string
 	if len(blocked) > 0 {
 		problems = append(problems, fmt.Sprintf("NetworkPolicy drops %s", strings.Join(blocked, ", ")))
+	} else if undecided {
+		notes = append(notes, "NetworkPolicy's verdict on some hops is unknown")
 	}
 	if in.AuthzKnown && in.PeerKnown && len(arrivals) > 0 {
 		cfg := &mesh.Config{RootNamespace: in.Mesh.RootNamespace(in.ControlPlane), PeerAuthentications: in.PeerAuths}
 		denied, decided := false, true
-		var deniedBy, reason string
+		var deniedBy, reason, refused string
 		var policies, waypointPolicies []string
 		for _, a := range arrivals {
-			peer := cfg.PeerAuthMode(a.to.Namespace, a.to.Labels, targetPortOn(svcPort, a.to))
-			v := mesh.ZtunnelAuthorize(in.Authz, cfg.RootNamespace, a.to, a.src, targetPortOn(svcPort, a.to), peer)
-			policies, waypointPolicies = v.Policies, v.WaypointPolicies
+			arrives := a.by + " -> " + a.to.Namespace + "/" + a.to.Name
+			port := targetPortOn(svcPort, a.to)
+			if port == 0 {
+				decided = false
+				r.Evidence.Rows = append(r.Evidence.Rows, []string{arrives, "ztunnel authorization", "unknown", unresolvedPortWhy(svcPort, a.to)})
+				continue
+			}
+			peer := cfg.PeerAuthMode(a.to.Namespace, a.to.Labels, port)
+			v := mesh.ZtunnelAuthorize(in.Authz, cfg.RootNamespace, a.to, a.src, port, peer)
+			if !denied {
+				// The policies at the pod that refuses, else at the last.
+				policies, waypointPolicies = v.Policies, v.WaypointPolicies
+			}
 			verdict := "admitted"
 			switch {
 			case !v.Decided:
@@ -284,16 +304,19 @@ func evaluateAmbientPolicy(t cluster.Target, in ambientPolicyInput) Result {
 				verdict = "REFUSED: " + v.Reason
 				if !denied {
 					denied, deniedBy, reason = true, v.DeniedBy, v.Reason
+					refused = fmt.Sprintf("%s at %s/%s", a.by, a.to.Namespace, a.to.Name)
 				}
 			}
-			r.Evidence.Rows = append(r.Evidence.Rows, []string{a.by + " -> " + a.to.Namespace + "/" + a.to.Name, "ztunnel authorization", verdict, v.Why})
+			r.Evidence.Rows = append(r.Evidence.Rows, []string{arrives, "ztunnel authorization", verdict, v.Why})
 		}
 		switch {
 		case denied:
 			r.Facts["authz_denied"] = true
-			problems = append(problems, fmt.Sprintf("the Service's ztunnel refuses the %s: %s", arrivals[0].by, reason))
+			problems = append(problems, fmt.Sprintf("the Service's ztunnel refuses the %s: %s", refused, reason))
 		case decided:
 			r.Facts["authz_denied"] = false
+		default:
+			notes = append(notes, "ztunnel's verdict on some connections is unknown")
 		}
 		r.Facts["authz_denied_by"] = deniedBy
 		r.Facts["authz_reason"] = reason
@@ -371,6 +394,15 @@ func waypointAdmitted(in ambientPolicyInput, cfg *mesh.Config, svcPort *corev1.S
 		return &v.Allowed
 	}
 	return nil
+}
+
+// unresolvedPortWhy says why a hop to pod has no port.
+func unresolvedPortWhy(sp *corev1.ServicePort, pod *corev1.Pod) string {
+	if sp == nil {
+		return "the Service has no port: the port the connection takes is unknown"
+	}
+	tp := serviceTargetPort(*sp)
+	return fmt.Sprintf("the Service port's targetPort %s names no port of %s/%s (no endpoint of it serves the port): the port the connection takes is unknown", tp.String(), pod.Namespace, pod.Name)
 }
 
 // servicePortOf is the Service's port numbered port, or its first port.

@@ -162,3 +162,63 @@ spec:
 		})
 	}
 }
+
+// A hop whose port is unknown (the Service's named targetPort names no
+// port of the pod) is no verdict: not DROPPED, not admitted.
+func TestAmbientPolicyUnresolvedPortIsUnknown(t *testing.T) {
+	docs := `
+apiVersion: v1
+kind: Pod
+metadata: {name: orders-3, namespace: shop, labels: {app: orders, security.istio.io/tlsMode: istio}}
+spec: {nodeName: worker-c, serviceAccountName: orders, containers: [{name: orders}, {name: istio-proxy}]}
+status: {phase: Running, podIP: 10.244.2.10, conditions: [{type: Ready, status: "True"}]}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: client-1, namespace: shop, labels: {app: web}}
+spec: {nodeName: worker-a, serviceAccountName: web, containers: [{name: client}, {name: istio-proxy}]}
+status: {phase: Running, podIP: 10.244.0.22, conditions: [{type: Ready, status: "True"}]}
+---
+apiVersion: networking.k8s.io/v1
+kind: NetworkPolicy
+metadata: {name: orders-from-web, namespace: shop}
+spec:
+  podSelector: {matchLabels: {app: orders}}
+  ingress: [{from: [{podSelector: {matchLabels: {app: web}}}], ports: [{port: 15008}]}]
+`
+	named := []string{"ports: [{name: http, port: 8080, targetPort: 8080}]", "ports: [{name: http, port: 8080, targetPort: http}]"}
+	target := cluster.Target{Namespace: "shop", Service: "orders", Port: 8080, Source: &cluster.PodRef{Namespace: "shop", Name: "client-1"}}
+	r := runChecked(t, AmbientPolicyProbe{}, ambientPolicyWorld(t, named, docs), target)
+	if _, ok := r.Facts["hbone_netpol_blocked"]; ok || len(r.Facts["hbone_blocked_hops"].([]string)) != 0 || r.Status != StatusWarn {
+		t.Errorf("%s %s: blocked %v %v, want unknown and none", r.Status, r.Summary, r.Facts["hbone_netpol_blocked"], r.Facts["hbone_blocked_hops"])
+	}
+	got := evidenceVerdicts(r)
+	for hop, want := range map[string]string{
+		"shop/client-1 -> shop/orders-1 TCP 15008 | NetworkPolicy": "admitted",
+		"shop/client-1 -> shop/orders-3 TCP 0 | NetworkPolicy":     "unknown",
+	} {
+		if got[hop] != want {
+			t.Errorf("%s: %q, want %q\n%v", hop, got[hop], want, r.Evidence.Rows)
+		}
+	}
+}
+
+// The refusal names the arrival ztunnel refuses, and the policies are
+// those at its pod, not at the last one judged.
+func TestAmbientPolicyRefusalNamesTheRefusedArrival(t *testing.T) {
+	// orders-1 alone is held to an ALLOW policy that admits another caller.
+	docs := `
+apiVersion: security.istio.io/v1
+kind: AuthorizationPolicy
+metadata: {name: orders-1-from-checkout, namespace: shop}
+spec:
+  selector: {matchLabels: {app: orders, shard: "1"}}
+  rules: [{from: [{source: {principals: [cluster.local/ns/shop/sa/checkout]}}]}]
+`
+	edit := []string{"metadata: {name: orders-1, namespace: shop, labels: {app: orders}", `metadata: {name: orders-1, namespace: shop, labels: {app: orders, shard: "1"}`}
+	r := runChecked(t, AmbientPolicyProbe{}, ambientPolicyWorld(t, edit, docs), webToOrders)
+	if r.Facts["authz_denied"] != true || !strings.Contains(r.Summary, "refuses the caller web-1 at shop/orders-1: allow policies exist, but none allowed") ||
+		!reflect.DeepEqual(r.Facts["authz_policies"], []string{"ALLOW shop/orders-1-from-checkout"}) {
+		t.Errorf("%s %s\npolicies %v\n%v", r.Status, r.Summary, r.Facts["authz_policies"], r.Evidence.Rows)
+	}
+}
