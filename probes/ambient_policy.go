@@ -9,7 +9,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingk8s "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/mesh"
@@ -418,24 +417,13 @@ func servicePortOf(svc *corev1.Service, port int32) *corev1.ServicePort {
 	return nil
 }
 
-// targetPortOn is the pod port the Service port sends to: a number, or a
-// container port by name.
+// targetPortOn is the pod port the Service port sends to
+// (resolvedTargetPort), 0 when the Service has no port.
 func targetPortOn(sp *corev1.ServicePort, pod *corev1.Pod) int32 {
 	if sp == nil {
 		return 0
 	}
-	tp := serviceTargetPort(*sp)
-	if tp.Type == intstr.Int {
-		return tp.IntVal
-	}
-	for _, c := range pod.Spec.Containers {
-		for _, cp := range c.Ports {
-			if cp.Name == tp.StrVal {
-				return cp.ContainerPort
-			}
-		}
-	}
-	return 0
+	return resolvedTargetPort(*sp, pod)
 }
 
 func firstNonEmptyStr(values ...string) string {
