@@ -11,7 +11,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/meshtriage/meshtriage/probes/cluster"
-	"github.com/meshtriage/meshtriage/probes/mesh"
 	"github.com/meshtriage/meshtriage/probes/parse/accesslog"
 	"github.com/meshtriage/meshtriage/probes/parse/clustername"
 	"github.com/meshtriage/meshtriage/probes/parse/envoy"
@@ -86,7 +85,7 @@ func (p WaypointProbe) Run(ctx context.Context, c cluster.Cluster, t cluster.Tar
 			}
 		})
 		g.Go(func() {
-			data, err := c.Logs(ctx, ref, cluster.LogOptions{Container: mesh.ProxyContainer, Since: accessLogWindow, TailLines: AccessLogTailLines})
+			data, err := newestProxyLog(ctx, c, ref, waypointTailLines)
 			if err != nil {
 				in.Reads[i].LogErr = cluster.AccessProblem("read the log of waypoint "+ref.String(), err)
 				return

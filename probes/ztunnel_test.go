@@ -5,8 +5,10 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/meshtriage/meshtriage/probes/cluster"
+	"github.com/meshtriage/meshtriage/probes/cluster/recorded"
 )
 
 // A pending pod (ambient.istio.io/redirection=pending) waits for ztunnel
@@ -82,5 +84,68 @@ func TestZtunnelCallersLeaveOutTheWaypoint(t *testing.T) {
 	}
 	if !reflect.DeepEqual(names, []string{"web-1"}) {
 		t.Errorf("callers %v (problems %v), want web-1 alone", names, problems)
+	}
+}
+
+// busyLog is n access lines of a busy proxy, one every 10 ms up to the
+// newest, which is last; line(i, ts) writes line i (n-1 the newest).
+func busyLog(n int, line func(i int, ts string) string) []byte {
+	start := time.Date(2026, 12, 2, 5, 11, 0, 0, time.UTC)
+	var b strings.Builder
+	for i := range n {
+		b.WriteString(line(i, start.Add(time.Duration(i)*10*time.Millisecond).Format("2006-01-02T15:04:05.000000Z")))
+	}
+	return []byte(b.String())
+}
+
+// recordedAmbient serves objects and logs as a recorded scenario does: the
+// API server's log semantics (Since, then TailLines, then LimitBytes from
+// the oldest line of the tail), which the probes' fake does not model.
+func recordedAmbient(t *testing.T, logs map[recorded.LogKey][]byte, docs ...string) cluster.Cluster {
+	t.Helper()
+	s := recorded.FromObjects("test", decodeObjects(t, docs...))
+	s.Logs = logs
+	c, err := recorded.NewCluster(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// The incident is the newest lines. ztunnel logs every connection of its
+// node, 520-650 bytes a line: a tail whose bytes pass the read's limit
+// loses its newest lines, as LimitBytes counts from the oldest. The
+// newest line, the one refusal, must be read, with lines of a typical
+// length and with lines longer than the read allows for.
+func TestZtunnelLogReadKeepsTheNewestLines(t *testing.T) {
+	// The test line is ~445 bytes; padded to a real one's ~580, or to
+	// ~2.4 KB.
+	for name, pad := range map[string]int{"typical lines": 135, "lines twice as long as allowed for": 2000} {
+		t.Run(name, func(t *testing.T) {
+			log := busyLog(20000, func(i int, ts string) string {
+				if i == 19999 {
+					return ztunnelLine(ts, "shop/web-1", "10.244.0.21", "web", "inbound", "connection closed due to policy rejection: explicitly denied by: shop/deny-web")
+				}
+				l := ztunnelLine(ts, "shop/web-1", "10.244.0.21", "web", "inbound", "")
+				return strings.TrimSuffix(l, "\n") + strings.Repeat(" ", pad) + "\n"
+			})
+			if n := len(log) / 20000; n < 520 || len(log) <= 2*cluster.DefaultLogLimit {
+				t.Fatalf("lines of %d bytes, %d in all: not a busy ztunnel's", len(log)/20000, len(log))
+			}
+			c := recordedAmbient(t, map[recorded.LogKey][]byte{{Pod: ztunnelB, Container: "istio-proxy"}: log}, ambientWorld)
+			r := runChecked(t, ZtunnelProbe{}, c, webToOrders)
+			if r.Facts["ztunnel_rejections"] != 1 || !reflect.DeepEqual(r.Facts["ztunnel_denied_by"], []string{"shop/deny-web=1"}) {
+				t.Errorf("the newest line, a refusal, was not read: rejections %v, entries %v", r.Facts["ztunnel_rejections"], r.Facts["ztunnel_entries"])
+			}
+			// The caller search reads the same logs.
+			pods, _ := c.ListPods(context.Background(), "shop", map[string]string{"app": "orders"})
+			callers, _ := ztunnelCallers(context.Background(), c, webToOrders, pods)
+			if len(callers) != 1 || callers[0].Failed != 1 {
+				for _, zc := range callers {
+					t.Logf("caller %s: %d failed of %d", zc.Pod.Name, zc.Failed, zc.Total)
+				}
+				t.Errorf("caller search: %d callers, want web-1 with its one failure", len(callers))
+			}
+		})
 	}
 }
