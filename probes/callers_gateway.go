@@ -7,6 +7,7 @@ import (
 
 	networkingv1 "istio.io/client-go/pkg/apis/networking/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/meshtriage/meshtriage/probes/mesh"
@@ -21,7 +22,9 @@ const CallerByGateway = "gateway"
 // gatewayCandidate is a Gateway whose pods may call the target, and the
 // namespace its pods are listed in.
 type gatewayCandidate struct {
-	Gateway   string // namespace/name
+	Gateway string // namespace/name
+	// Namespace is where its pods are listed: "" (every namespace), since
+	// the selector of an Istio Gateway matches pods in any.
 	Namespace string
 	Selector  map[string]string
 	Why       string
@@ -32,9 +35,13 @@ type gatewayCandidate struct {
 // target name, resolved as istiod resolves them; a name that resolves to no
 // Gateway (a short name read in the VirtualService's namespace) stands for
 // the Gateways of that name elsewhere, since that mistake is what the
-// triage must find. Their pods are listed by selector in the Gateway's
-// namespace and the control plane's.
-func gatewayCandidates(vss []*networkingv1.VirtualService, gws []*networkingv1.Gateway, controlPlane string) []gatewayCandidate {
+// triage must find. Their pods are listed by selector in every namespace,
+// as istiod applies an Istio Gateway's selector to the pods of all
+// namespaces (unless PILOT_SCOPE_GATEWAY_TO_NAMESPACE): a Helm install runs
+// the gateway in istio-ingress, say, with the Gateway in the app's
+// namespace. The control plane's namespace (the last argument) is one of
+// them, so it needs no list of its own.
+func gatewayCandidates(vss []*networkingv1.VirtualService, gws []*networkingv1.Gateway, _ string) []gatewayCandidate {
 	byRef := map[string]*networkingv1.Gateway{}
 	for _, gw := range gws {
 		byRef[gw.Namespace+"/"+gw.Name] = gw
@@ -46,12 +53,10 @@ func gatewayCandidates(vss []*networkingv1.VirtualService, gws []*networkingv1.G
 		if len(sel) == 0 {
 			return // every gateway workload: no narrow list names them
 		}
-		for _, ns := range uniqueNonEmpty(gw.Namespace, controlPlane) {
-			key := gw.Namespace + "/" + gw.Name + "@" + ns
-			if !seen[key] {
-				seen[key] = true
-				out = append(out, gatewayCandidate{Gateway: gw.Namespace + "/" + gw.Name, Namespace: ns, Selector: sel, Why: why})
-			}
+		key := gw.Namespace + "/" + gw.Name
+		if !seen[key] {
+			seen[key] = true
+			out = append(out, gatewayCandidate{Gateway: key, Namespace: metav1.NamespaceAll, Selector: sel, Why: why})
 		}
 	}
 	for _, vs := range vss {
@@ -90,7 +95,11 @@ func namesGateways(vs *networkingv1.VirtualService) bool {
 func addGatewayCallers(in callerSearchInput, add func(pod *corev1.Pod, by, why string, errs, reqs float64)) []string {
 	var searched []string
 	for _, gc := range in.Gateways {
-		searched = append(searched, fmt.Sprintf("gateway pods (%s) in %s", labels.SelectorFromSet(gc.Selector), gc.Namespace))
+		where := "all namespaces"
+		if gc.Namespace != metav1.NamespaceAll {
+			where = gc.Namespace
+		}
+		searched = append(searched, fmt.Sprintf("gateway pods (%s) in %s", labels.SelectorFromSet(gc.Selector), where))
 		pods := readyFirst(gc.Pods)
 		for i := range pods {
 			if ok, _ := mesh.GatewayPod(&pods[i]); ok {

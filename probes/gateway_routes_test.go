@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	networkingv1 "istio.io/client-go/pkg/apis/networking/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -347,6 +348,39 @@ func TestFindCallersFindsAGatewayThroughTheVirtualService(t *testing.T) {
 			t.Errorf("%s: the gateway is not among the callers: %s", name, res.Summary())
 		}
 	}
+}
+
+// An Istio Gateway's selector matches gateway pods in every namespace (as
+// istiod reads it, without PILOT_SCOPE_GATEWAY_TO_NAMESPACE): a Helm
+// install runs the gateway in istio-ingress while the Gateway sits in the
+// app's namespace, and the caller search finds it there.
+func TestFindCallersFindsAGatewayInItsOwnNamespace(t *testing.T) {
+	objs := meshtest.Objects(t, "mesh/testdata/model", "base.yaml", "gateway-vs-bound.yaml")
+	for _, o := range objs {
+		switch o := o.(type) {
+		case *corev1.Pod:
+			if o.Name == "istio-ingressgateway-5b7c9-x2x4t" {
+				o.Namespace = "istio-ingress"
+			}
+		case *networkingv1.Gateway:
+			o.Namespace = "shop"
+		case *networkingv1.VirtualService:
+			if o.Name == "orders-public" {
+				o.Spec.Gateways = []string{"shop/public"}
+			}
+		}
+	}
+	f := newFakeCluster(t, objs...)
+	res := FindCallers(context.Background(), cluster.NewCache(f), cluster.Target{Namespace: "shop", Service: "orders", Port: 8080}, CallerSearch{})
+	for _, cl := range res.Callers {
+		if cl.Pod == (cluster.PodRef{Namespace: "istio-ingress", Name: "istio-ingressgateway-5b7c9-x2x4t"}) {
+			if cl.By != CallerByGateway || !strings.Contains(cl.Why, "pod of Gateway shop/public") {
+				t.Errorf("caller %+v, want found by %s through Gateway shop/public", cl, CallerByGateway)
+			}
+			return
+		}
+	}
+	t.Errorf("the gateway in istio-ingress is not among the callers: %s", res.Summary())
 }
 
 // A Gateway API Gateway's Deployment is routed by HTTPRoutes, which the
