@@ -98,9 +98,12 @@ type ztunnelLog struct {
 
 type ztunnelInput struct {
 	ambientInput
-	// Ztunnels are the ztunnel pods of the nodes the traffic passes, by
-	// node; Nodes are those nodes, with what runs there.
+	// Ztunnels are the Running, Ready ztunnel pods of the nodes the
+	// traffic passes, by node; NotReady says, by node, why the ztunnel
+	// that runs there without one Ready does not count; Nodes are those
+	// nodes, with what runs there.
 	Ztunnels map[string]*corev1.Pod
+	NotReady map[string]string
 	Nodes    map[string][]string
 	// NodesNeedZtunnel: nodes with a pod of the path that only ztunnel
 	// there carries: enrolled, or pending (captured and held until a
@@ -127,7 +130,7 @@ func (p ZtunnelProbe) Run(ctx context.Context, c cluster.Cluster, t cluster.Targ
 	if err != nil {
 		return ErrorResult(what, err)
 	}
-	in := ztunnelInput{ambientInput: base, Ztunnels: map[string]*corev1.Pod{}, Nodes: map[string][]string{}, NodesNeedZtunnel: map[string]bool{}}
+	in := ztunnelInput{ambientInput: base, Ztunnels: map[string]*corev1.Pod{}, NotReady: map[string]string{}, Nodes: map[string][]string{}, NodesNeedZtunnel: map[string]bool{}}
 	if !base.ambientOnPath() {
 		return evaluateZtunnel(t, in)
 	}
@@ -159,11 +162,19 @@ func (p ZtunnelProbe) Run(ctx context.Context, c cluster.Cluster, t cluster.Targ
 	sort.Slice(pods, func(i, j int) bool { return pods[i].Name < pods[j].Name })
 	for i := range pods {
 		zp := &pods[i]
-		if _, on := in.Nodes[zp.Spec.NodeName]; !on || zp.Status.Phase != corev1.PodRunning || zp.DeletionTimestamp != nil {
+		node := zp.Spec.NodeName
+		if _, on := in.Nodes[node]; !on || zp.Status.Phase != corev1.PodRunning || zp.DeletionTimestamp != nil {
 			continue
 		}
-		if cur := in.Ztunnels[zp.Spec.NodeName]; cur == nil {
-			in.Ztunnels[zp.Spec.NodeName] = zp
+		// Not Ready: it does not carry the node's pods (yet).
+		if ready, why := mesh.PodReady(zp); !ready {
+			if in.NotReady[node] == "" {
+				in.NotReady[node] = zp.Name + " not ready: " + dash(why)
+			}
+			continue
+		}
+		if in.Ztunnels[node] == nil {
+			in.Ztunnels[node] = zp
 		}
 	}
 	nodes := sortedNodeNames(in.Ztunnels)
@@ -283,16 +294,21 @@ func evaluateZtunnel(t cluster.Target, in ztunnelInput) Result {
 		return r
 	}
 	var problems, notes, raw []string
-	without := []string{}
+	without, whys := []string{}, []string{}
 	for _, node := range pathNodes(in.Nodes) {
 		if in.NodesNeedZtunnel[node] && in.Ztunnels[node] == nil {
 			without = append(without, node)
+			why := node
+			if nr := in.NotReady[node]; nr != "" {
+				why += " (" + nr + ")"
+			}
+			whys = append(whys, why)
 		}
 	}
 	r.Facts["ztunnel_pods"] = len(in.Ztunnels)
 	r.Facts["ztunnel_nodes_without"] = without
 	if len(without) > 0 {
-		problems = append(problems, fmt.Sprintf("no running ztunnel on %s, where pods of the path are enrolled or pending (held until a ztunnel proxies them)", strings.Join(without, ", ")))
+		problems = append(problems, fmt.Sprintf("no Running, Ready ztunnel on %s, where pods of the path are enrolled or pending (held until a ztunnel proxies them)", strings.Join(whys, ", ")))
 	}
 
 	var all ztunnel.Summary

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/cluster/recorded"
 )
@@ -147,5 +149,25 @@ func TestZtunnelLogReadKeepsTheNewestLines(t *testing.T) {
 				t.Errorf("caller search: %d callers, want web-1 with its one failure", len(callers))
 			}
 		})
+	}
+}
+
+// A ztunnel that runs but is not Ready does not carry its node's pods
+// (its readiness says it has no workload config yet, or lost it): the node
+// has no Running, Ready ztunnel, as ztunnel_nodes_without says.
+func TestZtunnelNotReadyIsNoZtunnel(t *testing.T) {
+	c := newAmbientFake(t)
+	zb, err := c.GetPod(context.Background(), "istio-system", "ztunnel-b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	zb.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse, Reason: "ContainersNotReady"}}
+	if _, err := c.kube.CoreV1().Pods("istio-system").UpdateStatus(context.Background(), zb, metav1Update); err != nil {
+		t.Fatal(err)
+	}
+	r := runChecked(t, ZtunnelProbe{}, c, webToOrders)
+	if !reflect.DeepEqual(r.Facts["ztunnel_nodes_without"], []string{"worker-b", "worker-c"}) || r.Status != StatusFail ||
+		!strings.Contains(r.Summary, "ztunnel-b not ready") {
+		t.Errorf("nodes without %v; %s %s", r.Facts["ztunnel_nodes_without"], r.Status, r.Summary)
 	}
 }
