@@ -279,12 +279,18 @@ func TestEnvoyProbesOnIstiodConfig(t *testing.T) {
 			for _, id := range []string{"envoy-config", "envoy-listeners"} {
 				got := runProbe(t, l, s, id)
 				results[id] = got
-				if got.Status == probes.StatusError || got.Status == probes.StatusSkipped {
-					t.Fatalf("%s on istiod's config: %s: %s", id, got.Status, got.Summary)
-				}
 				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 				want := probes.Run(ctx, probes.ByID()[id], mem, s.Target)
 				cancel()
+				switch {
+				case want.Status == probes.StatusSkipped && got.Status == probes.StatusSkipped && got.Summary == want.Summary:
+					// A gateway source: envoy-listeners leaves its listeners
+					// to the gateway step, on istiod's config as on the
+					// recording.
+					continue
+				case got.Status == probes.StatusError || got.Status == probes.StatusSkipped:
+					t.Fatalf("%s on istiod's config: %s: %s (the recording: %s: %s)", id, got.Status, got.Summary, want.Status, want.Summary)
+				}
 				for k, v := range want.Facts {
 					if fmt.Sprint(got.Facts[k]) != fmt.Sprint(v) {
 						t.Errorf("%s fact %s: istiod's config gives %v, the recording %v\n  istiod:    %s\n  recording: %s", id, k, got.Facts[k], v, got.Summary, want.Summary)
@@ -292,7 +298,9 @@ func TestEnvoyProbesOnIstiodConfig(t *testing.T) {
 				}
 			}
 			requireFacts(t, results["envoy-config"], probes.Facts{"config_cluster_found": true})
-			requireFacts(t, results["envoy-listeners"], probes.Facts{"listener_found": true, "listener_virtual_outbound": true})
+			if results["envoy-listeners"].Status != probes.StatusSkipped {
+				requireFacts(t, results["envoy-listeners"], probes.Facts{"listener_found": true, "listener_virtual_outbound": true})
+			}
 		})
 	}
 }
