@@ -352,8 +352,8 @@ func evaluateAmbientPolicy(t cluster.Target, in ambientPolicyInput) Result {
 }
 
 // callerTunnelsTo reports whether a caller of kind sends HBONE (to port
-// 15008) to pod in namespace ns. An ambient caller's ztunnel tunnels to
-// every pod that accepts HBONE. A sidecar or a gateway tunnels only to a pod
+// 15008) to pod in namespace ns. An ambient caller's ztunnel, and a
+// waypoint, tunnel to every pod that accepts HBONE. A sidecar or a gateway tunnels only to a pod
 // enrolled in ambient, as the TLS model has it (mesh.ClientTLS.Sends: an
 // endpoint Ambient and HBONE): to a sidecar pod, whose endpoint keeps
 // tlsMode=istio, istiod's endpoint builder gives it classic mTLS on the
@@ -362,7 +362,7 @@ func evaluateAmbientPolicy(t cluster.Target, in ambientPolicyInput) Result {
 // plaintext to the app's port.
 func callerTunnelsTo(kind string, pod *corev1.Pod, ns *corev1.Namespace) bool {
 	switch kind {
-	case mesh.CallerAmbient:
+	case mesh.CallerAmbient, mesh.DataPlaneWaypoint:
 		return mesh.AcceptsHBONE(pod)
 	case mesh.CallerSidecar, mesh.CallerGateway:
 		d := mesh.DataPlaneOf(pod, ns)

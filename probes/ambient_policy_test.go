@@ -222,3 +222,28 @@ spec:
 		t.Errorf("%s %s\npolicies %v\n%v", r.Status, r.Summary, r.Facts["authz_policies"], r.Evidence.Rows)
 	}
 }
+
+// A waypoint's pod named as the caller tunnels to the pods that accept
+// HBONE, as it does on the waypoint's hop of an ambient caller's path.
+func TestAmbientPolicyWaypointCallerSendsHBONE(t *testing.T) {
+	docs := `
+apiVersion: v1
+kind: Pod
+metadata: {name: orders-waypoint-5c8d-x7k2p, namespace: shop, labels: {gateway.networking.k8s.io/gateway-name: orders-waypoint, gateway.istio.io/managed: istio.io-mesh-controller}}
+spec: {nodeName: worker-b, serviceAccountName: orders-waypoint, containers: [{name: istio-proxy, args: [proxy, waypoint]}]}
+status: {phase: Running, podIP: 10.244.1.30, conditions: [{type: Ready, status: "True"}]}
+---
+apiVersion: networking.k8s.io/v1
+kind: NetworkPolicy
+metadata: {name: orders-8080, namespace: shop}
+spec:
+  podSelector: {matchLabels: {app: orders}}
+  ingress: [{ports: [{port: 8080}]}]
+`
+	target := cluster.Target{Namespace: "shop", Service: "orders", Port: 8080, Source: &cluster.PodRef{Namespace: "shop", Name: "orders-waypoint-5c8d-x7k2p"}}
+	r := runChecked(t, AmbientPolicyProbe{}, ambientPolicyWorld(t, nil, docs), target)
+	want := []string{"shop/orders-waypoint-5c8d-x7k2p -> shop/orders-1 TCP 15008", "shop/orders-waypoint-5c8d-x7k2p -> shop/orders-2 TCP 15008"}
+	if !reflect.DeepEqual(r.Facts["hbone_blocked_hops"], want) {
+		t.Errorf("blocked %v, want %v\n%s", r.Facts["hbone_blocked_hops"], want, r.Evidence.Rows)
+	}
+}
