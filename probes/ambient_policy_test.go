@@ -247,3 +247,53 @@ spec:
 		t.Errorf("blocked %v, want %v\n%s", r.Facts["hbone_blocked_hops"], want, r.Evidence.Rows)
 	}
 }
+
+// istiod makes a waypoint of any Gateway with a status address that a
+// Service's istio.io/use-waypoint names (gatewayToWaypointTransform reads
+// every Gateway): one that is no waypoint is bound all the same, and
+// ztunnel tunnels to its address on 15008, where nothing takes HBONE.
+// Without an address nothing is bound. Its listener's default
+// allowedRoutes (Same) still decide who may bind.
+func TestDataPlaneServiceNamingAGatewayThatIsNoWaypoint(t *testing.T) {
+	gatewayIn := func(ns, address string) string {
+		doc := `
+apiVersion: v1
+kind: Namespace
+metadata: {name: istio-ingress, labels: {kubernetes.io/metadata.name: istio-ingress}}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: public, namespace: ` + ns + `}
+spec: {gatewayClassName: istio, listeners: [{name: http, port: 80, protocol: HTTP}]}
+`
+		if address != "" {
+			doc += "status: {addresses: [{type: IPAddress, value: " + address + "}]}\n"
+		}
+		return doc
+	}
+	useWaypoint := func(ns string) []string {
+		return []string{"metadata: {name: orders, namespace: shop}",
+			"metadata: {name: orders, namespace: shop, labels: {istio.io/use-waypoint: public, istio.io/use-waypoint-namespace: " + ns + "}}"}
+	}
+	for _, tc := range []struct {
+		name, ns, address, state, why string
+	}{
+		{"with a status address", "shop", "10.96.40.7", "not-waypoint", "istiod binds the Service to it"},
+		{"without a status address", "shop", "", "not-waypoint", "istiod binds nothing"},
+		{"in another namespace, whose default allowedRoutes refuse the Service's", "istio-ingress", "10.96.40.7", "denied", "AttachmentDenied"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := ambientPolicyWorld(t, useWaypoint(tc.ns), gatewayIn(tc.ns, tc.address))
+			r := runChecked(t, DataPlaneProbe{}, c, webToOrders)
+			if r.Facts["waypoint_state"] != tc.state || !strings.Contains(r.Summary, tc.why) || r.Status != StatusFail {
+				t.Errorf("%s %v: %s\nwant %s: ...%s", r.Status, r.Facts["waypoint_state"], r.Summary, tc.state, tc.why)
+			}
+			if tc.state == "not-waypoint" && tc.address != "" && !strings.Contains(r.Summary, "connections to the Service fail") {
+				t.Errorf("a bound Gateway that is no waypoint: %s", r.Summary)
+			}
+			if tc.state == "not-waypoint" && tc.address == "" && !strings.Contains(r.Summary, "straight to the pods") {
+				t.Errorf("a Gateway that is no waypoint and has no address: %s", r.Summary)
+			}
+		})
+	}
+}

@@ -299,15 +299,20 @@ type Waypoint struct {
 	// "False: REASON: MESSAGE"), "" when it has none.
 	Programmed string
 	// IsWaypoint: the istio-waypoint class, or a Gateway with an HBONE
-	// listener on 15008 (a class of one's own).
+	// listener on 15008 (a class of one's own). istiod does not look: it
+	// makes a waypoint of every Gateway with a status address
+	// (gatewayToWaypointTransform), so a Service can be bound to a
+	// Gateway that is none, and ztunnel then tunnels to an address where
+	// nothing takes HBONE.
 	IsWaypoint bool
 	// allowed is the HBONE listener's allowedRoutes namespaces: who may
-	// bind to it.
+	// bind to it (Same without such a listener, as istiod has it).
 	allowedFrom     gatewayv1.FromNamespaces
 	allowedSelector *metav1.LabelSelector
 }
 
-// WaypointOf reads gw.
+// WaypointOf reads gw as istiod reads a Gateway that a use-waypoint label
+// names, whatever its class.
 func WaypointOf(gw *gatewayv1.Gateway) Waypoint {
 	w := Waypoint{Ref: WaypointRef{Name: gw.Name, Namespace: gw.Namespace}, Class: string(gw.Spec.GatewayClassName)}
 	w.IsWaypoint = w.Class == WaypointGatewayClass
@@ -377,15 +382,15 @@ func (w Waypoint) allowsFrom(ns string, nsObj *corev1.Namespace) (allowed, ok bo
 
 // Waypoint binding states of a Service.
 const (
-	WaypointNone       = "none"        // no use-waypoint applies (or the Service is a waypoint)
-	WaypointBound      = "bound"       // istiod binds the Service to the waypoint
-	WaypointOptedOut   = "opted-out"   // the Service says use-waypoint=none
-	WaypointMissing    = "missing"     // the named Gateway does not exist
-	WaypointNotReady   = "not-ready"   // it exists but has no status address (no ready pod)
-	WaypointNotService = "not-service" // its waypoint-for excludes service traffic
-	WaypointDenied     = "denied"      // its listener's allowedRoutes refuse the Service's namespace
-	WaypointNotAGW     = "not-waypoint"
-	WaypointUnknown    = "unknown" // what decides it could not be read
+	WaypointNone       = "none"         // no use-waypoint applies (or the Service is a waypoint)
+	WaypointBound      = "bound"        // istiod binds the Service to the waypoint
+	WaypointOptedOut   = "opted-out"    // the Service says use-waypoint=none
+	WaypointMissing    = "missing"      // the named Gateway does not exist
+	WaypointNotReady   = "not-ready"    // it exists but has no status address (no ready pod)
+	WaypointNotService = "not-service"  // its waypoint-for excludes service traffic
+	WaypointDenied     = "denied"       // its listener's allowedRoutes refuse the Service's namespace
+	WaypointNotAGW     = "not-waypoint" // the Gateway is no waypoint: with a status address bound anyway (connections fail), else nothing bound
+	WaypointUnknown    = "unknown"      // what decides it could not be read
 )
 
 // WaypointBinding is istiod's verdict on a Service's waypoint.
@@ -433,17 +438,23 @@ func BindServiceWaypoint(svc *corev1.Service, ns *corev1.Namespace, gateways []*
 	}
 	w := WaypointOf(gw)
 	b.Waypoint = &w
+	// istiod makes a waypoint of any Gateway with a status address, then
+	// checks its allowedRoutes and its traffic type.
 	switch allowed, ok := w.allowsFrom(svc.Namespace, ns); {
-	case !w.IsWaypoint:
-		b.State, b.Why = WaypointNotAGW, fmt.Sprintf("Gateway %s (class %s) is not a waypoint: no HBONE listener on %d", use.Ref, w.Class, HBONEPort)
+	case !w.IsWaypoint && !w.Ready:
+		b.State, b.Why = WaypointNotAGW, fmt.Sprintf("Gateway %s (class %s) is not a waypoint (no HBONE listener on %d) and has no status address: istiod binds nothing (WaypointIsNotReady) and the traffic goes straight to the pods; once it has an address, istiod binds the Service to it and connections to the Service fail", use.Ref, w.Class, HBONEPort)
 	case !w.Ready:
 		b.State, b.Why = WaypointNotReady, fmt.Sprintf("waypoint %s has no status address (no ready pod; Programmed %s): istiod binds nothing until it has, and the traffic goes straight to the pods", use.Ref, dashIfEmpty(w.Programmed))
 	case !ok:
 		b.State, b.Why = WaypointUnknown, fmt.Sprintf("waypoint %s admits namespaces by selector and namespace %s could not be read", use.Ref, svc.Namespace)
+	case !allowed && !w.IsWaypoint:
+		b.State, b.Why = WaypointDenied, fmt.Sprintf("Gateway %s (class %s) is not a waypoint and has no HBONE listener, so istiod admits only its own namespace, not %s: istiod reports AttachmentDenied and the traffic goes straight to the pods", use.Ref, w.Class, svc.Namespace)
 	case !allowed:
 		b.State, b.Why = WaypointDenied, fmt.Sprintf("waypoint %s's HBONE listener does not admit namespace %s (allowedRoutes from %s): istiod reports AttachmentDenied", use.Ref, svc.Namespace, w.allowedFrom)
 	case !w.Serves(WaypointForService) && w.TrafficTypeKnown:
 		b.State, b.Why = WaypointNotService, fmt.Sprintf("waypoint %s is for %q traffic (%s), not service traffic: istiod reports UnsupportedTrafficType and the traffic goes straight to the pods", use.Ref, w.TrafficType, w.TrafficTypeFrom)
+	case !w.IsWaypoint:
+		b.State, b.Why = WaypointNotAGW, fmt.Sprintf("Gateway %s (class %s) is not a waypoint (no HBONE listener on %d), yet it has a status address (%s): istiod binds the Service to it as to any Gateway with one (unless its GatewayClass sets %s without service), and ztunnel tunnels the Service's traffic to it on %d, where no waypoint takes it: connections to the Service fail", use.Ref, w.Class, HBONEPort, strings.Join(w.Addresses, ", "), label.IoIstioWaypointFor.Name, HBONEPort)
 	case !w.TrafficTypeKnown:
 		b.State, b.Why = WaypointUnknown, fmt.Sprintf("waypoint %s has class %s, whose %s default is not read", use.Ref, w.Class, label.IoIstioWaypointFor.Name)
 	default:
