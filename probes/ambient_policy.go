@@ -1,6 +1,7 @@
 package probes
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strings"
@@ -194,7 +195,7 @@ func evaluateAmbientPolicy(t cluster.Target, in ambientPolicyInput) Result {
 	var arrivals []arrival
 	td := in.Mesh.TrustDomain()
 	identity := func(p *corev1.Pod, authenticated bool) mesh.AuthzSource {
-		return mesh.AuthzSource{Namespace: p.Namespace, ServiceAccount: firstNonEmptyStr(p.Spec.ServiceAccountName, "default"), IP: p.Status.PodIP, Authenticated: authenticated, TrustDomain: td}
+		return mesh.AuthzSource{Namespace: p.Namespace, ServiceAccount: cmp.Or(p.Spec.ServiceAccountName, "default"), IP: p.Status.PodIP, Authenticated: authenticated, TrustDomain: td}
 	}
 	for _, to := range targets {
 		toHBONE := mesh.AcceptsHBONE(to)
@@ -330,7 +331,7 @@ func evaluateAmbientPolicy(t cluster.Target, in ambientPolicyInput) Result {
 			r.Facts["authz_waypoint_admitted"] = false // no waypoint to admit
 		}
 	} else if len(arrivals) > 0 {
-		notes = append(notes, firstNonEmptyStr(in.AuthzProblem, "the policies could not be read"))
+		notes = append(notes, cmp.Or(in.AuthzProblem, "the policies could not be read"))
 	}
 	notes = append(notes, in.NetpolProblems...)
 
@@ -424,15 +425,6 @@ func targetPortOn(sp *corev1.ServicePort, pod *corev1.Pod) int32 {
 		return 0
 	}
 	return resolvedTargetPort(*sp, pod)
-}
-
-func firstNonEmptyStr(values ...string) string {
-	for _, v := range values {
-		if v != "" {
-			return v
-		}
-	}
-	return ""
 }
 
 func ambientPolicyCommands(t cluster.Target, in ambientInput) []string {

@@ -299,7 +299,7 @@ func FindCallers(ctx context.Context, c cluster.Cluster, t cluster.Target, s Cal
 		if gwErr != nil {
 			problem("list gateways in all namespaces", gwErr)
 		}
-		in.Gateways = gatewayCandidates(routingGateways, gws, controlPlane(c))
+		in.Gateways = gatewayCandidates(routingGateways, gws)
 	}
 
 	// The config namespaces: the target's first, then those whose rules
@@ -345,7 +345,7 @@ func FindCallers(ctx context.Context, c cluster.Cluster, t cluster.Target, s Cal
 	second.Wait()
 	for i, gc := range in.Gateways {
 		if gwPodErrs[i] != nil {
-			problem(fmt.Sprintf("list pods of Gateway %s in %s", gc.Gateway, gc.Namespace), gwPodErrs[i])
+			problem(fmt.Sprintf("list pods of Gateway %s (selector %v, every namespace)", gc.Gateway, gc.Selector), gwPodErrs[i])
 		}
 	}
 	for i, ns := range namespaces {

@@ -41,7 +41,7 @@ type gatewayCandidate struct {
 // the gateway in istio-ingress, say, with the Gateway in the app's
 // namespace. The control plane's namespace (the last argument) is one of
 // them, so it needs no list of its own.
-func gatewayCandidates(vss []*networkingv1.VirtualService, gws []*networkingv1.Gateway, _ string) []gatewayCandidate {
+func gatewayCandidates(vss []*networkingv1.VirtualService, gws []*networkingv1.Gateway) []gatewayCandidate {
 	byRef := map[string]*networkingv1.Gateway{}
 	for _, gw := range gws {
 		byRef[gw.Namespace+"/"+gw.Name] = gw

@@ -1,6 +1,7 @@
 package mesh
 
 import (
+	"cmp"
 	"fmt"
 	"net/netip"
 	"sort"
@@ -377,7 +378,7 @@ func serviceAccountIn(list []string, policyNS string, src AuthzSource) bool {
 			sa = v
 			ns = policyNS
 		}
-		if ns == src.Namespace && sa == firstNonEmptyString(src.ServiceAccount, "default") {
+		if ns == src.Namespace && sa == cmp.Or(src.ServiceAccount, "default") {
 			return true
 		}
 	}
@@ -445,13 +446,4 @@ func ipIn(blocks []string, ip string) bool {
 		}
 	}
 	return false
-}
-
-func firstNonEmptyString(values ...string) string {
-	for _, v := range values {
-		if v != "" {
-			return v
-		}
-	}
-	return ""
 }
