@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/mesh"
@@ -153,12 +154,13 @@ func (p ZtunnelProbe) Run(ctx context.Context, c cluster.Cluster, t cluster.Targ
 	for i := range base.WaypointPods {
 		addNode(&base.WaypointPods[i], "waypoint", nil)
 	}
-	pods, err := c.ListPods(ctx, base.ControlPlane, map[string]string{"app": mesh.ZtunnelApp})
+	pods, problem, err := listZtunnels(ctx, c, base.ControlPlane)
 	if err != nil {
 		r := ErrorResult("list ztunnel pods in "+base.ControlPlane, err)
 		r.Commands = ztunnelCommands(t, in)
 		return r
 	}
+	in.ListProblem = problem
 	sort.Slice(pods, func(i, j int) bool { return pods[i].Name < pods[j].Name })
 	for i := range pods {
 		zp := &pods[i]
@@ -306,8 +308,13 @@ func evaluateZtunnel(t cluster.Target, in ztunnelInput) Result {
 		}
 	}
 	r.Facts["ztunnel_pods"] = len(in.Ztunnels)
-	r.Facts["ztunnel_nodes_without"] = without
-	if len(without) > 0 {
+	switch {
+	case in.ListProblem != "":
+		notes = append(notes, in.ListProblem)
+	default:
+		r.Facts["ztunnel_nodes_without"] = without
+	}
+	if len(without) > 0 && in.ListProblem == "" {
 		problems = append(problems, fmt.Sprintf("no Running, Ready ztunnel on %s, where pods of the path are enrolled or pending (held until a ztunnel proxies them)", strings.Join(whys, ", ")))
 	}
 
@@ -451,6 +458,24 @@ type ztunnelCaller struct {
 	Failed, Total int
 }
 
+// listZtunnels lists ztunnel's pods in the control plane's namespace and,
+// when it has none, in every namespace: ztunnel need not share istiod's
+// (GKE installs it in kube-system). err is the first list's failure;
+// problem says the wider list could not be read, so that which nodes have
+// a ztunnel is unknown.
+func listZtunnels(ctx context.Context, c cluster.Cluster, controlPlane string) (pods []corev1.Pod, problem string, err error) {
+	sel := map[string]string{"app": mesh.ZtunnelApp}
+	pods, err = c.ListPods(ctx, controlPlane, sel)
+	if err != nil || len(pods) > 0 {
+		return pods, "", err
+	}
+	all, aerr := c.ListPods(ctx, metav1.NamespaceAll, sel)
+	if aerr != nil {
+		return nil, "no ztunnel pod in " + controlPlane + "; " + cluster.AccessProblem("list ztunnel pods in every namespace", aerr) + ": which nodes have one is unknown", nil
+	}
+	return all, "", nil
+}
+
 // ztunnelCallers reads the ztunnel logs of the target pods' nodes and
 // returns the pods whose connections to the target they logged, most
 // failures first. It never fails: what it cannot read is in problems.
@@ -467,9 +492,12 @@ func ztunnelCallers(ctx context.Context, c cluster.Cluster, t cluster.Target, ta
 		return nil, nil // no ztunnel terminates the target's connections
 	}
 	ns := controlPlane(c)
-	zs, err := c.ListPods(ctx, ns, map[string]string{"app": mesh.ZtunnelApp})
+	zs, problem, err := listZtunnels(ctx, c, ns)
 	if err != nil {
 		return nil, []string{cluster.AccessProblem("list ztunnel pods in "+ns, err)}
+	}
+	if problem != "" {
+		problems = append(problems, problem)
 	}
 	type peer struct{ failed, total int }
 	peers := map[[2]string]*peer{}

@@ -2,12 +2,18 @@ package probes
 
 import (
 	"context"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/cluster/recorded"
@@ -169,5 +175,56 @@ func TestZtunnelNotReadyIsNoZtunnel(t *testing.T) {
 	if !reflect.DeepEqual(r.Facts["ztunnel_nodes_without"], []string{"worker-b", "worker-c"}) || r.Status != StatusFail ||
 		!strings.Contains(r.Summary, "ztunnel-b not ready") {
 		t.Errorf("nodes without %v; %s %s", r.Facts["ztunnel_nodes_without"], r.Status, r.Summary)
+	}
+}
+
+// moveZtunnels puts the world's ztunnel pods in namespace ns, as GKE's
+// install has them (kube-system), away from istiod's.
+func moveZtunnels(t *testing.T, c *ambientFake, ns string) {
+	t.Helper()
+	ctx := context.Background()
+	for _, name := range []string{"ztunnel-a", "ztunnel-b"} {
+		p, err := c.GetPod(ctx, "istio-system", name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.kube.CoreV1().Pods("istio-system").Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		p.Namespace, p.ResourceVersion = ns, ""
+		if _, err := c.kube.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// ztunnel installed outside istiod's namespace is still ztunnel: only the
+// node that has none (worker-c) is without one. Before, every node was.
+func TestZtunnelOutsideTheControlPlaneNamespace(t *testing.T) {
+	c := newAmbientFake(t)
+	moveZtunnels(t, c, "kube-system")
+	r := runChecked(t, ZtunnelProbe{}, c, webToOrders)
+	if !reflect.DeepEqual(r.Facts["ztunnel_nodes_without"], []string{"worker-c"}) || r.Facts["ztunnel_pods"] != 2 {
+		t.Errorf("pods %v, nodes without %v: %s", r.Facts["ztunnel_pods"], r.Facts["ztunnel_nodes_without"], r.Summary)
+	}
+}
+
+// When istiod's namespace has no ztunnel and the others cannot be listed,
+// which nodes lack one is unknown, never "all of them".
+func TestZtunnelNodesUnknownWhenOtherNamespacesAreForbidden(t *testing.T) {
+	c := newAmbientFake(t)
+	moveZtunnels(t, c, "kube-system")
+	c.kube.PrependReactor("list", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if a.GetNamespace() != "" {
+			return false, nil, nil
+		}
+		return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "", fmt.Errorf("cannot list pods at the cluster scope"))
+	})
+	r := runChecked(t, ZtunnelProbe{}, c, webToOrders)
+	if v, ok := r.Facts["ztunnel_nodes_without"]; ok {
+		t.Errorf("ztunnel_nodes_without = %v with no ztunnel list readable", v)
+	}
+	if !strings.Contains(r.Summary, "which nodes have one is unknown") {
+		t.Errorf("summary does not say what is unknown: %s", r.Summary)
 	}
 }
