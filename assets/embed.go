@@ -47,6 +47,7 @@ var Causes = []string{
 	"ambient.waypoint-not-bound",
 	"ambient.pod-not-enrolled",
 	"ambient.sidecar-bypasses-waypoint",
+	"ambient.ztunnel-unavailable",
 	"gateway.vs-not-bound",
 	"gateway.host-mismatch",
 }

@@ -35,7 +35,7 @@ func (DataPlaneProbe) Meta() Meta {
 			{"dataplane_pending_pods", FactList, "pods of the path the CNI captured that no ztunnel proxies yet (ambient.istio.io/redirection=pending), as NAMESPACE/NAME on NODE (the caller's marked so): their traffic is held, nothing in or out, until ztunnel on their node proxies them; absent when none is pending"},
 			{"waypoint_named", FactBool, "istio.io/use-waypoint on the Service or its namespace names a waypoint"},
 			{"waypoint_name", FactString, "the waypoint named, NAMESPACE/NAME (\"\" when none)"},
-			{"waypoint_state", FactString, "istiod's binding of the Service to its waypoint: none, bound, opted-out, missing (no such Gateway), not-ready (no status address), not-service (waypoint-for excludes service traffic), denied (allowedRoutes refuse the namespace), not-waypoint"},
+			{"waypoint_state", FactString, "istiod's binding of the Service to its waypoint: none, bound, opted-out, missing (no such Gateway), not-ready (no status address), not-service (waypoint-for excludes service traffic), denied (allowedRoutes refuse the namespace), not-waypoint (the Gateway named is no waypoint: istiod binds it once it has an address, and connections sent there fail)"},
 			{"waypoint_ready_pods", FactInt, "Running, Ready pods of the waypoint named (0 when none is named)"},
 			{"waypoint_bound_condition", FactString, "the Service's istio.io/WaypointBound status condition as istiod wrote it: True, False: REASON, or \"\" when absent"},
 			{"waypoint_traversed", FactBool, "the caller's requests to the Service go through a waypoint bound to it (ambient callers do; sidecars do not; gateways only with istio.io/ingress-use-waypoint); false when none is bound"},

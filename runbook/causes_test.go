@@ -179,6 +179,9 @@ var causeCases = []struct {
 		"ambient-policy": {"authz_denied": true, "authz_waypoint_admitted": true, "authz_reason": "allow policies exist, but none allowed"},
 		"ztunnel":        {"ztunnel_entries": 12, "ztunnel_rejections": 12, "ztunnel_sidecar_rejections": 12},
 	}), runbook.ConfidenceHigh},
+	{"ambient.ztunnel-unavailable", ambientCase(map[string]probes.Facts{
+		"ztunnel": {"ztunnel_pods": 1, "ztunnel_nodes_without": []string{"worker-b"}},
+	}), runbook.ConfidenceHigh},
 }
 
 // ambientCase is over on top of an ambient caller and Service without a
