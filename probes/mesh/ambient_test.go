@@ -92,6 +92,16 @@ func TestPendingPodIsHeldNotUnenrolled(t *testing.T) {
 	}
 }
 
+// A pending caller sends nothing until its node's ztunnel proxies it, and
+// then HBONE: it is an ambient caller, never one that sends plaintext (which
+// would make a STRICT upstream look like the cause).
+func TestPendingCallerIsAmbient(t *testing.T) {
+	pending := map[string]string{"ambient.istio.io/redirection": "pending"}
+	if c := mesh.CallerFromPod(ambientPod("shop", "web-1", nil, pending, false)); !c.Ambient || c.Sidecar {
+		t.Errorf("pending caller: ambient %v, sidecar %v", c.Ambient, c.Sidecar)
+	}
+}
+
 // A waypoint's pod has an istio-proxy container, so PodSidecar (which
 // many probes use for "has an Envoy") calls it classic; as a data plane it
 // is a waypoint, never a sidecar caller.

@@ -83,14 +83,16 @@ type Caller struct {
 	// (ambient.istio.io/redirection=enabled): ztunnel on its node carries
 	// its connections, HBONE to meshed endpoints. A pod the labels put in
 	// ambient that the CNI has not enrolled is not: its traffic leaves as
-	// it is.
+	// it is. A pending pod is: it sends nothing until its node's ztunnel
+	// proxies it, then HBONE.
 	Ambient bool
 }
 
 // CallerFromPod is the caller a pod is.
 func CallerFromPod(p *corev1.Pod) Caller {
 	c := callerFromPod(p)
-	c.Ambient = !c.Sidecar && DataPlaneOf(p, nil).Enrolled()
+	d := DataPlaneOf(p, nil)
+	c.Ambient = !c.Sidecar && (d.Enrolled() || d.Pending())
 	return c
 }
 
