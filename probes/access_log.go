@@ -18,8 +18,9 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 )
 
-// AccessLogTailLines bounds access-log reads to about DefaultLogLimit of
-// typical Istio TEXT entries (~400 bytes each).
+// AccessLogTailLines bounds an access-log read: the newest 10,000 entries,
+// about 4 MB of typical Istio TEXT entries (~400 bytes each); newestLog
+// keeps the newest ones when they are longer.
 const AccessLogTailLines = 10000
 
 // AccessLogProbe tallies the source (and upstream) istio-proxy access logs:
@@ -129,7 +130,6 @@ func noLogWhy(t cluster.Target, in accessLogInput) string {
 
 func fetchAccessLog(ctx context.Context, c cluster.Cluster, t cluster.Target) (accessLogInput, string, error) {
 	var in accessLogInput
-	opts := cluster.LogOptions{Container: mesh.ProxyContainer, Since: accessLogWindow, LimitBytes: cluster.DefaultLogLimit, TailLines: AccessLogTailLines}
 	var firstErr error
 	var firstWhat string
 	fail := func(what string, err error) {
@@ -142,7 +142,7 @@ func fetchAccessLog(ctx context.Context, c cluster.Cluster, t cluster.Target) (a
 	// run at once and are added below in a fixed order (the caller's first).
 	readLog := func(pod cluster.PodRef, upstream bool) (podLog, string, error) {
 		what := fmt.Sprintf("read the %s log of %s", mesh.ProxyContainer, pod)
-		b, err := c.Logs(ctx, pod, opts)
+		b, err := newestProxyLog(ctx, c, pod, AccessLogTailLines)
 		if err != nil {
 			return podLog{Pod: pod, Upstream: upstream, Problem: cluster.AccessProblem(what, err)}, what, err
 		}

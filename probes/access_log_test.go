@@ -8,7 +8,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/meshtriage/meshtriage/assets"
 	"github.com/meshtriage/meshtriage/probes/cluster"
+	"github.com/meshtriage/meshtriage/probes/cluster/recorded"
 	"github.com/meshtriage/meshtriage/probes/mesh"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -32,7 +34,8 @@ func TestAccessLogSourceAndUpstream(t *testing.T) {
 	f := evAccessLogCluster(t)
 	r := Run(context.Background(), p, f, evTarget)
 	evCheck(t, p, r)
-	if f.lastLogOptions.Container != mesh.ProxyContainer || f.lastLogOptions.Since != accessLogWindow || f.lastLogOptions.LimitBytes != cluster.DefaultLogLimit {
+	if f.lastLogOptions.Container != mesh.ProxyContainer || f.lastLogOptions.Since != accessLogWindow ||
+		f.lastLogOptions.TailLines != AccessLogTailLines || f.lastLogOptions.LimitBytes != AccessLogTailLines*logLineAllowance {
 		t.Errorf("log options %+v", f.lastLogOptions)
 	}
 	want := Facts{
@@ -156,5 +159,54 @@ func TestAccessLogBadInput(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// The incident is the newest entries. A busy caller writes long lines (long
+// paths, user agents): 10,000 of them pass 4 MB, and the API server applies
+// the byte limit from the oldest line of the tail, so a read bounded at
+// 4 MB lost the newest entries, the 503s. Padded with 12,000 older 200s of
+// ~700 bytes, the caller's log must still give the 503 evidence it gives
+// alone.
+func TestAccessLogReadKeepsTheNewestEntries(t *testing.T) {
+	s, err := recorded.Load(assets.FS, "port-mismatch")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := recorded.NewCluster(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Run(context.Background(), AccessLogProbe{}, c, s.Target)
+
+	key := recorded.LogKey{Pod: *s.Target.Source, Container: mesh.ProxyContainer}
+	orig := string(s.Logs[key])
+	cut := strings.Index(orig, "\n[") + 1
+	if cut == 0 {
+		t.Fatal("no access entry in the caller's log")
+	}
+	pad := `[2026-12-02T13:52:04.000Z] "GET /api/orders?` + strings.Repeat("q=1&", 100) + ` HTTP/1.1" 200 - via_upstream - "-" 0 488 7 6 "-" "Go-http-client/1.1" "71d1fa9c-d9ce-48f4-bf55-fdc55fcdbabb" "orders:8080" "10.244.1.27:8080" outbound|8080||orders.shop.svc.cluster.local 10.244.0.9:36895 10.96.14.20:8080 10.244.0.9:35100 - default` + "\n"
+	s.Logs[key] = []byte(orig[:cut] + strings.Repeat(pad, 12000) + orig[cut:])
+	var padded cluster.Cluster
+	padded, err = recorded.NewCluster(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := Run(context.Background(), AccessLogProbe{}, padded, s.Target)
+
+	compared := 0
+	for k, v := range want.Facts {
+		if !strings.Contains(k, "flag") && !strings.Contains(k, "5xx") && !strings.Contains(k, "503") {
+			continue
+		}
+		if n, ok := v.(int); ok && n > 0 {
+			compared++
+		}
+		if fmt.Sprint(got.Facts[k]) != fmt.Sprint(v) {
+			t.Errorf("%s: %v with older entries before them, %v alone", k, got.Facts[k], v)
+		}
+	}
+	if compared == 0 {
+		t.Fatalf("the scenario's caller log shows no 503 evidence to keep: %v", want.Facts)
 	}
 }

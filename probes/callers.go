@@ -216,7 +216,7 @@ func FindCallers(ctx context.Context, c cluster.Cluster, t cluster.Target, s Cal
 			logPods = append(logPods, ref)
 			// The access-log probe's read: the same options, so the read
 			// cache serves it to that probe afterwards.
-			g.Go(func() { logs[i], logErrs[i] = c.Logs(ctx, ref, accessLogReadOptions()) })
+			g.Go(func() { logs[i], logErrs[i] = newestProxyLog(ctx, c, ref, AccessLogTailLines) })
 		}
 		g.Wait()
 	})
@@ -379,11 +379,6 @@ func FindCallers(ctx context.Context, c cluster.Cluster, t cluster.Target, s Cal
 		}
 	}
 	return rankCallers(in, max)
-}
-
-// accessLogReadOptions are the access-log probe's log options.
-func accessLogReadOptions() cluster.LogOptions {
-	return cluster.LogOptions{Container: mesh.ProxyContainer, Since: accessLogWindow, LimitBytes: cluster.DefaultLogLimit, TailLines: AccessLogTailLines}
 }
 
 func firstErr(errs []error) int {

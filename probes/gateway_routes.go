@@ -94,11 +94,10 @@ func fetchGatewayRoutes(ctx context.Context, c cluster.Cluster, t cluster.Target
 		g       readGroup
 		cvWhat  string
 		cvErr   error
-		opts    = cluster.LogOptions{Container: mesh.ProxyContainer, Since: accessLogWindow, LimitBytes: cluster.DefaultLogLimit, TailLines: AccessLogTailLines}
 	)
 	g.Go(func() { in.CV, cvWhat, cvErr = fetchCallerView(ctx, c, t) })
 	g.Go(func() { body, bodyErr = c.EnvoyAdmin(ctx, src, adminConfigDump) })
-	g.Go(func() { logs, logErr = c.Logs(ctx, src, opts) })
+	g.Go(func() { logs, logErr = newestProxyLog(ctx, c, src, AccessLogTailLines) })
 	g.Wait()
 	if cvErr != nil {
 		return in, cvWhat, cvErr

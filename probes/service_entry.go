@@ -106,7 +106,7 @@ func fetchServiceEntry(ctx context.Context, c cluster.Cluster, t cluster.Target)
 		return in, "", nil
 	}
 
-	log, err := c.Logs(ctx, src, cluster.LogOptions{Container: mesh.ProxyContainer, Since: seLogWindow, LimitBytes: cluster.DefaultLogLimit, TailLines: AccessLogTailLines})
+	log, err := newestLog(ctx, c, src, proxyLogOptions(seLogWindow, AccessLogTailLines))
 	if err != nil {
 		return in, fmt.Sprintf("read the %s log of %s", mesh.ProxyContainer, src), err
 	}

@@ -228,7 +228,7 @@ func TestServiceEntryProbeThroughClusterReads(t *testing.T) {
 		if r.Status != StatusFail || r.Facts["se_registry_only"] != true || !reflect.DeepEqual(r.Facts["se_unregistered_hosts"], want) {
 			t.Fatalf("%s %q %#v", r.Status, r.Summary, r.Facts)
 		}
-		if o := f.lastLogOptions; o.Container != mesh.ProxyContainer || o.Since != seLogWindow || o.LimitBytes != cluster.DefaultLogLimit {
+		if o := f.lastLogOptions; o.Container != mesh.ProxyContainer || o.Since != seLogWindow || o.TailLines != AccessLogTailLines || o.LimitBytes != AccessLogTailLines*logLineAllowance {
 			t.Errorf("log read unbounded: %+v", o)
 		}
 		if !strings.Contains(strings.Join(r.Commands, "\n"), "kubectl logs -n web web-1 -c istio-proxy --since=30m") {

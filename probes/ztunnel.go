@@ -52,11 +52,7 @@ func (ZtunnelProbe) Meta() Meta {
 	}
 }
 
-// The node proxies' log reads. cluster.LogOptions applies LimitBytes from
-// the OLDEST line of the tail, so a tail whose bytes pass the limit loses
-// its newest lines, the incident's: each tail gets a limit of
-// logLineAllowance bytes a line, and a read cut all the same is read again
-// with a shorter tail (newestProxyLog).
+// The node proxies' log reads (newestProxyLog keeps their newest lines).
 const (
 	// ztunnelTailLines bounds one ztunnel's log read: it logs every
 	// connection of its node, not only the Service's, 520-650 bytes a line.
@@ -64,31 +60,7 @@ const (
 	// waypointTailLines bounds one waypoint pod's: Envoy access lines of
 	// every Service bound to it, 400-600 bytes each.
 	waypointTailLines = AccessLogTailLines
-	// logLineAllowance is the bytes a line a tail's byte limit allows for,
-	// well over the lines' usual length.
-	logLineAllowance = 1 << 10
 )
-
-// newestProxyLog reads the newest tail lines of pod's istio-proxy log in
-// the access-log window, within tail*logLineAllowance bytes. Lines longer
-// than that on average fill the limit before the tail's end: then the
-// read, cut at the limit with the newest lines missing, is made again with
-// the tail the limit held less a quarter (room for longer lines among the
-// newest), so what is left out is the oldest lines, never the newest.
-func newestProxyLog(ctx context.Context, c cluster.Cluster, pod cluster.PodRef, tail int64) ([]byte, error) {
-	limit := tail * logLineAllowance
-	for {
-		data, err := c.Logs(ctx, pod, cluster.LogOptions{Container: mesh.ProxyContainer, Since: accessLogWindow, TailLines: tail, LimitBytes: limit})
-		if err != nil || int64(len(data)) < limit {
-			return data, err
-		}
-		shorter := int64(bytes.Count(data, []byte{'\n'})) * 3 / 4
-		if shorter == 0 || shorter >= tail {
-			return data, nil // lines longer than the limit: nothing shorter to ask for
-		}
-		tail = shorter
-	}
-}
 
 type ztunnelLog struct {
 	Pod     cluster.PodRef
