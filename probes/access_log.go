@@ -19,8 +19,8 @@ import (
 )
 
 // AccessLogTailLines bounds an access-log read: the newest 10,000 entries,
-// about 4 MB of typical Istio TEXT entries (~400 bytes each); newestLog
-// keeps the newest ones when they are longer.
+// about 4 MB of typical Istio TEXT entries (~400 bytes each), at most
+// 10 MB (newestLog's 1 KiB a line), the newest kept when they are longer.
 const AccessLogTailLines = 10000
 
 // AccessLogProbe tallies the source (and upstream) istio-proxy access logs:
