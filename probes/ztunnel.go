@@ -109,7 +109,9 @@ func (p ZtunnelProbe) Run(ctx context.Context, c cluster.Cluster, t cluster.Targ
 	}
 	// The nodes the traffic passes, and what of the path runs there.
 	addNode := func(p *corev1.Pod, role string, ns *corev1.Namespace) {
-		if p.Spec.NodeName == "" {
+		// A pod that carries no traffic (terminating on a dead node,
+		// evicted, done) needs no ztunnel.
+		if p.Spec.NodeName == "" || p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
 			return
 		}
 		in.Nodes[p.Spec.NodeName] = append(in.Nodes[p.Spec.NodeName], role+" "+p.Name)

@@ -228,3 +228,19 @@ func TestZtunnelNodesUnknownWhenOtherNamespacesAreForbidden(t *testing.T) {
 		t.Errorf("summary does not say what is unknown: %s", r.Summary)
 	}
 }
+
+// A pod that carries no traffic (evicted, or terminating on a node that
+// died with its ztunnel) needs no ztunnel: its node is no node without one.
+func TestZtunnelNodesWithoutIgnorePodsThatCarryNoTraffic(t *testing.T) {
+	evicted := `
+apiVersion: v1
+kind: Pod
+metadata: {name: orders-old, namespace: shop, labels: {app: orders}, annotations: {ambient.istio.io/redirection: enabled}}
+spec: {nodeName: worker-dead, serviceAccountName: orders, containers: [{name: orders}]}
+status: {phase: Failed, reason: Evicted}
+`
+	r := runChecked(t, ZtunnelProbe{}, newAmbientFake(t, evicted), webToOrders)
+	if !reflect.DeepEqual(r.Facts["ztunnel_nodes_without"], []string{"worker-c"}) {
+		t.Errorf("nodes without %v, want worker-c only (worker-dead runs only an evicted pod)", r.Facts["ztunnel_nodes_without"])
+	}
+}
