@@ -166,6 +166,11 @@ func evaluateAmbientPolicy(t cluster.Target, in ambientPolicyInput) Result {
 		return r
 	}
 	kind := callerKind(in.Source)
+	if kind == mesh.CallerNone && in.Source != nil && mesh.DataPlaneOf(in.Source, nil).Pending() {
+		// Held until its node's ztunnel proxies it, then HBONE: judge the
+		// path it will take, not plaintext on the app's port.
+		kind = mesh.CallerAmbient
+	}
 	srcNS := in.SourceNamespace
 	throughWaypoint := false
 	var waypoints []*corev1.Pod

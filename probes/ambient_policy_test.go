@@ -297,3 +297,24 @@ spec: {gatewayClassName: istio, listeners: [{name: http, port: 80, protocol: HTT
 		})
 	}
 }
+
+// A pending caller sends nothing until its node's ztunnel proxies it, then
+// HBONE on 15008: a NetworkPolicy admitting 15008 only is no block for it.
+// Judged as plaintext on 8080, it made the ztunnel that is down look like a
+// NetworkPolicy drop.
+func TestAmbientPolicyPendingCallerTakesTheHBONEPath(t *testing.T) {
+	hboneOnly := `
+apiVersion: networking.k8s.io/v1
+kind: NetworkPolicy
+metadata: {name: orders-hbone, namespace: shop}
+spec:
+  podSelector: {matchLabels: {app: orders}}
+  ingress: [{ports: [{port: 15008}]}]
+`
+	pending := []string{"metadata: {name: web-1, namespace: shop, labels: {app: web}, annotations: {ambient.istio.io/redirection: enabled}}",
+		"metadata: {name: web-1, namespace: shop, labels: {app: web}, annotations: {ambient.istio.io/redirection: pending}}"}
+	r := runChecked(t, AmbientPolicyProbe{}, ambientPolicyWorld(t, pending, hboneOnly), webToOrders)
+	if r.Facts["hbone_netpol_blocked"] != false {
+		t.Errorf("pending caller: hbone_netpol_blocked %v, blocked hops %v\n%s", r.Facts["hbone_netpol_blocked"], r.Facts["hbone_blocked_hops"], r.Summary)
+	}
+}
