@@ -120,6 +120,7 @@ func fetchAmbient(ctx context.Context, c cluster.Cluster, t cluster.Target) (amb
 		} else {
 			in.WaypointPods, in.WaypointPodsRead = wpPods, true
 			sort.Slice(in.WaypointPods, func(i, j int) bool { return in.WaypointPods[i].Name < in.WaypointPods[j].Name })
+			in.Binding = mesh.GatewaySandwich(in.Binding, in.WaypointPods)
 		}
 	}
 	return in, "", nil

@@ -39,8 +39,7 @@ type gatewayCandidate struct {
 // as istiod applies an Istio Gateway's selector to the pods of all
 // namespaces (unless PILOT_SCOPE_GATEWAY_TO_NAMESPACE): a Helm install runs
 // the gateway in istio-ingress, say, with the Gateway in the app's
-// namespace. The control plane's namespace (the last argument) is one of
-// them, so it needs no list of its own.
+// namespace.
 func gatewayCandidates(vss []*networkingv1.VirtualService, gws []*networkingv1.Gateway) []gatewayCandidate {
 	byRef := map[string]*networkingv1.Gateway{}
 	for _, gw := range gws {

@@ -104,3 +104,29 @@ func TestAmbientRefusalsExplainedByThePath(t *testing.T) {
 		})
 	}
 }
+
+// istiod's WaypointBound True for a Gateway of no waypoint class does not
+// prove the connections fail: a gateway sandwich or another implementation
+// takes the tunnel. High confidence needs ztunnel's failures; where ztunnel
+// completes every connection the finding is low.
+func TestNotAWaypointIsCertainOnlyWithZtunnelFailures(t *testing.T) {
+	dataplane := probes.Facts{"waypoint_named": true, "waypoint_name": "shop/edge", "waypoint_state": "not-waypoint",
+		"waypoint_ready_pods": 1, "waypoint_bound_condition": "True"}
+	for name, tc := range map[string]struct {
+		ztunnel probes.Facts
+		want    runbook.Confidence
+	}{
+		"ztunnel logs failing connections":   {probes.Facts{"ztunnel_entries": 9, "ztunnel_completed": 0}, runbook.ConfidenceHigh},
+		"ztunnel completed every connection": {probes.Facts{"ztunnel_entries": 9, "ztunnel_completed": 9}, runbook.ConfidenceLow},
+	} {
+		t.Run(name, func(t *testing.T) {
+			findings := autoFindings(t, runbooktest.With(runbooktest.AmbientHealthy(), map[string]probes.Facts{"dataplane": dataplane, "ztunnel": tc.ztunnel}))
+			if got := causeIDs(findings); !reflect.DeepEqual(got, []string{"ambient.waypoint-not-bound"}) {
+				t.Fatalf("findings = %v", got)
+			}
+			if findings[0].Confidence != tc.want {
+				t.Errorf("confidence %s, want %s (%s)", findings[0].Confidence, tc.want, findings[0].Summary)
+			}
+		})
+	}
+}

@@ -311,6 +311,11 @@ type Waypoint struct {
 	allowedSelector *metav1.LabelSelector
 }
 
+// ProxyProtocolListener is the listener protocol by which a waypoint of
+// another implementation (kgateway's kgateway-waypoint class) takes
+// tunnelled traffic instead of an HBONE listener.
+const ProxyProtocolListener = "istio.io/PROXY"
+
 // WaypointOf reads gw as istiod reads a Gateway that a use-waypoint label
 // names, whatever its class.
 func WaypointOf(gw *gatewayv1.Gateway) Waypoint {
@@ -323,6 +328,11 @@ func WaypointOf(gw *gatewayv1.Gateway) Waypoint {
 			w.IsWaypoint = true
 			hbone = i
 			break
+		}
+		// A waypoint of another implementation (kgateway-waypoint) takes
+		// the tunnelled traffic on a PROXY listener of its own.
+		if l.Protocol == ProxyProtocolListener {
+			w.IsWaypoint = true
 		}
 	}
 	if hbone >= 0 {
@@ -459,6 +469,24 @@ func BindServiceWaypoint(svc *corev1.Service, ns *corev1.Namespace, gateways []*
 		b.State, b.Why = WaypointUnknown, fmt.Sprintf("waypoint %s has class %s, whose %s default is not read", use.Ref, w.Class, label.IoIstioWaypointFor.Name)
 	default:
 		b.State, b.Why = WaypointBound, fmt.Sprintf("bound to waypoint %s (%s, for %s traffic)", use.Ref, use.From, w.TrafficType)
+	}
+	return b
+}
+
+// GatewaySandwich corrects a binding to a Gateway that is no waypoint
+// when that Gateway's pods are enrolled in ambient (the "gateway
+// sandwich"): the ztunnel of their node terminates the HBONE sent to it
+// and hands the traffic to the gateway, so the binding works.
+func GatewaySandwich(b WaypointBinding, gatewayPods []corev1.Pod) WaypointBinding {
+	if b.State != WaypointNotAGW || b.Waypoint == nil || !b.Waypoint.Ready {
+		return b
+	}
+	for i := range gatewayPods {
+		if DataPlaneOf(&gatewayPods[i], nil).Enrolled() {
+			b.State = WaypointBound
+			b.Why = fmt.Sprintf("bound to Gateway %s (class %s), no waypoint class but its pods are enrolled in ambient: their ztunnel terminates the HBONE sent to it (a gateway sandwich)", b.Use.Ref, b.Waypoint.Class)
+			return b
+		}
 	}
 	return b
 }

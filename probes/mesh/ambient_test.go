@@ -291,3 +291,33 @@ func strictPA(ns string) []*securityv1.PeerAuthentication {
 	pa.Spec.Mtls = &securityv1beta1.PeerAuthentication_MutualTLS{Mode: securityv1beta1.PeerAuthentication_MutualTLS_STRICT}
 	return []*securityv1.PeerAuthentication{pa}
 }
+
+// istiod binds a Service to any Gateway with an address. One that is no
+// waypoint class still works as one when its pods are enrolled in ambient
+// (their ztunnel terminates the HBONE: the "gateway sandwich"), or when it
+// is a waypoint of another implementation (kgateway's istio.io/PROXY
+// listener): those are bound, not "connections fail".
+func TestGatewayThatWorksAsAWaypoint(t *testing.T) {
+	ns := namespace("shop", nil)
+	svc := service("shop", "orders", map[string]string{"istio.io/use-waypoint": "edge"})
+	plain := gateway("shop", "edge", "istio", nil, true)
+	plain.Spec.Listeners = []gatewayv1.Listener{{Name: "http", Port: 80, Protocol: "HTTP"}}
+	b := mesh.BindServiceWaypoint(svc, ns, []*gatewayv1.Gateway{plain}, true)
+	if b.State != mesh.WaypointNotAGW {
+		t.Fatalf("an istio-class Gateway with an HTTP listener: %s (%s)", b.State, b.Why)
+	}
+	notEnrolled := *ambientPod("shop", "edge-1", nil, nil, true)
+	if got := mesh.GatewaySandwich(b, []corev1.Pod{notEnrolled}); got.State != mesh.WaypointNotAGW {
+		t.Errorf("gateway pods not enrolled: %s, want %s", got.State, mesh.WaypointNotAGW)
+	}
+	enrolled := *ambientPod("shop", "edge-1", nil, map[string]string{"ambient.istio.io/redirection": "enabled"}, true)
+	if got := mesh.GatewaySandwich(b, []corev1.Pod{enrolled}); got.State != mesh.WaypointBound || !strings.Contains(got.Why, "sandwich") {
+		t.Errorf("gateway pods enrolled in ambient: %s (%s), want bound", got.State, got.Why)
+	}
+
+	kgw := gateway("shop", "edge", "kgateway-waypoint", nil, true)
+	kgw.Spec.Listeners = []gatewayv1.Listener{{Name: "proxy", Port: 15088, Protocol: mesh.ProxyProtocolListener}}
+	if b := mesh.BindServiceWaypoint(svc, ns, []*gatewayv1.Gateway{kgw}, true); b.State == mesh.WaypointNotAGW {
+		t.Errorf("a kgateway-waypoint Gateway: %s (%s), want a waypoint", b.State, b.Why)
+	}
+}
