@@ -102,17 +102,7 @@ func decodeObjects(t *testing.T, docs ...string) []runtime.Object {
 
 func newAmbientFake(t *testing.T, docs ...string) *ambientFake {
 	t.Helper()
-	a := &ambientFake{}
-	var rest []runtime.Object
-	for _, o := range decodeObjects(t, append([]string{ambientWorld}, docs...)...) {
-		if gw, ok := o.(*gatewayv1.Gateway); ok {
-			a.gateways = append(a.gateways, gw)
-			continue
-		}
-		rest = append(rest, o)
-	}
-	a.fakeCluster = newFakeCluster(t, rest...)
-	return a
+	return ambientPolicyWorld(t, nil, docs...)
 }
 
 var webToOrders = cluster.Target{Namespace: "shop", Service: "orders", Port: 8080, Source: &cluster.PodRef{Namespace: "shop", Name: "web-1"}}

@@ -30,7 +30,7 @@ func (ZtunnelProbe) Meta() Meta {
 	return Meta{
 		ID:    "ztunnel",
 		Title: "ztunnel on the caller's and the Service's nodes: access log and config",
-		Reads: []string{"pods (control-plane namespace, app=ztunnel)", "pods/log (ztunnel)", "pods/portforward (ztunnel admin 15000 /config_dump)", "services", "namespaces"},
+		Reads: []string{"pods (app=ztunnel: control-plane namespace, else every namespace)", "pods/log (ztunnel)", "pods/portforward (ztunnel admin 15000 /config_dump)", "services", "namespaces"},
 		Facts: []FactSpec{
 			{"ztunnel_pods", FactInt, "ztunnel pods read, one per node the traffic passes"},
 			{"ztunnel_nodes_without", FactList, "nodes with a pod in ambient on the path but no Running, Ready ztunnel: their pods' traffic goes nowhere"},
