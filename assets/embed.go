@@ -1,6 +1,6 @@
 // Package assets embeds the data meshtriage ships: the runbooks (the Istio
 // knowledge the generic engine walks) and the recorded scenarios (written by
-// probes/cluster/recorded/scenariogen: `go generate ./assets`).
+// assets/scenariogen, beside them: `go generate ./assets`).
 package assets
 
 import "embed"
@@ -8,7 +8,7 @@ import "embed"
 // FS holds runbooks/ and scenarios/, each under its folder name. "all:"
 // keeps files whose names start with "." or "_".
 //
-//go:generate go run ../probes/cluster/recorded/scenariogen -out scenarios
+//go:generate go run ./scenariogen -out scenarios
 //go:embed all:runbooks all:scenarios
 var FS embed.FS
 

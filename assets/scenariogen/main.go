@@ -5,7 +5,7 @@
 // (no EndpointSlice address without its pod, no Envoy host the story does
 // not explain).
 //
-//	go run ./probes/cluster/recorded/scenariogen -out assets/scenarios [NAME...]
+//	go run ./assets/scenariogen -out assets/scenarios [NAME...]
 //
 // or `go generate ./assets`. Output is deterministic: regenerating
 // without changing a scenario leaves the committed files untouched, and

@@ -17,7 +17,7 @@ import (
 )
 
 // committedScenarios is assets/scenarios, what meshtriage embeds.
-const committedScenarios = "../../../../assets/scenarios"
+const committedScenarios = "../scenarios"
 
 // The committed scenarios must be exactly what the generator writes: a
 // hand edit would be lost at the next regeneration, and a generator change
