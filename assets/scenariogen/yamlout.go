@@ -332,3 +332,11 @@ var yamlEscapes = map[rune]string{
 	0: "0", 0x07: "a", 0x08: "b", 0x09: "t", 0x0a: "n", 0x0b: "v", 0x0c: "f", 0x0d: "r", 0x1b: "e",
 	0x85: "N", 0xa0: "_", 0x2028: "L", 0x2029: "P",
 }
+
+func anySlice[T any](items []T) []any {
+	out := make([]any, len(items))
+	for i, item := range items {
+		out[i] = item
+	}
+	return out
+}
