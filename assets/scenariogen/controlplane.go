@@ -21,7 +21,7 @@ func (w *World) ControlPlane(created time.Time, meshConfig string, nativeSidecar
 			},
 			Annotations: Object{{"meta.helm.sh/release-name", "istiod"}, {"meta.helm.sh/release-namespace", "istio-system"}},
 		})},
-		{"data", Object{{"mesh", Literal(strings.TrimSpace(meshConfig) + "\n")}, {"meshNetworks", "networks: {}"}}},
+		{"data", Object{{"mesh", strings.TrimSpace(meshConfig) + "\n"}, {"meshNetworks", "networks: {}"}}},
 	})
 	w.Service(ServiceSpec{
 		Namespace: "istio-system", Name: "istiod", ClusterIP: "10.96.0.15",

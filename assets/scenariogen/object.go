@@ -33,8 +33,3 @@ func (o Object) Get(key string) (any, bool) {
 	}
 	return nil, false
 }
-
-// Literal is a string YAML prints as a literal block ("|"): the mesh
-// config, scenario descriptions and the injector's multi-line env values
-// look the way kubectl shows them.
-type Literal string

@@ -5,12 +5,29 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+
+	"sigs.k8s.io/yaml"
 )
 
-// The files are written as the components write them: Envoy's admin output
-// and istiod's syncz as indented JSON in the order the proto fields or
-// istiod give (an Object keeps its keys in order), the injector's values as
-// compact JSON.
+// The files are written as the components write them: manifests as
+// `kubectl get -o yaml` prints objects (sigs.k8s.io/yaml, keys sorted),
+// Envoy's admin output and istiod's syncz as indented JSON in the order the
+// proto fields or istiod give (an Object keeps its keys in order), the
+// injector's values as compact JSON.
+
+// yamlDocuments prints each document as kubectl does and joins them with
+// "---".
+func yamlDocuments(docs ...Object) string {
+	out := make([]string, len(docs))
+	for i, d := range docs {
+		b, err := yaml.Marshal(d)
+		if err != nil {
+			panic(err)
+		}
+		out[i] = string(b)
+	}
+	return strings.Join(out, "---\n")
+}
 
 // MarshalJSON writes o's keys in order. A nil list is [], as Envoy and
 // istiod print an empty repeated field.

@@ -74,7 +74,7 @@ func (sc Scenario) header(s *Shop, t Target) Object {
 		{"name", sc.Name},
 		{"title", sc.Title},
 		{"summary", sc.Summary},
-		{"description", Literal(strings.TrimSpace(sc.Description) + "\n")},
+		{"description", strings.TrimSpace(sc.Description) + "\n"},
 		{"context", "prod-eu-west-1"},
 		{"serverVersion", s.serverVersion},
 		{"target", target},

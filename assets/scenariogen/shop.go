@@ -555,7 +555,7 @@ func (s *Shop) synczEntries() []Object {
 // files renders the scenario: every file by its path under the
 // scenario's folder.
 func (s *Shop) files(header Object) map[string]string {
-	out := map[string]string{"scenario.yaml": yamlDocuments(headerStyle, header)}
+	out := map[string]string{"scenario.yaml": yamlDocuments(header)}
 	manifestFiles := sortedKeys(s.world.manifests)
 	first := map[string]int{"namespaces.yaml": 0, "istio-system.yaml": 1}
 	sort.SliceStable(manifestFiles, func(i, j int) bool {
@@ -568,7 +568,7 @@ func (s *Shop) files(header Object) map[string]string {
 		return rank(manifestFiles[i]) < rank(manifestFiles[j])
 	})
 	for i, name := range manifestFiles {
-		out[fmt.Sprintf("manifests/%02d-%s", i, name)] = yamlDocuments(manifestStyle, s.world.manifests[name]...)
+		out[fmt.Sprintf("manifests/%02d-%s", i, name)] = yamlDocuments(s.world.manifests[name]...)
 	}
 	for _, sc := range s.sidecars {
 		dir := path.Join("envoy", sc.Pod.Namespace, sc.Pod.Name)
