@@ -40,13 +40,14 @@ func inAmbient(p *PodSpec, enrolled bool) {
 	}
 }
 
-// ztunnels adds ztunnel's DaemonSet pods, one per node, as the ztunnel
-// chart runs them: container istio-proxy, label app=ztunnel.
-func (s *Shop) ztunnels() map[string]*Pod {
+// ztunnels adds ztunnel's DaemonSet pods as the ztunnel chart runs them
+// (container istio-proxy, label app=ztunnel), one a node: onA on worker-a,
+// onB on worker-b, onC on worker-c. It returns them by node.
+func (s *Shop) ztunnels(onA, onB, onC string) map[string]*Pod {
 	out := map[string]*Pod{}
 	created := s.now.Add(-(9*day + 2*time.Hour))
-	for _, node := range []string{"worker-a", "worker-b", "worker-c"} {
-		name := "ztunnel-" + strings.ReplaceAll(digest(s.world.name, node, "ztunnel")[:5], "0", "z")
+	for _, z := range []NamedPod{{onA, "worker-a"}, {onB, "worker-b"}, {onC, "worker-c"}} {
+		name, node := z.Name, z.Node
 		out[node] = s.systemPod(name, node, 3, created, Object{{"app", "ztunnel"}, {"app.kubernetes.io/name", "ztunnel"},
 			{"controller-revision-hash", "7b8c9d6f5"}, {"pod-template-generation", "1"}, {"sidecar.istio.io/inject", "false"}},
 			Object{{"apiVersion", "apps/v1"}, {"blockOwnerDeletion", true}, {"controller", true}, {"kind", "DaemonSet"},
@@ -139,7 +140,7 @@ func (s *Shop) ztunnelLine(c ZConn) string {
 	identity := func(p *Pod) string {
 		return fmt.Sprintf("spiffe://%s/ns/%s/sa/%s", meshDomain, p.Namespace, p.App)
 	}
-	ephemeral := 32768 + s.rng.Below(28000)
+	ephemeral := 32768 + s.rng.IntN(28000)
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s\t%s\taccess\tconnection complete\tsrc.addr=%s:%d", agentTime(c.At), level, c.From.IP, ephemeral)
 	if !c.Plaintext {
@@ -240,23 +241,35 @@ func (s *Shop) authorizationPolicy(name string, created time.Time, spec any) {
 	s.istio("security.istio.io/v1", "AuthorizationPolicy", name, created, spec)
 }
 
+// NamedPod is a pod the story names, on the node it runs on.
+type NamedPod struct{ Name, Node string }
+
+// WaypointSpec is a waypoint of shop as the story tells it.
+type WaypointSpec struct {
+	Name    string
+	Created time.Time
+	// Ready: its pods are ready and the Gateway has its status address.
+	Ready bool
+	// Pods are NAME-HASH-XXXXX, of its Deployment's one ReplicaSet.
+	Pods []NamedPod
+	// Slice names its Service's EndpointSlice.
+	Slice string
+}
+
 // Waypoint is a waypoint of shop: its Gateway, Service and pods.
 type Waypoint struct {
 	Name string
-	// Ready: its pods are ready and the Gateway has its status address.
-	Ready bool
-	// Programmed is the Gateway's Programmed condition when not ready.
-	NotReadyReason, NotReadyMessage string
-	Pods                            []*Pod
-	VIP                             string
+	Pods []*Pod
+	VIP  string
 }
 
 // waypoint adds a waypoint to shop as istiod's deployment controller
 // leaves it: the Gateway (class istio-waypoint, HBONE on 15008), its
-// Service and its pods on nodes.
-func (s *Shop) waypoint(name string, created time.Time, ready bool, nodes ...string) *Waypoint {
+// Service and its pods.
+func (s *Shop) waypoint(spec WaypointSpec) *Waypoint {
 	w := s.world
-	wp := &Waypoint{Name: name, Ready: ready, VIP: fmt.Sprintf("10.96.40.%d", 60+len(w.services))}
+	name, created, ready := spec.Name, spec.Created, spec.Ready
+	wp := &Waypoint{Name: name, VIP: fmt.Sprintf("10.96.40.%d", 60+len(w.services))}
 	status := Object{{"conditions", []Object{
 		{{"lastTransitionTime", apiTime(created.Add(2 * time.Second))}, {"message", "Resource accepted"}, {"observedGeneration", 1}, {"reason", "Accepted"}, {"status", "True"}, {"type", "Accepted"}},
 		{{"lastTransitionTime", apiTime(created.Add(9 * time.Second))}, {"message", "Resource programmed, assigned to service(s) " + name + ".shop.svc.cluster.local:15008"}, {"observedGeneration", 1}, {"reason", "Programmed"}, {"status", "True"}, {"type", "Programmed"}},
@@ -279,10 +292,14 @@ func (s *Shop) waypoint(name string, created time.Time, ready bool, nodes ...str
 		{"gateway.networking.k8s.io/gateway-name", name}, {"istio.io/waypoint-for", "service"}}
 	w.Service(ServiceSpec{Namespace: "shop", Name: name, ClusterIP: wp.VIP, Selector: Object{{"gateway.networking.k8s.io/gateway-name", name}},
 		Created: created.Add(time.Second), Ports: []ServicePort{{"status-port", 15021, 15021}, {"mesh", 15008, 15008}}, Labels: gwLabels})
-	hash := strings.ReplaceAll(digest(w.name, name, "rs")[:9], "0", "7")
-	owner := w.rsOwner("shop", name+"-"+hash)
-	for i, node := range nodes {
-		podName := fmt.Sprintf("%s-%s-%s", name, hash, strings.ReplaceAll(digest(w.name, name, i)[:5], "0", "w"))
+	for i, pod := range spec.Pods {
+		podName, node := pod.Name, pod.Node
+		replicaSet := withoutLastDashPart(podName)
+		hash := lastDashPart(replicaSet)
+		if replicaSet != name+"-"+hash {
+			panic(fmt.Sprintf("waypoint %s: pod %s is not NAME-HASH-XXXXX", name, podName))
+		}
+		owner := w.rsOwner("shop", replicaSet)
 		labels := Object{{"gateway.istio.io/managed", "istio.io-mesh-controller"}, {"gateway.networking.k8s.io/gateway-class-name", "istio-waypoint"},
 			{"gateway.networking.k8s.io/gateway-name", name}, {"istio.io/dataplane-mode", "none"}, {"istio.io/waypoint-for", "service"},
 			{"pod-template-hash", hash}, {"service.istio.io/canonical-name", name}, {"service.istio.io/canonical-revision", "latest"},
@@ -291,7 +308,7 @@ func (s *Shop) waypoint(name string, created time.Time, ready bool, nodes ...str
 			[]string{"proxy", "waypoint", "--domain", "$(POD_NAMESPACE).svc.cluster.local", "--serviceCluster", name + ".$(POD_NAMESPACE)"}, 15021, ready)
 		wp.Pods = append(wp.Pods, p)
 	}
-	s.slice(Slice{Service: name, Endpoints: endpointsOf(wp.Pods, ready), Port: 15008, PortName: "mesh"})
+	s.slice(Slice{Name: spec.Slice, Service: name, Endpoints: endpointsOf(wp.Pods, ready), Port: 15008, PortName: "mesh"})
 	return wp
 }
 
@@ -341,8 +358,8 @@ func (s *Shop) recordWaypoint(wp *Pod, service string, port int, pods []*Pod, un
 		}
 		hosts = append(hosts, Object{
 			{"address", Object{{"envoy_internal_address", Object{{"server_listener_name", "connect_originate"}, {"endpoint_id", fmt.Sprintf("%s:%d", p.IP, port)}}}}},
-			{"stats", []Object{{{"name", "cx_connect_fail"}}, {{"value", fmt.Sprint(3 + s.rng.Below(20))}, {"name", "cx_total"}},
-				{{"name", "rq_error"}}, {{"value", fmt.Sprint(400 + s.rng.Below(900))}, {"name", "rq_success"}}}},
+			{"stats", []Object{{{"name", "cx_connect_fail"}}, {{"value", fmt.Sprint(3 + s.rng.IntN(20))}, {"name", "cx_total"}},
+				{{"name", "rq_error"}}, {{"value", fmt.Sprint(400 + s.rng.IntN(900))}, {"name", "rq_success"}}}},
 			{"health_status", health}, {"weight", 1}, {"locality", Object{{"region", region}, {"zone", nodeOf(p.Node).zone}}},
 		})
 	}

@@ -581,7 +581,7 @@ func (s *Sidecar) stats() string {
 		"server.concurrency": 2, "server.days_until_first_cert_expiring": 0, "server.dynamic_unknown_fields": 0, "server.hot_restart_epoch": 0,
 		"server.live": 1, "server.memory_allocated": 9843216, "server.memory_heap_size": 16777216, "server.memory_physical_size": 18874368,
 		"server.parent_connections": 0, "server.seconds_until_first_ocsp_response_expiring": 0, "server.state": 0, "server.static_unknown_fields": 0,
-		"server.total_connections": 4, "server.uptime": int(totalSeconds(s.Now.Sub(s.Pod.ProxyStarted))), "server.version": 16777215,
+		"server.total_connections": 4, "server.uptime": int(s.Now.Sub(s.Pod.ProxyStarted).Seconds()), "server.version": 16777215,
 		"server.worker_0.watchdog_mega_miss": 0, "server.worker_0.watchdog_miss": 0, "server.worker_1.watchdog_mega_miss": 0, "server.worker_1.watchdog_miss": 0,
 	}
 	histograms := map[string]string{}

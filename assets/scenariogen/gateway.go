@@ -35,7 +35,7 @@ func (s *Shop) ingressGateway(created time.Time) *Pod {
 	p.Labels = Object{{"app", gatewayName}, {"istio", "ingressgateway"}, {"pod-template-hash", lastDashPart(withoutLastDashPart(gatewayPodName))},
 		{"service.istio.io/canonical-name", gatewayName}, {"service.istio.io/canonical-revision", "latest"}, {"sidecar.istio.io/inject", "false"}}
 	replicaSet := withoutLastDashPart(gatewayPodName)
-	kubeAPI := "kube-api-access-" + digest(w.name, gatewayNamespace, gatewayPodName, "kapi")[:5]
+	kubeAPI := "kube-api-access-" + hashHex(w.name, gatewayNamespace, gatewayPodName, "kapi")[:5]
 	env := []Object{
 		{{"name", "PILOT_CERT_PROVIDER"}, {"value", "istiod"}},
 		{{"name", "CA_ADDR"}, {"value", "istiod.istio-system.svc:15012"}},
@@ -117,7 +117,7 @@ func (s *Shop) ingressGateway(created time.Time) *Pod {
 		Ports:  []ServicePort{{"status-port", 15021, 15021}, {"http2", 80, 8080}, {"https", 443, 8443}},
 		Labels: Object{{"app", gatewayName}, {"istio", "ingressgateway"}}, File: gatewayNamespace + ".yaml",
 	})
-	w.EndpointSlice(gatewayNamespace, gatewayName, "8fq2x", ready(p), "http2", 8080, created.Add(8*time.Second))
+	w.EndpointSlice(gatewayNamespace, gatewayName, gatewayName+"-8fq2x", ready(p), "http2", 8080, created.Add(8*time.Second))
 	s.proxyLog(p)
 	return p
 }
@@ -209,18 +209,18 @@ func (s *Shop) ingressCall(gw *Pod, c IngressCall) {
 	}
 	if c.To != nil {
 		upstreamHost = c.To.IP + ":8080"
-		upstreamLocal = fmt.Sprintf("%s:%d", gw.IP, 30000+rng.Below(30000))
+		upstreamLocal = fmt.Sprintf("%s:%d", gw.IP, 30000+rng.IntN(30000))
 	}
 	duration, tx := 0, 0
 	switch {
 	case code == 200:
-		duration, tx = 2+rng.Below(14), 400+rng.Below(900)
+		duration, tx = 2+rng.IntN(14), 400+rng.IntN(900)
 	case flags == "UH":
 		tx = 19
 	}
-	client := fmt.Sprintf("198.51.100.%d", 10+rng.Below(200))
-	port := 30000 + rng.Below(30000)
-	requestID := uid(s.world.name, "rid", accessLogTime(c.At), c.Path, rng.Random())
+	client := fmt.Sprintf("198.51.100.%d", 10+rng.IntN(200))
+	port := 30000 + rng.IntN(30000)
+	requestID := randomUUID(rng)
 	s.world.log(gw.Namespace, gw.Name, "istio-proxy", false, s.accessLine(AccessEntry{
 		Start: c.At, Method: "GET", Path: c.Path, Code: code, Flags: flags, Details: details,
 		UpstreamHost: upstreamHost, Cluster: cluster, UpstreamLocal: upstreamLocal,
@@ -236,7 +236,7 @@ func (s *Shop) ingressCall(gw *Pod, c IngressCall) {
 	if c.To != nil {
 		s.world.log(c.To.Namespace, c.To.Name, "istio-proxy", false, s.accessLine(AccessEntry{
 			Start: c.At.Add(time.Millisecond), Method: "GET", Path: c.Path, Code: code, Flags: "-", Details: "via_upstream",
-			UpstreamHost: upstreamHost, Cluster: "inbound|8080||", UpstreamLocal: fmt.Sprintf("127.0.0.6:%d", 30000+rng.Below(30000)),
+			UpstreamHost: upstreamHost, Cluster: "inbound|8080||", UpstreamLocal: fmt.Sprintf("127.0.0.6:%d", 30000+rng.IntN(30000)),
 			DownstreamLocal: upstreamHost, DownstreamRemote: fmt.Sprintf("%s:%d", gw.IP, port+7),
 			Authority: c.Host, ForwardedFor: client, UserAgent: "Mozilla/5.0", RequestID: requestID,
 			TxBytes: tx, DurationMs: max(duration-1, 1),

@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -60,10 +59,9 @@ func agentStartup(p *Pod, start time.Time, readyAfter float64) []string {
 	log(100, "info", "xdsproxy\tconnected to delta upstream XDS server: istiod.istio-system.svc:15012\tid=1")
 	log(92, "info", "ads\tADS: new connection for node:"+p.ProxyID()+"-1")
 	log(0, "info", "ads\tADS: new connection for node:"+p.ProxyID()+"-2")
-	// Float arithmetic in the same steps as the Python generator, so the
-	// readiness line lands on the same microsecond.
-	rest := math.Max(float64(readyAfter*1000)-float64(totalSeconds(t.Sub(start))*1000), 5)
-	log(rest, "info", fmt.Sprintf("Readiness succeeded in %.3fms", float64(readyAfter*1000)+3.5))
+	// Ready readyAfter after the start, or 5 ms after the last line.
+	rest := max(seconds(readyAfter)-t.Sub(start), 5*time.Millisecond)
+	log(float64(rest)/float64(time.Millisecond), "info", fmt.Sprintf("Readiness succeeded in %.3fms", readyAfter*1000+3.5))
 	log(0, "info", "Envoy proxy is ready")
 	return lines
 }
@@ -123,7 +121,7 @@ func (e AccessEntry) Line() string {
 	}
 	requestID := e.RequestID
 	if requestID == "" {
-		requestID = uid("rid", accessLogTime(e.Start), e.Path, e.UpstreamHost, e.DownstreamRemote)
+		requestID = stableUID("rid", accessLogTime(e.Start), e.Path, e.UpstreamHost, e.DownstreamRemote)
 	}
 	request := fmt.Sprintf(`"%s %s %s"`, e.Method, e.Path, firstNonEmpty(e.Protocol, "HTTP/1.1"))
 	userAgent, authority := firstNonEmpty(e.UserAgent, "Go-http-client/1.1"), e.Authority

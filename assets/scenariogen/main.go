@@ -11,16 +11,17 @@
 // without changing a scenario leaves the committed files untouched, and
 // the package's test fails when they differ.
 //
-// To add a scenario, copy the closest scenario_NN_*.go to the next number
-// (the number is the demo's order), give it a new Name and story, build
-// its world with the Shop helpers (shop.go, storyparts.go), run
+// To add a scenario, copy the closest story_*.go, give it a new Name and
+// story, name its objects as the incident had them and build its world with
+// the Shop helpers (shop.go, storyparts.go); list it in registry.go, run
 // `go generate ./assets` and commit the new folder with the code.
 //
-// Traffic, durations and jitter come from a random generator seeded with
-// the scenario's name, bit-compatible with the Python generator this
-// replaced so the committed files did not change. Each scenario draws in
-// the order its code runs: adding or moving a draw reshuffles that
-// scenario's traffic (and only that scenario's), so regenerate and review.
+// Traffic, durations and jitter are drawn from math/rand/v2 with a fixed
+// seed mixed with the scenario's name (ids.go). Each scenario draws in the
+// order its code runs: adding or moving a draw reshuffles that scenario's
+// traffic (and only that scenario's), so regenerate and check that it
+// still diagnoses the same (probes/cluster/recorded's tests pin each
+// scenario's causes).
 package main
 
 import (
@@ -56,7 +57,12 @@ func generate(root string, names []string, progress io.Writer) error {
 	for _, n := range names {
 		wanted[n] = true
 	}
+	seen := map[string]bool{}
 	for _, sc := range scenarios {
+		if seen[sc.Name] {
+			return fmt.Errorf("two scenarios are named %q", sc.Name)
+		}
+		seen[sc.Name] = true
 		if len(names) > 0 && !wanted[sc.Name] {
 			continue
 		}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -144,7 +145,7 @@ func (w *World) Pod(s PodSpec) *Pod {
 	if owner == nil && s.Controller != "" {
 		owner = w.rsOwner(ns, s.Controller)
 	}
-	kubeAPI := "kube-api-access-" + digest(w.name, ns, name, "kapi")[:5]
+	kubeAPI := "kube-api-access-" + hashHex(w.name, ns, name, "kapi")[:5]
 	app, probers := appContainer(s, p.Container, kubeAPI)
 	containers := []Object{app}
 	var initContainers []Object
@@ -326,10 +327,10 @@ func (w *World) podStatus(s PodSpec, p *Pod, t podTimes) Object {
 	var statuses, initStatuses []Object
 	meshed := s.Sidecar != NoSidecar
 	if meshed {
-		initID := "containerd://" + digest(w.name, s.Namespace, s.Name, "istio-init")
+		initID := "containerd://" + hashHex(w.name, s.Namespace, s.Name, "istio-init")
 		initStatuses = append(initStatuses, Object{
 			{"containerID", initID}, {"image", proxyImage},
-			{"imageID", "docker.io/istio/proxyv2@sha256:" + digest(proxyImage)}, {"lastState", Object{}}, {"name", "istio-init"},
+			{"imageID", "docker.io/istio/proxyv2@sha256:" + hashHex(proxyImage)}, {"lastState", Object{}}, {"name", "istio-init"},
 			{"ready", true}, {"restartCount", 0}, {"started", false},
 			{"state", Object{{"terminated", Object{{"containerID", initID}, {"exitCode", 0},
 				{"finishedAt", apiTime(t.initDone)}, {"reason", "Completed"}, {"startedAt", apiTime(s.Created.Add(time.Second))}}}}},
@@ -492,7 +493,7 @@ type containerState struct {
 }
 
 func (w *World) containerStatus(namespace, pod, name, image string, started time.Time, c containerState) Object {
-	id := "containerd://" + digest(w.name, namespace, pod, name, c.restarts)
+	id := "containerd://" + hashHex(w.name, namespace, pod, name, strconv.Itoa(c.restarts))
 	state := Object{{"running", Object{{"startedAt", apiTime(started)}}}}
 	if c.terminated != nil {
 		state = Object{{"terminated", c.terminated.object(id)}}
@@ -500,7 +501,7 @@ func (w *World) containerStatus(namespace, pod, name, image string, started time
 	out := Object{
 		{"containerID", id},
 		{"image", image},
-		{"imageID", strings.SplitN(image, ":", 2)[0] + "@sha256:" + digest(image)},
+		{"imageID", strings.SplitN(image, ":", 2)[0] + "@sha256:" + hashHex(image)},
 		{"lastState", Object{}},
 		{"name", name},
 		{"ready", c.ready},
@@ -528,10 +529,10 @@ func firstNonEmpty(values ...string) string {
 	return ""
 }
 
-// lastDashPart is name.rsplit("-", 1)[-1]: a ReplicaSet's hash.
+// lastDashPart is what follows name's last dash: a ReplicaSet's hash.
 func lastDashPart(name string) string { return name[strings.LastIndex(name, "-")+1:] }
 
-// withoutLastDashPart is name.rsplit("-", 1)[0]: a pod's ReplicaSet.
+// withoutLastDashPart is name up to its last dash: a pod's ReplicaSet.
 func withoutLastDashPart(name string) string {
 	if i := strings.LastIndex(name, "-"); i >= 0 {
 		return name[:i]

@@ -1,8 +1,9 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -16,14 +17,10 @@ type seriesKey struct {
 	upstreamApp string
 }
 
-// pythonTupleRepr is how the Python generator ordered series: by the repr
-// of (code, flags, service, namespace, app-or-None).
-func (k seriesKey) pythonTupleRepr() string {
-	app := "None"
-	if k.upstreamApp != "" {
-		app = pythonRepr(k.upstreamApp)
-	}
-	return fmt.Sprintf("(%d, %s, %s, %s, %s)", k.code, pythonRepr(k.flags), pythonRepr(k.service), pythonRepr(k.namespace), app)
+// compare orders series by code, flags, service, namespace and upstream app.
+func (k seriesKey) compare(o seriesKey) int {
+	return cmp.Or(cmp.Compare(k.code, o.code), cmp.Compare(k.flags, o.flags), cmp.Compare(k.service, o.service),
+		cmp.Compare(k.namespace, o.namespace), cmp.Compare(k.upstreamApp, o.upstreamApp))
 }
 
 // prometheus is the sidecar's /stats/prometheus at time at:
@@ -51,10 +48,10 @@ func (s *Shop) prometheus(sc *Sidecar, at time.Time) string {
 	// stable per-pod offset keeps successes far ahead of any failure count.
 	for _, k := range keys {
 		if k.code == 200 {
-			counts[k] += 38000 + digestInt(p.Name, k.service)%20000
+			counts[k] += 38000 + hashInt(p.Name, k.service)%20000
 		}
 	}
-	sort.Slice(keys, func(i, j int) bool { return keys[i].pythonTupleRepr() < keys[j].pythonTupleRepr() })
+	slices.SortFunc(keys, seriesKey.compare)
 
 	out := []string{"# TYPE envoy_server_live gauge", "envoy_server_live{} 1",
 		"# TYPE istio_build gauge", fmt.Sprintf(`istio_build{component="proxy",tag="%s"} 1`, istioVersion),

@@ -6,9 +6,7 @@ import (
 )
 
 // Scenario is one recorded incident: the story `meshtriage demo` tells and
-// the world that reproduces it. Each scenario_NN_*.go file registers one;
-// NN keeps them in the order the demo lists them (Go runs init functions
-// in file-name order).
+// the world that reproduces it, one story_NAME.go file each.
 type Scenario struct {
 	Name  string
 	Title string
@@ -41,15 +39,32 @@ type Target struct {
 	Port      int
 }
 
-var scenarios []Scenario
-
-func register(s Scenario) {
-	for _, existing := range scenarios {
-		if existing.Name == s.Name {
-			panic("scenario registered twice: " + s.Name)
-		}
-	}
-	scenarios = append(scenarios, s)
+// scenarios are the embedded incidents, one story file each
+// (story_NAME.go), in the order the generator writes them.
+var scenarios = []Scenario{
+	healthy,
+	mtlsPlaintextToStrict,
+	mtlsToPodWithoutSidecar,
+	startupRace,
+	rolloutShutdown503,
+	portMismatch,
+	noReadyEndpoints,
+	subsetNoPods,
+	vsUndefinedSubset,
+	outlierAllEjected,
+	circuitBreakerOverflow,
+	missingServiceEntry,
+	staleXDS,
+	idleTimeoutUC,
+	circuitBreakerTemplate,
+	outlierGatewayErrors,
+	idleResetLegacyLogFormat,
+	ambientHBONENetworkPolicy,
+	ambientWaypointNotReady,
+	ambientSidecarBypassesWaypoint,
+	gatewayVSNotBound,
+	gatewaySubsetNoPods,
+	gatewayHostMismatch,
 }
 
 // render builds the scenario and returns its files by path relative to

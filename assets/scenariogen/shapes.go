@@ -82,7 +82,7 @@ func (e AccessEntry) fields() (request [3]string, upstreamTime, userAgent, reque
 	}
 	requestID = e.RequestID
 	if requestID == "" {
-		requestID = uid("rid", accessLogTime(e.Start), e.Path, e.UpstreamHost, e.DownstreamRemote)
+		requestID = stableUID("rid", accessLogTime(e.Start), e.Path, e.UpstreamHost, e.DownstreamRemote)
 	}
 	request = [3]string{e.Method, e.Path, firstNonEmpty(e.Protocol, "HTTP/1.1")}
 	userAgent, authority = firstNonEmpty(e.UserAgent, "Go-http-client/1.1"), e.Authority

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"path"
 	"slices"
 	"sort"
@@ -85,9 +86,8 @@ type Shop struct {
 	world  *World
 	now    time.Time
 	native bool
-	// rng draws paths, durations and jitter; seeded by the scenario name
-	// so every run writes the same files.
-	rng           *pythonRandom
+	// rng draws paths, durations and jitter (ids.go).
+	rng           *rand.Rand
 	serverVersion string
 	// xdsVersion is the push version every sidecar's config carries.
 	xdsVersion  string
@@ -111,12 +111,12 @@ func newShop(name string, now time.Time, mesh MeshOptions, shapes Shapes) *Shop 
 		world:         newWorld(name, now),
 		now:           now,
 		native:        mesh.NativeSidecars,
-		rng:           newPythonRandom(name),
+		rng:           newDraws(name),
 		serverVersion: "v1.30.4",
 		syncz:         map[string]Object{},
 		shapes:        shapes,
 	}
-	s.xdsVersion = fmt.Sprintf("%s/%d", apiTime(now.Add(-14*time.Minute)), 40+s.rng.Below(30))
+	s.xdsVersion = fmt.Sprintf("%s/%d", apiTime(now.Add(-14*time.Minute)), 40+s.rng.IntN(30))
 	s.world.ControlPlane(now.Add(-(9*day + 2*time.Hour + 17*time.Minute)), meshConfig(mesh, shapes), mesh.NativeSidecars)
 	s.shopCreated = now.Add(-(61*day + 3*time.Hour))
 	return s
@@ -178,6 +178,8 @@ func (s *Shop) pod(namespace, name, app, nodeName string, host int, created time
 
 // Slice is an EndpointSlice of a shop service.
 type Slice struct {
+	// Name is the slice's, SERVICE-XXXXX as the controller names it.
+	Name      string
 	Service   string
 	Endpoints []Endpoint
 	// Port and PortName default to 8080 "http".
@@ -195,8 +197,7 @@ func (s *Shop) slice(sl Slice) {
 	if created.IsZero() {
 		created = s.now.Add(-20 * time.Minute)
 	}
-	suffix := strings.ReplaceAll(digest(s.world.name, sl.Service, "slice")[:5], "0", "x")
-	s.world.EndpointSlice("shop", sl.Service, suffix, sl.Endpoints, portName, port, created)
+	s.world.EndpointSlice("shop", sl.Service, sl.Name, sl.Endpoints, portName, port, created)
 }
 
 // istio adds an Istio resource in namespace shop.
@@ -247,9 +248,9 @@ func (s *Shop) outbound(o Outbound) *Cluster {
 	for _, p := range o.Pods {
 		// EDS carries endpoint ports, not service ports.
 		h := &Host{IP: p.IP, Port: port, Node: p.Node}
-		h.CxTotal = 3 + s.rng.Below(20)
-		h.RqSuccess = 400 + s.rng.Below(2000)
-		h.CxActive = 1 + s.rng.Below(3)
+		h.CxTotal = 3 + s.rng.IntN(20)
+		h.RqSuccess = 400 + s.rng.IntN(2000)
+		h.CxActive = 1 + s.rng.IntN(3)
 		hosts = append(hosts, h)
 	}
 	return &Cluster{
@@ -398,22 +399,22 @@ func (s *Shop) call(c Call) {
 	}
 	path := c.Path
 	if path == "" {
-		byCustomer := fmt.Sprintf("/api/orders?customer=%d", rng.Between(10000, 99999))
-		byID := fmt.Sprintf("/api/orders/%d", rng.Between(100000, 999999))
-		path = []string{byCustomer, byID}[rng.Below(2)]
+		byCustomer := fmt.Sprintf("/api/orders?customer=%d", between(rng, 10000, 99999))
+		byID := fmt.Sprintf("/api/orders/%d", between(rng, 100000, 999999))
+		path = []string{byCustomer, byID}[rng.IntN(2)]
 	}
 	duration := c.DurationMs.value
 	if !c.DurationMs.set {
 		if code == 200 {
-			duration = 2 + rng.Below(14)
+			duration = 2 + rng.IntN(14)
 		} else {
-			duration = 1 + rng.Below(3)
+			duration = 1 + rng.IntN(3)
 		}
 	}
 	tx := c.TxBytes.value
 	if !c.TxBytes.set {
 		if code == 200 {
-			tx = 400 + rng.Below(900)
+			tx = 400 + rng.IntN(900)
 		} else {
 			// The size of Envoy's local reply: "no healthy upstream",
 			// "upstream connect error or disconnect/reset before headers.
@@ -433,8 +434,8 @@ func (s *Shop) call(c Call) {
 	if c.To != nil {
 		upstreamHost = fmt.Sprintf("%s:%d", c.To.IP, port)
 	}
-	requestID := uid(s.world.name, "rid", accessLogTime(c.At), path, rng.Random())
-	ephemeral := 30000 + rng.Below(30000)
+	requestID := randomUUID(rng)
+	ephemeral := 30000 + rng.IntN(30000)
 	rx := 0
 	if method != "GET" {
 		rx = 212
@@ -447,7 +448,7 @@ func (s *Shop) call(c Call) {
 		}
 		upstreamLocal := "-"
 		if c.To != nil && (flags == "-" || flags == "URX") {
-			upstreamLocal = fmt.Sprintf("%s:%d", c.From.IP, 30000+rng.Below(30000))
+			upstreamLocal = fmt.Sprintf("%s:%d", c.From.IP, 30000+rng.IntN(30000))
 		}
 		clusterIP, ok := serviceIPs[c.Service]
 		if !ok {
@@ -485,7 +486,7 @@ func (s *Shop) call(c Call) {
 		}
 		upstreamLocal := "-"
 		if inboundFlags == "-" {
-			upstreamLocal = fmt.Sprintf("127.0.0.6:%d", 30000+rng.Below(30000))
+			upstreamLocal = fmt.Sprintf("127.0.0.6:%d", 30000+rng.IntN(30000))
 		}
 		s.world.log(c.To.Namespace, c.To.Name, "istio-proxy", false, s.accessLine(AccessEntry{
 			Start: c.At.Add(time.Millisecond), Method: method, Path: path, Code: inboundCode, Flags: inboundFlags,
@@ -504,7 +505,24 @@ func (s *Shop) call(c Call) {
 func (s *Shop) traffic(start, end time.Time, everyMs int, send func(t time.Time, i int)) {
 	for t, i := start, 0; t.Before(end); i++ {
 		send(t, i)
-		t = t.Add(millis(float64(everyMs) * (0.5 + s.rng.Random())))
+		t = t.Add(millis(float64(everyMs) * (0.5 + s.rng.Float64())))
+	}
+}
+
+// The source's counters are recorded twice, metricsWindow apart, the second
+// time at the recording (stats_prometheus.txt and .2.txt): the metrics step
+// reads the calls between the two samples as the 503 rate "now". A story's
+// steady traffic stops where the window starts and the story says what the
+// window holds, so the rate "now" is the story's, not the draws'.
+const metricsWindow = 5 * time.Second
+
+// windowStart is the first sample of the counters.
+func (s *Shop) windowStart() time.Time { return s.now.Add(-metricsWindow) }
+
+// inWindow calls send for n requests spread evenly over the window.
+func (s *Shop) inWindow(n int, send func(t time.Time, i int)) {
+	for i := range n {
+		send(s.windowStart().Add(metricsWindow*time.Duration(i+1)/time.Duration(n+1)), i)
 	}
 }
 
@@ -523,7 +541,7 @@ func (s *Shop) countResponses(code int) int {
 
 // nonce is istiod's nonce: the push version (time/counter) and a UUID.
 func (s *Shop) nonce(at time.Time) string {
-	return fmt.Sprintf("%s/%d%s", apiTime(at), 40+(at.Unix()/60)%30, uid(s.world.name, "nonce", at, s.rng.Random()))
+	return fmt.Sprintf("%s/%d%s", apiTime(at), 40+(at.Unix()/60)%30, randomUUID(s.rng))
 }
 
 func (s *Shop) synczEntries() []Object {
@@ -533,7 +551,7 @@ func (s *Shop) synczEntries() []Object {
 		if p.Sidecar == NoSidecar || p.Namespace == "istio-system" && !gateway || p.proxyExited {
 			continue
 		}
-		at := s.now.Add(-(3*time.Minute + time.Duration(s.rng.Below(50))*time.Second))
+		at := s.now.Add(-(3*time.Minute + time.Duration(s.rng.IntN(50))*time.Second))
 		proxyType := "sidecar"
 		if gateway {
 			proxyType = "router"
@@ -575,7 +593,7 @@ func (s *Shop) files(header Object) map[string]string {
 		for name, text := range sc.files() {
 			out[path.Join(dir, name)] = text
 		}
-		out[path.Join(dir, "stats_prometheus.txt")] = s.prometheus(sc, s.now.Add(-5*time.Second))
+		out[path.Join(dir, "stats_prometheus.txt")] = s.prometheus(sc, s.windowStart())
 		out[path.Join(dir, "stats_prometheus.2.txt")] = s.prometheus(sc, s.now)
 	}
 	for p, text := range s.extraFiles {

@@ -76,9 +76,15 @@ func (s *Shop) webUpstreamLogs(web *Pod, pods []*Pod, appStart func(time.Time) [
 // succeed sends successful calls from web to service, round-robin over
 // pods, from start to end.
 func (s *Shop) succeed(web *Pod, service string, pods []*Pod, start, end time.Time, everyMs int) {
-	s.traffic(start, end, everyMs, func(t time.Time, i int) {
+	s.traffic(start, end, everyMs, s.served(web, service, pods))
+}
+
+// served sends the i-th call from web to service, answered by pods[i%len]:
+// steady traffic (succeed) or the calls of the metrics window (inWindow).
+func (s *Shop) served(web *Pod, service string, pods []*Pod) func(t time.Time, i int) {
+	return func(t time.Time, i int) {
 		s.call(Call{From: web, Service: service, At: t, To: pods[i%len(pods)]})
-	})
+	}
 }
 
 // noHealthyUpstream is a call Envoy answered itself: no host to send to.
@@ -95,7 +101,8 @@ func noFilterChainLine(at time.Time, podIP, remoteIP string, remotePort int) str
 		Authority: "-", DurationMs: 0, UpstreamTime: "-", Route: "-"}.Line()
 }
 
-// subsetWorld is shop, web, and orders pods of the given versions.
+// subsetWorld is shop, web, and orders pods of the given versions; the
+// story adds their EndpointSlices.
 func (s *Shop) subsetWorld(names, versions []string) (*Pod, []*Pod) {
 	s.namespace()
 	s.service("web")
@@ -116,8 +123,6 @@ func (s *Shop) subsetWorld(names, versions []string) (*Pod, []*Pod) {
 			p.Version, p.Image = versions[i], image
 		}))
 	}
-	s.slice(Slice{Service: "web", Endpoints: ready(web)})
-	s.slice(Slice{Service: "orders", Endpoints: ready(pods...)})
 	return web, pods
 }
 

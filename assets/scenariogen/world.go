@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -73,7 +74,7 @@ func newWorld(name string, now time.Time) *World {
 	return &World{
 		name:            name,
 		now:             now,
-		resourceVersion: 48100 + hexInt(digest(name)[:4])%5000,
+		resourceVersion: 48100 + (hashInt(name)>>16)%5000,
 		manifests:       map[string][]Object{},
 		logs:            map[logKey][]string{},
 		pods:            map[objectKey]*Pod{},
@@ -89,10 +90,7 @@ func (w *World) add(file string, obj Object) Object {
 // objectUID is the object's metadata.uid: stable per scenario, kind,
 // namespace and name, so owner references can be computed before the owner.
 func (w *World) objectUID(kind, namespace, name string) string {
-	if namespace == "" {
-		return uid(w.name, kind, nil, name)
-	}
-	return uid(w.name, kind, namespace, name)
+	return stableUID(w.name, kind, namespace, name)
 }
 
 // ObjectMeta is what meta() needs beyond kind, namespace and name.
@@ -212,8 +210,9 @@ func ready(pods ...*Pod) []Endpoint {
 }
 
 // EndpointSlice adds the slice the endpointslice controller would write
-// for service; every endpoint must name a pod already in the world.
-func (w *World) EndpointSlice(namespace, service, suffix string, endpoints []Endpoint, portName string, port int, created time.Time) Object {
+// for service, named name (service-XXXXX); every endpoint must name a pod
+// already in the world.
+func (w *World) EndpointSlice(namespace, service, name string, endpoints []Endpoint, portName string, port int, created time.Time) Object {
 	svc, ok := w.services[objectKey{namespace, service}]
 	if !ok {
 		panic(fmt.Sprintf("EndpointSlice: no service %s/%s", namespace, service))
@@ -239,7 +238,9 @@ func (w *World) EndpointSlice(namespace, service, suffix string, endpoints []End
 	for _, f := range svc.labels {
 		labels.Set(f.Key, f.Value)
 	}
-	name := service + "-" + suffix
+	if !strings.HasPrefix(name, service+"-") {
+		panic(fmt.Sprintf("EndpointSlice %s of service %s: the controller names it %s-XXXXX", name, service, service))
+	}
 	return w.add(namespace+".yaml", Object{
 		{"apiVersion", "discovery.k8s.io/v1"}, {"kind", "EndpointSlice"},
 		{"addressType", "IPv4"},

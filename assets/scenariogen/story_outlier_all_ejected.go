@@ -2,22 +2,20 @@ package main
 
 import "time"
 
-func init() {
-	register(Scenario{
-		Name:    "outlier-all-ejected",
-		Title:   "Outlier detection ejected every host",
-		Summary: "consecutive5xxErrors 1 + maxEjectionPercent 100: one DB blip ejected every host",
-		Description: `
+var outlierAllEjected = Scenario{
+	Name:    "outlier-all-ejected",
+	Title:   "Outlier detection ejected every host",
+	Summary: "consecutive5xxErrors 1 + maxEjectionPercent 100: one DB blip ejected every host",
+	Description: `
 The orders DestinationRule sets outlierDetection consecutive5xxErrors: 1 and maxEjectionPercent: 100.
 At 05:09:58 a postgres failover made each orders pod answer one 500. One error per host was enough:
 web's Envoy ejected all three (failed_outlier_check) for baseEjectionTime 3m, and with Istio's panic
 threshold at 0 it has nowhere to send traffic, so every call since is 503 UH no_healthy_upstream while
 Kubernetes shows three ready, healthy pods.
 `,
-		Expect: []string{"outlier.all-ejected"},
-		Now:    at("2026-12-02T05:12:33"),
-		Build:  buildOutlierAllEjected,
-	})
+	Expect: []string{"outlier.all-ejected"},
+	Now:    at("2026-12-02T05:12:33"),
+	Build:  buildOutlierAllEjected,
 }
 
 func buildOutlierAllEjected(s *Shop) Target {
@@ -27,8 +25,8 @@ func buildOutlierAllEjected(s *Shop) Target {
 	s.service("orders")
 	web := s.webPod(now.Add(-(day + 8*time.Hour)), nil)
 	orders := s.ordersPods(now.Add(-(2*day + 4*time.Hour)), nil, nil)
-	s.slice(Slice{Service: "web", Endpoints: ready(web)})
-	s.slice(Slice{Service: "orders", Endpoints: ready(orders...)})
+	s.slice(Slice{Name: "web-16cd4", Service: "web", Endpoints: ready(web)})
+	s.slice(Slice{Name: "orders-df4x6", Service: "orders", Endpoints: ready(orders...)})
 	s.destinationRule("orders", now.Add(-9*day), Object{{"host", "orders.shop.svc.cluster.local"}, {"trafficPolicy", Object{{"outlierDetection", Object{
 		{"consecutive5xxErrors", 1}, {"interval", "5s"}, {"baseEjectionTime", "3m"}, {"maxEjectionPercent", 100}}}}}})
 	blip := at("2026-12-02T05:09:58")
@@ -44,9 +42,12 @@ func buildOutlierAllEjected(s *Shop) Target {
 		s.call(Call{From: web, Service: "orders", At: blip.Add(time.Duration(200+400*i) * time.Millisecond), To: p, Code: 500,
 			Details: "via_upstream", TxBytes: exactly(61)})
 	}
-	s.traffic(blip.Add(seconds(1.4)), now.Add(-time.Second), 2500, func(t time.Time, _ int) {
+	noHost := func(t time.Time, _ int) {
 		s.call(noHealthyUpstream(Call{From: web, Service: "orders", At: t}))
-	})
+	}
+	// Every call since the ejections, up to the last second, finds no host.
+	s.traffic(blip.Add(seconds(1.4)), s.windowStart(), 2500, noHost)
+	s.inWindow(1, noHost)
 	n := s.countResponses(503)
 	var hosts []*Host
 	for i, p := range orders {

@@ -2,12 +2,11 @@ package main
 
 import "time"
 
-func init() {
-	register(Scenario{
-		Name:    "port-mismatch",
-		Title:   "Service targetPort 8080, container listens on 8000",
-		Summary: "orders 3.0 listens on 8000, the Service still targets 8080: 503 UF connection refused",
-		Description: `
+var portMismatch = Scenario{
+	Name:    "port-mismatch",
+	Title:   "Service targetPort 8080, container listens on 8000",
+	Summary: "orders 3.0 listens on 8000, the Service still targets 8080: 503 UF connection refused",
+	Description: `
 orders 3.0.0 changed its default listen port from 8080 to 8000 and the Deployment declares
 containerPort 8000, but the Service still says targetPort 8080. The readiness probe checks 8000, so
 all three endpoints are ready and web's Envoy calls them healthy, yet every request dies at the
@@ -15,11 +14,10 @@ orders sidecar, which forwards to the pod on 8080: 503 UF with delayed_connect_e
 refused) in the orders sidecars' inbound log, and 503 URX via_upstream at web after two retries. It
 looks like an mTLS or mesh problem; it is a Service port.
 `,
-		Expect: []string{"service.port-mismatch"},
-		Now:    at("2026-12-02T14:12:05"),
-		Mesh:   MeshOptions{HoldApplicationUntilProxyStarts: true},
-		Build:  buildPortMismatch,
-	})
+	Expect: []string{"service.port-mismatch"},
+	Now:    at("2026-12-02T14:12:05"),
+	Mesh:   MeshOptions{HoldApplicationUntilProxyStarts: true},
+	Build:  buildPortMismatch,
 }
 
 func buildPortMismatch(s *Shop) Target {
@@ -35,8 +33,8 @@ func buildPortMismatch(s *Shop) Target {
 		p.Ports = []ContainerPort{{"http", 8000}}
 		p.Readiness = &HTTPCheck{"/healthz/ready", 8000}
 	})
-	s.slice(Slice{Service: "web", Endpoints: ready(web)})
-	s.slice(Slice{Service: "orders", Endpoints: ready(orders...)})
+	s.slice(Slice{Name: "web-bb4c3", Service: "web", Endpoints: ready(web)})
+	s.slice(Slice{Name: "orders-3xe9f", Service: "orders", Endpoints: ready(orders...)})
 	s.webUpstreamLogs(web, orders, func(t time.Time) []string {
 		return appLines(t, []AppLine{
 			{0.2, "INFO", "orders starting version=3.0.0 commit=1be04c7"},
@@ -47,7 +45,7 @@ func buildPortMismatch(s *Shop) Target {
 	})
 	old := []*Pod{ghost("10.244.1.27", "orders-5d9c7b6f8-r4c7m"), ghost("10.244.2.28", "orders-5d9c7b6f8-wq9zd"), ghost("10.244.0.29", "orders-5d9c7b6f8-b8m3x")}
 	s.succeed(web, "orders", old, now.Add(-20*time.Minute), created.Add(2*time.Second), 4000)
-	s.traffic(created.Add(30*time.Second), now.Add(-time.Second), 2500, func(t time.Time, i int) {
+	refused := func(t time.Time, i int) {
 		// Each attempt reaches an orders sidecar, whose inbound cluster dials
 		// the pod on the Service's targetPort 8080, where nothing listens.
 		for k := 0; k < 3; k++ {
@@ -57,7 +55,10 @@ func buildPortMismatch(s *Shop) Target {
 		}
 		s.call(Call{From: web, Service: "orders", At: t, To: orders[(i+2)%3], Code: 503, Flags: "URX", Details: "via_upstream",
 			DurationMs: exactly(7), NoUpstreamLog: true, TxBytes: exactly(145)})
-	})
+	}
+	// Every call since the rollout, up to the last second.
+	s.traffic(created.Add(30*time.Second), s.windowStart(), 2500, refused)
+	s.inWindow(1, refused)
 	n := s.countResponses(503)
 	s.recordSidecar(web, []*Cluster{
 		s.outbound(Outbound{Service: "orders", Pods: orders, Stats: map[string]int{

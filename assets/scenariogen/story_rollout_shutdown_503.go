@@ -2,12 +2,11 @@ package main
 
 import "time"
 
-func init() {
-	register(Scenario{
-		Name:    "rollout-shutdown-503",
-		Title:   "503s during a rollout: the sidecar exits before the app",
-		Summary: "503 UC/UF bursts while orders rolls out: the sidecar exits before the app drains",
-		Description: `
+var rolloutShutdown503 = Scenario{
+	Name:    "rollout-shutdown-503",
+	Title:   "503s during a rollout: the sidecar exits before the app",
+	Summary: "503 UC/UF bursts while orders rolls out: the sidecar exits before the app drains",
+	Description: `
 orders is mid-rollout (2.14.0 -> 2.15.0). Its pods run classic sidecars with the mesh defaults: no
 terminationDrainDuration beyond 5 s, no EXIT_ON_ZERO_ACTIVE_CONNECTIONS, and the app has no preStop
 hook. On SIGTERM pilot-agent drains for 5 s and kills Envoy while the app keeps serving for its 30 s
@@ -15,10 +14,9 @@ grace period: requests in flight are reset (503 UC) and new ones are refused unt
 address (503 UF,URX, connection refused). The old pod's own outbound calls fail too. Two old pods are
 terminating right now, one with its istio-proxy already exited.
 `,
-		Expect: []string{"shutdown.proxy-exits-first"},
-		Now:    at("2026-12-02T03:20:30"),
-		Build:  buildRolloutShutdown503,
-	})
+	Expect: []string{"shutdown.proxy-exits-first"},
+	Now:    at("2026-12-02T03:20:30"),
+	Build:  buildRolloutShutdown503,
 }
 
 func buildRolloutShutdown503(s *Shop) Target {
@@ -54,8 +52,8 @@ func buildRolloutShutdown503(s *Shop) Target {
 			p.ReadyAt = created.Add(12 * time.Second)
 		}))
 	}
-	s.slice(Slice{Service: "web", Endpoints: ready(web)})
-	s.slice(Slice{Service: "orders", Created: deleted2, Endpoints: append([]Endpoint{
+	s.slice(Slice{Name: "web-812cc", Service: "web", Endpoints: ready(web)})
+	s.slice(Slice{Name: "orders-6f26d", Service: "orders", Created: deleted2, Endpoints: append([]Endpoint{
 		{Pod: old1.Name, Terminating: true},
 		{Pod: old2.Name, Serving: true, Terminating: true},
 	}, ready(news...)...)})
@@ -81,8 +79,9 @@ func buildRolloutShutdown503(s *Shop) Target {
 	}
 	burst(gone, at("2026-12-02T03:19:57"))
 	burst(old1, deleted1.Add(5*time.Second))
-	s.succeed(web, "orders", []*Pod{old2, news[0], news[1]}, at("2026-12-02T03:19:53"), deleted2, 1500)
-	s.succeed(web, "orders", news, deleted2.Add(500*time.Millisecond), now.Add(-time.Second), 1500)
+	s.succeed(web, "orders", []*Pod{old2, news[0], news[1]}, at("2026-12-02T03:19:53"), s.windowStart(), 1500)
+	// In the last seconds old2 was deleted too; the new pods serve.
+	s.inWindow(2, s.served(web, "orders", news))
 	// Old pods' sidecars: pilot-agent drains for the default 5 s, then
 	// kills Envoy; the app has a 30 s grace period and no preStop.
 	s.world.log("shop", old1.Name, "istio-proxy", false, agentDrain(deleted1.Add(3*time.Millisecond))...)

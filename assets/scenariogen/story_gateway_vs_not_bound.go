@@ -2,12 +2,11 @@ package main
 
 import "time"
 
-func init() {
-	register(Scenario{
-		Name:    "gateway-vs-not-bound",
-		Title:   "The public VirtualService for orders is not bound to the ingress gateway (404 NR)",
-		Summary: "orders-public names its Gateway by a short name: the ingress gateway answers shop.example.com with 404 NR",
-		Description: `
+var gatewayVSNotBound = Scenario{
+	Name:    "gateway-vs-not-bound",
+	Title:   "The public VirtualService for orders is not bound to the ingress gateway (404 NR)",
+	Summary: "orders-public names its Gateway by a short name: the ingress gateway answers shop.example.com with 404 NR",
+	Description: `
 The orders API went public 40 minutes ago at https://shop.example.com/api/orders: a new VirtualService
 shop/orders-public routes the host to orders and names its gateway "public-gateway". The Gateway is
 istio-system/public-gateway, and a short gateway name is read in the VirtualService's own namespace:
@@ -16,10 +15,9 @@ Every request for shop.example.com gets 404 NR route_not_found at the gateway, w
 (bound correctly by web-public) and the mesh's own calls to orders work. The on-call triages orders from
 the gateway pod.
 `,
-		Expect: []string{"gateway.vs-not-bound"},
-		Now:    at("2026-12-03T10:24:41"),
-		Build:  buildGatewayVSNotBound,
-	})
+	Expect: []string{"gateway.vs-not-bound"},
+	Now:    at("2026-12-03T10:24:41"),
+	Build:  buildGatewayVSNotBound,
 }
 
 func buildGatewayVSNotBound(s *Shop) Target {
@@ -29,8 +27,8 @@ func buildGatewayVSNotBound(s *Shop) Target {
 	s.service("orders")
 	web := s.webPod(now.Add(-(3*day + 5*time.Hour)), nil)
 	orders := s.ordersPods(now.Add(-(2*day + 7*time.Hour)), nil, nil)
-	s.slice(Slice{Service: "web", Endpoints: ready(web)})
-	s.slice(Slice{Service: "orders", Endpoints: ready(orders...)})
+	s.slice(Slice{Name: "web-4f7xb", Service: "web", Endpoints: ready(web)})
+	s.slice(Slice{Name: "orders-e75cb", Service: "orders", Endpoints: ready(orders...)})
 	gw := s.ingressGateway(now.Add(-(9*day + time.Hour)))
 	s.gatewayResource("public-gateway", now.Add(-(40 * day)), GatewayServer{80, "http", "HTTP", []string{"www.shop.example.com", "shop.example.com"}})
 	s.virtualService("web-public", now.Add(-(40 * day)), Object{{"hosts", []string{"www.shop.example.com"}}, {"gateways", []string{"istio-system/public-gateway"}},

@@ -2,12 +2,11 @@ package main
 
 import "time"
 
-func init() {
-	register(Scenario{
-		Name:    "mtls-to-pod-without-sidecar",
-		Title:   "mTLS sent to pods that have no sidecar",
-		Summary: "DR says ISTIO_MUTUAL, orders redeployed with inject false: 503 UF WRONG_VERSION_NUMBER",
-		Description: `
+var mtlsToPodWithoutSidecar = Scenario{
+	Name:    "mtls-to-pod-without-sidecar",
+	Title:   "mTLS sent to pods that have no sidecar",
+	Summary: "DR says ISTIO_MUTUAL, orders redeployed with inject false: 503 UF WRONG_VERSION_NUMBER",
+	Description: `
 A DestinationRule for orders, copied from a "secure defaults" template months ago, sets tls mode
 ISTIO_MUTUAL. This morning the orders team redeployed with sidecar.istio.io/inject: "false" to rule
 the proxy out of a latency investigation. web's sidecar still originates Istio mTLS to the new pods,
@@ -15,10 +14,9 @@ whose app answers the TLS ClientHello with plain HTTP: every call is 503 UF,URX 
 WRONG_VERSION_NUMBER, although Kubernetes shows both endpoints ready and Envoy's EDS calls them
 HEALTHY.
 `,
-		Expect: []string{"sidecar.missing-upstream"},
-		Now:    at("2026-12-02T11:05:30"),
-		Build:  buildMTLSToPodWithoutSidecar,
-	})
+	Expect: []string{"sidecar.missing-upstream"},
+	Now:    at("2026-12-02T11:05:30"),
+	Build:  buildMTLSToPodWithoutSidecar,
 }
 
 func buildMTLSToPodWithoutSidecar(s *Shop) Target {
@@ -33,8 +31,8 @@ func buildMTLSToPodWithoutSidecar(s *Shop) Target {
 		p.InjectLabel = "false"
 		p.ExtraAnnotations = Object{{"sidecar.istio.io/inject", "false"}}
 	})
-	s.slice(Slice{Service: "web", Endpoints: ready(web)})
-	s.slice(Slice{Service: "orders", Endpoints: ready(orders...)})
+	s.slice(Slice{Name: "web-4863e", Service: "web", Endpoints: ready(web)})
+	s.slice(Slice{Name: "orders-97b86", Service: "orders", Endpoints: ready(orders...)})
 	s.destinationRule("orders", now.Add(-120*day), Object{{"host", "orders.shop.svc.cluster.local"},
 		{"trafficPolicy", Object{{"tls", Object{{"mode", "ISTIO_MUTUAL"}}}}}})
 
@@ -43,14 +41,17 @@ func buildMTLSToPodWithoutSidecar(s *Shop) Target {
 	failedConnections := map[string]int{}
 	s.webUpstreamLogs(web, orders, nil)
 	s.succeed(web, "orders", orders, now.Add(-29*time.Minute), created.Add(5*time.Second), 5000)
-	s.traffic(created.Add(30*time.Second), now.Add(-time.Second), 4000, func(t time.Time, i int) {
+	wrongVersion := func(t time.Time, i int) {
 		up := orders[i%2]
 		failedConnections[up.IP] += 3
 		s.call(Call{From: web, Service: "orders", At: t, To: up, Code: 503, Flags: "UF,URX",
 			Details:          "upstream_reset_before_response_started{connection_failure,TLS_error:|268435703:SSL_routines:OPENSSL_internal:WRONG_VERSION_NUMBER:TLS_error_end}",
 			TransportFailure: "TLS_error:|268435703:SSL routines:OPENSSL_internal:WRONG_VERSION_NUMBER:TLS_error_end",
 			DurationMs:       exactly(3)})
-	})
+	}
+	// Since the redeploy every call fails, up to the last second.
+	s.traffic(created.Add(30*time.Second), s.windowStart(), 4000, wrongVersion)
+	s.inWindow(1, wrongVersion)
 	var hosts []*Host
 	n := 0
 	for _, p := range orders {

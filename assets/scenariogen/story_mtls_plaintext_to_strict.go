@@ -5,12 +5,11 @@ import (
 	"time"
 )
 
-func init() {
-	register(Scenario{
-		Name:    "mtls-plaintext-to-strict",
-		Title:   "Plaintext client after a namespace went STRICT",
-		Summary: "a cron job without sidecar calls orders after shop went STRICT: connection reset",
-		Description: `
+var mtlsPlaintextToStrict = Scenario{
+	Name:    "mtls-plaintext-to-strict",
+	Title:   "Plaintext client after a namespace went STRICT",
+	Summary: "a cron job without sidecar calls orders after shop went STRICT: connection reset",
+	Description: `
 Twenty minutes ago someone applied a namespace-wide PeerAuthentication STRICT in shop. The nightly
 report-cron job runs in namespace batch, which has injection disabled: it has no sidecar and calls
 orders in plaintext. The orders sidecars now accept only mTLS; each plaintext connection matches no
@@ -18,11 +17,10 @@ filter chain (NR filter_chain_not_found in their inbound log) and is closed, so 
 "connection reset by peer". Meshed callers such as web are unaffected: their 200s are in the same
 logs. Triage from the job's pod (it has no Envoy to read, which is itself the clue).
 `,
-		Expect: []string{"mtls.plaintext-to-strict"},
-		Now:    at("2026-12-02T03:24:40"),
-		Mesh:   MeshOptions{HoldApplicationUntilProxyStarts: true},
-		Build:  buildMTLSPlaintextToStrict,
-	})
+	Expect: []string{"mtls.plaintext-to-strict"},
+	Now:    at("2026-12-02T03:24:40"),
+	Mesh:   MeshOptions{HoldApplicationUntilProxyStarts: true},
+	Build:  buildMTLSPlaintextToStrict,
 }
 
 func buildMTLSPlaintextToStrict(s *Shop) Target {
@@ -35,8 +33,8 @@ func buildMTLSPlaintextToStrict(s *Shop) Target {
 	hold := func(p *PodSpec) { p.Hold = true }
 	web := s.webPod(created.Add(-3*time.Hour), hold)
 	orders := s.ordersPods(created, nil, func(_ int, p *PodSpec) { p.Hold = true })
-	s.slice(Slice{Service: "web", Endpoints: ready(web)})
-	s.slice(Slice{Service: "orders", Endpoints: ready(orders...)})
+	s.slice(Slice{Name: "web-xdbe9", Service: "web", Endpoints: ready(web)})
+	s.slice(Slice{Name: "orders-2b3d9", Service: "orders", Endpoints: ready(orders...)})
 	s.istio("security.istio.io/v1", "PeerAuthentication", "default", now.Add(-(21*time.Minute + 12*time.Second)),
 		Object{{"mtls", Object{{"mode", "STRICT"}}}})
 	const job = "report-cron-29459000"
@@ -61,7 +59,7 @@ func buildMTLSPlaintextToStrict(s *Shop) Target {
 	for attempt := 1; attempt <= 5; attempt++ {
 		up := orders[attempt%3]
 		port := 38712 + attempt*17
-		jitter := float64(s.rng.Below(900)) / 1000
+		jitter := float64(s.rng.IntN(900)) / 1000
 		s.world.log("shop", up.Name, "istio-proxy", false, noFilterChainLine(cron.AppStarted.Add(seconds(t+jitter)), up.IP, cron.IP, port))
 		lines = append(lines, AppLine{t + jitter + 0.002, "WARN", fmt.Sprintf(
 			"GET http://orders.shop:8080/api/orders?since=2026-12-02T03:15:00Z failed: read tcp %s:%d->%s:8080: read: connection reset by peer (attempt %d/5)",
@@ -72,7 +70,7 @@ func buildMTLSPlaintextToStrict(s *Shop) Target {
 		AppLine{t, "ERROR", "export failed after 5 attempts: orders API unreachable; exiting 1"},
 		AppLine{t + 0.01, "INFO", "restarting in-process loop (restartPolicy OnFailure keeps this pod); next attempt in 30s"})
 	for k := 0; k < 4; k++ {
-		jitter := float64(s.rng.Below(900)) / 1000
+		jitter := float64(s.rng.IntN(900)) / 1000
 		after := t + 30 + float64(k*40) + jitter
 		up := orders[k%3]
 		s.world.log("shop", up.Name, "istio-proxy", false, noFilterChainLine(cron.AppStarted.Add(seconds(after)), up.IP, cron.IP, 40100+k))

@@ -4,22 +4,20 @@ import (
 	"time"
 )
 
-func init() {
-	register(Scenario{
-		Name:    "no-ready-endpoints",
-		Title:   "No ready endpoints: readiness failing after a deploy",
-		Summary: "orders pods Running but never Ready (migration stuck): 503 UH no_healthy_upstream",
-		Description: `
+var noReadyEndpoints = Scenario{
+	Name:    "no-ready-endpoints",
+	Title:   "No ready endpoints: readiness failing after a deploy",
+	Summary: "orders pods Running but never Ready (migration stuck): 503 UH no_healthy_upstream",
+	Description: `
 orders 2.15.0 was deployed with strategy Recreate at 07:18. The new build refuses readiness until a
 schema migration has run, and the migration Job is stuck, so both pods are Running but not Ready: the
 EndpointSlice lists them with ready false, istiod sends web's Envoy an empty endpoint set and every
 call is 503 UH no_healthy_upstream. Nothing is wrong with the mesh; the fix is in the rollout.
 `,
-		Expect: []string{"endpoints.none-ready"},
-		Now:    at("2026-12-02T07:31:50"),
-		Mesh:   MeshOptions{HoldApplicationUntilProxyStarts: true},
-		Build:  buildNoReadyEndpoints,
-	})
+	Expect: []string{"endpoints.none-ready"},
+	Now:    at("2026-12-02T07:31:50"),
+	Mesh:   MeshOptions{HoldApplicationUntilProxyStarts: true},
+	Build:  buildNoReadyEndpoints,
 }
 
 func buildNoReadyEndpoints(s *Shop) Target {
@@ -35,8 +33,8 @@ func buildNoReadyEndpoints(s *Shop) Target {
 		p.AppReady = false
 		p.ReadyMessage = "containers with unready status: [orders]"
 	})
-	s.slice(Slice{Service: "web", Endpoints: ready(web)})
-	s.slice(Slice{Service: "orders", Endpoints: []Endpoint{{Pod: orders[0].Name}, {Pod: orders[1].Name}}})
+	s.slice(Slice{Name: "web-c4x42", Service: "web", Endpoints: ready(web)})
+	s.slice(Slice{Name: "orders-a61c2", Service: "orders", Endpoints: []Endpoint{{Pod: orders[0].Name}, {Pod: orders[1].Name}}})
 	s.webUpstreamLogs(web, orders, func(t time.Time) []string {
 		lines := []AppLine{
 			{0.21, "INFO", "orders starting version=2.15.0 commit=77ad0e2"},
@@ -51,9 +49,12 @@ func buildNoReadyEndpoints(s *Shop) Target {
 	})
 	previous := []*Pod{ghost("10.244.1.12", "orders-5b8c7d9f4-kx8pq"), ghost("10.244.2.14", "orders-5b8c7d9f4-w7tbn")}
 	s.succeed(web, "orders", previous, now.Add(-22*time.Minute), created.Add(-3*time.Second), 4000)
-	s.traffic(created.Add(time.Second), now.Add(-time.Second), 3500, func(t time.Time, _ int) {
+	noHost := func(t time.Time, _ int) {
 		s.call(noHealthyUpstream(Call{From: web, Service: "orders", At: t}))
-	})
+	}
+	// Every call since the deploy, up to the last second, finds no endpoint.
+	s.traffic(created.Add(time.Second), s.windowStart(), 3500, noHost)
+	s.inWindow(1, noHost)
 	n := s.countResponses(503)
 	s.recordSidecar(web, []*Cluster{
 		s.outbound(Outbound{Service: "orders", Stats: map[string]int{"cx_none_healthy": n, "cx_total": 41, "membership_change": 6, "update_empty": 2}}),

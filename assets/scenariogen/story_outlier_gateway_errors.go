@@ -2,12 +2,11 @@ package main
 
 import "time"
 
-func init() {
-	register(Scenario{
-		Name:    "outlier-gateway-errors",
-		Title:   "Outlier detection on one gateway error ejected every host (Istio 1.24 output)",
-		Summary: "consecutiveGatewayErrors 1 + maxEjectionPercent 100: one 502 each and orders is gone",
-		Description: `
+var outlierGatewayErrors = Scenario{
+	Name:    "outlier-gateway-errors",
+	Title:   "Outlier detection on one gateway error ejected every host (Istio 1.24 output)",
+	Summary: "consecutiveGatewayErrors 1 + maxEjectionPercent 100: one 502 each and orders is gone",
+	Description: `
 The orders DestinationRule was tuned for "fast failover" from a blog post: outlierDetection
 consecutiveGatewayErrors: 1, maxEjectionPercent: 100, and no consecutive5xxErrors. At 22:04:11 the
 payment provider orders calls had a 20-second outage, and orders maps its failures to 502 Bad Gateway.
@@ -16,11 +15,10 @@ second, for baseEjectionTime 2m and longer on each repeat. Every call since is 5
 no_healthy_upstream while the three pods are ready and answering their health checks. The mesh runs
 Istio 1.24: cluster stats carry the alt_stat_name (NAME;) and the access log is JSON.
 `,
-		Expect: []string{"outlier.all-ejected"},
-		Now:    at("2026-12-02T22:07:26"),
-		Shapes: Shapes{AltStatNames: true, AccessLog: AccessLogJSON},
-		Build:  buildOutlierGatewayErrors,
-	})
+	Expect: []string{"outlier.all-ejected"},
+	Now:    at("2026-12-02T22:07:26"),
+	Shapes: Shapes{AltStatNames: true, AccessLog: AccessLogJSON},
+	Build:  buildOutlierGatewayErrors,
 }
 
 func buildOutlierGatewayErrors(s *Shop) Target {
@@ -30,8 +28,8 @@ func buildOutlierGatewayErrors(s *Shop) Target {
 	s.service("orders")
 	web := s.webPod(now.Add(-(2*day + 3*time.Hour)), nil)
 	orders := s.ordersPods(now.Add(-(2*day + 9*time.Hour)), nil, nil)
-	s.slice(Slice{Service: "web", Endpoints: ready(web)})
-	s.slice(Slice{Service: "orders", Endpoints: ready(orders...)})
+	s.slice(Slice{Name: "web-ca196", Service: "web", Endpoints: ready(web)})
+	s.slice(Slice{Name: "orders-5ce48", Service: "orders", Endpoints: ready(orders...)})
 	s.destinationRule("orders", now.Add(-6*day), Object{{"host", "orders.shop.svc.cluster.local"}, {"trafficPolicy", Object{{"outlierDetection", Object{
 		{"consecutiveGatewayErrors", 1}, {"interval", "10s"}, {"baseEjectionTime", "2m"}, {"maxEjectionPercent", 100}}}}}})
 	outage := at("2026-12-02T22:04:11")
@@ -47,9 +45,12 @@ func buildOutlierGatewayErrors(s *Shop) Target {
 		s.call(Call{From: web, Service: "orders", At: outage.Add(time.Duration(100+300*i) * time.Millisecond), To: p, Code: 502,
 			Method: "POST", Path: "/api/orders", Details: "via_upstream", TxBytes: exactly(58)})
 	}
-	s.traffic(outage.Add(seconds(1.2)), now.Add(-time.Second), 1900, func(t time.Time, _ int) {
+	noHost := func(t time.Time, _ int) {
 		s.call(noHealthyUpstream(Call{From: web, Service: "orders", At: t}))
-	})
+	}
+	// Every call since the ejections, up to the last seconds, finds no host.
+	s.traffic(outage.Add(seconds(1.2)), s.windowStart(), 1900, noHost)
+	s.inWindow(2, noHost)
 	n := s.countResponses(503)
 	var hosts []*Host
 	for i, p := range orders {

@@ -2,26 +2,26 @@ package main
 
 import "time"
 
-func init() {
-	register(Scenario{
-		Name:    "subset-no-pods",
-		Title:   "DestinationRule subset v2 selects no pods",
-		Summary: "VirtualService keeps 10% on subset v2 after the canary was scaled to zero: 503 UH",
-		Description: `
+var subsetNoPods = Scenario{
+	Name:    "subset-no-pods",
+	Title:   "DestinationRule subset v2 selects no pods",
+	Summary: "VirtualService keeps 10% on subset v2 after the canary was scaled to zero: 503 UH",
+	Description: `
 The orders canary was rolled back two hours ago: the v2 Deployment is scaled to zero. The
 VirtualService still sends 10% of traffic to subset v2, whose labels (version: v2) now match no pod.
 web's Envoy has the cluster outbound|8080|v2|orders.shop.svc.cluster.local with no hosts, so one call
 in ten is 503 UH no_healthy_upstream while the Service's endpoints and the v1 subset are healthy.
 `,
-		Expect: []string{"dr.subset-no-pods"},
-		Now:    at("2026-12-02T16:45:12"),
-		Build:  buildSubsetNoPods,
-	})
+	Expect: []string{"dr.subset-no-pods"},
+	Now:    at("2026-12-02T16:45:12"),
+	Build:  buildSubsetNoPods,
 }
 
 func buildSubsetNoPods(s *Shop) Target {
 	now := s.now
 	web, pods := s.subsetWorld(defaultOrdersPods, []string{"v1", "v1", "v1"})
+	s.slice(Slice{Name: "web-f65c9", Service: "web", Endpoints: ready(web)})
+	s.slice(Slice{Name: "orders-e378b", Service: "orders", Endpoints: ready(pods...)})
 	const host = "orders.shop.svc.cluster.local"
 	s.destinationRule("orders", now.Add(-6*day), Object{{"host", host}, {"subsets", []Object{
 		{{"name", "v1"}, {"labels", Object{{"version", "v1"}}}},
@@ -34,12 +34,27 @@ func buildSubsetNoPods(s *Shop) Target {
 		}},
 	}}}})
 	s.webUpstreamLogs(web, pods, nil)
-	s.traffic(now.Add(-15*time.Minute), now.Add(-time.Second), 1800, func(t time.Time, i int) {
-		if s.rng.Random() < 0.1 {
-			s.call(noHealthyUpstream(Call{From: web, Service: "orders", At: t, Subset: "v2", Route: "orders-canary"}))
-		} else {
-			s.call(Call{From: web, Service: "orders", At: t, To: pods[i%3], Subset: "v1", Route: "orders-canary"})
+	toV1 := func(t time.Time, i int) {
+		s.call(Call{From: web, Service: "orders", At: t, To: pods[i%3], Subset: "v1", Route: "orders-canary"})
+	}
+	toV2 := func(t time.Time) {
+		s.call(noHealthyUpstream(Call{From: web, Service: "orders", At: t, Subset: "v2", Route: "orders-canary"}))
+	}
+	// Envoy picks the subset by weight: about one call in ten goes to v2.
+	s.traffic(now.Add(-15*time.Minute), s.windowStart(), 1800, func(t time.Time, i int) {
+		if s.rng.Float64() < 0.1 {
+			toV2(t)
+			return
 		}
+		toV1(t, i)
+	})
+	// It is still happening: one of the last three calls.
+	s.inWindow(3, func(t time.Time, i int) {
+		if i == 1 {
+			toV2(t)
+			return
+		}
+		toV1(t, i)
 	})
 	n := s.countResponses(503)
 	s.recordSidecar(web, []*Cluster{

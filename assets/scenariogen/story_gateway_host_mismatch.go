@@ -2,12 +2,11 @@ package main
 
 import "time"
 
-func init() {
-	register(Scenario{
-		Name:    "gateway-host-mismatch",
-		Title:   "The public VirtualService names the Service's short host: the ingress gateway 404s shop.example.com",
-		Summary: "hosts: [orders] on a \"*\" Gateway binds orders.shop.svc.cluster.local only; clients send shop.example.com and get 404 NR",
-		Description: `
+var gatewayHostMismatch = Scenario{
+	Name:    "gateway-host-mismatch",
+	Title:   "The public VirtualService names the Service's short host: the ingress gateway 404s shop.example.com",
+	Summary: "hosts: [orders] on a \"*\" Gateway binds orders.shop.svc.cluster.local only; clients send shop.example.com and get 404 NR",
+	Description: `
 shop/orders-public was copied from the mesh's VirtualService and bound to istio-system/public-gateway,
 whose server takes every host ("*"). Its hosts still say "orders": Istio completes a short name to
 orders.shop.svc.cluster.local, so istio-ingressgateway builds a virtual host for that name only. Browsers
@@ -15,10 +14,9 @@ and the mobile app send Host: shop.example.com, which no virtual host takes: 404
 for every public request, while the configuration looks bound. The on-call triages orders from the
 gateway pod.
 `,
-		Expect: []string{"gateway.host-mismatch"},
-		Now:    at("2026-12-03T16:51:08"),
-		Build:  buildGatewayHostMismatch,
-	})
+	Expect: []string{"gateway.host-mismatch"},
+	Now:    at("2026-12-03T16:51:08"),
+	Build:  buildGatewayHostMismatch,
 }
 
 func buildGatewayHostMismatch(s *Shop) Target {
@@ -28,8 +26,8 @@ func buildGatewayHostMismatch(s *Shop) Target {
 	s.service("orders")
 	web := s.webPod(now.Add(-(2*day + 9*time.Hour)), nil)
 	orders := s.ordersPods(now.Add(-(day + 20*time.Hour)), nil, nil)
-	s.slice(Slice{Service: "web", Endpoints: ready(web)})
-	s.slice(Slice{Service: "orders", Endpoints: ready(orders...)})
+	s.slice(Slice{Name: "web-33f4d", Service: "web", Endpoints: ready(web)})
+	s.slice(Slice{Name: "orders-abebe", Service: "orders", Endpoints: ready(orders...)})
 	gw := s.ingressGateway(now.Add(-(11*day + 3*time.Hour)))
 	s.gatewayResource("public-gateway", now.Add(-(40 * day)), GatewayServer{80, "http", "HTTP", []string{"*"}})
 	s.virtualService("orders-public", now.Add(-26*time.Minute), Object{{"hosts", []string{"orders"}}, {"gateways", []string{"istio-system/public-gateway"}},

@@ -5,23 +5,21 @@ import (
 	"time"
 )
 
-func init() {
-	register(Scenario{
-		Name:    "missing-serviceentry",
-		Title:   "External host blocked: REGISTRY_ONLY without a ServiceEntry",
-		Summary: "REGISTRY_ONLY, checkout calls api.payments.example.com, no ServiceEntry: BlackHoleCluster",
-		Description: `
+var missingServiceEntry = Scenario{
+	Name:    "missing-serviceentry",
+	Title:   "External host blocked: REGISTRY_ONLY without a ServiceEntry",
+	Summary: "REGISTRY_ONLY, checkout calls api.payments.example.com, no ServiceEntry: BlackHoleCluster",
+	Description: `
 The mesh runs outboundTrafficPolicy REGISTRY_ONLY. checkout 4.0.7, deployed 26 minutes ago, calls the
 payment provider's new API host api.payments.example.com; the ServiceEntry payments-provider still
 lists only the old payments.example.com. checkout's sidecar sends the TLS connection to
 BlackHoleCluster (a TCP entry flagged UH with SNI api.payments.example.com), the app gets "connection
 reset by peer" and answers web 502. Run from a checkout pod: its sidecar is the one that blocks.
 `,
-		Expect: []string{"serviceentry.missing"},
-		Now:    at("2026-12-02T12:40:18"),
-		Mesh:   MeshOptions{RegistryOnly: true},
-		Build:  buildMissingServiceEntry,
-	})
+	Expect: []string{"serviceentry.missing"},
+	Now:    at("2026-12-02T12:40:18"),
+	Mesh:   MeshOptions{RegistryOnly: true},
+	Build:  buildMissingServiceEntry,
 }
 
 func buildMissingServiceEntry(s *Shop) Target {
@@ -38,8 +36,8 @@ func buildMissingServiceEntry(s *Shop) Target {
 		s.pod("shop", "checkout-7d5b9c8f6-k2j4h", "checkout", "worker-b", 33, created, paymentsAPI),
 		s.pod("shop", "checkout-7d5b9c8f6-w9c3n", "checkout", "worker-c", 34, created.Add(11*time.Second), paymentsAPI),
 	}
-	s.slice(Slice{Service: "web", Endpoints: ready(web)})
-	s.slice(Slice{Service: "checkout", Endpoints: ready(checkout...)})
+	s.slice(Slice{Name: "web-1fee3", Service: "web", Endpoints: ready(web)})
+	s.slice(Slice{Name: "checkout-356ad", Service: "checkout", Endpoints: ready(checkout...)})
 	s.istio("networking.istio.io/v1", "ServiceEntry", "payments-provider", now.Add(-200*day), Object{
 		{"hosts", []string{"payments.example.com"}}, {"location", "MESH_EXTERNAL"},
 		{"ports", []Object{{{"name", "tls"}, {"number", 443}, {"protocol", "TLS"}}}}, {"resolution", "DNS"}})
@@ -58,9 +56,9 @@ func buildMissingServiceEntry(s *Shop) Target {
 			{0.35, "INFO", "listening on :8080"},
 		})
 	}
-	s.traffic(now.Add(-24*time.Minute), now.Add(-time.Second), 6000, func(t time.Time, i int) {
+	charge := func(t time.Time, i int) {
 		p := checkout[i%2]
-		port := 40000 + s.rng.Below(20000)
+		port := 40000 + s.rng.IntN(20000)
 		// checkout's TLS connection to the provider matches no filter chain
 		// of the 0.0.0.0_443 listener (its ServiceEntry names only the old
 		// host) and falls through to BlackHoleCluster.
@@ -74,7 +72,12 @@ func buildMissingServiceEntry(s *Shop) Target {
 		appLog[p] = append(appLog[p], fmt.Sprintf(
 			`%s ERROR payment authorization failed: Post "https://api.payments.example.com/v1/charges": read tcp %s:%d->203.0.113.10:443: read: connection reset by peer`,
 			accessLogTime(t.Add(4*time.Millisecond)), p.IP, port))
-	})
+	}
+	// web's checkouts alternate between the two pods, and every one fails;
+	// the last, a second before the recording, went to k2j4h, the pod the
+	// on-call triages from (so it leads the caller search too).
+	s.traffic(now.Add(-24*time.Minute), s.windowStart(), 6000, charge)
+	s.inWindow(1, charge)
 	for _, p := range checkout {
 		s.appLog(p, appLog[p])
 	}

@@ -2,12 +2,11 @@ package main
 
 import "time"
 
-func init() {
-	register(Scenario{
-		Name:    "gateway-subset-no-pods",
-		Title:   "The ingress gateway sends 20% of shop.example.com/api/orders to a subset without pods",
-		Summary: "the public route splits 80/20 to a canary subset scaled to zero: 503 UH at the ingress gateway",
-		Description: `
+var gatewaySubsetNoPods = Scenario{
+	Name:    "gateway-subset-no-pods",
+	Title:   "The ingress gateway sends 20% of shop.example.com/api/orders to a subset without pods",
+	Summary: "the public route splits 80/20 to a canary subset scaled to zero: 503 UH at the ingress gateway",
+	Description: `
 shop/orders-public, bound to istio-system/public-gateway, splits https://shop.example.com/api/orders
 80/20 between the DestinationRule subsets stable (version v1) and canary (version v2). The canary
 Deployment was scaled to zero an hour ago and the route was not changed back: istio-ingressgateway's
@@ -15,10 +14,9 @@ cluster outbound|8080|canary|orders.shop.svc.cluster.local has no host, and one 
 is 503 UH no_healthy_upstream at the gateway. Calls inside the mesh, which take no VirtualService,
 work. The on-call triages orders from the gateway pod.
 `,
-		Expect: []string{"dr.subset-no-pods"},
-		Now:    at("2026-12-03T14:02:19"),
-		Build:  buildGatewaySubsetNoPods,
-	})
+	Expect: []string{"dr.subset-no-pods"},
+	Now:    at("2026-12-03T14:02:19"),
+	Build:  buildGatewaySubsetNoPods,
 }
 
 func buildGatewaySubsetNoPods(s *Shop) Target {
@@ -28,8 +26,8 @@ func buildGatewaySubsetNoPods(s *Shop) Target {
 	s.service("orders")
 	web := s.webPod(now.Add(-(4*day + 2*time.Hour)), nil)
 	orders := s.ordersPods(now.Add(-(2*day + 3*time.Hour)), nil, nil)
-	s.slice(Slice{Service: "web", Endpoints: ready(web)})
-	s.slice(Slice{Service: "orders", Endpoints: ready(orders...)})
+	s.slice(Slice{Name: "web-55da8", Service: "web", Endpoints: ready(web)})
+	s.slice(Slice{Name: "orders-9d693", Service: "orders", Endpoints: ready(orders...)})
 	gw := s.ingressGateway(now.Add(-(9*day + 6*time.Hour)))
 	s.gatewayResource("public-gateway", now.Add(-(40 * day)), GatewayServer{80, "http", "HTTP", []string{"shop.example.com"}})
 	const host = "orders.shop.svc.cluster.local"
@@ -44,13 +42,29 @@ func buildGatewaySubsetNoPods(s *Shop) Target {
 		}}}}}})
 	s.webUpstreamLogs(web, orders, nil)
 	s.succeed(web, "orders", orders, now.Add(-13*time.Minute), now.Add(-time.Second), 1600)
-	s.traffic(now.Add(-13*time.Minute), now.Add(-time.Second), 700, func(t time.Time, i int) {
-		if s.rng.Random() < 0.2 {
-			s.ingressCall(gw, IngressCall{At: t, Host: "shop.example.com", Path: "/api/orders", Service: "orders", Subset: "canary",
-				Code: 503, Flags: "UH", Details: "no_healthy_upstream", Route: "orders-canary"})
+	toCanary := func(t time.Time) {
+		s.ingressCall(gw, IngressCall{At: t, Host: "shop.example.com", Path: "/api/orders", Service: "orders", Subset: "canary",
+			Code: 503, Flags: "UH", Details: "no_healthy_upstream", Route: "orders-canary"})
+	}
+	toStable := func(t time.Time, to *Pod) {
+		s.ingressCall(gw, IngressCall{At: t, Host: "shop.example.com", Path: "/api/orders", To: to, Service: "orders", Subset: "stable", Route: "orders-canary"})
+	}
+	// Envoy picks the subset by weight: one public request in five goes to
+	// canary.
+	s.traffic(now.Add(-13*time.Minute), s.windowStart(), 700, func(t time.Time, i int) {
+		if s.rng.Float64() < 0.2 {
+			toCanary(t)
 			return
 		}
-		s.ingressCall(gw, IngressCall{At: t, Host: "shop.example.com", Path: "/api/orders", To: orders[i%3], Service: "orders", Subset: "stable", Route: "orders-canary"})
+		toStable(t, orders[i%3])
+	})
+	// It is still happening: one of the last five requests.
+	s.inWindow(5, func(t time.Time, i int) {
+		if i == 2 {
+			toCanary(t)
+			return
+		}
+		toStable(t, orders[i%3])
 	})
 	n := s.countResponses(503)
 	s.recordGateway(gw, []*Cluster{

@@ -2,12 +2,11 @@ package main
 
 import "time"
 
-func init() {
-	register(Scenario{
-		Name:    "stale-xds",
-		Title:   "Stale proxy: web's Envoy still has the old orders endpoints",
-		Summary: "web's throttled sidecar has not ACKed CDS/EDS for 20 min: routes to pods that are gone",
-		Description: `
+var staleXDS = Scenario{
+	Name:    "stale-xds",
+	Title:   "Stale proxy: web's Envoy still has the old orders endpoints",
+	Summary: "web's throttled sidecar has not ACKed CDS/EDS for 20 min: routes to pods that are gone",
+	Description: `
 orders was redeployed at 03:31 and has three new, ready pods. web's sidecar runs with a 100m CPU limit
 (sidecar.istio.io/proxyCPULimit) and has not acknowledged a CDS or EDS push from istiod since 03:29:
 istiod lists it as STALE for clusters and endpoints. Its Envoy still load-balances over the three old
@@ -15,11 +14,10 @@ pod addresses, which no longer exist: 503 UF,URX with delayed_connect_error:_113
 The EndpointSlice and Envoy's host list disagree; restarting the pod before saving its state would
 destroy the evidence.
 `,
-		Expect: []string{"xds.stale"},
-		Now:    at("2026-12-02T03:52:27"),
-		Mesh:   MeshOptions{HoldApplicationUntilProxyStarts: true},
-		Build:  buildStaleXDS,
-	})
+	Expect: []string{"xds.stale"},
+	Now:    at("2026-12-02T03:52:27"),
+	Mesh:   MeshOptions{HoldApplicationUntilProxyStarts: true},
+	Build:  buildStaleXDS,
 }
 
 func buildStaleXDS(s *Shop) Target {
@@ -39,16 +37,19 @@ func buildStaleXDS(s *Shop) Target {
 		// New pods, new addresses: none of the old ones is reused.
 		p.Host = []int{31, 44, 27}[i]
 	})
-	s.slice(Slice{Service: "web", Endpoints: ready(web)})
-	s.slice(Slice{Service: "orders", Endpoints: ready(orders...), Created: rolled.Add(40 * time.Second)})
+	s.slice(Slice{Name: "web-d4957", Service: "web", Endpoints: ready(web)})
+	s.slice(Slice{Name: "orders-13118", Service: "orders", Endpoints: ready(orders...), Created: rolled.Add(40 * time.Second)})
 	old := []*Pod{ghost("10.244.1.17", "orders-6d8f7c9b5-2kq8v"), ghost("10.244.2.18", "orders-6d8f7c9b5-7xw4n"), ghost("10.244.0.21", "orders-6d8f7c9b5-m9p2d")}
 	s.webUpstreamLogs(web, orders, nil)
 	s.succeed(web, "orders", old, now.Add(-24*time.Minute), rolled.Add(30*time.Second), 3000)
-	s.traffic(rolled.Add(52*time.Second), now.Add(-time.Second), 4500, func(t time.Time, i int) {
+	toGone := func(t time.Time, i int) {
 		s.call(Call{From: web, Service: "orders", At: t, To: old[i%3], Code: 503, Flags: "UF,URX",
 			Details:          "upstream_reset_before_response_started{connection_failure,delayed_connect_error:_113}",
 			TransportFailure: "delayed_connect_error:_113", DurationMs: exactly(3061), NoUpstreamLog: true})
-	})
+	}
+	// web still sends to the old addresses, up to the last second.
+	s.traffic(rolled.Add(52*time.Second), s.windowStart(), 4500, toGone)
+	s.inWindow(1, toGone)
 	n := s.countResponses(503)
 	var hosts []*Host
 	for k, nodeName := range []string{"worker-b", "worker-c", "worker-a"} {
