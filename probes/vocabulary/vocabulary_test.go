@@ -116,7 +116,7 @@ func TestZtunnelMapping(t *testing.T) {
 	}{
 		{ZtunnelSource, true, "connection timed out, maybe a NetworkPolicy is blocking HBONE port 15008: deadline has elapsed", []string{"ambient.hbone-blocked"}, false},
 		{ZtunnelSource, true, "io error: deadline has elapsed", []string{"ambient.hbone-blocked"}, false}, // ztunnel 1.22
-		{ZtunnelSource, false, "io error: deadline has elapsed", nil, true},                                 // plaintext destination
+		{ZtunnelSource, false, "io error: deadline has elapsed", nil, true},                               // plaintext destination
 		{ZtunnelDestination, false, "io error: Connection refused (os error 111)", []string{"service.port-mismatch", "startup.app-before-proxy"}, false},
 		{ZtunnelDestination, true, "connection closed due to policy rejection: allow policies exist, but none allowed",
 			[]string{"ambient.authz-rejected", "ambient.sidecar-bypasses-waypoint", "ambient.waypoint-missing", "ambient.waypoint-not-ready", "ambient.waypoint-not-bound"}, false},
