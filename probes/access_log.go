@@ -85,9 +85,9 @@ type podLog struct {
 	Upstream bool // an upstream (target) pod: its inbound side
 	// Gateway: the source is an Istio gateway, not a sidecar.
 	Gateway bool
-	Target   accesslog.Summary
-	Other    accesslog.Summary
-	Problem  string // why the log could not be read
+	Target  accesslog.Summary
+	Other   accesslog.Summary
+	Problem string // why the log could not be read
 }
 
 type accessLogInput struct {
