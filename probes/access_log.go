@@ -411,10 +411,10 @@ func evaluateAccessLog(t cluster.Target, in accessLogInput) Result {
 	switch {
 	case all.Status503 > 0:
 		status = StatusFail
-	case reading.Any():
-		// A flag or an error Envoy answered itself: the vocabulary has a
-		// meaning for it, and either a cause explains it or the triage
-		// says that none does.
+	case len(reading.unexplained) > 0:
+		// A flag, or an error Envoy answered itself, that no cause of the
+		// catalogue produces: the triage says so (an unexplained finding
+		// when nothing else is found) instead of ending in no finding.
 		status = StatusFail
 	case all.Status5xx > 0 || blackhole.BlackHole > 0:
 		status = StatusWarn

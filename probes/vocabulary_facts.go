@@ -21,10 +21,13 @@ type dataplaneReading struct {
 	texts       map[string]string
 	explained   map[string]int
 	causes      map[string][]string
+	// benign counts what is no failure of the data plane (an error the
+	// app answered itself), with why.
+	benign map[string]int
 }
 
 func newDataplaneReading() *dataplaneReading {
-	return &dataplaneReading{unexplained: map[string]int{}, texts: map[string]string{}, explained: map[string]int{}, causes: map[string][]string{}}
+	return &dataplaneReading{unexplained: map[string]int{}, texts: map[string]string{}, explained: map[string]int{}, causes: map[string][]string{}, benign: map[string]int{}}
 }
 
 // addEnvoy reads a tally's failed entries as seen on hop.
@@ -44,6 +47,10 @@ func (r *dataplaneReading) addEnvoy(hop vocabulary.Hop, c accesslog.Counter) {
 				line := what + " at " + hop.Text()
 				r.unexplained[line] += n
 				r.texts[line] = a.Unexplained
+			case a.Benign != "":
+				line := what + " at " + hop.Text()
+				r.benign[line] += n
+				r.texts[line] = a.Benign
 			}
 		}
 	}
@@ -104,9 +111,6 @@ func (r *dataplaneReading) addZtunnel(errors map[string]int) {
 // frequent first: the fact a probe states them by.
 func (r *dataplaneReading) Unexplained() []string { return countKeys(r.unexplained) }
 
-// Any reports a failure the vocabulary has a meaning for, explained or not.
-func (r *dataplaneReading) Any() bool { return len(r.unexplained)+len(r.explained) > 0 }
-
 // Summary says the unexplained failures with what they mean, for a probe's
 // summary line: an unexplained finding shows it as it is.
 func (r *dataplaneReading) Summary() string {
@@ -132,6 +136,9 @@ func (r *dataplaneReading) Raw() []string {
 	}
 	for _, k := range sortedByCount(r.unexplained) {
 		out = append(out, fmt.Sprintf("vocabulary: %s x%d: unexplained: %s", k, r.unexplained[k], r.texts[k]))
+	}
+	for _, k := range sortedByCount(r.benign) {
+		out = append(out, fmt.Sprintf("vocabulary: %s x%d: no data-plane failure: %s", k, r.benign[k], r.texts[k]))
 	}
 	return out
 }

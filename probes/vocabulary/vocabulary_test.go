@@ -78,7 +78,7 @@ func TestFlagMapping(t *testing.T) {
 		{Waypoint, accesslog.FailureKey{Code: 403, Details: "rbac_access_denied_matched_policy[none]"}, []string{"ambient.authz-rejected"}, ""},
 		{Waypoint, accesslog.FailureKey{Flags: "UH", Code: 503}, []string{"endpoints.none-ready", "service.no-endpoints", "service.no-selector-match", "outlier.all-ejected"}, ""},
 		{SidecarInbound, accesslog.FailureKey{Code: 403, Details: "rbac_access_denied_matched_policy[ns[shop]-policy[deny-all]-rule[0]]"}, nil, "AuthorizationPolicy at the destination's sidecar"},
-		{SidecarOutbound, accesslog.FailureKey{Code: 503, Details: "via_upstream"}, nil, "the upstream app answered"},
+		{SidecarOutbound, accesslog.FailureKey{Code: 503, Details: "via_upstream"}, nil, ""},
 		{SidecarOutbound, accesslog.FailureKey{Flags: "UT", Code: 504, Details: "response_timeout"}, nil, "route timeout"},
 		{SidecarInbound, accesslog.FailureKey{Flags: "DPE", Code: 431, Details: "http1.headers_too_large"}, nil, "malformed HTTP request"},
 		{SidecarOutbound, accesslog.FailureKey{Flags: "UPE", Code: 502, Details: "upstream_reset_before_response_started{protocol_error}"}, nil, "HTTP protocol error"},
@@ -101,6 +101,9 @@ func TestFlagMapping(t *testing.T) {
 	}
 	if a := v.Flag("RFCF", SidecarOutbound, accesslog.FailureKey{Flags: "RFCF", Code: 200}); a.Benign == "" {
 		t.Errorf("RFCF: %+v, want benign", a)
+	}
+	if a := v.Flag(NoFlag, SidecarInbound, accesslog.FailureKey{Code: 502, Details: "via_upstream"}); !strings.Contains(a.Benign, "the upstream app answered") {
+		t.Errorf("502 via_upstream: %+v, want benign: the app answered it", a)
 	}
 }
 
