@@ -227,7 +227,7 @@ func TestRealworldProbes(t *testing.T) {
 		// UF 111 at the inbound is a cause's (a port nothing listens on);
 		// UPE, an upstream speaking no HTTP, is none of the catalogue's.
 		"text.log: tanjunchen blog post": {"log_503": 1, "log_5xx": 2, "log_flag_uf": 1, "log_connection_refused": 1, "log_upstream_pods": 1,
-			"log_flag_codes": []string{"UF 503", "UPE 502"},
+			"log_flag_codes":  []string{"UF 503", "UPE 502"},
 			"log_unexplained": []string{"UPE 502 (upstream_reset_before_response_started{protocol_error}) at the destination's sidecar (inbound)=1"}},
 		// Plaintext into a STRICT port, seen by the upstream's inbound listener.
 		"text.log: Harness docs, 2022-08-15, NR filter_chain_not_found": {"log_tcp": 1, "log_tcp_flag_nr": 1, "log_flag_nr": 0,
