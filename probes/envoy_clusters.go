@@ -380,6 +380,9 @@ func healthFlagsText(h envoy.Host) string {
 	if h.EDSUnhealthy() {
 		flags = append(flags, "/failed_eds_health")
 	}
+	if h.EDSHealth == "DEGRADED" {
+		flags = append(flags, "/degraded_eds_health")
+	}
 	if h.PendingRemoval {
 		flags = append(flags, "/pending_dynamic_removal")
 	}
