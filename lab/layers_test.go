@@ -31,6 +31,7 @@ var layers = map[string]int{
 	"probes/parse":             1,
 	"probes/parse/clustername": 0,
 	"probes/cluster":           2,
+	"probes/vocabulary":        2, // the data plane's vocabulary: assets and the parsers' closed sets
 	"probes/cluster/podconn":   3,
 	"probes/cluster/clientset": 3,
 	"probes/cluster/manifests": 3,

@@ -37,7 +37,7 @@ func Healthy() map[string]probes.Facts {
 			"envoy_hosts_total": 3, "envoy_hosts_healthy": 3, "envoy_hosts_outlier_ejected": 0,
 			"envoy_hosts_active_hc_failed": 0, "envoy_hosts_eds_unhealthy": 0, "envoy_empty_clusters": []string{},
 			"envoy_clusters_all_ejected": []string{},
-			"envoy_rq_pending_overflow":  0, "envoy_cx_overflow": 0, "envoy_ejections_active": 0, "envoy_cx_connect_fail": 0,
+			"envoy_rq_pending_overflow":  0, "envoy_rq_active_overflow": 0, "envoy_rq_overflow": 0, "envoy_cx_overflow": 0, "envoy_ejections_active": 0, "envoy_cx_connect_fail": 0,
 		},
 		"envoy-listeners": {"listener_found": true, "listener_names": []string{"0.0.0.0_80"}},
 		"envoy-config": {
