@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/version"
 	fakediscovery "k8s.io/client-go/discovery/fake"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
@@ -63,8 +64,14 @@ func newCluster(s *Scenario) (*Cluster, error) {
 			continue // served from s.Objects (GatewayAPIGateways): no fake clientset of ours holds the kind
 		}
 		tracker := kube.Tracker()
-		if isIstio(obj) {
+		switch {
+		case isIstio(obj):
 			tracker = istio.Tracker()
+		case !isKube(obj):
+			// A kind no clientset of ours holds and no read asks for (a
+			// Gateway API HTTPRoute of a recording): kept in s.Objects,
+			// never a reason to refuse the input.
+			continue
 		}
 		if err := addTracked(tracker, obj.DeepCopyObject()); err != nil {
 			return nil, fmt.Errorf("scenario %s: load %s: %w", s.Name, describe(obj), err)
@@ -118,6 +125,13 @@ func NewClusterWithInfo(s *Scenario, info cluster.ClusterInfo) (cluster.Cluster,
 func isIstio(obj runtime.Object) bool {
 	gvks, _, err := manifests.Scheme.ObjectKinds(obj)
 	return err == nil && len(gvks) > 0 && strings.HasSuffix(gvks[0].Group, "istio.io")
+}
+
+// isKube: a kind of client-go's scheme, which the fake Kubernetes
+// clientset holds.
+func isKube(obj runtime.Object) bool {
+	gvks, _, err := clientgoscheme.Scheme.ObjectKinds(obj)
+	return err == nil && len(gvks) > 0
 }
 
 func describe(obj runtime.Object) string {
