@@ -1,8 +1,12 @@
 package probes
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -244,7 +248,99 @@ func fetchServiceData(ctx context.Context, c cluster.Cluster, svc *corev1.Servic
 	for i := range pods {
 		sd.Pods[pods[i].Name] = &pods[i]
 	}
+	findEndpointPods(ctx, c, sd)
 	return sd, ns, "", nil
+}
+
+// maxPodLookups bounds the reads findEndpointPods makes for one Service:
+// past it, the pods of further addresses are unknown, never guessed.
+const maxPodLookups = 32
+
+// findEndpointPods reads the pods behind the Service's endpoints that its
+// selector did not list, as istiod finds them (mesh.ServiceData.PodOf):
+// the pod a targetRef names, by name; for an address without targetRef,
+// the pods of the endpoint's namespace with that IP. The reads go out
+// together, after the slices; a Service whose endpoints all name pods the
+// selector listed costs none.
+func findEndpointPods(ctx context.Context, c cluster.Cluster, sd *mesh.ServiceData) {
+	sd.PodsByIP, sd.PodsUnknown = map[string][]*corev1.Pod{}, map[string]string{}
+	byIP := map[string]*corev1.Pod{}
+	for _, p := range sd.Pods {
+		if p.Status.PodIP != "" && !p.Spec.HostNetwork {
+			byIP[p.Status.PodIP] = p // a pod network IP is one pod's
+		}
+	}
+	type lookup struct{ ns, name, ip string }
+	var lookups []lookup
+	seen := map[lookup]bool{}
+	for _, slice := range sd.Slices {
+		ns := cmp.Or(slice.Namespace, sd.Service.Namespace)
+		for _, ep := range slice.Endpoints {
+			var want []lookup
+			if ref := ep.TargetRef; ref != nil && ref.Kind == "Pod" {
+				if ref.Namespace != ns || sd.Pods[ref.Name] != nil {
+					continue // the model says why it is unknown, or has it
+				}
+				want = append(want, lookup{ns: ns, name: ref.Name})
+			} else {
+				for _, ip := range ep.Addresses {
+					if p := byIP[ip]; p != nil && p.Namespace == ns {
+						sd.PodsByIP[ip] = []*corev1.Pod{p}
+						continue
+					}
+					want = append(want, lookup{ns: ns, ip: ip})
+				}
+			}
+			for _, l := range want {
+				if !seen[l] {
+					seen[l] = true
+					lookups = append(lookups, l)
+				}
+			}
+		}
+	}
+	if len(lookups) > maxPodLookups {
+		for _, l := range lookups[maxPodLookups:] {
+			sd.PodsUnknown[l.name+l.ip] = fmt.Sprintf("not looked up: more than %d endpoints of %s name pods its selector does not list", maxPodLookups, sd.Service.Name)
+		}
+		lookups = lookups[:maxPodLookups]
+	}
+	pods := make([][]corev1.Pod, len(lookups))
+	errs := make([]error, len(lookups))
+	var g readGroup
+	for i, l := range lookups {
+		g.Go(func() {
+			if l.name != "" {
+				var p *corev1.Pod
+				if p, errs[i] = c.GetPod(ctx, l.ns, l.name); p != nil {
+					pods[i] = []corev1.Pod{*p}
+				}
+				return
+			}
+			pods[i], errs[i] = cluster.PodsWithIP(ctx, c, l.ns, l.ip)
+		})
+	}
+	g.Wait()
+	for i, l := range lookups {
+		switch err := errs[i]; {
+		case l.name != "" && err == nil:
+			sd.Pods[l.name] = &pods[i][0]
+		case l.name != "" && apierrors.IsNotFound(err) && !cluster.IsMissingKind(err):
+			// PodOf says so: istiod holds such an endpoint back.
+		case l.name != "":
+			sd.PodsUnknown[l.name] = cluster.AccessProblem("get pod "+l.ns+"/"+l.name, err)
+		case err == nil:
+			found := make([]*corev1.Pod, len(pods[i]))
+			for j := range pods[i] {
+				found[j] = &pods[i][j]
+			}
+			sd.PodsByIP[l.ip] = found
+		case errors.Is(err, cluster.ErrNotFound):
+			sd.PodsUnknown[l.ip] = strings.TrimSuffix(err.Error(), ": "+cluster.ErrNotFound.Error())
+		default:
+			sd.PodsUnknown[l.ip] = cluster.AccessProblem("find the pods of "+l.ns+" with IP "+l.ip, err)
+		}
+	}
 }
 
 // addServiceData adds what fetchServiceData read to cfg.
@@ -266,7 +362,11 @@ func readNodesForSubsets(ctx context.Context, c cluster.Cluster, cfg *mesh.Confi
 		return nil
 	}
 	for _, sd := range cfg.Services {
-		for _, p := range sd.Pods {
+		pods := slices.Collect(maps.Values(sd.Pods))
+		for _, found := range sd.PodsByIP {
+			pods = append(pods, found...)
+		}
+		for _, p := range pods {
 			name := p.Spec.NodeName
 			if name == "" || sd.Nodes[name] != nil {
 				continue

@@ -32,6 +32,7 @@ func (DestinationRulesProbe) Meta() Meta {
 			{"dr_subsets_without_pods", FactList, "subsets (dr-name/subset) of the applying rule whose cluster has no serving endpoint"},
 			{"dr_subsets_without_pods_routed", FactList, "the subsets of dr_subsets_without_pods that a route of the caller's VirtualService sends requests to (mirrors aside): only these turn requests into 503 UH"},
 			{"dr_subset_no_pods_percent", FactInt, "the largest share (percent) of one route's requests sent to subsets without a serving endpoint"},
+			{"dr_subsets_undecided", FactList, "subsets (dr-name/subset) of the applying rule with no serving endpoint known, but endpoints whose selection is undecided (their pod, or a node label, is not known): neither in dr_subsets_without_pods nor judged to serve"},
 			{"vs_found", FactBool, "a VirtualService routes the target host for the caller"},
 			{"vs_undefined_subsets", FactList, "subsets (vs-name/subset) the caller's VirtualService routes to that the applying DestinationRules do not define"},
 			{"vs_undefined_subset_percent", FactInt, "the largest share (percent) of one route's requests sent to undefined subsets (503 NC)"},
@@ -103,20 +104,27 @@ func evaluateDestinationRules(t cluster.Target, cv callerView) Result {
 
 	r.Evidence.Columns = []string{"kind", "rule", "host", "detail", "verdict"}
 	var raw []string
-	withoutPods, withoutPodsRouted, undefined := []string{}, []string{}, []string{}
+	withoutPods, withoutPodsRouted, undefined, undecided := []string{}, []string{}, []string{}, []string{}
+	var undecidedWhy []string
 	subsetDetail := map[string][]string{}
 	if rule != nil {
 		for _, ss := range rule.Subsets {
 			cl := cv.Config.SubsetCluster(cv.Caller, fqdn, main.Port, ss.GetName())
 			detail := fmt.Sprintf("%s(%d/%d endpoints serving)", ss.GetName(), cl.Serving(), len(cl.Endpoints))
-			if cl.Exists && cl.Serving() == 0 && cl.Undecided == 0 {
+			switch {
+			case cl.Exists && cl.Serving() == 0 && cl.Undecided == 0:
 				withoutPods = append(withoutPods, subsetRuleName(rule, ss.GetName())+"/"+ss.GetName())
+			case cl.Exists && cl.Serving() == 0:
+				undecided = append(undecided, subsetRuleName(rule, ss.GetName())+"/"+ss.GetName())
+				detail = fmt.Sprintf("%s(no serving endpoint known, %d undecided)", ss.GetName(), cl.Undecided)
+				undecidedWhy = append(undecidedWhy, fmt.Sprintf("whether subset %s has a serving endpoint is undecided (%s)", ss.GetName(), cl.Unknown[0]))
 			}
 			name := subsetRuleName(rule, ss.GetName())
 			subsetDetail[name] = append(subsetDetail[name], detail)
 		}
 	}
 	r.Facts["dr_subsets_without_pods"] = withoutPods
+	r.Facts["dr_subsets_undecided"] = undecided
 	for _, v := range main.DestinationRules {
 		detail := "no subsets"
 		if d := subsetDetail[v.Name]; len(d) > 0 && v.Applies {
@@ -253,6 +261,7 @@ func evaluateDestinationRules(t cluster.Target, cv callerView) Result {
 			warnings = append(warnings, v.Ref()+" "+v.Why)
 		}
 	}
+	warnings = append(warnings, undecidedWhy...)
 	warnings = append(warnings, main.Unknown...)
 	head := "no DestinationRule applies"
 	if rule != nil {

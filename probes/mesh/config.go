@@ -52,8 +52,17 @@ type ServiceData struct {
 	// into slices when the API has none): a selector-less Service's
 	// endpoints are only these.
 	Slices []discoveryv1.EndpointSlice
-	// Pods are the pods the endpoints point at, by name.
+	// Pods are the pods the endpoints' targetRefs name (and the Service
+	// selects), by name, in the Service's namespace.
 	Pods map[string]*corev1.Pod
+	// PodsByIP are, for each endpoint address without a targetRef, the
+	// pods of the endpoint's namespace found with that IP: an entry
+	// without pods says a search found none (the address has no pod); no
+	// entry says no search was made (its pod is unknown). See PodOf.
+	PodsByIP map[string][]*corev1.Pod
+	// PodsUnknown says, by pod name (targetRef) or address, why a pod
+	// could not be read: a refused read, an input that holds no such pod.
+	PodsUnknown map[string]string
 	// Nodes are the pods' nodes, by name, for the locality labels istiod
 	// adds to endpoints; a node missing here leaves those labels unknown.
 	Nodes map[string]*corev1.Node

@@ -60,8 +60,9 @@ type Cluster struct {
 	// ServiceServing is how many endpoints of the whole Service serve,
 	// subset or not: a subset can be empty while the Service is not.
 	ServiceServing int
-	// Undecided counts endpoints whose selection by the subset depends on
-	// a label that could not be read: no verdict on an empty subset then.
+	// Undecided counts the serving endpoints the cluster may or may not
+	// have: a subset's selection of one depends on a label that could not
+	// be read, or its pod is not known. No verdict on an empty cluster then.
 	Undecided int
 	Rule      *AppliedRule
 	Policy    *networkingv1alpha3.TrafficPolicy
@@ -240,14 +241,23 @@ func (c *Config) clusterFor(caller Caller, d Destination) *Cluster {
 	ns := sd.Service.Namespace
 	cl.TLS = clientTLS(cl.Policy, from, c.Mesh.EnableAutoMtls(), c.serviceMTLSMode(ns), edsTLSMode(rule, d.Port))
 	for _, e := range c.Endpoints(sd, d.Port) {
+		if e.PodUnknown != "" && e.PodExpected {
+			// istiod holds back an endpoint whose targetRef names a pod it
+			// has not seen; whether it has seen this one is not known here.
+			cl.undecided(e, "endpoint "+e.Address+": "+e.PodUnknown)
+			continue
+		}
 		if e.Serving() {
 			cl.ServiceServing++
 		}
 		if subset != nil {
+			if e.PodUnknown != "" {
+				cl.undecided(e, "whether subset "+d.Subset+" selects endpoint "+e.Address+": "+e.PodUnknown)
+				continue
+			}
 			ok, why := SelectsEndpoint(subset.GetLabels(), e)
 			if why != "" {
-				cl.Undecided++
-				cl.Unknown = append(cl.Unknown, "whether subset "+d.Subset+" selects "+why)
+				cl.undecided(e, "whether subset "+d.Subset+" selects "+why)
 			}
 			if !ok {
 				continue
@@ -256,6 +266,15 @@ func (c *Config) clusterFor(caller Caller, d Destination) *Cluster {
 		cl.Endpoints = append(cl.Endpoints, c.endpointTLS(cl.TLS, e, ns))
 	}
 	return cl
+}
+
+// undecided counts an endpoint the cluster may or may not have: one that
+// would serve leaves "the cluster has no serving endpoint" undecided.
+func (cl *Cluster) undecided(e Endpoint, why string) {
+	if e.Serving() {
+		cl.Undecided++
+	}
+	cl.Unknown = append(cl.Unknown, why)
 }
 
 // plainCluster is the Service's endpoints reached without Istio config

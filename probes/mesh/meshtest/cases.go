@@ -188,6 +188,33 @@ var Cases = []Case{
 		}
 		wantNoBreak(t, v)
 	}},
+	// Endpoints and their pods as istiod matches them
+	// (endpointslice.go getPod): by targetRef, else by IP among the Ready
+	// pods of the endpoint's namespace; a pod that cannot be found leaves
+	// what depends on it undecided.
+	{File: "endpoint-without-targetref.yaml", Caller: "web/web-1", Host: "orders.shop.svc.cluster.local", Port: 8080, Check: func(t testing.TB, v *mesh.View) {
+		wantNoBreak(t, v)
+		wantEndpoints(t, v, "outbound|8080|v2|orders.shop.svc.cluster.local", "orders-v2")
+		wantMismatches(t, v, nil)
+	}},
+	{File: "endpoint-pod-not-found.yaml", Caller: "web/web-1", Host: "orders.shop.svc.cluster.local", Port: 8080, Check: func(t testing.TB, v *mesh.View) {
+		wantNoBreak(t, v)
+		cl := v.Clusters["outbound|8080|v3|orders.shop.svc.cluster.local"]
+		if cl == nil || len(cl.Endpoints) != 0 || cl.Undecided != 1 || !strings.Contains(strings.Join(cl.Unknown, " "), "orders-v3") {
+			t.Errorf("subset v3's cluster %+v: want no endpoint istiod would send and one undecided (pod orders-v3 not found)", cl)
+		}
+	}},
+	{File: "endpoint-ip-pod-not-ready.yaml", Caller: "web/web-1", Host: "orders.shop.svc.cluster.local", Port: 8080, Check: func(t testing.TB, v *mesh.View) {
+		wantBreak(t, v, mesh.BreakSubsetEmpty, 50, "outbound|8080|v2|orders.shop.svc.cluster.local")
+		wantEndpoints(t, v, "outbound|8080|v1|orders.shop.svc.cluster.local", "orders-v1")
+	}},
+	{File: "subset-label-absent.yaml", Caller: "web/web-1", Host: "orders.shop.svc.cluster.local", Port: 8080, Check: func(t testing.TB, v *mesh.View) {
+		wantEndpoints(t, v, "outbound|8080|canary|orders.shop.svc.cluster.local", "orders-v2")
+		wantBreak(t, v, mesh.BreakSubsetEmpty, 20, "outbound|8080|stable|orders.shop.svc.cluster.local")
+	}},
+	{File: "sidecar-without-tlsmode-label.yaml", Caller: "web/web-1", Host: "orders.shop.svc.cluster.local", Port: 8080, Check: func(t testing.TB, v *mesh.View) {
+		wantMismatches(t, v, map[string]string{"orders-v2": mesh.MismatchPlaintextStrict})
+	}},
 	// A gateway as the caller: istioctl analyze's gateway and
 	// virtualservice analyzer cases, and the binding mistakes behind
 	// ingress 404 NR, as istiod builds the gateway's routes.
@@ -367,14 +394,35 @@ func wantVerdict(t testing.TB, verdicts []mesh.RuleVerdict, ref string, applies 
 	t.Errorf("no verdict on %s in %+v", ref, verdicts)
 }
 
+// wantEndpoints checks the pods of a cluster's serving endpoints.
+func wantEndpoints(t testing.TB, v *mesh.View, cluster string, pods ...string) {
+	t.Helper()
+	cl := v.Clusters[cluster]
+	if cl == nil {
+		t.Errorf("no cluster %s in the view", cluster)
+		return
+	}
+	var got []string
+	for _, e := range cl.Endpoints {
+		if e.Serving() {
+			got = append(got, e.Pod)
+		}
+	}
+	if strings.Join(got, " ") != strings.Join(pods, " ") {
+		t.Errorf("%s serves %v, want %v (unknown: %v)", cluster, got, pods, cl.Unknown)
+	}
+}
+
 // wantMismatches checks each endpoint's TLS mismatch by pod; pods not named
 // must have none.
 func wantMismatches(t testing.TB, v *mesh.View, want map[string]string) {
 	t.Helper()
 	seen := 0
+	judged := map[string]bool{}
 	for _, cl := range v.Clusters {
 		for _, e := range cl.Endpoints {
 			seen++
+			judged[e.Pod] = true
 			w := want[e.Pod]
 			if w == "" {
 				w = mesh.MismatchNone
@@ -386,6 +434,11 @@ func wantMismatches(t testing.TB, v *mesh.View, want map[string]string) {
 	}
 	if seen == 0 {
 		t.Error("no endpoint to judge")
+	}
+	for pod := range want {
+		if !judged[pod] {
+			t.Errorf("no endpoint of pod %s judged", pod)
+		}
 	}
 }
 
