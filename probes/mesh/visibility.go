@@ -63,7 +63,7 @@ func (c *Config) ServiceExportTo(svc *corev1.Service) []string {
 }
 
 // LabelsMatch reports whether every selector label is set, to the same
-// value, in labels: a selector's "app: ”" needs an app label that is
+// value, in labels: a selector's app: "" needs an app label that is
 // empty, not one that is missing (Istio's labels.Instance.SubsetOf and a
 // Kubernetes equality selector both require presence).
 func LabelsMatch(selector, labels map[string]string) bool {
