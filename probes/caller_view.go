@@ -117,7 +117,12 @@ func fetchCallerView(ctx context.Context, c cluster.Cluster, t cluster.Target) (
 	// Other Services the target's routes send to: their endpoints, and the
 	// rules of their namespaces (a DestinationRule there defines their
 	// subsets).
-	for _, host := range routedHosts(cfg, out.Caller, mesh.ServiceHost(svc.Name, svc.Namespace)) {
+	hosts := routedHosts(cfg, out.Caller, mesh.ServiceHost(svc.Name, svc.Namespace))
+	if alias := mesh.ExternalNameOf(svc); alias != "" {
+		// istiod routes an ExternalName Service as the Service it names.
+		hosts = append([]string{alias}, hosts...)
+	}
+	for _, host := range hosts {
 		name, ns, ok := serviceOfHost(host)
 		if !ok || cfg.Services[host] != nil {
 			continue

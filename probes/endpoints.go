@@ -33,6 +33,7 @@ func (EndpointsProbe) Meta() Meta {
 			{"endpoints_port_mismatch", FactBool, "a service targetPort (number or name) matches no containerPort of a selected pod"},
 			{"endpoints_mismatched_ports", FactList, "service ports whose targetPort matches no containerPort, as port->targetPort"},
 			{"endpoints_total", FactInt, "endpoint addresses of any state (0: the Service has no endpoint at all)"},
+			{"endpoints_external_name", FactBool, "the Service is of type ExternalName: a DNS alias with no endpoints by design, which istiod routes as the host it names"},
 			{"endpoints_source", FactString, "EndpointSlice or Endpoints: which API the counts came from; pods when the input holds neither and the selected pods stand in; none when there is nothing"},
 		},
 	}
@@ -217,8 +218,10 @@ func evaluateEndpoints(t cluster.Target, in endpointsInput) Result {
 	if source == "pods" {
 		raw = append(raw, "the input holds no EndpointSlice or Endpoints for the Service: its endpoints are its selected pods, as the EndpointSlice controller would list them")
 	}
-	if svc.Spec.Type == corev1.ServiceTypeExternalName {
-		raw = append(raw, "ExternalName service: DNS CNAME to "+svc.Spec.ExternalName+", it never has endpoints")
+	externalName := mesh.ExternalNameOf(svc)
+	r.Facts["endpoints_external_name"] = externalName != ""
+	if externalName != "" {
+		raw = append(raw, "ExternalName service: DNS CNAME to "+externalName+", it never has endpoints; istiod builds no cluster for it and routes its host as "+externalName+"'s")
 	}
 	if svc.Spec.PublishNotReadyAddresses {
 		raw = append(raw, "service sets publishNotReadyAddresses: endpoints are marked ready whatever the pods' readiness")
@@ -231,6 +234,8 @@ func evaluateEndpoints(t cluster.Target, in endpointsInput) Result {
 		problems = append(problems, "targetPort matches no containerPort: "+strings.Join(mismatched, ", "))
 	}
 	switch {
+	case externalName != "":
+		// No endpoints by design: not a problem of this step.
 	case ready == 0 && len(in.Selected) > 0:
 		problems = append(problems, fmt.Sprintf("no ready endpoint though %s selected", countNoun(len(in.Selected), "pod")))
 	case len(order) == 0 && len(svc.Spec.Selector) == 0 && svc.Spec.Type != corev1.ServiceTypeExternalName:
@@ -245,7 +250,10 @@ func evaluateEndpoints(t cluster.Target, in endpointsInput) Result {
 		warnings = append(warnings, fmt.Sprintf("%d terminating", terminating))
 	}
 	head := fmt.Sprintf("%d ready endpoints", ready)
-	if ready == 1 {
+	switch {
+	case externalName != "":
+		head = "ExternalName Service: a DNS alias of " + externalName + ", no endpoints by design"
+	case ready == 1:
 		head = "1 ready endpoint"
 	}
 	switch {

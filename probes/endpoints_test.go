@@ -179,6 +179,20 @@ func TestEndpointsEvaluate(t *testing.T) {
 			facts: Facts{"endpoints_source": "none", "endpoints_total": 0},
 		},
 		{
+			// It used to be service.no-endpoints ("no selector and no
+			// endpoint at all"): an ExternalName Service has none by design.
+			name:   "an ExternalName Service",
+			target: orders,
+			in: func() endpointsInput {
+				svc := fxService(intstr.FromInt32(443))
+				svc.Spec.Selector, svc.Spec.Type, svc.Spec.ExternalName = nil, corev1.ServiceTypeExternalName, "api.payments.example.com"
+				return fxEndpointsInput(svc, nil)
+			}(),
+			status: StatusPass, summary: "ExternalName Service: a DNS alias of api.payments.example.com, no endpoints by design",
+			facts: Facts{"endpoints_external_name": true, "endpoints_total": 0},
+			raw:   "istiod builds no cluster for it",
+		},
+		{
 			// kubectl get all leaves EndpointSlices out: the selected pods
 			// stand in, as the controller would list them, instead of a
 			// false "no ready endpoint".

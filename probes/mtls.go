@@ -178,6 +178,9 @@ func evaluateMTLS(t cluster.Target, cv callerView) Result {
 		return res
 	}
 	switch {
+	case len(all) == 0 && mesh.ExternalNameOf(first.Service) != "":
+		res.Status = StatusPass
+		res.Summary = fmt.Sprintf("port %d: ExternalName alias of %s: no endpoint of the Service to judge", port, mesh.ExternalNameOf(first.Service))
 	case len(all) == 0:
 		res.Status = StatusPass
 		res.Summary = fmt.Sprintf("port %d: no endpoint to judge (nothing serves the Service)", port)

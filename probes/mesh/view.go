@@ -116,6 +116,10 @@ func (c *Config) ViewFor(caller Caller, host string, port int32) (*View, error) 
 	}
 	v := &View{Caller: caller, Service: sd.Service, Host: host, Port: port, Protocol: PortProtocol(*sp),
 		Clusters: map[string]*Cluster{}, Unknown: append([]string(nil), c.Unknown...)}
+	if ExternalNameOf(sd.Service) != "" && !caller.Gateway {
+		c.externalNameView(v, caller, sd)
+		return v, nil
+	}
 	if caller.Ambient {
 		c.ztunnelView(v, sd, port)
 		return v, nil
@@ -392,6 +396,18 @@ func (v *View) BrokenShare(reasons ...string) (max int, byRoute map[string]int) 
 	return max, byRoute
 }
 
+// routed reports whether a route destination or mirror names cluster.
+func (v *View) routed(cluster string) bool {
+	for _, r := range v.Routes {
+		for _, d := range append(append([]Destination(nil), r.Destinations...), r.Mirrors...) {
+			if d.Cluster == cluster {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // Chain is the reasoning an on-call would follow, one line a link: caller,
 // visibility, route and weights, clusters and their endpoints, TLS.
 func (v *View) Chain() []string {
@@ -444,7 +460,11 @@ func (v *View) Chain() []string {
 	for _, n := range names {
 		cl := v.Clusters[n]
 		if !cl.Exists {
-			out = append(out, "  cluster "+n+": NOT BUILT ("+cl.Why+"): 503 NC")
+			line := "  cluster " + n + ": NOT BUILT (" + cl.Why + ")"
+			if v.routed(n) {
+				line += ": 503 NC"
+			}
+			out = append(out, line)
 			continue
 		}
 		line := fmt.Sprintf("  cluster %s: %d of %d endpoints serving", n, cl.Serving(), len(cl.Endpoints))

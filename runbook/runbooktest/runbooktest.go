@@ -30,7 +30,7 @@ func Healthy() map[string]probes.Facts {
 		"endpoints": {
 			"endpoints_ready": 3, "endpoints_not_ready": 0, "endpoints_terminating": 0,
 			"endpoints_not_ready_pods": []string{}, "endpoints_port_mismatch": false,
-			"endpoints_mismatched_ports": []string{}, "endpoints_source": "EndpointSlice", "endpoints_total": 3,
+			"endpoints_mismatched_ports": []string{}, "endpoints_source": "EndpointSlice", "endpoints_total": 3, "endpoints_external_name": false,
 		},
 		"envoy-clusters": {
 			"envoy_cluster_present": true, "envoy_clusters": []string{"outbound|80||web.shop.svc.cluster.local"},
@@ -59,10 +59,10 @@ func Healthy() map[string]probes.Facts {
 		"mtls": {
 			"mtls_upstream_mode": "PERMISSIVE", "mtls_upstream_mode_source": "default", "mtls_client_tls_mode": "none",
 			"mtls_auto": true, "mtls_client_sends": "mtls", "mtls_upstream_sidecar": true,
-			"mtls_source_sidecar": true, "mtls_mismatch": "none", "mtls_client_config": "visible",
+			"mtls_source_sidecar": true, "mtls_mismatch": "none", "mtls_client_config": "visible", "mtls_undecided": 0,
 		},
 		"destination-rules": {
-			"dr_found": false, "dr_names": []string{}, "dr_subsets_without_pods": []string{}, "dr_subsets_without_pods_routed": []string{}, "vs_found": false,
+			"dr_found": false, "dr_names": []string{}, "dr_subsets_without_pods": []string{}, "dr_subsets_without_pods_routed": []string{}, "dr_subsets_undecided": []string{}, "vs_found": false,
 			"vs_undefined_subsets": []string{}, "dr_outlier_consecutive_5xx": 0, "dr_outlier_max_ejection_percent": 0,
 			"dr_outlier_aggressive": false, "dr_pool_tiny": false, "dr_pool_limits": []string{}, "dr_idle_timeout_s": 0,
 			"dr_outlier_consecutive_gateway_errors": 0, "dr_subset_no_pods_percent": 0, "vs_undefined_subset_percent": 0,

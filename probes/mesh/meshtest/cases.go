@@ -215,6 +215,27 @@ var Cases = []Case{
 	{File: "sidecar-without-tlsmode-label.yaml", Caller: "web/web-1", Host: "orders.shop.svc.cluster.local", Port: 8080, Check: func(t testing.TB, v *mesh.View) {
 		wantMismatches(t, v, map[string]string{"orders-v2": mesh.MismatchPlaintextStrict})
 	}},
+	// ExternalName Services are aliases: no endpoints, no cluster of their
+	// own; istiod routes them as the host they name.
+	{File: "externalname-external.yaml", Caller: "web/web-1", Host: "payments.shop.svc.cluster.local", Port: 443, Check: func(t testing.TB, v *mesh.View) {
+		wantNoBreak(t, v)
+		if cl := v.Clusters["outbound|443||payments.shop.svc.cluster.local"]; cl == nil || cl.Exists {
+			t.Errorf("the alias's own cluster %+v: istiod builds none", cl)
+		}
+		if cl := v.Clusters[mesh.PassthroughCluster]; cl == nil || !cl.External {
+			t.Errorf("clusters %v: want PassthroughCluster to the outside host", v.Clusters)
+		}
+	}},
+	{File: "externalname-to-service.yaml", Caller: "web/web-1", Host: "orders-legacy.shop.svc.cluster.local", Port: 8080, Check: func(t testing.TB, v *mesh.View) {
+		wantNoBreak(t, v)
+		wantEndpoints(t, v, "outbound|8080||orders.shop.svc.cluster.local", "orders-v1", "orders-v2")
+		if cl := v.Clusters["outbound|8080||orders-legacy.shop.svc.cluster.local"]; cl == nil || cl.Exists {
+			t.Errorf("the alias's own cluster %+v: istiod builds none", cl)
+		}
+	}},
+	{File: "externalname-to-service.yaml", Caller: "batch/report-1", Host: "orders-legacy.shop.svc.cluster.local", Port: 8080, Check: func(t testing.TB, v *mesh.View) {
+		wantNoBreak(t, v)
+	}},
 	// A gateway as the caller: istioctl analyze's gateway and
 	// virtualservice analyzer cases, and the binding mistakes behind
 	// ingress 404 NR, as istiod builds the gateway's routes.
