@@ -31,9 +31,9 @@ func (MTLSProbe) Meta() Meta {
 			{"mtls_auto", FactBool, "mesh config enableAutoMtls (default true)"},
 			{"mtls_client_sends", FactString, "what the client sidecar originates: mtls, plaintext, tls (SIMPLE/MUTUAL origination)"},
 			{"mtls_upstream_sidecar", FactBool, "every upstream endpoint's pod has a sidecar"},
-			{"mtls_source_sidecar", FactBool, "the client has a sidecar (true when no source pod is named)"},
+			{"mtls_source_sidecar", FactBool, "the client's requests go through a sidecar: it has one (true when no source pod is named) and its app does not run as the proxy's UID or GID, which istio-iptables lets out around it"},
 			{"mtls_mismatch", FactString, "none, plaintext-to-strict, mtls-to-no-sidecar, double-tls, mtls-to-disabled"},
-			{"mtls_client_config", FactString, "how the client reaches the Service: visible (its proxy has the Service's config), passthrough or blackhole (it has none: the Service is hidden from it), no-sidecar"},
+			{"mtls_client_config", FactString, "how the client reaches the Service: visible (its proxy has the Service's config), passthrough or blackhole (it has none: the Service is hidden from it), no-sidecar (none, or its app sends around it)"},
 			{"mtls_undecided", FactInt, "endpoints whose TLS verdict is undecided: their pod is not known (a targetRef to a pod not found or not read, an address no pod was found for), so neither what auto mTLS sends them nor what their side accepts can be judged; while no other endpoint mismatches, mtls_mismatch and mtls_upstream_sidecar are then unknown"},
 		},
 	}
@@ -61,7 +61,7 @@ func (p MTLSProbe) Run(ctx context.Context, c cluster.Cluster, t cluster.Target)
 // clientConfig says how the caller reaches the Service, as mtls_client_config spells it.
 func clientConfig(v *mesh.View) string {
 	switch {
-	case !v.Caller.Sidecar:
+	case !v.Caller.Sidecar, v.Caller.Bypass != "":
 		return "no-sidecar"
 	case v.Visibility.Visible:
 		return "visible"
@@ -89,7 +89,7 @@ func evaluateMTLS(t cluster.Target, cv callerView) Result {
 	for _, v := range cv.Views {
 		for _, name := range sortedClusterNames(v) {
 			cl := v.Clusters[name]
-			if cl.Mirror || !cl.Exists {
+			if cl.Mirror || !cl.Exists || cl.Bypassed {
 				continue
 			}
 			for _, e := range cl.Endpoints {
@@ -156,7 +156,7 @@ func evaluateMTLS(t cluster.Target, cv callerView) Result {
 		"mtls_auto":                 cv.Config.Mesh.EnableAutoMtls(),
 		"mtls_client_sends":         sends,
 		"mtls_upstream_sidecar":     len(all) > 0 && withSidecar == len(all),
-		"mtls_source_sidecar":       cv.Caller.Sidecar,
+		"mtls_source_sidecar":       cv.Caller.Sidecar && cv.Caller.Bypass == "",
 		"mtls_mismatch":             mismatch,
 		"mtls_client_config":        clientConfig(view),
 	}

@@ -1,6 +1,8 @@
 package mesh
 
 import (
+	"strings"
+
 	networkingv1 "istio.io/client-go/pkg/apis/networking/v1"
 	securityv1 "istio.io/client-go/pkg/apis/security/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -95,6 +97,14 @@ type Caller struct {
 	// it is. A pending pod is: it sends nothing until its node's ztunnel
 	// proxies it, then HBONE.
 	Ambient bool
+	// Bypass, for a pod with a sidecar, says why every app container
+	// sends around it (it runs as the proxy's UID or GID, which
+	// istio-iptables exempts): its requests then leave as plaintext,
+	// whatever istiod gives the proxy. BypassSome names the containers
+	// that do when others do not: which container sends the failing
+	// requests is not known.
+	Bypass     string
+	BypassSome []string
 }
 
 // CallerFromPod is the caller a pod is.
@@ -111,7 +121,15 @@ func callerFromPod(p *corev1.Pod) Caller {
 		labels = map[string]string{}
 	}
 	gateway, _ := GatewayPod(p)
-	return Caller{Namespace: p.Namespace, Name: p.Name, Labels: labels, Sidecar: PodSidecar(p) != SidecarNone, Gateway: gateway}
+	c := Caller{Namespace: p.Namespace, Name: p.Name, Labels: labels, Sidecar: PodSidecar(p) != SidecarNone, Gateway: gateway}
+	if !gateway {
+		if bypassing, all := SidecarBypass(p); all {
+			c.Bypass = strings.Join(bypassing, "; ")
+		} else {
+			c.BypassSome = bypassing
+		}
+	}
+	return c
 }
 
 // MeshedCallerIn is "some meshed pod in namespace ns": what a triage assumes

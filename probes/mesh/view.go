@@ -57,6 +57,10 @@ type Cluster struct {
 	Mirror bool
 	// External: a ServiceEntry's host, whose endpoints are not read here.
 	External bool
+	// Bypassed: istiod pushes the cluster to the caller's proxy, but the
+	// caller's app sends around the proxy (Caller.Bypass): no request of
+	// its goes through it.
+	Bypassed bool
 	// ServiceServing is how many endpoints of the whole Service serve,
 	// subset or not: a subset can be empty while the Service is not.
 	ServiceServing int
@@ -99,8 +103,35 @@ const (
 )
 
 // ViewFor works out what the caller's proxy is given for the Service with
-// hostname host on service port.
+// hostname host on service port. For a caller whose app sends around its
+// sidecar (Caller.Bypass), the clusters are still what istiod pushes to
+// the proxy, marked Bypassed, and the route the app's requests take is
+// kube-proxy's, in plaintext.
 func (c *Config) ViewFor(caller Caller, host string, port int32) (*View, error) {
+	v, err := c.viewFor(caller, host, port)
+	if err == nil && len(caller.BypassSome) > 0 {
+		v.Unknown = append(v.Unknown, "which container sends the requests: "+strings.Join(caller.BypassSome, "; ")+", so its requests bypass the sidecar (plaintext); the view is the other containers'")
+	}
+	if err != nil || caller.Bypass == "" || !caller.Sidecar || caller.Gateway || caller.Ambient {
+		return v, err
+	}
+	for _, cl := range v.Clusters {
+		cl.Bypassed = true
+	}
+	why := "the caller's app bypasses its sidecar (" + caller.Bypass + "): istio-iptables lets the proxy's own UID/GID out unredirected, so its requests leave as plaintext"
+	v.Routes = []Route{{Name: "kube-proxy: " + why, CatchAll: true,
+		Destinations: []Destination{{Host: host, Port: port, Percent: 100, Cluster: KubeProxy}}}}
+	v.Unmatched = false
+	if ExternalNameOf(v.Service) != "" {
+		v.Clusters[DNSAlias] = &Cluster{Name: DNSAlias, Host: ExternalNameOf(v.Service), Port: port, Exists: true, External: true, Why: why}
+		v.Routes[0].Destinations[0].Cluster = DNSAlias
+		return v, nil
+	}
+	v.Clusters[KubeProxy] = c.plainCluster(KubeProxy, c.Services[host], port, why)
+	return v, nil
+}
+
+func (c *Config) viewFor(caller Caller, host string, port int32) (*View, error) {
 	sd := c.Services[host]
 	if sd == nil || sd.Service == nil {
 		return nil, fmt.Errorf("no Service %s in the configuration read", host)
@@ -418,6 +449,8 @@ func (v *View) Chain() []string {
 		side = "a gateway"
 	case !v.Caller.Sidecar:
 		side = "without sidecar"
+	case v.Caller.Bypass != "":
+		side = "with sidecar, which its app bypasses: " + v.Caller.Bypass
 	}
 	out = append(out, fmt.Sprintf("caller %s (%s) → %s:%d (%s)", v.Caller, side, v.Host, v.Port, v.Protocol))
 	if v.Gateway != nil {
@@ -468,6 +501,9 @@ func (v *View) Chain() []string {
 			continue
 		}
 		line := fmt.Sprintf("  cluster %s: %d of %d endpoints serving", n, cl.Serving(), len(cl.Endpoints))
+		if cl.Bypassed {
+			line += " (pushed to the proxy; the app's requests do not go through it)"
+		}
 		if cl.External || cl.Why != "" && len(cl.Endpoints) == 0 {
 			line = "  cluster " + n + ": " + cl.Why
 		}

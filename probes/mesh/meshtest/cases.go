@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 
@@ -236,6 +237,17 @@ var Cases = []Case{
 	{File: "externalname-to-service.yaml", Caller: "batch/report-1", Host: "orders-legacy.shop.svc.cluster.local", Port: 8080, Check: func(t testing.TB, v *mesh.View) {
 		wantNoBreak(t, v)
 	}},
+	// An app running as the proxy's UID or GID sends around its sidecar
+	// (istio-iptables exempts them): plaintext, whatever istiod pushes.
+	{File: "caller-runs-as-proxy-uid.yaml", Caller: "web/web-1", Host: "orders.shop.svc.cluster.local", Port: 8080, Check: func(t testing.TB, v *mesh.View) {
+		wantMismatches(t, v, map[string]string{"orders-v1": mesh.MismatchPlaintextStrict, "orders-v2": mesh.MismatchPlaintextStrict})
+		if cl := v.Clusters["outbound|8080||orders.shop.svc.cluster.local"]; cl == nil || !cl.Exists || !cl.Bypassed {
+			t.Errorf("the cluster istiod pushes %+v: want it, marked bypassed", cl)
+		}
+	}},
+	{File: "caller-runs-as-proxy-gid.yaml", Caller: "web/web-1", Host: "orders.shop.svc.cluster.local", Port: 8080, Check: func(t testing.TB, v *mesh.View) {
+		wantMismatches(t, v, map[string]string{"orders-v1": mesh.MismatchPlaintextStrict, "orders-v2": mesh.MismatchPlaintextStrict})
+	}},
 	// A gateway as the caller: istioctl analyze's gateway and
 	// virtualservice analyzer cases, and the binding mistakes behind
 	// ingress 404 NR, as istiod builds the gateway's routes.
@@ -359,6 +371,20 @@ func MeshConfig(t testing.TB, text string) mesh.MeshConfig {
 	return mesh.MeshConfig{Raw: raw, Found: true}
 }
 
+// CallerFrom is the case's caller: a pod of objs when one is named so
+// (a case file may redefine the caller), else as CallerOf finds it.
+func CallerFrom(t testing.TB, objs []runtime.Object, c *mesh.Config, spec string) mesh.Caller {
+	t.Helper()
+	if ns, name, ok := strings.Cut(spec, "/"); ok && !strings.HasPrefix(spec, "meshed ") {
+		for _, o := range objs {
+			if p, ok := o.(*corev1.Pod); ok && p.Namespace == ns && p.Name == name {
+				return mesh.CallerFromPod(p)
+			}
+		}
+	}
+	return CallerOf(t, c, spec)
+}
+
 // CallerOf is the case's caller among the objects of c.
 func CallerOf(t testing.TB, c *mesh.Config, spec string) mesh.Caller {
 	t.Helper()
@@ -441,6 +467,9 @@ func wantMismatches(t testing.TB, v *mesh.View, want map[string]string) {
 	seen := 0
 	judged := map[string]bool{}
 	for _, cl := range v.Clusters {
+		if cl.Bypassed {
+			continue // no request of the caller's app goes through it
+		}
 		for _, e := range cl.Endpoints {
 			seen++
 			judged[e.Pod] = true
