@@ -36,6 +36,10 @@ func (DestinationRulesProbe) Meta() Meta {
 			{"vs_found", FactBool, "a VirtualService routes the target host for the caller"},
 			{"vs_undefined_subsets", FactList, "subsets (vs-name/subset) the caller's VirtualService routes to that the applying DestinationRules do not define"},
 			{"vs_undefined_subset_percent", FactInt, "the largest share (percent) of one route's requests sent to undefined subsets (503 NC)"},
+			{"vs_routed_hidden_services", FactList, "Services a route of the caller's VirtualService sends to whose exportTo hides them from the caller: istiod builds no cluster for them (503 NC)"},
+			{"vs_routed_missing_hosts", FactList, "hosts a route sends to that no Service or ServiceEntry visible to the caller declares (none at all, or a ServiceEntry whose exportTo hides it): no cluster (503 NC); a ServiceEntry is the fix"},
+			{"dr_rules_partial", FactString, "why the Istio rules read are not all of istiod's (listing a kind across all namespaces was refused, so only some namespaces were read); empty when they are: with a partial set, an absence (no ServiceEntry, another VirtualService) is not certain"},
+			{"dr_routes_unknown", FactString, "why the VirtualService that routes the host for the caller is not certain (a namespace not read could hold one that wins); empty when it is"},
 			{"dr_outlier_consecutive_5xx", FactInt, "outlierDetection consecutive5xxErrors of the Service's cluster (0 when unset)"},
 			{"dr_outlier_consecutive_gateway_errors", FactInt, "outlierDetection consecutiveGatewayErrors, or the deprecated consecutiveErrors (which Istio maps to gateway errors), of the Service's cluster (0 when unset)"},
 			{"dr_outlier_max_ejection_percent", FactInt, "outlierDetection maxEjectionPercent (0 when unset: Envoy then uses 10)"},
@@ -146,6 +150,7 @@ func evaluateDestinationRules(t cluster.Target, cv callerView) Result {
 		r.Evidence.Rows = append(r.Evidence.Rows, []string{"route", strings.TrimSpace(rt.VirtualService + " " + rt.Name), fqdn, strings.Join(dests, ", "), routeVerdict(main, rt)})
 	}
 	var problems []string
+	hiddenServices, missingHosts := []string{}, []string{}
 	for _, b := range main.Breaks() {
 		share := fmt.Sprintf("%d%% of %s's requests", b.Destination.Percent, strings.TrimSpace(b.Route.VirtualService+" "+b.Route.Name))
 		switch b.Reason {
@@ -159,6 +164,12 @@ func evaluateDestinationRules(t cluster.Target, cv callerView) Result {
 			}
 			undefined = append(undefined, vsName+"/"+b.Destination.Subset)
 			problems = append(problems, fmt.Sprintf("%s go to %s (503 NC)", share, b.Why))
+		case mesh.BreakServiceHidden:
+			hiddenServices = appendUnique(hiddenServices, b.Destination.Host)
+			problems = append(problems, fmt.Sprintf("%s go to %s, for which the caller has no cluster: %s (503 NC)", share, b.Destination.Host, b.Why))
+		case mesh.BreakNoEntry:
+			missingHosts = appendUnique(missingHosts, b.Destination.Host)
+			problems = append(problems, fmt.Sprintf("%s go to %s, for which the caller has no cluster: %s (503 NC)", share, b.Destination.Host, b.Why))
 		case mesh.BreakNoCluster:
 			problems = append(problems, fmt.Sprintf("%s go to %s, for which the caller has no cluster: %s (503 NC)", share, b.Destination.Host, b.Why))
 		case mesh.BreakServiceEmpty:
@@ -176,6 +187,10 @@ func evaluateDestinationRules(t cluster.Target, cv callerView) Result {
 		raw = append(raw, "every route has a match condition: requests that match none get 404 NR")
 	}
 	r.Facts["dr_subsets_without_pods_routed"] = withoutPodsRouted
+	r.Facts["vs_routed_hidden_services"] = hiddenServices
+	r.Facts["vs_routed_missing_hosts"] = missingHosts
+	r.Facts["dr_rules_partial"] = cv.Config.RulesPartial
+	r.Facts["dr_routes_unknown"] = main.RoutesUnknown
 	r.Facts["vs_undefined_subsets"] = undefined
 	noPods, _ := main.BrokenShare(mesh.BreakSubsetEmpty)
 	undef, _ := main.BrokenShare(mesh.BreakSubsetUndefined)
@@ -260,6 +275,9 @@ func evaluateDestinationRules(t cluster.Target, cv callerView) Result {
 		if strings.HasPrefix(v.Why, "never applies") {
 			warnings = append(warnings, v.Ref()+" "+v.Why)
 		}
+	}
+	if cv.Config.RulesPartial != "" {
+		warnings = append(warnings, "the rule set is partial: "+cv.Config.RulesPartial)
 	}
 	warnings = append(warnings, undecidedWhy...)
 	warnings = append(warnings, main.Unknown...)

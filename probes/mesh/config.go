@@ -42,9 +42,25 @@ type Config struct {
 	Gateways          []*networkingv1.Gateway
 	GatewayNamespaces map[string]bool
 
+	// RulesRead are the namespaces whose Istio rules were read, when they
+	// could not all be listed across every namespace (a namespaced role);
+	// nil when they were, and the rules are istiod's whole set. With a
+	// partial set the model never concludes from absence: a rule of a
+	// namespace not read may exist (RulesPartial says why).
+	RulesRead    map[string]bool
+	RulesPartial string
+	// ServicesUnknown says, by hostname, why a Service a route sends to
+	// could not be read: whether istiod has it is then not known.
+	ServicesUnknown map[string]string
+
 	// Unknown lists what could not be read and so cannot be judged ("the
 	// rules of namespace istio-system: forbidden"); a View repeats it.
 	Unknown []string
+}
+
+// RulesKnown reports whether the Istio rules of namespace ns were read.
+func (c *Config) RulesKnown(ns string) bool {
+	return c.RulesRead == nil || c.RulesRead[ns]
 }
 
 // ServiceData is one Service and what istiod builds its endpoints from.

@@ -32,6 +32,10 @@ type View struct {
 	// Unmatched: every route has a match condition, so a request none of
 	// them matches gets 404 NR from the caller's proxy.
 	Unmatched bool
+	// RoutesUnknown says why the routes are not certain: the rules were
+	// not read in every namespace, and a VirtualService of one not read
+	// could route the host instead ("" when they are certain).
+	RoutesUnknown string
 	// Clusters are keyed by name; each route destination and mirror has
 	// one.
 	Clusters map[string]*Cluster
@@ -53,6 +57,13 @@ type Cluster struct {
 	// Envoy then answers 503 NC.
 	Exists bool
 	Why    string
+	// Missing says, for a cluster istiod does not build, what is missing
+	// (MissingHost, MissingServiceHidden, MissingEntryHidden), "" for
+	// other reasons.
+	Missing string
+	// ExistsUnknown says why whether istiod builds the cluster is not
+	// known (a Service or rules that could not be read): no verdict then.
+	ExistsUnknown string
 	// Mirror: only mirrors send to it.
 	Mirror bool
 	// External: a ServiceEntry's host, whose endpoints are not read here.
@@ -186,6 +197,9 @@ func (c *Config) viewFor(caller Caller, host string, port int32) (*View, error) 
 		return v, nil
 	}
 	v.VirtualService, v.VirtualServices = c.VirtualServicesFor(caller, host)
+	if v.RoutesUnknown = c.VirtualServiceUnknown(caller, host); v.RoutesUnknown != "" {
+		v.Unknown = append(v.Unknown, v.RoutesUnknown)
+	}
 	if v.VirtualService != nil {
 		v.Routes = RoutesOf(v.VirtualService, port, v.Protocol)
 	}
@@ -237,12 +251,28 @@ func (c *Config) clusterFor(caller Caller, d Destination) *Cluster {
 			cl.Why = "ServiceEntry " + se.Namespace + "/" + se.Name
 			return cl
 		}
-		cl.Why = "no Service or ServiceEntry named " + d.Host + " that the caller can see"
+		if why := c.ServicesUnknown[d.Host]; why != "" {
+			cl.ExistsUnknown, cl.Why = why, "the Service "+d.Host+" could not be read: "+why
+			return cl
+		}
+		cl.Missing, cl.Why = MissingHost, "no Service or ServiceEntry named "+d.Host+" that the caller can see"
+		for _, se := range c.ServiceEntries {
+			if ServiceEntryDeclares(se, d.Host) {
+				cl.Missing = MissingEntryHidden
+				cl.Why = fmt.Sprintf("ServiceEntry %s/%s declares %s but is not exported to %s (exportTo %s)", se.Namespace, se.Name, d.Host, caller.Namespace,
+					strings.Join(exportToOrDefault(se.Spec.GetExportTo(), c.Mesh.Raw.GetDefaultServiceExportTo()), ","))
+				break
+			}
+		}
+		if c.RulesRead != nil {
+			cl.Why += " among the ServiceEntries read (" + c.RulesPartial + ")"
+		}
 		return cl
 	}
 	// A Service a route sends to gets its cluster (and its rules) whatever
 	// the caller's Sidecar egress hosts say; only its exportTo hides it.
 	if exportTo := c.ServiceExportTo(sd.Service); !ExportedTo(exportTo, sd.Service.Namespace, caller.Namespace) {
+		cl.Missing = MissingServiceHidden
 		cl.Why = fmt.Sprintf("Service %s/%s is not exported to %s (exportTo %s)", sd.Service.Namespace, sd.Service.Name, caller.Namespace, strings.Join(exportTo, ","))
 		return cl
 	}
@@ -258,7 +288,12 @@ func (c *Config) clusterFor(caller Caller, d Destination) *Cluster {
 	cl.Rule, cl.Unknown = rule, unknown
 	var subset *networkingv1alpha3.Subset
 	if d.Subset != "" {
-		if subset = rule.Subset(d.Subset); subset == nil {
+		if subset = rule.Subset(d.Subset); subset == nil && !c.destinationRulesKnown(caller, sd.Service.Namespace) {
+			cl.ExistsUnknown = fmt.Sprintf("subset %s: the DestinationRules that could define it are not all read (%s)", d.Subset, c.RulesPartial)
+			cl.Why = cl.ExistsUnknown
+			return cl
+		}
+		if subset == nil {
 			defined := "no DestinationRule applies to " + d.Host
 			if rule != nil {
 				defined = "the DestinationRule that applies (" + strings.Join(rule.Names(), ", ") + ") defines " + subsetNames(rule)
@@ -354,6 +389,19 @@ func (c *Config) visibleServiceEntry(caller Caller, host string) *networkingv1.S
 	return nil
 }
 
+// What is missing for a cluster istiod does not build.
+const (
+	MissingHost          = "host"           // no Service or ServiceEntry declares the host
+	MissingServiceHidden = "service-hidden" // the Service's exportTo hides it from the caller
+	MissingEntryHidden   = "entry-hidden"   // a ServiceEntry declares it, but its exportTo hides it
+)
+
+// destinationRulesKnown: the namespaces istiod takes a host's
+// DestinationRule from (the caller's, the host's, the root) were read.
+func (c *Config) destinationRulesKnown(caller Caller, hostNS string) bool {
+	return c.RulesKnown(caller.Namespace) && c.RulesKnown(hostNS) && c.RulesKnown(c.RootNamespace)
+}
+
 // Why a route destination fails every request sent to it.
 const (
 	BreakNoCluster    = "no-cluster"    // istiod builds no cluster: 503 NC
@@ -363,6 +411,13 @@ const (
 	// BreakSubsetUndefined: the route names a subset no applying rule
 	// defines, so istiod builds no cluster: 503 NC.
 	BreakSubsetUndefined = "subset-undefined"
+	// BreakServiceHidden: the route sends to a Service whose exportTo
+	// hides it from the caller: no cluster, 503 NC.
+	BreakServiceHidden = "service-hidden"
+	// BreakNoEntry: the route sends to a host no Service or visible
+	// ServiceEntry declares (none at all, or one whose exportTo hides
+	// it): no cluster, 503 NC.
+	BreakNoEntry = "no-entry"
 )
 
 // Break is a route destination that fails every request it gets.
@@ -388,8 +443,14 @@ func (v *View) Breaks() []Break {
 			}
 			b := Break{Route: r, Destination: d}
 			switch {
+			case cl.ExistsUnknown != "":
+				continue
 			case d.Cluster == BlackHoleCluster:
 				b.Reason, b.Why = BreakBlackHole, cl.Why
+			case !cl.Exists && cl.Missing == MissingServiceHidden:
+				b.Reason, b.Why = BreakServiceHidden, cl.Why
+			case !cl.Exists && (cl.Missing == MissingHost || cl.Missing == MissingEntryHidden):
+				b.Reason, b.Why = BreakNoEntry, cl.Why
 			case !cl.Exists && d.Subset != "" && strings.HasPrefix(cl.Why, "subset "):
 				b.Reason, b.Why = BreakSubsetUndefined, cl.Why
 			case !cl.Exists:
@@ -492,6 +553,10 @@ func (v *View) Chain() []string {
 	sort.Strings(names)
 	for _, n := range names {
 		cl := v.Clusters[n]
+		if cl.ExistsUnknown != "" {
+			out = append(out, "  cluster "+n+": UNDECIDED ("+cl.ExistsUnknown+")")
+			continue
+		}
 		if !cl.Exists {
 			line := "  cluster " + n + ": NOT BUILT (" + cl.Why + ")"
 			if v.routed(n) {

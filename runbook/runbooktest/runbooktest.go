@@ -62,13 +62,13 @@ func Healthy() map[string]probes.Facts {
 			"mtls_source_sidecar": true, "mtls_mismatch": "none", "mtls_client_config": "visible", "mtls_undecided": 0,
 		},
 		"destination-rules": {
-			"dr_found": false, "dr_names": []string{}, "dr_subsets_without_pods": []string{}, "dr_subsets_without_pods_routed": []string{}, "dr_subsets_undecided": []string{}, "vs_found": false,
+			"dr_found": false, "dr_names": []string{}, "dr_subsets_without_pods": []string{}, "dr_subsets_without_pods_routed": []string{}, "dr_subsets_undecided": []string{}, "vs_routed_hidden_services": []string{}, "vs_routed_missing_hosts": []string{}, "dr_rules_partial": "", "dr_routes_unknown": "", "vs_found": false,
 			"vs_undefined_subsets": []string{}, "dr_outlier_consecutive_5xx": 0, "dr_outlier_max_ejection_percent": 0,
 			"dr_outlier_aggressive": false, "dr_pool_tiny": false, "dr_pool_limits": []string{}, "dr_idle_timeout_s": 0,
 			"dr_outlier_consecutive_gateway_errors": 0, "dr_subset_no_pods_percent": 0, "vs_undefined_subset_percent": 0,
 			"visibility_visible": true, "visibility_hidden_by": "", "visibility_fallback": "",
 		},
-		"service-entry":  {"se_registry_only": false, "se_unregistered_hosts": []string{}, "se_hidden_hosts": []string{}, "se_in_cluster_hosts": []string{}},
+		"service-entry":  {"se_registry_only": false, "se_rules_partial": "", "se_unregistered_hosts": []string{}, "se_hidden_hosts": []string{}, "se_in_cluster_hosts": []string{}},
 		"port-exclusion": {"exclusion_outbound_ports": []string{}, "exclusion_inbound_ports": []string{}, "exclusion_target_port_bypassed": false},
 		// Sidecars only: the ambient steps are not walked (AmbientHealthy).
 		"dataplane": {

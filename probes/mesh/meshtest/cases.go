@@ -237,6 +237,20 @@ var Cases = []Case{
 	{File: "externalname-to-service.yaml", Caller: "batch/report-1", Host: "orders-legacy.shop.svc.cluster.local", Port: 8080, Check: func(t testing.TB, v *mesh.View) {
 		wantNoBreak(t, v)
 	}},
+	// A route to a host istiod builds the caller no cluster for: a Service
+	// or ServiceEntry its exportTo hides (503 NC).
+	{File: "vs-route-to-hidden-service.yaml", Caller: "web/web-1", Host: "orders.shop.svc.cluster.local", Port: 8080, Check: func(t testing.TB, v *mesh.View) {
+		wantBreak(t, v, mesh.BreakServiceHidden, 100, "outbound|8080||ratings.shop.svc.cluster.local")
+	}},
+	{File: "vs-route-to-hidden-service.yaml", Caller: "shop/orders-v1", Host: "orders.shop.svc.cluster.local", Port: 8080, Check: func(t testing.TB, v *mesh.View) {
+		wantNoBreak(t, v)
+	}},
+	{File: "vs-route-to-hidden-serviceentry.yaml", Caller: "web/web-1", Host: "orders.shop.svc.cluster.local", Port: 8080, Check: func(t testing.TB, v *mesh.View) {
+		wantBreak(t, v, mesh.BreakNoEntry, 100, "outbound|8080||api.partner.example")
+		if cl := v.Clusters["outbound|8080||api.partner.example"]; cl == nil || cl.Missing != mesh.MissingEntryHidden {
+			t.Errorf("cluster %+v: want one istiod does not build, its ServiceEntry hidden by exportTo", cl)
+		}
+	}},
 	// An app running as the proxy's UID or GID sends around its sidecar
 	// (istio-iptables exempts them): plaintext, whatever istiod pushes.
 	{File: "caller-runs-as-proxy-uid.yaml", Caller: "web/web-1", Host: "orders.shop.svc.cluster.local", Port: 8080, Check: func(t testing.TB, v *mesh.View) {
