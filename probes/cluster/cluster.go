@@ -155,3 +155,18 @@ func PodsWithIP(ctx context.Context, c Cluster, namespace, ip string) ([]corev1.
 	}
 	return nil, fmt.Errorf("%w: this source cannot search pods by IP", ErrNotFound)
 }
+
+// EndpointsHolder is a source made from an input (a dump, a recording)
+// that says whether the input holds any EndpointSlice or Endpoints at all.
+// One without them (`kubectl get all` leaves them out) says nothing of a
+// selector-less Service's endpoints: none read is not none.
+type EndpointsHolder interface {
+	HoldsEndpoints() bool
+}
+
+// InputLacksEndpoints reports a source whose input holds no EndpointSlice
+// or Endpoints at all; false for a live cluster, which answers for itself.
+func InputLacksEndpoints(c Cluster) bool {
+	h, ok := Uncached(c).(EndpointsHolder)
+	return ok && !h.HoldsEndpoints()
+}

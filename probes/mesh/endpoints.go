@@ -47,9 +47,13 @@ type Endpoint struct {
 	// for that pod and sends no endpoint for the address until it has it
 	// (getPod's expectPod).
 	PodExpected bool
-	Node        string
-	Ready       bool
-	Terminating bool
+	// ReadyUnknown says why the endpoint's readiness is not known (an
+	// input without EndpointSlices whose pod carries no Ready condition):
+	// it is then neither serving nor not, and verdicts on it wait.
+	ReadyUnknown string
+	Node         string
+	Ready        bool
+	Terminating  bool
 	// Labels are the pod's labels with istiod's locality, host, cluster
 	// and network labels added: what a subset selects on.
 	Labels map[string]string
@@ -166,10 +170,24 @@ func (c *Config) endpointsFromPods(sd *ServiceData, sp *corev1.ServicePort) []En
 		}
 		ready, _ := PodReady(pod)
 		e := Endpoint{Address: pod.Status.PodIP, Port: port, Pod: pod.Name, Ready: ready, Terminating: pod.DeletionTimestamp != nil}
+		if !hasReadyCondition(pod) {
+			// A hand-written pod without status conditions: whether the
+			// controller would list it ready is not known.
+			e.ReadyUnknown = "pod " + pod.Name + " has no Ready condition in the input, and the input has no EndpointSlice to say"
+		}
 		c.describeEndpoint(&e, pod, sd)
 		out = append(out, e)
 	}
 	return out
+}
+
+func hasReadyCondition(pod *corev1.Pod) bool {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return true
+		}
+	}
+	return false
 }
 
 // TargetPortOf resolves a service port's targetPort on pod, as the

@@ -311,6 +311,11 @@ func (c *Config) clusterFor(caller Caller, d Destination) *Cluster {
 	ns := sd.Service.Namespace
 	cl.TLS = clientTLS(cl.Policy, from, c.Mesh.EnableAutoMtls(), c.serviceMTLSMode(ns), edsTLSMode(rule, d.Port))
 	for _, e := range c.Endpoints(sd, d.Port) {
+		if e.ReadyUnknown != "" {
+			cl.Undecided++
+			cl.Unknown = append(cl.Unknown, "endpoint "+e.Address+": "+e.ReadyUnknown)
+			continue
+		}
 		if e.PodUnknown != "" && e.PodExpected {
 			// istiod holds back an endpoint whose targetRef names a pod it
 			// has not seen; whether it has seen this one is not known here.

@@ -22,7 +22,7 @@ func Healthy() map[string]probes.Facts {
 	return map[string]probes.Facts{
 		"target": {
 			"target_service_found": true, "target_selector_empty": false,
-			"target_pods_selected": 3, "target_pods_with_sidecar": 3, "target_pods_without_sidecar": 0,
+			"target_pods_selected": 3, "target_endpoints": 3, "target_pods_with_sidecar": 3, "target_pods_without_sidecar": 0,
 			"target_namespace_injection": "enabled", "target_ports": []string{"80/8080/TCP"}, "target_port_found": true,
 			"target_source_named": true, "target_source_found": true, "target_source_has_sidecar": true,
 			"target_source_gateway": false,

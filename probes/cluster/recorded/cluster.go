@@ -10,6 +10,7 @@ import (
 
 	istiofake "istio.io/client-go/pkg/clientset/versioned/fake"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/version"
@@ -160,6 +161,18 @@ func versionInfo(git string) *version.Info {
 }
 
 func (c *Cluster) Info() cluster.ClusterInfo { return c.info }
+
+// HoldsEndpoints reports whether the recording holds any EndpointSlice or
+// Endpoints: a dump without them says nothing of a Service's endpoints.
+func (c *Cluster) HoldsEndpoints() bool {
+	for _, obj := range c.s.Objects {
+		switch obj.(type) {
+		case *discoveryv1.EndpointSlice, *corev1.Endpoints: //nolint:staticcheck // core Endpoints is still served
+			return true
+		}
+	}
+	return false
+}
 
 // Scenario is the recorded data this cluster serves.
 func (c *Cluster) Scenario() *Scenario { return c.s }
