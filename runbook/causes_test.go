@@ -21,7 +21,7 @@ var causeCases = []struct {
 	conf  runbook.Confidence
 }{
 	{"service.no-selector-match", map[string]probes.Facts{
-		"target":         {"target_pods_selected": 0, "target_pods_with_sidecar": 0},
+		"target":         {"target_pods_selected": 0, "target_endpoints": 0, "target_pods_with_sidecar": 0},
 		"endpoints":      {"endpoints_ready": 0},
 		"envoy-clusters": {"envoy_hosts_total": 0, "envoy_hosts_healthy": 0},
 		"access-log":     {"log_503": 50, "log_5xx": 50, "log_flag_uh": 50, "log_2xx": 0},
