@@ -195,6 +195,11 @@ func (s *Session) fixesOf(c *Cause) ([]Fix, map[string]Var) {
 		proof = p.proof
 	}
 	vars := targetVars(s.cfg.Target)
+	for name, doc := range s.cfg.Graph.varDocs {
+		if _, ok := vars[name]; !ok {
+			vars[name] = Var{Words: doc, Why: remedyNotRun(s.cfg.Fixes)}
+		}
+	}
 	for k, v := range proof.Vars {
 		vars[k] = v
 	}

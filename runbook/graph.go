@@ -27,6 +27,9 @@ type Graph struct {
 	// fact is unknown.
 	factProbe map[string]string
 	facts     map[string]probes.FactType
+	// varDocs say what each ${NAME} of the fix prover is: its words when
+	// no prover filled it.
+	varDocs map[string]string
 }
 
 // Start asks the on-call for the symptom; each option leads to a first step.

@@ -27,16 +27,20 @@ type Catalogue struct {
 	// remedy or says why it is unpatchable. Nil skips both checks.
 	Remedies []string
 	// Vars are the ${NAME} values the fix prover fills besides the
-	// target's (TargetVarNames); a fix or verification naming another is
-	// rejected. Nil skips the check.
-	Vars []string
+	// target's (TargetVarNames), with what each is; a fix or verification
+	// naming another is rejected. Nil skips the check.
+	Vars map[string]string
 }
 
 // WithRemedies is c with the remedy registry's IDs and the values the fix
-// prover fills, so that Load validates fixes against them.
-func (c Catalogue) WithRemedies(ids, vars []string) Catalogue {
+// prover fills (name: what it is), so that Load validates fixes against
+// them.
+func (c Catalogue) WithRemedies(ids []string, vars map[string]string) Catalogue {
 	c.Remedies = append([]string{}, ids...)
-	c.Vars = append([]string{}, vars...)
+	c.Vars = map[string]string{}
+	for k, v := range vars {
+		c.Vars[k] = v
+	}
 	return c
 }
 
@@ -158,6 +162,7 @@ func (v *validator) index() {
 		v.add(ProblemInvalid, "", "runbook has no title")
 	}
 	g.facts = v.cat.Facts
+	g.varDocs = v.cat.Vars
 	g.factProbe = map[string]string{}
 	for probe, facts := range v.cat.Probes {
 		for _, f := range facts {
@@ -484,9 +489,9 @@ func (v *validator) checkVars(where, text string) {
 		return
 	}
 	for _, name := range varNames(text) {
-		if !contains(TargetVarNames, name) && !contains(v.cat.Vars, name) {
+		if _, ok := v.cat.Vars[name]; !ok && !contains(TargetVarNames, name) {
 			v.add(ProblemUnknownVar, where, "${%s} is filled by nobody (the target's: %s; the prover's: %s)",
-				name, strings.Join(TargetVarNames, ", "), strings.Join(v.cat.Vars, ", "))
+				name, strings.Join(TargetVarNames, ", "), strings.Join(sortedKeys(v.cat.Vars), ", "))
 		}
 	}
 }

@@ -33,7 +33,7 @@ import (
 // Runbook loads and validates the embedded Envoy 503 runbook against the
 // probes' facts and the cause catalogue.
 func Runbook() (*runbook.Graph, error) {
-	cat := runbook.CatalogueOf(probes.All(), assets.Causes).WithRemedies(remedies.IDs(), remedies.VarNames())
+	cat := runbook.CatalogueOf(probes.All(), assets.Causes).WithRemedies(remedies.IDs(), remedies.VarDocs)
 	g, err := runbook.LoadFS(assets.FS, assets.Runbook503, cat)
 	if err != nil {
 		return nil, fmt.Errorf("runbook: %w", err)

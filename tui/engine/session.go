@@ -73,7 +73,10 @@ func (e *sessionEngine) Causes() []Cause {
 func (e *sessionEngine) fixes(in []runbook.Fix) []Fix {
 	var out []Fix
 	for _, f := range in {
-		fx := Fix{ID: f.ID, Title: f.Title, Text: e.s.Expand(f.Text)}
+		fx := Fix{ID: f.ID, Title: f.Title, Text: e.s.Expand(f.Text), Patches: runbook.Commands(f.Patches), Unpatchable: f.Unpatchable}
+		if f.Simulation != nil {
+			fx.Simulation = f.Simulation.Summary
+		}
 		for _, y := range f.YAML {
 			fx.YAML = append(fx.YAML, e.s.Expand(y))
 		}
