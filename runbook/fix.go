@@ -590,3 +590,17 @@ func without(list []string, s string) []string {
 func NotSimulated(why string) *Simulation {
 	return &Simulation{Why: why, Summary: "cannot be simulated: " + why}
 }
+
+// FixesOf are a cause's directions as the session shows them, found or
+// not: with what the prover computed for it, and the values known, the
+// rest said in words (the TUI's cause screen, before the cause is found).
+func (s *Session) FixesOf(causeID string) []Fix {
+	c, ok := s.cfg.Graph.Cause(causeID)
+	if !ok {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	fixes, _ := s.fixesOf(c)
+	return fixes
+}

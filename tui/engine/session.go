@@ -62,7 +62,7 @@ func (e *sessionEngine) Causes() []Cause {
 		out = append(out, Cause{
 			ID: c.ID, Title: c.Title, Summary: e.s.Expand(c.Summary),
 			Warning:  c.Severity == runbook.SeverityWarning,
-			Fixes:    e.fixes(c.Fixes),
+			Fixes:    e.fixes(e.s.FixesOf(c.ID)),
 			Verify:   e.verifySteps(c.Verify),
 			Warnings: e.warnings(c.Warnings),
 		})
