@@ -30,6 +30,7 @@ var layers = map[string]int{
 	"probes/mesh/meshtest":     4, // the model's cases, read from YAML (test support)
 	"probes/parse":             1,
 	"probes/parse/clustername": 0,
+	"probes/patch":             0, // a change to one object and its kubectl command
 	"probes/cluster":           2,
 	"probes/vocabulary":        2, // the data plane's vocabulary: assets and the parsers' closed sets
 	"probes/cluster/podconn":   3,
@@ -38,9 +39,11 @@ var layers = map[string]int{
 	"probes/cluster/live":      4,
 	"probes/cluster/recorded":  4,
 	"probes/cluster/bugreport": 5,
+	"probes/cluster/patched":   3, // a cluster with patches applied in memory, for the fixes' simulation
 	"probes":                   5,
 	"probes/actions":           5,
 	"probes/watch":             6,
+	"probes/remedies":          6, // fixes computed from the evidence, one remedy a file
 	"runbook":                  7,
 	"runbook/incidentlog":      8,
 	"runbook/report":           8,
@@ -142,7 +145,7 @@ func TestImportsPointDownward(t *testing.T) {
 			case to >= from:
 				t.Errorf("%s (layer %d) imports %s (layer %d): imports must point downward", pkg, from, dep, to)
 			}
-			if pkg == "probes" || strings.HasPrefix(pkg, "probes/watch") {
+			if pkg == "probes" || strings.HasPrefix(pkg, "probes/watch") || strings.HasPrefix(pkg, "probes/remedies") {
 				for _, impl := range notFromProbes {
 					if dep == impl {
 						t.Errorf("%s imports %s: probes read through cluster.Cluster, never an implementation", pkg, dep)

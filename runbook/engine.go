@@ -212,28 +212,12 @@ func (s *Session) newFinding(causeID string) *Finding {
 		Warnings: s.cfg.Graph.WarningsFor(c.Warnings),
 		Verdict:  s.verdicts[causeID].Verdict, ChosenFix: s.fixes[causeID],
 	}
-	for _, fix := range c.Fixes {
-		fix.Text = s.Expand(fix.Text)
-		fix.YAML = s.expandAll(fix.YAML)
-		fix.Commands = s.expandAll(fix.Commands)
-		f.Fixes = append(f.Fixes, fix)
-	}
+	fixes, vars := s.fixesOf(c)
+	f.Fixes = fixes
 	for _, v := range c.Verify {
-		v.Command = s.Expand(v.Command)
-		f.Verify = append(f.Verify, v)
+		f.Verify = append(f.Verify, expandVerify(v, vars))
 	}
 	return f
-}
-
-func (s *Session) expandAll(list []string) []string {
-	if list == nil {
-		return nil
-	}
-	out := make([]string, len(list))
-	for i, x := range list {
-		out[i] = s.Expand(x)
-	}
-	return out
 }
 
 // evidence is the facts a hit read and the probes behind them.
@@ -315,11 +299,20 @@ func (s *Session) Auto(ctx context.Context) ([]Finding, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	if err := s.walk(); err != nil {
+		return nil, err
+	}
+	s.ProveFixes(ctx)
+	return s.Findings(), nil
+}
+
+// walk is Auto's walk of the graph over the facts of the probes run.
+func (s *Session) walk() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, step := range s.cfg.Graph.Steps {
 		if res := s.results[step.Probe]; step.Required && !trusted(res.Status) {
-			return nil, &TriageError{Step: step.ID, Reason: fmt.Sprintf("%s %s", step.Probe, res.Status), Summary: res.Summary}
+			return &TriageError{Step: step.ID, Reason: fmt.Sprintf("%s %s", step.Probe, res.Status), Summary: res.Summary}
 		}
 	}
 	facts := s.knownFacts()
@@ -336,7 +329,7 @@ func (s *Session) Auto(ctx context.Context) ([]Finding, error) {
 			s.recordSkipped(d.skipped)
 			if d.abort != "" {
 				res := s.results[step.Probe]
-				return nil, &TriageError{Step: id, Reason: d.abort, Summary: res.Summary}
+				return &TriageError{Step: id, Reason: d.abort, Summary: res.Summary}
 			}
 			for _, c := range d.causes {
 				s.emit(Event{Kind: EventBranchTaken, Branch: &BranchTaken{
@@ -352,7 +345,7 @@ func (s *Session) Auto(ctx context.Context) ([]Finding, error) {
 			id = d.next
 		}
 	}
-	return s.findings(), nil
+	return nil
 }
 
 // TriageError says the runbook cannot be walked: a required step's probe

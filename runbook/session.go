@@ -67,6 +67,10 @@ type Config struct {
 	// Started fills the session_started event beyond what the session
 	// knows itself (kube context, server version, tool version).
 	Started SessionStarted
+	// Fixes computes the found causes' fix directions from the evidence
+	// (patches, their simulation, the values commands use); nil leaves
+	// the runbook's directions as they are.
+	Fixes FixProver
 }
 
 // Session is one triage: it runs steps, evaluates branch rules over the facts
@@ -94,6 +98,8 @@ type Session struct {
 	fixes      map[string]string
 	sinkErr    error
 	expander   *strings.Replacer
+	// proven holds the fix prover's answer per cause (see ProveFixes).
+	proven map[string]proven
 }
 
 // ProbeSummary is one probe's outcome in a finding's evidence.
@@ -390,6 +396,9 @@ func (s *Session) RunStep(ctx context.Context, stepID string) (probes.Result, er
 	}
 	s.recordRun(step, out[0])
 	s.reach(stepID)
+	s.mu.Unlock()
+	s.ProveFixes(ctx)
+	s.mu.Lock()
 	return out[0], nil
 }
 
