@@ -431,7 +431,7 @@ func TestBugReportFromTheLab(t *testing.T) {
 					// differ: a circuit breaker's overflow is only in
 					// /stats); host health must agree.
 					st.Status = ""
-					for _, k := range []string{"envoy_rq_pending_overflow", "envoy_cx_overflow", "envoy_ejections_active", "envoy_cx_connect_fail",
+					for _, k := range []string{"envoy_rq_pending_overflow", "envoy_rq_active_overflow", "envoy_rq_overflow", "envoy_cx_overflow", "envoy_ejections_active", "envoy_cx_connect_fail",
 						"envoy_rq_total", "envoy_rq_timeout", "envoy_cluster_stats_present", "envoy_counters_from"} {
 						delete(st.Facts, k)
 					}
