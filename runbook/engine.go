@@ -352,6 +352,12 @@ func (s *Session) Auto(ctx context.Context) ([]Finding, error) {
 			id = d.next
 		}
 	}
+	// Every probe ran: the steps the walk did not take still count where
+	// the path may go through them (a rule that could not decide which
+	// way), and the path decides which do.
+	for _, step := range s.cfg.Graph.Steps {
+		s.reach(step.ID)
+	}
 	return s.findings(), nil
 }
 
