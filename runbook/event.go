@@ -81,7 +81,7 @@ type RunAll struct {
 type SessionStarted struct {
 	// Parent is set on the session of a caller the caller search found:
 	// the ID of the triage's own session, whose record it is part of.
-	Parent string `json:"parent,omitempty"`
+	Parent        string            `json:"parent,omitempty"`
 	User          string            `json:"user"`
 	KubeContext   string            `json:"kube_context"`
 	Server        string            `json:"server,omitempty"`
