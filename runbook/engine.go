@@ -312,13 +312,14 @@ func (s *Session) Auto(ctx context.Context) ([]Finding, error) {
 		}
 	}
 	s.RunAll(ctx)
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
+	// Interrupted (Ctrl-C), the walk still goes over what had finished:
+	// the probes cut short are unknown, and the on-call gets what is known
+	// with ctx's error.
+	interrupted := ctx.Err()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, step := range s.cfg.Graph.Steps {
-		if res := s.results[step.Probe]; step.Required && !trusted(res.Status) {
+		if res := s.results[step.Probe]; step.Required && !trusted(res.Status) && interrupted == nil {
 			return nil, &TriageError{Step: step.ID, Reason: fmt.Sprintf("%s %s", step.Probe, res.Status), Summary: res.Summary}
 		}
 	}
@@ -336,6 +337,9 @@ func (s *Session) Auto(ctx context.Context) ([]Finding, error) {
 			s.recordSkipped(d.skipped)
 			if d.abort != "" {
 				res := s.results[step.Probe]
+				if interrupted != nil {
+					return nil, interrupted
+				}
 				return nil, &TriageError{Step: id, Reason: d.abort, Summary: res.Summary}
 			}
 			for _, c := range d.causes {
@@ -358,7 +362,7 @@ func (s *Session) Auto(ctx context.Context) ([]Finding, error) {
 	for _, step := range s.cfg.Graph.Steps {
 		s.reach(step.ID)
 	}
-	return s.findings(), nil
+	return s.findings(), interrupted
 }
 
 // TriageError says the runbook cannot be walked: a required step's probe

@@ -1037,20 +1037,52 @@ func joinComma(parts []string) string {
 	return out
 }
 
-// End records session_ended with the findings' cause IDs. Ending twice is a
-// no-op.
+// End records session_ended with the findings' cause IDs and where the
+// session left every cause of its path (Assess). Ending twice is a no-op.
 func (s *Session) End(reason string) {
+	s.EndWith(reason, nil, nil)
+}
+
+// EndWith is End with the findings and cause states of a triage this
+// session is the record of (the merge of several sessions); nil takes the
+// session's own.
+func (s *Session) EndWith(reason string, findings []string, causes []CauseState) {
+	if causes == nil {
+		causes = s.Assess()
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.ended {
 		return
 	}
 	s.ended = true
-	var ids []string
-	for _, f := range s.findings() {
-		ids = append(ids, f.Cause)
+	if findings == nil {
+		for _, f := range s.findings() {
+			findings = append(findings, f.Cause)
+		}
 	}
-	s.emit(Event{Kind: EventSessionEnded, Ended: &SessionEnded{Findings: ids, Reason: reason}})
+	s.emit(Event{Kind: EventSessionEnded, Ended: &SessionEnded{Findings: findings, Reason: reason, Causes: causes}})
+}
+
+// Ended reports whether the session has ended.
+func (s *Session) Ended() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.ended
+}
+
+// ChosenFix is the fix the on-call chose for the cause, "" if none.
+func (s *Session) ChosenFix(cause string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.fixes[cause]
+}
+
+// Verdict is the on-call's verdict on the cause, "" if none.
+func (s *Session) Verdict(cause string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.verdicts[cause].Verdict
 }
 
 // Events is the history so far, oldest first.

@@ -8,6 +8,9 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -59,10 +62,12 @@ own pods when their calls fail, then meshed pods in the namespaces whose
 rules name the host), triages from at most --max-callers of them as well as
 from the service side, and says which callers each finding holds for.
 
-Exit status: 0 no finding (every check that ran found nothing; causes it
-could not decide are listed as hypotheses), 3 at least one finding
-(including a failed step no cause explains), 1 could not triage (bad input,
-cluster unreachable, target unreadable).`,
+Exit status: 0 the path was judged and found clean; 3 at least one finding
+(including a failed step no cause explains), or no finding while
+hypotheses are open (the checks that decide them could not run: the
+report says what would settle them); 1 could not triage (bad input,
+cluster unreachable, target unreadable); 130 interrupted (Ctrl-C), after
+printing what had finished.`,
 		Example: `  meshtriage check -n shop svc/payments --from pod/web-7d9c -o md
   meshtriage check -n shop svc/payments --port 8080 -f ./dump/ -f vs.yaml
   kubectl get -n shop all,endpointslices -o yaml | meshtriage check -n shop svc/payments -f -
@@ -123,7 +128,7 @@ func (o *checkOptions) run(ctx context.Context, args []string) error {
 	if err := o.verify.validate(target, src.Runner); err != nil {
 		return &exitError{code: exitTriage, err: err}
 	}
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt)
+	ctx, interrupted, stop := notifyInterrupt(ctx)
 	defer stop()
 	tr, err := triage.Open(ctx, src, target, triage.Options{
 		Mode:         runbook.ModeAuto,
@@ -136,26 +141,31 @@ func (o *checkOptions) run(ctx context.Context, args []string) error {
 		return triageErr("%w", err)
 	}
 	defer tr.Close()
-	sess := tr.Session
 	if target.Source == nil && o.maxCallers > 0 {
 		search := probes.CallerSearch{Max: o.maxCallers, Window: o.verify.prometheus.window}
 		search.Prometheus.URL = o.verify.prometheus.url
-		if _, err := tr.SearchCallers(ctx, search); err != nil {
-			sess.End("could not triage")
+		if _, err := tr.SearchCallers(ctx, search); err != nil && !interrupted() {
+			tr.End("could not triage")
 			return triageErr("%w", err)
 		}
 	}
 	err = o.verify.run(ctx, depsOf(tr), o.g.streams.ErrOut, tr.Auto)
-	if err != nil {
-		reason := "could not triage"
-		if ctx.Err() != nil {
-			reason = "interrupted"
-		}
-		sess.End(reason)
+	if err != nil && !interrupted() {
+		tr.End("could not triage")
 		return &exitError{code: exitTriage, err: err}
 	}
 	rep := tr.Report()
-	sess.End("completed")
+	if o.metricsWindow == 0 {
+		// Not sampled by choice: its rules stay undecided, and that is
+		// what the on-call asked for.
+		rep.Judge("metrics")
+	}
+	rep.Interrupted = interrupted()
+	if rep.Interrupted {
+		tr.End("interrupted")
+	} else {
+		tr.End("completed")
+	}
 	// The report is pasted into tickets and chats: it gets the same
 	// redaction as the incident log.
 	var out strings.Builder
@@ -165,36 +175,73 @@ func (o *checkOptions) run(ctx context.Context, args []string) error {
 	if _, err := io.WriteString(o.g.streams.Out, incidentlog.Redact(out.String())); err != nil {
 		return triageErr("write report: %w", err)
 	}
-	if err := sess.SinkErr(); err != nil {
+	if err := tr.Session.SinkErr(); err != nil {
 		fmt.Fprintf(o.g.streams.ErrOut, "meshtriage: incident log %s: %v\n", tr.LogPath(), err)
 	}
-	if len(rep.Findings) > 0 {
+	if rep.Interrupted {
+		// As a shell or kubectl does on SIGINT; the report above is what
+		// had finished.
+		return &exitError{code: exitInterrupted, err: errors.New("interrupted: the report holds the checks that had finished")}
+	}
+	notRun := report.ChecksNotRun(rep)
+	ran := 0
+	for _, n := range notRun {
+		ran += n.Of - len(n.Steps)
+	}
+	if ran == 0 && len(rep.Findings) == 0 {
+		return triageErr("no check could run: %s", rep.Steps[0].Summary)
+	}
+	if rep.Verdict == report.VerdictFindings {
 		return &exitError{code: exitFindings}
 	}
 	// "No finding" is a claim about the checks that ran; at 3 a.m. it must
 	// not hide the ones that could not.
-	unchecked, ran := uncheckedSteps(rep)
-	if ran == 0 {
-		return triageErr("no check could run: %s", rep.Steps[0].Summary)
+	for _, n := range notRun {
+		if len(n.Steps) == 0 {
+			continue
+		}
+		who := "the service side"
+		switch {
+		case n.Caller != "":
+			who = "caller " + n.Caller
+		case rep.CallerSearch == nil:
+			who = "this triage"
+		}
+		fmt.Fprintf(o.g.streams.ErrOut, "meshtriage: from %s, %d of %d checks of the path could not run: %s\n",
+			who, len(n.Steps), n.Of, strings.Join(n.Steps, ", "))
 	}
-	if len(unchecked) > 0 {
-		fmt.Fprintf(o.g.streams.ErrOut, "meshtriage: no finding, but %d of %d checks could not run (%s): their causes are not ruled out\n",
-			len(unchecked), len(rep.Steps), strings.Join(unchecked, ", "))
+	if rep.Verdict == report.VerdictUndecided {
+		// The path was not judged: that is no all-clear.
+		return &exitError{code: exitFindings, err: fmt.Errorf("no finding, but %d open hypotheses: the checks that decide them could not run (the report says what would settle them)", len(rep.Hypotheses))}
 	}
 	return nil
 }
 
-// uncheckedSteps lists the steps whose probe errored, and counts those that
-// produced a verdict.
-func uncheckedSteps(rep report.Report) (unchecked []string, ran int) {
-	for _, st := range rep.Steps {
-		if st.Status == probes.StatusError {
-			unchecked = append(unchecked, st.ID)
-		} else if st.Status != probes.StatusSkipped {
-			ran++
+// notifyInterrupt cancels ctx on the first SIGINT or SIGTERM and lets a
+// second one kill the process as usual; interrupted says whether it came.
+func notifyInterrupt(parent context.Context) (ctx context.Context, interrupted func() bool, stop func()) {
+	ctx, cancel := context.WithCancel(parent)
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	var got atomic.Bool
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-sigs:
+			got.Store(true)
+			signal.Stop(sigs) // a second Ctrl-C kills at once
+			cancel()
+		case <-done:
 		}
+	}()
+	var once sync.Once
+	return ctx, got.Load, func() {
+		once.Do(func() {
+			signal.Stop(sigs)
+			close(done)
+			cancel()
+		})
 	}
-	return unchecked, ran
 }
 
 // source picks what to read (live, --manifests, --recording, --bug-report
