@@ -303,7 +303,8 @@ func TestDemoPickerOpensTheChosenScenario(t *testing.T) {
 // The caller list ranks the callers the search finds across namespaces:
 // in the plaintext-to-STRICT incident the failing caller is a CronJob pod in
 // another namespace, whose refused connections are in the target's inbound
-// log. It comes first, says why, and the session gets its namespace.
+// log. It comes first, says why, the cursor starts on it, and the session
+// gets its namespace.
 func TestPickerRanksCallersAcrossNamespaces(t *testing.T) {
 	_, sc, _ := scenarioSession(t, "mtls-plaintext-to-strict")
 	c, ok := mustCluster(t, sc).(*recorded.Cluster)
@@ -329,7 +330,8 @@ func TestPickerRanksCallersAcrossNamespaces(t *testing.T) {
 	h.key("enter")
 	h.key("enter")
 	h.waitFor("Choose the caller · most likely first", "(no source pod)", caller.String(), "in the target's inbound log")
-	h.key("down")
+	// Most likely first: the cursor is on it already (it was on "(no
+	// source pod)", and enter triaged without the caller).
 	h.key("enter")
 	h.waitFor("What does the on-call see?")
 	h.key("enter")

@@ -16,9 +16,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/meshtriage/meshtriage/probes"
-	"github.com/meshtriage/meshtriage/probes/cluster"
-	"github.com/meshtriage/meshtriage/probes/cluster/live"
-	"github.com/meshtriage/meshtriage/probes/cluster/manifests"
 	"github.com/meshtriage/meshtriage/runbook"
 	"github.com/meshtriage/meshtriage/runbook/incidentlog"
 	"github.com/meshtriage/meshtriage/runbook/report"
@@ -29,10 +26,7 @@ import (
 type checkOptions struct {
 	g            *globalOptions
 	target       targetFlags
-	manifests    []string // files, directories, "-" for stdin
-	recording    string   // a capture's archive or folder
-	bugReport    string   // an istioctl bug-report archive
-	scenario     string
+	inputFlags   // --manifests, --recording, --bug-report, --scenario (source.go)
 	logPath      string
 	output       string
 	probeTimeout time.Duration
@@ -84,10 +78,7 @@ printing what had finished.`,
 	f.IntVar(&o.target.port, "port", 0, "Service port the 503s are on (default: every port)")
 	f.StringVar(&o.target.from, "from", "", "the calling pod whose sidecar reports the 503s: pod/NAME or NAMESPACE/pod/NAME (default: search for callers)")
 	f.IntVar(&o.maxCallers, "max-callers", o.maxCallers, "without --from, triage from at most this many callers found by the search (0: none, the service side only)")
-	f.StringSliceVarP(&o.manifests, "manifests", "f", nil, "run on `kubectl get -o yaml|json` files instead of a cluster: FILE, DIR (recursively) or - for stdin; repeatable")
-	f.StringVar(&o.recording, "recording", "", "run on a recording made by `meshtriage capture` (FILE.tar.gz or its unpacked DIR) instead of a cluster")
-	f.StringVar(&o.bugReport, "bug-report", "", "run on an `istioctl bug-report` archive (FILE.tar.gz or its unpacked DIR) instead of a cluster; -f adds objects it lacks")
-	f.StringVar(&o.scenario, "scenario", "", "run on an embedded recorded scenario (see `meshtriage demo`)")
+	o.inputFlags.add(f)
 	f.StringVar(&o.logPath, "log", "", "also write the incident log (JSON Lines) to FILE")
 	f.StringVarP(&o.output, "output", "o", o.output, "report format: "+strings.Join(report.Formats, ", "))
 	f.DurationVar(&o.probeTimeout, "probe-timeout", o.probeTimeout, "deadline of each probe")
@@ -115,7 +106,7 @@ func (o *checkOptions) run(ctx context.Context, args []string) error {
 	if o.maxCallers < 0 {
 		return triageErr("--max-callers must be 0 or more")
 	}
-	src, target, err := o.source(ctx, args)
+	src, target, err := o.inputFlags.source(ctx, o.g, o.target, args)
 	if err != nil {
 		return &exitError{code: exitTriage, err: err}
 	}
@@ -242,97 +233,6 @@ func notifyInterrupt(parent context.Context) (ctx context.Context, interrupted f
 			cancel()
 		})
 	}
-}
-
-// source picks what to read (live, --manifests, --recording, --bug-report
-// or --scenario) and the target.
-func (o *checkOptions) source(ctx context.Context, args []string) (triage.Source, cluster.Target, error) {
-	var t cluster.Target
-	var given []string
-	for _, s := range []struct {
-		flag string
-		set  bool
-	}{
-		// -f adds to a bug report what it lacks; with any other source it
-		// is a source of its own.
-		{"--manifests", len(o.manifests) > 0 && o.bugReport == ""},
-		{"--recording", o.recording != ""},
-		{"--bug-report", o.bugReport != ""},
-		{"--scenario", o.scenario != ""},
-	} {
-		if s.set {
-			given = append(given, s.flag)
-		}
-	}
-	if len(given) > 1 {
-		return triage.Source{}, t, fmt.Errorf("%s are different sources: give one", strings.Join(given, " and "))
-	}
-	switch {
-	case o.scenario != "":
-		src, err := triage.Scenario(o.scenario)
-		if err != nil {
-			return src, t, err
-		}
-		t, err = o.recordedTarget(src.Target, args)
-		return src, t, err
-	case o.recording != "":
-		src, err := triage.Recording(o.recording, o.g.namespace())
-		if err != nil {
-			return src, t, err
-		}
-		t, err = o.recordedTarget(src.Target, args)
-		return src, t, err
-	case o.bugReport != "":
-		t, err := parseTarget(o.g.namespace(), args, o.target)
-		if err != nil {
-			return triage.Source{}, t, err
-		}
-		src, err := triage.BugReport(o.bugReport, t.Namespace, o.manifests, o.g.streams.In)
-		return src, t, err
-	case len(o.manifests) > 0:
-		t, err := parseTarget(o.g.namespace(), args, o.target)
-		if err != nil {
-			return triage.Source{}, t, err
-		}
-		src, err := triage.Manifests(o.manifests, manifests.Options{Namespace: t.Namespace, Stdin: o.g.streams.In}, cluster.ClusterInfo{
-			Context: "manifests", Server: strings.Join(o.manifests, ","), ControlPlaneNamespace: o.g.controlPlaneNamespace,
-		})
-		return src, t, err
-	default:
-		// Parse before connecting: a typo should not wait on the network.
-		t, err := parseTarget(o.g.namespace(), args, o.target)
-		if err != nil {
-			return triage.Source{}, t, err
-		}
-		// The caller is known before connecting: its Envoy admin and
-		// istiod's port-forwards open alongside the reachability check.
-		opts := liveOptions(o.g)
-		opts.Warmup = &live.Warmup{Caller: t.Source}
-		src, err := triage.Live(ctx, o.g.kube, opts)
-		return src, t, err
-	}
-}
-
-// recordedTarget is the target of a recorded source: the recorded one,
-// which an argument (svc/NAME, with -n) replaces and --port and --from
-// adjust. A recording that names none needs the argument.
-func (o *checkOptions) recordedTarget(recorded *cluster.Target, args []string) (cluster.Target, error) {
-	if len(args) > 0 || recorded == nil {
-		ns := o.g.namespace()
-		if recorded != nil && !o.namespaceGiven() {
-			ns = recorded.Namespace
-		}
-		if len(args) == 0 {
-			return cluster.Target{}, errors.New("the recording names no target: give svc/NAME (and -n NAMESPACE)")
-		}
-		return parseTarget(ns, args, o.target)
-	}
-	t := *recorded
-	return t, applyTargetFlags(&t, o.target)
-}
-
-func (o *checkOptions) namespaceGiven() bool {
-	return o.g.kube.Namespace != nil && *o.g.kube.Namespace != ""
 }
 
 func validReportFormat(f string) bool {

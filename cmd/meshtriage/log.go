@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -162,7 +163,7 @@ func resumeLog(ctx context.Context, g *globalOptions, path string) error {
 	}
 	defer tr.Close()
 	if err := tui.Run(ctx, tui.Options{
-		Engine:  engine.FromSession(tr.Session),
+		Engine:  engine.FromTriage(tr),
 		Resumed: true,
 		Context: tr.Source.Label,
 		LogPath: tr.LogPath(),
@@ -208,4 +209,21 @@ func prepareResume(ctx context.Context, g *globalOptions, path string, history [
 		mode = runbook.ModeGuided // the UI walks with the on-call, not unattended
 	}
 	return triage.Resume(ctx, src, path, history, triage.Options{Mode: mode, Tool: version})
+}
+
+// chooseLog is the incident log of a session: --log, else the default
+// directory, else a fallback that is said on errOut (and returned as the
+// notice the UI shows): a read-only HOME must not stop a triage.
+func chooseLog(flag, sessionID string, errOut io.Writer) (path, notice string, err error) {
+	if flag != "" {
+		return flag, "", nil
+	}
+	path, notice, err = incidentlog.DefaultLog(time.Now(), sessionID)
+	if err != nil {
+		return "", "", triageErr("incident log: %w", err)
+	}
+	if notice != "" {
+		fmt.Fprintln(errOut, "meshtriage: "+notice)
+	}
+	return path, notice, nil
 }

@@ -73,6 +73,9 @@ type Triage struct {
 	// triage without a named caller, and a session from each caller read.
 	Search  *probes.CallerSearchResult
 	Callers []report.CallerRun
+	// LogFallback says where the log went instead of the default
+	// directory, and why; "" when it went there.
+	LogFallback string
 	// service is the session from the service side (no caller): Session,
 	// unless Guide made the most likely caller's the session walked.
 	service *runbook.Session
@@ -140,19 +143,20 @@ func open(ctx context.Context, src Source, target cluster.Target, opts Options, 
 	}
 	var log *incidentlog.Writer
 	path := opts.LogPath
+	var fallback string
 	if path == "" && opts.DefaultLog {
-		if path, err = incidentlog.DefaultPath(time.Now(), id); err != nil {
+		if path, fallback, err = incidentlog.DefaultLog(time.Now(), id); err != nil {
 			return nil, fmt.Errorf("incident log: %w", err)
 		}
 	}
 	sinks := append([]runbook.Sink(nil), opts.Sinks...)
 	if path != "" {
 		if log, err = incidentlog.Open(path); err != nil {
-			return nil, fmt.Errorf("incident log: %w", err)
+			return nil, err // it says "incident log: ..."
 		}
 		sinks = append(sinks, log)
 	}
-	t := &Triage{Cluster: src.cached(), Source: src, Target: target, log: log}
+	t := &Triage{Cluster: src.cached(), Source: src, Target: target, log: log, LogFallback: fallback}
 	if opener, ok := t.Cluster.(interface{ OpenEnvoyAdmin(cluster.PodRef) }); ok && target.Source != nil {
 		// The caller's Envoy admin is the longest chain of round trips of a
 		// triage (a port-forward's connection, TLS and upgrade): it starts
