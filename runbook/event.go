@@ -126,11 +126,16 @@ type BranchTaken struct {
 	When     string `json:"when,omitempty"` // the condition that matched
 }
 
-// Note is free text the on-call typed.
+// Note is free text the on-call typed, or, with By set, a remark of the
+// tool's own (whom the caller search read).
 type Note struct {
 	Step string `json:"step,omitempty"`
 	Text string `json:"text"`
+	By   string `json:"by,omitempty"`
 }
+
+// NoteByTool is Note.By of the tool's own remarks.
+const NoteByTool = "meshtriage"
 
 // Hypothesis records a cause confirmed or ruled out.
 type Hypothesis struct {

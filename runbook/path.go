@@ -129,6 +129,9 @@ type CauseState struct {
 	// found, the steps that found it; for one open, the steps whose rules
 	// could not decide.
 	Steps []string `json:"steps,omitempty"`
+	// Reasons are, for a cause found, why its rules held: the record's
+	// evidence in a sentence each.
+	Reasons []string `json:"reasons,omitempty"`
 }
 
 // Assess says, for every cause that a rule on the path can reach, whether
@@ -141,12 +144,16 @@ func (s *Session) Assess() []CauseState {
 	defer s.mu.Unlock()
 	facts := s.knownFacts()
 	found := map[string][]string{}
+	reasons := map[string][]string{}
 	for _, f := range s.findings() {
 		if f.Cause == Unexplained {
 			continue
 		}
 		for _, ev := range f.Evidence {
 			found[f.Cause] = appendOnce(found[f.Cause], ev.Step)
+			if ev.Reason != "" {
+				reasons[f.Cause] = appendOnce(reasons[f.Cause], ev.Reason)
+			}
 		}
 	}
 	open := map[string]bool{}
@@ -203,7 +210,7 @@ func (s *Session) Assess() []CauseState {
 		st := CauseState{Cause: c}
 		switch {
 		case len(found[c]) > 0:
-			st.State, st.Steps = CauseFound, found[c]
+			st.State, st.Steps, st.Reasons = CauseFound, found[c], reasons[c]
 		case open[c]:
 			st.State, st.Steps = CauseOpen, t.open
 		case len(t.unrun) > 0:

@@ -903,6 +903,14 @@ func (s *Session) Note(step, text string) {
 	s.emit(Event{Kind: EventNote, Note: &Note{Step: step, Text: text}})
 }
 
+// Remark records a note of the tool's own: what it did on its own account
+// (the caller search), which the record keeps apart from the on-call's.
+func (s *Session) Remark(text string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.emit(Event{Kind: EventNote, Note: &Note{Text: text, By: NoteByTool}})
+}
+
 // Hypothesis records a cause confirmed or ruled out, and why.
 func (s *Session) Hypothesis(cause, verdict, why string) error {
 	if _, ok := s.cfg.Graph.Cause(cause); !ok {

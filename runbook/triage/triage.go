@@ -16,6 +16,7 @@ import (
 	"io"
 	"os"
 	"os/user"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -301,13 +302,13 @@ func (t *Triage) Auto(ctx context.Context) error {
 	if t.Search != nil {
 		// After the session started: session_started stays the log's first
 		// event.
-		t.Session.Note("", "caller search (no --from): "+t.Search.Summary())
+		t.Session.Remark("caller search (no --from): " + t.Search.Summary())
 	}
 	kept := t.Callers[:0]
 	for i, run := range t.Callers {
 		name := run.Caller.Pod.String()
 		if errs[i] != nil && ctx.Err() == nil {
-			t.Session.Note("", fmt.Sprintf("triage from caller %s could not run: %v", name, errs[i]))
+			t.Session.Remark(fmt.Sprintf("triage from caller %s could not run: %v", name, errs[i]))
 			continue
 		}
 		kept = append(kept, run)
@@ -322,7 +323,7 @@ func (t *Triage) Auto(ctx context.Context) error {
 		if len(found) == 0 {
 			found = []string{"no finding"}
 		}
-		t.Session.Note("", fmt.Sprintf("triage from caller %s: %s", name, strings.Join(found, ", ")))
+		t.Session.Remark(fmt.Sprintf("triage from caller %s: %s", name, strings.Join(found, ", ")))
 	}
 	t.Callers = kept
 	return err
@@ -363,15 +364,20 @@ func (t *Triage) Causes() []runbook.CauseState {
 			}
 			cur := byCause[st.Cause]
 			if cur == nil {
-				byCause[st.Cause] = &runbook.CauseState{Cause: st.Cause, State: st.State, Steps: steps}
+				byCause[st.Cause] = &runbook.CauseState{Cause: st.Cause, State: st.State, Steps: steps, Reasons: st.Reasons}
 				order = append(order, st.Cause)
 				continue
 			}
 			switch {
 			case rank[st.State] > rank[cur.State]:
-				cur.State, cur.Steps = st.State, steps
+				cur.State, cur.Steps, cur.Reasons = st.State, steps, st.Reasons
 			case st.State == cur.State:
 				cur.Steps = append(cur.Steps, steps...)
+				for _, r := range st.Reasons {
+					if !slices.Contains(cur.Reasons, r) {
+						cur.Reasons = append(cur.Reasons, r)
+					}
+				}
 			}
 		}
 	}

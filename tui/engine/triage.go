@@ -46,7 +46,13 @@ func (e *triageEngine) each(f func(*runbook.Session) error) error {
 }
 
 func (e *triageEngine) Start(_ context.Context, symptom string) error {
-	return e.each(func(s *runbook.Session) error { return s.Start(symptom) })
+	err := e.each(func(s *runbook.Session) error { return s.Start(symptom) })
+	if note := e.Callers(); err == nil && note != "" {
+		// Whom the walk follows is part of the record, as the tool's own
+		// remark, not the on-call's note.
+		e.s.Remark(note)
+	}
+	return err
 }
 
 func (e *triageEngine) RunStep(ctx context.Context, step string) probes.Result {
