@@ -71,21 +71,20 @@ bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 
 # Releases, with GoReleaser v2 and syft (the SBOMs) on PATH. The configuration
-# lives in cmd/meshtriage/release/, so every call names it; `make release`
-# needs a vX.Y.Z tag on HEAD and GITHUB_TOKEN. go test ./cmd/meshtriage/release
+# is .goreleaser.yaml, where goreleaser looks by default; `make release` needs
+# a vX.Y.Z tag on HEAD and GITHUB_TOKEN. go test ./cmd/meshtriage/release
 # checks the configuration without goreleaser.
 GORELEASER ?= goreleaser
-RELEASE_CONFIG := cmd/meshtriage/release/goreleaser.yaml
 
 .PHONY: release-check release-snapshot release krew-manifest
 release-check:
-	$(GORELEASER) check --config $(RELEASE_CONFIG)
+	$(GORELEASER) check
 
 release-snapshot:
-	$(GORELEASER) release --snapshot --clean --config $(RELEASE_CONFIG)
+	$(GORELEASER) release --snapshot --clean
 
 release:
-	$(GORELEASER) release --clean --config $(RELEASE_CONFIG)
+	$(GORELEASER) release --clean
 
 # The krew plugin manifest of release TAG, filled from its checksums, for the
 # pull request to krew-index: make krew-manifest TAG=v1.2.3

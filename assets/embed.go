@@ -1,15 +1,18 @@
 // Package assets embeds the data meshtriage ships: the runbooks (the Istio
-// knowledge the generic engine walks) and the recorded scenarios (written by
-// probes/cluster/recorded/scenariogen: `go generate ./assets`).
+// knowledge the generic engine walks), the vocabulary of the data plane's
+// flags and errors, and the recorded scenarios (written by
+// assets/scenariogen, beside them: `go generate ./assets`).
 package assets
 
 import "embed"
 
-// FS holds runbooks/ and scenarios/, each under its folder name. "all:"
-// keeps files whose names start with "." or "_".
+// FS holds runbooks/, scenarios/ and vocabulary/ (the closed vocabulary of
+// Envoy's response flags and ztunnel's errors, probes/vocabulary), each
+// under its folder name. "all:" keeps files whose names start with "." or
+// "_".
 //
-//go:generate go run ../probes/cluster/recorded/scenariogen -out scenarios
-//go:embed all:runbooks all:scenarios
+//go:generate go run ./scenariogen -out scenarios
+//go:embed all:runbooks all:scenarios all:vocabulary
 var FS embed.FS
 
 // RunbooksDir is the folder of FS that holds the runbooks.

@@ -60,18 +60,26 @@ func APIServerBinary(ctx context.Context) (string, error) {
 	if p := os.Getenv(EnvAPIServer); p != "" {
 		return p, nil
 	}
+	return cachedToolBuild(ctx, "kube-apiserver", "kube-apiserver-"+KubeVersion, versionLDFlags())
+}
+
+// cachedToolBuild returns CacheDir/name, building it first from
+// lab/tools/<tool> (with ldflags, if any) when it is not there. A lock file
+// makes two test processes starting at once build it once; the build goes
+// to name.tmp and is renamed into place, so a build cut short is never
+// taken for the binary. Every binary the lab builds comes through here.
+func cachedToolBuild(ctx context.Context, tool, name, ldflags string) (string, error) {
 	cache, err := CacheDir(ctx)
 	if err != nil {
 		return "", err
 	}
-	bin := filepath.Join(cache, "kube-apiserver-"+KubeVersion)
+	bin := filepath.Join(cache, name)
 	if isExecutable(bin) {
 		return bin, nil
 	}
 	if err := os.MkdirAll(cache, 0o755); err != nil {
 		return "", err
 	}
-	// Two test processes starting at once build it once.
 	unlock, err := lockFile(ctx, bin+".lock")
 	if err != nil {
 		return "", err
@@ -85,13 +93,17 @@ func APIServerBinary(ctx context.Context) (string, error) {
 		return "", err
 	}
 	tmp := bin + ".tmp"
-	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags", versionLDFlags(), "-o", tmp, ".")
-	cmd.Dir = filepath.Join(root, "lab", "tools", "kube-apiserver")
+	args := []string{"build", "-trimpath"}
+	if ldflags != "" {
+		args = append(args, "-ldflags", ldflags)
+	}
+	cmd := exec.CommandContext(ctx, "go", append(args, "-o", tmp, ".")...)
+	cmd.Dir = filepath.Join(root, "lab", "tools", tool)
 	cmd.Env = append(os.Environ(), "GOWORK=off")
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("build kube-apiserver %s: %w\n%s", KubeVersion, err, out.String())
+		return "", fmt.Errorf("build %s (lab/tools/%s): %w\n%s", name, tool, err, out.String())
 	}
 	if err := os.Rename(tmp, bin); err != nil {
 		return "", err

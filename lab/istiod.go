@@ -1,14 +1,12 @@
 package lab
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -72,48 +70,6 @@ func istioLDFlags() string {
 		"-X", pkg + ".buildGitRevision=" + istioCommit(),
 		"-X", pkg + ".buildStatus=Clean",
 	}, " ")
-}
-
-// cachedToolBuild returns CacheDir/name, building it first from
-// lab/tools/<tool> when it is not there. A lock file makes two test
-// processes starting at once build it once.
-func cachedToolBuild(ctx context.Context, tool, name, ldflags string) (string, error) {
-	cache, err := CacheDir(ctx)
-	if err != nil {
-		return "", err
-	}
-	bin := filepath.Join(cache, name)
-	if isExecutable(bin) {
-		return bin, nil
-	}
-	if err := os.MkdirAll(cache, 0o755); err != nil {
-		return "", err
-	}
-	unlock, err := lockFile(ctx, bin+".lock")
-	if err != nil {
-		return "", err
-	}
-	defer unlock()
-	if isExecutable(bin) {
-		return bin, nil
-	}
-	root, err := ModuleRoot(ctx)
-	if err != nil {
-		return "", err
-	}
-	tmp := bin + ".tmp"
-	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags", ldflags, "-o", tmp, ".")
-	cmd.Dir = filepath.Join(root, "lab", "tools", tool)
-	cmd.Env = append(os.Environ(), "GOWORK=off")
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("build %s (lab/tools/%s): %w\n%s", name, tool, err, out.String())
-	}
-	if err := os.Rename(tmp, bin); err != nil {
-		return "", err
-	}
-	return bin, nil
 }
 
 // Istiod is a real istiod (pilot-discovery) running out of cluster against

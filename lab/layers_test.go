@@ -4,8 +4,10 @@ import (
 	"go/parser"
 	"go/token"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -20,21 +22,28 @@ const module = "github.com/meshtriage/meshtriage/"
 // the mesh model. The terminal UI's components import each other (Go keeps
 // that tree acyclic); lab may import anything.
 var layers = map[string]int{
-	"assets":                   0,
+	"assets": 0,
+	// The generator of assets/scenarios: a tool beside the data it writes,
+	// importing nothing of ours (see TestToolsStayOutOfTheProduct).
+	"assets/scenariogen":       0,
 	"probes/mesh":              1,
 	"probes/mesh/meshtest":     4, // the model's cases, read from YAML (test support)
 	"probes/parse":             1,
 	"probes/parse/clustername": 0,
+	"probes/patch":             0, // a change to one object and its kubectl command
 	"probes/cluster":           2,
+	"probes/vocabulary":        2, // the data plane's vocabulary: assets and the parsers' closed sets
 	"probes/cluster/podconn":   3,
 	"probes/cluster/clientset": 3,
 	"probes/cluster/manifests": 3,
 	"probes/cluster/live":      4,
 	"probes/cluster/recorded":  4,
 	"probes/cluster/bugreport": 5,
+	"probes/cluster/patched":   3, // a cluster with patches applied in memory, for the fixes' simulation
 	"probes":                   5,
 	"probes/actions":           5,
 	"probes/watch":             6,
+	"probes/remedies":          6, // fixes computed from the evidence, one remedy a file
 	"runbook":                  7,
 	"runbook/incidentlog":      8,
 	"runbook/report":           8,
@@ -136,7 +145,7 @@ func TestImportsPointDownward(t *testing.T) {
 			case to >= from:
 				t.Errorf("%s (layer %d) imports %s (layer %d): imports must point downward", pkg, from, dep, to)
 			}
-			if pkg == "probes" || strings.HasPrefix(pkg, "probes/watch") {
+			if pkg == "probes" || strings.HasPrefix(pkg, "probes/watch") || strings.HasPrefix(pkg, "probes/remedies") {
 				for _, impl := range notFromProbes {
 					if dep == impl {
 						t.Errorf("%s imports %s: probes read through cluster.Cluster, never an implementation", pkg, dep)
@@ -144,6 +153,53 @@ func TestImportsPointDownward(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// toolFolders are where commands other than meshtriage live: the CLI's own
+// commands, the generator of the embedded scenarios beside them, and the lab.
+var toolFolders = []string{"cmd", "assets/scenariogen", "lab"}
+
+// The product's packages carry no tools: a package main under probes/,
+// runbook/ or tui/ (a test-data factory inside the cluster access, say) would
+// be built and read as part of what it serves.
+func TestToolsStayOutOfTheProduct(t *testing.T) {
+	root, _ := filepath.Abs("..")
+	commands := map[string]bool{}
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, path)
+		rel = filepath.ToSlash(rel)
+		if d.IsDir() {
+			if strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata" {
+				return filepath.SkipDir
+			}
+			for _, tools := range toolFolders {
+				if rel == tools || strings.HasPrefix(rel, tools+"/") {
+					return filepath.SkipDir
+				}
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.PackageClauseOnly)
+		if err != nil {
+			return err
+		}
+		if f.Name.Name == "main" {
+			commands[filepath.ToSlash(filepath.Dir(rel))] = true
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, pkg := range slices.Sorted(maps.Keys(commands)) {
+		t.Errorf("%s is a command inside the product; tools live in %v", pkg, toolFolders)
 	}
 }
 

@@ -1,12 +1,9 @@
 package lab
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -15,80 +12,75 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-	"sigs.k8s.io/yaml"
 )
 
 // ReadRBAC decodes a manifest of one ClusterRole and its ClusterRoleBinding
 // (assets/rbac/meshtriage-readonly.yaml).
 func ReadRBAC(data []byte) (*rbacv1.ClusterRole, *rbacv1.ClusterRoleBinding, error) {
-	var role *rbacv1.ClusterRole
-	var binding *rbacv1.ClusterRoleBinding
-	reader := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
-	for {
-		doc, err := reader.Read()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return nil, nil, err
-		}
-		var meta metav1.TypeMeta
-		if err := yaml.Unmarshal(doc, &meta); err != nil {
-			return nil, nil, err
-		}
-		switch meta.Kind {
-		case "ClusterRole":
-			role = &rbacv1.ClusterRole{}
-			if err := yaml.UnmarshalStrict(doc, role); err != nil {
-				return nil, nil, fmt.Errorf("ClusterRole: %w", err)
-			}
-		case "ClusterRoleBinding":
-			binding = &rbacv1.ClusterRoleBinding{}
-			if err := yaml.UnmarshalStrict(doc, binding); err != nil {
-				return nil, nil, fmt.Errorf("ClusterRoleBinding: %w", err)
-			}
-		case "":
-		default:
-			return nil, nil, fmt.Errorf("unexpected %s in the RBAC manifest", meta.Kind)
-		}
+	m, err := ReadRBACManifest(data)
+	if err != nil {
+		return nil, nil, err
 	}
-	if role == nil || binding == nil {
+	if len(m.Roles) > 0 {
+		return nil, nil, errors.New("unexpected Role in the RBAC manifest")
+	}
+	if len(m.RoleBindings) > 0 {
+		return nil, nil, errors.New("unexpected RoleBinding in the RBAC manifest")
+	}
+	if len(m.ClusterRoles) == 0 || len(m.ClusterRoleBindings) == 0 {
 		return nil, nil, errors.New("the RBAC manifest needs a ClusterRole and a ClusterRoleBinding")
 	}
-	return role, binding, nil
+	return m.ClusterRoles[len(m.ClusterRoles)-1], m.ClusterRoleBindings[len(m.ClusterRoleBindings)-1], nil
 }
 
 // ApplyRBAC creates or replaces a ClusterRole and its ClusterRoleBinding.
 func (l *Lab) ApplyRBAC(ctx context.Context, role *rbacv1.ClusterRole, binding *rbacv1.ClusterRoleBinding) error {
-	roles, bindings := l.Kube.RbacV1().ClusterRoles(), l.Kube.RbacV1().ClusterRoleBindings()
 	role, binding = role.DeepCopy(), binding.DeepCopy()
-	if _, err := roles.Create(ctx, role, metav1.CreateOptions{}); apierrors.IsAlreadyExists(err) {
-		cur, err := roles.Get(ctx, role.Name, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		role.ResourceVersion = cur.ResourceVersion
-		if _, err := roles.Update(ctx, role, metav1.UpdateOptions{}); err != nil {
-			return err
-		}
-	} else if err != nil {
-		return fmt.Errorf("ClusterRole %s: %w", role.Name, err)
+	if err := createOrUpdate(ctx, l.Kube.RbacV1().ClusterRoles(), role, "ClusterRole "+role.Name, replacing(role)); err != nil {
+		return err
 	}
-	if _, err := bindings.Create(ctx, binding, metav1.CreateOptions{}); apierrors.IsAlreadyExists(err) {
-		// roleRef cannot change; subjects can.
-		cur, err := bindings.Get(ctx, binding.Name, metav1.GetOptions{})
+	return createOrUpdate(ctx, l.Kube.RbacV1().ClusterRoleBindings(), binding, "ClusterRoleBinding "+binding.Name,
+		func(cur *rbacv1.ClusterRoleBinding) *rbacv1.ClusterRoleBinding {
+			cur.Subjects = binding.Subjects
+			return cur
+		})
+}
+
+// kindClient is the part of a typed client-go client of one kind
+// (ClusterRoles(), RoleBindings(ns), ...) that createOrUpdate uses.
+type kindClient[T metav1.Object] interface {
+	Create(context.Context, T, metav1.CreateOptions) (T, error)
+	Get(context.Context, string, metav1.GetOptions) (T, error)
+	Update(context.Context, T, metav1.UpdateOptions) (T, error)
+}
+
+// createOrUpdate creates obj; when it exists already, it updates what
+// update makes of the object the API server holds. what names obj in a
+// create error.
+func createOrUpdate[T metav1.Object](ctx context.Context, client kindClient[T], obj T, what string, update func(current T) T) error {
+	_, err := client.Create(ctx, obj, metav1.CreateOptions{})
+	if !apierrors.IsAlreadyExists(err) {
 		if err != nil {
-			return err
+			return fmt.Errorf("%s: %w", what, err)
 		}
-		cur.Subjects = binding.Subjects
-		if _, err := bindings.Update(ctx, cur, metav1.UpdateOptions{}); err != nil {
-			return err
-		}
-	} else if err != nil {
-		return fmt.Errorf("ClusterRoleBinding %s: %w", binding.Name, err)
+		return nil
 	}
-	return nil
+	cur, err := client.Get(ctx, obj.GetName(), metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	_, err = client.Update(ctx, update(cur), metav1.UpdateOptions{})
+	return err
+}
+
+// replacing is the update of a role: obj as a whole, at the current
+// resourceVersion. A binding's roleRef cannot change, so a binding is
+// updated by its subjects instead.
+func replacing[T metav1.Object](obj T) func(current T) T {
+	return func(current T) T {
+		obj.SetResourceVersion(current.GetResourceVersion())
+		return obj
+	}
 }
 
 // ServiceAccountToken creates ServiceAccount namespace/name (and its

@@ -51,7 +51,8 @@ func TestReadOnlyRoleSufficesAndWritesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	for _, name := range scenarioNames(t) {
+	names := scenarioNames(t)
+	for _, name := range names {
 		t.Run(name, func(t *testing.T) {
 			s := loadScenario(t, name)
 			applyShared(t, l, s)
@@ -72,9 +73,13 @@ func TestReadOnlyRoleSufficesAndWritesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	used := map[string]int{}
+	meshWide := map[string]int{}
 	for _, e := range events {
 		if e.User.Username != user || e.Stage != "ResponseComplete" && e.Stage != "Panic" {
 			continue
+		}
+		if e.Verb == "list" && e.ObjectRef != nil && e.ObjectRef.Namespace == "" && ruleLists[e.Resource()] {
+			meshWide[e.Resource()]++
 		}
 		what := e.Verb + " " + e.Resource()
 		used[fmt.Sprintf("%s -> %d", what, e.Code())]++
@@ -90,6 +95,13 @@ func TestReadOnlyRoleSufficesAndWritesNothing(t *testing.T) {
 	}
 	if len(used) == 0 {
 		t.Fatalf("the audit log has no request by %s", user)
+	}
+	// The rules are read as istiod reads them: one list a kind across all
+	// namespaces, once a triage (the read cache shares it among probes).
+	for kind := range ruleLists {
+		if meshWide[kind] != len(names) {
+			t.Errorf("%s listed across all namespaces %d times in %d triages, want once each", kind, meshWide[kind], len(names))
+		}
 	}
 	var lines []string
 	for k, n := range used {

@@ -9,7 +9,6 @@ import (
 	"io"
 
 	rbacv1 "k8s.io/api/rbac/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
@@ -69,32 +68,11 @@ func ReadRBACManifest(data []byte) (RBACManifest, error) {
 // ApplyRole creates or replaces a Role and its RoleBinding in namespace,
 // as `kubectl apply -n NAMESPACE` of a manifest without namespaces does.
 func (l *Lab) ApplyRole(ctx context.Context, namespace string, role *rbacv1.Role, binding *rbacv1.RoleBinding) error {
-	roles, bindings := l.Kube.RbacV1().Roles(namespace), l.Kube.RbacV1().RoleBindings(namespace)
 	role, binding = role.DeepCopy(), binding.DeepCopy()
 	role.Namespace, binding.Namespace = namespace, namespace
-	if _, err := roles.Create(ctx, role, metav1.CreateOptions{}); apierrors.IsAlreadyExists(err) {
-		cur, err := roles.Get(ctx, role.Name, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		role.ResourceVersion = cur.ResourceVersion
-		if _, err := roles.Update(ctx, role, metav1.UpdateOptions{}); err != nil {
-			return err
-		}
-	} else if err != nil {
-		return fmt.Errorf("Role %s/%s: %w", namespace, role.Name, err)
+	if err := createOrUpdate(ctx, l.Kube.RbacV1().Roles(namespace), role, "Role "+namespace+"/"+role.Name, replacing(role)); err != nil {
+		return err
 	}
-	if _, err := bindings.Create(ctx, binding, metav1.CreateOptions{}); apierrors.IsAlreadyExists(err) {
-		cur, err := bindings.Get(ctx, binding.Name, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		cur.Subjects = binding.Subjects
-		if _, err := bindings.Update(ctx, cur, metav1.UpdateOptions{}); err != nil {
-			return err
-		}
-	} else if err != nil {
-		return fmt.Errorf("RoleBinding %s/%s: %w", namespace, binding.Name, err)
-	}
-	return nil
+	return createOrUpdate(ctx, l.Kube.RbacV1().RoleBindings(namespace), binding, "RoleBinding "+namespace+"/"+binding.Name,
+		func(cur *rbacv1.RoleBinding) *rbacv1.RoleBinding { cur.Subjects = binding.Subjects; return cur })
 }

@@ -23,7 +23,7 @@ import (
 
 // TestKrewInstallsTheReleaseManifest gives the krew manifest a release would
 // publish to krew itself: for every platform, an archive named and laid out
-// as goreleaser.yaml makes it, the manifest filled from their checksums, and
+// as .goreleaser.yaml makes it, the manifest filled from their checksums, and
 // `krew install --manifest --archive` as krew's own developer guide tests a
 // plugin. krew parses and validates the manifest, picks the platform
 // (KREW_OS, KREW_ARCH), checks the sha256, moves the binary and links
@@ -41,7 +41,7 @@ func TestKrewInstallsTheReleaseManifest(t *testing.T) {
 		t.Fatal(err)
 	}
 	releaseDir := filepath.Join(root, "cmd", "meshtriage", "release")
-	g, err := release.LoadGoreleaser(filepath.Join(releaseDir, "goreleaser.yaml"))
+	g, err := release.LoadGoreleaser(filepath.Join(root, release.GoreleaserFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,9 +54,14 @@ func TestKrewInstallsTheReleaseManifest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
-	if err != nil {
-		t.Fatal(err)
+	// The files the configuration puts beside the binary (README, LICENSE).
+	extra := map[string][]byte{}
+	for _, f := range g.Archives[0].Files {
+		data, err := os.ReadFile(filepath.Join(root, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		extra[f] = data
 	}
 
 	dist := t.TempDir()
@@ -67,7 +72,11 @@ func TestKrewInstallsTheReleaseManifest(t *testing.T) {
 		if a.OS == runtime.GOOS && a.Arch == runtime.GOARCH {
 			bin, host = real, a.Archive
 		}
-		data := archive(t, a.Archive, map[string][]byte{a.Binary: bin, "README.md": readme})
+		files := map[string][]byte{a.Binary: bin}
+		for name, data := range extra {
+			files[name] = data
+		}
+		data := archive(t, a.Archive, files)
 		if err := os.WriteFile(filepath.Join(dist, a.Archive), data, 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -115,6 +124,10 @@ func TestKrewInstallsTheReleaseManifest(t *testing.T) {
 		}
 		if got := filepath.Base(target); got != filepath.Base(link) {
 			t.Errorf("%s/%s: %s points at %s, not at the moved binary", a.OS, a.Arch, link, got)
+		}
+		// krew-index takes no plugin that does not install its license.
+		if _, err := os.Stat(filepath.Join(filepath.Dir(target), "LICENSE")); err != nil {
+			t.Errorf("%s/%s: krew installed no LICENSE beside the binary: %v", a.OS, a.Arch, err)
 		}
 		if a.Archive != host {
 			continue

@@ -14,6 +14,7 @@ import (
 	"github.com/meshtriage/meshtriage/probes/mesh"
 	"github.com/meshtriage/meshtriage/probes/parse/accesslog"
 	"github.com/meshtriage/meshtriage/probes/parse/envoy"
+	"github.com/meshtriage/meshtriage/probes/vocabulary"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 )
@@ -34,7 +35,7 @@ func (AccessLogProbe) Meta() Meta {
 	return Meta{
 		ID:    "access-log",
 		Title: "istio-proxy access log: 503s by response flag",
-		Reads: []string{"pods/log (istio-proxy)", "pods", "services"},
+		Reads: []string{"pods/log (istio-proxy)", "pods", "services", "configmaps (mesh config: its access-log format)"},
 		Facts: []FactSpec{
 			{"log_lines", FactInt, "access-log lines read"},
 			{"log_unparsed", FactInt, "lines that are not access-log entries"},
@@ -64,6 +65,8 @@ func (AccessLogProbe) Meta() Meta {
 			{"log_blackhole_hosts", FactList, "authorities of entries routed to BlackHoleCluster"},
 			{"log_connection_refused", FactInt, "entries whose failure reason says connection refused (delayed connect error: 111)"},
 			{"log_upstream_pods", FactInt, "upstream pods whose istio-proxy log was read (inbound side)"},
+			{"log_unexplained", FactList, "failures the vocabulary (assets/vocabulary) knows no cause of the catalogue for, each with its response flag, code, details and hop (the caller's sidecar, a gateway, the destination's inbound), as LINE=COUNT"},
+			{"log_custom_format", FactBool, "the mesh config declares an access-log format of its own (meshConfig.accessLogFormat, or an envoyFileAccessLog provider's), by which the log was read"},
 		},
 	}
 }
@@ -80,9 +83,11 @@ const (
 type podLog struct {
 	Pod      cluster.PodRef
 	Upstream bool // an upstream (target) pod: its inbound side
-	Target   accesslog.Summary
-	Other    accesslog.Summary
-	Problem  string // why the log could not be read
+	// Gateway: the source is an Istio gateway, not a sidecar.
+	Gateway bool
+	Target  accesslog.Summary
+	Other   accesslog.Summary
+	Problem string // why the log could not be read
 }
 
 type accessLogInput struct {
@@ -95,6 +100,8 @@ type accessLogInput struct {
 	UpstreamTotal   int
 	// Problems are reads that failed without spoiling the rest.
 	Problems []string
+	// Formats are the mesh's own access-log formats the logs were read by.
+	Formats accesslog.Formats
 }
 
 func (p AccessLogProbe) Run(ctx context.Context, c cluster.Cluster, t cluster.Target) Result {
@@ -140,6 +147,10 @@ func fetchAccessLog(ctx context.Context, c cluster.Cluster, t cluster.Target) (a
 	}
 	// readLog reads one pod's log; it touches nothing shared, so the reads
 	// run at once and are added below in a fixed order (the caller's first).
+	// The mesh's own formats first: every log is read by them.
+	var formatProblems []string
+	in.Formats, formatProblems = readAccessLogFormats(ctx, c)
+	in.Problems = append(in.Problems, formatProblems...)
 	readLog := func(pod cluster.PodRef, upstream bool) (podLog, string, error) {
 		what := fmt.Sprintf("read the %s log of %s", mesh.ProxyContainer, pod)
 		b, err := newestProxyLog(ctx, c, pod, AccessLogTailLines)
@@ -151,7 +162,7 @@ func fetchAccessLog(ctx context.Context, c cluster.Cluster, t cluster.Target) (a
 		if upstream {
 			match = inboundEntry
 		}
-		pl.Target, pl.Other, _ = accesslog.Split(bytes.NewReader(b), match)
+		pl.Target, pl.Other, _ = in.Formats.Split(bytes.NewReader(b), match)
 		return pl, "", nil
 	}
 	type logRead struct {
@@ -178,6 +189,9 @@ func fetchAccessLog(ctx context.Context, c cluster.Cluster, t cluster.Target) (a
 			}
 			// RBAC on pods need not stop a log read.
 			source.log, source.what, source.err = readLog(src, false)
+			if gw, _ := mesh.GatewayPod(pod); err == nil && gw {
+				source.log.Gateway = true
+			}
 		})
 	}
 	g.Go(func() {
@@ -317,10 +331,18 @@ func evaluateAccessLog(t cluster.Target, in accessLogInput) Result {
 	upstreamRead := 0
 	var srcSummary, upSummary string
 	var up accesslog.Summary
+	reading := newDataplaneReading()
 	for _, l := range in.Logs {
 		side := "source (outbound)"
-		if l.Upstream {
-			side = "upstream (inbound)"
+		hop := vocabulary.SidecarOutbound
+		switch {
+		case l.Upstream:
+			side, hop = "upstream (inbound)", vocabulary.SidecarInbound
+		case l.Gateway:
+			side, hop = "source (gateway)", vocabulary.Gateway
+		}
+		if l.Problem == "" {
+			reading.addEnvoy(hop, l.Target.Failures)
 		}
 		if l.Problem != "" {
 			rows = append(rows, []string{side, l.Pod.String(), "-", "-", "-", "-", "-", "-", l.Problem})
@@ -366,6 +388,8 @@ func evaluateAccessLog(t cluster.Target, in accessLogInput) Result {
 		"log_upstream_pods":      upstreamRead,
 		"log_flag_codes":         nonNil(all.FlagCodes.Keys()),
 		"log_tcp":                all.TCP,
+		"log_unexplained":        nonNil(reading.Unexplained()),
+		"log_custom_format":      len(in.Formats) > 0,
 	}
 	for _, f := range accessLogFlags {
 		facts[f.fact] = all.Flags.Counts[f.flag]
@@ -381,8 +405,16 @@ func evaluateAccessLog(t cluster.Target, in accessLogInput) Result {
 		}
 	}
 	status := StatusPass
+	if u := reading.Summary(); u != "" {
+		parts = append([]string{u}, parts...)
+	}
 	switch {
 	case all.Status503 > 0:
+		status = StatusFail
+	case len(reading.unexplained) > 0:
+		// A flag, or an error Envoy answered itself, that no cause of the
+		// catalogue produces: the triage says so (an unexplained finding
+		// when nothing else is found) instead of ending in no finding.
 		status = StatusFail
 	case all.Status5xx > 0 || blackhole.BlackHole > 0:
 		status = StatusWarn
@@ -405,7 +437,7 @@ func evaluateAccessLog(t cluster.Target, in accessLogInput) Result {
 		Evidence: Evidence{
 			Columns: []string{"side", "pod", "entries", "2xx", "5xx", "503", "flags (with code)", "TCP", "response_code_details"},
 			Rows:    rows,
-			Raw:     strings.Join(raw, "\n"),
+			Raw:     strings.Join(append(raw, reading.Raw()...), "\n"),
 		},
 		Facts:    facts,
 		Commands: accessLogCommands(t, in.Selector),

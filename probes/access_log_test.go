@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -210,3 +212,61 @@ func TestAccessLogReadKeepsTheNewestEntries(t *testing.T) {
 		t.Fatalf("the scenario's caller log shows no 503 evidence to keep: %v", want.Facts)
 	}
 }
+
+// meshConfigMap is the istio ConfigMap with the mesh config of testdata.
+func meshConfigMap(t *testing.T, file string) *corev1.ConfigMap {
+	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: cluster.DefaultControlPlane, Name: mesh.MeshConfigMap},
+		Data: map[string]string{"mesh": string(evTestdata(t, "access-log", file))}}
+}
+
+// A mesh that logs under its own JSON keys, or in a TEXT layout of its
+// own, is read by the format its mesh config declares: before, every line
+// was rejected and the 503s went unseen.
+func TestAccessLogByTheMeshFormat(t *testing.T) {
+	for _, c := range []struct {
+		meshConfig, log string
+		want            Facts
+	}{
+		{"meshconfig_json_keys.yaml", "json_mesh_keys.log", Facts{"log_503": 2, "log_flag_uf": 1, "log_flag_uh": 1, "log_connection_refused": 1,
+			"log_tcp": 0, "log_2xx": 1, "log_custom_format": true}},
+		{"meshconfig_text_custom.yaml", "text_custom.log", Facts{"log_503": 3, "log_flag_uf": 2, "log_flag_uo": 1, "log_flag_urx": 1,
+			"log_connection_refused": 1, "log_2xx": 1, "log_custom_format": true}},
+	} {
+		t.Run(c.log, func(t *testing.T) {
+			f := newFakeCluster(t, evPod("web-7d9", "web", true), evService(8080), meshConfigMap(t, c.meshConfig))
+			log, err := os.ReadFile(filepath.Join("parse", "accesslog", "testdata", c.log))
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.logs[logKey(evSource, mesh.ProxyContainer)] = log
+			r := Run(context.Background(), AccessLogProbe{}, f, evTarget)
+			evCheck(t, AccessLogProbe{}, r)
+			for k, v := range c.want {
+				if !reflect.DeepEqual(r.Facts[k], v) {
+					t.Errorf("%s = %#v, want %#v (%s)", k, r.Facts[k], v, r.Summary)
+				}
+			}
+		})
+	}
+}
+
+// A flag no cause of the catalogue produces (504 UT, 431 DPE at the
+// destination) fails the probe with a summary naming it and its hop, so a
+// triage that finds nothing else ends in an unexplained finding about it.
+func TestAccessLogUnexplainedFlag(t *testing.T) {
+	f := newFakeCluster(t, evPod("web-7d9", "web", true), evService(8080), evPod("orders-1", "orders", true))
+	f.logs[logKey(evSource, mesh.ProxyContainer)] = []byte(accessLogUT504)
+	f.logs[logKey(cluster.PodRef{Namespace: "shop", Name: "orders-1"}, mesh.ProxyContainer)] = []byte(
+		`[2026-12-02T03:04:06.000Z] "GET /api/orders HTTP/1.1" 431 DPE http1.headers_size_error - "-" 0 31 0 - "-" "-" "-" "-" "-" inbound|8080|| - 10.244.1.7:8080 10.244.0.21:51702 - default` + "\n")
+	r := Run(context.Background(), AccessLogProbe{}, f, evTarget)
+	evCheck(t, AccessLogProbe{}, r)
+	u, _ := r.Facts["log_unexplained"].([]string)
+	if r.Status != StatusFail || len(u) != 2 || !strings.Contains(r.Summary, "UT 504 (response_timeout) at the caller's sidecar (outbound)") ||
+		!strings.Contains(r.Summary, "DPE 431 (http1.headers_size_error) at the destination's sidecar (inbound)") {
+		t.Errorf("%s %q\nunexplained %q", r.Status, r.Summary, u)
+	}
+}
+
+// accessLogUT504 is web-7d9's outbound 504 UT to orders, in Istio's
+// default format.
+const accessLogUT504 = `[2026-12-02T03:04:05.123Z] "GET /api/orders HTTP/1.1" 504 UT response_timeout - "-" 0 24 15001 - "-" "curl/8.5.0" "1f0c" "orders.shop:8080" "10.244.1.7:8080" outbound|8080||orders.shop.svc.cluster.local 10.244.0.21:40112 10.96.12.4:8080 10.244.0.21:51702 - default` + "\n"

@@ -327,7 +327,7 @@ status: {phase: Running, podIP: 10.244.1.30, conditions: [{type: Ready, status: 
 	r := runChecked(t, WaypointProbe{}, c, webToOrders)
 	want := Facts{"waypoint_pods_read": 1, "waypoint_cluster_present": true, "waypoint_hosts_total": 2, "waypoint_hosts_healthy": 1,
 		"waypoint_log_entries": 3, "waypoint_log_503": 1, "waypoint_log_flags": []string{"UH=1"}, "waypoint_rbac_denied": 1,
-		"waypoint_rbac_policies": []string{"shop/orders-readonly"}}
+		"waypoint_rbac_policies": []string{"shop/orders-readonly"}, "waypoint_unexplained": []string{}}
 	if !reflect.DeepEqual(r.Facts, want) || r.Status != StatusFail {
 		t.Errorf("%s %s\nfacts %v\nwant  %v", r.Status, r.Summary, r.Facts, want)
 	}

@@ -1,13 +1,15 @@
 package probes
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
-	networkingv1 "istio.io/client-go/pkg/apis/networking/v1"
-	securityv1 "istio.io/client-go/pkg/apis/security/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
@@ -71,69 +73,108 @@ func fetchCallerView(ctx context.Context, c cluster.Cluster, t cluster.Target) (
 		}
 		out.Caller, out.CallerNamed = mesh.CallerFromPod(pod), true
 	}
-	// Then the rules of every namespace that matters and the Service's
+	// Then the rules (every namespace's, one list a kind) and the Service's
 	// endpoints, all at once; they are added to the model in a fixed order,
 	// so errors and unknowns read the same whatever answered first.
 	namespaces := uniqueNonEmpty(out.Caller.Namespace, t.Namespace, cfg.RootNamespace)
-	rules := make([]namespaceRules, len(namespaces))
-	var second readGroup
-	for i, ns := range namespaces {
-		second.Go(func() { rules[i] = fetchRules(ctx, c, ns) })
-	}
+	optional := func(ns string) bool { return ns != t.Namespace && ns != out.Caller.Namespace }
 	var (
-		sd     *mesh.ServiceData
-		sdNS   *corev1.Namespace
-		sdWhat string
-		sdErr  error
+		rules     *meshRules
+		rulesWhat string
+		rulesErr  error
+		sd        *mesh.ServiceData
+		sdNS      *corev1.Namespace
+		sdWhat    string
+		sdErr     error
+		gwReads   gatewayReads
+		second    readGroup
 	)
+	second.Go(func() { rules, rulesWhat, rulesErr = fetchMeshRules(ctx, c, namespaces, optional) })
 	second.Go(func() { sd, sdNS, sdWhat, sdErr = fetchServiceData(ctx, c, svc) })
-	var gwReads gatewayReads
 	if out.Caller.Gateway {
-		second.Go(func() { gwReads = fetchGatewayConfig(ctx, c, pod, namespaces) })
+		second.Go(func() { gwReads = fetchGatewayConfig(ctx, c, pod, []string{metav1NamespaceAll}) })
 	}
 	second.Wait()
-	rulesRead := map[string]bool{}
-	for i, ns := range namespaces {
-		if what, err := addRules(cfg, rules[i], ns == cfg.RootNamespace && ns != t.Namespace && ns != out.Caller.Namespace); err != nil {
-			return out, what, err
-		}
-		rulesRead[ns] = true
+	if rulesErr != nil {
+		return out, rulesWhat, rulesErr
 	}
+	rules.into(cfg)
 	if what, err := addServiceData(cfg, svc, sd, sdNS, sdWhat, sdErr); err != nil {
 		return out, what, err
 	}
 	if out.Caller.Gateway {
-		// A gateway's Gateways may live in any namespace: those its
-		// VirtualServices name too.
-		addGatewayConfig(cfg, gwReads)
-		if more := gatewayNamespacesNamed(cfg); len(more) > 0 {
-			addGatewayConfig(cfg, fetchGatewayConfig(ctx, c, pod, more))
-		}
-	}
-	// Other Services the target's routes send to: their endpoints, and the
-	// rules of their namespaces (a DestinationRule there defines their
-	// subsets).
-	for _, host := range routedHosts(cfg, out.Caller, mesh.ServiceHost(svc.Name, svc.Namespace)) {
-		name, ns, ok := serviceOfHost(host)
-		if !ok || cfg.Services[host] != nil {
-			continue
-		}
-		other, err := c.GetService(ctx, ns, name)
-		if apierrors.IsNotFound(err) {
-			continue // the model then says no cluster is built for it
-		}
-		if err != nil {
-			cfg.Unknown = append(cfg.Unknown, cluster.AccessProblem("get service "+ns+"/"+name, err))
-			continue
-		}
-		if !rulesRead[ns] {
-			rulesRead[ns] = true
-			if _, err := readRules(ctx, c, cfg, ns, true); err != nil {
-				return out, "", err
+		if gwReads.problems[metav1NamespaceAll] == "" {
+			// Every namespace's Gateways: the model needs no list of them.
+			addGatewayConfig(cfg, gwReads)
+			cfg.GatewayNamespaces = nil
+		} else {
+			// Refused across namespaces: the gateway's, the Service's and
+			// the root's, then those its VirtualServices name.
+			addGatewayConfig(cfg, fetchGatewayConfig(ctx, c, pod, namespaces))
+			if more := gatewayNamespacesNamed(cfg); len(more) > 0 {
+				addGatewayConfig(cfg, fetchGatewayConfig(ctx, c, pod, more))
 			}
 		}
-		if what, err := readServiceData(ctx, c, cfg, other); err != nil {
-			cfg.Unknown = append(cfg.Unknown, cluster.AccessProblem(what, err))
+	}
+	// Other Services the target's routes send to: their endpoints, and,
+	// where the rules were read namespace by namespace, the rules of
+	// their namespaces (a DestinationRule there defines their subsets).
+	hosts := routedHosts(cfg, out.Caller, mesh.ServiceHost(svc.Name, svc.Namespace))
+	if alias := mesh.ExternalNameOf(svc); alias != "" {
+		// istiod routes an ExternalName Service as the Service it names.
+		hosts = append([]string{alias}, hosts...)
+	}
+	var others []string
+	for _, host := range hosts {
+		if _, _, ok := serviceOfHost(host); ok && cfg.Services[host] == nil && !containsString(others, host) {
+			others = append(others, host)
+		}
+	}
+	otherSvcs := make([]*corev1.Service, len(others))
+	otherErrs := make([]error, len(others))
+	var third readGroup
+	for i, host := range others {
+		name, ns, _ := serviceOfHost(host)
+		third.Go(func() { otherSvcs[i], otherErrs[i] = c.GetService(ctx, ns, name) })
+	}
+	third.Wait()
+	cfg.ServicesUnknown = map[string]string{}
+	var found []*corev1.Service
+	var otherNamespaces []string
+	for i, host := range others {
+		name, ns, _ := serviceOfHost(host)
+		switch err := otherErrs[i]; {
+		case apierrors.IsNotFound(err):
+			// the model then says no cluster is built for it
+		case err != nil:
+			cfg.ServicesUnknown[host] = cluster.AccessProblem("get service "+ns+"/"+name, err)
+			cfg.Unknown = append(cfg.Unknown, cfg.ServicesUnknown[host])
+		default:
+			found = append(found, otherSvcs[i])
+			otherNamespaces = append(otherNamespaces, ns)
+		}
+	}
+	if len(found) > 0 {
+		datas := make([]*mesh.ServiceData, len(found))
+		nss := make([]*corev1.Namespace, len(found))
+		whats := make([]string, len(found))
+		errs := make([]error, len(found))
+		var fourth readGroup
+		var moreWhat string
+		var moreErr error
+		fourth.Go(func() { moreWhat, moreErr = rules.more(ctx, c, otherNamespaces, func(string) bool { return true }) })
+		for i, other := range found {
+			fourth.Go(func() { datas[i], nss[i], whats[i], errs[i] = fetchServiceData(ctx, c, other) })
+		}
+		fourth.Wait()
+		if moreErr != nil {
+			return out, moreWhat, moreErr
+		}
+		rules.into(cfg)
+		for i, other := range found {
+			if what, err := addServiceData(cfg, other, datas[i], nss[i], whats[i], errs[i]); err != nil {
+				cfg.Unknown = append(cfg.Unknown, cluster.AccessProblem(what, err))
+			}
 		}
 	}
 	if err := readNodesForSubsets(ctx, c, cfg); err != nil {
@@ -153,70 +194,6 @@ func fetchCallerView(ctx context.Context, c cluster.Cluster, t cluster.Target) (
 		return out, fmt.Sprintf("find port %d of service %s/%s", t.Port, t.Namespace, t.Service), fmt.Errorf("no such port: %w", cluster.ErrNotFound)
 	}
 	return out, "", nil
-}
-
-// readRules reads the Istio rules of one namespace into cfg. optional: a
-// failed read leaves that namespace's rules unknown instead of failing the
-// probe (the root namespace is often outside an on-call's role).
-func readRules(ctx context.Context, c cluster.Cluster, cfg *mesh.Config, ns string, optional bool) (string, error) {
-	return addRules(cfg, fetchRules(ctx, c, ns), optional)
-}
-
-// namespaceRules are the five lists of Istio rules of one namespace, and
-// the first of them, in the order listed, that could not be read.
-type namespaceRules struct {
-	ns   string
-	drs  []*networkingv1.DestinationRule
-	vss  []*networkingv1.VirtualService
-	pas  []*securityv1.PeerAuthentication
-	scs  []*networkingv1.Sidecar
-	ses  []*networkingv1.ServiceEntry
-	what string
-	err  error
-}
-
-// fetchRules lists the five kinds at once.
-func fetchRules(ctx context.Context, c cluster.Cluster, ns string) namespaceRules {
-	r := namespaceRules{ns: ns}
-	var errs [5]error
-	var g readGroup
-	g.Go(func() { r.drs, errs[0] = c.DestinationRules(ctx, ns) })
-	g.Go(func() { r.vss, errs[1] = c.VirtualServices(ctx, ns) })
-	g.Go(func() { r.pas, errs[2] = c.PeerAuthentications(ctx, ns) })
-	g.Go(func() { r.scs, errs[3] = c.Sidecars(ctx, ns) })
-	g.Go(func() { r.ses, errs[4] = c.ServiceEntries(ctx, ns) })
-	g.Wait()
-	for i, kind := range []string{"DestinationRules", "VirtualServices", "PeerAuthentications", "Sidecars", "ServiceEntries"} {
-		if errs[i] != nil {
-			r.what, r.err = "list "+kind+" in "+ns, errs[i]
-			break
-		}
-	}
-	return r
-}
-
-// addRules adds one namespace's rules to cfg (see readRules for optional).
-func addRules(cfg *mesh.Config, r namespaceRules, optional bool) (string, error) {
-	if r.err != nil {
-		if optional && !(apierrors.IsNotFound(r.err) && cluster.IsMissingKind(r.err)) {
-			cfg.Unknown = append(cfg.Unknown, cluster.AccessProblem(r.what, r.err)+": its rules are not judged")
-			return "", nil
-		}
-		return r.what, r.err
-	}
-	cfg.DestinationRules = append(cfg.DestinationRules, r.drs...)
-	cfg.VirtualServices = append(cfg.VirtualServices, r.vss...)
-	cfg.PeerAuthentications = append(cfg.PeerAuthentications, r.pas...)
-	cfg.Sidecars = append(cfg.Sidecars, r.scs...)
-	cfg.ServiceEntries = append(cfg.ServiceEntries, r.ses...)
-	return "", nil
-}
-
-// readServiceData reads a Service's endpoints and the pods they point at
-// into cfg.
-func readServiceData(ctx context.Context, c cluster.Cluster, cfg *mesh.Config, svc *corev1.Service) (string, error) {
-	sd, ns, what, err := fetchServiceData(ctx, c, svc)
-	return addServiceData(cfg, svc, sd, ns, what, err)
 }
 
 // fetchServiceData reads a Service's EndpointSlices, its pods and its
@@ -244,7 +221,99 @@ func fetchServiceData(ctx context.Context, c cluster.Cluster, svc *corev1.Servic
 	for i := range pods {
 		sd.Pods[pods[i].Name] = &pods[i]
 	}
+	findEndpointPods(ctx, c, sd)
 	return sd, ns, "", nil
+}
+
+// maxPodLookups bounds the reads findEndpointPods makes for one Service:
+// past it, the pods of further addresses are unknown, never guessed.
+const maxPodLookups = 32
+
+// findEndpointPods reads the pods behind the Service's endpoints that its
+// selector did not list, as istiod finds them (mesh.ServiceData.PodOf):
+// the pod a targetRef names, by name; for an address without targetRef,
+// the pods of the endpoint's namespace with that IP. The reads go out
+// together, after the slices; a Service whose endpoints all name pods the
+// selector listed costs none.
+func findEndpointPods(ctx context.Context, c cluster.Cluster, sd *mesh.ServiceData) {
+	sd.PodsByIP, sd.PodsUnknown = map[string][]*corev1.Pod{}, map[string]string{}
+	byIP := map[string]*corev1.Pod{}
+	for _, p := range sd.Pods {
+		if p.Status.PodIP != "" && !p.Spec.HostNetwork {
+			byIP[p.Status.PodIP] = p // a pod network IP is one pod's
+		}
+	}
+	type lookup struct{ ns, name, ip string }
+	var lookups []lookup
+	seen := map[lookup]bool{}
+	for _, slice := range sd.Slices {
+		ns := cmp.Or(slice.Namespace, sd.Service.Namespace)
+		for _, ep := range slice.Endpoints {
+			var want []lookup
+			if ref := ep.TargetRef; ref != nil && ref.Kind == "Pod" {
+				if ref.Namespace != ns || sd.Pods[ref.Name] != nil {
+					continue // the model says why it is unknown, or has it
+				}
+				want = append(want, lookup{ns: ns, name: ref.Name})
+			} else {
+				for _, ip := range ep.Addresses {
+					if p := byIP[ip]; p != nil && p.Namespace == ns {
+						sd.PodsByIP[ip] = []*corev1.Pod{p}
+						continue
+					}
+					want = append(want, lookup{ns: ns, ip: ip})
+				}
+			}
+			for _, l := range want {
+				if !seen[l] {
+					seen[l] = true
+					lookups = append(lookups, l)
+				}
+			}
+		}
+	}
+	if len(lookups) > maxPodLookups {
+		for _, l := range lookups[maxPodLookups:] {
+			sd.PodsUnknown[l.name+l.ip] = fmt.Sprintf("not looked up: more than %d endpoints of %s name pods its selector does not list", maxPodLookups, sd.Service.Name)
+		}
+		lookups = lookups[:maxPodLookups]
+	}
+	pods := make([][]corev1.Pod, len(lookups))
+	errs := make([]error, len(lookups))
+	var g readGroup
+	for i, l := range lookups {
+		g.Go(func() {
+			if l.name != "" {
+				var p *corev1.Pod
+				if p, errs[i] = c.GetPod(ctx, l.ns, l.name); p != nil {
+					pods[i] = []corev1.Pod{*p}
+				}
+				return
+			}
+			pods[i], errs[i] = cluster.PodsWithIP(ctx, c, l.ns, l.ip)
+		})
+	}
+	g.Wait()
+	for i, l := range lookups {
+		switch err := errs[i]; {
+		case l.name != "" && err == nil:
+			sd.Pods[l.name] = &pods[i][0]
+		case l.name != "" && apierrors.IsNotFound(err) && !cluster.IsMissingKind(err):
+			// PodOf says so: istiod holds such an endpoint back.
+		case l.name != "":
+			sd.PodsUnknown[l.name] = cluster.AccessProblem("get pod "+l.ns+"/"+l.name, err)
+		case err == nil:
+			found := make([]*corev1.Pod, len(pods[i]))
+			for j := range pods[i] {
+				found[j] = &pods[i][j]
+			}
+			sd.PodsByIP[l.ip] = found
+		case errors.Is(err, cluster.ErrNotFound):
+			sd.PodsUnknown[l.ip] = strings.TrimSuffix(err.Error(), ": "+cluster.ErrNotFound.Error())
+		default:
+			sd.PodsUnknown[l.ip] = cluster.AccessProblem("find the pods of "+l.ns+" with IP "+l.ip, err)
+		}
+	}
 }
 
 // addServiceData adds what fetchServiceData read to cfg.
@@ -266,7 +335,11 @@ func readNodesForSubsets(ctx context.Context, c cluster.Cluster, cfg *mesh.Confi
 		return nil
 	}
 	for _, sd := range cfg.Services {
-		for _, p := range sd.Pods {
+		pods := slices.Collect(maps.Values(sd.Pods))
+		for _, found := range sd.PodsByIP {
+			pods = append(pods, found...)
+		}
+		for _, p := range pods {
 			name := p.Spec.NodeName
 			if name == "" || sd.Nodes[name] != nil {
 				continue

@@ -32,9 +32,14 @@ func (DestinationRulesProbe) Meta() Meta {
 			{"dr_subsets_without_pods", FactList, "subsets (dr-name/subset) of the applying rule whose cluster has no serving endpoint"},
 			{"dr_subsets_without_pods_routed", FactList, "the subsets of dr_subsets_without_pods that a route of the caller's VirtualService sends requests to (mirrors aside): only these turn requests into 503 UH"},
 			{"dr_subset_no_pods_percent", FactInt, "the largest share (percent) of one route's requests sent to subsets without a serving endpoint"},
+			{"dr_subsets_undecided", FactList, "subsets (dr-name/subset) of the applying rule with no serving endpoint known, but endpoints whose selection is undecided (their pod, or a node label, is not known): neither in dr_subsets_without_pods nor judged to serve"},
 			{"vs_found", FactBool, "a VirtualService routes the target host for the caller"},
 			{"vs_undefined_subsets", FactList, "subsets (vs-name/subset) the caller's VirtualService routes to that the applying DestinationRules do not define"},
 			{"vs_undefined_subset_percent", FactInt, "the largest share (percent) of one route's requests sent to undefined subsets (503 NC)"},
+			{"vs_routed_hidden_services", FactList, "Services a route of the caller's VirtualService sends to whose exportTo hides them from the caller: istiod builds no cluster for them (503 NC)"},
+			{"vs_routed_missing_hosts", FactList, "hosts a route sends to that no Service or ServiceEntry visible to the caller declares (none at all, or a ServiceEntry whose exportTo hides it): no cluster (503 NC); a ServiceEntry is the fix"},
+			{"dr_rules_partial", FactString, "why the Istio rules read are not all of istiod's (listing a kind across all namespaces was refused, so only some namespaces were read); empty when they are: with a partial set, an absence (no ServiceEntry, another VirtualService) is not certain"},
+			{"dr_routes_unknown", FactString, "why the VirtualService that routes the host for the caller is not certain (a namespace not read could hold one that wins); empty when it is"},
 			{"dr_outlier_consecutive_5xx", FactInt, "outlierDetection consecutive5xxErrors of the Service's cluster (0 when unset)"},
 			{"dr_outlier_consecutive_gateway_errors", FactInt, "outlierDetection consecutiveGatewayErrors, or the deprecated consecutiveErrors (which Istio maps to gateway errors), of the Service's cluster (0 when unset)"},
 			{"dr_outlier_max_ejection_percent", FactInt, "outlierDetection maxEjectionPercent (0 when unset: Envoy then uses 10)"},
@@ -103,20 +108,27 @@ func evaluateDestinationRules(t cluster.Target, cv callerView) Result {
 
 	r.Evidence.Columns = []string{"kind", "rule", "host", "detail", "verdict"}
 	var raw []string
-	withoutPods, withoutPodsRouted, undefined := []string{}, []string{}, []string{}
+	withoutPods, withoutPodsRouted, undefined, undecided := []string{}, []string{}, []string{}, []string{}
+	var undecidedWhy []string
 	subsetDetail := map[string][]string{}
 	if rule != nil {
 		for _, ss := range rule.Subsets {
 			cl := cv.Config.SubsetCluster(cv.Caller, fqdn, main.Port, ss.GetName())
 			detail := fmt.Sprintf("%s(%d/%d endpoints serving)", ss.GetName(), cl.Serving(), len(cl.Endpoints))
-			if cl.Exists && cl.Serving() == 0 && cl.Undecided == 0 {
+			switch {
+			case cl.Exists && cl.Serving() == 0 && cl.Undecided == 0:
 				withoutPods = append(withoutPods, subsetRuleName(rule, ss.GetName())+"/"+ss.GetName())
+			case cl.Exists && cl.Serving() == 0:
+				undecided = append(undecided, subsetRuleName(rule, ss.GetName())+"/"+ss.GetName())
+				detail = fmt.Sprintf("%s(no serving endpoint known, %d undecided)", ss.GetName(), cl.Undecided)
+				undecidedWhy = append(undecidedWhy, fmt.Sprintf("whether subset %s has a serving endpoint is undecided (%s)", ss.GetName(), cl.Unknown[0]))
 			}
 			name := subsetRuleName(rule, ss.GetName())
 			subsetDetail[name] = append(subsetDetail[name], detail)
 		}
 	}
 	r.Facts["dr_subsets_without_pods"] = withoutPods
+	r.Facts["dr_subsets_undecided"] = undecided
 	for _, v := range main.DestinationRules {
 		detail := "no subsets"
 		if d := subsetDetail[v.Name]; len(d) > 0 && v.Applies {
@@ -138,6 +150,7 @@ func evaluateDestinationRules(t cluster.Target, cv callerView) Result {
 		r.Evidence.Rows = append(r.Evidence.Rows, []string{"route", strings.TrimSpace(rt.VirtualService + " " + rt.Name), fqdn, strings.Join(dests, ", "), routeVerdict(main, rt)})
 	}
 	var problems []string
+	hiddenServices, missingHosts := []string{}, []string{}
 	for _, b := range main.Breaks() {
 		share := fmt.Sprintf("%d%% of %s's requests", b.Destination.Percent, strings.TrimSpace(b.Route.VirtualService+" "+b.Route.Name))
 		switch b.Reason {
@@ -151,6 +164,12 @@ func evaluateDestinationRules(t cluster.Target, cv callerView) Result {
 			}
 			undefined = append(undefined, vsName+"/"+b.Destination.Subset)
 			problems = append(problems, fmt.Sprintf("%s go to %s (503 NC)", share, b.Why))
+		case mesh.BreakServiceHidden:
+			hiddenServices = appendUnique(hiddenServices, b.Destination.Host)
+			problems = append(problems, fmt.Sprintf("%s go to %s, for which the caller has no cluster: %s (503 NC)", share, b.Destination.Host, b.Why))
+		case mesh.BreakNoEntry:
+			missingHosts = appendUnique(missingHosts, b.Destination.Host)
+			problems = append(problems, fmt.Sprintf("%s go to %s, for which the caller has no cluster: %s (503 NC)", share, b.Destination.Host, b.Why))
 		case mesh.BreakNoCluster:
 			problems = append(problems, fmt.Sprintf("%s go to %s, for which the caller has no cluster: %s (503 NC)", share, b.Destination.Host, b.Why))
 		case mesh.BreakServiceEmpty:
@@ -168,6 +187,10 @@ func evaluateDestinationRules(t cluster.Target, cv callerView) Result {
 		raw = append(raw, "every route has a match condition: requests that match none get 404 NR")
 	}
 	r.Facts["dr_subsets_without_pods_routed"] = withoutPodsRouted
+	r.Facts["vs_routed_hidden_services"] = hiddenServices
+	r.Facts["vs_routed_missing_hosts"] = missingHosts
+	r.Facts["dr_rules_partial"] = cv.Config.RulesPartial
+	r.Facts["dr_routes_unknown"] = main.RoutesUnknown
 	r.Facts["vs_undefined_subsets"] = undefined
 	noPods, _ := main.BrokenShare(mesh.BreakSubsetEmpty)
 	undef, _ := main.BrokenShare(mesh.BreakSubsetUndefined)
@@ -253,6 +276,10 @@ func evaluateDestinationRules(t cluster.Target, cv callerView) Result {
 			warnings = append(warnings, v.Ref()+" "+v.Why)
 		}
 	}
+	if cv.Config.RulesPartial != "" {
+		warnings = append(warnings, "the rule set is partial: "+cv.Config.RulesPartial)
+	}
+	warnings = append(warnings, undecidedWhy...)
 	warnings = append(warnings, main.Unknown...)
 	head := "no DestinationRule applies"
 	if rule != nil {

@@ -315,13 +315,50 @@ func TestDestinationRulesProbeThroughClusterReads(t *testing.T) {
 			t.Fatalf("%s %q %v", r.Status, r.Summary, r.Facts)
 		}
 	})
-	t.Run("root namespace forbidden is partial, target namespace forbidden is an error", func(t *testing.T) {
+	// istiod reads every namespace's rules: a VirtualService of a fourth
+	// namespace, exported to the caller's by name, outranks the public one
+	// of the target's namespace. The rules used to be read from the
+	// caller's, the target's and the root namespace only, and it was not
+	// seen.
+	t.Run("a VirtualService of another namespace exported to the caller's", func(t *testing.T) {
+		vs := fxVS("routing", "orders-routing", []string{"orders.shop.svc.cluster.local"}, "orders.shop.svc.cluster.local", "v7")
+		vs.Spec.ExportTo = []string{"web"}
+		r := Run(ctx, DestinationRulesProbe{}, newFakeCluster(t, append(objs(), vs)...), target)
+		if got := r.Facts["vs_undefined_subsets"]; !reflect.DeepEqual(got, []string{"orders-routing/v7"}) || r.Facts["dr_rules_partial"] != "" {
+			t.Fatalf("%s %q %#v", r.Status, r.Summary, r.Facts)
+		}
+	})
+	// The namespaced Role refuses every list across all namespaces: the
+	// rules are read in the target's and the root namespace instead, the
+	// set is partial, and what the model cannot be sure of says so.
+	namespacedRole := func(f *fakeCluster) {
+		for _, k := range ruleKinds {
+			f.forbidAllNamespaces("list", k.name)
+		}
+	}
+	t.Run("all-namespaces lists refused: the rules of the namespaces read, partial", func(t *testing.T) {
 		f := newFakeCluster(t, objs()...)
+		namespacedRole(f)
+		r := Run(ctx, DestinationRulesProbe{}, f, target)
+		mustAllFacts(t, DestinationRulesProbe{}, r)
+		partial, _ := r.Facts["dr_rules_partial"].(string)
+		routes, _ := r.Facts["dr_routes_unknown"].(string)
+		if r.Status != StatusFail || !strings.Contains(partial, "other than mesh-root, shop") || !strings.Contains(routes, "VirtualService shop/orders routes") ||
+			!reflect.DeepEqual(r.Facts["vs_undefined_subsets"], []string{"orders/v3"}) {
+			t.Fatalf("%s %q %#v", r.Status, r.Summary, r.Facts)
+		}
+	})
+	t.Run("root namespace forbidden too is partial, target namespace forbidden is an error", func(t *testing.T) {
+		f := newFakeCluster(t, objs()...)
+		namespacedRole(f)
 		f.forbidIn("list", "virtualservices", "mesh-root")
 		r := Run(ctx, DestinationRulesProbe{}, f, target)
 		mustAllFacts(t, DestinationRulesProbe{}, r)
 		if !strings.Contains(r.Summary, "forbidden: cannot list VirtualServices in mesh-root") || r.Status == StatusError {
 			t.Fatalf("%s %q", r.Status, r.Summary)
+		}
+		if partial, _ := r.Facts["dr_rules_partial"].(string); !strings.Contains(partial, "other than shop, web") {
+			t.Errorf("dr_rules_partial %q", partial)
 		}
 		f = newFakeCluster(t, objs()...)
 		f.forbid("list", "destinationrules")

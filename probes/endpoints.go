@@ -34,6 +34,7 @@ func (EndpointsProbe) Meta() Meta {
 			{"endpoints_mismatched_ports", FactList, "service ports whose targetPort matches no containerPort, as port->targetPort"},
 			{"endpoints_declared_ports", FactList, "for a targetPort that matches no containerPort, what the selected pods declare instead, as port->targetPort (the pods declare NAME=PORT,...): the value to align the Service with"},
 			{"endpoints_total", FactInt, "endpoint addresses of any state (0: the Service has no endpoint at all)"},
+			{"endpoints_external_name", FactBool, "the Service is of type ExternalName: a DNS alias with no endpoints by design, which istiod routes as the host it names"},
 			{"endpoints_source", FactString, "EndpointSlice or Endpoints: which API the counts came from; pods when the input holds neither and the selected pods stand in; none when there is nothing"},
 		},
 	}
@@ -49,6 +50,10 @@ type endpointsInput struct {
 	Selected []string
 	// PodProblems says why a not-ready endpoint's pod could not be read.
 	PodProblems map[string]string
+	// InputLacksEndpoints: the source is an input with no EndpointSlice
+	// or Endpoints at all, so a selector-less Service's endpoints are
+	// unknown, not none.
+	InputLacksEndpoints bool
 }
 
 func (p EndpointsProbe) Run(ctx context.Context, c cluster.Cluster, t cluster.Target) Result {
@@ -68,6 +73,7 @@ func fetchEndpoints(ctx context.Context, c cluster.Cluster, t cluster.Target) (e
 		return in, fmt.Sprintf("get service %s/%s", t.Namespace, t.Service), err
 	}
 	in.Service = svc
+	in.InputLacksEndpoints = cluster.InputLacksEndpoints(c)
 	if in.Slices, err = c.EndpointSlices(ctx, t.Namespace, t.Service); err != nil {
 		return in, fmt.Sprintf("list endpointslices of %s/%s", t.Namespace, t.Service), err
 	}
@@ -173,6 +179,8 @@ func evaluateEndpoints(t cluster.Target, in endpointsInput) Result {
 		}
 		state := "ready"
 		switch {
+		case ep.ReadyUnknown != "":
+			state = "unknown"
 		case ep.Terminating:
 			state = "terminating"
 		case !ep.Ready:
@@ -183,12 +191,15 @@ func evaluateEndpoints(t cluster.Target, in endpointsInput) Result {
 	}
 	sort.Strings(order)
 
-	ready, notReady, terminating := 0, 0, 0
+	ready, notReady, terminating, readyUnknown := 0, 0, 0, 0
 	notReadyPods := []string{}
 	r.Evidence.Columns = []string{"address", "pod", "node", "state", "why"}
 	for _, key := range order {
 		e := seen[key]
 		switch e.state {
+		case "unknown":
+			readyUnknown++
+			e.why = "no Ready condition in the input"
 		case "ready":
 			ready++
 		case "terminating":
@@ -209,6 +220,12 @@ func evaluateEndpoints(t cluster.Target, in endpointsInput) Result {
 	r.Facts["endpoints_not_ready"] = notReady
 	r.Facts["endpoints_terminating"] = terminating
 	r.Facts["endpoints_not_ready_pods"] = notReadyPods
+	if readyUnknown > 0 {
+		// Some pods' readiness is not in the input: the counts are not
+		// known, and neither is "none ready".
+		delete(r.Facts, "endpoints_ready")
+		delete(r.Facts, "endpoints_not_ready")
+	}
 
 	mismatched, declared, portNotes := checkTargetPorts(t, svc, in)
 	r.Facts["endpoints_port_mismatch"] = len(mismatched) > 0
@@ -219,8 +236,10 @@ func evaluateEndpoints(t cluster.Target, in endpointsInput) Result {
 	if source == "pods" {
 		raw = append(raw, "the input holds no EndpointSlice or Endpoints for the Service: its endpoints are its selected pods, as the EndpointSlice controller would list them")
 	}
-	if svc.Spec.Type == corev1.ServiceTypeExternalName {
-		raw = append(raw, "ExternalName service: DNS CNAME to "+svc.Spec.ExternalName+", it never has endpoints")
+	externalName := mesh.ExternalNameOf(svc)
+	r.Facts["endpoints_external_name"] = externalName != ""
+	if externalName != "" {
+		raw = append(raw, "ExternalName service: DNS CNAME to "+externalName+", it never has endpoints; istiod builds no cluster for it and routes its host as "+externalName+"'s")
 	}
 	if svc.Spec.PublishNotReadyAddresses {
 		raw = append(raw, "service sets publishNotReadyAddresses: endpoints are marked ready whatever the pods' readiness")
@@ -232,7 +251,22 @@ func evaluateEndpoints(t cluster.Target, in endpointsInput) Result {
 	if len(mismatched) > 0 {
 		problems = append(problems, "targetPort matches no containerPort: "+strings.Join(declared, ", "))
 	}
+	unknownEndpoints := len(order) == 0 && len(svc.Spec.Selector) == 0 && externalName == "" && in.InputLacksEndpoints
+	if unknownEndpoints {
+		// Unknown is not none: the rules that read these stay undecided.
+		for _, f := range []string{"endpoints_total", "endpoints_ready", "endpoints_not_ready", "endpoints_terminating"} {
+			delete(r.Facts, f)
+		}
+		raw = append(raw, "the input holds no EndpointSlice or Endpoints at all (kubectl get all leaves them out): the endpoints of a Service without selector are not known")
+		r.Evidence.Raw = strings.Join(raw, "\n")
+	}
 	switch {
+	case readyUnknown > 0:
+		warnings = append(warnings, fmt.Sprintf("the readiness of %s is not in the input (no EndpointSlice, no Ready condition)", countNoun(readyUnknown, "pod")))
+	case externalName != "":
+		// No endpoints by design: not a problem of this step.
+	case unknownEndpoints:
+		warnings = append(warnings, "the Service has no selector and the input holds no EndpointSlice or Endpoints: its endpoints are unknown (add `kubectl get endpointslices -o yaml` to the input)")
 	case ready == 0 && len(in.Selected) > 0:
 		problems = append(problems, fmt.Sprintf("no ready endpoint though %s selected", countNoun(len(in.Selected), "pod")))
 	case len(order) == 0 && len(svc.Spec.Selector) == 0 && svc.Spec.Type != corev1.ServiceTypeExternalName:
@@ -247,7 +281,10 @@ func evaluateEndpoints(t cluster.Target, in endpointsInput) Result {
 		warnings = append(warnings, fmt.Sprintf("%d terminating", terminating))
 	}
 	head := fmt.Sprintf("%d ready endpoints", ready)
-	if ready == 1 {
+	switch {
+	case externalName != "":
+		head = "ExternalName Service: a DNS alias of " + externalName + ", no endpoints by design"
+	case ready == 1:
 		head = "1 ready endpoint"
 	}
 	switch {

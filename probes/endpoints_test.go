@@ -181,6 +181,20 @@ func TestEndpointsEvaluate(t *testing.T) {
 			facts: Facts{"endpoints_source": "none", "endpoints_total": 0},
 		},
 		{
+			// It used to be service.no-endpoints ("no selector and no
+			// endpoint at all"): an ExternalName Service has none by design.
+			name:   "an ExternalName Service",
+			target: orders,
+			in: func() endpointsInput {
+				svc := fxService(intstr.FromInt32(443))
+				svc.Spec.Selector, svc.Spec.Type, svc.Spec.ExternalName = nil, corev1.ServiceTypeExternalName, "api.payments.example.com"
+				return fxEndpointsInput(svc, nil)
+			}(),
+			status: StatusPass, summary: "ExternalName Service: a DNS alias of api.payments.example.com, no endpoints by design",
+			facts: Facts{"endpoints_external_name": true, "endpoints_total": 0},
+			raw:   "istiod builds no cluster for it",
+		},
+		{
 			// kubectl get all leaves EndpointSlices out: the selected pods
 			// stand in, as the controller would list them, instead of a
 			// false "no ready endpoint".
@@ -278,4 +292,42 @@ func TestEndpointsProbeThroughClusterReads(t *testing.T) {
 			t.Fatalf("%#v", got)
 		}
 	})
+}
+
+// `kubectl get all` leaves EndpointSlices and Endpoints out: in such an
+// input a Service without selector has endpoints nobody can see, not
+// none. It used to be service.no-endpoints at high confidence; its
+// endpoint counts are now unknown, so the rules on them stay undecided.
+func TestEndpointsOfAnInputWithoutSlicesAreUnknown(t *testing.T) {
+	svc := fxService(intstr.FromInt32(8080))
+	svc.Spec.Selector = nil
+	in := fxEndpointsInput(svc, nil)
+	in.InputLacksEndpoints = true
+	r := evaluateEndpoints(cluster.Target{Namespace: "shop", Service: "orders"}, in)
+	mustFacts(t, EndpointsProbe{}, r)
+	if _, ok := r.Facts["endpoints_total"]; ok || r.Status != StatusWarn || !strings.Contains(r.Summary, "its endpoints are unknown") {
+		t.Errorf("%s %q %#v", r.Status, r.Summary, r.Facts)
+	}
+	// A source that holds slices (a live cluster, a recording with them)
+	// answers for itself: none is none.
+	in.InputLacksEndpoints = false
+	if r := evaluateEndpoints(cluster.Target{Namespace: "shop", Service: "orders"}, in); r.Facts["endpoints_total"] != 0 || r.Status != StatusFail {
+		t.Errorf("%s %q %#v", r.Status, r.Summary, r.Facts)
+	}
+}
+
+// A hand-written input without EndpointSlices, whose pods carry no status
+// conditions: the selected pods stand in for the endpoints, and their
+// readiness is unknown, not "not ready" (which was endpoints.none-ready at
+// high confidence).
+func TestEndpointsOfPodsWithoutReadyConditionAreUnknown(t *testing.T) {
+	noStatus := func(p *corev1.Pod) { p.Status.Conditions = nil }
+	in := fxEndpointsInput(fxService(intstr.FromInt32(8080)), nil, fxPod("orders-a", mesh.SidecarClassic, noStatus))
+	r := evaluateEndpoints(cluster.Target{Namespace: "shop", Service: "orders"}, in)
+	mustFacts(t, EndpointsProbe{}, r)
+	_, readyKnown := r.Facts["endpoints_ready"]
+	_, notReadyKnown := r.Facts["endpoints_not_ready"]
+	if readyKnown || notReadyKnown || r.Facts["endpoints_total"] != 1 || r.Status != StatusWarn {
+		t.Errorf("%s %q %#v", r.Status, r.Summary, r.Facts)
+	}
 }

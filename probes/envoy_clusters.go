@@ -28,13 +28,16 @@ func (EnvoyClustersProbe) Meta() Meta {
 			{"envoy_cluster_present", FactBool, "the source proxy has an outbound cluster for the target host and port"},
 			{"envoy_clusters", FactList, "the outbound cluster names found for the target"},
 			{"envoy_hosts_total", FactInt, "upstream hosts across those clusters"},
-			{"envoy_hosts_healthy", FactInt, "hosts with no failure health flag"},
+			{"envoy_hosts_healthy", FactInt, "hosts with no failure or degraded health flag: Envoy sends them their share of requests"},
+			{"envoy_hosts_degraded", FactInt, "hosts degraded (degraded_active_hc, EDS DEGRADED, degraded by outlier detection): Envoy sends them requests only when too few hosts are healthy"},
 			{"envoy_hosts_outlier_ejected", FactInt, "hosts flagged failed_outlier_check"},
-			{"envoy_hosts_active_hc_failed", FactInt, "hosts flagged failed_active_hc"},
+			{"envoy_hosts_active_hc_failed", FactInt, "hosts out of load balancing by active health checking: failed_active_hc, active_hc_timeout, excluded_via_immediate_hc_fail, or pending_active_hc (not checked yet)"},
 			{"envoy_hosts_eds_unhealthy", FactInt, "hosts whose eds_health_status is not HEALTHY"},
 			{"envoy_clusters_all_ejected", FactList, "target clusters with hosts, every one of them flagged failed_outlier_check (a subset can be all ejected while the default cluster still has healthy hosts)"},
 			{"envoy_empty_clusters", FactList, "target clusters with zero hosts (a subset selecting no pods shows here)"},
 			{"envoy_rq_pending_overflow", FactInt, "upstream_rq_pending_overflow summed over the target clusters (0 when /stats does not report them: see envoy_cluster_stats_present)"},
+			{"envoy_rq_active_overflow", FactInt, "upstream_rq_active_overflow summed over the target clusters: requests refused by the max-requests limit, which Envoy 1.38+ counts only there (0 when /stats does not report them)"},
+			{"envoy_rq_overflow", FactInt, "requests the connection pool limits refused: upstream_rq_pending_overflow + upstream_rq_active_overflow over the target clusters (0 when /stats does not report them)"},
 			{"envoy_cx_overflow", FactInt, "upstream_cx_overflow summed over the target clusters (0 when /stats does not report them)"},
 			{"envoy_ejections_active", FactInt, "outlier_detection.ejections_active summed over the target clusters (hosts flagged failed_outlier_check when /stats does not report it)"},
 			{"envoy_cx_connect_fail", FactInt, "upstream_cx_connect_fail summed over the target clusters (the hosts' cx_connect_fail when /stats does not report it)"},
@@ -141,7 +144,9 @@ func targetStats(t cluster.Target) func(name string) bool {
 type clusterFigures struct {
 	names, empty, allEjected               []string
 	total, healthy, outlier, activeHC, eds int
-	pendingOverflow, cxOverflow            int
+	degraded, routable                     int
+	pendingOverflow, activeOverflow        int
+	cxOverflow                             int
 	ejections, connectFail                 int
 	rqTotal, rqTimeout, rqError            int
 	// The same counters from the hosts of /clusters, which every Envoy
@@ -179,9 +184,17 @@ func evaluateEnvoyClusters(t cluster.Target, in envoyClustersInput) Result {
 				ejectedHere++
 				flags = append(flags, "failed_outlier_check")
 			}
-			if h.FailedActiveHealthCheck {
+			if h.FailedActiveHealthCheck || h.ActiveHCTimeout || h.ExcludedViaImmediateHCFail || h.PendingActiveHC {
 				f.activeHC++
-				flags = append(flags, "failed_active_hc")
+			}
+			for _, hc := range []struct {
+				on   bool
+				name string
+			}{{h.FailedActiveHealthCheck, "failed_active_hc"}, {h.ActiveHCTimeout, "active_hc_timeout"}, {h.ExcludedViaImmediateHCFail, "excluded_via_immediate_hc_fail"},
+				{h.PendingActiveHC, "pending_active_hc"}, {h.DegradedActiveHC, "degraded_active_hc"}, {h.DegradedOutlier, "degraded_outlier_detection"}} {
+				if hc.on {
+					flags = append(flags, hc.name)
+				}
 			}
 			if h.EDSUnhealthy() {
 				f.eds++
@@ -191,10 +204,17 @@ func evaluateEnvoyClusters(t cluster.Target, in envoyClustersInput) Result {
 				flags = append(flags, "pending_dynamic_removal")
 			}
 			health := "healthy"
-			if h.Healthy() {
+			switch {
+			case h.Healthy():
 				f.healthy++
-			} else {
+			case h.Degraded():
+				f.degraded++
+				health = "degraded"
+			default:
 				health = "unhealthy"
+			}
+			if h.Routable() {
+				f.routable++
 			}
 			f.hostConnectFail += int(h.Stats["cx_connect_fail"])
 			f.hostRqTotal += int(h.Stats["rq_total"])
@@ -214,6 +234,7 @@ func evaluateEnvoyClusters(t cluster.Target, in envoyClustersInput) Result {
 	if f.statsPresent {
 		for _, c := range targets {
 			f.pendingOverflow += clusterStat(in.Stats, c.Name, "upstream_rq_pending_overflow")
+			f.activeOverflow += clusterStat(in.Stats, c.Name, "upstream_rq_active_overflow")
 			f.cxOverflow += clusterStat(in.Stats, c.Name, "upstream_cx_overflow")
 			f.ejections += clusterStat(in.Stats, c.Name, "outlier_detection.ejections_active")
 			f.connectFail += clusterStat(in.Stats, c.Name, "upstream_cx_connect_fail")
@@ -254,6 +275,9 @@ func evaluateEnvoyClusters(t cluster.Target, in envoyClustersInput) Result {
 		"envoy_empty_clusters":         nonNil(f.empty),
 		"envoy_clusters_all_ejected":   nonNil(f.allEjected),
 		"envoy_rq_pending_overflow":    f.pendingOverflow,
+		"envoy_rq_active_overflow":     f.activeOverflow,
+		"envoy_rq_overflow":            f.pendingOverflow + f.activeOverflow,
+		"envoy_hosts_degraded":         f.degraded,
 		"envoy_cx_overflow":            f.cxOverflow,
 		"envoy_ejections_active":       f.ejections,
 		"envoy_cx_connect_fail":        f.connectFail,
@@ -279,7 +303,10 @@ func evaluateEnvoyClusters(t cluster.Target, in envoyClustersInput) Result {
 			why = append(why, fmt.Sprintf("%d outlier-ejected", f.outlier))
 		}
 		if f.activeHC > 0 {
-			why = append(why, fmt.Sprintf("%d failing active health checks", f.activeHC))
+			why = append(why, fmt.Sprintf("%d out by active health checks", f.activeHC))
+		}
+		if f.degraded > 0 {
+			why = append(why, fmt.Sprintf("%d degraded, sent requests only when too few are healthy", f.degraded))
 		}
 		if f.eds > 0 {
 			why = append(why, fmt.Sprintf("%d not HEALTHY in EDS", f.eds))
@@ -287,7 +314,7 @@ func evaluateEnvoyClusters(t cluster.Target, in envoyClustersInput) Result {
 		if len(why) > 0 {
 			summary += " (" + strings.Join(why, ", ") + ")"
 		}
-		if f.healthy == 0 {
+		if f.routable == 0 {
 			status = StatusFail
 		} else if f.healthy < f.total {
 			status = StatusWarn
@@ -301,8 +328,8 @@ func evaluateEnvoyClusters(t cluster.Target, in envoyClustersInput) Result {
 			status = worse(status, StatusWarn)
 		}
 	}
-	if f.pendingOverflow > 0 || f.cxOverflow > 0 {
-		summary += fmt.Sprintf("; circuit breakers overflowed (upstream_rq_pending_overflow %d, upstream_cx_overflow %d)", f.pendingOverflow, f.cxOverflow)
+	if f.pendingOverflow > 0 || f.activeOverflow > 0 || f.cxOverflow > 0 {
+		summary += fmt.Sprintf("; circuit breakers overflowed (upstream_rq_pending_overflow %d, upstream_rq_active_overflow %d, upstream_cx_overflow %d)", f.pendingOverflow, f.activeOverflow, f.cxOverflow)
 		status = worse(status, StatusWarn)
 	}
 	if len(targets) > 0 && !f.statsPresent {
@@ -344,14 +371,29 @@ func healthFlagsText(h envoy.Host) string {
 	if h.FailedActiveHealthCheck {
 		flags = append(flags, "/failed_active_hc")
 	}
+	if h.DegradedActiveHC {
+		flags = append(flags, "/degraded_active_hc")
+	}
 	if h.FailedOutlierCheck {
 		flags = append(flags, "/failed_outlier_check")
 	}
 	if h.EDSUnhealthy() {
 		flags = append(flags, "/failed_eds_health")
 	}
+	if h.EDSHealth == "DEGRADED" {
+		flags = append(flags, "/degraded_eds_health")
+	}
 	if h.PendingRemoval {
 		flags = append(flags, "/pending_dynamic_removal")
+	}
+	if h.PendingActiveHC {
+		flags = append(flags, "/pending_active_hc")
+	}
+	if h.ExcludedViaImmediateHCFail {
+		flags = append(flags, "/excluded_via_immediate_hc_fail")
+	}
+	if h.ActiveHCTimeout {
+		flags = append(flags, "/active_hc_timeout")
 	}
 	if len(flags) == 0 {
 		return "healthy"

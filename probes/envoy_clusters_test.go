@@ -271,3 +271,40 @@ func TestEnvoyClustersThroughClusterReads(t *testing.T) {
 		})
 	}
 }
+
+// The health flags of active health checking and the max-requests
+// overflow of newer Envoys, through the probe (probes/parse/envoy/testdata:
+// every host state, and the /stats of Envoy 1.38+ that counts max-requests
+// refusals only in upstream_rq_active_overflow). Pending, excluded and
+// timing-out hosts take no request; degraded ones are not healthy but
+// still take requests, so a cluster of them is no 503 UH.
+func TestEnvoyClustersHealthFlagsAndActiveOverflow(t *testing.T) {
+	for _, file := range []string{"clusters_health_flags.txt", "clusters_health_flags.json"} {
+		data, err := os.ReadFile(filepath.Join("parse", "envoy", "testdata", file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cs, err := envoy.ParseClusters(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stats, err := os.ReadFile(filepath.Join("parse", "envoy", "testdata", "stats_active_overflow.txt"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := evaluateEnvoyClusters(evTarget, envoyClustersInput{Clusters: cs, Stats: envoy.ParseStats(stats, targetStats(evTarget))})
+		wantDegraded := 2
+		if strings.HasSuffix(file, ".json") {
+			wantDegraded = 3 // failed_degraded_outlier_detection has no text name
+		}
+		if r.Facts["envoy_hosts_healthy"] != 1 || r.Facts["envoy_hosts_degraded"] != wantDegraded || r.Facts["envoy_hosts_active_hc_failed"] != 6 {
+			t.Errorf("%s: healthy %v degraded %v out by active hc %v, want 1 %d 6", file, r.Facts["envoy_hosts_healthy"], r.Facts["envoy_hosts_degraded"], r.Facts["envoy_hosts_active_hc_failed"], wantDegraded)
+		}
+		if r.Facts["envoy_rq_active_overflow"] != 57 || r.Facts["envoy_rq_overflow"] != 57 || r.Facts["envoy_rq_pending_overflow"] != 0 {
+			t.Errorf("%s: overflow pending %v active %v sum %v, want 0 57 57", file, r.Facts["envoy_rq_pending_overflow"], r.Facts["envoy_rq_active_overflow"], r.Facts["envoy_rq_overflow"])
+		}
+		if err := CheckFacts(EnvoyClustersProbe{}.Meta(), r); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

@@ -194,6 +194,20 @@ func (f *fakeCluster) forbidIn(verb, resource, ns string) {
 	f.istio.PrependReactor(verb, resource, react)
 }
 
+// forbidAllNamespaces refuses verb on resource across all namespaces
+// only, as the namespaced Role does: a list in a namespace still works.
+func (f *fakeCluster) forbidAllNamespaces(verb, resource string) {
+	react := func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if a.GetNamespace() != "" {
+			return false, nil, nil
+		}
+		gr := schema.GroupResource{Group: a.GetResource().Group, Resource: resource}
+		return true, nil, apierrors.NewForbidden(gr, "", fmt.Errorf("User \"oncall\" cannot %s resource %q in API group %q at the cluster scope", verb, resource, gr.Group))
+	}
+	f.kube.PrependReactor(verb, resource, react)
+	f.istio.PrependReactor(verb, resource, react)
+}
+
 // withoutKind makes reads of resource fail as an API server without that
 // CRD installed answers: NotFound with no object name.
 func (f *fakeCluster) withoutKind(resource string) {

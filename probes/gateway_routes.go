@@ -94,10 +94,14 @@ func fetchGatewayRoutes(ctx context.Context, c cluster.Cluster, t cluster.Target
 		g       readGroup
 		cvWhat  string
 		cvErr   error
+		formats accesslog.Formats
 	)
 	g.Go(func() { in.CV, cvWhat, cvErr = fetchCallerView(ctx, c, t) })
 	g.Go(func() { body, bodyErr = c.EnvoyAdmin(ctx, src, adminConfigDump) })
 	g.Go(func() { logs, logErr = newestProxyLog(ctx, c, src, AccessLogTailLines) })
+	// The mesh's access-log format, so a log in its own keys is read (the
+	// access-log step reports a format that cannot be read).
+	g.Go(func() { formats, _ = readAccessLogFormats(ctx, c) })
 	g.Wait()
 	if cvErr != nil {
 		return in, cvWhat, cvErr
@@ -120,7 +124,7 @@ func fetchGatewayRoutes(ctx context.Context, c cluster.Cluster, t cluster.Target
 	sc := bufio.NewScanner(bytes.NewReader(logs))
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
-		e, ok := accesslog.ParseLine(sc.Text())
+		e, ok := formats.ParseLine(sc.Text())
 		if !ok {
 			continue
 		}

@@ -2,9 +2,11 @@ package probes
 
 import (
 	"context"
+	"strings"
 
 	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/mesh"
+	"github.com/meshtriage/meshtriage/probes/parse/accesslog"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 )
 
@@ -27,4 +29,60 @@ func ReadMeshConfig(ctx context.Context, c cluster.Cluster) (mesh.MeshConfig, er
 		return mesh.MeshConfig{}, err
 	}
 	return mesh.MeshConfig{Raw: mc, Found: true}, nil
+}
+
+// AccessLogFormats are the access-log formats the mesh config declares,
+// for the log readers to try before the built-in layouts:
+// meshConfig.accessLogFormat in its accessLogEncoding, and the logFormat of
+// every envoyFileAccessLog extension provider (a Telemetry resource picks
+// which one a proxy uses; trying them all reads whichever it is). Istio's
+// default TEXT format and an empty one need none: the built-in reader reads
+// them. A format that cannot be read is a problem, named, not an error:
+// the built-in layouts still read what they can.
+func AccessLogFormats(mc mesh.MeshConfig) (accesslog.Formats, []string) {
+	var out accesslog.Formats
+	var problems []string
+	add := func(name, encoding, format string) {
+		if strings.TrimSpace(format) == "" || strings.TrimSpace(format) == strings.TrimSpace(accesslog.IstioDefaultText) && encoding != "JSON" {
+			return
+		}
+		f, err := accesslog.ParseFormat(name, encoding, format)
+		if err != nil {
+			problems = append(problems, err.Error())
+			return
+		}
+		out = append(out, f)
+	}
+	if mc.Raw == nil {
+		return nil, nil
+	}
+	add("meshConfig.accessLogFormat", mc.Raw.GetAccessLogEncoding().String(), mc.Raw.GetAccessLogFormat())
+	for _, p := range mc.Raw.GetExtensionProviders() {
+		lf := p.GetEnvoyFileAccessLog().GetLogFormat()
+		if lf == nil {
+			continue
+		}
+		name := "extensionProviders " + p.GetName()
+		if labels := lf.GetLabels(); labels != nil {
+			f, err := accesslog.JSONFormat(name, labels.AsMap())
+			if err != nil {
+				problems = append(problems, err.Error())
+				continue
+			}
+			out = append(out, f)
+			continue
+		}
+		add(name, "TEXT", lf.GetText())
+	}
+	return out, problems
+}
+
+// readAccessLogFormats reads the mesh config for its access-log formats.
+// An unreadable mesh config leaves the built-in layouts, and says so.
+func readAccessLogFormats(ctx context.Context, c cluster.Cluster) (accesslog.Formats, []string) {
+	mc, err := ReadMeshConfig(ctx, c)
+	if err != nil {
+		return nil, []string{cluster.AccessProblem("read the mesh config for its access-log format", err) + ": lines are read by Istio's default layouts"}
+	}
+	return AccessLogFormats(mc)
 }

@@ -52,6 +52,8 @@ func (MetricsProbe) Meta() Meta {
 			{"metrics_window_s", FactFloat, "seconds between the two samples"},
 			{"metrics_503_by_flag", FactList, "new 503s in the window by response_flags, as FLAGS=count"},
 			{"metrics_cx_connect_fail", FactInt, "envoy_cluster_upstream_cx_connect_fail over the target clusters"},
+			{"metrics_rq_overflow", FactInt, "requests the connection pool limits refused, since the proxy started: envoy_cluster_upstream_rq_pending_overflow + envoy_cluster_upstream_rq_active_overflow (Envoy 1.38+ counts max-requests refusals only there) over the target clusters; unknown when the proxy reports neither"},
+			{"metrics_rq_overflow_new", FactInt, "of those, refused between the two samples"},
 			{"metrics_counters_age_s", FactFloat, "seconds the sampled proxy's counters have been counting (its uptime), when it reports one: the totals are since then"},
 		},
 	}
@@ -64,6 +66,10 @@ type metricsSample struct {
 	At          time.Time
 	Requests    requestSeries
 	ConnectFail float64
+	// Overflow sums the request overflow counters of the target clusters;
+	// OverflowReported: the proxy reports one of them at all.
+	Overflow         float64
+	OverflowReported bool
 	// Uptime is envoy_server_uptime, how long the counters have been
 	// counting, in seconds; 0 when the proxy does not report it.
 	Uptime float64
@@ -183,6 +189,12 @@ func parseMetricsSample(text []byte, t cluster.Target, reporter string) (metrics
 		return envoy.IsTargetCluster(l["cluster_name"], t.Host(), t.Port)
 	})
 	s.Uptime = metrics.Sum("envoy_server_uptime", func(map[string]string) bool { return true })
+	for _, family := range []string{"envoy_cluster_upstream_rq_pending_overflow", "envoy_cluster_upstream_rq_active_overflow"} {
+		if _, ok := metrics[family]; ok {
+			s.OverflowReported = true
+		}
+		s.Overflow += metrics.Sum(family, func(l map[string]string) bool { return envoy.IsTargetCluster(l["cluster_name"], t.Host(), t.Port) })
+	}
 	return s, nil
 }
 
@@ -239,6 +251,10 @@ func evaluateMetrics(t cluster.Target, in metricsInput) Result {
 	}
 	if age := in.Second.Uptime; age > 0 {
 		res.Facts["metrics_counters_age_s"] = age
+	}
+	if in.Second.OverflowReported {
+		res.Facts["metrics_rq_overflow"] = int(in.Second.Overflow)
+		res.Facts["metrics_rq_overflow_new"] = max(0, int(in.Second.Overflow-in.First.Overflow))
 	}
 	res.Evidence.Raw = metricsMethod(t, in, window, total, total503)
 	if in.SourceWithoutSidecar {

@@ -175,3 +175,33 @@ func TestMetricsSayHowTheRateWasMeasured(t *testing.T) {
 		t.Errorf("summary = %q", res.Summary)
 	}
 }
+
+// Envoy 1.38+ counts max-requests refusals only in
+// upstream_rq_active_overflow: the metrics' circuit-breaker facts sum it
+// with the pending one, and a proxy that reports neither leaves them unknown.
+func TestMetricsRequestOverflow(t *testing.T) {
+	tg := cluster.Target{Namespace: "shop", Service: "orders", Port: 8080}
+	sample := func(active int) metricsSample {
+		text := "# TYPE envoy_cluster_upstream_rq_pending_overflow counter\n" +
+			`envoy_cluster_upstream_rq_pending_overflow{cluster_name="outbound|8080||orders.shop.svc.cluster.local"} 3` + "\n" +
+			"# TYPE envoy_cluster_upstream_rq_active_overflow counter\n" +
+			fmt.Sprintf(`envoy_cluster_upstream_rq_active_overflow{cluster_name="outbound|8080||orders.shop.svc.cluster.local"} %d`, active) + "\n" +
+			fmt.Sprintf(`envoy_cluster_upstream_rq_active_overflow{cluster_name="outbound|8080||catalog.shop.svc.cluster.local"} %d`, 1000) + "\n"
+		s, err := parseMetricsSample([]byte(text), tg, "source")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	first, second := sample(50), sample(57)
+	first.At, second.At = time.Unix(0, 0), time.Unix(5, 0)
+	r := evaluateMetrics(tg, metricsInput{Reporter: "source", First: first, Second: second})
+	if r.Facts["metrics_rq_overflow"] != 60 || r.Facts["metrics_rq_overflow_new"] != 7 {
+		t.Errorf("overflow %v, new %v, want 60 and 7", r.Facts["metrics_rq_overflow"], r.Facts["metrics_rq_overflow_new"])
+	}
+	none, _ := parseMetricsSample([]byte("# TYPE envoy_server_uptime gauge\nenvoy_server_uptime 10\n"), tg, "source")
+	r = evaluateMetrics(tg, metricsInput{Reporter: "source", First: none, Second: none})
+	if _, ok := r.Facts["metrics_rq_overflow"]; ok {
+		t.Errorf("overflow %v from a proxy that reports no overflow counter: unknown is not 0", r.Facts["metrics_rq_overflow"])
+	}
+}

@@ -1,6 +1,7 @@
 package probes
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"sort"
@@ -30,9 +31,10 @@ func (MTLSProbe) Meta() Meta {
 			{"mtls_auto", FactBool, "mesh config enableAutoMtls (default true)"},
 			{"mtls_client_sends", FactString, "what the client sidecar originates: mtls, plaintext, tls (SIMPLE/MUTUAL origination)"},
 			{"mtls_upstream_sidecar", FactBool, "every upstream endpoint's pod has a sidecar"},
-			{"mtls_source_sidecar", FactBool, "the client has a sidecar (true when no source pod is named)"},
+			{"mtls_source_sidecar", FactBool, "the client's requests go through a sidecar: it has one (true when no source pod is named) and its app does not run as the proxy's UID or GID, which istio-iptables lets out around it"},
 			{"mtls_mismatch", FactString, "none, plaintext-to-strict, mtls-to-no-sidecar, double-tls, mtls-to-disabled"},
-			{"mtls_client_config", FactString, "how the client reaches the Service: visible (its proxy has the Service's config), passthrough or blackhole (it has none: the Service is hidden from it), no-sidecar"},
+			{"mtls_client_config", FactString, "how the client reaches the Service: visible (its proxy has the Service's config), passthrough or blackhole (it has none: the Service is hidden from it), no-sidecar (none, or its app sends around it)"},
+			{"mtls_undecided", FactInt, "endpoints whose TLS verdict is undecided: their pod is not known (a targetRef to a pod not found or not read, an address no pod was found for), so neither what auto mTLS sends them nor what their side accepts can be judged; while no other endpoint mismatches, mtls_mismatch and mtls_upstream_sidecar are then unknown"},
 		},
 	}
 }
@@ -59,7 +61,7 @@ func (p MTLSProbe) Run(ctx context.Context, c cluster.Cluster, t cluster.Target)
 // clientConfig says how the caller reaches the Service, as mtls_client_config spells it.
 func clientConfig(v *mesh.View) string {
 	switch {
-	case !v.Caller.Sidecar:
+	case !v.Caller.Sidecar, v.Caller.Bypass != "":
 		return "no-sidecar"
 	case v.Visibility.Visible:
 		return "visible"
@@ -79,14 +81,27 @@ type judgedEndpoint struct {
 func evaluateMTLS(t cluster.Target, cv callerView) Result {
 	res := Result{Commands: mtlsCommands(t), Facts: Facts{}}
 	var all []judgedEndpoint
+	// undecided counts the endpoints not judged: a cluster's endpoints
+	// whose pod is not known (istiod holds back one whose targetRef pod
+	// it has not seen, so the cluster may or may not have it), and the
+	// judged ones whose pod is not known.
+	undecided, undecidedWhy := 0, []string{}
 	for _, v := range cv.Views {
 		for _, name := range sortedClusterNames(v) {
 			cl := v.Clusters[name]
-			if cl.Mirror || !cl.Exists {
+			if cl.Mirror || !cl.Exists || cl.Bypassed {
 				continue
 			}
 			for _, e := range cl.Endpoints {
 				all = append(all, judgedEndpoint{view: v, cluster: cl, ep: e})
+				if e.Mismatch == mesh.MismatchUnknown {
+					undecided++
+					undecidedWhy = append(undecidedWhy, e.Address+": "+cmp.Or(e.PodUnknown, "no pod has this address"))
+				}
+			}
+			if cl.Undecided > 0 {
+				undecided += cl.Undecided
+				undecidedWhy = append(undecidedWhy, cl.Unknown...)
 			}
 		}
 	}
@@ -97,14 +112,17 @@ func evaluateMTLS(t cluster.Target, cv callerView) Result {
 		if j.ep.Sidecar != mesh.SidecarNone {
 			withSidecar++
 		}
-		if chosen < 0 && j.ep.Mismatch != mesh.MismatchNone {
+		if chosen < 0 && j.ep.Mismatch != mesh.MismatchNone && j.ep.Mismatch != mesh.MismatchUnknown {
 			chosen = i
 		}
 	}
 	// The first mismatching endpoint decides the facts: a triage is about
-	// what fails, and the evidence table shows every endpoint.
-	if chosen < 0 && len(all) > 0 {
-		chosen = 0
+	// what fails, and the evidence table shows every endpoint. Without
+	// one, the first judged endpoint speaks for the others.
+	for i, j := range all {
+		if chosen < 0 && j.ep.Mismatch != mesh.MismatchUnknown {
+			chosen = i
+		}
 	}
 	res.Evidence.Columns = []string{"port", "cluster", "endpoint", "client sends", "why", "upstream accepts", "decided by", "mismatch"}
 	for _, j := range all {
@@ -138,7 +156,7 @@ func evaluateMTLS(t cluster.Target, cv callerView) Result {
 		"mtls_auto":                 cv.Config.Mesh.EnableAutoMtls(),
 		"mtls_client_sends":         sends,
 		"mtls_upstream_sidecar":     len(all) > 0 && withSidecar == len(all),
-		"mtls_source_sidecar":       cv.Caller.Sidecar,
+		"mtls_source_sidecar":       cv.Caller.Sidecar && cv.Caller.Bypass == "",
 		"mtls_mismatch":             mismatch,
 		"mtls_client_config":        clientConfig(view),
 	}
@@ -146,7 +164,23 @@ func evaluateMTLS(t cluster.Target, cv callerView) Result {
 	if chosen >= 0 {
 		why = all[chosen].ep.SendsWhy
 	}
+	res.Facts["mtls_undecided"] = undecided
+	if undecided > 0 && mismatch == MismatchNone {
+		// No endpoint judged mismatches, and some could not be judged:
+		// "compatible" would be a guess.
+		delete(res.Facts, "mtls_mismatch")
+		delete(res.Facts, "mtls_upstream_sidecar")
+		res.Status = StatusWarn
+		res.Summary = fmt.Sprintf("port %d: the TLS verdict is undecided for %s whose pod is not known (%s)", port, countNoun(undecided, "endpoint"), undecidedWhy[0])
+		if judged := len(all) - countMismatch(all, mesh.MismatchUnknown); judged > 0 {
+			res.Summary += fmt.Sprintf("; %d judged: client sends %s, upstream accepts %s", judged, sends, mode)
+		}
+		return res
+	}
 	switch {
+	case len(all) == 0 && mesh.ExternalNameOf(first.Service) != "":
+		res.Status = StatusPass
+		res.Summary = fmt.Sprintf("port %d: ExternalName alias of %s: no endpoint of the Service to judge", port, mesh.ExternalNameOf(first.Service))
 	case len(all) == 0:
 		res.Status = StatusPass
 		res.Summary = fmt.Sprintf("port %d: no endpoint to judge (nothing serves the Service)", port)
@@ -170,6 +204,16 @@ func evaluateMTLS(t cluster.Target, cv callerView) Result {
 		res.Summary = fmt.Sprintf("port %d: client sends mTLS (%s) but the upstream's PeerAuthentication is DISABLE (%s)", port, why, modeFrom)
 	}
 	return res
+}
+
+func countMismatch(all []judgedEndpoint, mismatch string) int {
+	n := 0
+	for _, j := range all {
+		if j.ep.Mismatch == mismatch {
+			n++
+		}
+	}
+	return n
 }
 
 func sortedClusterNames(v *mesh.View) []string {

@@ -217,7 +217,6 @@ func TestRealworldProbes(t *testing.T) {
 	runs := realworldRuns(t)
 	want := map[string]Facts{
 		// DC comes with response code 0: counted, with its code.
-		"text.log: 0 DC downstream_remote_disconnect": {"log_flag_dc": 1, "log_flag_codes": []string{"DC 0"}, "log_5xx": 0, "log_503": 0},
 		"text.log: ssup2 blog, 2025-06-01, 503 UO": {"log_flag_uo": 1, "log_503": 1, "log_flag_codes": []string{"UO 503"},
 			"log_details": []string{"upstream_reset_before_response_started{overflow}"}},
 		// A TLS failure is no refusal.
@@ -225,8 +224,11 @@ func TestRealworldProbes(t *testing.T) {
 			"log_transport_failures": []string{"TLS error: 268435581:SSL routines:OPENSSL_internal:CERTIFICATE_VERIFY_FAILED"}},
 		// The upstream side: 431 DPE has no cluster (not an inbound entry
 		// of the target), the 502 UPE and 503 UF 111 are.
+		// UF 111 at the inbound is a cause's (a port nothing listens on);
+		// UPE, an upstream speaking no HTTP, is none of the catalogue's.
 		"text.log: tanjunchen blog post": {"log_503": 1, "log_5xx": 2, "log_flag_uf": 1, "log_connection_refused": 1, "log_upstream_pods": 1,
-			"log_flag_codes": []string{"UF 503", "UPE 502"}},
+			"log_flag_codes":  []string{"UF 503", "UPE 502"},
+			"log_unexplained": []string{"UPE 502 (upstream_reset_before_response_started{protocol_error}) at the destination's sidecar (inbound)=1"}},
 		// Plaintext into a STRICT port, seen by the upstream's inbound listener.
 		"text.log: Harness docs, 2022-08-15, NR filter_chain_not_found": {"log_tcp": 1, "log_tcp_flag_nr": 1, "log_flag_nr": 0,
 			"log_details": []string{"filter_chain_not_found"}},
@@ -239,7 +241,11 @@ func TestRealworldProbes(t *testing.T) {
 			"log_details": []string{"no_healthy_upstream"}},
 		"text.log: every entry": {"log_flag_nr": 3, "log_flag_dc": 2, "log_tcp": 14, "log_tcp_flag_uf": 6, "log_tcp_flag_urx": 6,
 			"log_tcp_flag_uh": 2, "log_tcp_flag_nr": 2, "log_503": 15, "log_connection_refused": 6, "log_blackhole": 5, "log_flag_ut": 3},
-		"json.log: every entry": {"log_503": 4, "log_tcp": 3, "log_tcp_flag_uf": 1, "log_flag_uo": 1, "log_flag_uh": 1, "log_flag_uf": 1},
+		"json.log: every entry": {"log_503": 4, "log_tcp": 3, "log_tcp_flag_uf": 1, "log_flag_uo": 1, "log_flag_uh": 1, "log_flag_uf": 1,
+			"log_unexplained": []string{"UAEX 503 at the caller's sidecar (outbound)=1"}},
+		// A DC alone has a cause to look for (a proxy exiting first), so
+		// it is no unexplained failure.
+		"text.log: 0 DC downstream_remote_disconnect": {"log_flag_dc": 1, "log_flag_codes": []string{"DC 0"}, "log_5xx": 0, "log_503": 0, "log_unexplained": []string{}},
 
 		// reviews: one host of three ejected; /stats not given, so the
 		// hosts' counters stand in and overflow is unknown.

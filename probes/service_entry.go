@@ -32,6 +32,7 @@ func (ServiceEntryProbe) Meta() Meta {
 			{"se_registry_only", FactBool, "outboundTrafficPolicy is REGISTRY_ONLY for the source: the mesh config, or a Sidecar that selects the source"},
 			{"se_unregistered_hosts", FactList, "external hosts sent to BlackHoleCluster with no ServiceEntry"},
 			{"se_hidden_hosts", FactList, "hosts whose ServiceEntry exportTo hides it from the source namespace"},
+			{"se_rules_partial", FactString, "why the ServiceEntries read are not every namespace's (listing them across all namespaces was refused); empty when they are: \"no ServiceEntry\" and \"hidden by exportTo\" are then not certain"},
 			{"se_in_cluster_hosts", FactList, "in-cluster Service hosts (NAME.NAMESPACE.svc[.DOMAIN]) sent to BlackHoleCluster: a Sidecar egress list or the Service's exportTo hides them, a ServiceEntry is not the fix"},
 		},
 	}
@@ -58,6 +59,9 @@ type seInput struct {
 	SEs     []*networkingv1.ServiceEntry
 	// Partial lists reads that failed without making the result worthless.
 	Partial []string
+	// RulesPartial says why the ServiceEntries read are not every
+	// namespace's ("" when they are): an absence is then not certain.
+	RulesPartial string
 }
 
 func (p ServiceEntryProbe) Run(ctx context.Context, c cluster.Cluster, t cluster.Target) Result {
@@ -87,17 +91,16 @@ func fetchServiceEntry(ctx context.Context, c cluster.Cluster, t cluster.Target)
 		return in, "get pod " + src.String(), err
 	}
 	root := in.Mesh.RootNamespace(controlPlane(c))
-	var sidecars []*networkingv1.Sidecar
-	for _, ns := range uniqueNonEmpty(src.Namespace, root) {
-		scs, err := c.Sidecars(ctx, ns)
-		if err != nil {
-			// A Sidecar only refines the mesh-wide mode; say it is unknown.
-			in.Partial = append(in.Partial, cluster.AccessProblem("list Sidecars in "+ns, err))
-			continue
-		}
-		sidecars = append(sidecars, scs...)
+	// The rules as the config model reads them (every namespace's, one
+	// list a kind, shared through the read cache): a ServiceEntry of any
+	// namespace may be exported to the caller.
+	rules, what, err := fetchMeshRules(ctx, c, uniqueNonEmpty(src.Namespace, t.Namespace, root), func(ns string) bool { return ns != src.Namespace })
+	if err != nil {
+		return in, what, err
 	}
-	cfg := &mesh.Config{Mesh: in.Mesh, RootNamespace: root, Sidecars: sidecars}
+	in.Partial = append(in.Partial, rules.unknown...)
+	in.RulesPartial = rules.partial()
+	cfg := &mesh.Config{Mesh: in.Mesh, RootNamespace: root, Sidecars: rules.scs}
 	in.Sidecar, _ = cfg.SidecarFor(mesh.CallerFromPod(pod))
 	if mesh.PodSidecar(pod) == mesh.SidecarNone {
 		// No Envoy sends anything of this caller to BlackHoleCluster: an
@@ -114,13 +117,7 @@ func fetchServiceEntry(ctx context.Context, c cluster.Cluster, t cluster.Target)
 	if len(in.Hosts) == 0 {
 		return in, "", nil
 	}
-	for _, ns := range uniqueNonEmpty(src.Namespace, t.Namespace, root) {
-		ses, err := c.ServiceEntries(ctx, ns)
-		if err != nil {
-			return in, "list ServiceEntries in " + ns, err
-		}
-		in.SEs = append(in.SEs, ses...)
-	}
+	in.SEs = rules.ses
 	return in, "", nil
 }
 
@@ -199,6 +196,7 @@ func evaluateServiceEntry(t cluster.Target, in seInput) Result {
 		mode = "REGISTRY_ONLY"
 	}
 	r.Facts["se_registry_only"] = registryOnly
+	r.Facts["se_rules_partial"] = in.RulesPartial
 	unregistered, hidden, inCluster := []string{}, []string{}, []string{}
 	r.Facts["se_unregistered_hosts"] = unregistered
 	r.Facts["se_hidden_hosts"] = hidden
@@ -266,6 +264,9 @@ func evaluateServiceEntry(t cluster.Target, in seInput) Result {
 	r.Facts["se_in_cluster_hosts"] = inCluster
 	raw = append(raw, fmt.Sprintf("%d access-log entries in the last %s of %s's %s log", in.Entries, seLogWindow, t.Source, mesh.ProxyContainer))
 	raw = append(raw, in.Partial...)
+	if in.RulesPartial != "" {
+		raw = append(raw, "the rule set is partial: "+in.RulesPartial+": a ServiceEntry there, exported to "+srcNS+", may declare a host listed as unregistered or hidden")
+	}
 	r.Evidence.Raw = strings.Join(raw, "\n")
 
 	var problems []string

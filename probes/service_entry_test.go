@@ -246,17 +246,31 @@ func TestServiceEntryProbeThroughClusterReads(t *testing.T) {
 		f := newSECluster()
 		f.forbid("list", "serviceentries")
 		r := Run(ctx, ServiceEntryProbe{}, f, target)
-		if r.Status != StatusError || len(r.Facts) != 0 || !strings.Contains(r.Summary, "forbidden: cannot list ServiceEntries in istio-system") {
+		if r.Status != StatusError || len(r.Facts) != 0 || !strings.Contains(r.Summary, "forbidden: cannot list ServiceEntries in web") {
 			t.Fatalf("%s %q %v", r.Status, r.Summary, r.Facts)
 		}
 	})
-	t.Run("Sidecar CRD absent only notes it", func(t *testing.T) {
+	// The ServiceEntries are read as the config model reads every rule:
+	// one list across all namespaces. Refused there (a namespaced role),
+	// they are read in the caller's, the target's and the root namespace,
+	// and "no ServiceEntry" is said with that bound.
+	t.Run("all-namespaces list refused: partial", func(t *testing.T) {
+		f := newSECluster()
+		for _, k := range ruleKinds {
+			f.forbidAllNamespaces("list", k.name)
+		}
+		r := Run(ctx, ServiceEntryProbe{}, f, target)
+		mustAllFacts(t, ServiceEntryProbe{}, r)
+		if partial, _ := r.Facts["se_rules_partial"].(string); r.Status != StatusFail || !strings.Contains(partial, "namespaces other than") {
+			t.Fatalf("%s %q %#v", r.Status, r.Summary, r.Facts)
+		}
+	})
+	t.Run("Sidecar CRD absent is an error: Istio is not installed whole", func(t *testing.T) {
 		f := newSECluster()
 		f.withoutKind("sidecars")
 		r := Run(ctx, ServiceEntryProbe{}, f, target)
-		mustAllFacts(t, ServiceEntryProbe{}, r)
-		if !strings.Contains(r.Evidence.Raw, "cannot list Sidecars in web") {
-			t.Fatalf("%q", r.Evidence.Raw)
+		if r.Status != StatusError || !strings.Contains(r.Summary, "cannot list Sidecars in all namespaces") {
+			t.Fatalf("%s %q", r.Status, r.Summary)
 		}
 	})
 	t.Run("source pod absent", func(t *testing.T) {

@@ -12,6 +12,7 @@ import (
 	"istio.io/api/annotation"
 	"istio.io/api/label"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -30,6 +31,7 @@ func (TargetProbe) Meta() Meta {
 			{"target_service_found", FactBool, "the Service exists"},
 			{"target_selector_empty", FactBool, "the Service has no selector (endpoints managed by hand)"},
 			{"target_pods_selected", FactInt, "pods matched by the Service selector"},
+			{"target_endpoints", FactInt, "endpoint addresses the Service's EndpointSlices (or Endpoints) hold: the EndpointSlice controller empties a Service whose selector matches no pod, so endpoints without a selected pod mean an input that lacks its pods"},
 			{"target_pods_with_sidecar", FactInt, "selected pods with an istio-proxy (classic container or native sidecar init container)"},
 			{"target_pods_without_sidecar", FactInt, "selected pods without an istio-proxy"},
 			{"target_namespace_injection", FactString, "namespace injection setting: enabled, disabled, revision=<rev> or none (absent when the namespace cannot be read)"},
@@ -52,6 +54,9 @@ type targetInput struct {
 
 	Service *corev1.Service // nil: the Service does not exist
 	Pods    []corev1.Pod
+	// Endpoints counts the addresses of the Service's slices; -1 when
+	// they could not be read.
+	Endpoints int
 
 	// Source is nil when no source was named, or it does not exist
 	// (SourceFound false), or it could not be read (SourceProblem).
@@ -94,12 +99,29 @@ func fetchTarget(ctx context.Context, c cluster.Cluster, t cluster.Target) (targ
 		return in, fmt.Sprintf("get service %s/%s", t.Namespace, t.Service), err
 	default:
 		in.Service = svc
+		var (
+			pods           []corev1.Pod
+			slices         []discoveryv1.EndpointSlice
+			podErr, epsErr error
+			g              readGroup
+		)
 		if len(svc.Spec.Selector) > 0 {
-			pods, err := c.ListPods(ctx, t.Namespace, svc.Spec.Selector)
-			if err != nil {
-				return in, fmt.Sprintf("list pods in %s matching %s", t.Namespace, labels.SelectorFromSet(svc.Spec.Selector)), err
+			g.Go(func() { pods, podErr = c.ListPods(ctx, t.Namespace, svc.Spec.Selector) })
+		}
+		// The endpoints probe's read: the cache serves it to both.
+		g.Go(func() { slices, epsErr = c.EndpointSlices(ctx, t.Namespace, t.Service) })
+		g.Wait()
+		if podErr != nil {
+			return in, fmt.Sprintf("list pods in %s matching %s", t.Namespace, labels.SelectorFromSet(svc.Spec.Selector)), podErr
+		}
+		in.Pods, in.Endpoints = pods, -1
+		if epsErr == nil {
+			in.Endpoints = 0
+			for _, s := range slices {
+				for _, ep := range s.Endpoints {
+					in.Endpoints += len(ep.Addresses)
+				}
 			}
-			in.Pods = pods
 		}
 	}
 
@@ -182,6 +204,9 @@ func evaluateTarget(t cluster.Target, in targetInput) Result {
 		})
 	}
 	r.Facts["target_pods_selected"] = len(pods)
+	if in.Endpoints >= 0 {
+		r.Facts["target_endpoints"] = in.Endpoints
+	}
 	r.Facts["target_pods_with_sidecar"] = withSidecar
 	r.Facts["target_pods_without_sidecar"] = withoutSidecar
 
@@ -191,6 +216,8 @@ func evaluateTarget(t cluster.Target, in targetInput) Result {
 		warnings = append(warnings, "ExternalName service (DNS alias of "+svc.Spec.ExternalName+"): no pods or endpoints behind it")
 	case len(selector) == 0:
 		warnings = append(warnings, "service has no selector: its endpoints are managed by hand")
+	case len(pods) == 0 && in.Endpoints > 0:
+		warnings = append(warnings, fmt.Sprintf("selector %s matches no pod in the input, yet the Service has %d endpoints: the input may not hold its pods", labels.SelectorFromSet(selector), in.Endpoints))
 	case len(pods) == 0:
 		problems = append(problems, fmt.Sprintf("selector %s matches no pods", labels.SelectorFromSet(selector)))
 	}

@@ -142,6 +142,18 @@ func TestTargetEvaluate(t *testing.T) {
 				"target_ports": []string{"80/80/TCP"}, "target_port_found": false},
 		},
 		{
+			// A dump of some pods: the Service has endpoints, so its
+			// selector did match pods when they were written. That used to
+			// be service.no-selector-match at high confidence.
+			name:   "selector matches no pod of the input, yet the Service has endpoints",
+			target: cluster.Target{Namespace: "shop", Service: "orders"},
+			in: targetInput{NamespaceFound: true, Namespace: fxNamespace("shop", nil),
+				Service: fxService(intstr.IntOrString{}), Endpoints: 2},
+			status:  StatusWarn,
+			summary: "svc/orders: 0 pods selected, 0 with sidecar; selector app=orders matches no pod in the input, yet the Service has 2 endpoints: the input may not hold its pods",
+			facts:   Facts{"target_pods_selected": 0, "target_endpoints": 2},
+		},
+		{
 			name:   "pod without sidecar, source without sidecar",
 			target: from,
 			in: targetInput{NamespaceFound: true, Namespace: fxNamespace("shop", nil), Service: fxService(intstr.FromString("http")),

@@ -14,6 +14,7 @@ import (
 	"github.com/meshtriage/meshtriage/probes/parse/accesslog"
 	"github.com/meshtriage/meshtriage/probes/parse/clustername"
 	"github.com/meshtriage/meshtriage/probes/parse/envoy"
+	"github.com/meshtriage/meshtriage/probes/vocabulary"
 )
 
 // WaypointProbe reads the waypoint the Service is bound to: an Envoy, read
@@ -28,7 +29,7 @@ func (WaypointProbe) Meta() Meta {
 	return Meta{
 		ID:    "waypoint",
 		Title: "Waypoint proxy (Envoy): the Service's cluster and its access log",
-		Reads: []string{"pods (waypoint)", "pods/portforward (waypoint Envoy admin /clusters)", "pods/log (waypoint istio-proxy)", "services", "gateways.gateway.networking.k8s.io"},
+		Reads: []string{"pods (waypoint)", "pods/portforward (waypoint Envoy admin /clusters)", "pods/log (waypoint istio-proxy)", "services", "gateways.gateway.networking.k8s.io", "configmaps (mesh config: its access-log format)"},
 		Facts: []FactSpec{
 			{"waypoint_pods_read", FactInt, "waypoint pods whose Envoy was read"},
 			{"waypoint_cluster_present", FactBool, "the waypoint holds an inbound-vip cluster for the Service's port"},
@@ -39,6 +40,7 @@ func (WaypointProbe) Meta() Meta {
 			{"waypoint_log_flags", FactList, "response flags of the waypoint's failed entries for the Service, as FLAG=COUNT"},
 			{"waypoint_rbac_denied", FactInt, "requests the waypoint refused by AuthorizationPolicy (403, rbac_access_denied_matched_policy)"},
 			{"waypoint_rbac_policies", FactList, "the policies those refusals name, NAMESPACE/NAME (\"none\": no ALLOW policy matched)"},
+			{"waypoint_unexplained", FactList, "failures in the waypoint's log for the Service that the vocabulary knows no cause of the catalogue for, with flag, code and details, as LINE=COUNT"},
 		},
 	}
 }
@@ -56,6 +58,8 @@ type waypointPodRead struct {
 type waypointInput struct {
 	ambientInput
 	Reads []waypointPodRead
+	// FormatProblems: the mesh's access-log format could not be read.
+	FormatProblems []string
 }
 
 func (p WaypointProbe) Run(ctx context.Context, c cluster.Cluster, t cluster.Target) Result {
@@ -64,6 +68,8 @@ func (p WaypointProbe) Run(ctx context.Context, c cluster.Cluster, t cluster.Tar
 		return ErrorResult(what, err)
 	}
 	in := waypointInput{ambientInput: base}
+	formats, formatProblems := readAccessLogFormats(ctx, c)
+	in.FormatProblems = formatProblems
 	var running []*corev1.Pod
 	for i := range base.WaypointPods {
 		if base.WaypointPods[i].Status.Phase == corev1.PodRunning && len(running) < maxWaypointPods {
@@ -90,7 +96,7 @@ func (p WaypointProbe) Run(ctx context.Context, c cluster.Cluster, t cluster.Tar
 				in.Reads[i].LogErr = cluster.AccessProblem("read the log of waypoint "+ref.String(), err)
 				return
 			}
-			in.Reads[i].Log = tallyWaypointLog(data, t)
+			in.Reads[i].Log = tallyWaypointLog(data, t, formats)
 		})
 	}
 	g.Wait()
@@ -102,24 +108,28 @@ type waypointLog struct {
 	Entries, Status503, RBACDenied int
 	Flags, Policies                map[string]int
 	Samples                        []string
+	// Failures counts the failed entries as the vocabulary reads them.
+	Failures accesslog.Counter
 }
 
 // tallyWaypointLog keeps the entries for the Service: routed to its
 // inbound-vip cluster, or (a request refused before routing has none) with
 // its hostname as authority.
-func tallyWaypointLog(data []byte, t cluster.Target) waypointLog {
+func tallyWaypointLog(data []byte, t cluster.Target, formats accesslog.Formats) waypointLog {
 	l := waypointLog{Flags: map[string]int{}, Policies: map[string]int{}}
+	var kept accesslog.Summary
 	host := t.Host()
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
-		e, ok := accesslog.ParseLine(sc.Text())
+		e, ok := formats.ParseLine(sc.Text())
 		if !ok {
 			continue
 		}
 		if !envoy.IsWaypointCluster(e.UpstreamCluster, host, t.Port) && !(e.UpstreamCluster == "" && authorityIs(e.Authority, t)) {
 			continue
 		}
+		kept.AddEntry(&e, sc.Text())
 		l.Entries++
 		failed := false
 		if e.ResponseCode == 503 {
@@ -140,6 +150,7 @@ func tallyWaypointLog(data []byte, t cluster.Target) waypointLog {
 			l.Samples = append(l.Samples, sc.Text())
 		}
 	}
+	l.Failures = kept.Failures
 	return l
 }
 
@@ -203,6 +214,8 @@ func evaluateWaypoint(t cluster.Target, in waypointInput) Result {
 		return r
 	}
 	var problems, notes, raw []string
+	notes = append(notes, in.FormatProblems...)
+	reading := newDataplaneReading()
 	read, total, healthy := 0, 0, 0
 	present := false
 	var logs waypointLog
@@ -223,7 +236,7 @@ func evaluateWaypoint(t cluster.Target, in waypointInput) Result {
 				var targets []string
 				for _, host := range cl.Hosts {
 					total++
-					if host.Healthy() {
+					if host.Routable() {
 						healthy++
 						h++
 					}
@@ -239,6 +252,7 @@ func evaluateWaypoint(t cluster.Target, in waypointInput) Result {
 			continue
 		}
 		logsRead++
+		reading.addEnvoy(vocabulary.Waypoint, rd.Log.Failures)
 		logs.Entries += rd.Log.Entries
 		logs.Status503 += rd.Log.Status503
 		logs.RBACDenied += rd.Log.RBACDenied
@@ -268,6 +282,11 @@ func evaluateWaypoint(t cluster.Target, in waypointInput) Result {
 		r.Facts["waypoint_log_flags"] = nonNil(countKeys(logs.Flags))
 		r.Facts["waypoint_rbac_denied"] = logs.RBACDenied
 		r.Facts["waypoint_rbac_policies"] = nonNil(sortedKeysInt(logs.Policies))
+		r.Facts["waypoint_unexplained"] = nonNil(reading.Unexplained())
+		if u := reading.Summary(); u != "" {
+			problems = append(problems, u)
+		}
+		raw = append(raw, reading.Raw()...)
 		if logs.RBACDenied > 0 {
 			problems = append(problems, fmt.Sprintf("the waypoint refused %d requests by AuthorizationPolicy (403; %s)", logs.RBACDenied, strings.Join(sortedKeysInt(logs.Policies), ", ")))
 		}

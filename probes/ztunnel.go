@@ -45,6 +45,7 @@ func (ZtunnelProbe) Meta() Meta {
 			{"ztunnel_rejected_sources", FactList, "workloads (else addresses) whose connections failed, as NAME=COUNT"},
 			{"ztunnel_refused", FactInt, "connections to the app's port refused (nothing listens)"},
 			{"ztunnel_failures", FactList, "failed connections by kind, as KIND=COUNT"},
+			{"ztunnel_unexplained", FactList, "failed connections whose error (ztunnel's Error variant, on the caller's or the destination's ztunnel) the vocabulary knows no cause of the catalogue for, as LINE=COUNT"},
 			{"ztunnel_config_read", FactBool, "the config_dump of a ztunnel on the path was read"},
 			{"ztunnel_service_waypoint", FactString, "the Service's waypoint as that ztunnel holds it (\"\" when none): where it sends the Service's traffic"},
 			{"ztunnel_target_plaintext", FactInt, "pods of the Service that ztunnel reaches as plaintext TCP (not in ambient, no HBONE)"},
@@ -327,10 +328,18 @@ func evaluateZtunnel(t cluster.Target, in ztunnelInput) Result {
 		r.Facts["ztunnel_denied_by"] = nonNil(ztunnel.Keys(all.DeniedBy))
 		r.Facts["ztunnel_rejected_sources"] = nonNil(ztunnel.Keys(all.FailedSources))
 		r.Facts["ztunnel_failures"] = nonNil(ztunnel.Keys(all.Failures))
+		reading := newDataplaneReading()
+		reading.addZtunnel(all.Errors)
+		r.Facts["ztunnel_unexplained"] = nonNil(reading.Unexplained())
 		if failed := all.Entries - all.Completed; failed > 0 {
-			problems = append(problems, fmt.Sprintf("%d of %d connections to svc/%s failed: %s", failed, all.Entries, t.Service, strings.Join(ztunnel.Keys(all.Failures), ", ")))
+			p := fmt.Sprintf("%d of %d connections to svc/%s failed: %s", failed, all.Entries, t.Service, strings.Join(ztunnel.Keys(all.Failures), ", "))
+			if u := reading.Summary(); u != "" {
+				p += "; " + u
+			}
+			problems = append(problems, p)
 		}
 		raw = append(raw, all.Samples...)
+		raw = append(raw, reading.Raw()...)
 	}
 
 	r.Facts["ztunnel_config_read"] = in.Dump != nil
@@ -490,7 +499,7 @@ func ztunnelCallers(ctx context.Context, c cluster.Cluster, t cluster.Target, ta
 		sc.Buffer(make([]byte, 64<<10), 1<<20)
 		for sc.Scan() {
 			e, ok := ztunnel.ParseLine(sc.Text())
-			if !ok || e.SrcWorkload == "" || e.SrcNamespace == "" || !(e.DstService == host || ips[e.TargetIP()]) {
+			if !ok || e.Opened() || e.SrcWorkload == "" || e.SrcNamespace == "" || !(e.DstService == host || ips[e.TargetIP()]) {
 				continue
 			}
 			k := [2]string{e.SrcNamespace, e.SrcWorkload}

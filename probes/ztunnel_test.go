@@ -3,6 +3,7 @@ package probes
 import (
 	"context"
 	"fmt"
+	"os"
 	"reflect"
 	"strings"
 	"testing"
@@ -242,5 +243,39 @@ status: {phase: Failed, reason: Evicted}
 	r := runChecked(t, ZtunnelProbe{}, newAmbientFake(t, evicted), webToOrders)
 	if !reflect.DeepEqual(r.Facts["ztunnel_nodes_without"], []string{"worker-c"}) {
 		t.Errorf("nodes without %v, want worker-c only (worker-dead runs only an evicted pod)", r.Facts["ztunnel_nodes_without"])
+	}
+}
+
+// ztunnel 1.22 through the probe (probes/parse/ztunnel/testdata/SOURCES.md):
+// the debug "connection opened" lines are no connections, completed or
+// failed, and the bare io timeout to a pod's 15008 is the HBONE-blocked
+// shape the runbook's ambient.hbone-blocked rule reads.
+func TestZtunnel122HBONETimeoutAndOpenedLines(t *testing.T) {
+	log, err := os.ReadFile("parse/ztunnel/testdata/access_1_22.log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := newAmbientFake(t)
+	c.logs = map[string][]byte{logKey(ztunnelB, "istio-proxy"): log}
+	r := runChecked(t, ZtunnelProbe{}, c, webToOrders)
+	if r.Facts["ztunnel_entries"] != 3 || r.Facts["ztunnel_completed"] != 1 || r.Facts["ztunnel_hbone_timeouts"] != 2 {
+		t.Errorf("entries %v completed %v hbone timeouts %v, want 3 1 2 (%s)", r.Facts["ztunnel_entries"], r.Facts["ztunnel_completed"], r.Facts["ztunnel_hbone_timeouts"], r.Summary)
+	}
+	if u, _ := r.Facts["ztunnel_unexplained"].([]string); len(u) != 0 {
+		t.Errorf("unexplained %v: the HBONE timeout has its cause", u)
+	}
+}
+
+// An error no cause of the catalogue produces is named, with its hop, in
+// the facts and in the summary an unexplained finding shows.
+func TestZtunnelUnexplainedErrorIsNamed(t *testing.T) {
+	c := newAmbientFake(t)
+	c.logs = map[string][]byte{logKey(ztunnelB, "istio-proxy"): []byte(
+		ztunnelLine("2026-12-02T05:11:21.003920Z", "shop/web-1", "10.244.0.22", "web", "outbound", "pool draining"))}
+	r := runChecked(t, ZtunnelProbe{}, c, webToOrders)
+	u, _ := r.Facts["ztunnel_unexplained"].([]string)
+	if len(u) != 1 || !strings.Contains(u[0], "WorkloadHBONEPoolDraining at the caller's ztunnel") || r.Status != StatusFail ||
+		!strings.Contains(r.Summary, "WorkloadHBONEPoolDraining") {
+		t.Errorf("%s %q, unexplained %v", r.Status, r.Summary, u)
 	}
 }

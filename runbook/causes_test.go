@@ -21,7 +21,7 @@ var causeCases = []struct {
 	conf  runbook.Confidence
 }{
 	{"service.no-selector-match", map[string]probes.Facts{
-		"target":         {"target_pods_selected": 0, "target_pods_with_sidecar": 0},
+		"target":         {"target_pods_selected": 0, "target_endpoints": 0, "target_pods_with_sidecar": 0},
 		"endpoints":      {"endpoints_ready": 0},
 		"envoy-clusters": {"envoy_hosts_total": 0, "envoy_hosts_healthy": 0},
 		"access-log":     {"log_503": 50, "log_5xx": 50, "log_flag_uh": 50, "log_2xx": 0},
@@ -75,7 +75,7 @@ var causeCases = []struct {
 		"access-log": {"log_503": 100, "log_5xx": 100, "log_flag_uh": 100},
 	}, runbook.ConfidenceHigh},
 	{"circuit-breaker.overflow", map[string]probes.Facts{
-		"envoy-clusters":    {"envoy_rq_pending_overflow": 42},
+		"envoy-clusters":    {"envoy_rq_pending_overflow": 42, "envoy_rq_overflow": 42},
 		"envoy-config":      {"config_max_connections": 1, "config_max_pending_requests": 1},
 		"destination-rules": {"dr_found": true, "dr_pool_tiny": true, "dr_pool_limits": []string{"tcp.maxConnections=1", "http.http1MaxPendingRequests=1"}},
 		"access-log":        {"log_503": 42, "log_5xx": 42, "log_flag_uo": 42},

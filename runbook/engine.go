@@ -212,28 +212,12 @@ func (s *Session) newFinding(causeID string) *Finding {
 		Warnings: s.cfg.Graph.WarningsFor(c.Warnings),
 		Verdict:  s.verdicts[causeID].Verdict, ChosenFix: s.fixes[causeID],
 	}
-	for _, fix := range c.Fixes {
-		fix.Text = s.Expand(fix.Text)
-		fix.YAML = s.expandAll(fix.YAML)
-		fix.Commands = s.expandAll(fix.Commands)
-		f.Fixes = append(f.Fixes, fix)
-	}
+	fixes, vars := s.fixesOf(c)
+	f.Fixes = fixes
 	for _, v := range c.Verify {
-		v.Command = s.Expand(v.Command)
-		f.Verify = append(f.Verify, v)
+		f.Verify = append(f.Verify, expandVerify(v, vars))
 	}
 	return f
-}
-
-func (s *Session) expandAll(list []string) []string {
-	if list == nil {
-		return nil
-	}
-	out := make([]string, len(list))
-	for i, x := range list {
-		out[i] = s.Expand(x)
-	}
-	return out
 }
 
 // evidence is the facts a hit read and the probes behind them.
@@ -314,13 +298,26 @@ func (s *Session) Auto(ctx context.Context) ([]Finding, error) {
 	s.RunAll(ctx)
 	// Interrupted (Ctrl-C), the walk still goes over what had finished:
 	// the probes cut short are unknown, and the on-call gets what is known
-	// with ctx's error.
+	// with ctx's error; no fix is proven then.
 	interrupted := ctx.Err()
+	if err := s.walk(interrupted); err != nil {
+		return nil, err
+	}
+	if interrupted == nil {
+		s.ProveFixes(ctx)
+	}
+	return s.Findings(), interrupted
+}
+
+// walk is Auto's walk of the graph over the facts of the probes run. An
+// interrupted walk does not hold the probes cut short against the target:
+// it returns interrupted where the target could not be judged.
+func (s *Session) walk(interrupted error) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, step := range s.cfg.Graph.Steps {
 		if res := s.results[step.Probe]; step.Required && !trusted(res.Status) && interrupted == nil {
-			return nil, &TriageError{Step: step.ID, Reason: fmt.Sprintf("%s %s", step.Probe, res.Status), Summary: res.Summary}
+			return &TriageError{Step: step.ID, Reason: fmt.Sprintf("%s %s", step.Probe, res.Status), Summary: res.Summary}
 		}
 	}
 	facts := s.knownFacts()
@@ -338,9 +335,9 @@ func (s *Session) Auto(ctx context.Context) ([]Finding, error) {
 			if d.abort != "" {
 				res := s.results[step.Probe]
 				if interrupted != nil {
-					return nil, interrupted
+					return interrupted
 				}
-				return nil, &TriageError{Step: id, Reason: d.abort, Summary: res.Summary}
+				return &TriageError{Step: id, Reason: d.abort, Summary: res.Summary}
 			}
 			for _, c := range d.causes {
 				s.emit(Event{Kind: EventBranchTaken, Branch: &BranchTaken{
@@ -362,7 +359,7 @@ func (s *Session) Auto(ctx context.Context) ([]Finding, error) {
 	for _, step := range s.cfg.Graph.Steps {
 		s.reach(step.ID)
 	}
-	return s.findings(), interrupted
+	return nil
 }
 
 // TriageError says the runbook cannot be walked: a required step's probe

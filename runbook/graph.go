@@ -27,6 +27,9 @@ type Graph struct {
 	// fact is unknown.
 	factProbe map[string]string
 	facts     map[string]probes.FactType
+	// varDocs say what each ${NAME} of the fix prover is: its words when
+	// no prover filled it.
+	varDocs map[string]string
 }
 
 // Start asks the on-call for the symptom; each option leads to a first step.
@@ -148,14 +151,34 @@ const (
 
 // Fix is one fix direction for a cause. meshtriage never applies it: the
 // on-call does, after reading the trade-offs.
+//
+// In the runbook a direction either names a Remedy, which computes its
+// change from the evidence when the cause is found, or says in
+// Unpatchable why its remedy is no change to an object the triage reads.
+// Patches and Simulation are computed, never written in the runbook.
 type Fix struct {
-	ID        string   `json:"id"`
-	Title     string   `json:"title"`
-	Text      string   `json:"text"`
+	ID    string `json:"id"`
+	Title string `json:"title"`
+	Text  string `json:"text"`
+	// YAML is advice that is no patch of an object the triage read (Helm
+	// values, a manifest fragment to read, not to apply).
 	YAML      []string `json:"yaml,omitempty"`
 	Commands  []string `json:"commands,omitempty"`
 	Tradeoffs []string `json:"tradeoffs,omitempty"`
 	Security  []string `json:"security,omitempty"`
+	// Remedy names the remedy (Catalogue.Remedies) that computes this
+	// direction's patches from the evidence.
+	Remedy string `json:"remedy,omitempty"`
+	// Patches are the changes to the objects the triage read, in the
+	// order to apply them (make-before-break).
+	Patches []Patch `json:"patches,omitempty"`
+	// Unpatchable says why this direction changes no object the triage
+	// read (an image that does not pull, a node without ztunnel), or why
+	// the change computed is not offered.
+	Unpatchable string `json:"unpatchable,omitempty"`
+	// Simulation is what the patches do to the triaged configuration,
+	// re-judged in memory before they are shown.
+	Simulation *Simulation `json:"simulation,omitempty"`
 }
 
 // VerifyStep is one check that the fix worked: a probe re-run whose facts
@@ -171,7 +194,10 @@ type VerifyStep struct {
 }
 
 // Placeholders a runbook's text, YAML snippets and commands may use; the
-// session replaces them with the target's values (see Session.Expand).
+// session replaces them with the target's values (see Session.Expand). A
+// finding's fix directions and verification may also use the variables
+// the fix prover fills from the evidence (Catalogue.Vars, e.g.
+// ${SERVICE_WORKLOAD}); a value nobody knows is said in words.
 const (
 	PlaceholderNamespace       = "${NAMESPACE}"
 	PlaceholderService         = "${SERVICE}"

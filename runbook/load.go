@@ -22,6 +22,26 @@ type Catalogue struct {
 	// Causes are the stable cause IDs; every one needs a cause node and no
 	// other cause node is allowed. Nil skips both checks.
 	Causes []string
+	// Remedies are the IDs a fix's `remedy:` may name (the registry that
+	// computes patches from the evidence); with them, every fix names a
+	// remedy or says why it is unpatchable. Nil skips both checks.
+	Remedies []string
+	// Vars are the ${NAME} values the fix prover fills besides the
+	// target's (TargetVarNames), with what each is; a fix or verification
+	// naming another is rejected. Nil skips the check.
+	Vars map[string]string
+}
+
+// WithRemedies is c with the remedy registry's IDs and the values the fix
+// prover fills (name: what it is), so that Load validates fixes against
+// them.
+func (c Catalogue) WithRemedies(ids []string, vars map[string]string) Catalogue {
+	c.Remedies = append([]string{}, ids...)
+	c.Vars = map[string]string{}
+	for k, v := range vars {
+		c.Vars[k] = v
+	}
+	return c
 }
 
 // CatalogueOf builds the catalogue from probe metas and the cause IDs.
@@ -43,17 +63,19 @@ func CatalogueOf(ps []probes.Probe, causes []string) Catalogue {
 type ProblemKind string
 
 const (
-	ProblemSyntax       ProblemKind = "syntax"          // not YAML, or a field the schema does not have
-	ProblemInvalid      ProblemKind = "invalid"         // a required field missing, a duplicate ID, a bad value
-	ProblemUnknownProbe ProblemKind = "unknown-probe"   // a step or verification names no known probe
-	ProblemUnknownFact  ProblemKind = "unknown-fact"    // an expression reads a fact no probe declares
-	ProblemExpression   ProblemKind = "expression"      // an expression does not compile or type-check
-	ProblemDangling     ProblemKind = "dangling"        // next/otherwise/option names no step
-	ProblemUnknownCause ProblemKind = "unknown-cause"   // a branch names no cause node, or a node is not in the catalogue
-	ProblemMissingCause ProblemKind = "missing-cause"   // a catalogue cause has no node
-	ProblemUnknownWarn  ProblemKind = "unknown-warning" // a warning ID not in the runbook's catalogue
-	ProblemUnreachable  ProblemKind = "unreachable"     // a step or cause no path leads to
-	ProblemCycle        ProblemKind = "cycle"           // steps that loop with no way out
+	ProblemSyntax        ProblemKind = "syntax"          // not YAML, or a field the schema does not have
+	ProblemInvalid       ProblemKind = "invalid"         // a required field missing, a duplicate ID, a bad value
+	ProblemUnknownProbe  ProblemKind = "unknown-probe"   // a step or verification names no known probe
+	ProblemUnknownFact   ProblemKind = "unknown-fact"    // an expression reads a fact no probe declares
+	ProblemExpression    ProblemKind = "expression"      // an expression does not compile or type-check
+	ProblemDangling      ProblemKind = "dangling"        // next/otherwise/option names no step
+	ProblemUnknownCause  ProblemKind = "unknown-cause"   // a branch names no cause node, or a node is not in the catalogue
+	ProblemMissingCause  ProblemKind = "missing-cause"   // a catalogue cause has no node
+	ProblemUnknownWarn   ProblemKind = "unknown-warning" // a warning ID not in the runbook's catalogue
+	ProblemUnreachable   ProblemKind = "unreachable"     // a step or cause no path leads to
+	ProblemCycle         ProblemKind = "cycle"           // steps that loop with no way out
+	ProblemUnknownRemedy ProblemKind = "unknown-remedy"  // a fix names no remedy of the registry
+	ProblemUnknownVar    ProblemKind = "unknown-var"     // a ${NAME} nobody fills
 )
 
 // Problem is one thing wrong with a runbook, with where it is.
@@ -140,6 +162,7 @@ func (v *validator) index() {
 		v.add(ProblemInvalid, "", "runbook has no title")
 	}
 	g.facts = v.cat.Facts
+	g.varDocs = v.cat.Vars
 	g.factProbe = map[string]string{}
 	for probe, facts := range v.cat.Probes {
 		for _, f := range facts {
@@ -401,6 +424,10 @@ func (v *validator) checkCauses() {
 			if f.Title == "" || strings.TrimSpace(f.Text) == "" {
 				v.add(ProblemInvalid, fw, "fix needs a title and text")
 			}
+			v.checkFixRemedy(fw, f)
+			for _, text := range fixTexts(f) {
+				v.checkVars(fw, text)
+			}
 		}
 		if len(c.Verify) == 0 {
 			v.add(ProblemInvalid, where, "cause has no verification step")
@@ -411,6 +438,8 @@ func (v *validator) checkCauses() {
 			if vs.Describe == "" {
 				v.add(ProblemInvalid, vw, "verification needs describe")
 			}
+			v.checkVars(vw, vs.Describe)
+			v.checkVars(vw, vs.Command)
 			if vs.Probe == "" {
 				if vs.Command == "" {
 					v.add(ProblemInvalid, vw, "verification needs a probe with expect, or a manual command")
@@ -429,6 +458,51 @@ func (v *validator) checkCauses() {
 			}
 		}
 	}
+}
+
+// checkFixRemedy: a fix's patches and simulation are computed, never
+// written; with a remedy registry, a fix names one of its remedies or
+// says why its remedy is no change to an object the triage reads.
+func (v *validator) checkFixRemedy(where string, f Fix) {
+	if len(f.Patches) > 0 || f.Simulation != nil {
+		v.add(ProblemInvalid, where, "patches and simulation are computed from the evidence: name a remedy instead")
+	}
+	if f.Remedy != "" && f.Unpatchable != "" {
+		v.add(ProblemInvalid, where, "a fix has a remedy or is unpatchable, not both")
+	}
+	if v.cat.Remedies == nil {
+		return
+	}
+	switch {
+	case f.Remedy != "" && !contains(v.cat.Remedies, f.Remedy):
+		known := append([]string(nil), v.cat.Remedies...)
+		sort.Strings(known)
+		v.add(ProblemUnknownRemedy, where, "unknown remedy %q (known: %s)", f.Remedy, strings.Join(known, ", "))
+	case f.Remedy == "" && strings.TrimSpace(f.Unpatchable) == "":
+		v.add(ProblemInvalid, where, "a fix names a remedy, or says in unpatchable why it changes no object the triage reads")
+	}
+}
+
+// checkVars: every ${NAME} is the target's or one the fix prover fills.
+func (v *validator) checkVars(where, text string) {
+	if v.cat.Vars == nil {
+		return
+	}
+	for _, name := range varNames(text) {
+		if _, ok := v.cat.Vars[name]; !ok && !contains(TargetVarNames, name) {
+			v.add(ProblemUnknownVar, where, "${%s} is filled by nobody (the target's: %s; the prover's: %s)",
+				name, strings.Join(TargetVarNames, ", "), strings.Join(sortedKeys(v.cat.Vars), ", "))
+		}
+	}
+}
+
+// fixTexts are the texts of a fix that may use ${NAME}.
+func fixTexts(f Fix) []string {
+	out := []string{f.Title, f.Text, f.Unpatchable}
+	out = append(out, f.Commands...)
+	out = append(out, f.YAML...)
+	out = append(out, f.Tradeoffs...)
+	return append(out, f.Security...)
 }
 
 // successors are the steps a step can move to.

@@ -67,6 +67,10 @@ type Config struct {
 	// Started fills the session_started event beyond what the session
 	// knows itself (kube context, server version, tool version).
 	Started SessionStarted
+	// Fixes computes the found causes' fix directions from the evidence
+	// (patches, their simulation, the values commands use); nil leaves
+	// the runbook's directions as they are.
+	Fixes FixProver
 }
 
 // Session is one triage: it runs steps, evaluates branch rules over the facts
@@ -100,6 +104,8 @@ type Session struct {
 	fixes      map[string]string
 	sinkErr    error
 	expander   *strings.Replacer
+	// proven holds the fix prover's answer per cause (see ProveFixes).
+	proven map[string]proven
 }
 
 // ProbeSummary is one probe's outcome in a finding's evidence.
@@ -436,6 +442,11 @@ func (s *Session) runStep(ctx context.Context, stepID, trigger string) (probes.R
 		s.recordRun(depStep, out[i+1], TriggerNeeded, stepID)
 		s.reach(depStep.ID)
 	}
+	// The findings this run reaches get their fixes proven (cached per
+	// facts: a run that changed nothing proves nothing anew).
+	s.mu.Unlock()
+	s.ProveFixes(ctx)
+	s.mu.Lock()
 	return out[0], nil
 }
 

@@ -12,7 +12,7 @@ import (
 // version is meshtriage's version, shown by --version and `meshtriage
 // version`, sent as the User-Agent and recorded in the incident log's
 // session_started. A release build sets it with -ldflags
-// "-X main.version=vX.Y.Z" (cmd/meshtriage/release/goreleaser.yaml); any
+// "-X main.version=vX.Y.Z" (.goreleaser.yaml); any
 // other build leaves it empty and init takes it from the build information
 // the go command stamped into the binary.
 var version string

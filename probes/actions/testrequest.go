@@ -170,11 +170,11 @@ func SendTestRequest(ctx context.Context, c cluster.Cluster, r Runner, req TestR
 	cmd := CurlCommand(req.URL, req.Timeout)
 	stdout, stderr, err := r.Exec(ctx, req.Source, container, cmd)
 	if err != nil && len(stdout) == 0 {
-		return fail(execProblem(req.Source, container, err, stderr))
+		return fail(execProblem(req.Source, container, req.URL, err, stderr))
 	}
 	parseCurl(&resp, stdout, stderr)
 	if resp.Status == 0 && resp.Reason == "" && err != nil {
-		return fail(execProblem(req.Source, container, err, stderr))
+		return fail(execProblem(req.Source, container, req.URL, err, stderr))
 	}
 	done := "GET " + req.URL + " from container " + container + ": " + resp.Summary()
 	rec.record(Record{Name: TestRequestAction, Target: target, Done: done, Output: resp.Transcript()})
@@ -182,12 +182,12 @@ func SendTestRequest(ctx context.Context, c cluster.Cluster, r Runner, req TestR
 }
 
 // execProblem explains an exec that did not run curl at all.
-func execProblem(pod cluster.PodRef, container string, err error, stderr []byte) error {
+func execProblem(pod cluster.PodRef, container, url string, err error, stderr []byte) error {
 	msg := err.Error() + " " + string(stderr)
 	switch {
 	case strings.Contains(msg, "executable file not found") || strings.Contains(msg, "no such file or directory") && strings.Contains(msg, "curl"):
-		return fmt.Errorf("container %s of %s has no curl (a distroless image?): send the request from a debug container that shares the pod's network, e.g. kubectl debug -n %s %s -it --image=curlimages/curl -- curl -sv URL",
-			container, pod, pod.Namespace, pod.Name)
+		return fmt.Errorf("container %s of %s has no curl (a distroless image?): send the request from a debug container that shares the pod's network, e.g. kubectl debug -n %s %s -it --image=curlimages/curl -- curl -sv %s",
+			container, pod, pod.Namespace, pod.Name, shellQuote(url))
 	case cluster.IsForbidden(err):
 		return errors.New(cluster.AccessProblem("exec into "+pod.String()+" "+container, err))
 	}
@@ -416,3 +416,6 @@ func sortedKeys(h http.Header) []string {
 	sort.Strings(keys)
 	return keys
 }
+
+// shellQuote quotes s for a shell command line the on-call pastes.
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }

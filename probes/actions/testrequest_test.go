@@ -104,7 +104,7 @@ func TestSendTestRequestFailuresAreClear(t *testing.T) {
 	}{
 		{"distroless", func(string, []string) ([]byte, []byte, error) {
 			return nil, nil, errors.New(`Internal error occurred: error executing command in container: failed to exec in container: failed to start exec: OCI runtime exec failed: exec failed: unable to start container process: exec: "curl": executable file not found in $PATH: unknown`)
-		}, "has no curl", false},
+		}, "has no curl (a distroless image?): send the request from a debug container that shares the pod's network, e.g. kubectl debug -n web web-1 -it --image=curlimages/curl -- curl -sv 'http://orders.shop.svc.cluster.local:8080/'", false},
 		{"timeout", func(string, []string) ([]byte, []byte, error) {
 			return recorded(t, "timeout.out"), recorded(t, "timeout.err"), errExit
 		}, "curl: (28) Operation timed out", true},

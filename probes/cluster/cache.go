@@ -290,3 +290,11 @@ func (c *Cache) PodsByIP(ctx context.Context, ip string) ([]corev1.Pod, error) {
 		func(ctx context.Context) ([]corev1.Pod, error) { return PodsByIP(ctx, c.c, ip) },
 		cloneValues[corev1.Pod])
 }
+
+// PodsWithIP reads through when the cached cluster can search a
+// namespace's pods by IP.
+func (c *Cache) PodsWithIP(ctx context.Context, namespace, ip string) ([]corev1.Pod, error) {
+	return read(ctx, c, cacheKey{op: "pods-with-ip", namespace: namespace, name: ip},
+		func(ctx context.Context) ([]corev1.Pod, error) { return PodsWithIP(ctx, c.c, namespace, ip) },
+		cloneValues[corev1.Pod])
+}

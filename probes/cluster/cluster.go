@@ -136,3 +136,37 @@ func PodsByIP(ctx context.Context, c Cluster, ip string) ([]corev1.Pod, error) {
 	}
 	return nil, fmt.Errorf("%w: this source cannot find pods by IP", ErrNotFound)
 }
+
+// PodIPSearcher finds the pods of one namespace that have an IP: how istiod
+// finds the pod behind an endpoint address whose EndpointSlice entry names
+// none (getPod without targetRef). Optional, like NodeGetter. An empty
+// answer says that no pod of the namespace has the IP; a source that
+// cannot say so (an input that may not hold every pod) answers ErrNotFound
+// when it finds none.
+type PodIPSearcher interface {
+	PodsWithIP(ctx context.Context, namespace, ip string) ([]corev1.Pod, error)
+}
+
+// PodsWithIP searches namespace's pods by ip through c when c can;
+// ErrNotFound when the source cannot.
+func PodsWithIP(ctx context.Context, c Cluster, namespace, ip string) ([]corev1.Pod, error) {
+	if f, ok := c.(PodIPSearcher); ok {
+		return f.PodsWithIP(ctx, namespace, ip)
+	}
+	return nil, fmt.Errorf("%w: this source cannot search pods by IP", ErrNotFound)
+}
+
+// EndpointsHolder is a source made from an input (a dump, a recording)
+// that says whether the input holds any EndpointSlice or Endpoints at all.
+// One without them (`kubectl get all` leaves them out) says nothing of a
+// selector-less Service's endpoints: none read is not none.
+type EndpointsHolder interface {
+	HoldsEndpoints() bool
+}
+
+// InputLacksEndpoints reports a source whose input holds no EndpointSlice
+// or Endpoints at all; false for a live cluster, which answers for itself.
+func InputLacksEndpoints(c Cluster) bool {
+	h, ok := Uncached(c).(EndpointsHolder)
+	return ok && !h.HoldsEndpoints()
+}

@@ -281,7 +281,7 @@ func TestZtunnelView(t *testing.T) {
 	if side.Ambient || sends != mesh.SendsMTLS || mesh.TLSMismatch(sends, e, mesh.PeerMode{Mode: mesh.ModeStrict}) != mesh.MismatchNone {
 		t.Errorf("sidecar to an ambient pod: sends %s, mismatch %s; want mtls, none", sends, mesh.TLSMismatch(sends, e, mesh.PeerMode{Mode: mesh.ModeStrict}))
 	}
-	if m := mesh.TLSMismatch(mesh.SendsMTLS, mesh.Endpoint{Sidecar: mesh.SidecarNone}, mesh.PeerMode{Mode: mesh.ModePermissive}); m != mesh.MismatchMTLSNoSidecar {
+	if m := mesh.TLSMismatch(mesh.SendsMTLS, mesh.Endpoint{Pod: "orders-2", Sidecar: mesh.SidecarNone}, mesh.PeerMode{Mode: mesh.ModePermissive}); m != mesh.MismatchMTLSNoSidecar {
 		t.Errorf("mTLS to a pod with neither sidecar nor ztunnel: %s, want %s", m, mesh.MismatchMTLSNoSidecar)
 	}
 }

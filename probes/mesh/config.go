@@ -1,6 +1,8 @@
 package mesh
 
 import (
+	"strings"
+
 	networkingv1 "istio.io/client-go/pkg/apis/networking/v1"
 	securityv1 "istio.io/client-go/pkg/apis/security/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -40,9 +42,25 @@ type Config struct {
 	Gateways          []*networkingv1.Gateway
 	GatewayNamespaces map[string]bool
 
+	// RulesRead are the namespaces whose Istio rules were read, when they
+	// could not all be listed across every namespace (a namespaced role);
+	// nil when they were, and the rules are istiod's whole set. With a
+	// partial set the model never concludes from absence: a rule of a
+	// namespace not read may exist (RulesPartial says why).
+	RulesRead    map[string]bool
+	RulesPartial string
+	// ServicesUnknown says, by hostname, why a Service a route sends to
+	// could not be read: whether istiod has it is then not known.
+	ServicesUnknown map[string]string
+
 	// Unknown lists what could not be read and so cannot be judged ("the
 	// rules of namespace istio-system: forbidden"); a View repeats it.
 	Unknown []string
+}
+
+// RulesKnown reports whether the Istio rules of namespace ns were read.
+func (c *Config) RulesKnown(ns string) bool {
+	return c.RulesRead == nil || c.RulesRead[ns]
 }
 
 // ServiceData is one Service and what istiod builds its endpoints from.
@@ -52,8 +70,17 @@ type ServiceData struct {
 	// into slices when the API has none): a selector-less Service's
 	// endpoints are only these.
 	Slices []discoveryv1.EndpointSlice
-	// Pods are the pods the endpoints point at, by name.
+	// Pods are the pods the endpoints' targetRefs name (and the Service
+	// selects), by name, in the Service's namespace.
 	Pods map[string]*corev1.Pod
+	// PodsByIP are, for each endpoint address without a targetRef, the
+	// pods of the endpoint's namespace found with that IP: an entry
+	// without pods says a search found none (the address has no pod); no
+	// entry says no search was made (its pod is unknown). See PodOf.
+	PodsByIP map[string][]*corev1.Pod
+	// PodsUnknown says, by pod name (targetRef) or address, why a pod
+	// could not be read: a refused read, an input that holds no such pod.
+	PodsUnknown map[string]string
 	// Nodes are the pods' nodes, by name, for the locality labels istiod
 	// adds to endpoints; a node missing here leaves those labels unknown.
 	Nodes map[string]*corev1.Node
@@ -86,6 +113,14 @@ type Caller struct {
 	// it is. A pending pod is: it sends nothing until its node's ztunnel
 	// proxies it, then HBONE.
 	Ambient bool
+	// Bypass, for a pod with a sidecar, says why every app container
+	// sends around it (it runs as the proxy's UID or GID, which
+	// istio-iptables exempts): its requests then leave as plaintext,
+	// whatever istiod gives the proxy. BypassSome names the containers
+	// that do when others do not: which container sends the failing
+	// requests is not known.
+	Bypass     string
+	BypassSome []string
 }
 
 // CallerFromPod is the caller a pod is.
@@ -102,7 +137,15 @@ func callerFromPod(p *corev1.Pod) Caller {
 		labels = map[string]string{}
 	}
 	gateway, _ := GatewayPod(p)
-	return Caller{Namespace: p.Namespace, Name: p.Name, Labels: labels, Sidecar: PodSidecar(p) != SidecarNone, Gateway: gateway}
+	c := Caller{Namespace: p.Namespace, Name: p.Name, Labels: labels, Sidecar: PodSidecar(p) != SidecarNone, Gateway: gateway}
+	if !gateway {
+		if bypassing, all := SidecarBypass(p); all {
+			c.Bypass = strings.Join(bypassing, "; ")
+		} else {
+			c.BypassSome = bypassing
+		}
+	}
+	return c
 }
 
 // MeshedCallerIn is "some meshed pod in namespace ns": what a triage assumes

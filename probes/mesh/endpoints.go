@@ -32,11 +32,28 @@ type Endpoint struct {
 	// Port is the port the caller's proxy connects to: the targetPort the
 	// EndpointSlice carries for the service port.
 	Port int32
-	// Pod is the pod behind it, "" for a selector-less Service's address.
-	Pod         string
-	Node        string
-	Ready       bool
-	Terminating bool
+	// Pod is the pod behind it: the one its targetRef names, else the one
+	// istiod finds by its IP in the endpoint's namespace; "" for an address
+	// no pod has (a selector-less Service's external address).
+	Pod string
+	// PodUnknown says why the pod behind the address is not known: a
+	// targetRef to a pod that was not found or not read, an address whose
+	// pods were not searched. Its labels, sidecar and tlsMode are then
+	// unknown, and so is every verdict that depends on them (subset
+	// selection, the TLS it gets and accepts). "" when the pod is known, or
+	// known to be none.
+	PodUnknown string
+	// PodExpected: the endpoint's targetRef names a pod, so istiod waits
+	// for that pod and sends no endpoint for the address until it has it
+	// (getPod's expectPod).
+	PodExpected bool
+	// ReadyUnknown says why the endpoint's readiness is not known (an
+	// input without EndpointSlices whose pod carries no Ready condition):
+	// it is then neither serving nor not, and verdicts on it wait.
+	ReadyUnknown string
+	Node         string
+	Ready        bool
+	Terminating  bool
 	// Labels are the pod's labels with istiod's locality, host, cluster
 	// and network labels added: what a subset selects on.
 	Labels map[string]string
@@ -58,6 +75,11 @@ type Endpoint struct {
 // Meshed reports an endpoint a proxy terminates mTLS for: a sidecar, or
 // ztunnel for an enrolled pod.
 func (e Endpoint) Meshed() bool { return e.Sidecar != SidecarNone || e.Ambient }
+
+// PodKnown reports an endpoint whose pod is known: what its sidecar
+// accepts can be judged. An address no pod has is known to have none, but
+// what serves it (a VM, a database) is not Istio's to say.
+func (e Endpoint) PodKnown() bool { return e.Pod != "" && e.PodUnknown == "" }
 
 // Serving reports whether Envoy sends requests to it: ready and not
 // terminating.
@@ -82,9 +104,16 @@ func (c *Config) Endpoints(sd *ServiceData, port int32) []Endpoint {
 		return c.endpointsFromPods(sd, sp)
 	}
 	for _, slice := range sd.Slices {
+		if slice.AddressType == discoveryv1.AddressTypeFQDN {
+			continue // istiod reads no FQDN slices
+		}
 		target, ok := slicePort(slice, sp)
 		if !ok {
 			continue
+		}
+		ns := slice.Namespace
+		if ns == "" {
+			ns = sd.Service.Namespace
 		}
 		for _, ep := range slice.Endpoints {
 			for _, addr := range ep.Addresses {
@@ -97,10 +126,13 @@ func (c *Config) Endpoints(sd *ServiceData, port int32) []Endpoint {
 				if ep.NodeName != nil {
 					e.Node = *ep.NodeName
 				}
-				var pod *corev1.Pod
-				if ref := ep.TargetRef; ref != nil && ref.Kind == "Pod" {
-					e.Pod = ref.Name
-					pod = sd.Pods[ref.Name]
+				pod, unknown := sd.PodOf(ns, ep.TargetRef, addr)
+				e.PodUnknown = unknown
+				switch {
+				case ep.TargetRef != nil && ep.TargetRef.Kind == "Pod":
+					e.Pod, e.PodExpected = ep.TargetRef.Name, true
+				case pod != nil:
+					e.Pod = pod.Name
 				}
 				c.describeEndpoint(&e, pod, sd)
 				out = append(out, e)
@@ -138,10 +170,24 @@ func (c *Config) endpointsFromPods(sd *ServiceData, sp *corev1.ServicePort) []En
 		}
 		ready, _ := PodReady(pod)
 		e := Endpoint{Address: pod.Status.PodIP, Port: port, Pod: pod.Name, Ready: ready, Terminating: pod.DeletionTimestamp != nil}
+		if !hasReadyCondition(pod) {
+			// A hand-written pod without status conditions: whether the
+			// controller would list it ready is not known.
+			e.ReadyUnknown = "pod " + pod.Name + " has no Ready condition in the input, and the input has no EndpointSlice to say"
+		}
 		c.describeEndpoint(&e, pod, sd)
 		out = append(out, e)
 	}
 	return out
+}
+
+func hasReadyCondition(pod *corev1.Pod) bool {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return true
+		}
+	}
+	return false
 }
 
 // TargetPortOf resolves a service port's targetPort on pod, as the
@@ -189,10 +235,71 @@ func slicePort(slice discoveryv1.EndpointSlice, sp *corev1.ServicePort) (int32, 
 	return 0, false
 }
 
-// describeEndpoint fills in what istiod knows of the endpoint's pod.
+// PodOf finds the pod behind an endpoint address of namespace ns as
+// istiod's getPod does: the pod its targetRef names (by the targetRef's
+// own namespace), else a pod of ns whose IP it is, among the pods istiod
+// indexes by IP (Running or Pending with that status.podIP, Ready, not
+// being deleted). unknown says why the pod cannot be told: a targetRef to
+// a pod not read or not found, several pods with the IP, an address whose
+// pods were not searched. A nil pod with no unknown is an address that no
+// pod has.
+func (sd *ServiceData) PodOf(ns string, ref *corev1.ObjectReference, addr string) (pod *corev1.Pod, unknown string) {
+	if ref != nil && ref.Kind == "Pod" {
+		switch {
+		case ref.Namespace == "":
+			return nil, fmt.Sprintf("the endpoint's targetRef names pod %s without a namespace (istiod finds no pod by it, and sends no endpoint for %s until it does)", ref.Name, addr)
+		case ref.Namespace != ns:
+			return nil, fmt.Sprintf("the endpoint's targetRef names pod %s/%s of another namespace, which was not read", ref.Namespace, ref.Name)
+		case sd.Pods[ref.Name] != nil:
+			return sd.Pods[ref.Name], ""
+		case sd.PodsUnknown[ref.Name] != "":
+			return nil, sd.PodsUnknown[ref.Name]
+		}
+		return nil, fmt.Sprintf("pod %s/%s, which the endpoint %s names, was not found (istiod sends no endpoint for the address until it sees the pod)", ns, ref.Name, addr)
+	}
+	if why := sd.PodsUnknown[addr]; why != "" {
+		return nil, why
+	}
+	candidates, searched := sd.PodsByIP[addr]
+	if !searched {
+		return nil, fmt.Sprintf("no pod was looked for by the address %s (its endpoint names none)", addr)
+	}
+	var indexed []*corev1.Pod
+	for _, p := range candidates {
+		if p.Namespace == ns && IndexedByIP(p, addr) {
+			indexed = append(indexed, p)
+		}
+	}
+	switch len(indexed) {
+	case 0:
+		return nil, ""
+	case 1:
+		return indexed[0], ""
+	}
+	return nil, fmt.Sprintf("%d pods of %s have the IP %s (host network?): istiod takes any one of them", len(indexed), ns, addr)
+}
+
+// IndexedByIP reports whether istiod's pod cache finds pod by the address
+// ip (PodCache.podsByIP): its status.podIP, a phase that is not final, no
+// deletion under way, and Ready. A pod that is not ready is not found by
+// IP: an endpoint without targetRef to it gets none of its labels.
+func IndexedByIP(pod *corev1.Pod, ip string) bool {
+	if pod.Status.PodIP != ip || pod.DeletionTimestamp != nil ||
+		pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+		return false
+	}
+	ready, _ := PodReady(pod)
+	return ready
+}
+
+// describeEndpoint fills in what istiod knows of the endpoint's pod. An
+// endpoint without a known pod gets the labels istiod gives any address
+// (cluster, network); one whose pod is unknown has its pod's labels
+// unknown too.
 func (c *Config) describeEndpoint(e *Endpoint, pod *corev1.Pod, sd *ServiceData) {
 	e.Labels = map[string]string{}
 	e.Sidecar = SidecarNone
+	node := ""
 	if pod != nil {
 		for k, v := range pod.Labels {
 			e.Labels[k] = v
@@ -204,19 +311,26 @@ func (c *Config) describeEndpoint(e *Endpoint, pod *corev1.Pod, sd *ServiceData)
 		if e.Node == "" {
 			e.Node = pod.Spec.NodeName
 		}
+		// istiod's endpoint builder takes the host and the locality from
+		// the pod's node, not from the slice.
+		node = pod.Spec.NodeName
 	}
 	clusterID := c.ClusterID
 	if clusterID == "" {
 		clusterID = DefaultClusterID
 	}
 	e.Labels[LabelCluster] = clusterID
-	if e.Node != "" {
-		e.Labels[LabelHostname] = e.Node
+	if node != "" {
+		e.Labels[LabelHostname] = node
 	}
-	if network := c.network(pod); network != "" {
-		e.Labels[LabelNetwork] = network
+	// buildIstioEndpoint always sets the network label, "" when the
+	// endpoint is on no named network: a subset selecting network "" takes
+	// it.
+	e.Labels[LabelNetwork] = c.network(pod)
+	if pod == nil {
+		return // no pod: no locality
 	}
-	region, zone, subzone, known := c.locality(pod, sd.Nodes[e.Node])
+	region, zone, subzone, known := c.locality(pod, sd.Nodes[node])
 	if !known {
 		e.LabelsUnknown = []string{LabelRegion, LabelZone, LabelSubzone}
 		return
@@ -261,11 +375,8 @@ func (c *Config) locality(pod *corev1.Pod, node *corev1.Node) (region, zone, sub
 // network is the pod's network: its own label, else the label of the
 // Istio system namespace (istiod's own network), as istiod reads it.
 func (c *Config) network(pod *corev1.Pod) string {
-	if pod == nil {
-		return ""
-	}
-	if v := pod.Labels[LabelNetwork]; v != "" {
-		return v
+	if pod != nil && pod.Labels[LabelNetwork] != "" {
+		return pod.Labels[LabelNetwork]
 	}
 	if ns := c.Namespaces[c.systemNamespace()]; ns != nil {
 		return ns.Labels[LabelNetwork]
@@ -281,16 +392,18 @@ func (c *Config) systemNamespace() string {
 	return c.RootNamespace
 }
 
-// SelectsEndpoint reports whether a subset's labels select the endpoint,
-// and, when that depends on a label istiod adds but could not be read here,
-// says so instead of guessing.
+// SelectsEndpoint reports whether a subset's labels select the endpoint as
+// istiod's labels.Instance.SubsetOf does (each label present with that
+// value: a subset label "" does not select an endpoint without the
+// label), and, when that depends on a label istiod adds but could not be
+// read here, says so instead of guessing.
 func SelectsEndpoint(subset map[string]string, e Endpoint) (selects bool, unknown string) {
 	for k, v := range subset {
 		got, ok := e.Labels[k]
 		if !ok && contains(e.LabelsUnknown, k) {
 			return false, fmt.Sprintf("label %s of endpoint %s (the node %s was not readable)", k, e.Address, e.Node)
 		}
-		if got != v {
+		if !ok || got != v {
 			return false, ""
 		}
 	}

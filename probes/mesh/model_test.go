@@ -17,7 +17,7 @@ func TestModel(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			objs := meshtest.Objects(t, "testdata/model", "base.yaml", tc.File)
 			c := mesh.ConfigFromObjects(objs, meshtest.MeshConfig(t, tc.Mesh), "istio-system")
-			v, err := c.ViewFor(meshtest.CallerOf(t, c, tc.Caller), tc.Host, tc.Port)
+			v, err := c.ViewFor(meshtest.CallerFrom(t, objs, c, tc.Caller), tc.Host, tc.Port)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -12,8 +12,10 @@ import (
 
 // ConfigFromObjects indexes a set of objects (a recording, a test's YAML,
 // what the lab loaded) into a Config: every Service with its
-// EndpointSlices (or converted Endpoints), the pods they point at, and
-// those pods' nodes.
+// EndpointSlices (or converted Endpoints), the pods they point at (by
+// targetRef, else by IP in the endpoint's namespace), and those pods'
+// nodes. The objects are taken for the whole world: a pod that is not
+// among them does not exist.
 func ConfigFromObjects(objects []runtime.Object, mc MeshConfig, rootNamespace string) *Config {
 	c := &Config{Mesh: mc, RootNamespace: rootNamespace, Services: map[string]*ServiceData{}, Namespaces: map[string]*corev1.Namespace{}}
 	pods := map[string]*corev1.Pod{} // namespace/name
@@ -60,19 +62,34 @@ func ConfigFromObjects(objects []runtime.Object, mc MeshConfig, rootNamespace st
 			sd.Slices = SlicesFromEndpoints(ep)
 		}
 	}
+	byIP := map[string][]*corev1.Pod{} // namespace/IP
+	for _, p := range pods {
+		if p.Status.PodIP != "" {
+			byIP[p.Namespace+"/"+p.Status.PodIP] = append(byIP[p.Namespace+"/"+p.Status.PodIP], p)
+		}
+	}
 	for _, sd := range c.Services {
+		sd.PodsByIP = map[string][]*corev1.Pod{}
+		addNode := func(p *corev1.Pod) {
+			if n := nodes[p.Spec.NodeName]; n != nil {
+				sd.Nodes[n.Name] = n
+			}
+		}
 		for _, s := range sd.Slices {
 			for _, ep := range s.Endpoints {
 				if ref := ep.TargetRef; ref != nil && ref.Kind == "Pod" {
-					ns := ref.Namespace
-					if ns == "" {
-						ns = s.Namespace
-					}
-					if p := pods[ns+"/"+ref.Name]; p != nil {
+					if p := pods[ref.Namespace+"/"+ref.Name]; p != nil && ref.Namespace == s.Namespace {
 						sd.Pods[p.Name] = p
-						if n := nodes[p.Spec.NodeName]; n != nil {
-							sd.Nodes[n.Name] = n
-						}
+						addNode(p)
+					}
+					continue
+				}
+				for _, addr := range ep.Addresses {
+					found := byIP[s.Namespace+"/"+addr]
+					sort.Slice(found, func(i, j int) bool { return found[i].Name < found[j].Name })
+					sd.PodsByIP[addr] = found
+					for _, p := range found {
+						addNode(p)
 					}
 				}
 			}

@@ -1,6 +1,7 @@
 package mesh
 
 import (
+	"fmt"
 	"strings"
 
 	"istio.io/api/annotation"
@@ -96,4 +97,80 @@ func PodReady(pod *corev1.Pod) (ready bool, why string) {
 // (ProxyConfig YAML overriding mesh defaultConfig), or "".
 func PodProxyConfigAnnotation(pod *corev1.Pod) string {
 	return pod.Annotations[annotation.ProxyConfig.Name]
+}
+
+// DefaultProxyUID is the UID (and GID) the injector runs istio-proxy as,
+// and the owner istio-iptables exempts from redirection.
+const DefaultProxyUID = 1337
+
+// ProxyIDs are the UID and GID whose traffic istio-iptables lets out
+// without redirecting it to Envoy (ISTIO_OUTPUT: -m owner --uid-owner /
+// --gid-owner ... -j RETURN): the istio-init container's -u and -g, else
+// the istio-proxy container's runAsUser and runAsGroup, else 1337 (the
+// injector's default, GetProxyIDs; OpenShift picks from the namespace's
+// range and writes it in both places).
+func ProxyIDs(pod *corev1.Pod) (uid, gid int64) {
+	uid, gid = DefaultProxyUID, DefaultProxyUID
+	if c, ok := ProxyContainerSpec(pod); ok && c.SecurityContext != nil {
+		if u := c.SecurityContext.RunAsUser; u != nil {
+			uid = *u
+		}
+		if g := c.SecurityContext.RunAsGroup; g != nil {
+			gid = *g
+		}
+	}
+	for _, c := range pod.Spec.InitContainers {
+		if c.Name != "istio-init" {
+			continue
+		}
+		args := append(append([]string(nil), c.Command...), c.Args...)
+		for i := 0; i+1 < len(args); i++ {
+			var n int64
+			if _, err := fmt.Sscan(strings.Trim(args[i+1], `"`), &n); err != nil {
+				continue
+			}
+			switch args[i] {
+			case "-u", "--proxy-uid":
+				uid = n
+			case "-g", "--proxy-gid":
+				gid = n
+			}
+		}
+	}
+	return uid, gid
+}
+
+// SidecarBypass says which of the pod's app containers send around its
+// sidecar: a container that runs as the proxy's UID or GID (its own
+// securityContext, else the pod's) is exempt from istio-iptables'
+// redirection, so its connections leave as the app wrote them, plaintext.
+// all is true when every app container does. The UID an image declares
+// (USER in its Dockerfile) is not in the pod spec and is not judged.
+func SidecarBypass(pod *corev1.Pod) (bypassing []string, all bool) {
+	if PodSidecar(pod) == SidecarNone || pod.Annotations["sidecar.istio.io/interceptionMode"] == "NONE" {
+		return nil, false
+	}
+	uid, gid := ProxyIDs(pod)
+	apps := AppContainers(pod)
+	for _, c := range apps {
+		var runAsUser, runAsGroup *int64
+		if sc := pod.Spec.SecurityContext; sc != nil {
+			runAsUser, runAsGroup = sc.RunAsUser, sc.RunAsGroup
+		}
+		if sc := c.SecurityContext; sc != nil {
+			if sc.RunAsUser != nil {
+				runAsUser = sc.RunAsUser
+			}
+			if sc.RunAsGroup != nil {
+				runAsGroup = sc.RunAsGroup
+			}
+		}
+		switch {
+		case runAsUser != nil && *runAsUser == uid:
+			bypassing = append(bypassing, fmt.Sprintf("container %s runs as UID %d, the proxy's", c.Name, uid))
+		case runAsGroup != nil && *runAsGroup == gid:
+			bypassing = append(bypassing, fmt.Sprintf("container %s runs as GID %d, the proxy's", c.Name, gid))
+		}
+	}
+	return bypassing, len(apps) > 0 && len(bypassing) == len(apps)
 }

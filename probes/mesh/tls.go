@@ -20,6 +20,9 @@ const (
 	SendsMTLS      = "mtls"      // Istio mutual TLS
 	SendsPlaintext = "plaintext" // nothing added
 	SendsTLS       = "tls"       // TLS originated with the DestinationRule's own certificates (SIMPLE, MUTUAL)
+	// SendsUnknown: what is sent depends on the endpoint's pod (its
+	// tlsMode label, its ambient enrollment), which is not known.
+	SendsUnknown = "unknown"
 )
 
 // TLS mismatches between what a caller sends and what an endpoint accepts.
@@ -29,6 +32,9 @@ const (
 	MismatchMTLSNoSidecar   = "mtls-to-no-sidecar"
 	MismatchDoubleTLS       = "double-tls"
 	MismatchMTLSDisabled    = "mtls-to-disabled"
+	// MismatchUnknown: the endpoint's pod is not known (or the address has
+	// none), so whether its side accepts what is sent cannot be judged.
+	MismatchUnknown = "unknown"
 )
 
 // PeerMode is the mode an endpoint's sidecar enforces, and which policy
@@ -148,6 +154,9 @@ func edsTLSMode(rule *AppliedRule, port int32) string {
 // PeerAuthentication (workload and port level) is not DISABLE, or the
 // rule's tls for the port is ISTIO_MUTUAL.
 func (ct ClientTLS) Sends(e Endpoint, accepts PeerMode) (string, string) {
+	if e.PodUnknown != "" {
+		return SendsUnknown, "depends on the endpoint's pod (its tlsMode label, ambient enrollment), which is not known: " + e.PodUnknown
+	}
 	if e.Ambient && e.HBONE {
 		// A proxy that sends HBONE tunnels to a pod that accepts it
 		// whatever the rule says (cluster_tls.go): ISTIO_MUTUAL is replaced
@@ -180,8 +189,13 @@ func (ct ClientTLS) Sends(e Endpoint, accepts PeerMode) (string, string) {
 	return SendsPlaintext, "auto mTLS: the endpoint's pod is not labelled security.istio.io/tlsMode=istio"
 }
 
-// TLSMismatch judges what is sent against what the endpoint accepts.
+// TLSMismatch judges what is sent against what the endpoint accepts. An
+// endpoint without a known pod is not judged: whether a sidecar (or
+// anything) there terminates mTLS or enforces STRICT is not known.
 func TLSMismatch(sends string, e Endpoint, accepts PeerMode) string {
+	if !e.PodKnown() || sends == SendsUnknown {
+		return MismatchUnknown
+	}
 	if e.Ambient {
 		// ztunnel terminates HBONE whatever the policy says, passes TLS
 		// inside it to the app, and refuses plaintext only under STRICT.

@@ -32,6 +32,10 @@ type View struct {
 	// Unmatched: every route has a match condition, so a request none of
 	// them matches gets 404 NR from the caller's proxy.
 	Unmatched bool
+	// RoutesUnknown says why the routes are not certain: the rules were
+	// not read in every namespace, and a VirtualService of one not read
+	// could route the host instead ("" when they are certain).
+	RoutesUnknown string
 	// Clusters are keyed by name; each route destination and mirror has
 	// one.
 	Clusters map[string]*Cluster
@@ -53,15 +57,27 @@ type Cluster struct {
 	// Envoy then answers 503 NC.
 	Exists bool
 	Why    string
+	// Missing says, for a cluster istiod does not build, what is missing
+	// (MissingHost, MissingServiceHidden, MissingEntryHidden), "" for
+	// other reasons.
+	Missing string
+	// ExistsUnknown says why whether istiod builds the cluster is not
+	// known (a Service or rules that could not be read): no verdict then.
+	ExistsUnknown string
 	// Mirror: only mirrors send to it.
 	Mirror bool
 	// External: a ServiceEntry's host, whose endpoints are not read here.
 	External bool
+	// Bypassed: istiod pushes the cluster to the caller's proxy, but the
+	// caller's app sends around the proxy (Caller.Bypass): no request of
+	// its goes through it.
+	Bypassed bool
 	// ServiceServing is how many endpoints of the whole Service serve,
 	// subset or not: a subset can be empty while the Service is not.
 	ServiceServing int
-	// Undecided counts endpoints whose selection by the subset depends on
-	// a label that could not be read: no verdict on an empty subset then.
+	// Undecided counts the serving endpoints the cluster may or may not
+	// have: a subset's selection of one depends on a label that could not
+	// be read, or its pod is not known. No verdict on an empty cluster then.
 	Undecided int
 	Rule      *AppliedRule
 	Policy    *networkingv1alpha3.TrafficPolicy
@@ -98,8 +114,35 @@ const (
 )
 
 // ViewFor works out what the caller's proxy is given for the Service with
-// hostname host on service port.
+// hostname host on service port. For a caller whose app sends around its
+// sidecar (Caller.Bypass), the clusters are still what istiod pushes to
+// the proxy, marked Bypassed, and the route the app's requests take is
+// kube-proxy's, in plaintext.
 func (c *Config) ViewFor(caller Caller, host string, port int32) (*View, error) {
+	v, err := c.viewFor(caller, host, port)
+	if err == nil && len(caller.BypassSome) > 0 {
+		v.Unknown = append(v.Unknown, "which container sends the requests: "+strings.Join(caller.BypassSome, "; ")+", so its requests bypass the sidecar (plaintext); the view is the other containers'")
+	}
+	if err != nil || caller.Bypass == "" || !caller.Sidecar || caller.Gateway || caller.Ambient {
+		return v, err
+	}
+	for _, cl := range v.Clusters {
+		cl.Bypassed = true
+	}
+	why := "the caller's app bypasses its sidecar (" + caller.Bypass + "): istio-iptables lets the proxy's own UID/GID out unredirected, so its requests leave as plaintext"
+	v.Routes = []Route{{Name: "kube-proxy: " + why, CatchAll: true,
+		Destinations: []Destination{{Host: host, Port: port, Percent: 100, Cluster: KubeProxy}}}}
+	v.Unmatched = false
+	if ExternalNameOf(v.Service) != "" {
+		v.Clusters[DNSAlias] = &Cluster{Name: DNSAlias, Host: ExternalNameOf(v.Service), Port: port, Exists: true, External: true, Why: why}
+		v.Routes[0].Destinations[0].Cluster = DNSAlias
+		return v, nil
+	}
+	v.Clusters[KubeProxy] = c.plainCluster(KubeProxy, c.Services[host], port, why)
+	return v, nil
+}
+
+func (c *Config) viewFor(caller Caller, host string, port int32) (*View, error) {
 	sd := c.Services[host]
 	if sd == nil || sd.Service == nil {
 		return nil, fmt.Errorf("no Service %s in the configuration read", host)
@@ -115,6 +158,10 @@ func (c *Config) ViewFor(caller Caller, host string, port int32) (*View, error) 
 	}
 	v := &View{Caller: caller, Service: sd.Service, Host: host, Port: port, Protocol: PortProtocol(*sp),
 		Clusters: map[string]*Cluster{}, Unknown: append([]string(nil), c.Unknown...)}
+	if ExternalNameOf(sd.Service) != "" && !caller.Gateway {
+		c.externalNameView(v, caller, sd)
+		return v, nil
+	}
 	if caller.Ambient {
 		c.ztunnelView(v, sd, port)
 		return v, nil
@@ -150,6 +197,9 @@ func (c *Config) ViewFor(caller Caller, host string, port int32) (*View, error) 
 		return v, nil
 	}
 	v.VirtualService, v.VirtualServices = c.VirtualServicesFor(caller, host)
+	if v.RoutesUnknown = c.VirtualServiceUnknown(caller, host); v.RoutesUnknown != "" {
+		v.Unknown = append(v.Unknown, v.RoutesUnknown)
+	}
 	if v.VirtualService != nil {
 		v.Routes = RoutesOf(v.VirtualService, port, v.Protocol)
 	}
@@ -201,12 +251,28 @@ func (c *Config) clusterFor(caller Caller, d Destination) *Cluster {
 			cl.Why = "ServiceEntry " + se.Namespace + "/" + se.Name
 			return cl
 		}
-		cl.Why = "no Service or ServiceEntry named " + d.Host + " that the caller can see"
+		if why := c.ServicesUnknown[d.Host]; why != "" {
+			cl.ExistsUnknown, cl.Why = why, "the Service "+d.Host+" could not be read: "+why
+			return cl
+		}
+		cl.Missing, cl.Why = MissingHost, "no Service or ServiceEntry named "+d.Host+" that the caller can see"
+		for _, se := range c.ServiceEntries {
+			if ServiceEntryDeclares(se, d.Host) {
+				cl.Missing = MissingEntryHidden
+				cl.Why = fmt.Sprintf("ServiceEntry %s/%s declares %s but is not exported to %s (exportTo %s)", se.Namespace, se.Name, d.Host, caller.Namespace,
+					strings.Join(exportToOrDefault(se.Spec.GetExportTo(), c.Mesh.Raw.GetDefaultServiceExportTo()), ","))
+				break
+			}
+		}
+		if c.RulesRead != nil {
+			cl.Why += " among the ServiceEntries read (" + c.RulesPartial + ")"
+		}
 		return cl
 	}
 	// A Service a route sends to gets its cluster (and its rules) whatever
 	// the caller's Sidecar egress hosts say; only its exportTo hides it.
 	if exportTo := c.ServiceExportTo(sd.Service); !ExportedTo(exportTo, sd.Service.Namespace, caller.Namespace) {
+		cl.Missing = MissingServiceHidden
 		cl.Why = fmt.Sprintf("Service %s/%s is not exported to %s (exportTo %s)", sd.Service.Namespace, sd.Service.Name, caller.Namespace, strings.Join(exportTo, ","))
 		return cl
 	}
@@ -222,7 +288,12 @@ func (c *Config) clusterFor(caller Caller, d Destination) *Cluster {
 	cl.Rule, cl.Unknown = rule, unknown
 	var subset *networkingv1alpha3.Subset
 	if d.Subset != "" {
-		if subset = rule.Subset(d.Subset); subset == nil {
+		if subset = rule.Subset(d.Subset); subset == nil && !c.destinationRulesKnown(caller, sd.Service.Namespace) {
+			cl.ExistsUnknown = fmt.Sprintf("subset %s: the DestinationRules that could define it are not all read (%s)", d.Subset, c.RulesPartial)
+			cl.Why = cl.ExistsUnknown
+			return cl
+		}
+		if subset == nil {
 			defined := "no DestinationRule applies to " + d.Host
 			if rule != nil {
 				defined = "the DestinationRule that applies (" + strings.Join(rule.Names(), ", ") + ") defines " + subsetNames(rule)
@@ -240,14 +311,28 @@ func (c *Config) clusterFor(caller Caller, d Destination) *Cluster {
 	ns := sd.Service.Namespace
 	cl.TLS = clientTLS(cl.Policy, from, c.Mesh.EnableAutoMtls(), c.serviceMTLSMode(ns), edsTLSMode(rule, d.Port))
 	for _, e := range c.Endpoints(sd, d.Port) {
+		if e.ReadyUnknown != "" {
+			cl.Undecided++
+			cl.Unknown = append(cl.Unknown, "endpoint "+e.Address+": "+e.ReadyUnknown)
+			continue
+		}
+		if e.PodUnknown != "" && e.PodExpected {
+			// istiod holds back an endpoint whose targetRef names a pod it
+			// has not seen; whether it has seen this one is not known here.
+			cl.undecided(e, "endpoint "+e.Address+": "+e.PodUnknown)
+			continue
+		}
 		if e.Serving() {
 			cl.ServiceServing++
 		}
 		if subset != nil {
+			if e.PodUnknown != "" {
+				cl.undecided(e, "whether subset "+d.Subset+" selects endpoint "+e.Address+": "+e.PodUnknown)
+				continue
+			}
 			ok, why := SelectsEndpoint(subset.GetLabels(), e)
 			if why != "" {
-				cl.Undecided++
-				cl.Unknown = append(cl.Unknown, "whether subset "+d.Subset+" selects "+why)
+				cl.undecided(e, "whether subset "+d.Subset+" selects "+why)
 			}
 			if !ok {
 				continue
@@ -256,6 +341,15 @@ func (c *Config) clusterFor(caller Caller, d Destination) *Cluster {
 		cl.Endpoints = append(cl.Endpoints, c.endpointTLS(cl.TLS, e, ns))
 	}
 	return cl
+}
+
+// undecided counts an endpoint the cluster may or may not have: one that
+// would serve leaves "the cluster has no serving endpoint" undecided.
+func (cl *Cluster) undecided(e Endpoint, why string) {
+	if e.Serving() {
+		cl.Undecided++
+	}
+	cl.Unknown = append(cl.Unknown, why)
 }
 
 // plainCluster is the Service's endpoints reached without Istio config
@@ -300,6 +394,19 @@ func (c *Config) visibleServiceEntry(caller Caller, host string) *networkingv1.S
 	return nil
 }
 
+// What is missing for a cluster istiod does not build.
+const (
+	MissingHost          = "host"           // no Service or ServiceEntry declares the host
+	MissingServiceHidden = "service-hidden" // the Service's exportTo hides it from the caller
+	MissingEntryHidden   = "entry-hidden"   // a ServiceEntry declares it, but its exportTo hides it
+)
+
+// destinationRulesKnown: the namespaces istiod takes a host's
+// DestinationRule from (the caller's, the host's, the root) were read.
+func (c *Config) destinationRulesKnown(caller Caller, hostNS string) bool {
+	return c.RulesKnown(caller.Namespace) && c.RulesKnown(hostNS) && c.RulesKnown(c.RootNamespace)
+}
+
 // Why a route destination fails every request sent to it.
 const (
 	BreakNoCluster    = "no-cluster"    // istiod builds no cluster: 503 NC
@@ -309,6 +416,13 @@ const (
 	// BreakSubsetUndefined: the route names a subset no applying rule
 	// defines, so istiod builds no cluster: 503 NC.
 	BreakSubsetUndefined = "subset-undefined"
+	// BreakServiceHidden: the route sends to a Service whose exportTo
+	// hides it from the caller: no cluster, 503 NC.
+	BreakServiceHidden = "service-hidden"
+	// BreakNoEntry: the route sends to a host no Service or visible
+	// ServiceEntry declares (none at all, or one whose exportTo hides
+	// it): no cluster, 503 NC.
+	BreakNoEntry = "no-entry"
 )
 
 // Break is a route destination that fails every request it gets.
@@ -334,8 +448,14 @@ func (v *View) Breaks() []Break {
 			}
 			b := Break{Route: r, Destination: d}
 			switch {
+			case cl.ExistsUnknown != "":
+				continue
 			case d.Cluster == BlackHoleCluster:
 				b.Reason, b.Why = BreakBlackHole, cl.Why
+			case !cl.Exists && cl.Missing == MissingServiceHidden:
+				b.Reason, b.Why = BreakServiceHidden, cl.Why
+			case !cl.Exists && (cl.Missing == MissingHost || cl.Missing == MissingEntryHidden):
+				b.Reason, b.Why = BreakNoEntry, cl.Why
 			case !cl.Exists && d.Subset != "" && strings.HasPrefix(cl.Why, "subset "):
 				b.Reason, b.Why = BreakSubsetUndefined, cl.Why
 			case !cl.Exists:
@@ -373,6 +493,18 @@ func (v *View) BrokenShare(reasons ...string) (max int, byRoute map[string]int) 
 	return max, byRoute
 }
 
+// routed reports whether a route destination or mirror names cluster.
+func (v *View) routed(cluster string) bool {
+	for _, r := range v.Routes {
+		for _, d := range append(append([]Destination(nil), r.Destinations...), r.Mirrors...) {
+			if d.Cluster == cluster {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // Chain is the reasoning an on-call would follow, one line a link: caller,
 // visibility, route and weights, clusters and their endpoints, TLS.
 func (v *View) Chain() []string {
@@ -383,6 +515,8 @@ func (v *View) Chain() []string {
 		side = "a gateway"
 	case !v.Caller.Sidecar:
 		side = "without sidecar"
+	case v.Caller.Bypass != "":
+		side = "with sidecar, which its app bypasses: " + v.Caller.Bypass
 	}
 	out = append(out, fmt.Sprintf("caller %s (%s) → %s:%d (%s)", v.Caller, side, v.Host, v.Port, v.Protocol))
 	if v.Gateway != nil {
@@ -424,11 +558,22 @@ func (v *View) Chain() []string {
 	sort.Strings(names)
 	for _, n := range names {
 		cl := v.Clusters[n]
+		if cl.ExistsUnknown != "" {
+			out = append(out, "  cluster "+n+": UNDECIDED ("+cl.ExistsUnknown+")")
+			continue
+		}
 		if !cl.Exists {
-			out = append(out, "  cluster "+n+": NOT BUILT ("+cl.Why+"): 503 NC")
+			line := "  cluster " + n + ": NOT BUILT (" + cl.Why + ")"
+			if v.routed(n) {
+				line += ": 503 NC"
+			}
+			out = append(out, line)
 			continue
 		}
 		line := fmt.Sprintf("  cluster %s: %d of %d endpoints serving", n, cl.Serving(), len(cl.Endpoints))
+		if cl.Bypassed {
+			line += " (pushed to the proxy; the app's requests do not go through it)"
+		}
 		if cl.External || cl.Why != "" && len(cl.Endpoints) == 0 {
 			line = "  cluster " + n + ": " + cl.Why
 		}

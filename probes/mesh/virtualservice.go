@@ -69,6 +69,13 @@ func PortProtocol(sp corev1.ServicePort) string {
 	return ProtocolHTTP
 }
 
+// vsCandidate is a VirtualService that may route a host for a caller.
+type vsCandidate struct {
+	vs          *networkingv1.VirtualService
+	tier        int // 0 private, 1 exported by name, 2 public
+	specificity int
+}
+
 // VirtualServicesFor picks the VirtualService that routes host for the
 // caller's sidecar, as istiod does: candidates bind to sidecars (no
 // gateways, or "mesh"), and come in the order private to the caller's
@@ -79,14 +86,14 @@ func PortProtocol(sp corev1.ServicePort) string {
 // for one host are never merged for sidecars. Every VirtualService naming
 // the host gets a verdict.
 func (c *Config) VirtualServicesFor(caller Caller, host string) (*networkingv1.VirtualService, []RuleVerdict) {
+	winner, verdicts, _, _ := c.virtualServicesFor(caller, host)
+	return winner, verdicts
+}
+
+func (c *Config) virtualServicesFor(caller Caller, host string) (*networkingv1.VirtualService, []RuleVerdict, []vsCandidate, *networkingv1.Sidecar) {
 	var verdicts []RuleVerdict
 	sc, _ := c.SidecarFor(caller)
-	type candidate struct {
-		vs          *networkingv1.VirtualService
-		tier        int // 0 private, 1 exported by name, 2 public
-		specificity int
-	}
-	var candidates []candidate
+	var candidates []vsCandidate
 	for _, vs := range c.VirtualServices {
 		hosts := vs.Spec.GetHosts()
 		best, near := -1, ""
@@ -112,7 +119,7 @@ func (c *Config) VirtualServicesFor(caller Caller, host string) (*networkingv1.V
 		case !egressImportsVS(sc, vs, caller.Namespace):
 			v.Why = "the caller's Sidecar " + sc.Namespace + "/" + sc.Name + " egress hosts do not import VirtualServices of " + vs.Namespace + " for these hosts"
 		default:
-			candidates = append(candidates, candidate{vs: vs, tier: tier, specificity: best})
+			candidates = append(candidates, vsCandidate{vs: vs, tier: tier, specificity: best})
 			v.Applies = true
 		}
 		verdicts = append(verdicts, v)
@@ -137,6 +144,7 @@ func (c *Config) VirtualServicesFor(caller Caller, host string) (*networkingv1.V
 	if len(candidates) > 0 {
 		winner = candidates[0].vs
 	}
+
 	for i := range verdicts {
 		switch {
 		case !verdicts[i].Applies:
@@ -153,7 +161,54 @@ func (c *Config) VirtualServicesFor(caller Caller, host string) (*networkingv1.V
 		}
 		return verdicts[i].Ref() < verdicts[j].Ref()
 	})
-	return winner, verdicts
+	return winner, verdicts, candidates, sc
+}
+
+// VirtualServiceUnknown says why the VirtualService that routes host for
+// the caller is not certain: the rules were not read in every namespace,
+// and one of a namespace not read could win. "" when it is certain.
+func (c *Config) VirtualServiceUnknown(caller Caller, host string) string {
+	if c.RulesRead == nil {
+		return ""
+	}
+	winner, _, candidates, sc := c.virtualServicesFor(caller, host)
+	if c.noUnreadVSApplies(sc, caller, candidates) {
+		return ""
+	}
+	routes := "Istio's default route"
+	if winner != nil {
+		routes = "VirtualService " + winner.Namespace + "/" + winner.Name
+	}
+	return fmt.Sprintf("%s routes %s among the rules read; a VirtualService of a namespace not read, exported to %s, could take the host", routes, host, caller.Namespace)
+}
+
+// noUnreadVSApplies: with rules read in some namespaces only, no
+// VirtualService of another could take the host from the winner: the
+// winner is an exact host private to the caller's namespace (nothing
+// ranks above it), or the caller's Sidecar imports VirtualServices only
+// from namespaces that were read.
+func (c *Config) noUnreadVSApplies(sc *networkingv1.Sidecar, caller Caller, candidates []vsCandidate) bool {
+	if len(candidates) > 0 && candidates[0].tier == 0 && candidates[0].specificity == 1<<20 {
+		return true
+	}
+	if sc == nil || len(sc.Spec.GetEgress()) == 0 {
+		return false
+	}
+	for _, eg := range sc.Spec.GetEgress() {
+		for _, entry := range eg.GetHosts() {
+			ns, _, ok := strings.Cut(entry, "/")
+			if !ok || ns == "*" {
+				return false
+			}
+			if ns == "." {
+				ns = caller.Namespace
+			}
+			if ns != "~" && !c.RulesKnown(ns) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // vsExportTo is a VirtualService's exportTo, or the mesh default ("*").

@@ -62,14 +62,16 @@ func (c *Config) ServiceExportTo(svc *corev1.Service) []string {
 	return c.Mesh.Raw.GetDefaultServiceExportTo()
 }
 
-// LabelsMatch reports whether every selector label is set to the same value
-// in labels.
+// LabelsMatch reports whether every selector label is set, to the same
+// value, in labels: a selector's app: "" needs an app label that is
+// empty, not one that is missing (Istio's labels.Instance.SubsetOf and a
+// Kubernetes equality selector both require presence).
 func LabelsMatch(selector, labels map[string]string) bool {
 	if labels == nil {
 		return false
 	}
 	for k, v := range selector {
-		if labels[k] != v {
+		if got, ok := labels[k]; !ok || got != v {
 			return false
 		}
 	}

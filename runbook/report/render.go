@@ -72,6 +72,12 @@ func Markdown(w io.Writer, r Report) error {
 		b.WriteString("\n### Fix directions\n")
 		for _, d := range f.Fix.Directions {
 			fmt.Fprintf(&b, "\n#### %s (`%s`)\n\n%s\n", d.Title, d.ID, d.Text)
+			if len(d.Patches) > 0 {
+				fmt.Fprintf(&b, "\nPatch, in this order (%s):\n\n```sh\n%s\n```\n", simulationLine(d), strings.Join(runbook.Commands(d.Patches), "\n"))
+			}
+			if d.Unpatchable != "" {
+				fmt.Fprintf(&b, "\nNo patch: %s\n", d.Unpatchable)
+			}
 			for _, y := range d.YAML {
 				fmt.Fprintf(&b, "\n```yaml\n%s\n```\n", strings.TrimRight(y, "\n"))
 			}
@@ -209,6 +215,15 @@ func Text(w io.Writer, r Report) error {
 		for _, d := range f.Fix.Directions {
 			fmt.Fprintf(&b, "    * %s [%s]\n", d.Title, d.ID)
 			fmt.Fprintf(&b, "      %s\n", d.Text)
+			if len(d.Patches) > 0 {
+				fmt.Fprintf(&b, "      patch (%s):\n", simulationLine(d))
+				for _, c := range runbook.Commands(d.Patches) {
+					fmt.Fprintf(&b, "      $ %s\n", strings.ReplaceAll(c, "\n", "\n        "))
+				}
+			}
+			if d.Unpatchable != "" {
+				fmt.Fprintf(&b, "      no patch: %s\n", d.Unpatchable)
+			}
 			for _, c := range d.Commands {
 				fmt.Fprintf(&b, "      $ %s\n", c)
 			}
@@ -334,4 +349,12 @@ func containsString(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// simulationLine says what the simulation found, or that there was none.
+func simulationLine(d runbook.Fix) string {
+	if d.Simulation == nil {
+		return "not simulated"
+	}
+	return d.Simulation.Summary
 }

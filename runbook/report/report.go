@@ -99,9 +99,31 @@ type Finding struct {
 }
 
 // Fix is a finding's fix directions and the things that make it worse.
+// Each direction that changes objects carries its patches and their
+// simulation; Unpatchable says why, when no direction has a patch (an
+// image that does not pull, a node without ztunnel, a stuck istiod).
 type Fix struct {
-	Directions []runbook.Fix     `json:"directions"`
-	Warnings   []runbook.Warning `json:"warnings,omitempty"`
+	Directions  []runbook.Fix     `json:"directions"`
+	Warnings    []runbook.Warning `json:"warnings,omitempty"`
+	Unpatchable string            `json:"unpatchable,omitempty"`
+}
+
+// fixOf is a finding's fix: its directions, and, when none has a patch,
+// why (the first direction's reason: the runbook lists the main one first).
+func fixOf(f runbook.Finding) Fix {
+	fix := Fix{Directions: f.Fixes, Warnings: f.Warnings}
+	for _, d := range f.Fixes {
+		if len(d.Patches) > 0 {
+			return fix
+		}
+	}
+	for _, d := range f.Fixes {
+		if d.Unpatchable != "" {
+			fix.Unpatchable = d.Unpatchable
+			break
+		}
+	}
+	return fix
 }
 
 // FromSession builds the report of a session that has run: every step whose
@@ -369,7 +391,7 @@ func finding(f runbook.Finding) Finding {
 	return Finding{
 		Cause: f.Cause, Step: f.Step, Title: f.Title, Severity: f.Severity, Confidence: f.Confidence,
 		Summary: f.Summary, Evidence: f.Evidence,
-		Fix:    Fix{Directions: f.Fixes, Warnings: f.Warnings},
+		Fix:    fixOf(f),
 		Verify: f.Verify, ConsequenceOf: f.ConsequenceOf,
 	}
 }

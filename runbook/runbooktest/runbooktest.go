@@ -22,7 +22,7 @@ func Healthy() map[string]probes.Facts {
 	return map[string]probes.Facts{
 		"target": {
 			"target_service_found": true, "target_selector_empty": false,
-			"target_pods_selected": 3, "target_pods_with_sidecar": 3, "target_pods_without_sidecar": 0,
+			"target_pods_selected": 3, "target_endpoints": 3, "target_pods_with_sidecar": 3, "target_pods_without_sidecar": 0,
 			"target_namespace_injection": "enabled", "target_ports": []string{"80/8080/TCP"}, "target_port_found": true,
 			"target_source_named": true, "target_source_found": true, "target_source_has_sidecar": true,
 			"target_source_gateway": false,
@@ -30,14 +30,14 @@ func Healthy() map[string]probes.Facts {
 		"endpoints": {
 			"endpoints_ready": 3, "endpoints_not_ready": 0, "endpoints_terminating": 0,
 			"endpoints_not_ready_pods": []string{}, "endpoints_port_mismatch": false,
-			"endpoints_mismatched_ports": []string{}, "endpoints_source": "EndpointSlice", "endpoints_total": 3,
+			"endpoints_mismatched_ports": []string{}, "endpoints_source": "EndpointSlice", "endpoints_total": 3, "endpoints_external_name": false,
 		},
 		"envoy-clusters": {
 			"envoy_cluster_present": true, "envoy_clusters": []string{"outbound|80||web.shop.svc.cluster.local"},
 			"envoy_hosts_total": 3, "envoy_hosts_healthy": 3, "envoy_hosts_outlier_ejected": 0,
 			"envoy_hosts_active_hc_failed": 0, "envoy_hosts_eds_unhealthy": 0, "envoy_empty_clusters": []string{},
 			"envoy_clusters_all_ejected": []string{},
-			"envoy_rq_pending_overflow":  0, "envoy_cx_overflow": 0, "envoy_ejections_active": 0, "envoy_cx_connect_fail": 0,
+			"envoy_rq_pending_overflow":  0, "envoy_rq_active_overflow": 0, "envoy_rq_overflow": 0, "envoy_cx_overflow": 0, "envoy_ejections_active": 0, "envoy_cx_connect_fail": 0,
 		},
 		"envoy-listeners": {"listener_found": true, "listener_names": []string{"0.0.0.0_80"}},
 		"envoy-config": {
@@ -59,16 +59,16 @@ func Healthy() map[string]probes.Facts {
 		"mtls": {
 			"mtls_upstream_mode": "PERMISSIVE", "mtls_upstream_mode_source": "default", "mtls_client_tls_mode": "none",
 			"mtls_auto": true, "mtls_client_sends": "mtls", "mtls_upstream_sidecar": true,
-			"mtls_source_sidecar": true, "mtls_mismatch": "none", "mtls_client_config": "visible",
+			"mtls_source_sidecar": true, "mtls_mismatch": "none", "mtls_client_config": "visible", "mtls_undecided": 0,
 		},
 		"destination-rules": {
-			"dr_found": false, "dr_names": []string{}, "dr_subsets_without_pods": []string{}, "dr_subsets_without_pods_routed": []string{}, "vs_found": false,
+			"dr_found": false, "dr_names": []string{}, "dr_subsets_without_pods": []string{}, "dr_subsets_without_pods_routed": []string{}, "dr_subsets_undecided": []string{}, "vs_routed_hidden_services": []string{}, "vs_routed_missing_hosts": []string{}, "dr_rules_partial": "", "dr_routes_unknown": "", "vs_found": false,
 			"vs_undefined_subsets": []string{}, "dr_outlier_consecutive_5xx": 0, "dr_outlier_max_ejection_percent": 0,
 			"dr_outlier_aggressive": false, "dr_pool_tiny": false, "dr_pool_limits": []string{}, "dr_idle_timeout_s": 0,
 			"dr_outlier_consecutive_gateway_errors": 0, "dr_subset_no_pods_percent": 0, "vs_undefined_subset_percent": 0,
 			"visibility_visible": true, "visibility_hidden_by": "", "visibility_fallback": "",
 		},
-		"service-entry":  {"se_registry_only": false, "se_unregistered_hosts": []string{}, "se_hidden_hosts": []string{}, "se_in_cluster_hosts": []string{}},
+		"service-entry":  {"se_registry_only": false, "se_rules_partial": "", "se_unregistered_hosts": []string{}, "se_hidden_hosts": []string{}, "se_in_cluster_hosts": []string{}},
 		"port-exclusion": {"exclusion_outbound_ports": []string{}, "exclusion_inbound_ports": []string{}, "exclusion_target_port_bypassed": false},
 		// Sidecars only: the ambient steps are not walked (AmbientHealthy).
 		"dataplane": {

@@ -57,6 +57,19 @@ func TestManifestsSource(t *testing.T) {
 	if len(skipping.Skipped) != 2 || !strings.HasPrefix(skipping.Skipped[0], "skipped ") || !strings.Contains(skipping.Skipped[0], "all.yaml document 2 (cert-manager.io/v1 Certificate)") {
 		t.Errorf("skipped lines = %q", skipping.Skipped)
 	}
+	// A dump with Gateway API routes serves a triage (it used to abort:
+	// "no kind is registered for the type v1.GatewayClass"), each kind
+	// not read named once.
+	gw, err := Manifests([]string{"../../probes/cluster/manifests/testdata/gateway-api"}, manifests.Options{Namespace: "shop"}, cluster.ClusterInfo{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := gw.Cluster.GetPod(t.Context(), "shop", "orders-6d9f7b8c5-k2x9p"); err != nil {
+		t.Errorf("GetPod: %v", err)
+	}
+	if len(gw.Skipped) != 6 || !strings.Contains(strings.Join(gw.Skipped, "\n"), "2 documents: ") {
+		t.Errorf("skipped lines = %q, want one a kind (HTTPRoute's naming its 2 documents)", gw.Skipped)
+	}
 }
 
 // A recording opens as the cluster it was taken from, names its target,

@@ -25,6 +25,7 @@ import (
 	"github.com/meshtriage/meshtriage/probes"
 	"github.com/meshtriage/meshtriage/probes/actions"
 	"github.com/meshtriage/meshtriage/probes/cluster"
+	"github.com/meshtriage/meshtriage/probes/remedies"
 	"github.com/meshtriage/meshtriage/runbook"
 	"github.com/meshtriage/meshtriage/runbook/incidentlog"
 	"github.com/meshtriage/meshtriage/runbook/report"
@@ -33,7 +34,8 @@ import (
 // Runbook loads and validates the embedded Envoy 503 runbook against the
 // probes' facts and the cause catalogue.
 func Runbook() (*runbook.Graph, error) {
-	g, err := runbook.LoadFS(assets.FS, assets.Runbook503, runbook.CatalogueOf(probes.All(), assets.Causes))
+	cat := runbook.CatalogueOf(probes.All(), assets.Causes).WithRemedies(remedies.IDs(), remedies.VarDocs)
+	g, err := runbook.LoadFS(assets.FS, assets.Runbook503, cat)
 	if err != nil {
 		return nil, fmt.Errorf("runbook: %w", err)
 	}
@@ -175,6 +177,9 @@ func open(ctx context.Context, src Source, target cluster.Target, opts Options, 
 		SessionID:    id,
 		ProbeTimeout: opts.ProbeTimeout,
 		Started:      src.started(ctx, opts.Tool),
+		// Each found cause's fixes are computed from the evidence and
+		// proven on the configuration read before they are shown.
+		Fixes: newProver(graph, t.Cluster, opts.ProbeTimeout),
 	}
 	t.cfg = cfg
 	if from == nil {

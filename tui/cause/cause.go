@@ -1,5 +1,6 @@
 // Package cause is the screen of a root cause: the evidence that supports
-// it, the fix directions (text, YAML and commands, each block copyable), the
+// it, the fix directions (text, the patch with what its simulation found,
+// YAML and commands, each block copyable; copying a patch chooses its fix), the
 // trade-offs and security notes, the warnings, and the verification steps,
 // which run from here.
 package cause
@@ -36,15 +37,21 @@ type (
 	NoticeMsg string
 )
 
-// Block is a copyable piece of a fix direction: one YAML snippet, or the
-// fix's commands together.
+// Block is a copyable piece of a fix direction: its patch (the kubectl
+// commands that apply it), one YAML snippet, or the fix's commands
+// together.
 type Block struct {
 	Fix   string
-	What  string // "YAML", "commands"
+	What  string // BlockPatch, "YAML", "commands"
 	Text  string
 	line  int
 	lines int
 }
+
+// BlockPatch is the What of a fix's patch: `kubectl patch ... --type=...
+// -p '...'` (or `kubectl apply -f -` with the object), computed from the
+// evidence and proven on the configuration before it is shown.
+const BlockPatch = "patch"
 
 // Model is the cause screen.
 type Model struct {
@@ -166,7 +173,13 @@ func (m *Model) Update(msg tea.Msg) tea.Cmd {
 		m.selectBlock(m.sel - 1)
 	case key.Matches(k, keys.Copy):
 		if b, ok := m.Selected(); ok {
-			return send(CopyMsg{What: b.Fix + " " + b.What, Text: b.Text})
+			copyMsg := send(CopyMsg{What: b.Fix + " " + b.What, Text: b.Text})
+			if b.What == BlockPatch {
+				// Copying a fix's patch is choosing that fix: the incident
+				// log records it.
+				return tea.Sequence(copyMsg, send(ChooseFixMsg{Cause: m.cause.ID, Fix: b.Fix}))
+			}
+			return copyMsg
 		}
 		return send(NoticeMsg(keys.NextBlock.Help().Key + " selects a block to copy"))
 	case key.Matches(k, keys.ChooseFix):
@@ -285,6 +298,15 @@ func (m *Model) render() {
 		if fix.Text != "" {
 			add(common.Indent(common.Wrap(fix.Text, width-4), "    "))
 		}
+		if len(fix.Patches) > 0 {
+			if fix.Simulation != "" {
+				add(s.Label.Render(common.Indent(common.Wrap(fix.Simulation, width-4), "    ")))
+			}
+			m.addBlock(&lines, Block{Fix: fix.ID, What: BlockPatch, Text: strings.Join(fix.Patches, "\n")}, width)
+		}
+		if fix.Unpatchable != "" {
+			add(s.Muted.Render(common.Indent(common.Wrap("no patch: "+fix.Unpatchable, width-4), "    ")))
+		}
 		for _, y := range fix.YAML {
 			m.addBlock(&lines, Block{Fix: fix.ID, What: "YAML", Text: strings.TrimRight(y, "\n")}, width)
 		}
@@ -348,8 +370,11 @@ func (m *Model) addBlock(lines *[]string, b Block, width int) {
 	var body []string
 	for _, l := range strings.Split(b.Text, "\n") {
 		first := ""
-		if b.What == "commands" {
+		switch {
+		case b.What == "commands", b.What == BlockPatch && strings.HasPrefix(l, "kubectl "):
 			first = "$ "
+		case b.What == BlockPatch:
+			first = "  " // the object a `kubectl apply -f -` reads
 		}
 		indent := len(l) - len(strings.TrimLeft(l, " "))
 		wrapped := strings.Split(common.Wrap(l, max(10, width-8-len(first))), "\n")

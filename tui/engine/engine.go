@@ -114,6 +114,12 @@ type Fix struct {
 	Commands  []string
 	Tradeoffs []string
 	Security  []string
+	// Patches are the kubectl commands that apply the direction's
+	// patches, in order; Simulation says what they do to the configuration
+	// read; Unpatchable says why there is no patch.
+	Patches     []string
+	Simulation  string
+	Unpatchable string
 }
 
 // VerifyStep says how to check a fix: a probe whose facts must satisfy

@@ -62,7 +62,7 @@ func (e *sessionEngine) Causes() []Cause {
 		out = append(out, Cause{
 			ID: c.ID, Title: c.Title, Summary: e.s.Expand(c.Summary),
 			Warning:  c.Severity == runbook.SeverityWarning,
-			Fixes:    e.fixes(c.Fixes),
+			Fixes:    e.fixes(e.s.FixesOf(c.ID)),
 			Verify:   e.verifySteps(c.Verify),
 			Warnings: e.warnings(c.Warnings),
 		})
@@ -73,7 +73,10 @@ func (e *sessionEngine) Causes() []Cause {
 func (e *sessionEngine) fixes(in []runbook.Fix) []Fix {
 	var out []Fix
 	for _, f := range in {
-		fx := Fix{ID: f.ID, Title: f.Title, Text: e.s.Expand(f.Text)}
+		fx := Fix{ID: f.ID, Title: f.Title, Text: e.s.Expand(f.Text), Patches: runbook.Commands(f.Patches), Unpatchable: f.Unpatchable}
+		if f.Simulation != nil {
+			fx.Simulation = f.Simulation.Summary
+		}
 		for _, y := range f.YAML {
 			fx.YAML = append(fx.YAML, e.s.Expand(y))
 		}

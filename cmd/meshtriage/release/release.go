@@ -1,9 +1,11 @@
-// Package release reads the release configuration kept beside it: the
-// GoReleaser configuration (goreleaser.yaml) and the krew plugin manifest
-// template (meshtriage.krew.yaml). It says which archive a release holds for
+// Package release reads the release configuration: the GoReleaser
+// configuration at the repository root (GoreleaserFile, where goreleaser
+// looks for it) and the krew plugin manifest template kept beside this
+// package (meshtriage.krew.yaml). It says which archive a release holds for
 // each platform and fills the krew manifest from the release's checksums;
-// its tests hold the two files to each other and to the code, because
-// goreleaser itself does not run in this repository's tests.
+// its tests hold the two files to each other, to the code and to the
+// license, because goreleaser itself does not run in this repository's
+// tests.
 package release
 
 import (
@@ -20,6 +22,10 @@ import (
 
 	"sigs.k8s.io/yaml"
 )
+
+// GoreleaserFile is the GoReleaser configuration's path from the repository
+// root: goreleaser's default, so no command needs --config.
+const GoreleaserFile = ".goreleaser.yaml"
 
 // Goreleaser is the part of GoReleaser's v2 configuration meshtriage uses.
 // LoadGoreleaser reads it strictly: a key this model does not know, such as

@@ -22,7 +22,7 @@ const tag = "v1.2.3"
 
 func loadConfig(t *testing.T) *Goreleaser {
 	t.Helper()
-	g, err := LoadGoreleaser("goreleaser.yaml")
+	g, err := LoadGoreleaser(filepath.Join(root, GoreleaserFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -265,8 +265,11 @@ func TestKrewManifestPointsAtTheArchivesGoreleaserMakes(t *testing.T) {
 		if pl.Bin != bin {
 			t.Errorf("%s: bin %q, want %q", key, pl.Bin, bin)
 		}
-		if len(pl.Files) != 1 || pl.Files[0].From != a.Binary || pl.Files[0].To != bin {
-			t.Errorf("%s: files %+v, want the archive's %s moved to %s", key, pl.Files, a.Binary, bin)
+		// The binary moved to its plugin name, and the license beside it
+		// (krew-index takes no plugin that does not install one).
+		if len(pl.Files) != 2 || pl.Files[0].From != a.Binary || pl.Files[0].To != bin ||
+			pl.Files[1].From != "LICENSE" || pl.Files[1].To != "." {
+			t.Errorf("%s: files %+v, want the archive's %s moved to %s and LICENSE to .", key, pl.Files, a.Binary, bin)
 		}
 	}
 	if len(byPlatform) > 0 {
@@ -307,19 +310,116 @@ func TestParseChecksums(t *testing.T) {
 }
 
 func TestLoadGoreleaserRejectsAnUnknownKey(t *testing.T) {
-	raw, err := os.ReadFile("goreleaser.yaml")
+	raw, err := os.ReadFile(filepath.Join(root, GoreleaserFile))
 	if err != nil {
 		t.Fatal(err)
 	}
 	misspelt := strings.Replace(string(raw), "    ldflags:", "    ldflag:", 1)
 	if misspelt == string(raw) {
-		t.Fatal("goreleaser.yaml has no builds ldflags line to misspell")
+		t.Fatal(GoreleaserFile + " has no builds ldflags line to misspell")
 	}
-	file := filepath.Join(t.TempDir(), "goreleaser.yaml")
+	file := filepath.Join(t.TempDir(), GoreleaserFile)
 	if err := os.WriteFile(file, []byte(misspelt), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := LoadGoreleaser(file); err == nil || !strings.Contains(err.Error(), "ldflag") {
 		t.Errorf("error %v, want one naming the unknown key", err)
+	}
+}
+
+// goreleaser finds its configuration by itself when it is one of these at
+// the repository root (goreleaser's internal/static's default names).
+var goreleaserDefaults = []string{".goreleaser.yml", ".goreleaser.yaml", "goreleaser.yml", "goreleaser.yaml"}
+
+// The configuration is where goreleaser looks: `goreleaser release` at the
+// root needs no --config, no second configuration lies elsewhere to drift,
+// and the Makefile names none.
+func TestGoreleaserConfigurationIsWhereGoreleaserLooks(t *testing.T) {
+	if !slices.Contains(goreleaserDefaults, GoreleaserFile) || strings.Contains(GoreleaserFile, "/") {
+		t.Errorf("%s is not a name goreleaser reads by default from the root (%v)", GoreleaserFile, goreleaserDefaults)
+	}
+	if _, err := os.Stat(filepath.Join(root, GoreleaserFile)); err != nil {
+		t.Fatal(err)
+	}
+	err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == ".git" || d.Name() == "bin" || d.Name() == "testdata") {
+			return filepath.SkipDir
+		}
+		rel, _ := filepath.Rel(root, path)
+		if !d.IsDir() && slices.Contains(goreleaserDefaults, d.Name()) && rel != GoreleaserFile {
+			t.Errorf("%s: a second goreleaser configuration; the release reads %s", rel, GoreleaserFile)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	makefile, err := os.ReadFile(filepath.Join(root, "Makefile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, line := range strings.Split(string(makefile), "\n") {
+		if strings.Contains(line, "$(GORELEASER)") && strings.Contains(line, "--config") {
+			t.Errorf("Makefile:%d: %q names a configuration; goreleaser finds %s itself", i+1, strings.TrimSpace(line), GoreleaserFile)
+		}
+	}
+}
+
+// The SHA-256 of the Apache License 2.0 as the Apache Software Foundation
+// publishes it (https://www.apache.org/licenses/LICENSE-2.0.txt), appendix
+// included, the text Kubernetes and Istio ship.
+const apache2SHA256 = "cfc7749b96f63bd31c3c42b5c471bf756814053e847c10f3eb003417bc523d30"
+
+// One license, said the same everywhere: LICENSE is the full Apache-2.0
+// text, the README says so, and a release installs it (the archives carry
+// it, the krew manifest extracts it on every platform).
+func TestLicenseIsApache2AndShipsWithTheRelease(t *testing.T) {
+	text, err := os.ReadFile(filepath.Join(root, "LICENSE"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum := fmt.Sprintf("%x", sha256.Sum256(text)); sum != apache2SHA256 {
+		t.Errorf("LICENSE (sha256 %s) is not the standard Apache License 2.0 text", sum)
+	}
+	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(readme), "\n## License\n")
+	section, _, _ = strings.Cut(section, "\n## ")
+	if !ok || !strings.Contains(section, "Apache-2.0") || !strings.Contains(section, "`LICENSE`") {
+		t.Errorf("README.md has no License section naming Apache-2.0 and LICENSE: %q", section)
+	}
+	g := loadConfig(t)
+	if !slices.Contains(g.Archives[0].Files, "LICENSE") {
+		t.Errorf("archive files %v: the archives do not carry LICENSE", g.Archives[0].Files)
+	}
+	tmpl, err := os.ReadFile("meshtriage.krew.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	arts, err := g.Artifacts(tag)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := FillKrewManifest(tmpl, tag, fakeChecksums(arts))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p krewPlugin
+	if err := yaml.UnmarshalStrict(out, &p); err != nil {
+		t.Fatal(err)
+	}
+	for _, pl := range p.Spec.Platforms {
+		installs := false
+		for _, f := range pl.Files {
+			installs = installs || f.From == "LICENSE"
+		}
+		if !installs {
+			t.Errorf("%v: the krew plugin does not install LICENSE", pl.Selector.MatchLabels)
+		}
 	}
 }

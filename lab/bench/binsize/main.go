@@ -1,7 +1,7 @@
 // Command binsize measures the size of meshtriage's release binary next to
 // istioctl's and kubectl's, the three built alike: linux/amd64,
 // CGO_ENABLED=0, -trimpath, -ldflags "-s -w", as
-// cmd/meshtriage/release/goreleaser.yaml builds meshtriage and as Istio and
+// .goreleaser.yaml builds meshtriage and as Istio and
 // Kubernetes build their release binaries. It then breaks meshtriage's
 // binary down by module: the size of each symbol the linker placed in the
 // file, by the module of the package that defines it.

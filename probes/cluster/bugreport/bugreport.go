@@ -342,7 +342,7 @@ func groupSkipped(rec *recorded.Recording) []string {
 		if kind == "" {
 			kind = s.Where
 		}
-		counts[s.Reason+": "+kind]++
+		counts[s.Reason+": "+kind] += max(s.Documents, 1)
 	}
 	var out []string
 	for _, k := range sortedKeys(counts) {

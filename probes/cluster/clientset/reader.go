@@ -117,6 +117,27 @@ func (r Reader) PodsByIP(ctx context.Context, ip string) ([]corev1.Pod, error) {
 	return out, nil
 }
 
+// PodsWithIP lists the pods of one namespace whose status.podIP is ip:
+// one request with the field selector, in the namespace the endpoint is
+// in (a namespaced role allows it), filtered here too for servers and
+// fake clientsets that do not apply field selectors. It keeps every such
+// pod, whatever its phase: the config model applies istiod's own rules.
+func (r Reader) PodsWithIP(ctx context.Context, namespace, ip string) ([]corev1.Pod, error) {
+	l, err := r.Kube.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{
+		FieldSelector: fields.OneTermEqualSelector("status.podIP", ip).String(),
+	})
+	if err != nil {
+		return nil, err
+	}
+	var out []corev1.Pod
+	for _, p := range l.Items {
+		if p.Status.PodIP == ip {
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
 func hasIP(p *corev1.Pod, ip string) bool {
 	if p.Status.PodIP == ip {
 		return true

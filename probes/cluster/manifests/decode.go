@@ -24,29 +24,47 @@ import (
 	istioscheme "istio.io/client-go/pkg/clientset/versioned/scheme"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	kjson "k8s.io/apimachinery/pkg/runtime/serializer/json"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+	gatewayv1alpha2 "sigs.k8s.io/gateway-api/apis/v1alpha2"
+	gatewayv1alpha3 "sigs.k8s.io/gateway-api/apis/v1alpha3"
+	gatewayv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
 	"sigs.k8s.io/yaml"
 )
 
 // Scheme knows every Kubernetes kind client-go does, every Istio kind and
-// the Gateway API's v1 kinds.
+// every Gateway API kind of the versions users' dumps carry (v1, v1beta1,
+// v1alpha2, v1alpha3): a dump of a cluster with Gateway API routes must
+// decode, even though a triage reads only its Gateways (see Read).
 var Scheme = func() *runtime.Scheme {
 	s := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(s); err != nil {
-		panic(err)
-	}
-	if err := istioscheme.AddToScheme(s); err != nil {
-		panic(err)
-	}
-	// Gateway API v1: a waypoint is a Gateway.
-	if err := gatewayv1.Install(s); err != nil {
-		panic(err)
+	for _, add := range []func(*runtime.Scheme) error{
+		clientgoscheme.AddToScheme, istioscheme.AddToScheme,
+		gatewayv1.Install, gatewayv1beta1.Install, gatewayv1alpha2.Install, gatewayv1alpha3.Install,
+	} {
+		if err := add(s); err != nil {
+			panic(err)
+		}
 	}
 	return s
 }()
+
+// Read reports whether a triage reads objects of kind gvk, so that a
+// source loads them: every Kubernetes kind client-go knows and every Istio
+// kind (the clientsets a recording replays through hold them), and the
+// Gateway API's Gateways (a waypoint, a gateway's listeners). Other
+// Gateway API kinds (HTTPRoute, GRPCRoute, GatewayClass, ReferenceGrant,
+// TCPRoute, TLSRoute...) decode but are not read: Load skips them, naming
+// each kind once.
+func Read(gvk schema.GroupVersionKind) bool {
+	if gvk.Group == gatewayv1.GroupName {
+		return gvk.Kind == "Gateway"
+	}
+	return clientgoscheme.Scheme.Recognizes(gvk) || istioscheme.Scheme.Recognizes(gvk)
+}
 
 var (
 	lenientDecoder = kjson.NewSerializerWithOptions(kjson.DefaultMetaFactory, Scheme, Scheme, kjson.SerializerOptions{Yaml: true})
@@ -72,6 +90,9 @@ type Skipped struct {
 	Kind string
 	// Reason says why: a kind meshtriage does not read, a parse error.
 	Reason string
+	// Documents counts the documents of one kind folded into this entry
+	// (Set names each skipped kind once); 0 or 1: the one named by Where.
+	Documents int
 }
 
 func (s Skipped) String() string {
@@ -84,6 +105,10 @@ func (s Skipped) String() string {
 // ReasonUnknownKind is the Reason of a document whose kind neither
 // Kubernetes nor Istio defines.
 const ReasonUnknownKind = "not a Kubernetes or Istio kind meshtriage reads"
+
+// ReasonNotRead is the Reason of a document of a kind the schemes know but
+// a triage does not read (a Gateway API HTTPRoute): skipped, not an error.
+const ReasonNotRead = "a kind meshtriage does not read"
 
 // Decode decodes every document of one file; documents of unknown kind come
 // back together as an *UnknownKindError after the rest decoded, and any
@@ -356,6 +381,11 @@ func toServedVersion(obj runtime.Object) runtime.Object {
 		out := &networkingv1.Gateway{ObjectMeta: o.ObjectMeta}
 		o.Spec.DeepCopyInto(&out.Spec)
 		out.TypeMeta = v1Type("Gateway")
+		return out
+	case *gatewayv1beta1.Gateway:
+		// The same type as v1's (gateway-api defines it so).
+		out := (*gatewayv1.Gateway)(o).DeepCopy()
+		out.TypeMeta = metav1.TypeMeta{APIVersion: gatewayv1.GroupVersion.String(), Kind: "Gateway"}
 		return out
 	case *securityv1beta1.PeerAuthentication:
 		out := &securityv1.PeerAuthentication{ObjectMeta: o.ObjectMeta}

@@ -168,6 +168,10 @@ func (r *Reader) addObject(where string, obj runtime.Object) {
 	}
 	gk := gvks[0].GroupKind()
 	kind := gvks[0].GroupVersion().String() + " " + gk.Kind
+	if !Read(gvks[0]) {
+		r.set.Skipped = append(r.set.Skipped, Skipped{Where: where, Kind: kind, Reason: ReasonNotRead})
+		return
+	}
 	if m.GetName() == "" {
 		r.set.Skipped = append(r.set.Skipped, Skipped{Where: where, Kind: kind, Reason: "no metadata.name"})
 		return
@@ -187,13 +191,54 @@ func (r *Reader) addObject(where string, obj runtime.Object) {
 	r.set.Objects = append(r.set.Objects, obj)
 }
 
-// Set is everything read so far.
+// Set is everything read so far. Documents skipped for their kind are
+// named once a kind (where the first few are), so that a dump with forty
+// HTTPRoutes says so in one line.
 func (r *Reader) Set() *Set {
 	set := r.set
 	set.Objects = append([]runtime.Object(nil), r.set.Objects...)
-	set.Skipped = append([]Skipped(nil), r.set.Skipped...)
+	set.Skipped = byKind(r.set.Skipped)
 	set.ImpliedNamespaces = ImpliedNamespaces(set.Objects)
 	return &set
+}
+
+// byKind folds the entries skipped for their kind (unknown, or not read)
+// into one entry a kind, at the place of its first document; other entries
+// stay as they are.
+func byKind(skipped []Skipped) []Skipped {
+	const named = 3 // documents named in a folded entry; the rest counted
+	var out []Skipped
+	first := map[string]int{}   // kind+reason → index in out
+	where := map[int][]string{} // index in out → the documents folded in
+	for _, s := range skipped {
+		if s.Kind == "" || s.Reason != ReasonUnknownKind && s.Reason != ReasonNotRead {
+			out = append(out, s)
+			continue
+		}
+		key := s.Kind + "\x00" + s.Reason
+		i, seen := first[key]
+		if !seen {
+			i = len(out)
+			first[key] = i
+			out = append(out, s)
+		}
+		where[i] = append(where[i], s.Where)
+	}
+	for i, docs := range where {
+		if len(docs) == 1 {
+			continue
+		}
+		shown := docs
+		if len(shown) > named {
+			shown = shown[:named]
+		}
+		w := fmt.Sprintf("%d documents: %s", len(docs), strings.Join(shown, ", "))
+		if len(docs) > named {
+			w += fmt.Sprintf(" and %d more", len(docs)-named)
+		}
+		out[i].Where, out[i].Documents = w, len(docs)
+	}
+	return out
 }
 
 func objectName(namespace, name string) string {
@@ -250,6 +295,7 @@ var clusterScoped = func() map[schema.GroupKind]bool {
 		"internal.apiserver.k8s.io":    {"StorageVersion"},
 		"apiextensions.k8s.io":         {"CustomResourceDefinition"},
 		"apiregistration.k8s.io":       {"APIService"},
+		"gateway.networking.k8s.io":    {"GatewayClass"},
 	}
 	out := map[schema.GroupKind]bool{}
 	for group, kinds := range byGroup {

@@ -265,3 +265,90 @@ func objectNames(set *manifests.Set) string {
 	sort.Strings(names)
 	return strings.Join(names, ", ")
 }
+
+// A dump of a cluster with Gateway API routes used to abort `check -f`
+// ("no kind is registered for the type v1.HTTPRoute in scheme", and
+// GatewayClass given the -n namespace). Every kind loads: the Gateway
+// (v1beta1 read as v1) as an object, the kinds a triage does not read
+// skipped and each named once, cluster-scoped kinds without a namespace;
+// and the recorded cluster a triage reads is built from the set.
+func TestLoadGatewayAPIDump(t *testing.T) {
+	set, err := manifests.Load([]string{"testdata/gateway-api"}, manifests.Options{Namespace: "web"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := objectNames(set), "ClusterRole /meshtriage-readonly, Gateway shop/shop-gateway, Node /worker-1, Pod shop/orders-6d9f7b8c5-k2x9p, Service shop/orders"; got != want {
+		t.Errorf("objects = %s\nwant      %s", got, want)
+	}
+	for _, obj := range set.Objects {
+		if gvks, _, _ := manifests.Scheme.ObjectKinds(obj); gvks[0].Kind == "Gateway" && gvks[0].Version != "v1" {
+			t.Errorf("the v1beta1 Gateway is read as %s, want v1 (the version the probes read)", gvks[0])
+		}
+	}
+	var got []string
+	for _, s := range set.Skipped {
+		if s.Reason != manifests.ReasonNotRead {
+			t.Errorf("skipped %s: want %q", s, manifests.ReasonNotRead)
+		}
+		got = append(got, fmt.Sprintf("%s x%d", s.Kind, max(s.Documents, 1)))
+	}
+	want := []string{
+		"gateway.networking.k8s.io/v1 GatewayClass x1",
+		"gateway.networking.k8s.io/v1 HTTPRoute x2",
+		"gateway.networking.k8s.io/v1 GRPCRoute x1",
+		"gateway.networking.k8s.io/v1beta1 ReferenceGrant x1",
+		"gateway.networking.k8s.io/v1alpha2 TCPRoute x1",
+		"gateway.networking.k8s.io/v1alpha2 TLSRoute x1",
+	}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("skipped %q\nwant    %q", got, want)
+	}
+	if _, err := recorded.NewCluster(recorded.FromObjects("dump", set.Objects)); err != nil {
+		t.Errorf("the recorded cluster of the set: %v", err)
+	}
+}
+
+// Every kind of the schemes the decoder registers decodes from a document
+// as users write it and is either read or skipped as a kind a triage does
+// not read, never refused; and a recording holding every one of them (as
+// the strict decoder keeps them) still serves a triage.
+func TestEveryRegisteredKindLoads(t *testing.T) {
+	var docs []string
+	kinds := 0
+	for gvk := range manifests.Scheme.AllKnownTypes() {
+		// Lists are read item by item; API messages without object
+		// metadata (Status, WatchEvent, the options kinds,
+		// DeploymentRollback) are no objects a dump holds.
+		obj, err := manifests.Scheme.New(gvk)
+		if _, noMeta := meta.Accessor(obj); err != nil || noMeta != nil || gvk.Version == "__internal" || strings.HasSuffix(gvk.Kind, "List") {
+			continue
+		}
+		kinds++
+		docs = append(docs, fmt.Sprintf("apiVersion: %s\nkind: %s\nmetadata: {name: x%d}\n", gvk.GroupVersion(), gvk.Kind, kinds))
+	}
+	sort.Strings(docs)
+	dir := t.TempDir()
+	write(t, dir, "all.yaml", strings.Join(docs, "---\n"))
+	set, err := manifests.Load([]string{dir}, manifests.Options{Namespace: "shop"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	read := len(set.Objects)
+	for _, s := range set.Skipped {
+		if s.Reason != manifests.ReasonNotRead {
+			t.Errorf("refused: %s", s)
+		}
+		read += max(s.Documents, 1)
+	}
+	if read < kinds {
+		t.Errorf("%d of %d kinds accounted for", read, kinds)
+	}
+	objs, err := manifests.Decode("all.yaml", []byte(strings.Join(docs, "---\n")), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := recorded.NewCluster(recorded.FromObjects("all", objs)); err != nil {
+		t.Errorf("a recording with every kind: %v", err)
+	}
+	t.Logf("%d kinds: %d read, %d skipped", kinds, len(set.Objects), kinds-len(set.Objects))
+}

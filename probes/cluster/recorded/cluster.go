@@ -10,11 +10,13 @@ import (
 
 	istiofake "istio.io/client-go/pkg/clientset/versioned/fake"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/version"
 	fakediscovery "k8s.io/client-go/discovery/fake"
 	kubefake "k8s.io/client-go/kubernetes/fake"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/meshtriage/meshtriage/probes/cluster"
@@ -63,8 +65,14 @@ func newCluster(s *Scenario) (*Cluster, error) {
 			continue // served from s.Objects (GatewayAPIGateways): no fake clientset of ours holds the kind
 		}
 		tracker := kube.Tracker()
-		if isIstio(obj) {
+		switch {
+		case isIstio(obj):
 			tracker = istio.Tracker()
+		case !isKube(obj):
+			// A kind no clientset of ours holds and no read asks for (a
+			// Gateway API HTTPRoute of a recording): kept in s.Objects,
+			// never a reason to refuse the input.
+			continue
 		}
 		if err := addTracked(tracker, obj.DeepCopyObject()); err != nil {
 			return nil, fmt.Errorf("scenario %s: load %s: %w", s.Name, describe(obj), err)
@@ -120,6 +128,13 @@ func isIstio(obj runtime.Object) bool {
 	return err == nil && len(gvks) > 0 && strings.HasSuffix(gvks[0].Group, "istio.io")
 }
 
+// isKube: a kind of client-go's scheme, which the fake Kubernetes
+// clientset holds.
+func isKube(obj runtime.Object) bool {
+	gvks, _, err := clientgoscheme.Scheme.ObjectKinds(obj)
+	return err == nil && len(gvks) > 0
+}
+
 func describe(obj runtime.Object) string {
 	kind := fmt.Sprintf("%T", obj)
 	if gvks, _, err := manifests.Scheme.ObjectKinds(obj); err == nil && len(gvks) > 0 {
@@ -146,6 +161,18 @@ func versionInfo(git string) *version.Info {
 }
 
 func (c *Cluster) Info() cluster.ClusterInfo { return c.info }
+
+// HoldsEndpoints reports whether the recording holds any EndpointSlice or
+// Endpoints: a dump without them says nothing of a Service's endpoints.
+func (c *Cluster) HoldsEndpoints() bool {
+	for _, obj := range c.s.Objects {
+		switch obj.(type) {
+		case *discoveryv1.EndpointSlice, *corev1.Endpoints: //nolint:staticcheck // core Endpoints is still served
+			return true
+		}
+	}
+	return false
+}
 
 // Scenario is the recorded data this cluster serves.
 func (c *Cluster) Scenario() *Scenario { return c.s }

@@ -85,6 +85,9 @@ func readIstioList(kind, ns string) string { return "list " + kind + " " + ns }
 
 func readNode(name string) string   { return "get node " + name }
 func readPodsByIP(ip string) string { return "list pods with IP " + ip }
+func readPodsWithIP(ns, ip string) string {
+	return "list pods in " + ns + " with IP " + ip
+}
 
 func readPods(ns string, selector map[string]string) string {
 	return "list pods " + ns + " " + labels.Set(selector).String()

@@ -69,6 +69,20 @@ func (c *Cluster) PodsByIP(ctx context.Context, ip string) ([]corev1.Pod, error)
 	return c.Reader.PodsByIP(ctx, ip)
 }
 
+// PodsWithIP answers from the recorded pods; when none has the IP it
+// answers ErrNotFound, not "none": a recording or a dump holds the pods
+// it holds, not necessarily every pod with the address.
+func (c *Cluster) PodsWithIP(ctx context.Context, namespace, ip string) ([]corev1.Pod, error) {
+	if err := c.failed(readPodsWithIP(namespace, ip)); err != nil {
+		return nil, err
+	}
+	pods, err := c.Reader.PodsWithIP(ctx, namespace, ip)
+	if err == nil && len(pods) == 0 {
+		return nil, fmt.Errorf("no pod of %s with IP %s in the input, which may not hold every pod: %w", namespace, ip, cluster.ErrNotFound)
+	}
+	return pods, err
+}
+
 func (c *Cluster) EndpointSlices(ctx context.Context, namespace, service string) ([]discoveryv1.EndpointSlice, error) {
 	if err := c.failed(readSlices(namespace, service)); err != nil {
 		return nil, err

@@ -182,6 +182,13 @@ func (r *Recorder) PodsByIP(ctx context.Context, ip string) ([]corev1.Pod, error
 	return record(r, readPodsByIP(ip), v, err, values[corev1.Pod])
 }
 
+// PodsWithIP keeps the pods the config model found behind an endpoint
+// address without targetRef.
+func (r *Recorder) PodsWithIP(ctx context.Context, namespace, ip string) ([]corev1.Pod, error) {
+	v, err := cluster.PodsWithIP(ctx, r.c, namespace, ip)
+	return record(r, readPodsWithIP(namespace, ip), v, err, values[corev1.Pod])
+}
+
 func (r *Recorder) EndpointSlices(ctx context.Context, namespace, service string) ([]discoveryv1.EndpointSlice, error) {
 	v, err := r.c.EndpointSlices(ctx, namespace, service)
 	return record(r, readSlices(namespace, service), v, err, values[discoveryv1.EndpointSlice])

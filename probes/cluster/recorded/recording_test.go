@@ -11,6 +11,11 @@ import (
 	"testing/fstest"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
 	"github.com/meshtriage/meshtriage/probes/cluster"
 )
 
@@ -140,5 +145,23 @@ func TestReadArchiveRefusesEntriesLeavingIt(t *testing.T) {
 	}
 	if _, _, err := ReadArchive(strings.NewReader("plain text"), nil); err == nil || !strings.Contains(err.Error(), "not a .tar.gz") {
 		t.Errorf("not gzip: %v", err)
+	}
+}
+
+// An input without any EndpointSlice or Endpoints (kubectl get all) says
+// so, so that a Service's missing endpoints are unknown, not none.
+func TestInputWithoutEndpointSlicesSaysSo(t *testing.T) {
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "payments", Namespace: "shop"}}
+	without, err := NewCluster(FromObjects("get-all", []runtime.Object{svc}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	slice := &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Name: "orders-1", Namespace: "shop", Labels: map[string]string{discoveryv1.LabelServiceName: "orders"}}}
+	with, err := NewCluster(FromObjects("dump", []runtime.Object{svc, slice}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !cluster.InputLacksEndpoints(cluster.NewCache(without)) || cluster.InputLacksEndpoints(with) {
+		t.Error("InputLacksEndpoints: want true through the cache for an input without slices, false with one")
 	}
 }

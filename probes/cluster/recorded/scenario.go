@@ -27,7 +27,7 @@
 // same way on replay).
 //
 // The embedded scenarios (assets/scenarios) are written by the Go program in
-// scenariogen/ (`go generate ./assets`), which derives every cross-reference
+// assets/scenariogen (`go generate ./assets`), which derives every cross-reference
 // (pod IPs in EndpointSlices, Envoy host lists, access-log addresses, syncz
 // proxy IDs) from one story per scenario; edit the story there and
 // regenerate rather than editing the files. Its test fails when a committed

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 
@@ -188,6 +189,79 @@ var Cases = []Case{
 		}
 		wantNoBreak(t, v)
 	}},
+	// Endpoints and their pods as istiod matches them
+	// (endpointslice.go getPod): by targetRef, else by IP among the Ready
+	// pods of the endpoint's namespace; a pod that cannot be found leaves
+	// what depends on it undecided.
+	{File: "endpoint-without-targetref.yaml", Caller: "web/web-1", Host: "orders.shop.svc.cluster.local", Port: 8080, Check: func(t testing.TB, v *mesh.View) {
+		wantNoBreak(t, v)
+		wantEndpoints(t, v, "outbound|8080|v2|orders.shop.svc.cluster.local", "orders-v2")
+		wantMismatches(t, v, nil)
+	}},
+	{File: "endpoint-pod-not-found.yaml", Caller: "web/web-1", Host: "orders.shop.svc.cluster.local", Port: 8080, Check: func(t testing.TB, v *mesh.View) {
+		wantNoBreak(t, v)
+		cl := v.Clusters["outbound|8080|v3|orders.shop.svc.cluster.local"]
+		if cl == nil || len(cl.Endpoints) != 0 || cl.Undecided != 1 || !strings.Contains(strings.Join(cl.Unknown, " "), "orders-v3") {
+			t.Errorf("subset v3's cluster %+v: want no endpoint istiod would send and one undecided (pod orders-v3 not found)", cl)
+		}
+	}},
+	{File: "endpoint-ip-pod-not-ready.yaml", Caller: "web/web-1", Host: "orders.shop.svc.cluster.local", Port: 8080, Check: func(t testing.TB, v *mesh.View) {
+		wantBreak(t, v, mesh.BreakSubsetEmpty, 50, "outbound|8080|v2|orders.shop.svc.cluster.local")
+		wantEndpoints(t, v, "outbound|8080|v1|orders.shop.svc.cluster.local", "orders-v1")
+	}},
+	{File: "subset-label-absent.yaml", Caller: "web/web-1", Host: "orders.shop.svc.cluster.local", Port: 8080, Check: func(t testing.TB, v *mesh.View) {
+		wantEndpoints(t, v, "outbound|8080|canary|orders.shop.svc.cluster.local", "orders-v2")
+		wantBreak(t, v, mesh.BreakSubsetEmpty, 20, "outbound|8080|stable|orders.shop.svc.cluster.local")
+	}},
+	{File: "sidecar-without-tlsmode-label.yaml", Caller: "web/web-1", Host: "orders.shop.svc.cluster.local", Port: 8080, Check: func(t testing.TB, v *mesh.View) {
+		wantMismatches(t, v, map[string]string{"orders-v2": mesh.MismatchPlaintextStrict})
+	}},
+	// ExternalName Services are aliases: no endpoints, no cluster of their
+	// own; istiod routes them as the host they name.
+	{File: "externalname-external.yaml", Caller: "web/web-1", Host: "payments.shop.svc.cluster.local", Port: 443, Check: func(t testing.TB, v *mesh.View) {
+		wantNoBreak(t, v)
+		if cl := v.Clusters["outbound|443||payments.shop.svc.cluster.local"]; cl == nil || cl.Exists {
+			t.Errorf("the alias's own cluster %+v: istiod builds none", cl)
+		}
+		if cl := v.Clusters[mesh.PassthroughCluster]; cl == nil || !cl.External {
+			t.Errorf("clusters %v: want PassthroughCluster to the outside host", v.Clusters)
+		}
+	}},
+	{File: "externalname-to-service.yaml", Caller: "web/web-1", Host: "orders-legacy.shop.svc.cluster.local", Port: 8080, Check: func(t testing.TB, v *mesh.View) {
+		wantNoBreak(t, v)
+		wantEndpoints(t, v, "outbound|8080||orders.shop.svc.cluster.local", "orders-v1", "orders-v2")
+		if cl := v.Clusters["outbound|8080||orders-legacy.shop.svc.cluster.local"]; cl == nil || cl.Exists {
+			t.Errorf("the alias's own cluster %+v: istiod builds none", cl)
+		}
+	}},
+	{File: "externalname-to-service.yaml", Caller: "batch/report-1", Host: "orders-legacy.shop.svc.cluster.local", Port: 8080, Check: func(t testing.TB, v *mesh.View) {
+		wantNoBreak(t, v)
+	}},
+	// A route to a host istiod builds the caller no cluster for: a Service
+	// or ServiceEntry its exportTo hides (503 NC).
+	{File: "vs-route-to-hidden-service.yaml", Caller: "web/web-1", Host: "orders.shop.svc.cluster.local", Port: 8080, Check: func(t testing.TB, v *mesh.View) {
+		wantBreak(t, v, mesh.BreakServiceHidden, 100, "outbound|8080||ratings.shop.svc.cluster.local")
+	}},
+	{File: "vs-route-to-hidden-service.yaml", Caller: "shop/orders-v1", Host: "orders.shop.svc.cluster.local", Port: 8080, Check: func(t testing.TB, v *mesh.View) {
+		wantNoBreak(t, v)
+	}},
+	{File: "vs-route-to-hidden-serviceentry.yaml", Caller: "web/web-1", Host: "orders.shop.svc.cluster.local", Port: 8080, Check: func(t testing.TB, v *mesh.View) {
+		wantBreak(t, v, mesh.BreakNoEntry, 100, "outbound|8080||api.partner.example")
+		if cl := v.Clusters["outbound|8080||api.partner.example"]; cl == nil || cl.Missing != mesh.MissingEntryHidden {
+			t.Errorf("cluster %+v: want one istiod does not build, its ServiceEntry hidden by exportTo", cl)
+		}
+	}},
+	// An app running as the proxy's UID or GID sends around its sidecar
+	// (istio-iptables exempts them): plaintext, whatever istiod pushes.
+	{File: "caller-runs-as-proxy-uid.yaml", Caller: "web/web-1", Host: "orders.shop.svc.cluster.local", Port: 8080, Check: func(t testing.TB, v *mesh.View) {
+		wantMismatches(t, v, map[string]string{"orders-v1": mesh.MismatchPlaintextStrict, "orders-v2": mesh.MismatchPlaintextStrict})
+		if cl := v.Clusters["outbound|8080||orders.shop.svc.cluster.local"]; cl == nil || !cl.Exists || !cl.Bypassed {
+			t.Errorf("the cluster istiod pushes %+v: want it, marked bypassed", cl)
+		}
+	}},
+	{File: "caller-runs-as-proxy-gid.yaml", Caller: "web/web-1", Host: "orders.shop.svc.cluster.local", Port: 8080, Check: func(t testing.TB, v *mesh.View) {
+		wantMismatches(t, v, map[string]string{"orders-v1": mesh.MismatchPlaintextStrict, "orders-v2": mesh.MismatchPlaintextStrict})
+	}},
 	// A gateway as the caller: istioctl analyze's gateway and
 	// virtualservice analyzer cases, and the binding mistakes behind
 	// ingress 404 NR, as istiod builds the gateway's routes.
@@ -311,6 +385,20 @@ func MeshConfig(t testing.TB, text string) mesh.MeshConfig {
 	return mesh.MeshConfig{Raw: raw, Found: true}
 }
 
+// CallerFrom is the case's caller: a pod of objs when one is named so
+// (a case file may redefine the caller), else as CallerOf finds it.
+func CallerFrom(t testing.TB, objs []runtime.Object, c *mesh.Config, spec string) mesh.Caller {
+	t.Helper()
+	if ns, name, ok := strings.Cut(spec, "/"); ok && !strings.HasPrefix(spec, "meshed ") {
+		for _, o := range objs {
+			if p, ok := o.(*corev1.Pod); ok && p.Namespace == ns && p.Name == name {
+				return mesh.CallerFromPod(p)
+			}
+		}
+	}
+	return CallerOf(t, c, spec)
+}
+
 // CallerOf is the case's caller among the objects of c.
 func CallerOf(t testing.TB, c *mesh.Config, spec string) mesh.Caller {
 	t.Helper()
@@ -367,14 +455,38 @@ func wantVerdict(t testing.TB, verdicts []mesh.RuleVerdict, ref string, applies 
 	t.Errorf("no verdict on %s in %+v", ref, verdicts)
 }
 
+// wantEndpoints checks the pods of a cluster's serving endpoints.
+func wantEndpoints(t testing.TB, v *mesh.View, cluster string, pods ...string) {
+	t.Helper()
+	cl := v.Clusters[cluster]
+	if cl == nil {
+		t.Errorf("no cluster %s in the view", cluster)
+		return
+	}
+	var got []string
+	for _, e := range cl.Endpoints {
+		if e.Serving() {
+			got = append(got, e.Pod)
+		}
+	}
+	if strings.Join(got, " ") != strings.Join(pods, " ") {
+		t.Errorf("%s serves %v, want %v (unknown: %v)", cluster, got, pods, cl.Unknown)
+	}
+}
+
 // wantMismatches checks each endpoint's TLS mismatch by pod; pods not named
 // must have none.
 func wantMismatches(t testing.TB, v *mesh.View, want map[string]string) {
 	t.Helper()
 	seen := 0
+	judged := map[string]bool{}
 	for _, cl := range v.Clusters {
+		if cl.Bypassed {
+			continue // no request of the caller's app goes through it
+		}
 		for _, e := range cl.Endpoints {
 			seen++
+			judged[e.Pod] = true
 			w := want[e.Pod]
 			if w == "" {
 				w = mesh.MismatchNone
@@ -386,6 +498,11 @@ func wantMismatches(t testing.TB, v *mesh.View, want map[string]string) {
 	}
 	if seen == 0 {
 		t.Error("no endpoint to judge")
+	}
+	for pod := range want {
+		if !judged[pod] {
+			t.Errorf("no endpoint of pod %s judged", pod)
+		}
 	}
 }
 

@@ -146,18 +146,43 @@ func ParseLine(line string) (Entry, bool) {
 type parser struct {
 	e    Entry
 	toks [maxTokens]token
+	// formats are the mesh's own, tried before the built-in layouts.
+	formats Formats
 }
 
 // parse parses line into p's Entry, valid until the next call.
 func (p *parser) parse(line string) (*Entry, bool) {
 	line = trimEOL(line)
 	if len(line) > 0 && line[0] == '{' {
+		if p.hasJSONFormat() {
+			if doc, ok := decodeObject(line); ok {
+				for _, f := range p.formats {
+					if f.json && f.parseJSON(doc, &p.e) {
+						return &p.e, true
+					}
+				}
+			}
+		}
 		var ok bool
 		p.e, ok = parseJSON(line)
 		return &p.e, ok
 	}
+	for _, f := range p.formats {
+		if !f.json && f.parseText(line, &p.e) {
+			return &p.e, true
+		}
+	}
 	p.e = Entry{}
 	return &p.e, parseText(line, &p.e, &p.toks)
+}
+
+func (p *parser) hasJSONFormat() bool {
+	for _, f := range p.formats {
+		if f.json {
+			return true
+		}
+	}
+	return false
 }
 
 func trimEOL(s string) string {
@@ -224,7 +249,7 @@ func parseText(line string, e *Entry, toks *[maxTokens]token) bool {
 		return false
 	}
 	e.ResponseCode = int(code)
-	e.Flags = unset(toks[2].s)
+	e.Flags = normalizeFlags(toks[2].s)
 
 	i := 3
 	bare := bareRun(toks[:n], i)

@@ -50,13 +50,21 @@ func checkEntry(t *testing.T, line string, e Entry) {
 	_ = e.Destination()
 }
 
-// FuzzParseTextLine feeds TEXT access-log lines to the parser, and the
-// same bytes as a log stream to the tally: neither may panic, a parsed
-// entry must be sane, and every line read is an entry or unparsed.
+// FuzzParseTextLine feeds TEXT access-log lines to the parser, by the
+// built-in layouts and by a mesh's own format, and the same bytes as a log
+// stream to the tally: neither may panic, a parsed entry must be sane, and
+// every line read is an entry or unparsed.
 func FuzzParseTextLine(f *testing.F) {
 	fuzzSeeds(f, false)
+	custom, err := ParseFormat("fuzz", "TEXT", meshTextCustomFormat)
+	if err != nil {
+		f.Fatal(err)
+	}
 	f.Fuzz(func(t *testing.T, line string) {
 		if e, ok := ParseLine(line); ok {
+			checkEntry(t, line, e)
+		}
+		if e, ok := (Formats{custom}).ParseLine(line); ok {
 			checkEntry(t, line, e)
 		}
 		s, err := Tally(strings.NewReader(line))
@@ -69,10 +77,18 @@ func FuzzParseTextLine(f *testing.F) {
 	})
 }
 
-// FuzzParseJSONLine feeds JSON-encoded entries to the parser.
+// FuzzParseJSONLine feeds JSON-encoded entries to the parser, by Istio's
+// keys and by a mesh's own.
 func FuzzParseJSONLine(f *testing.F) {
 	fuzzSeeds(f, true)
+	custom, err := ParseFormat("fuzz", "JSON", meshJSONKeysFormat)
+	if err != nil {
+		f.Fatal(err)
+	}
 	f.Fuzz(func(t *testing.T, line string) {
+		if e, ok := (Formats{custom}).ParseLine(line); ok {
+			checkEntry(t, line, e)
+		}
 		e, ok := ParseLine(line)
 		if !ok {
 			return

@@ -133,7 +133,7 @@ func parseJSON(line string) (Entry, bool) {
 		Path:                         or(j.Path, j.PathCamel, j.OriginalPath).v,
 		Protocol:                     j.Protocol.v,
 		ResponseCode:                 int(code.int()),
-		Flags:                        or(j.ResponseFlags, j.ResponseFlagsCamel).v,
+		Flags:                        jsonFlags(or(j.ResponseFlags, j.ResponseFlagsCamel).v),
 		ResponseCodeDetails:          or(j.ResponseCodeDetails, j.ResponseCodeDetailsCamel).v,
 		ConnectionTerminationDetails: j.ConnectionTerminationDetails.v,
 		UpstreamTransportFailure:     or(j.UpstreamTransportFailureReason, j.TransportFailureCamel).v,
@@ -155,4 +155,18 @@ func parseJSON(line string) (Entry, bool) {
 	}
 	e.TCP = e.Method == "" && e.Protocol == "" && e.ResponseCode == 0
 	return e, true
+}
+
+// jsonFlags reads response flags as JSON logs carry them: a string of
+// short or long names, or a ResponseFlags object of gRPC access logs
+// rendered as JSON ({"no_healthy_upstream": true}).
+func jsonFlags(v string) string {
+	if len(v) > 0 && v[0] == '{' {
+		var m map[string]any
+		if json.Unmarshal([]byte(v), &m) != nil {
+			return ""
+		}
+		return flagsObject(m)
+	}
+	return normalizeFlags(v)
 }

@@ -406,6 +406,27 @@ func TestRealworldTally(t *testing.T) {
 			t.Errorf("text.log details lack %s: %v", d, s.Details.Keys())
 		}
 	}
+	// Each failed entry keyed by what tells it apart, as the vocabulary
+	// reads it: the 503 UF of #51267's inbound, with its details and the
+	// refusal; the TCP NR of a STRICT port; and the 5xx without a flag.
+	failures := 0
+	for _, n := range s.Failures.Counts {
+		failures += n
+	}
+	// Every entry but the 11 that succeeded (2xx, and TCP entries without
+	// a flag) is a failure.
+	if failures != 39 {
+		t.Errorf("text.log failures %d (of %d entries), want 39: %q", failures, s.Entries, s.Failures.Keys())
+	}
+	for _, key := range []FailureKey{
+		{Flags: "NR", Details: "filter_chain_not_found", TCP: true},
+		{Flags: "DC", Details: "downstream_remote_disconnect"},
+		{Flags: "UO", Code: 503, Details: overflow},
+	} {
+		if s.Failures.Counts[key.String()] == 0 {
+			t.Errorf("text.log failures lack %q: %q", key, s.Failures.Keys())
+		}
+	}
 
 	s = tally("json.log")
 	ints = map[string][2]int{

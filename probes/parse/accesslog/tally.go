@@ -118,6 +118,13 @@ type Summary struct {
 	Peers       Counter `json:"peers"`
 	PeersFailed Counter `json:"peers_failed"`
 
+	// Failures counts the failed entries by what tells their failure apart
+	// (FailureKey: flags, response code, details, transport failure
+	// reason): every entry with a flag, every 5xx, and the 4xx Envoy
+	// answered itself (details other than via_upstream). The vocabulary
+	// reads each one.
+	Failures Counter `json:"failures"`
+
 	BlackHole int `json:"blackhole"`
 	// BlackHoleHosts counts the destinations (authority, SNI or address) of
 	// BlackHoleCluster entries.
@@ -135,8 +142,8 @@ type Summary struct {
 	Samples []string `json:"samples,omitempty"`
 
 	minTS, maxTS []byte
-	// flagCode is scratch space for FlagCodes' keys.
-	flagCode []byte
+	// flagCode and key are scratch space for FlagCodes' and Failures' keys.
+	flagCode, key []byte
 }
 
 // Tally reads r to its end, line by line, and tallies every line. Only a read
@@ -160,7 +167,10 @@ func (s *Summary) AddFrom(r io.Reader) error {
 // to every other service. Lines that are not entries count in matched
 // (Lines, Unparsed); rest counts only entries.
 func Split(r io.Reader, match func(*Entry) bool) (matched, rest Summary, err error) {
-	var p parser
+	return split(r, parser{}, match)
+}
+
+func split(r io.Reader, p parser, match func(*Entry) bool) (matched, rest Summary, err error) {
 	err = eachLine(r, func(line string) {
 		line = trimEOL(line)
 		if blank(line) {
@@ -291,6 +301,10 @@ func (s *Summary) AddEntry(e *Entry, raw string) {
 	if e.UpstreamTransportFailure != "" {
 		s.TransportFailures.Add(e.UpstreamTransportFailure)
 	}
+	if flagged || e.Is5xx() || e.ResponseCode >= 400 && e.ResponseCodeDetails != "" && e.ResponseCodeDetails != ViaUpstream {
+		s.key = FailureKey{Flags: e.Flags, Code: e.ResponseCode, Details: e.ResponseCodeDetails, Transport: e.UpstreamTransportFailure, TCP: tcp}.append(s.key[:0])
+		s.Failures.Add(bytesString(s.key))
+	}
 	if e.BlackHole() {
 		s.BlackHole++
 		if d := e.Destination(); d != "" {
@@ -395,7 +409,7 @@ func (s *Summary) Merge(o Summary) {
 	s.ConnectionRefused += o.ConnectionRefused
 	for _, p := range []struct{ dst, src *Counter }{
 		{&s.Flags, &o.Flags}, {&s.FlagCodes, &o.FlagCodes}, {&s.TCPFlags, &o.TCPFlags}, {&s.Details, &o.Details},
-		{&s.TransportFailures, &o.TransportFailures}, {&s.Clusters5xx, &o.Clusters5xx},
+		{&s.TransportFailures, &o.TransportFailures}, {&s.Clusters5xx, &o.Clusters5xx}, {&s.Failures, &o.Failures},
 		{&s.BlackHoleHosts, &o.BlackHoleHosts}, {&s.Peers, &o.Peers}, {&s.PeersFailed, &o.PeersFailed},
 	} {
 		p.dst.merge(*p.src)
@@ -427,4 +441,54 @@ func (c *Counter) merge(o Counter) {
 		c.Counts[k] += n
 	}
 	c.Other += o.Other
+}
+
+// ViaUpstream is the response_code_details of a response the upstream
+// sent: Envoy only passed it on.
+const ViaUpstream = "via_upstream"
+
+// FailureKey is what tells one failed entry's failure from another's:
+// Summary.Failures counts entries by it.
+type FailureKey struct {
+	Flags     string // short names, comma-separated; "" for none
+	Code      int    // 0 for TCP entries and for requests that got no response
+	Details   string // response_code_details
+	Transport string // upstream_transport_failure_reason
+	TCP       bool
+}
+
+func (k FailureKey) append(b []byte) []byte {
+	b = append(b, k.Flags...)
+	b = append(b, '\t')
+	b = strconv.AppendInt(b, int64(k.Code), 10)
+	b = append(b, '\t')
+	b = append(b, k.Details...)
+	b = append(b, '\t')
+	b = append(b, k.Transport...)
+	if k.TCP {
+		b = append(b, "\ttcp"...)
+	}
+	return b
+}
+
+// String is the key as Failures counts it: tab-separated fields.
+func (k FailureKey) String() string { return string(k.append(nil)) }
+
+// ParseFailureKey reads a key of Summary.Failures.
+func ParseFailureKey(s string) FailureKey {
+	parts := strings.SplitN(s, "\t", 5)
+	for len(parts) < 4 {
+		parts = append(parts, "")
+	}
+	code, _ := strconv.Atoi(parts[1])
+	return FailureKey{Flags: parts[0], Code: code, Details: parts[2], Transport: parts[3], TCP: len(parts) == 5 && parts[4] == "tcp"}
+}
+
+// EachFlag calls f with each flag of k, or once with "-" when it has none.
+func (k FailureKey) EachFlag(f func(flag string)) {
+	if k.Flags == "" {
+		f("-")
+		return
+	}
+	eachFlag(k.Flags, f)
 }

@@ -34,22 +34,62 @@ type Host struct {
 	// PendingRemoval: istiod removed the host; Envoy keeps it until its
 	// connections drain.
 	PendingRemoval bool
-	Weight         uint32
+	// The flags of active health checking (a DestinationRule cannot set
+	// one; an EnvoyFilter, a ServiceEntry's or a gateway's own clusters,
+	// or a non-Istio control plane can). What Envoy does with each
+	// (source/common/upstream/upstream_impl.cc, health_checker_impl.cc):
+	// PendingActiveHC: added while health checking is on and not checked
+	// yet; excluded from load balancing until its first check
+	// (excludeBasedOnHealthFlag).
+	PendingActiveHC bool
+	// ExcludedViaImmediateHCFail: answered a health check with
+	// x-envoy-immediate-health-check-fail; excluded from load balancing.
+	ExcludedViaImmediateHCFail bool
+	// ActiveHCTimeout: its active health checks fail by timing out (set
+	// only while the host fails them).
+	ActiveHCTimeout bool
+	// DegradedActiveHC (failed_active_degraded_check, /degraded_active_hc)
+	// and DegradedOutlier (failed_degraded_outlier_detection): degraded,
+	// sent requests only when too few hosts are healthy.
+	DegradedActiveHC, DegradedOutlier bool
+	Weight                            uint32
 	// Stats are the host's counters and gauges (cx_connect_fail, rq_error,
 	// rq_timeout, cx_active, rq_total, ...). Envoy omits zeros.
 	Stats map[string]uint64
 }
 
 // EDSUnhealthy reports an EDS status that takes the host out of load
-// balancing. UNKNOWN is how Envoy treats a host without a status: healthy.
+// balancing: UNHEALTHY, DRAINING, TIMEOUT. UNKNOWN is how Envoy treats a
+// host without a status, healthy; DEGRADED is degraded (Degraded).
 func (h Host) EDSUnhealthy() bool {
-	return h.EDSHealth != "" && h.EDSHealth != corev3.HealthStatus_HEALTHY.String() && h.EDSHealth != corev3.HealthStatus_UNKNOWN.String()
+	switch h.EDSHealth {
+	case "", corev3.HealthStatus_HEALTHY.String(), corev3.HealthStatus_UNKNOWN.String(), corev3.HealthStatus_DEGRADED.String():
+		return false
+	}
+	return true
 }
 
-// Healthy reports a host Envoy will send requests to.
-func (h Host) Healthy() bool {
-	return !h.FailedOutlierCheck && !h.FailedActiveHealthCheck && !h.EDSUnhealthy()
+// Unhealthy reports a host Envoy sends no request to: failing health
+// checks or ejected (coarseHealth Unhealthy), or excluded from load
+// balancing (pending its first health check, or failed immediately).
+func (h Host) Unhealthy() bool {
+	return h.FailedOutlierCheck || h.FailedActiveHealthCheck || h.ActiveHCTimeout || h.PendingActiveHC ||
+		h.ExcludedViaImmediateHCFail || h.EDSUnhealthy()
 }
+
+// Degraded reports a host Envoy sends requests to only when too few
+// hosts are healthy (coarseHealth Degraded).
+func (h Host) Degraded() bool {
+	return !h.Unhealthy() && (h.DegradedActiveHC || h.DegradedOutlier || h.EDSHealth == corev3.HealthStatus_DEGRADED.String())
+}
+
+// Healthy reports a host Envoy sends its share of requests to: neither
+// unhealthy nor degraded.
+func (h Host) Healthy() bool { return !h.Unhealthy() && !h.Degraded() }
+
+// Routable reports a host Envoy may send requests to: healthy, or
+// degraded (which takes traffic when the healthy ones do not suffice).
+func (h Host) Routable() bool { return !h.Unhealthy() }
 
 // ParseClusters decodes /clusters?format=json, or the plain-text /clusters
 // an Envoy (or pilot-agent request) that ignored ?format=json answered
@@ -73,8 +113,14 @@ func ParseClusters(data []byte) ([]Cluster, error) {
 				FailedActiveHealthCheck: hs.GetFailedActiveHealthCheck(),
 				EDSHealth:               hs.GetEdsHealthStatus().String(),
 				PendingRemoval:          hs.GetPendingDynamicRemoval(),
-				Weight:                  h.GetWeight(),
-				Stats:                   map[string]uint64{},
+				PendingActiveHC:         hs.GetPendingActiveHc(),
+				ActiveHCTimeout:         hs.GetActiveHcTimeout(),
+				DegradedActiveHC:        hs.GetFailedActiveDegradedCheck(),
+				DegradedOutlier:         hs.GetFailedDegradedOutlierDetection(),
+
+				ExcludedViaImmediateHCFail: hs.GetExcludedViaImmediateHcFail(),
+				Weight:                     h.GetWeight(),
+				Stats:                      map[string]uint64{},
 			}
 			for _, s := range h.GetStats() {
 				host.Stats[s.GetName()] = s.GetValue()

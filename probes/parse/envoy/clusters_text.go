@@ -122,7 +122,11 @@ func splitHostLine(rest string) (addr, stat, value string, ok bool) {
 
 // setHealthFlags reads health_flags: "healthy", or "/"-joined flags such as
 // "/failed_outlier_check/failed_eds_health" (Envoy's HostUtility
-// healthFlagsToString).
+// healthFlagsToString, which prints every flag of Host::HealthFlag:
+// failed_active_hc, failed_outlier_check, failed_eds_health,
+// degraded_active_hc, degraded_eds_health, pending_dynamic_removal,
+// pending_active_hc, excluded_via_immediate_hc_fail, active_hc_timeout;
+// newer releases add eds_status_draining).
 func setHealthFlags(h *Host, flags string) {
 	h.EDSHealth = corev3.HealthStatus_HEALTHY.String()
 	for _, f := range strings.Split(flags, "/") {
@@ -139,6 +143,14 @@ func setHealthFlags(h *Host, flags string) {
 			h.EDSHealth = corev3.HealthStatus_DRAINING.String()
 		case "pending_dynamic_removal":
 			h.PendingRemoval = true
+		case "pending_active_hc":
+			h.PendingActiveHC = true
+		case "excluded_via_immediate_hc_fail":
+			h.ExcludedViaImmediateHCFail = true
+		case "active_hc_timeout":
+			h.ActiveHCTimeout = true
+		case "degraded_active_hc":
+			h.DegradedActiveHC = true
 		}
 	}
 }

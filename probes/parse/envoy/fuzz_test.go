@@ -28,7 +28,7 @@ func addSeeds(f *testing.F, testdata []string, realworldFiles []string) {
 // FuzzParseClustersJSON: /clusters?format=json never panics; hosts have
 // an address and a stats map, names no alt_stat_name delimiter.
 func FuzzParseClustersJSON(f *testing.F) {
-	addSeeds(f, []string{"clusters.json"}, []string{"clusters_json/istioctl_testdata_clusters.json"})
+	addSeeds(f, []string{"clusters.json", "clusters_health_flags.json"}, []string{"clusters_json/istioctl_testdata_clusters.json"})
 	f.Add([]byte(`{"cluster_statuses":[{"name":"outbound|80||a.b.svc.cluster.local;","host_statuses":[{"address":{"socket_address":{"address":"::1","port_value":80}}}]}]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		cs, err := ParseClusters(data)
@@ -38,7 +38,7 @@ func FuzzParseClustersJSON(f *testing.F) {
 
 // FuzzParseClustersText: the plain-text /clusters never panics.
 func FuzzParseClustersText(f *testing.F) {
-	addSeeds(f, nil, []string{"clusters_text/istio6085_plain_clusters.txt"})
+	addSeeds(f, []string{"clusters_health_flags.txt"}, []string{"clusters_text/istio6085_plain_clusters.txt"})
 	f.Add([]byte("outbound|80||a.b.svc.cluster.local;::[fd00::1]:80::health_flags::/failed_outlier_check\noutbound|80||a.b.svc.cluster.local;::added_via_api::true\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		cs, err := ParseClustersText(data)
@@ -126,7 +126,7 @@ func checkDump(t *testing.T, d ConfigDump) {
 // FuzzParseStats: /stats never panics, and every name it keeps is a name
 // of the input, normalised once (clustername.StatName), with its value.
 func FuzzParseStats(f *testing.F) {
-	addSeeds(f, []string{"stats.txt", "stats_default.txt"}, []string{"stats/istio125_echo_server_pending.txt", "stats/istio_doc_circuit_breaking_old.txt"})
+	addSeeds(f, []string{"stats.txt", "stats_default.txt", "stats_active_overflow.txt"}, []string{"stats/istio125_echo_server_pending.txt", "stats/istio_doc_circuit_breaking_old.txt"})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		printed := map[string]bool{}
 		for _, line := range strings.Split(string(data), "\n") {

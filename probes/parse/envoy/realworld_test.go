@@ -405,3 +405,48 @@ func TestOutlierThresholdsAsEnvoyApplies(t *testing.T) {
 		}
 	}
 }
+
+// TestHostHealthFlags reads every health state of a host, text and JSON,
+// as Envoy treats it (testdata/SOURCES.md): a host pending its first
+// health check or excluded by an immediate failure takes no request, nor
+// one whose checks time out; a degraded one takes requests only when too
+// few hosts are healthy, so it is neither healthy nor unhealthy.
+func TestHostHealthFlags(t *testing.T) {
+	type state struct{ healthy, degraded, routable bool }
+	want := map[string]state{
+		"10.244.1.10:8080": {healthy: true, routable: true},
+		"10.244.1.11:8080": {},                               // failed_active_hc + excluded_via_immediate_hc_fail
+		"10.244.1.12:8080": {degraded: true, routable: true}, // degraded_active_hc
+		"10.244.1.13:8080": {},                               // failed_active_hc + active_hc_timeout
+		"10.244.1.14:8080": {},                               // pending_active_hc alone: excluded until checked
+		"10.244.1.15:8080": {},                               // failed_active_hc + pending_active_hc
+		"10.244.1.16:8080": {},                               // excluded_via_immediate_hc_fail alone
+		"10.244.1.17:8080": {},                               // active_hc_timeout alone
+		"10.244.1.18:8080": {degraded: true, routable: true}, // EDS DEGRADED
+		"10.244.1.19:8080": {degraded: true, routable: true}, // failed_degraded_outlier_detection (JSON only)
+	}
+	for _, file := range []string{"clusters_health_flags.txt", "clusters_health_flags.json"} {
+		t.Run(file, func(t *testing.T) {
+			data, err := os.ReadFile(filepath.Join("testdata", file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			cs, err := ParseClusters(data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(cs) != 1 || len(cs[0].Hosts) < 9 {
+				t.Fatalf("%+v", cs)
+			}
+			for _, h := range cs[0].Hosts {
+				w, ok := want[h.Address]
+				if !ok {
+					t.Fatalf("unexpected host %s", h.Address)
+				}
+				if got := (state{h.Healthy(), h.Degraded(), h.Routable()}); got != w {
+					t.Errorf("%s %+v: healthy/degraded/routable = %+v, want %+v", h.Address, h, got, w)
+				}
+			}
+		})
+	}
+}

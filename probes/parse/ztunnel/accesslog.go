@@ -74,6 +74,14 @@ const (
 	FailureOther      = "other"
 )
 
+// HBONEPort is the port ztunnel tunnels to (HBONE: HTTP/2 CONNECT in mTLS).
+const HBONEPort = 15008
+
+// Opened reports ztunnel's debug-level "connection opened" line, written
+// when a connection starts: the same connection logs "connection complete"
+// (or "connection failed") when it ends, so an opened line is no outcome.
+func (e *Entry) Opened() bool { return e.Message == "connection opened" }
+
 // Failure classifies Error; "" when the connection completed.
 func (e *Entry) Failure() string {
 	s := e.Error
@@ -81,6 +89,10 @@ func (e *Entry) Failure() string {
 	case s == "":
 		return ""
 	case strings.Contains(s, "maybe a NetworkPolicy is blocking HBONE"):
+		return FailureHBONETimeout
+	// Before 1.24 (istio/ztunnel#1229) the same connect timeout to a
+	// pod's 15008 was a bare io error: "io error: deadline has elapsed".
+	case e.DstPort() == HBONEPort && timedOut(s):
 		return FailureHBONETimeout
 	case strings.Contains(s, "due to policy rejection"):
 		return FailurePolicyRejected
@@ -102,6 +114,24 @@ func (e *Entry) Failure() string {
 		return FailureTLS
 	}
 	return FailureOther
+}
+
+// timedOut: the text of a connect that got no answer in time.
+func timedOut(s string) bool {
+	return strings.Contains(s, "deadline has elapsed") || strings.Contains(s, "timed out") || strings.Contains(s, "os error 110")
+}
+
+// Hop is the side that logged the entry: "source" for the caller's
+// ztunnel (direction outbound), "destination" for the destination's
+// (inbound), "" when the line does not say.
+func (e *Entry) Hop() string {
+	switch e.Direction {
+	case "outbound":
+		return "source"
+	case "inbound":
+		return "destination"
+	}
+	return ""
 }
 
 // DeniedBy is the policy a rejection names ("NS/NAME" of "explicitly
@@ -401,8 +431,53 @@ type Summary struct {
 	// RejectedPods counts the source pods (NAMESPACE/NAME, from
 	// src.namespace and src.workload) of policy rejections.
 	RejectedPods map[string]int `json:"rejected_pods,omitempty"`
+	// Errors counts failed entries by ErrorKey: the side that logged it,
+	// ztunnel's error variant and its text (at most MaxErrorKeys distinct;
+	// the rest in ErrorsOther).
+	Errors      map[string]int `json:"errors,omitempty"`
+	ErrorsOther int            `json:"errors_other,omitempty"`
+	// Opened counts the debug-level "connection opened" lines of kept
+	// entries: not outcomes, so neither Entries nor Completed.
+	Opened int `json:"opened,omitempty"`
 	// Samples are the first MaxSamples failed lines, verbatim.
 	Samples []string `json:"samples,omitempty"`
+}
+
+// MaxErrorKeys caps Summary.Errors.
+const MaxErrorKeys = 64
+
+// ErrorKey is what the vocabulary reads of one failed entry.
+type ErrorKey struct {
+	Hop   string // Entry.Hop
+	Kind  string // ClassifyError's Kind
+	HBONE bool   // ztunnel connected to a pod's 15008
+	Error string // the error text (its first 300 bytes)
+}
+
+func (k ErrorKey) String() string {
+	h := ""
+	if k.HBONE {
+		h = "hbone"
+	}
+	return k.Hop + "\t" + k.Kind + "\t" + h + "\t" + k.Error
+}
+
+// ParseErrorKey reads a key of Summary.Errors.
+func ParseErrorKey(s string) ErrorKey {
+	p := strings.SplitN(s, "\t", 4)
+	for len(p) < 4 {
+		p = append(p, "")
+	}
+	return ErrorKey{Hop: p[0], Kind: p[1], HBONE: p[2] == "hbone", Error: p[3]}
+}
+
+// Key is e's ErrorKey.
+func (e *Entry) Key() ErrorKey {
+	text := e.Error
+	if len(text) > 300 {
+		text = text[:300]
+	}
+	return ErrorKey{Hop: e.Hop(), Kind: ClassifyError(e.Error).Kind, HBONE: e.DstPort() == HBONEPort, Error: text}
 }
 
 // MaxSamples caps Summary.Samples.
@@ -438,6 +513,10 @@ func (s *Summary) Add(line string, keep func(*Entry) bool) {
 	if keep != nil && !keep(&e) {
 		return
 	}
+	if e.Opened() {
+		s.Opened++
+		return
+	}
 	s.Entries++
 	f := e.Failure()
 	if f == "" {
@@ -445,6 +524,11 @@ func (s *Summary) Add(line string, keep func(*Entry) bool) {
 		return
 	}
 	inc(&s.Failures, f)
+	if k := e.Key().String(); s.Errors[k] > 0 || len(s.Errors) < MaxErrorKeys {
+		inc(&s.Errors, k)
+	} else {
+		s.ErrorsOther++
+	}
 	if by := e.DeniedBy(); by != "" {
 		inc(&s.DeniedBy, by)
 	}
@@ -472,6 +556,18 @@ func (s *Summary) Merge(o Summary) {
 	s.Unparsed += o.Unparsed
 	s.Entries += o.Entries
 	s.Completed += o.Completed
+	s.Opened += o.Opened
+	s.ErrorsOther += o.ErrorsOther
+	for k, v := range o.Errors {
+		if s.Errors[k] > 0 || len(s.Errors) < MaxErrorKeys {
+			if s.Errors == nil {
+				s.Errors = map[string]int{}
+			}
+			s.Errors[k] += v
+		} else {
+			s.ErrorsOther += v
+		}
+	}
 	for _, p := range []struct{ dst, src *map[string]int }{
 		{&s.Failures, &o.Failures}, {&s.DeniedBy, &o.DeniedBy}, {&s.Rejections, &o.Rejections}, {&s.FailedSources, &o.FailedSources},
 		{&s.RejectedPods, &o.RejectedPods},

@@ -92,3 +92,58 @@ func TestTally(t *testing.T) {
 		t.Errorf("merged twice: %+v", all)
 	}
 }
+
+// TestTallyZtunnel122 reads ztunnel 1.22's lines (testdata/SOURCES.md):
+// its debug "connection opened" lines are no outcome, and its bare "io
+// error: deadline has elapsed" to a pod's 15008 is the HBONE connect
+// timeout, while the same error to a plaintext port is a plain one.
+func TestTallyZtunnel122(t *testing.T) {
+	f, err := os.Open("testdata/access_1_22.log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	s, err := Tally(f, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Lines != 10 || s.Unparsed != 1 || s.Opened != 5 || s.Entries != 4 || s.Completed != 1 {
+		t.Errorf("lines %d unparsed %d opened %d entries %d completed %d, want 10 1 5 4 1", s.Lines, s.Unparsed, s.Opened, s.Entries, s.Completed)
+	}
+	if got := Keys(s.Failures); !reflect.DeepEqual(got, []string{"hbone-timeout=2", "timeout=1"}) {
+		t.Errorf("failures %v, want the two 15008 timeouts read as HBONE ones", got)
+	}
+	if got := Keys(s.Errors); !reflect.DeepEqual(got, []string{
+		"source\tIo\thbone\tio error: deadline has elapsed=2", "source\tIo\t\tio error: deadline has elapsed=1"}) {
+		t.Errorf("errors %q", got)
+	}
+}
+
+// TestClassifyError reads each of ztunnel's error texts as its variant.
+func TestClassifyError(t *testing.T) {
+	for _, c := range []struct{ text, kind, detail string }{
+		{"connection timed out, maybe a NetworkPolicy is blocking HBONE port 15008: deadline has elapsed", "MaybeHBONENetworkPolicyError", "deadline has elapsed"},
+		{"io error: deadline has elapsed", "Io", "deadline has elapsed"},
+		{"io error: Connection refused (os error 111)", "Io", "Connection refused (os error 111)"},
+		{"connection closed due to policy rejection: allow policies exist, but none allowed", "AuthorizationPolicyRejection", "allow policies exist, but none allowed"},
+		{"connection closed due to policy change", "AuthorizationPolicyLateRejection", ""},
+		{"http status: 401 Unauthorized", "HttpStatus", "401 Unauthorized"},
+		{"send: io error: Broken pipe (os error 32)", "Io", "Broken pipe (os error 32)"},
+		{"while closing connection: destination disconnected before all data was written", "BackendDisconnected", ""},
+		{"connection failed to drain within the timeout", "DrainTimeOut", ""},
+		{"connection failed: Connection refused (os error 111)", "ConnectionFailed", "Connection refused (os error 111)"},
+		{"unknown waypoint: Waypoint does not exist", "UnknownWaypoint", "Waypoint does not exist"},
+		{"requested service orders.shop.svc.cluster.local:8080 found, but cannot resolve port", "NoPortForServices", "orders.shop.svc.cluster.local"},
+		{"no healthy upstream: 10.96.12.4:8080", "NoHealthyUpstream", "10.96.12.4:8080"},
+		{"dns response had no valid IP addresses", "DnsEmpty", ""},
+		{"something ztunnel never says", "Generic", "something ztunnel never says"},
+	} {
+		got := ClassifyError(c.text)
+		if got.Kind != c.kind || got.Detail != c.detail {
+			t.Errorf("%q: %+v, want %s %q", c.text, got, c.kind, c.detail)
+		}
+	}
+	if n := len(ErrorKinds); n != 47 {
+		t.Errorf("%d error kinds, want ztunnel's 47", n)
+	}
+}

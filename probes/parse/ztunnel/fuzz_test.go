@@ -10,13 +10,15 @@ import (
 // FuzzParseLine: no line may panic the parser or the tally, a parsed
 // entry is sane, and every line read is an entry or unparsed.
 func FuzzParseLine(f *testing.F) {
-	if fh, err := os.Open("testdata/access.log"); err == nil {
-		sc := bufio.NewScanner(fh)
-		sc.Buffer(make([]byte, 1<<20), 1<<20)
-		for sc.Scan() {
-			f.Add(sc.Text())
+	for _, name := range []string{"testdata/access.log", "testdata/access_1_22.log"} {
+		if fh, err := os.Open(name); err == nil {
+			sc := bufio.NewScanner(fh)
+			sc.Buffer(make([]byte, 1<<20), 1<<20)
+			for sc.Scan() {
+				f.Add(sc.Text())
+			}
+			fh.Close()
 		}
-		fh.Close()
 	}
 	f.Fuzz(func(t *testing.T, line string) {
 		if e, ok := ParseLine(line); ok {
@@ -24,14 +26,17 @@ func FuzzParseLine(f *testing.F) {
 				t.Errorf("negative figure from %q: %+v", line, e)
 			}
 			_, _, _ = e.Failure(), e.DeniedBy(), e.Rejection()
+			if k := e.Key(); ParseErrorKey(k.String()) != k && !strings.Contains(e.Error, "\t") {
+				t.Errorf("error key %q does not read back", k)
+			}
 			_, _ = e.SrcIP(), e.TargetIP()
 		}
 		s, err := Tally(strings.NewReader(line), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if s.Entries+s.Unparsed != s.Lines {
-			t.Errorf("%d lines, %d entries, %d unparsed", s.Lines, s.Entries, s.Unparsed)
+		if s.Entries+s.Opened+s.Unparsed != s.Lines {
+			t.Errorf("%d lines, %d entries, %d opened, %d unparsed", s.Lines, s.Entries, s.Opened, s.Unparsed)
 		}
 	})
 }

@@ -1,0 +1,81 @@
+package mesh
+
+import (
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// DNSAlias names the route of a caller whose requests to an ExternalName
+// Service go where its DNS CNAME points, with no Istio config on the way.
+const DNSAlias = "dns-cname"
+
+// ExternalNameOf is the name an ExternalName Service aliases ("" for any
+// other Service), lower case and without a trailing dot, as istiod reads it.
+func ExternalNameOf(svc *corev1.Service) string {
+	if svc == nil || svc.Spec.Type != corev1.ServiceTypeExternalName {
+		return ""
+	}
+	return strings.TrimSuffix(strings.ToLower(svc.Spec.ExternalName), ".")
+}
+
+// externalNameView fills v for an ExternalName Service. It has no
+// endpoints by design. istiod (since 1.21; the only behaviour since 1.24)
+// treats it as an alias: it builds no cluster or listener of its own
+// (Resolution Alias, skipped in buildOutboundClusters), and wherever it
+// routes the concrete host, a Service or ServiceEntry of the name the
+// alias points at, it also matches the alias's host. So a sidecar
+// caller's requests are routed as the concrete host's, and when istiod
+// knows no such host they leave through the outbound policy (the app
+// resolved the CNAME to an outside address). A caller without sidecar
+// just follows the CNAME.
+func (c *Config) externalNameView(v *View, caller Caller, sd *ServiceData) {
+	target := ExternalNameOf(sd.Service)
+	own := ClusterName(v.Port, "", v.Host)
+	if !caller.Sidecar || caller.Ambient {
+		v.Routes = []Route{{Name: "DNS: " + v.Host + " is a CNAME to " + target, CatchAll: true,
+			Destinations: []Destination{{Host: target, Port: v.Port, Percent: 100, Cluster: DNSAlias}}}}
+		v.Clusters[DNSAlias] = &Cluster{Name: DNSAlias, Host: target, Port: v.Port, Exists: true, External: true,
+			Why: "the caller resolves the CNAME and connects to " + target + " itself: no endpoints of the Service are involved"}
+		return
+	}
+	v.Visibility = c.VisibilityOf(caller, sd.Service, v.Port)
+	v.Clusters[own] = &Cluster{Name: own, Host: v.Host, Port: v.Port,
+		Why: "ExternalName Service: istiod builds no cluster for an alias; its requests are routed as " + target + "'s"}
+	if concrete := c.Services[target]; v.Visibility.Visible && concrete != nil && concrete.Service != nil && ExternalNameOf(concrete.Service) == "" {
+		if sub, err := c.ViewFor(caller, target, v.Port); err == nil {
+			v.VirtualService, v.VirtualServices, v.DestinationRules, v.Rule = sub.VirtualService, sub.VirtualServices, sub.DestinationRules, sub.Rule
+			v.Routes, v.Unmatched = sub.Routes, sub.Unmatched
+			for name, cl := range sub.Clusters {
+				v.Clusters[name] = cl
+			}
+			v.Unknown = append(v.Unknown, sub.Unknown...)
+			return
+		}
+		v.Unknown = append(v.Unknown, fmt.Sprintf("ExternalName %s aliases the Service %s, which has no port %d", v.Host, target, v.Port))
+	}
+	if se := c.visibleServiceEntry(caller, target); v.Visibility.Visible && se != nil {
+		name := ClusterName(v.Port, "", target)
+		v.Routes = []Route{{Name: "alias of " + target, CatchAll: true,
+			Destinations: []Destination{{Host: target, Port: v.Port, Percent: 100, Cluster: name}}}}
+		v.Clusters[name] = &Cluster{Name: name, Host: target, Port: v.Port, Exists: true, External: true,
+			Why: "ServiceEntry " + se.Namespace + "/" + se.Name + ", which the alias " + v.Host + " is routed as"}
+		return
+	}
+	// istiod knows no host of that name: no route matches the alias, and
+	// the connection to the address the app resolved leaves by the
+	// caller's outbound policy.
+	sc, _ := c.SidecarFor(caller)
+	registryOnly, from := c.OutboundPolicy(sc)
+	fb := fallbackCluster(registryOnly)
+	v.Routes = []Route{{Name: fb + ": istiod knows no host " + target + " for the alias to route as", CatchAll: true,
+		Destinations: []Destination{{Host: target, Port: v.Port, Percent: 100, Cluster: fb}}}}
+	if fb == PassthroughCluster {
+		v.Clusters[fb] = &Cluster{Name: fb, Host: target, Port: v.Port, Exists: true, External: true,
+			Why: "PassthroughCluster (" + from + "): the app's connection to the address " + target + " resolves to goes out as it is"}
+		return
+	}
+	v.Clusters[fb] = &Cluster{Name: fb, Host: target, Port: v.Port, Exists: true,
+		Why: "BlackHoleCluster drops it (502): REGISTRY_ONLY (" + from + ") and no ServiceEntry declares " + target}
+}

@@ -1,0 +1,199 @@
+package probes
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	networkingv1 "istio.io/client-go/pkg/apis/networking/v1"
+	securityv1 "istio.io/client-go/pkg/apis/security/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"github.com/meshtriage/meshtriage/probes/cluster"
+	"github.com/meshtriage/meshtriage/probes/mesh"
+)
+
+// meshRules are the Istio rules the config model reads, as istiod reads
+// them: every namespace's. Each kind is one list across all namespaces,
+// the five at once (one round trip; the read cache makes it once per
+// triage however many probes ask). Where a role refuses a kind's
+// all-namespaces list (the namespaced Role), that kind is read namespace
+// by namespace in the namespaces the triage needs, and the set is partial:
+// the model then concludes nothing from a rule's absence.
+type meshRules struct {
+	drs []*networkingv1.DestinationRule
+	vss []*networkingv1.VirtualService
+	pas []*securityv1.PeerAuthentication
+	scs []*networkingv1.Sidecar
+	ses []*networkingv1.ServiceEntry
+	// refused are the kinds whose all-namespaces list was refused, with
+	// the refusal; read are then the namespaces read for them.
+	refused map[string]error
+	read    map[string]bool
+	// unknown: namespaces whose rules could not be read at all (optional
+	// ones: the root namespace outside the on-call's role).
+	unknown  []string
+	reported int // unknown[:reported] are in the model already
+}
+
+// ruleKind is one kind of rule: how to list it and where to put it.
+type ruleKind struct {
+	name string // the resource, as RBAC and the API name it
+	kind string // as errors name it
+	list func(ctx context.Context, c cluster.Cluster, ns string, r *meshRules) error
+}
+
+var ruleKinds = []ruleKind{
+	{"destinationrules", "DestinationRules", func(ctx context.Context, c cluster.Cluster, ns string, r *meshRules) error {
+		l, err := c.DestinationRules(ctx, ns)
+		r.drs = append(r.drs, l...)
+		return err
+	}},
+	{"virtualservices", "VirtualServices", func(ctx context.Context, c cluster.Cluster, ns string, r *meshRules) error {
+		l, err := c.VirtualServices(ctx, ns)
+		r.vss = append(r.vss, l...)
+		return err
+	}},
+	{"peerauthentications", "PeerAuthentications", func(ctx context.Context, c cluster.Cluster, ns string, r *meshRules) error {
+		l, err := c.PeerAuthentications(ctx, ns)
+		r.pas = append(r.pas, l...)
+		return err
+	}},
+	{"sidecars", "Sidecars", func(ctx context.Context, c cluster.Cluster, ns string, r *meshRules) error {
+		l, err := c.Sidecars(ctx, ns)
+		r.scs = append(r.scs, l...)
+		return err
+	}},
+	{"serviceentries", "ServiceEntries", func(ctx context.Context, c cluster.Cluster, ns string, r *meshRules) error {
+		l, err := c.ServiceEntries(ctx, ns)
+		r.ses = append(r.ses, l...)
+		return err
+	}},
+}
+
+// fetchMeshRules lists every kind across all namespaces at once; a kind
+// whose list is refused is read in namespaces instead (see more).
+// optional names the namespaces whose rules may stay unknown; what and err
+// are the first read that fails the probe.
+func fetchMeshRules(ctx context.Context, c cluster.Cluster, namespaces []string, optional func(ns string) bool) (r *meshRules, what string, err error) {
+	r = &meshRules{refused: map[string]error{}, read: map[string]bool{}}
+	parts := make([]meshRules, len(ruleKinds))
+	errs := make([]error, len(ruleKinds))
+	var g readGroup
+	for i, k := range ruleKinds {
+		g.Go(func() { errs[i] = k.list(ctx, c, metav1NamespaceAll, &parts[i]) })
+	}
+	g.Wait()
+	for i, k := range ruleKinds {
+		switch err := errs[i]; {
+		case err == nil:
+			r.merge(&parts[i])
+		case apierrors.IsForbidden(err):
+			r.refused[k.name] = err
+		default:
+			return r, "list " + k.kind + " in all namespaces", err
+		}
+	}
+	if what, err := r.more(ctx, c, namespaces, optional); err != nil {
+		return r, what, err
+	}
+	return r, "", nil
+}
+
+const metav1NamespaceAll = ""
+
+func (r *meshRules) merge(o *meshRules) {
+	r.drs, r.vss, r.pas = append(r.drs, o.drs...), append(r.vss, o.vss...), append(r.pas, o.pas...)
+	r.scs, r.ses = append(r.scs, o.scs...), append(r.ses, o.ses...)
+}
+
+// more reads the refused kinds in namespaces not read yet, all at once.
+func (r *meshRules) more(ctx context.Context, c cluster.Cluster, namespaces []string, optional func(ns string) bool) (string, error) {
+	if len(r.refused) == 0 {
+		return "", nil
+	}
+	var todo []string
+	for _, ns := range namespaces {
+		if ns != "" && !r.read[ns] && !containsString(todo, ns) {
+			todo = append(todo, ns)
+		}
+	}
+	sort.Strings(todo)
+	kinds := r.refusedKinds()
+	parts := make([][]meshRules, len(todo))
+	errs := make([][]error, len(todo))
+	var g readGroup
+	for i, ns := range todo {
+		parts[i], errs[i] = make([]meshRules, len(kinds)), make([]error, len(kinds))
+		for j, k := range kinds {
+			g.Go(func() { errs[i][j] = k.list(ctx, c, ns, &parts[i][j]) })
+		}
+	}
+	g.Wait()
+	for i, ns := range todo {
+		failed := ""
+		var failErr error
+		for j, k := range kinds {
+			if errs[i][j] != nil && failErr == nil {
+				failed, failErr = "list "+k.kind+" in "+ns, errs[i][j]
+			}
+		}
+		if failErr != nil {
+			// A kind that does not exist fails the probe wherever it is
+			// read; the other namespaces' refusals only if they matter.
+			if !optional(ns) || apierrors.IsNotFound(failErr) && cluster.IsMissingKind(failErr) {
+				return failed, failErr
+			}
+			r.unknown = append(r.unknown, cluster.AccessProblem(failed, failErr)+": its rules are not judged")
+			continue
+		}
+		r.read[ns] = true
+		for j := range kinds {
+			r.merge(&parts[i][j])
+		}
+	}
+	return "", nil
+}
+
+func (r *meshRules) refusedKinds() []ruleKind {
+	var out []ruleKind
+	for _, k := range ruleKinds {
+		if r.refused[k.name] != nil {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// partial says why the set is not istiod's whole set, "" when it is.
+func (r *meshRules) partial() string {
+	if len(r.refused) == 0 {
+		return ""
+	}
+	what := "the Istio rules"
+	if kinds := r.refusedKinds(); len(kinds) < len(ruleKinds) {
+		var names []string
+		for _, k := range kinds {
+			names = append(names, k.kind)
+		}
+		what = "the " + strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("%s of namespaces other than %s were not read (listing them across all namespaces is refused: a namespaced role)",
+		what, strings.Join(sortedKeysOf(r.read), ", "))
+}
+
+// into puts the rules in cfg, the partial set's bounds with them.
+func (r *meshRules) into(cfg *mesh.Config) {
+	cfg.DestinationRules, cfg.VirtualServices, cfg.PeerAuthentications = r.drs, r.vss, r.pas
+	cfg.Sidecars, cfg.ServiceEntries = r.scs, r.ses
+	cfg.Unknown = append(cfg.Unknown, r.unknown[r.reported:]...)
+	r.reported = len(r.unknown)
+	cfg.RulesRead, cfg.RulesPartial = nil, r.partial()
+	if cfg.RulesPartial != "" {
+		cfg.RulesRead = map[string]bool{}
+		for ns := range r.read {
+			cfg.RulesRead[ns] = true
+		}
+	}
+}

@@ -1,0 +1,184 @@
+package remedies_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/meshtriage/meshtriage/assets"
+	"github.com/meshtriage/meshtriage/probes"
+	"github.com/meshtriage/meshtriage/probes/cluster"
+	"github.com/meshtriage/meshtriage/probes/cluster/manifests"
+	"github.com/meshtriage/meshtriage/probes/cluster/recorded"
+	"github.com/meshtriage/meshtriage/probes/patch"
+	"github.com/meshtriage/meshtriage/probes/remedies"
+	"github.com/meshtriage/meshtriage/runbook"
+)
+
+// world is a cluster of YAML documents, as check -f reads them.
+func world(t *testing.T, docs string) cluster.Cluster {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "w.yaml")
+	if err := os.WriteFile(path, []byte(docs), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	set, err := manifests.Load([]string{path}, manifests.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := recorded.NewCluster(recorded.FromObjects("test", set.Objects))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+const orders = `apiVersion: v1
+kind: Service
+metadata: {name: orders, namespace: shop}
+spec:
+  selector: {app: orders}
+  ports: [{name: http, port: 8080, targetPort: 8080}]
+`
+
+func pod(name, version string) string {
+	return `---
+apiVersion: v1
+kind: Pod
+metadata: {name: ` + name + `, namespace: shop, labels: {app: orders, version: ` + version + `}}
+spec:
+  containers: [{name: app, image: x, ports: [{containerPort: 8080}]}, {name: istio-proxy, image: proxyv2}]
+status: {phase: Running, podIP: 10.0.0.` + name[len(name)-1:] + `, conditions: [{type: Ready, status: "True"}]}
+`
+}
+
+func compute(t *testing.T, r remedies.Remedy, c cluster.Cluster, cause string) remedies.Output {
+	t.Helper()
+	return r.Compute(context.Background(), &remedies.Input{Cluster: c, Target: cluster.Target{Namespace: "shop", Service: "orders", Port: 8080}, Cause: cause, Facts: probes.Facts{}})
+}
+
+func TestTuneOutlierInASubsetIsAJSONPatchOfThatSubset(t *testing.T) {
+	c := world(t, orders+pod("orders-1", "v1")+`---
+apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: orders, namespace: shop}
+spec:
+  host: orders.shop.svc.cluster.local
+  subsets:
+    - name: v1
+      labels: {version: v1}
+      trafficPolicy:
+        outlierDetection: {consecutiveGatewayErrors: 1, interval: 5s, maxEjectionPercent: 100}
+`)
+	out := compute(t, remedies.TuneOutlier{}, c, "outlier.all-ejected")
+	if len(out.Patches) != 1 || out.Patches[0].Type != patch.JSON {
+		t.Fatalf("out = %+v", out)
+	}
+	body := string(out.Patches[0].Patch)
+	for _, want := range []string{
+		`{"op":"test","path":"/spec/subsets/0/trafficPolicy/outlierDetection/consecutiveGatewayErrors","value":1}`,
+		`{"op":"replace","path":"/spec/subsets/0/trafficPolicy/outlierDetection/consecutiveGatewayErrors","value":5}`,
+		`{"op":"replace","path":"/spec/subsets/0/trafficPolicy/outlierDetection/maxEjectionPercent","value":50}`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("patch lacks %s: %s", want, body)
+		}
+	}
+	if strings.Contains(body, "consecutive5xxErrors") {
+		t.Errorf("the patch adds a field beside the offending one: %s", body)
+	}
+}
+
+func TestAlignSubsetLabelsFollowsARenamedVersion(t *testing.T) {
+	rule := `---
+apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: orders, namespace: shop}
+spec:
+  host: orders.shop.svc.cluster.local
+  subsets: [{name: v1, labels: {version: v1}}, {name: v2, labels: {version: v2}}]
+---
+apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: orders, namespace: shop}
+spec:
+  hosts: [orders.shop.svc.cluster.local]
+  http: [{route: [{destination: {host: orders.shop.svc.cluster.local, subset: v1}, weight: 50}, {destination: {host: orders.shop.svc.cluster.local, subset: v2}, weight: 50}]}]
+`
+	c := world(t, orders+pod("orders-1", "v1")+pod("orders-2", "v2-rc1")+rule)
+	out := compute(t, remedies.AlignSubsetLabels{}, c, "dr.subset-no-pods")
+	if len(out.Patches) != 1 || !strings.Contains(string(out.Patches[0].Patch), `{"op":"replace","path":"/spec/subsets/1/labels/version","value":"v2-rc1"}`) {
+		t.Fatalf("out = %+v", out)
+	}
+	// Two candidate values: the team's call, said so.
+	c = world(t, orders+pod("orders-1", "v1")+pod("orders-2", "v2-rc1")+pod("orders-3", "v2-rc2")+rule)
+	if out := compute(t, remedies.AlignSubsetLabels{}, c, "dr.subset-no-pods"); len(out.Patches) != 0 || !strings.Contains(out.Unpatchable, "2 values of version") {
+		t.Errorf("two candidates: %+v", out)
+	}
+}
+
+func TestShiftWeightOfARouteWithNoServingDestination(t *testing.T) {
+	c := world(t, orders+pod("orders-1", "v1")+`---
+apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: orders, namespace: shop}
+spec:
+  host: orders.shop.svc.cluster.local
+  subsets: [{name: v1, labels: {version: v1}}, {name: v2, labels: {version: v2}}]
+---
+apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: orders, namespace: shop}
+spec:
+  hosts: [orders.shop.svc.cluster.local]
+  http: [{route: [{destination: {host: orders.shop.svc.cluster.local, subset: v2}}]}]
+`)
+	out := compute(t, remedies.ShiftWeight{}, c, "dr.subset-no-pods")
+	if len(out.Patches) != 1 || !strings.Contains(string(out.Patches[0].Patch), `{"op":"add","path":"/spec/http/0/route/0/destination/subset","value":"v1"}`) {
+		t.Fatalf("out = %+v", out)
+	}
+}
+
+// Every remedy the runbook names exists and fixes the cause it is named
+// for; every remedy is named by the runbook.
+func TestRunbookAndRemediesAgree(t *testing.T) {
+	cat := runbook.CatalogueOf(probes.All(), assets.Causes).WithRemedies(remedies.IDs(), remedies.VarDocs)
+	g, err := runbook.LoadFS(assets.FS, assets.Runbook503, cat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	used := map[string]bool{}
+	reg := remedies.ByID()
+	for _, c := range g.Causes {
+		for _, f := range c.Fixes {
+			if f.Remedy == "" {
+				continue
+			}
+			used[f.Remedy] = true
+			if m := reg[f.Remedy].Meta(); !contains(m.Causes, c.ID) {
+				t.Errorf("cause %s fix %s names remedy %s, which is for %v", c.ID, f.ID, f.Remedy, m.Causes)
+			}
+		}
+	}
+	for id := range reg {
+		if !used[id] {
+			t.Errorf("remedy %s is named by no fix of the runbook", id)
+		}
+	}
+	for _, r := range remedies.All() {
+		if m := r.Meta(); m.Does == "" || len(m.Causes) == 0 {
+			t.Errorf("remedy %s does not describe itself: %+v", m.ID, m)
+		}
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
