@@ -69,6 +69,8 @@ func symptomOf(name string) int {
 		return 1 // pods restart at startup with connection refused
 	case "rollout-shutdown-503":
 		return 2 // 503 bursts during rollouts
+	case "gateway-vs-not-bound", "gateway-host-mismatch":
+		return 3 // an ingress gateway answers 404 NR
 	}
 	return 0 // callers see 503s
 }
@@ -99,8 +101,14 @@ func TestScenarioWalks(t *testing.T) {
 			for i := 0; i < symptomOf(name); i++ {
 				h.key("down")
 			}
+			// The cursor is on the scenario's symptom (a gateway's 404 NR
+			// has one of its own).
+			h.waitFor("› " + sess.Graph().Start.Options[symptomOf(name)].Title)
 			h.key("enter")
 			h.waitFor("Runbook · guided")
+			if got, want := sess.Symptom(), sess.Graph().Start.Options[symptomOf(name)].ID; got != want {
+				t.Errorf("symptom %q recorded, want %q", got, want)
+			}
 
 			reached := func() bool {
 				ids := findingIDs(sess)
