@@ -134,6 +134,7 @@ func evaluateDataPlane(t cluster.Target, in ambientInput) Result {
 
 	// The waypoint.
 	b := in.Binding
+	waypointPodWhy := ""
 	r.Facts["waypoint_named"] = b.Use.Named
 	r.Facts["waypoint_name"] = ""
 	if !b.Use.Named {
@@ -155,18 +156,25 @@ func evaluateDataPlane(t cluster.Target, in ambientInput) Result {
 		case in.WaypointPodsRead:
 			ready := readyPods(in.WaypointPods)
 			r.Facts["waypoint_ready_pods"] = ready
+			var podWhy []string
 			for i := range in.WaypointPods {
 				wp := &in.WaypointPods[i]
-				ok, why := mesh.PodReady(wp)
+				ok, _ := mesh.PodReady(wp)
 				state := string(wp.Status.Phase)
 				if !ok {
+					why := podNotReadyReason(wp)
 					state += ", not ready: " + why
+					podWhy = append(podWhy, wp.Name+": "+why)
 				}
 				r.Evidence.Rows = append(r.Evidence.Rows, []string{wp.Namespace + "/" + wp.Name, "waypoint", state, dash(wp.Spec.NodeName), dash(wp.Status.PodIP)})
 			}
 			raw = append(raw, fmt.Sprintf("waypoint %s: %d pods, %d ready", b.Use.Ref, len(in.WaypointPods), ready))
 			if ready == 0 && b.State == mesh.WaypointBound {
 				problems = append(problems, fmt.Sprintf("waypoint %s is bound but has no ready pod: the traffic sent to it finds no one", b.Use.Ref))
+			}
+			if ready == 0 && len(podWhy) > 0 {
+				// Why the waypoint has no ready pod is what the on-call fixes.
+				waypointPodWhy = "waypoint pod " + strings.Join(podWhy, ", ")
 			}
 		default:
 			warnings = append(warnings, in.WaypointProblem)
@@ -204,6 +212,9 @@ func evaluateDataPlane(t cluster.Target, in ambientInput) Result {
 	switch {
 	case len(problems) > 0:
 		r.Status = StatusFail
+		if waypointPodWhy != "" {
+			problems = append(problems, waypointPodWhy)
+		}
 		r.Summary = head + "; " + strings.Join(problems, "; ")
 	case len(warnings) > 0:
 		r.Status = StatusWarn

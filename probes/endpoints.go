@@ -32,6 +32,7 @@ func (EndpointsProbe) Meta() Meta {
 			{"endpoints_not_ready_pods", FactList, "not-ready pods with their readiness condition reason"},
 			{"endpoints_port_mismatch", FactBool, "a service targetPort (number or name) matches no containerPort of a selected pod"},
 			{"endpoints_mismatched_ports", FactList, "service ports whose targetPort matches no containerPort, as port->targetPort"},
+			{"endpoints_declared_ports", FactList, "for a targetPort that matches no containerPort, what the selected pods declare instead, as port->targetPort (the pods declare NAME=PORT,...): the value to align the Service with"},
 			{"endpoints_total", FactInt, "endpoint addresses of any state (0: the Service has no endpoint at all)"},
 			{"endpoints_external_name", FactBool, "the Service is of type ExternalName: a DNS alias with no endpoints by design, which istiod routes as the host it names"},
 			{"endpoints_source", FactString, "EndpointSlice or Endpoints: which API the counts came from; pods when the input holds neither and the selected pods stand in; none when there is nothing"},
@@ -226,9 +227,10 @@ func evaluateEndpoints(t cluster.Target, in endpointsInput) Result {
 		delete(r.Facts, "endpoints_not_ready")
 	}
 
-	mismatched, portNotes := checkTargetPorts(t, svc, in)
+	mismatched, declared, portNotes := checkTargetPorts(t, svc, in)
 	r.Facts["endpoints_port_mismatch"] = len(mismatched) > 0
 	r.Facts["endpoints_mismatched_ports"] = mismatched
+	r.Facts["endpoints_declared_ports"] = declared
 
 	raw := []string{fmt.Sprintf("source: %s (%d slices)", source, len(in.Slices))}
 	if source == "pods" {
@@ -247,7 +249,7 @@ func evaluateEndpoints(t cluster.Target, in endpointsInput) Result {
 
 	var problems, warnings []string
 	if len(mismatched) > 0 {
-		problems = append(problems, "targetPort matches no containerPort: "+strings.Join(mismatched, ", "))
+		problems = append(problems, "targetPort matches no containerPort: "+strings.Join(declared, ", "))
 	}
 	unknownEndpoints := len(order) == 0 && len(svc.Spec.Selector) == 0 && externalName == "" && in.InputLacksEndpoints
 	if unknownEndpoints {
@@ -322,6 +324,14 @@ func notReadyReason(pod string, in endpointsInput) string {
 	if po == nil {
 		return "pod not read"
 	}
+	return podNotReadyReason(po)
+}
+
+// podNotReadyReason says why a pod is not ready: its Ready condition, then
+// the first app or proxy container that is not ready and the state the
+// kubelet reports for it (ImagePullBackOff, CrashLoopBackOff, ...), the
+// part that names a cause. The data-plane probe uses it for a waypoint's pods.
+func podNotReadyReason(po *corev1.Pod) string {
 	_, why := mesh.PodReady(po)
 	if po.DeletionTimestamp != nil {
 		why = strings.TrimSpace("deleting " + why)
@@ -381,11 +391,11 @@ func containerNotReady(c corev1.Container, st corev1.ContainerStatus) string {
 // informational), so the number alone proves nothing: it is reported as a
 // mismatch only when the pod's app containers declare ports and none is that
 // number, the shape of "the app moved to 8081 and the Service still says 8080".
-func checkTargetPorts(t cluster.Target, svc *corev1.Service, in endpointsInput) (mismatched, notes []string) {
-	mismatched = []string{}
+func checkTargetPorts(t cluster.Target, svc *corev1.Service, in endpointsInput) (mismatched, declaredInstead, notes []string) {
+	mismatched, declaredInstead = []string{}, []string{}
 	if len(in.Selected) == 0 {
 		notes = append(notes, "no selected pods: targetPort not checked")
-		return mismatched, notes
+		return mismatched, declaredInstead, notes
 	}
 	names := append([]string(nil), in.Selected...)
 	sort.Strings(names)
@@ -398,13 +408,15 @@ func checkTargetPorts(t cluster.Target, svc *corev1.Service, in endpointsInput) 
 		if proto == "" {
 			proto = corev1.ProtocolTCP
 		}
-		var bad, undeclared []string
+		var bad, undeclared, instead []string
 		for _, name := range names {
 			pod := in.Pods[name]
 			switch tp.Type {
 			case intstr.String:
 				if !podHasNamedPort(pod, tp.StrVal, proto) {
-					bad = append(bad, fmt.Sprintf("%s (declares %s)", name, dash(declaredPorts(pod, true))))
+					d := dash(declaredPorts(pod, true))
+					bad = append(bad, fmt.Sprintf("%s (declares %s)", name, d))
+					instead = appendDeclared(instead, d)
 				}
 			default:
 				declared := declaredPorts(pod, false)
@@ -413,12 +425,14 @@ func checkTargetPorts(t cluster.Target, svc *corev1.Service, in endpointsInput) 
 					undeclared = append(undeclared, name)
 				case !podAppHasPortNumber(pod, tp.IntVal):
 					bad = append(bad, fmt.Sprintf("%s (declares %s)", name, declared))
+					instead = appendDeclared(instead, declared)
 				}
 			}
 		}
 		pair := fmt.Sprintf("%d->%s", sp.Port, tp.String())
 		if len(bad) > 0 {
 			mismatched = append(mismatched, pair)
+			declaredInstead = append(declaredInstead, pair+" (the pods declare "+strings.Join(instead, " or ")+")")
 			notes = append(notes, fmt.Sprintf("port %s matches no containerPort on: %s", pair, strings.Join(bad, ", ")))
 		} else {
 			notes = append(notes, fmt.Sprintf("port %s matches a containerPort on every selected pod", pair))
@@ -428,7 +442,16 @@ func checkTargetPorts(t cluster.Target, svc *corev1.Service, in endpointsInput) 
 				pair, strings.Join(undeclared, ", ")))
 		}
 	}
-	return mismatched, notes
+	return mismatched, declaredInstead, notes
+}
+
+func appendDeclared(list []string, s string) []string {
+	for _, x := range list {
+		if x == s {
+			return list
+		}
+	}
+	return append(list, s)
 }
 
 // podHasNamedPort resolves a named port the way Kubernetes does: any regular

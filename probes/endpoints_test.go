@@ -111,9 +111,11 @@ func TestEndpointsEvaluate(t *testing.T) {
 			in: fxEndpointsInput(svc8080, []discoveryv1.EndpointSlice{
 				fxSlice("orders-v4", discoveryv1.AddressTypeIPv4, fxEndpoint("orders-a", "10.0.0.11", yes, no)),
 			}, fxPod("orders-a", mesh.SidecarClassic, func(p *corev1.Pod) { p.Spec.Containers[0].Ports[0].ContainerPort = 8081 })),
-			status: StatusFail, summary: "targetPort matches no containerPort: 80->8080",
-			facts: Facts{"endpoints_port_mismatch": true, "endpoints_mismatched_ports": []string{"80->8080"}},
-			raw:   "port 80->8080 matches no containerPort on: orders-a (declares http=8081)",
+			// The summary says what the pods declare: the value the fix needs.
+			status: StatusFail, summary: "targetPort matches no containerPort: 80->8080 (the pods declare http=8081)",
+			facts: Facts{"endpoints_port_mismatch": true, "endpoints_mismatched_ports": []string{"80->8080"},
+				"endpoints_declared_ports": []string{"80->8080 (the pods declare http=8081)"}},
+			raw: "port 80->8080 matches no containerPort on: orders-a (declares http=8081)",
 		},
 		{
 			name:   "numeric targetPort with no declared ports is not proof",
@@ -131,7 +133,7 @@ func TestEndpointsEvaluate(t *testing.T) {
 			in: fxEndpointsInput(fxService(intstr.FromString("grpc")), []discoveryv1.EndpointSlice{
 				fxSlice("orders-v4", discoveryv1.AddressTypeIPv4, fxEndpoint("orders-a", "10.0.0.11", yes, no)),
 			}, fxPod("orders-a", mesh.SidecarClassic)),
-			status: StatusFail, summary: "targetPort matches no containerPort: 80->grpc",
+			status: StatusFail, summary: "targetPort matches no containerPort: 80->grpc (the pods declare http=8080,http-envoy-prom=15090)",
 			facts: Facts{"endpoints_mismatched_ports": []string{"80->grpc"}},
 			raw:   "orders-a (declares http=8080,http-envoy-prom=15090)",
 		},

@@ -55,8 +55,8 @@ func TestRunbook503CoversTheCatalogue(t *testing.T) {
 	for _, o := range g.Start.Options {
 		opts = append(opts, o.ID)
 	}
-	if len(opts) != 3 {
-		t.Errorf("start options = %v, want the three symptoms", opts)
+	if want := []string{"callers-see-503", "startup-connection-refused", "rollout-503", "gateway-404"}; strings.Join(opts, " ") != strings.Join(want, " ") {
+		t.Errorf("start options = %v, want the four symptoms %v (a gateway's 404 NR is one)", opts, want)
 	}
 	// The first ten minutes: these probes are all on the callers-see-503 path.
 	for _, p := range []string{"envoy-clusters", "access-log", "envoy-listeners", "endpoints", "envoy-config"} {

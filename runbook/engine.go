@@ -296,22 +296,27 @@ func (s *Session) Auto(ctx context.Context) ([]Finding, error) {
 		}
 	}
 	s.RunAll(ctx)
-	if err := ctx.Err(); err != nil {
+	// Interrupted (Ctrl-C), the walk still goes over what had finished:
+	// the probes cut short are unknown, and the on-call gets what is known
+	// with ctx's error; no fix is proven then.
+	interrupted := ctx.Err()
+	if err := s.walk(interrupted); err != nil {
 		return nil, err
 	}
-	if err := s.walk(); err != nil {
-		return nil, err
+	if interrupted == nil {
+		s.ProveFixes(ctx)
 	}
-	s.ProveFixes(ctx)
-	return s.Findings(), nil
+	return s.Findings(), interrupted
 }
 
-// walk is Auto's walk of the graph over the facts of the probes run.
-func (s *Session) walk() error {
+// walk is Auto's walk of the graph over the facts of the probes run. An
+// interrupted walk does not hold the probes cut short against the target:
+// it returns interrupted where the target could not be judged.
+func (s *Session) walk(interrupted error) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, step := range s.cfg.Graph.Steps {
-		if res := s.results[step.Probe]; step.Required && !trusted(res.Status) {
+		if res := s.results[step.Probe]; step.Required && !trusted(res.Status) && interrupted == nil {
 			return &TriageError{Step: step.ID, Reason: fmt.Sprintf("%s %s", step.Probe, res.Status), Summary: res.Summary}
 		}
 	}
@@ -329,6 +334,9 @@ func (s *Session) walk() error {
 			s.recordSkipped(d.skipped)
 			if d.abort != "" {
 				res := s.results[step.Probe]
+				if interrupted != nil {
+					return interrupted
+				}
 				return &TriageError{Step: id, Reason: d.abort, Summary: res.Summary}
 			}
 			for _, c := range d.causes {
@@ -344,6 +352,12 @@ func (s *Session) walk() error {
 			}
 			id = d.next
 		}
+	}
+	// Every probe ran: the steps the walk did not take still count where
+	// the path may go through them (a rule that could not decide which
+	// way), and the path decides which do.
+	for _, step := range s.cfg.Graph.Steps {
+		s.reach(step.ID)
 	}
 	return nil
 }

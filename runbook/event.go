@@ -25,7 +25,32 @@ const (
 	// EventRuleSkipped: a branch rule could not decide because a fact it
 	// reads is unknown (its probe errored, was skipped or did not run).
 	EventRuleSkipped EventKind = "rule_skipped"
+	// EventRunAll: the on-call asked to run every step that had not run.
+	// The runs follow as probe_ran events with trigger run-all.
+	EventRunAll EventKind = "run_all"
 )
+
+// Why a probe ran (ProbeRan.Trigger). Only the on-call's own runs (user,
+// rerun, run-all) are their actions; the others are what the engine read
+// on its own account.
+const (
+	TriggerUser   = "user"    // the on-call ran the step
+	TriggerRerun  = "rerun"   // the on-call ran the step again, on fresh reads
+	TriggerRunAll = "run-all" // part of the on-call's "run all remaining"
+	TriggerNeeded = "needed"  // the rules of step For read its facts
+	TriggerAuto   = "auto"    // the unattended triage (check) ran every probe
+	TriggerVerify = "verify"  // a verification of a fix re-ran it
+)
+
+// ByOnCall reports whether a run with trigger is one the on-call asked for.
+// A log written before triggers existed ("") counts as theirs.
+func ByOnCall(trigger string) bool {
+	switch trigger {
+	case TriggerUser, TriggerRerun, TriggerRunAll, "":
+		return true
+	}
+	return false
+}
 
 // Event is one line of the incident log. Exactly one of the pointer fields is
 // set, matching Kind.
@@ -44,10 +69,19 @@ type Event struct {
 	Action       *Action         `json:"action,omitempty"`
 	Ended        *SessionEnded   `json:"ended,omitempty"`
 	Skipped      *RuleSkipped    `json:"skipped,omitempty"`
+	RunAll       *RunAll         `json:"run_all,omitempty"`
+}
+
+// RunAll records the on-call's "run all remaining": the steps it covered.
+type RunAll struct {
+	Steps []string `json:"steps,omitempty"`
 }
 
 // SessionStarted records who triaged what, where.
 type SessionStarted struct {
+	// Parent is set on the session of a caller the caller search found:
+	// the ID of the triage's own session, whose record it is part of.
+	Parent        string            `json:"parent,omitempty"`
 	User          string            `json:"user"`
 	KubeContext   string            `json:"kube_context"`
 	Server        string            `json:"server,omitempty"`
@@ -70,7 +104,12 @@ type ProbeRan struct {
 	Evidence   probes.Evidence `json:"evidence"`
 	Commands   []string        `json:"commands,omitempty"`
 	DurationMS int64           `json:"duration_ms"`
-	Rerun      bool            `json:"rerun,omitempty"`
+	// Rerun: the on-call ran the step again (Trigger rerun).
+	Rerun bool `json:"rerun,omitempty"`
+	// Trigger says why it ran (TriggerUser, ...); For is the step whose
+	// rules needed it (TriggerNeeded).
+	Trigger string `json:"trigger,omitempty"`
+	For     string `json:"for,omitempty"`
 	// Causes are the cause IDs the step's rules can report: when the step
 	// passes and none of them is found, the incident record lists them as
 	// ruled out.
@@ -87,11 +126,16 @@ type BranchTaken struct {
 	When     string `json:"when,omitempty"` // the condition that matched
 }
 
-// Note is free text the on-call typed.
+// Note is free text the on-call typed, or, with By set, a remark of the
+// tool's own (whom the caller search read).
 type Note struct {
 	Step string `json:"step,omitempty"`
 	Text string `json:"text"`
+	By   string `json:"by,omitempty"`
 }
+
+// NoteByTool is Note.By of the tool's own remarks.
+const NoteByTool = "meshtriage"
 
 // Hypothesis records a cause confirmed or ruled out.
 type Hypothesis struct {
@@ -138,6 +182,10 @@ type Action struct {
 type SessionEnded struct {
 	Findings []string `json:"findings,omitempty"` // cause IDs
 	Reason   string   `json:"reason,omitempty"`   // quit, completed, interrupted
+	// Causes is where the triage left every cause of its path: found,
+	// open, ruled out (by which steps), not checked. The record's "ruled
+	// out" and "not checked" read it, so a cause is in one of them only.
+	Causes []CauseState `json:"causes,omitempty"`
 }
 
 // RuleSkipped records a rule that could not decide, and why.

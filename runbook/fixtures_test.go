@@ -9,12 +9,13 @@ import (
 )
 
 var (
-	healthy     = runbooktest.Healthy
-	with        = runbooktest.With
-	newRecorded = runbooktest.NewRecorded
-	newClock    = runbooktest.NewClock
-	causeIDs    = runbooktest.CauseIDs
-	testTarget  = runbooktest.Target
+	healthy        = runbooktest.Healthy
+	with           = runbooktest.With
+	newRecorded    = runbooktest.NewRecorded
+	newClock       = runbooktest.NewClock
+	causeIDs       = runbooktest.CauseIDs
+	ambientHealthy = runbooktest.AmbientHealthy
+	testTarget     = runbooktest.Target
 )
 
 type memSink = runbooktest.Sink

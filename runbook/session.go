@@ -89,6 +89,12 @@ type Session struct {
 	// probe's, so two steps running one probe see the same data.
 	results map[string]probes.Result
 	runs    map[string]int // step -> times run
+	// userRuns counts the runs the on-call asked for: only a second one of
+	// those is a re-run.
+	userRuns map[string]int
+	// inflight are the probes running now: a second request for one waits
+	// for it instead of running it again.
+	inflight map[string]*flight
 	// reached lists, in order, the steps whose cause rules count toward
 	// Findings: the steps run (guided, free) or walked (auto).
 	reached    []string
@@ -257,6 +263,8 @@ func NewSession(cfg Config) (*Session, error) {
 		id:         id,
 		results:    map[string]probes.Result{},
 		runs:       map[string]int{},
+		userRuns:   map[string]int{},
+		inflight:   map[string]*flight{},
 		reachedSet: map[string]bool{},
 		verdicts:   map[string]Hypothesis{},
 		fixes:      map[string]string{},
@@ -368,34 +376,74 @@ func (s *Session) Current() string {
 	return s.current
 }
 
-// RunStep runs the step's probe and records probe_ran; a step run before is
-// recorded as a re-run and reads fresh data (a caching Cluster is reset).
+// RunStep runs the step's probe for the on-call and records probe_ran; a
+// step they ran before is recorded as a re-run and reads fresh data (a
+// caching Cluster is reset). The probes whose facts the step's rules read
+// and that have not run run too, recorded after it as needed for it.
 func (s *Session) RunStep(ctx context.Context, stepID string) (probes.Result, error) {
+	return s.runStep(ctx, stepID, TriggerUser)
+}
+
+// RunRemaining is one step of the on-call's "run all remaining": it runs
+// the step unless its probe already ran (as another step's dependency, a
+// moment ago), in which case that result stands and nothing is recorded
+// twice. RecordRunAll records the on-call's request first.
+func (s *Session) RunRemaining(ctx context.Context, stepID string) (probes.Result, error) {
+	return s.runStep(ctx, stepID, TriggerRunAll)
+}
+
+// RecordRunAll records that the on-call asked to run every remaining step.
+func (s *Session) RecordRunAll(steps []string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.emit(Event{Kind: EventRunAll, RunAll: &RunAll{Steps: steps}})
+}
+
+func (s *Session) runStep(ctx context.Context, stepID, trigger string) (probes.Result, error) {
 	step, ok := s.cfg.Graph.Step(stepID)
 	if !ok {
 		return probes.Result{}, fmt.Errorf("unknown step %q", stepID)
 	}
 	s.mu.Lock()
-	rerun := s.runs[stepID] > 0
+	if trigger == TriggerUser && s.userRuns[stepID] > 0 {
+		trigger = TriggerRerun
+	}
+	if res, ran := s.results[step.Probe]; ran && trigger == TriggerRunAll {
+		s.reach(stepID)
+		s.mu.Unlock()
+		return res, nil
+	}
 	deps := s.missingDeps(step)
 	s.mu.Unlock()
-	if rerun {
+	if trigger == TriggerRerun {
 		s.resetCache()
 	}
 	ids := append([]string{step.Probe}, deps...)
-	out := s.runConcurrently(ctx, ids)
+	// The step's own probe runs anew for the on-call (a run-all takes a
+	// result already in); its dependencies take one already in.
+	out, ours := s.runConcurrently(ctx, ids, trigger == TriggerRunAll)
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.userRuns[stepID]++
+	if ours[0] || trigger != TriggerRunAll {
+		s.recordRun(step, out[0], trigger, "")
+	}
+	s.reach(stepID)
 	for i, dep := range deps {
+		if !ours[i+1] {
+			// It joined a run already under way: whoever started it
+			// records it.
+			continue
+		}
 		depStep := s.stepForProbe(dep)
 		if depStep == nil {
 			depStep = &Step{ID: dep, Probe: dep}
 		}
-		s.recordRun(depStep, out[i+1])
+		s.recordRun(depStep, out[i+1], TriggerNeeded, stepID)
 		s.reach(depStep.ID)
 	}
-	s.recordRun(step, out[0])
-	s.reach(stepID)
+	// The findings this run reaches get their fixes proven (cached per
+	// facts: a run that changed nothing proves nothing anew).
 	s.mu.Unlock()
 	s.ProveFixes(ctx)
 	s.mu.Lock()
@@ -403,9 +451,10 @@ func (s *Session) RunStep(ctx context.Context, stepID string) (probes.Result, er
 }
 
 // missingDeps lists the probes, other than the step's own, whose facts the
-// step's rules read and that have not run: RunStep runs them too, so that in
-// guided mode a rule is not undecidable only because the on-call came by
-// another path. s.mu is held.
+// step's rules read and that have not reported: RunStep runs them too (or
+// waits for them when they are running), so that in guided mode a rule is
+// not undecidable only because the on-call came by another path. s.mu is
+// held.
 func (s *Session) missingDeps(step *Step) []string {
 	var deps []string
 	for _, b := range step.Branches {
@@ -422,26 +471,64 @@ func (s *Session) missingDeps(step *Step) []string {
 	return deps
 }
 
-func (s *Session) runConcurrently(ctx context.Context, ids []string) []probes.Result {
+// runConcurrently runs the probes at once; ours says which runs this call
+// started (the others it joined, or took as they were in). The first
+// probe takes a result already in only when reuseFirst; the others always
+// do.
+func (s *Session) runConcurrently(ctx context.Context, ids []string, reuseFirst bool) ([]probes.Result, []bool) {
 	out := make([]probes.Result, len(ids))
+	ours := make([]bool, len(ids))
 	var wg sync.WaitGroup
 	for i, id := range ids {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			out[i] = s.runProbe(ctx, id)
+			out[i], ours[i] = s.runShared(ctx, id, i > 0 || reuseFirst)
 		}()
 	}
 	wg.Wait()
-	return out
+	return out, ours
+}
+
+// flight is one probe run under way.
+type flight struct {
+	done chan struct{}
+	res  probes.Result
+}
+
+// runShared runs the probe, or waits for the run of it already under way
+// (two steps whose rules read it, a run-all and a dependency): one run, one
+// result. With reuse, a result already in is taken as it is. The result is
+// the probe's latest as soon as it is in. started says whether this call
+// ran it.
+func (s *Session) runShared(ctx context.Context, probeID string, reuse bool) (res probes.Result, started bool) {
+	s.mu.Lock()
+	if r, ok := s.results[probeID]; ok && reuse {
+		s.mu.Unlock()
+		return r, false
+	}
+	if f, ok := s.inflight[probeID]; ok {
+		s.mu.Unlock()
+		<-f.done // the run is bounded by the probe timeout
+		return f.res, false
+	}
+	f := &flight{done: make(chan struct{})}
+	s.inflight[probeID] = f
+	s.mu.Unlock()
+	f.res = s.runProbe(ctx, probeID)
+	s.mu.Lock()
+	s.results[probeID] = f.res
+	delete(s.inflight, probeID)
+	s.mu.Unlock()
+	close(f.done)
+	return f.res, true
 }
 
 // RunAll runs every probe the graph's steps use, concurrently and once each,
-// and records probe_ran for every step. Auto mode starts with it; the TUI may
-// use it to prefetch.
+// and records probe_ran for every step: the unattended triage's reads.
 func (s *Session) RunAll(ctx context.Context) {
 	ids := s.cfg.Graph.Probes()
-	out := s.runConcurrently(ctx, ids)
+	out, _ := s.runConcurrently(ctx, ids, false)
 	byProbe := map[string]probes.Result{}
 	for i, id := range ids {
 		byProbe[id] = out[i]
@@ -449,20 +536,41 @@ func (s *Session) RunAll(ctx context.Context) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, step := range s.cfg.Graph.Steps {
-		s.recordRun(step, byProbe[step.Probe])
+		s.recordRun(step, byProbe[step.Probe], TriggerAuto, "")
 	}
 }
 
 func (s *Session) runProbe(ctx context.Context, probeID string) probes.Result {
 	p := s.cfg.Probes[probeID]
-	ctx, cancel := context.WithTimeout(ctx, s.cfg.ProbeTimeout)
+	pctx, cancel := context.WithTimeout(ctx, s.cfg.ProbeTimeout)
 	defer cancel()
-	res := s.cfg.Run(ctx, p, s.cfg.Cluster, s.cfg.Target)
+	res := s.cfg.Run(pctx, p, s.cfg.Cluster, s.cfg.Target)
 	res.Probe = probeID
 	if res.Facts == nil {
 		res.Facts = probes.Facts{}
 	}
+	if ctx.Err() != nil {
+		// The triage was interrupted (Ctrl-C, esc) under it: what it read
+		// is partial, and none of it is a fact.
+		res.Status = probes.StatusError
+		prior := strings.TrimSpace(res.Summary)
+		res.Summary = InterruptedSummary
+		if prior != "" && !strings.HasPrefix(prior, InterruptedSummary) {
+			res.Summary += " (" + prior + ")"
+		}
+	}
 	return res
+}
+
+// InterruptedSummary is the summary of a probe the triage was interrupted
+// under.
+const InterruptedSummary = "interrupted before it reported"
+
+// Interrupted reports whether the step's latest result is a probe the
+// triage was interrupted under.
+func (s *Session) Interrupted(stepID string) bool {
+	r, ok := s.Result(stepID)
+	return ok && r.Status == probes.StatusError && strings.HasPrefix(r.Summary, InterruptedSummary)
 }
 
 // resetCache makes the next reads go to the cluster again.
@@ -472,15 +580,16 @@ func (s *Session) resetCache() {
 	}
 }
 
-// recordRun stores res as the probe's latest result; s.mu is held.
-func (s *Session) recordRun(step *Step, res probes.Result) {
-	rerun := s.runs[step.ID] > 0
+// recordRun records a run of step's probe, why it ran (trigger) and for
+// which step (forStep, a dependency's); runShared has stored the result.
+// s.mu is held.
+func (s *Session) recordRun(step *Step, res probes.Result, trigger, forStep string) {
 	s.runs[step.ID]++
-	s.results[step.Probe] = res
 	s.emit(Event{Kind: EventProbeRan, Probe: &ProbeRan{
 		Step: step.ID, Probe: step.Probe, Status: res.Status, Summary: res.Summary,
 		Facts: res.Facts, Evidence: res.Evidence, Commands: res.Commands,
-		DurationMS: res.Duration.Milliseconds(), Rerun: rerun, Causes: step.causeIDs(),
+		DurationMS: res.Duration.Milliseconds(), Rerun: trigger == TriggerRerun, Causes: step.causeIDs(),
+		Trigger: trigger, For: forStep,
 	}})
 }
 
@@ -619,13 +728,13 @@ func (s *Session) Findings() []Finding {
 
 func (s *Session) findings() []Finding {
 	facts := s.knownFacts()
+	steps := s.counted(facts)
 	var hits []causeHit
-	for _, id := range s.reached {
-		step, _ := s.cfg.Graph.Step(id)
+	for _, step := range steps {
 		hits = append(hits, s.decide(step, facts).causes...)
 	}
 	found := s.dedupe(hits)
-	return append(found, s.unexplained(hits, found)...)
+	return append(found, s.unexplained(steps, hits, found)...)
 }
 
 // ExplainedByAny in a step's explained_by: any finding explains its
@@ -637,7 +746,7 @@ const ExplainedByAny = "*"
 // no cause for must not end in "no finding". A failure is explained by a
 // cause reached at the step, by a finding that read the probe's facts, by
 // a cause the step lists in explained_by, or by the step's benign_failure.
-func (s *Session) unexplained(hits []causeHit, found []Finding) []Finding {
+func (s *Session) unexplained(steps []*Step, hits []causeHit, found []Finding) []Finding {
 	foundIDs := map[string]bool{}
 	for _, f := range found {
 		foundIDs[f.Cause] = true
@@ -655,8 +764,7 @@ func (s *Session) unexplained(hits []causeHit, found []Finding) []Finding {
 	}
 	judged := map[string]bool{}
 	var out []Finding
-	for _, id := range s.reached {
-		step, _ := s.cfg.Graph.Step(id)
+	for _, step := range steps {
 		res, ran := s.results[step.Probe]
 		if !ran || res.Status != probes.StatusFail || judged[step.Probe] {
 			continue
@@ -709,25 +817,36 @@ type Undecided struct {
 	closest float64
 }
 
-// Undecided lists the causes that rules at the reached steps could not
-// decide and no rule found, most likely first: the rule closest to firing
-// (the largest share of its terms that the known facts satisfy, guards
-// aside), then the strongest rule's confidence, then the fewest facts
-// missing. A rule that a known fact already rules out is no hypothesis.
+// Undecided lists the causes that rules at the reached steps of the path
+// could not decide and no rule found, most likely first: the rule closest
+// to firing (the largest share of its terms that the known facts satisfy,
+// guards aside), then the strongest rule's confidence, then the fewest
+// facts missing. A rule that a known fact already rules out is no
+// hypothesis, nor is one waiting only for facts that no step of the path
+// reads (an Envoy the traffic does not cross): the data plane on the path
+// cannot produce it. What would settle it are the commands of the probes
+// of the path that should have read them.
 func (s *Session) Undecided() []Undecided {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.undecided(s.knownFacts())
+}
+
+func (s *Session) undecided(facts probes.Facts) []Undecided {
 	found := map[string]bool{}
 	for _, f := range s.findings() {
 		found[f.Cause] = true
 	}
-	facts := s.knownFacts()
+	onProbes := s.pathProbes(facts)
 	byCause := map[string]*Undecided{}
 	var order []string
-	for _, id := range s.reached {
-		step, _ := s.cfg.Graph.Step(id)
+	for _, step := range s.counted(facts) {
 		for _, r := range s.decide(step, facts).skipped {
 			if r.Cause == "" || found[r.Cause] || r.RuledOut {
+				continue
+			}
+			unknown := s.readable(r.Unknown, onProbes)
+			if len(unknown) == 0 {
 				continue
 			}
 			u := byCause[r.Cause]
@@ -749,7 +868,7 @@ func (s *Session) Undecided() []Undecided {
 					u.Holding = append(u.Holding, h)
 				}
 			}
-			for _, f := range r.Unknown {
+			for _, f := range unknown {
 				if !contains(u.Unknown, f) {
 					u.Unknown = append(u.Unknown, f)
 				}
@@ -775,15 +894,14 @@ func (s *Session) Undecided() []Undecided {
 	return out
 }
 
-// Skipped lists the undecidable rules at the reached steps (or, before any
-// step ran, none).
+// Skipped lists the undecidable rules at the reached steps of the path (or,
+// before any step ran, none).
 func (s *Session) Skipped() []SkippedRule {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	facts := s.knownFacts()
 	var out []SkippedRule
-	for _, id := range s.reached {
-		step, _ := s.cfg.Graph.Step(id)
+	for _, step := range s.counted(facts) {
 		out = append(out, s.decide(step, facts).skipped...)
 	}
 	return out
@@ -794,6 +912,14 @@ func (s *Session) Note(step, text string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.emit(Event{Kind: EventNote, Note: &Note{Step: step, Text: text}})
+}
+
+// Remark records a note of the tool's own: what it did on its own account
+// (the caller search), which the record keeps apart from the on-call's.
+func (s *Session) Remark(text string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.emit(Event{Kind: EventNote, Note: &Note{Text: text, By: NoteByTool}})
 }
 
 // Hypothesis records a cause confirmed or ruled out, and why.
@@ -843,7 +969,7 @@ func (s *Session) Verify(ctx context.Context, causeID string) ([]VerificationRes
 		if v.Probe == "" || hasResult(fresh, v.Probe) {
 			continue
 		}
-		fresh[v.Probe] = s.runProbe(ctx, v.Probe)
+		fresh[v.Probe], _ = s.runShared(ctx, v.Probe, false)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -857,7 +983,7 @@ func (s *Session) Verify(ctx context.Context, causeID string) ([]VerificationRes
 		if step == nil {
 			step = &Step{ID: "verify/" + causeID, Probe: v.Probe}
 		}
-		s.recordRun(step, res)
+		s.recordRun(step, res, TriggerVerify, "")
 	}
 	facts := s.knownFacts()
 	var out []VerificationResult
@@ -930,20 +1056,52 @@ func joinComma(parts []string) string {
 	return out
 }
 
-// End records session_ended with the findings' cause IDs. Ending twice is a
-// no-op.
+// End records session_ended with the findings' cause IDs and where the
+// session left every cause of its path (Assess). Ending twice is a no-op.
 func (s *Session) End(reason string) {
+	s.EndWith(reason, nil, nil)
+}
+
+// EndWith is End with the findings and cause states of a triage this
+// session is the record of (the merge of several sessions); nil takes the
+// session's own.
+func (s *Session) EndWith(reason string, findings []string, causes []CauseState) {
+	if causes == nil {
+		causes = s.Assess()
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.ended {
 		return
 	}
 	s.ended = true
-	var ids []string
-	for _, f := range s.findings() {
-		ids = append(ids, f.Cause)
+	if findings == nil {
+		for _, f := range s.findings() {
+			findings = append(findings, f.Cause)
+		}
 	}
-	s.emit(Event{Kind: EventSessionEnded, Ended: &SessionEnded{Findings: ids, Reason: reason}})
+	s.emit(Event{Kind: EventSessionEnded, Ended: &SessionEnded{Findings: findings, Reason: reason, Causes: causes}})
+}
+
+// Ended reports whether the session has ended.
+func (s *Session) Ended() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.ended
+}
+
+// ChosenFix is the fix the on-call chose for the cause, "" if none.
+func (s *Session) ChosenFix(cause string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.fixes[cause]
+}
+
+// Verdict is the on-call's verdict on the cause, "" if none.
+func (s *Session) Verdict(cause string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.verdicts[cause].Verdict
 }
 
 // Events is the history so far, oldest first.
@@ -963,6 +1121,12 @@ func (s *Session) SinkErr() error {
 
 // emit stamps and records ev and hands it to every sink; s.mu is held.
 func (s *Session) emit(ev Event) {
+	if s.ended && ev.Kind != EventSessionEnded && ev.Kind != EventAction {
+		// The record is closed: a probe cancelled by the quit that reports
+		// late is not part of it. A change to the cluster (a revert of
+		// debug logging) is recorded whenever it happens.
+		return
+	}
 	ev.Time = s.cfg.Clock()
 	ev.Session = s.id
 	s.events = append(s.events, ev)

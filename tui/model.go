@@ -407,6 +407,14 @@ func (m *Model) handleResult(msg tea.Msg) tea.Cmd {
 		m.screen = screenMain
 		m.layout()
 		m.selectProposal()
+		note := m.eng.Callers()
+		if m.opts.Notice != "" {
+			note = strings.TrimPrefix(m.opts.Notice+" · "+note, " · ")
+			note = strings.TrimSuffix(note, " · ")
+		}
+		if note != "" {
+			return m.flash(note)
+		}
 		return nil
 	case stepDoneMsg:
 		if r, ok := m.runs[msg.step]; ok && r.token == msg.token {

@@ -61,6 +61,7 @@ func (m *Model) runAll() tea.Cmd {
 	m.refresh()
 	eng := m.eng
 	start := func() tea.Msg {
+		eng.RunAll(ids)
 		go produceBatch(ctx, eng, b.id, ids, b.ch)
 		return waitBatch(eng, b.id, b.ch)()
 	}
@@ -84,7 +85,7 @@ func produceBatch(ctx context.Context, eng engine.Engine, id int, steps []string
 		pending++
 		go func(st string) {
 			defer func() { <-sem; done <- struct{}{} }()
-			ch <- batchItemMsg{batch: id, step: st, res: eng.RunStep(ctx, st)}
+			ch <- batchItemMsg{batch: id, step: st, res: eng.RunRemaining(ctx, st)}
 		}(st)
 	}
 	for ; pending > 0; pending-- {

@@ -69,6 +69,8 @@ func symptomOf(name string) int {
 		return 1 // pods restart at startup with connection refused
 	case "rollout-shutdown-503":
 		return 2 // 503 bursts during rollouts
+	case "gateway-vs-not-bound", "gateway-host-mismatch":
+		return 3 // an ingress gateway answers 404 NR
 	}
 	return 0 // callers see 503s
 }
@@ -99,8 +101,14 @@ func TestScenarioWalks(t *testing.T) {
 			for i := 0; i < symptomOf(name); i++ {
 				h.key("down")
 			}
+			// The cursor is on the scenario's symptom (a gateway's 404 NR
+			// has one of its own).
+			h.waitFor("› " + sess.Graph().Start.Options[symptomOf(name)].Title)
 			h.key("enter")
 			h.waitFor("Runbook · guided")
+			if got, want := sess.Symptom(), sess.Graph().Start.Options[symptomOf(name)].ID; got != want {
+				t.Errorf("symptom %q recorded, want %q", got, want)
+			}
 
 			reached := func() bool {
 				ids := findingIDs(sess)
@@ -303,7 +311,8 @@ func TestDemoPickerOpensTheChosenScenario(t *testing.T) {
 // The caller list ranks the callers the search finds across namespaces:
 // in the plaintext-to-STRICT incident the failing caller is a CronJob pod in
 // another namespace, whose refused connections are in the target's inbound
-// log. It comes first, says why, and the session gets its namespace.
+// log. It comes first, says why, the cursor starts on it, and the session
+// gets its namespace.
 func TestPickerRanksCallersAcrossNamespaces(t *testing.T) {
 	_, sc, _ := scenarioSession(t, "mtls-plaintext-to-strict")
 	c, ok := mustCluster(t, sc).(*recorded.Cluster)
@@ -329,7 +338,8 @@ func TestPickerRanksCallersAcrossNamespaces(t *testing.T) {
 	h.key("enter")
 	h.key("enter")
 	h.waitFor("Choose the caller · most likely first", "(no source pod)", caller.String(), "in the target's inbound log")
-	h.key("down")
+	// Most likely first: the cursor is on it already (it was on "(no
+	// source pod)", and enter triaged without the caller).
 	h.key("enter")
 	h.waitFor("What does the on-call see?")
 	h.key("enter")

@@ -56,6 +56,10 @@ type Options struct {
 	// live cluster.
 	ActionDeps func() (actions.Deps, bool)
 
+	// Notice is flashed when the session opens: where the incident log
+	// went when the default directory could not be written.
+	Notice string
+
 	// Context is the kube context name for the status bar.
 	Context string
 	// LogPath is where the incident log is written, shown in the status bar

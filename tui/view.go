@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"charm.land/bubbles/v2/help"
+	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
 	"charm.land/lipgloss/v2"
 
@@ -138,9 +139,36 @@ func (m *Model) helpKeys() help.KeyMap {
 
 func (m *Model) helpLine() string {
 	if m.showHelp {
-		return m.help.ShortHelpView(m.helpView.ShortHelp())
+		return m.fitHelp(m.helpView.ShortHelp())
 	}
-	return m.help.ShortHelpView(m.helpKeys().ShortHelp())
+	return m.fitHelp(m.helpKeys().ShortHelp())
+}
+
+// fitHelp is the footer's keys that fit the width, whole: the keys before
+// "? help" and "q quit" give way from the right, and those two stay, since
+// ? shows every other key.
+func (m *Model) fitHelp(keys []key.Binding) string {
+	k := m.common.Keys
+	h := m.help
+	h.SetWidth(0) // measure untruncated
+	shown := append([]key.Binding(nil), keys...)
+	for {
+		line := h.ShortHelpView(shown)
+		if lipgloss.Width(line) <= m.common.Width {
+			return line
+		}
+		drop := -1
+		for i := len(shown) - 1; i >= 0; i-- {
+			if name := shown[i].Help().Key; name != k.Help.Help().Key && name != k.Quit.Help().Key {
+				drop = i
+				break
+			}
+		}
+		if drop < 0 {
+			return line
+		}
+		shown = append(shown[:drop], shown[drop+1:]...)
+	}
 }
 
 // proposalLine is the engine's suggestion, always in view.

@@ -8,14 +8,14 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/meshtriage/meshtriage/probes"
-	"github.com/meshtriage/meshtriage/probes/cluster"
-	"github.com/meshtriage/meshtriage/probes/cluster/live"
-	"github.com/meshtriage/meshtriage/probes/cluster/manifests"
 	"github.com/meshtriage/meshtriage/runbook"
 	"github.com/meshtriage/meshtriage/runbook/incidentlog"
 	"github.com/meshtriage/meshtriage/runbook/report"
@@ -26,10 +26,7 @@ import (
 type checkOptions struct {
 	g            *globalOptions
 	target       targetFlags
-	manifests    []string // files, directories, "-" for stdin
-	recording    string   // a capture's archive or folder
-	bugReport    string   // an istioctl bug-report archive
-	scenario     string
+	inputFlags   // --manifests, --recording, --bug-report, --scenario (source.go)
 	logPath      string
 	output       string
 	probeTimeout time.Duration
@@ -59,10 +56,12 @@ own pods when their calls fail, then meshed pods in the namespaces whose
 rules name the host), triages from at most --max-callers of them as well as
 from the service side, and says which callers each finding holds for.
 
-Exit status: 0 no finding (every check that ran found nothing; causes it
-could not decide are listed as hypotheses), 3 at least one finding
-(including a failed step no cause explains), 1 could not triage (bad input,
-cluster unreachable, target unreadable).`,
+Exit status: 0 the path was judged and found clean; 3 at least one finding
+(including a failed step no cause explains), or no finding while
+hypotheses are open (the checks that decide them could not run: the
+report says what would settle them); 1 could not triage (bad input,
+cluster unreachable, target unreadable); 130 interrupted (Ctrl-C), after
+printing what had finished.`,
 		Example: `  meshtriage check -n shop svc/payments --from pod/web-7d9c -o md
   meshtriage check -n shop svc/payments --port 8080 -f ./dump/ -f vs.yaml
   kubectl get -n shop all,endpointslices -o yaml | meshtriage check -n shop svc/payments -f -
@@ -79,10 +78,7 @@ cluster unreachable, target unreadable).`,
 	f.IntVar(&o.target.port, "port", 0, "Service port the 503s are on (default: every port)")
 	f.StringVar(&o.target.from, "from", "", "the calling pod whose sidecar reports the 503s: pod/NAME or NAMESPACE/pod/NAME (default: search for callers)")
 	f.IntVar(&o.maxCallers, "max-callers", o.maxCallers, "without --from, triage from at most this many callers found by the search (0: none, the service side only)")
-	f.StringSliceVarP(&o.manifests, "manifests", "f", nil, "run on `kubectl get -o yaml|json` files instead of a cluster: FILE, DIR (recursively) or - for stdin; repeatable")
-	f.StringVar(&o.recording, "recording", "", "run on a recording made by `meshtriage capture` (FILE.tar.gz or its unpacked DIR) instead of a cluster")
-	f.StringVar(&o.bugReport, "bug-report", "", "run on an `istioctl bug-report` archive (FILE.tar.gz or its unpacked DIR) instead of a cluster; -f adds objects it lacks")
-	f.StringVar(&o.scenario, "scenario", "", "run on an embedded recorded scenario (see `meshtriage demo`)")
+	o.inputFlags.add(f)
 	f.StringVar(&o.logPath, "log", "", "also write the incident log (JSON Lines) to FILE")
 	f.StringVarP(&o.output, "output", "o", o.output, "report format: "+strings.Join(report.Formats, ", "))
 	f.DurationVar(&o.probeTimeout, "probe-timeout", o.probeTimeout, "deadline of each probe")
@@ -110,7 +106,7 @@ func (o *checkOptions) run(ctx context.Context, args []string) error {
 	if o.maxCallers < 0 {
 		return triageErr("--max-callers must be 0 or more")
 	}
-	src, target, err := o.source(ctx, args)
+	src, target, err := o.inputFlags.source(ctx, o.g, o.target, args)
 	if err != nil {
 		return &exitError{code: exitTriage, err: err}
 	}
@@ -123,7 +119,7 @@ func (o *checkOptions) run(ctx context.Context, args []string) error {
 	if err := o.verify.validate(target, src.Runner); err != nil {
 		return &exitError{code: exitTriage, err: err}
 	}
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt)
+	ctx, interrupted, stop := notifyInterrupt(ctx)
 	defer stop()
 	tr, err := triage.Open(ctx, src, target, triage.Options{
 		Mode:         runbook.ModeAuto,
@@ -136,26 +132,31 @@ func (o *checkOptions) run(ctx context.Context, args []string) error {
 		return triageErr("%w", err)
 	}
 	defer tr.Close()
-	sess := tr.Session
 	if target.Source == nil && o.maxCallers > 0 {
 		search := probes.CallerSearch{Max: o.maxCallers, Window: o.verify.prometheus.window}
 		search.Prometheus.URL = o.verify.prometheus.url
-		if _, err := tr.SearchCallers(ctx, search); err != nil {
-			sess.End("could not triage")
+		if _, err := tr.SearchCallers(ctx, search); err != nil && !interrupted() {
+			tr.End("could not triage")
 			return triageErr("%w", err)
 		}
 	}
 	err = o.verify.run(ctx, depsOf(tr), o.g.streams.ErrOut, tr.Auto)
-	if err != nil {
-		reason := "could not triage"
-		if ctx.Err() != nil {
-			reason = "interrupted"
-		}
-		sess.End(reason)
+	if err != nil && !interrupted() {
+		tr.End("could not triage")
 		return &exitError{code: exitTriage, err: err}
 	}
 	rep := tr.Report()
-	sess.End("completed")
+	if o.metricsWindow == 0 {
+		// Not sampled by choice: its rules stay undecided, and that is
+		// what the on-call asked for.
+		rep.Judge("metrics")
+	}
+	rep.Interrupted = interrupted()
+	if rep.Interrupted {
+		tr.End("interrupted")
+	} else {
+		tr.End("completed")
+	}
 	// The report is pasted into tickets and chats: it gets the same
 	// redaction as the incident log.
 	var out strings.Builder
@@ -165,127 +166,73 @@ func (o *checkOptions) run(ctx context.Context, args []string) error {
 	if _, err := io.WriteString(o.g.streams.Out, incidentlog.Redact(out.String())); err != nil {
 		return triageErr("write report: %w", err)
 	}
-	if err := sess.SinkErr(); err != nil {
+	if err := tr.Session.SinkErr(); err != nil {
 		fmt.Fprintf(o.g.streams.ErrOut, "meshtriage: incident log %s: %v\n", tr.LogPath(), err)
 	}
-	if len(rep.Findings) > 0 {
+	if rep.Interrupted {
+		// As a shell or kubectl does on SIGINT; the report above is what
+		// had finished.
+		return &exitError{code: exitInterrupted, err: errors.New("interrupted: the report holds the checks that had finished")}
+	}
+	notRun := report.ChecksNotRun(rep)
+	ran := 0
+	for _, n := range notRun {
+		ran += n.Of - len(n.Steps)
+	}
+	if ran == 0 && len(rep.Findings) == 0 {
+		return triageErr("no check could run: %s", rep.Steps[0].Summary)
+	}
+	if rep.Verdict == report.VerdictFindings {
 		return &exitError{code: exitFindings}
 	}
 	// "No finding" is a claim about the checks that ran; at 3 a.m. it must
 	// not hide the ones that could not.
-	unchecked, ran := uncheckedSteps(rep)
-	if ran == 0 {
-		return triageErr("no check could run: %s", rep.Steps[0].Summary)
+	for _, n := range notRun {
+		if len(n.Steps) == 0 {
+			continue
+		}
+		who := "the service side"
+		switch {
+		case n.Caller != "":
+			who = "caller " + n.Caller
+		case rep.CallerSearch == nil:
+			who = "this triage"
+		}
+		fmt.Fprintf(o.g.streams.ErrOut, "meshtriage: from %s, %d of %d checks of the path could not run: %s\n",
+			who, len(n.Steps), n.Of, strings.Join(n.Steps, ", "))
 	}
-	if len(unchecked) > 0 {
-		fmt.Fprintf(o.g.streams.ErrOut, "meshtriage: no finding, but %d of %d checks could not run (%s): their causes are not ruled out\n",
-			len(unchecked), len(rep.Steps), strings.Join(unchecked, ", "))
+	if rep.Verdict == report.VerdictUndecided {
+		// The path was not judged: that is no all-clear.
+		return &exitError{code: exitFindings, err: fmt.Errorf("no finding, but %d open hypotheses: the checks that decide them could not run (the report says what would settle them)", len(rep.Hypotheses))}
 	}
 	return nil
 }
 
-// uncheckedSteps lists the steps whose probe errored, and counts those that
-// produced a verdict.
-func uncheckedSteps(rep report.Report) (unchecked []string, ran int) {
-	for _, st := range rep.Steps {
-		if st.Status == probes.StatusError {
-			unchecked = append(unchecked, st.ID)
-		} else if st.Status != probes.StatusSkipped {
-			ran++
+// notifyInterrupt cancels ctx on the first SIGINT or SIGTERM and lets a
+// second one kill the process as usual; interrupted says whether it came.
+func notifyInterrupt(parent context.Context) (ctx context.Context, interrupted func() bool, stop func()) {
+	ctx, cancel := context.WithCancel(parent)
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	var got atomic.Bool
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-sigs:
+			got.Store(true)
+			signal.Stop(sigs) // a second Ctrl-C kills at once
+			cancel()
+		case <-done:
 		}
-	}
-	return unchecked, ran
-}
-
-// source picks what to read (live, --manifests, --recording, --bug-report
-// or --scenario) and the target.
-func (o *checkOptions) source(ctx context.Context, args []string) (triage.Source, cluster.Target, error) {
-	var t cluster.Target
-	var given []string
-	for _, s := range []struct {
-		flag string
-		set  bool
-	}{
-		// -f adds to a bug report what it lacks; with any other source it
-		// is a source of its own.
-		{"--manifests", len(o.manifests) > 0 && o.bugReport == ""},
-		{"--recording", o.recording != ""},
-		{"--bug-report", o.bugReport != ""},
-		{"--scenario", o.scenario != ""},
-	} {
-		if s.set {
-			given = append(given, s.flag)
-		}
-	}
-	if len(given) > 1 {
-		return triage.Source{}, t, fmt.Errorf("%s are different sources: give one", strings.Join(given, " and "))
-	}
-	switch {
-	case o.scenario != "":
-		src, err := triage.Scenario(o.scenario)
-		if err != nil {
-			return src, t, err
-		}
-		t, err = o.recordedTarget(src.Target, args)
-		return src, t, err
-	case o.recording != "":
-		src, err := triage.Recording(o.recording, o.g.namespace())
-		if err != nil {
-			return src, t, err
-		}
-		t, err = o.recordedTarget(src.Target, args)
-		return src, t, err
-	case o.bugReport != "":
-		t, err := parseTarget(o.g.namespace(), args, o.target)
-		if err != nil {
-			return triage.Source{}, t, err
-		}
-		src, err := triage.BugReport(o.bugReport, t.Namespace, o.manifests, o.g.streams.In)
-		return src, t, err
-	case len(o.manifests) > 0:
-		t, err := parseTarget(o.g.namespace(), args, o.target)
-		if err != nil {
-			return triage.Source{}, t, err
-		}
-		src, err := triage.Manifests(o.manifests, manifests.Options{Namespace: t.Namespace, Stdin: o.g.streams.In}, cluster.ClusterInfo{
-			Context: "manifests", Server: strings.Join(o.manifests, ","), ControlPlaneNamespace: o.g.controlPlaneNamespace,
+	}()
+	var once sync.Once
+	return ctx, got.Load, func() {
+		once.Do(func() {
+			signal.Stop(sigs)
+			close(done)
+			cancel()
 		})
-		return src, t, err
-	default:
-		// Parse before connecting: a typo should not wait on the network.
-		t, err := parseTarget(o.g.namespace(), args, o.target)
-		if err != nil {
-			return triage.Source{}, t, err
-		}
-		// The caller is known before connecting: its Envoy admin and
-		// istiod's port-forwards open alongside the reachability check.
-		opts := liveOptions(o.g)
-		opts.Warmup = &live.Warmup{Caller: t.Source}
-		src, err := triage.Live(ctx, o.g.kube, opts)
-		return src, t, err
 	}
-}
-
-// recordedTarget is the target of a recorded source: the recorded one,
-// which an argument (svc/NAME, with -n) replaces and --port and --from
-// adjust. A recording that names none needs the argument.
-func (o *checkOptions) recordedTarget(recorded *cluster.Target, args []string) (cluster.Target, error) {
-	if len(args) > 0 || recorded == nil {
-		ns := o.g.namespace()
-		if recorded != nil && !o.namespaceGiven() {
-			ns = recorded.Namespace
-		}
-		if len(args) == 0 {
-			return cluster.Target{}, errors.New("the recording names no target: give svc/NAME (and -n NAMESPACE)")
-		}
-		return parseTarget(ns, args, o.target)
-	}
-	t := *recorded
-	return t, applyTargetFlags(&t, o.target)
-}
-
-func (o *checkOptions) namespaceGiven() bool {
-	return o.g.kube.Namespace != nil && *o.g.kube.Namespace != ""
 }
 
 func validReportFormat(f string) bool {

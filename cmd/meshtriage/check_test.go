@@ -46,14 +46,23 @@ func TestCheckExitCodes(t *testing.T) {
 			t.Errorf("findings are not errors; stderr: %q", r.stderr)
 		}
 	})
-	t.Run("no finding with checks that could not run: 0 and a warning", func(t *testing.T) {
+	// No finding is no all-clear while the checks that decide the path did
+	// not run: exit 3, the open hypotheses listed, with what settles them,
+	// and every check that could not run counted (skipped ones too).
+	t.Run("no finding with checks that could not run: 3, hypotheses and what settles them", func(t *testing.T) {
 		r := runCheck(t, "-n", "shop", "svc/web", "--manifests", "testdata/check/unchecked")
-		if r.code != exitOK {
+		if r.code != exitFindings {
 			t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
 		}
-		want := "checks could not run (access-log, metrics, versions): their causes are not ruled out"
+		for _, want := range []string{"no finding, but the path could not be judged", "HYPOTHESES", "what would settle the open hypotheses",
+			"envoy-clusters skipped: no source pod: name the calling pod with --from pod/NAME"} {
+			if !strings.Contains(r.stdout, want) {
+				t.Errorf("stdout does not say %q:\n%s", want, r.stdout)
+			}
+		}
+		want := "from the service side, 7 of 14 checks of the path could not run: envoy-clusters, access-log, metrics, envoy-listeners, envoy-config, proxy-status, service-entry"
 		if !strings.Contains(r.stderr, want) {
-			t.Errorf("stderr %q does not warn %q", r.stderr, want)
+			t.Errorf("stderr %q does not say %q", r.stderr, want)
 		}
 	})
 	bad := []struct {
@@ -245,5 +254,45 @@ func TestCheckMetricsWindowZeroSkipsTheSampling(t *testing.T) {
 	}
 	if !found {
 		t.Error("no metrics step in the report")
+	}
+}
+
+// The all-clear that was not one: an ambient Service's manifests, no
+// caller named or found. The checks that judge the path (the ambient
+// policy, ztunnel's logs) could not run: exit 3, the real cause among the
+// open hypotheses, and the input that settles them named.
+func TestCheckWithoutCallerOnAmbientIsNoAllClear(t *testing.T) {
+	r := runCheck(t, "--manifests", "../../assets/scenarios/ambient-hbone-networkpolicy/manifests", "-n", "shop", "svc/orders", "-o", "json")
+	if r.code != exitFindings {
+		t.Fatalf("exit %d, want 3 (undecided)\nstderr:\n%s", r.code, r.stderr)
+	}
+	var rep struct {
+		Verdict    string   `json:"verdict"`
+		Unread     []string `json:"unread"`
+		Hypotheses []struct {
+			Cause string `json:"cause"`
+		} `json:"hypotheses"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.Verdict != "undecided" {
+		t.Errorf("verdict %q, want undecided", rep.Verdict)
+	}
+	open := map[string]bool{}
+	for _, h := range rep.Hypotheses {
+		open[h.Cause] = true
+	}
+	if !open["ambient.hbone-blocked"] {
+		t.Errorf("hypotheses %v lack the real cause ambient.hbone-blocked", rep.Hypotheses)
+	}
+	unread := strings.Join(rep.Unread, "\n")
+	for _, want := range []string{"--from pod/NAME", "cannot read the log of istio-system/ztunnel"} {
+		if !strings.Contains(unread, want) {
+			t.Errorf("what settles them does not name %q:\n%s", want, unread)
+		}
+	}
+	if !strings.Contains(r.stderr, "from the service side, ") || !strings.Contains(r.stderr, "ambient-policy") {
+		t.Errorf("stderr does not count the skipped ambient-policy check: %s", r.stderr)
 	}
 }

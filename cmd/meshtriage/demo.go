@@ -7,7 +7,6 @@ import (
 	"os"
 	"sync"
 	"text/tabwriter"
-	"time"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
@@ -62,7 +61,7 @@ recorded incident to open. Without a terminal it prints what
 		},
 	}
 	cmd.Flags().StringVar(&o.logPath, "log", "", "incident log file (default: a new file under the meshtriage state directory)")
-	cmd.Flags().StringVar(&o.recording, "recording", "", "open a recording made by `meshtriage capture` (FILE.tar.gz or its DIR) instead of an embedded scenario")
+	cmd.Flags().StringVar(&o.recording, "recording", "", "open a recording made by meshtriage capture instead of an embedded scenario: its `FILE.tar.gz|DIR`")
 	return cmd
 }
 
@@ -80,16 +79,13 @@ func (o *demoOptions) run(ctx context.Context, name string) error {
 		return o.unattended(ctx, name)
 	}
 	id := incidentlog.NewSessionID()
-	logPath := o.logPath
-	if logPath == "" {
-		var err error
-		if logPath, err = incidentlog.DefaultPath(time.Now(), id); err != nil {
-			return triageErr("incident log: %w", err)
-		}
+	logPath, notice, err := chooseLog(o.logPath, id, o.g.streams.ErrOut)
+	if err != nil {
+		return err
 	}
 	d := &demoSessions{opts: triage.Options{Mode: runbook.ModeGuided, LogPath: logPath, SessionID: id, Tool: version}, recording: o.recording, namespace: o.g.namespace()}
 	defer d.close()
-	opts := tui.Options{LogPath: logPath, OpenScenario: d.open, Context: "demo"}
+	opts := tui.Options{LogPath: logPath, OpenScenario: d.open, Context: "demo", Notice: notice}
 	if name != "" || o.recording != "" {
 		eng, label, err := d.open(ctx, name)
 		if err != nil {
@@ -114,16 +110,13 @@ func (o *demoOptions) run(ctx context.Context, name string) error {
 // unattended is `check --scenario NAME`: demo's report without a terminal
 // is check's, with the incident log demo always writes.
 func (o *demoOptions) unattended(ctx context.Context, name string) error {
-	logPath := o.logPath
-	if logPath == "" {
-		var err error
-		if logPath, err = incidentlog.DefaultPath(time.Now(), incidentlog.NewSessionID()); err != nil {
-			return triageErr("incident log: %w", err)
-		}
+	logPath, _, err := chooseLog(o.logPath, incidentlog.NewSessionID(), o.g.streams.ErrOut)
+	if err != nil {
+		return err
 	}
-	c := &checkOptions{g: o.g, scenario: name, recording: o.recording, logPath: logPath, output: "text",
+	c := &checkOptions{g: o.g, inputFlags: inputFlags{scenario: name, recording: o.recording}, logPath: logPath, output: "text",
 		probeTimeout: probes.DefaultTimeout, metricsWindow: probes.DefaultMetricsInterval}
-	err := c.run(ctx, nil)
+	err = c.run(ctx, nil)
 	if _, statErr := os.Stat(logPath); statErr == nil {
 		fmt.Fprintf(o.g.streams.ErrOut, "meshtriage: incident log: %s (run in a terminal for the guided triage)\n", logPath)
 	}
@@ -161,12 +154,12 @@ func (d *demoSessions) open(ctx context.Context, name string) (engine.Engine, st
 	if err != nil {
 		return nil, "", err
 	}
-	tr, err := triage.Open(ctx, src, *src.Target, d.opts)
+	tr, eng, err := openGuided(ctx, src, *src.Target, d.opts)
 	if err != nil {
 		return nil, "", err
 	}
 	d.tr = tr
-	return engine.FromSession(tr.Session), src.Label, nil
+	return eng, src.Label, nil
 }
 
 func (d *demoSessions) close() {

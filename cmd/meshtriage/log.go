@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -35,14 +36,17 @@ session where it stopped.`,
 
 func newLogRenderCmd(g *globalOptions) *cobra.Command {
 	format := incidentlog.FormatMarkdown
+	full := false
 	cmd := &cobra.Command{
 		Use:   "render FILE",
 		Short: "Print an incident log as a Markdown incident record (or JSON)",
 		Long: `render prints the log as the incident record on-call teams paste into a
-postmortem: summary, timeline, symptoms, what was ruled out, root cause, the
-fix and its verification, with each step's evidence collapsed under it.
-FILE "-" reads standard input. Lines a crash tore or corrupted are skipped
-with a warning on stderr.`,
+postmortem, short enough to read in two minutes: the summary, a timeline of
+what the on-call did and decided, the root cause with its evidence, the fix
+and its verification, what was not checked and what was ruled out. --full
+adds the appendix: every event (the engine's own reads and each caller's
+triage too) with its evidence. FILE "-" reads standard input. Lines a crash
+tore or corrupted are skipped with a warning on stderr.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if !validFormat(format) {
@@ -52,13 +56,14 @@ with a warning on stderr.`,
 			if err != nil {
 				return err
 			}
-			if err := incidentlog.Render(log.events, log.problems, g.streams.Out, format); err != nil {
+			if err := incidentlog.RenderWith(log.events, log.problems, g.streams.Out, format, full); err != nil {
 				return &exitError{code: exitTriage, err: fmt.Errorf("render %s: %w", args[0], err)}
 			}
 			return nil
 		},
 	}
 	cmd.Flags().StringVarP(&format, "output", "o", format, "output format: "+strings.Join(incidentlog.Formats, "|"))
+	cmd.Flags().BoolVar(&full, "full", false, "add the appendix: every event with its evidence (tables, raw output, facts, commands)")
 	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions(incidentlog.Formats, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
 }
@@ -134,6 +139,11 @@ func readLog(g *globalOptions, path string) (readResult, error) {
 		}
 		r = f
 	}
+	if f, ok := r.(*os.File); ok && path != "-" {
+		if st, err := f.Stat(); err == nil && st.Size() == 0 {
+			return readResult{}, &exitError{code: exitTriage, err: fmt.Errorf("%s is empty: its session ended before anything was recorded (meshtriage no longer leaves such files)", path)}
+		}
+	}
 	events, problems := incidentlog.Read(r)
 	for _, p := range problems {
 		fmt.Fprintf(g.streams.ErrOut, "meshtriage: warning: %s: %s\n", name, p)
@@ -162,7 +172,7 @@ func resumeLog(ctx context.Context, g *globalOptions, path string) error {
 	}
 	defer tr.Close()
 	if err := tui.Run(ctx, tui.Options{
-		Engine:  engine.FromSession(tr.Session),
+		Engine:  engine.FromTriage(tr),
 		Resumed: true,
 		Context: tr.Source.Label,
 		LogPath: tr.LogPath(),
@@ -208,4 +218,21 @@ func prepareResume(ctx context.Context, g *globalOptions, path string, history [
 		mode = runbook.ModeGuided // the UI walks with the on-call, not unattended
 	}
 	return triage.Resume(ctx, src, path, history, triage.Options{Mode: mode, Tool: version})
+}
+
+// chooseLog is the incident log of a session: --log, else the default
+// directory, else a fallback that is said on errOut (and returned as the
+// notice the UI shows): a read-only HOME must not stop a triage.
+func chooseLog(flag, sessionID string, errOut io.Writer) (path, notice string, err error) {
+	if flag != "" {
+		return flag, "", nil
+	}
+	path, notice, err = incidentlog.DefaultLog(time.Now(), sessionID)
+	if err != nil {
+		return "", "", triageErr("incident log: %w", err)
+	}
+	if notice != "" {
+		fmt.Fprintln(errOut, "meshtriage: "+notice)
+	}
+	return path, notice, nil
 }

@@ -68,7 +68,7 @@ func TestLogRenderMarkdown(t *testing.T) {
 	}
 	for _, want := range []string{
 		"# Incident record: svc/checkout -n shop port 8080 — 2026-12-02",
-		"**fail** `target`: Service shop/checkout selects no pods",
+		"Ran `target`: **fail** — Service shop/checkout selects no pods",
 		"### `service.no-selector-match`",
 		"Authorization: [REDACTED]",
 	} {
@@ -78,6 +78,22 @@ func TestLogRenderMarkdown(t *testing.T) {
 	}
 	if strings.Contains(r.stdout, "leaked-token-123") {
 		t.Error("the token reached the record")
+	}
+}
+
+// The record is short; --full adds every event with its evidence.
+func TestLogRenderFull(t *testing.T) {
+	path := writeTestLog(t)
+	short := runLogCLI(t, "", "log", "render", path)
+	full := runLogCLI(t, "", "log", "render", "--full", path)
+	if full.code != 0 || !strings.Contains(full.stdout, "## Appendix: every event, with its evidence") || strings.Contains(short.stdout, "## Appendix") {
+		t.Fatalf("--full exit %d:\n%s", full.code, full.stdout)
+	}
+	if !strings.Contains(short.stdout, "meshtriage log render --full") {
+		t.Errorf("the short record does not say where the evidence is:\n%s", short.stdout)
+	}
+	if strings.Contains(full.stdout, "leaked-token-123") {
+		t.Error("the token reached the full record")
 	}
 }
 
@@ -136,7 +152,7 @@ func TestLogRenderErrors(t *testing.T) {
 	}{
 		{"missing file", []string{"log", "render", filepath.Join(dir, "nope.jsonl")}, "meshtriage: cannot read incident log: open " + filepath.Join(dir, "nope.jsonl") + ": no such file or directory\n"},
 		{"directory", []string{"log", "render", dir}, "is a directory, not an incident log"},
-		{"empty", []string{"log", "render", empty}, "meshtriage: " + empty + " holds no incident log events\n"},
+		{"empty", []string{"log", "render", empty}, "meshtriage: " + empty + " is empty: its session ended before anything was recorded"},
 		{"garbage", []string{"log", "render", garbage}, garbage + " holds no incident log events\n"},
 		{"format", []string{"log", "render", "-o", "html", empty}, "meshtriage: unknown output format \"html\" (one of md, json)\n"},
 		{"no file", []string{"log", "render"}, "accepts 1 arg(s), received 0"},

@@ -18,7 +18,10 @@ import (
 const (
 	exitOK       = 0
 	exitTriage   = 1 // could not triage: bad input, cluster unreachable
-	exitFindings = 3
+	exitFindings = 3 // a finding, or open hypotheses: not an all-clear
+	// exitInterrupted is a shell's 128+SIGINT: the report printed holds
+	// what had finished.
+	exitInterrupted = 130
 )
 
 // exitError carries an exit code out of a command's RunE.

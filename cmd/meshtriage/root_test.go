@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -17,6 +18,7 @@ import (
 	"github.com/meshtriage/meshtriage/probes/cluster/live"
 	"github.com/meshtriage/meshtriage/runbook/triage"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -269,4 +271,53 @@ func TestCompletionWithoutAClusterOffersNothingQuickly(t *testing.T) {
 	if len(got) != 0 || directive != cobra.ShellCompDirectiveNoFileComp || time.Since(start) > completionTimeout {
 		t.Errorf("got %v %v after %v", got, directive, time.Since(start))
 	}
+}
+
+// KUBECONFIG set to a file that is not there: the message says so, not
+// "set KUBECONFIG".
+func TestKubeconfigThatDoesNotExist(t *testing.T) {
+	noAmbientCluster(t)
+	t.Setenv("KUBECONFIG", "/nonexistent")
+	code, _, errOut := run(t, "meshtriage", "check", "-n", "shop", "svc/web")
+	if code != exitTriage {
+		t.Errorf("exit %d, want %d", code, exitTriage)
+	}
+	if !strings.Contains(errOut, "KUBECONFIG=/nonexistent: the file does not exist") || strings.Contains(errOut, "set KUBECONFIG") {
+		t.Errorf("stderr %q", errOut)
+	}
+	code, _, errOut = run(t, "meshtriage", "check", "--kubeconfig", "/nonexistent/config", "-n", "shop", "svc/web")
+	if code != exitTriage || !strings.Contains(errOut, "/nonexistent/config") || !strings.Contains(errOut, "does not exist") {
+		t.Errorf("--kubeconfig: exit %d, stderr %q", code, errOut)
+	}
+}
+
+// A mistyped subcommand gets cobra's suggestion, not "accepts at most 1
+// arg(s)" nor a triage of a Service named chek.
+func TestMistypedCommandIsSuggested(t *testing.T) {
+	noAmbientCluster(t)
+	for _, args := range [][]string{{"chek"}, {"chek", "-n", "shop", "svc/orders"}} {
+		code, _, errOut := run(t, "meshtriage", args...)
+		if code != exitTriage || !strings.Contains(errOut, `unknown command "chek"`) || !strings.Contains(errOut, `did you mean "check"?`) {
+			t.Errorf("%v: exit %d, stderr %q", args, code, errOut)
+		}
+	}
+}
+
+// Flag help names each flag's argument with a word, not with the text a
+// backtick happened to quote (pflag's UnquoteUsage): "--recording
+// meshtriage capture" reads as a command line.
+func TestFlagArgumentNamesAreNames(t *testing.T) {
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		c.LocalFlags().VisitAll(func(f *pflag.Flag) {
+			name, _ := pflag.UnquoteUsage(f)
+			if strings.Contains(name, " ") {
+				t.Errorf("%s --%s: argument named %q", c.CommandPath(), f.Name, name)
+			}
+		})
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(newRootCmdAs("meshtriage", genericiooptions.IOStreams{In: strings.NewReader(""), Out: io.Discard, ErrOut: io.Discard}))
 }

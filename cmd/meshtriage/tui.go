@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -25,6 +26,7 @@ import (
 type tuiOptions struct {
 	g            *globalOptions
 	target       targetFlags
+	input        inputFlags // the same offline inputs as check's
 	logPath      string
 	probeTimeout time.Duration
 }
@@ -36,7 +38,7 @@ func addTUI(root *cobra.Command, g *globalOptions) {
 	o := &tuiOptions{g: g, probeTimeout: probes.DefaultTimeout}
 	root.Example = "  meshtriage -n shop svc/payments --from pod/web-7d9c   # guided triage\n" +
 		"  meshtriage                                             # pick the target\n" + root.Example
-	root.Args = cobra.MaximumNArgs(1)
+	root.Args = rootArgs
 	root.ValidArgsFunction = completeServices(g)
 	root.RunE = func(cmd *cobra.Command, args []string) error {
 		ctx := cmd.Context()
@@ -50,7 +52,27 @@ func addTUI(root *cobra.Command, g *globalOptions) {
 	f.StringVar(&o.target.from, "from", "", "the calling pod whose sidecar reports the 503s: pod/NAME or NAMESPACE/pod/NAME")
 	f.StringVar(&o.logPath, "log", "", "incident log file (default: a new file under the meshtriage state directory)")
 	f.DurationVar(&o.probeTimeout, "probe-timeout", o.probeTimeout, "deadline of each probe")
+	o.input.add(f)
 	_ = root.RegisterFlagCompletionFunc("from", completePods(g))
+}
+
+// rootArgs takes at most the target. A first word that is no target but
+// reads like a subcommand mistyped (meshtriage chek) is an unknown command
+// with cobra's suggestion, not a Service named chek.
+func rootArgs(cmd *cobra.Command, args []string) error {
+	if len(args) > 0 && !strings.Contains(args[0], "/") {
+		if cmd.SuggestionsMinimumDistance <= 0 {
+			cmd.SuggestionsMinimumDistance = 2 // cobra's own default
+		}
+		if sugg := cmd.SuggestionsFor(args[0]); len(sugg) > 0 {
+			return fmt.Errorf("unknown command %q for %q; did you mean %q? (a Service to triage is svc/%s)",
+				args[0], cmd.CommandPath(), sugg[0], args[0])
+		}
+		if len(args) > 1 {
+			return fmt.Errorf("unknown command %q for %q (run %s --help; a Service to triage is svc/NAME)", args[0], cmd.CommandPath(), cmd.CommandPath())
+		}
+	}
+	return cobra.MaximumNArgs(1)(cmd, args)
 }
 
 func (o *tuiOptions) run(ctx context.Context, args []string) error {
@@ -62,30 +84,42 @@ func (o *tuiOptions) run(ctx context.Context, args []string) error {
 	}
 	var (
 		target cluster.Target
+		src    triage.Source
 		err    error
 	)
-	if len(args) == 1 {
-		// Parse before connecting: a typo should not wait on the network.
-		if target, err = parseTarget(o.g.namespace(), args, o.target); err != nil {
+	if o.input.offline() {
+		// Manifests, a recording, a bug report or a scenario: read as
+		// check reads them, the target from the arguments or the input.
+		if src, target, err = o.input.source(ctx, o.g, o.target, args); err != nil {
+			return &exitError{code: exitTriage, err: err}
+		}
+		for _, line := range src.Skipped {
+			fmt.Fprintln(o.g.streams.ErrOut, "meshtriage:", line)
+		}
+		if len(args) == 0 {
+			args = []string{"svc/" + target.Service}
+		}
+	} else {
+		if len(args) == 1 {
+			// Parse before connecting: a typo should not wait on the network.
+			if target, err = parseTarget(o.g.namespace(), args, o.target); err != nil {
+				return &exitError{code: exitTriage, err: err}
+			}
+		}
+		if src, err = liveSource(ctx, o.g); err != nil {
 			return &exitError{code: exitTriage, err: err}
 		}
 	}
-	src, err := liveSource(ctx, o.g)
-	if err != nil {
-		return &exitError{code: exitTriage, err: err}
-	}
 	id := incidentlog.NewSessionID()
-	logPath := o.logPath
-	if logPath == "" {
-		if logPath, err = incidentlog.DefaultPath(time.Now(), id); err != nil {
-			return triageErr("incident log: %w", err)
-		}
+	logPath, notice, err := chooseLog(o.logPath, id, o.g.streams.ErrOut)
+	if err != nil {
+		return err
 	}
 	b := &liveSessions{src: src, opts: triage.Options{
 		Mode: runbook.ModeGuided, ProbeTimeout: o.probeTimeout, LogPath: logPath, SessionID: id, Tool: version,
 	}}
 	defer b.close()
-	opts := tui.Options{Context: src.Label, LogPath: logPath, ActionDeps: b.actionDeps}
+	opts := tui.Options{Context: src.Label, LogPath: logPath, ActionDeps: b.actionDeps, Notice: notice}
 	if len(args) == 1 {
 		eng, err := b.build(ctx, target)
 		if err != nil {
@@ -126,12 +160,30 @@ func (b *liveSessions) build(ctx context.Context, t cluster.Target) (engine.Engi
 	if b.tr != nil {
 		return nil, fmt.Errorf("a session is already open")
 	}
-	tr, err := triage.Open(ctx, b.src, t, b.opts)
+	tr, eng, err := openGuided(ctx, b.src, t, b.opts)
 	if err != nil {
 		return nil, err
 	}
 	b.tr = tr
-	return engine.FromSession(tr.Session), nil
+	return eng, nil
+}
+
+// openGuided opens the guided triage of t: without a named caller it
+// searches for the callers as check does and walks from the most likely,
+// the service side and the other callers beside it, so the UI shows what
+// check reports on the same input.
+func openGuided(ctx context.Context, src triage.Source, t cluster.Target, opts triage.Options) (*triage.Triage, engine.Engine, error) {
+	tr, err := triage.Open(ctx, src, t, opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	if t.Source == nil {
+		if _, err := tr.Guide(ctx, probes.CallerSearch{Max: probes.DefaultMaxCallers}); err != nil {
+			tr.Close()
+			return nil, nil, fmt.Errorf("caller search: %w", err)
+		}
+	}
+	return tr, engine.FromTriage(tr), nil
 }
 
 // actionDeps hands the TUI's actions panel the open triage's reads,

@@ -53,16 +53,44 @@ type Writer struct {
 	// torn is set when a write failed part-way: the next line starts with a
 	// newline so that one torn line does not swallow the next event.
 	torn bool
+	// lazy: the file is created at the first Write.
+	lazy bool
 }
 
 var _ runbook.Sink = (*Writer)(nil)
 
-// Open opens (creating if needed) the log at path for appending, creating its
-// parent directories.
+// Open opens the log at path for appending, creating its parent
+// directories. A log that does not exist yet is created at the first event:
+// a session quit before anything happened (at the symptom question) leaves
+// no empty file behind. Open checks at once that the file can be created
+// there, so a triage does not start with a log it cannot write.
 func Open(path string) (*Writer, error) {
 	if err := os.MkdirAll(filepath.Dir(path), dirPerm); err != nil {
 		return nil, fmt.Errorf("incident log: %w", err)
 	}
+	if _, err := os.Stat(path); err == nil {
+		f, err := openFile(path)
+		if err != nil {
+			return nil, err
+		}
+		w := newWriter(path, f)
+		// Appending to a log whose last line was torn by a crash (a
+		// resumed session): start on a fresh line, or the torn line
+		// swallows the first new event.
+		w.torn = endsTorn(path)
+		return w, nil
+	}
+	probe, err := os.CreateTemp(filepath.Dir(path), ".meshtriage-probe-*")
+	if err != nil {
+		return nil, fmt.Errorf("incident log: cannot create %s: %w", path, err)
+	}
+	probe.Close()
+	os.Remove(probe.Name())
+	return &Writer{path: path, lazy: true}, nil
+}
+
+// openFile opens path for appending with the log's permissions.
+func openFile(path string) (*os.File, error) {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, filePerm)
 	if err != nil {
 		return nil, fmt.Errorf("incident log: %w", err)
@@ -75,12 +103,7 @@ func Open(path string) (*Writer, error) {
 			return nil, fmt.Errorf("incident log: %s is readable by others and cannot be restricted: %w", path, err)
 		}
 	}
-	w := newWriter(path, f)
-	// Appending to a log whose last line was torn by a crash (a resumed
-	// session): start on a fresh line, or the torn line swallows the first
-	// new event.
-	w.torn = endsTorn(path)
-	return w, nil
+	return f, nil
 }
 
 // endsTorn reports whether the file at path is non-empty and does not end
@@ -121,6 +144,13 @@ func (w *Writer) Write(ev runbook.Event) error {
 	if w.closed {
 		return ErrClosed
 	}
+	if w.lazy {
+		f, err := openFile(w.path)
+		if err != nil {
+			return err
+		}
+		w.f, w.lazy = f, false
+	}
 	if w.torn {
 		line = append([]byte{'\n'}, line...)
 	}
@@ -144,6 +174,9 @@ func (w *Writer) Close() error {
 		return nil
 	}
 	w.closed = true
+	if w.f == nil {
+		return nil // nothing was written: no file
+	}
 	return w.f.Close()
 }
 
@@ -182,6 +215,62 @@ func DefaultPath(now time.Time, sessionID string) (string, error) {
 		return "", err
 	}
 	return filepath.Join(dir, FileName(now, sessionID)), nil
+}
+
+// DefaultLog picks the log of a session started at now: DefaultPath, or,
+// when that directory cannot be written (a read-only HOME, a state
+// directory on a full disk), a private directory under the system's
+// temporary one, else the working directory. fallback says, in one line
+// for the on-call, where the log went instead and why, naming --log and
+// XDG_STATE_HOME; it is "" when the default held. The triage starts
+// either way: a log in /tmp beats no triage.
+func DefaultLog(now time.Time, sessionID string) (path, fallback string, err error) {
+	name := FileName(now, sessionID)
+	var why string
+	dir, derr := DefaultDir()
+	if derr == nil {
+		if werr := writableDir(dir); werr == nil {
+			return filepath.Join(dir, name), "", nil
+		} else {
+			why = fmt.Sprintf("cannot write the incident log under %s (%v)", dir, werr)
+		}
+	} else {
+		why = derr.Error()
+	}
+	candidates := []string{filepath.Join(os.TempDir(), fmt.Sprintf("meshtriage-%d", os.Getuid()))}
+	if wd, err := os.Getwd(); err == nil {
+		candidates = append(candidates, wd)
+	}
+	for _, d := range candidates {
+		if writableDir(d) == nil {
+			path = filepath.Join(d, name)
+			return path, fmt.Sprintf("%s; writing it to %s instead (choose the file with --log FILE, or the directory with XDG_STATE_HOME)", why, path), nil
+		}
+	}
+	return "", "", fmt.Errorf("%s, nor in %s: give --log FILE in a directory you can write, or set XDG_STATE_HOME", why, strings.Join(candidates, " or "))
+}
+
+// writableDir creates dir (private) if needed and checks that a file can be
+// created in it.
+func writableDir(dir string) error {
+	if err := os.MkdirAll(dir, dirPerm); err != nil {
+		return unwrapPath(err)
+	}
+	f, err := os.CreateTemp(dir, ".meshtriage-probe-*")
+	if err != nil {
+		return unwrapPath(err)
+	}
+	f.Close()
+	return os.Remove(f.Name())
+}
+
+// unwrapPath keeps a *PathError's reason: the path is said already.
+func unwrapPath(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return fmt.Errorf("%s %s: %w", pe.Op, pe.Path, pe.Err)
+	}
+	return err
 }
 
 // FileName is the base name DefaultPath uses.

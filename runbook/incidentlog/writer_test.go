@@ -34,6 +34,9 @@ func TestOpenPermissionsAndDirectories(t *testing.T) {
 	if w.Path() != path {
 		t.Errorf("Path() = %q", w.Path())
 	}
+	if err := w.Write(noteEvent(0, "first")); err != nil {
+		t.Fatal(err)
+	}
 	st, err := os.Stat(path)
 	if err != nil {
 		t.Fatal(err)
@@ -317,5 +320,80 @@ func TestOpenAfterACrashStartsAFreshLine(t *testing.T) {
 	}
 	if len(problems) != 1 || problems[0].Line != 2 {
 		t.Errorf("problems = %v, want the torn line 2 only", problems)
+	}
+}
+
+// A session that ends before its first event (the on-call quits at the
+// symptom question) leaves no file: an empty .jsonl would be a log that
+// log render rejects.
+func TestNoEventNoFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "quit-early.jsonl")
+	w, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		t.Fatalf("a log with no event left a file behind (stat: %v)", err)
+	}
+	entries, _ := os.ReadDir(filepath.Dir(path))
+	if len(entries) != 0 {
+		t.Errorf("Open left %d files in the directory", len(entries))
+	}
+}
+
+// Open fails at once where the log cannot be created, not at the first
+// event.
+func TestOpenFailsWhereNothingCanBeWritten(t *testing.T) {
+	if os.Geteuid() == 0 {
+		t.Skip("root writes anywhere")
+	}
+	dir := t.TempDir()
+	if err := os.Chmod(dir, 0o500); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.Chmod(dir, 0o700) })
+	if _, err := Open(filepath.Join(dir, "x.jsonl")); err == nil {
+		t.Fatal("Open succeeded in a read-only directory")
+	}
+}
+
+// A HOME that cannot hold the state directory (read-only, or not even a
+// directory) does not stop the triage: the log goes to a private temporary
+// directory, and the notice says where and how to choose.
+func TestDefaultLogFallsBackWhenHomeIsUnwritable(t *testing.T) {
+	blocker := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(blocker, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("XDG_STATE_HOME", "")
+	t.Setenv("HOME", filepath.Join(blocker, "home"))
+	t.Setenv("TMPDIR", t.TempDir())
+	path, notice, err := DefaultLog(t0, "abc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(path, os.Getenv("TMPDIR")) {
+		t.Errorf("path %s, want under TMPDIR %s", path, os.Getenv("TMPDIR"))
+	}
+	for _, want := range []string{"cannot write the incident log under", path, "--log", "XDG_STATE_HOME"} {
+		if !strings.Contains(notice, want) {
+			t.Errorf("notice %q does not say %q", notice, want)
+		}
+	}
+	w, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Write(noteEvent(0, "x")); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	// The default directory, when it can be written, is taken silently.
+	t.Setenv("XDG_STATE_HOME", t.TempDir())
+	if path, notice, err := DefaultLog(t0, "abc"); err != nil || notice != "" || !strings.HasPrefix(path, os.Getenv("XDG_STATE_HOME")) {
+		t.Errorf("default: %s %q %v", path, notice, err)
 	}
 }

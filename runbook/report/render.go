@@ -14,7 +14,16 @@ import (
 func Markdown(w io.Writer, r Report) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# meshtriage check: %s\n\n", r.Target)
-	fmt.Fprintf(&b, "Runbook `%s`: %s.\n", r.Runbook, countFindings(len(r.Findings)))
+	if r.Interrupted {
+		b.WriteString("> **Interrupted** before every check reported: this is what had finished.\n\n")
+	}
+	fmt.Fprintf(&b, "Runbook `%s`: %s.\n", r.Runbook, outcome(r))
+	if len(r.Unread) > 0 {
+		b.WriteString("\nWhat would settle the open hypotheses, the checks that could not read what they need:\n\n")
+		for _, u := range r.Unread {
+			fmt.Fprintf(&b, "- %s\n", u)
+		}
+	}
 	if r.CallerSearch != nil {
 		fmt.Fprintf(&b, "\nNo caller was named (--from): %s.\n", callerSearchLine(*r.CallerSearch))
 		for _, p := range r.CallerSearch.Problems {
@@ -146,7 +155,16 @@ func mdCell(s string) string {
 func Text(w io.Writer, r Report) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "meshtriage check: %s\n", r.Target)
-	fmt.Fprintf(&b, "runbook %s: %s\n", r.Runbook, countFindings(len(r.Findings)))
+	if r.Interrupted {
+		b.WriteString("INTERRUPTED before every check reported: this is what had finished\n")
+	}
+	fmt.Fprintf(&b, "runbook %s: %s\n", r.Runbook, outcome(r))
+	if len(r.Unread) > 0 {
+		b.WriteString("what would settle the open hypotheses (checks that could not read what they need):\n")
+		for _, u := range r.Unread {
+			fmt.Fprintf(&b, "  - %s\n", u)
+		}
+	}
 	if r.CallerSearch != nil {
 		fmt.Fprintf(&b, "no caller named (--from): %s\n", callerSearchLine(*r.CallerSearch))
 		for _, p := range r.CallerSearch.Problems {
@@ -293,6 +311,16 @@ func stepName(s Step) string {
 		return s.ID
 	}
 	return s.ID + " (from " + s.Caller + ")"
+}
+
+// outcome is the run's verdict in words: "no finding" only when the path
+// was judged.
+func outcome(r Report) string {
+	if r.Verdict == VerdictUndecided {
+		return fmt.Sprintf("no finding, but the path could not be judged: %d open %s below",
+			len(r.Hypotheses), map[bool]string{true: "hypothesis", false: "hypotheses"}[len(r.Hypotheses) == 1])
+	}
+	return countFindings(len(r.Findings))
 }
 
 func countFindings(n int) string {

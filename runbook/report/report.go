@@ -29,7 +29,25 @@ type Report struct {
 	// CallerSearch is set when no caller was named and check looked for
 	// them: who was read, why, and what the search could not see.
 	CallerSearch *probes.CallerSearchResult `json:"caller_search,omitempty"`
+	// Verdict is the run's outcome: VerdictFindings, VerdictUndecided (no
+	// finding, but the checks that decide the path did not all run: the
+	// hypotheses are open) or VerdictClean (the path was judged, and
+	// nothing found). check exits 3 on the first two, 0 on the last.
+	Verdict string `json:"verdict"`
+	// Unread are the checks behind the open hypotheses that could not read
+	// what they needed, each with why: the input that settles them.
+	Unread []string `json:"unread,omitempty"`
+	// Interrupted: the run was stopped (Ctrl-C) before every check
+	// reported; the report holds what had finished.
+	Interrupted bool `json:"interrupted,omitempty"`
 }
+
+// Run verdicts (Report.Verdict).
+const (
+	VerdictFindings  = "findings"
+	VerdictUndecided = "undecided"
+	VerdictClean     = "clean"
+)
 
 // Step verdicts: the runbook's, one system with the findings. The probe's
 // own status stays beside it as what the probe saw.
@@ -40,6 +58,7 @@ const (
 	VerdictBenign      = "benign"      // the step failed in a way the runbook says needs no cause
 	VerdictClear       = "clear"       // nothing found here
 	VerdictNotRun      = "not-run"     // the probe errored or was skipped: nothing ruled out
+	VerdictOffPath     = "off-path"    // the facts say the traffic does not cross what it reads: it judges nothing
 )
 
 // Step is one step's probe run.
@@ -118,7 +137,147 @@ func FromSession(s *runbook.Session) Report {
 	}
 	r.Hypotheses = s.Undecided()
 	r.Skipped = s.Skipped()
+	r.settle()
 	return r
+}
+
+// Judge sets the verdict again, with the probes the on-call chose not to
+// run (check --metrics-window 0): a hypothesis open only for want of those
+// is listed, and does not keep the path from being judged.
+func (r *Report) Judge(chosen ...string) {
+	r.Verdict = VerdictClean
+	if len(r.Findings) > 0 {
+		r.Verdict = VerdictFindings
+		return
+	}
+	for _, h := range r.Hypotheses {
+		for _, p := range h.Probes {
+			if !containsString(chosen, p) {
+				r.Verdict = VerdictUndecided
+				return
+			}
+		}
+	}
+}
+
+// settle sets the verdict and the checks behind the open hypotheses.
+func (r *Report) settle() {
+	r.Judge()
+	r.Unread = nil
+	needed := map[string]bool{}
+	for _, h := range r.Hypotheses {
+		for _, p := range h.Probes {
+			needed[p] = true
+		}
+	}
+	// With callers read, their open hypotheses are the triage's: what
+	// stands in their way is their steps' (a caller's own, else the service
+	// side's it shares).
+	for _, st := range r.effectiveSteps() {
+		// Not run, or ran and could not read all it reads (a ztunnel
+		// whose log was unreadable: warn, the facts missing).
+		if !needed[st.Probe] || st.Verdict == VerdictOffPath || st.Status == probes.StatusPass {
+			continue
+		}
+		line := st.ID + " " + string(st.Status) + ": " + st.Summary
+		if st.Caller != "" {
+			line = "from " + st.Caller + ": " + line
+		}
+		if !containsString(r.Unread, line) {
+			r.Unread = append(r.Unread, line)
+		}
+	}
+}
+
+// effectiveSteps are the service side's steps, or, once callers were read,
+// each caller's: its own result where it differs, the service side's where
+// it does not (Caller set either way).
+func (r *Report) effectiveSteps() []Step {
+	if r.CallerSearch == nil || len(r.CallerSearch.Callers) == 0 {
+		return r.Steps
+	}
+	var out []Step
+	for _, c := range r.CallerSearch.Callers {
+		name := c.Pod.String()
+		own := map[string]Step{}
+		for _, st := range r.Steps {
+			if st.Caller == name {
+				own[st.ID] = st
+			}
+		}
+		for _, st := range r.Steps {
+			if st.Caller != "" {
+				continue
+			}
+			if o, ok := own[st.ID]; ok {
+				st = o
+			}
+			st.Caller = name
+			out = append(out, st)
+		}
+	}
+	return out
+}
+
+// NotRun are the checks of the path that could not run, per triage: the
+// service side's ("" when a caller was named), then each caller's.
+type NotRun struct {
+	Caller string   `json:"caller,omitempty"`
+	Steps  []string `json:"steps"`
+	// Of is how many checks of its path the triage had.
+	Of int `json:"of"`
+}
+
+// ChecksNotRun lists, for the service side and for each caller read, the
+// checks on its path that errored or were skipped: "no finding" is a claim
+// about the checks that ran.
+func ChecksNotRun(r Report) []NotRun {
+	service := NotRun{}
+	serviceStep := map[string]Step{}
+	for _, st := range r.Steps {
+		if st.Caller != "" {
+			continue
+		}
+		serviceStep[st.ID] = st
+		if st.Verdict == VerdictOffPath {
+			continue
+		}
+		service.Of++
+		if st.Verdict == VerdictNotRun {
+			service.Steps = append(service.Steps, st.ID)
+		}
+	}
+	out := []NotRun{service}
+	if r.CallerSearch == nil {
+		return out
+	}
+	for _, c := range r.CallerSearch.Callers {
+		name := c.Pod.String()
+		own := map[string]Step{}
+		for _, st := range r.Steps {
+			if st.Caller == name {
+				own[st.ID] = st
+			}
+		}
+		n := NotRun{Caller: name}
+		for _, st := range r.Steps {
+			if st.Caller != "" {
+				continue
+			}
+			if o, ok := own[st.ID]; ok {
+				st = o
+			}
+			if st.Verdict == VerdictOffPath {
+				continue
+			}
+			n.Of++
+			if st.Verdict == VerdictNotRun {
+				n.Steps = append(n.Steps, st.ID)
+			}
+		}
+		out = append(out, n)
+	}
+	return out
 }
 
 // CallerRun is the triage from one caller the caller search read.
@@ -145,6 +304,7 @@ func FromSessions(service *runbook.Session, search probes.CallerSearchResult, ru
 		serviceResult[st.ID] = st
 	}
 	found := map[string]bool{}
+	var callerHypotheses []runbook.Undecided
 	for _, run := range runs {
 		name := run.Caller.Pod.String()
 		findings := run.Session.Findings()
@@ -177,8 +337,14 @@ func FromSessions(service *runbook.Session, search probes.CallerSearchResult, ru
 			r.Steps = append(r.Steps, st)
 		}
 		for _, h := range run.Session.Undecided() {
-			r.Hypotheses = appendHypothesis(r.Hypotheses, h)
+			callerHypotheses = appendHypothesis(callerHypotheses, h)
 		}
+	}
+	if len(runs) > 0 {
+		// The callers read settle what the service side could not see
+		// for want of a caller (the caller's Envoy, its data plane): their
+		// open hypotheses are the triage's.
+		r.Hypotheses = callerHypotheses
 	}
 	for _, f := range r.Findings {
 		found[f.Cause] = true
@@ -193,6 +359,7 @@ func FromSessions(service *runbook.Session, search probes.CallerSearchResult, ru
 	sort.SliceStable(r.Findings, func(i, j int) bool {
 		return r.Findings[i].Confidence.Rank() > r.Findings[j].Confidence.Rank()
 	})
+	r.settle()
 	return r
 }
 
@@ -254,6 +421,8 @@ func steps(s *runbook.Session, findings []runbook.Finding, caller string) []Step
 		}
 		verdict := VerdictClear
 		switch {
+		case !s.OnPath(st.ID):
+			verdict = VerdictOffPath
 		case causeAt[st.ID]:
 			verdict = VerdictCause
 		case unexplainedAt[st.ID]:

@@ -43,7 +43,7 @@ func checkRun(t *testing.T, over map[string]probes.Facts, fail ...string) report
 }
 
 var portMismatch = map[string]probes.Facts{
-	"endpoints": {"endpoints_port_mismatch": true, "endpoints_mismatched_ports": []string{"80->8081"}},
+	"endpoints": {"endpoints_port_mismatch": true, "endpoints_mismatched_ports": []string{"80->8081"}, "endpoints_declared_ports": []string{"80->8081 (the pods declare http=8080)"}},
 	"access-log": {"log_503": 40, "log_5xx": 40, "log_flag_uf": 40, "log_2xx": 0, "log_connection_refused": 40,
 		"log_transport_failures": []string{"delayed connect error: 111"}},
 }

@@ -82,7 +82,7 @@ func Live(ctx context.Context, flags *live.ConfigFlags, opts live.Options) (Sour
 	var noContext *live.ContextNotFoundError
 	switch {
 	case errors.Is(err, live.ErrNoKubeconfig):
-		return Source{}, errors.New("no kubeconfig: set KUBECONFIG or --kubeconfig, or try `meshtriage demo`")
+		return Source{}, noKubeconfig(flags)
 	case errors.As(err, &noContext):
 		return Source{}, noContext
 	case err != nil:
@@ -323,4 +323,31 @@ func readManifestInput(p string, stdin io.Reader) (map[string][]byte, error) {
 func Capture(src Source) (Source, *recorded.Recorder) {
 	rec := recorded.NewRecorder(src.Cluster)
 	return Source{Cluster: rec, Label: src.Label, Target: src.Target, ServerVersion: src.ServerVersion, Extra: src.Extra}, rec
+}
+
+// noKubeconfig says why no kubeconfig was found: the files KUBECONFIG or
+// --kubeconfig name that do not exist, else that neither is set.
+func noKubeconfig(flags *live.ConfigFlags) error {
+	if flags.KubeConfig != nil && *flags.KubeConfig != "" {
+		if _, err := os.Stat(*flags.KubeConfig); err != nil {
+			return fmt.Errorf("no kubeconfig: --kubeconfig %s: the file does not exist; give a kubeconfig that does, or try `meshtriage demo`", *flags.KubeConfig)
+		}
+	}
+	if env := os.Getenv("KUBECONFIG"); env != "" {
+		var missing []string
+		for _, p := range filepath.SplitList(env) {
+			if _, err := os.Stat(p); p != "" && err != nil {
+				missing = append(missing, p)
+			}
+		}
+		if len(missing) > 0 {
+			what := "the file does not exist"
+			if len(missing) > 1 {
+				what = "the files do not exist"
+			}
+			return fmt.Errorf("no kubeconfig: KUBECONFIG=%s: %s (%s); point KUBECONFIG or --kubeconfig at your kubeconfig, or try `meshtriage demo`", env, what, strings.Join(missing, ", "))
+		}
+		return fmt.Errorf("no kubeconfig: KUBECONFIG=%s holds no cluster; point it or --kubeconfig at your kubeconfig, or try `meshtriage demo`", env)
+	}
+	return errors.New("no kubeconfig: set KUBECONFIG or --kubeconfig, or try `meshtriage demo`")
 }

@@ -16,6 +16,7 @@ import (
 	"io"
 	"os"
 	"os/user"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -75,6 +76,12 @@ type Triage struct {
 	// triage without a named caller, and a session from each caller read.
 	Search  *probes.CallerSearchResult
 	Callers []report.CallerRun
+	// LogFallback says where the log went instead of the default
+	// directory, and why; "" when it went there.
+	LogFallback string
+	// service is the session from the service side (no caller): Session,
+	// unless Guide made the most likely caller's the session walked.
+	service *runbook.Session
 	log     *incidentlog.Writer
 	cfg     runbook.Config
 }
@@ -139,19 +146,20 @@ func open(ctx context.Context, src Source, target cluster.Target, opts Options, 
 	}
 	var log *incidentlog.Writer
 	path := opts.LogPath
+	var fallback string
 	if path == "" && opts.DefaultLog {
-		if path, err = incidentlog.DefaultPath(time.Now(), id); err != nil {
+		if path, fallback, err = incidentlog.DefaultLog(time.Now(), id); err != nil {
 			return nil, fmt.Errorf("incident log: %w", err)
 		}
 	}
 	sinks := append([]runbook.Sink(nil), opts.Sinks...)
 	if path != "" {
 		if log, err = incidentlog.Open(path); err != nil {
-			return nil, fmt.Errorf("incident log: %w", err)
+			return nil, err // it says "incident log: ..."
 		}
 		sinks = append(sinks, log)
 	}
-	t := &Triage{Cluster: src.cached(), Source: src, Target: target, log: log}
+	t := &Triage{Cluster: src.cached(), Source: src, Target: target, log: log, LogFallback: fallback}
 	if opener, ok := t.Cluster.(interface{ OpenEnvoyAdmin(cluster.PodRef) }); ok && target.Source != nil {
 		// The caller's Envoy admin is the longest chain of round trips of a
 		// triage (a port-forward's connection, TLS and upgrade): it starts
@@ -176,9 +184,11 @@ func open(ctx context.Context, src Source, target cluster.Target, opts Options, 
 	t.cfg = cfg
 	if from == nil {
 		t.Session, err = runbook.NewSession(cfg)
+		t.service = t.Session
 	} else {
 		cfg.Started = from.started
 		t.Session, err = runbook.Resume(cfg, from.history)
+		t.service = t.Session
 		if err == nil {
 			err = t.recordResume(from.started, opts)
 		}
@@ -193,8 +203,9 @@ func open(ctx context.Context, src Source, target cluster.Target, opts Options, 
 // SearchCallers looks for the target's callers when none is named (--from)
 // and opens a session from each caller it reads, over the same read cache,
 // so what does not depend on the caller is read once. Auto then runs them
-// with the service-side session. The search and whom it read go into the
-// incident log.
+// with the service-side session. Each caller's session writes to the
+// incident log as part of the triage's record (session_started names the
+// triage's session as its parent).
 func (t *Triage) SearchCallers(ctx context.Context, s probes.CallerSearch) (probes.CallerSearchResult, error) {
 	if t.Target.Source != nil {
 		return probes.CallerSearchResult{}, errors.New("the caller is named: nothing to search")
@@ -205,12 +216,7 @@ func (t *Triage) SearchCallers(ctx context.Context, s probes.CallerSearch) (prob
 	res := probes.FindCallers(ctx, t.Cluster, t.Target, s)
 	t.Search = &res
 	for _, c := range res.Callers {
-		cfg := t.cfg
-		cfg.Target.Source = &cluster.PodRef{Namespace: c.Pod.Namespace, Name: c.Pod.Name}
-		// The incident log is the service-side session's; each caller's
-		// outcome is noted there once it has run.
-		cfg.Sinks, cfg.SessionID = nil, t.Session.ID()+"/"+c.Pod.String()
-		sess, err := runbook.NewSession(cfg)
+		sess, err := t.subSession(&cluster.PodRef{Namespace: c.Pod.Namespace, Name: c.Pod.Name}, c.Pod.String())
 		if err != nil {
 			return res, fmt.Errorf("triage from caller %s: %w", c.Pod, err)
 		}
@@ -221,6 +227,66 @@ func (t *Triage) SearchCallers(ctx context.Context, s probes.CallerSearch) (prob
 	}
 	return res, nil
 }
+
+// subSession is a session of the triage from source (nil: the service
+// side): it reads through the triage's cache and writes to its incident
+// log, under its own ID, as part of the triage's record.
+func (t *Triage) subSession(source *cluster.PodRef, name string) (*runbook.Session, error) {
+	cfg := t.cfg
+	cfg.Target.Source = source
+	cfg.Sinks, cfg.SessionID = nil, t.Session.ID()+"/"+name
+	if t.log != nil {
+		cfg.Sinks = []runbook.Sink{t.log}
+	}
+	cfg.Started.Parent = t.Session.ID()
+	return runbook.NewSession(cfg)
+}
+
+// Guide prepares the guided triage of a target without a named caller (the
+// terminal UI): it searches for the callers as check does and, when it
+// finds one, walks from the most likely: that caller's session becomes
+// Session, the one the on-call drives and the log records, while the
+// service side and the other callers run beside it (Sessions) and their
+// findings merge into Report as check's do. Call it before Start.
+func (t *Triage) Guide(ctx context.Context, s probes.CallerSearch) (probes.CallerSearchResult, error) {
+	res, err := t.SearchCallers(ctx, s)
+	if err != nil || len(t.Callers) == 0 {
+		return res, err
+	}
+	top := t.Callers[0].Caller.Pod
+	cfg := t.cfg
+	cfg.Target.Source = &cluster.PodRef{Namespace: top.Namespace, Name: top.Name}
+	main, err := runbook.NewSession(cfg)
+	if err != nil {
+		return res, err
+	}
+	service, err := t.subSession(nil, "service-side")
+	if err != nil {
+		return res, err
+	}
+	t.Session, t.service = main, service
+	t.Callers[0].Session = main
+	t.Target = cfg.Target
+	return res, nil
+}
+
+// Sessions are every session of the triage: Session first, then the
+// service side's (when Guide moved it) and the other callers'.
+func (t *Triage) Sessions() []*runbook.Session {
+	out := []*runbook.Session{t.Session}
+	if t.service != nil && t.service != t.Session {
+		out = append(out, t.service)
+	}
+	for _, run := range t.Callers {
+		if run.Session != t.Session {
+			out = append(out, run.Session)
+		}
+	}
+	return out
+}
+
+// Guided reports whether Guide chose a caller to walk from.
+func (t *Triage) Guided() bool { return t.service != nil && t.service != t.Session }
 
 // Auto runs the unattended triage: the service-side session and, after
 // SearchCallers, the session from every caller read, all at once. The
@@ -236,18 +302,18 @@ func (t *Triage) Auto(ctx context.Context) error {
 			_, errs[i] = run.Session.Auto(ctx)
 		}()
 	}
-	_, err := t.Session.Auto(ctx)
+	_, err := t.service.Auto(ctx)
 	wg.Wait()
 	if t.Search != nil {
 		// After the session started: session_started stays the log's first
 		// event.
-		t.Session.Note("", "caller search (no --from): "+t.Search.Summary())
+		t.Session.Remark("caller search (no --from): " + t.Search.Summary())
 	}
 	kept := t.Callers[:0]
 	for i, run := range t.Callers {
 		name := run.Caller.Pod.String()
-		if errs[i] != nil {
-			t.Session.Note("", fmt.Sprintf("triage from caller %s could not run: %v", name, errs[i]))
+		if errs[i] != nil && ctx.Err() == nil {
+			t.Session.Remark(fmt.Sprintf("triage from caller %s could not run: %v", name, errs[i]))
 			continue
 		}
 		kept = append(kept, run)
@@ -262,19 +328,89 @@ func (t *Triage) Auto(ctx context.Context) error {
 		if len(found) == 0 {
 			found = []string{"no finding"}
 		}
-		t.Session.Note("", fmt.Sprintf("triage from caller %s: %s", name, strings.Join(found, ", ")))
+		t.Session.Remark(fmt.Sprintf("triage from caller %s: %s", name, strings.Join(found, ", ")))
 	}
 	t.Callers = kept
 	return err
 }
 
 // Report is the report of the triage: the service side's, merged with every
-// caller's when the callers were searched.
+// caller's when the callers were searched. check prints it; the terminal UI
+// shows its findings and hypotheses: one merge for both.
 func (t *Triage) Report() report.Report {
 	if t.Search == nil {
 		return report.FromSession(t.Session)
 	}
-	return report.FromSessions(t.Session, *t.Search, t.Callers)
+	return report.FromSessions(t.service, *t.Search, t.Callers)
+}
+
+// Causes is where the triage left every cause: the session's own
+// assessment, or, after a caller search, the merge of its sessions', as
+// Report merges findings and hypotheses (the callers read settle what the
+// service side could not see for want of one).
+func (t *Triage) Causes() []runbook.CauseState {
+	if t.Search == nil {
+		return t.Session.Assess()
+	}
+	rank := map[string]int{runbook.CauseFound: 4, runbook.CauseOpen: 3, runbook.CauseNotChecked: 2, runbook.CauseRuledOut: 1}
+	byCause := map[string]*runbook.CauseState{}
+	var order []string
+	add := func(states []runbook.CauseState, who string, openToo bool) {
+		for _, st := range states {
+			if st.State == runbook.CauseOpen && !openToo {
+				continue
+			}
+			steps := st.Steps
+			if who != "" {
+				steps = nil
+				for _, s := range st.Steps {
+					steps = append(steps, s+" (from "+who+")")
+				}
+			}
+			cur := byCause[st.Cause]
+			if cur == nil {
+				byCause[st.Cause] = &runbook.CauseState{Cause: st.Cause, State: st.State, Steps: steps, Reasons: st.Reasons}
+				order = append(order, st.Cause)
+				continue
+			}
+			switch {
+			case rank[st.State] > rank[cur.State]:
+				cur.State, cur.Steps, cur.Reasons = st.State, steps, st.Reasons
+			case st.State == cur.State:
+				cur.Steps = append(cur.Steps, steps...)
+				for _, r := range st.Reasons {
+					if !slices.Contains(cur.Reasons, r) {
+						cur.Reasons = append(cur.Reasons, r)
+					}
+				}
+			}
+		}
+	}
+	add(t.service.Assess(), "the service side", len(t.Callers) == 0)
+	for _, run := range t.Callers {
+		add(run.Session.Assess(), run.Caller.Pod.String(), true)
+	}
+	out := make([]runbook.CauseState, 0, len(order))
+	for _, c := range order {
+		out = append(out, *byCause[c])
+	}
+	return out
+}
+
+// End closes every session of the triage, the sessions beside it first, so
+// that the record's session_ended is its last event and carries the
+// triage's findings and cause states.
+func (t *Triage) End(reason string) {
+	rep := t.Report()
+	causes := t.Causes()
+	for _, s := range t.Sessions()[1:] {
+		s.End(reason)
+	}
+	findings := []string{}
+	for _, f := range rep.Findings {
+		findings = append(findings, f.Cause)
+	}
+	t.Session.EndWith(reason, findings, causes)
 }
 
 // recordResume writes a second session_started: the record shows when, by

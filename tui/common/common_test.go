@@ -81,3 +81,46 @@ func TestHang(t *testing.T) {
 		t.Fatalf("Hang = %q, want %q", got, want)
 	}
 }
+
+// The key column is what a row is about: the other columns give way before
+// it, and a table that cannot keep it whole becomes records. At 120
+// columns the detail pane gives a table 68 cells.
+func TestTableNeverCutsTheKeyColumn(t *testing.T) {
+	s := NewStyles(true, true)
+	const width = 68
+	cases := map[string]struct {
+		cols []string
+		rows [][]string
+	}{
+		"destination-rule subsets": {
+			[]string{"subset", "selector", "pods", "routed"},
+			[][]string{
+				{"subset v2 selector version=v2 (DestinationRule shop/orders)", "version=v2", "0", "10% of route 0 (VirtualService shop/orders)"},
+				{"subset v1 selector version=v1 (DestinationRule shop/orders)", "version=v1", "3", "90% of route 0 (VirtualService shop/orders)"},
+			},
+		},
+		"ambient pods": {
+			[]string{"pod", "role", "data plane", "node", "ip"},
+			[][]string{
+				{"shop/orders-6d8f7c9b5-2kq8v", "target", "ambient (enrolled: namespace label istio.io/dataplane-mode=ambient)", "worker-b", "10.244.1.17"},
+				{"shop/orders-6d8f7c9b5-7xw4n", "target", "ambient (enrolled: namespace label istio.io/dataplane-mode=ambient)", "worker-c", "10.244.2.18"},
+				{"shop/orders-6d8f7c9b5-m9p2d", "target", "ambient (enrolled: namespace label istio.io/dataplane-mode=ambient)", "worker-a", "10.244.0.21"},
+			},
+		},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			out := ansi.Strip(Table(s, c.cols, c.rows, width))
+			for _, l := range strings.Split(out, "\n") {
+				if ansi.StringWidth(l) > width {
+					t.Errorf("line overflows %d: %q", width, l)
+				}
+			}
+			for _, r := range c.rows {
+				if !strings.Contains(out, r[0]) {
+					t.Errorf("key %q cut:\n%s", r[0], out)
+				}
+			}
+		})
+	}
+}

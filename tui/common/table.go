@@ -7,7 +7,11 @@ import (
 )
 
 // Table lays out evidence rows in columns that fit width: columns keep their
-// natural width while they fit, and the widest give way first.
+// natural width while they fit, and the widest give way first, except the
+// first: the key column (a pod, a host, a subset) is what a row is about,
+// and cut it can make rows look alike (three pods of one ReplicaSet). When
+// the others cannot give enough, the rows become records, each led by its
+// whole key.
 func Table(s *Styles, columns []string, rows [][]string, width int) string {
 	n := len(columns)
 	for _, r := range rows {
@@ -30,15 +34,15 @@ func Table(s *Styles, columns []string, rows [][]string, width int) string {
 	avail := width - gap*(n-1)
 	natural := append([]int(nil), widths...)
 	for total(widths) > avail {
-		widest := 0
-		for i, w := range widths {
-			if w > widths[widest] {
+		widest := -1
+		for i := 1; i < n; i++ {
+			if widest < 0 || widths[i] > widths[widest] {
 				widest = i
 			}
 		}
 		// A column cut below ten cells (a pod name, an IP) no longer says
-		// anything: lay the rows out as records instead.
-		if widths[widest] <= min(natural[widest], 10) {
+		// anything, nor does a key cut at all: lay the rows out as records.
+		if widest < 0 || widths[widest] <= min(natural[widest], 10) {
 			return records(s, columns, rows, width)
 		}
 		widths[widest]--
@@ -84,7 +88,9 @@ func records(s *Styles, columns []string, rows [][]string, width int) string {
 		if len(r) == 0 {
 			continue
 		}
-		out = append(out, s.Title.Render(Truncate(r[0], width)))
+		// Wider than the pane, a key keeps both ends: pods of one
+		// ReplicaSet differ in their last characters.
+		out = append(out, s.Title.Render(TruncateMiddle(strings.ReplaceAll(r[0], "\n", " "), width)))
 		var parts []string
 		for i := 1; i < len(r); i++ {
 			label := ""

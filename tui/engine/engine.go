@@ -38,6 +38,14 @@ type Engine interface {
 	// RunStep runs a step's probe and records it; a second run of the same
 	// step is recorded as a re-run.
 	RunStep(ctx context.Context, step string) probes.Result
+	// RunAll records the on-call's "run all remaining" over steps;
+	// RunRemaining then runs each of them: a step whose probe already ran
+	// (another step needed its facts) is not run, nor recorded, again.
+	RunAll(steps []string)
+	RunRemaining(ctx context.Context, step string) probes.Result
+	// Callers says, for a triage without a named caller, whom the caller
+	// search found and which one the walk follows; "" otherwise.
+	Callers() string
 	// Proposal is what the engine would look at next given the facts so far.
 	Proposal() Proposal
 	// Choose records a move to a step or cause and who chose it.

@@ -112,6 +112,18 @@ func (e *sessionEngine) RunStep(ctx context.Context, step string) probes.Result 
 	return res
 }
 
+func (e *sessionEngine) RunAll(steps []string) { e.s.RecordRunAll(steps) }
+
+func (e *sessionEngine) RunRemaining(ctx context.Context, step string) probes.Result {
+	res, err := e.s.RunRemaining(ctx, step)
+	if err != nil {
+		return probes.Result{Status: probes.StatusError, Summary: err.Error(), Facts: probes.Facts{}}
+	}
+	return res
+}
+
+func (e *sessionEngine) Callers() string { return "" }
+
 // Proposal maps the session's guided proposal: while the current step has
 // not run, running it is the proposal (with the reason that led there);
 // once it has, the proposal is the next step, or the first cause reached
@@ -168,15 +180,22 @@ func (e *sessionEngine) Choose(to string, by ChosenBy) error {
 func (e *sessionEngine) Findings() []Finding {
 	var out []Finding
 	for _, f := range e.s.Findings() {
-		fd := Finding{
-			Cause: f.Cause, Title: f.Title, Confidence: string(f.Confidence), Summary: f.Summary,
-			Fixes: e.fixes(f.Fixes), Verify: e.verifySteps(f.Verify), ChosenFix: f.ChosenFix,
-		}
-		if f.Cause == runbook.Unexplained {
-			// One row per failed step, each with its own evidence.
-			fd.Cause = UnexplainedPrefix + f.Step
-		}
-		for _, ev := range f.Evidence {
+		out = append(out, e.finding(f.Cause, f.Step, f.Title, string(f.Confidence), f.Summary, f.Fixes, f.Verify, f.ChosenFix, f.Evidence))
+	}
+	return out
+}
+
+func (e *sessionEngine) finding(cause, step, title, confidence, summary string, fixes []runbook.Fix, verify []runbook.VerifyStep, chosen string, evidence []runbook.Evidence) Finding {
+	fd := Finding{
+		Cause: cause, Title: title, Confidence: confidence, Summary: summary,
+		Fixes: e.fixes(fixes), Verify: e.verifySteps(verify), ChosenFix: chosen,
+	}
+	if cause == runbook.Unexplained {
+		// One row per failed step, each with its own evidence.
+		fd.Cause = UnexplainedPrefix + step
+	}
+	{
+		for _, ev := range evidence {
 			item := Evidence{Step: ev.Step, Reason: ev.Reason, When: ev.When, Table: ev.Table}
 			for k, v := range ev.Facts {
 				item.Facts = append(item.Facts, k+"="+runbook.FormatValue(v))
@@ -187,14 +206,15 @@ func (e *sessionEngine) Findings() []Finding {
 			}
 			fd.Evidence = append(fd.Evidence, item)
 		}
-		out = append(out, fd)
 	}
-	return out
+	return fd
 }
 
-func (e *sessionEngine) Undecided() []Undecided {
+func (e *sessionEngine) Undecided() []Undecided { return undecided(e.s.Undecided()) }
+
+func undecided(in []runbook.Undecided) []Undecided {
 	var out []Undecided
-	for _, u := range e.s.Undecided() {
+	for _, u := range in {
 		out = append(out, Undecided{Cause: u.Cause, Title: u.Title, Confidence: string(u.Confidence),
 			Unknown: u.Unknown, Why: u.Why, Settle: u.Settle})
 	}

@@ -42,6 +42,8 @@ type Script struct {
 	Hold map[string]bool
 	// LogErr is reported as the incident log's write failure.
 	LogErr error
+	// CallerNote is what Callers says (a triage without a named caller).
+	CallerNote string
 }
 
 // Call is one recorded mutation of the session, in the order made.
@@ -140,6 +142,24 @@ func (e *Engine) RunStep(ctx context.Context, step string) probes.Result {
 	}
 	return res
 }
+
+// RunAll records the on-call's run-all.
+func (e *Engine) RunAll(steps []string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.record("run-all", steps...)
+}
+
+// RunRemaining runs the step unless it has a result already.
+func (e *Engine) RunRemaining(ctx context.Context, step string) probes.Result {
+	if r, ok := e.Result(step); ok {
+		return r
+	}
+	return e.RunStep(ctx, step)
+}
+
+// Callers is the script's CallerNote.
+func (e *Engine) Callers() string { return e.s.CallerNote }
 
 func (e *Engine) step(id string) (engine.Step, bool) {
 	for _, s := range e.s.Steps {

@@ -52,7 +52,10 @@ type loadedMsg struct {
 	stage Stage
 	ns    string
 	items []list.Item
-	err   error
+	// ranked counts the callers the search found, listed first after the
+	// "(no source pod)" choice: the cursor starts on the most likely.
+	ranked int
+	err    error
 }
 
 // Model is the picker.
@@ -142,18 +145,19 @@ func (m *Model) load() tea.Cmd {
 		if cat == nil {
 			return loadedMsg{stage: stage, ns: ns, err: fmt.Errorf("this cluster cannot list %ss", stage.noun())}
 		}
-		items, err := fetch(ctx, cat, stage, ns, svc)
-		return loadedMsg{stage: stage, ns: ns, items: items, err: err}
+		items, ranked, err := fetch(ctx, cat, stage, ns, svc)
+		return loadedMsg{stage: stage, ns: ns, items: items, ranked: ranked, err: err}
 	}
 }
 
-func fetch(ctx context.Context, cat Catalog, stage Stage, ns, svc string) ([]list.Item, error) {
+func fetch(ctx context.Context, cat Catalog, stage Stage, ns, svc string) ([]list.Item, int, error) {
 	var items []list.Item
+	ranked := 0
 	switch stage {
 	case StageNamespace:
 		nss, err := cat.Namespaces(ctx)
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		for _, n := range nss {
 			items = append(items, nsItem(n))
@@ -161,7 +165,7 @@ func fetch(ctx context.Context, cat Catalog, stage Stage, ns, svc string) ([]lis
 	case StageService:
 		svcs, err := cat.Services(ctx, ns)
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		for _, s := range svcs {
 			items = append(items, svcItem(s))
@@ -180,11 +184,14 @@ func fetch(ctx context.Context, cat Catalog, stage Stage, ns, svc string) ([]lis
 				}
 				listed[p.Namespace+"/"+p.Name] = true
 				items = append(items, podItem{pod: p})
+				if p.Why != "" {
+					ranked++
+				}
 			}
 		}
 		pods, err := cat.Pods(ctx, ns)
 		if err != nil && len(items) == 1 {
-			return nil, err
+			return nil, 0, err
 		}
 		for _, p := range pods {
 			if !listed[ns+"/"+p.Name] {
@@ -192,7 +199,7 @@ func fetch(ctx context.Context, cat Catalog, stage Stage, ns, svc string) ([]lis
 			}
 		}
 	}
-	return items, nil
+	return items, ranked, nil
 }
 
 // SetSize sets the area the picker fills.
@@ -230,7 +237,13 @@ func (m *Model) Update(msg tea.Msg) tea.Cmd {
 			m.typed = &ti
 			return m.typed.Focus()
 		}
-		return m.list.SetItems(msg.items)
+		cmd := m.list.SetItems(msg.items)
+		if m.stage == StageSource && msg.ranked > 0 {
+			// "Most likely first": the cursor is on the most likely caller,
+			// not on naming none.
+			m.list.Select(1)
+		}
+		return cmd
 	case tea.KeyPressMsg:
 		return m.handleKey(msg)
 	}
@@ -428,7 +441,7 @@ func (i podItem) FilterValue() string { return i.Title() }
 
 func (i podItem) Description() string {
 	if i.none {
-		return "triage from the service side only; Envoy checks need a caller"
+		return "name none: search for the callers and triage from each found, beside the service side, as check does"
 	}
 	if i.pod.Why != "" {
 		return i.pod.Why

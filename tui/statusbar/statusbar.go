@@ -94,7 +94,8 @@ func (m *Model) LogShown() bool {
 }
 
 // parts is what fits: the program name goes first, then the log path (to
-// the footer), then the end of the target.
+// the footer), then the middle of the context (a GKE context's project and
+// zone), and the target last: what is triaged must stay in view.
 func (m *Model) parts() []part {
 	ctx := m.Context
 	if ctx == "" {
@@ -102,29 +103,7 @@ func (m *Model) parts() []part {
 	}
 	clock := "⏱ " + common.FormatClock(m.Elapsed())
 	build := func(brand, log bool, target string) []part {
-		var ps []part
-		if brand {
-			ps = append(ps, part{"", "meshtriage"})
-		}
-		ps = append(ps, part{"ctx ", ctx})
-		if target != "" {
-			ps = append(ps, part{"", target})
-		}
-		ps = append(ps, part{"", clock})
-		if log && m.LogPath != "" {
-			ps = append(ps, part{logLabel, m.LogPath})
-		}
-		return ps
-	}
-	width := func(ps []part) int {
-		w := 1
-		for i, p := range ps {
-			if i > 0 {
-				w += 3
-			}
-			w += ansi.StringWidth(p.label + p.value)
-		}
-		return w
+		return m.build(brand, log, ctx, target, clock)
 	}
 	parts := build(true, true, m.target)
 	if width(parts) > m.width {
@@ -133,8 +112,43 @@ func (m *Model) parts() []part {
 	if width(parts) > m.width {
 		parts = build(false, false, m.target)
 	}
+	if over := width(parts) - m.width; over > 0 {
+		short := common.TruncateMiddle(ctx, max(minContext, ansi.StringWidth(ctx)-over))
+		parts = m.build(false, false, short, m.target, clock)
+	}
 	if over := width(parts) - m.width; over > 0 && m.target != "" {
-		parts = build(false, false, common.Truncate(m.target, max(1, ansi.StringWidth(m.target)-over)))
+		short := common.TruncateMiddle(ctx, minContext)
+		parts = m.build(false, false, short, common.Truncate(m.target, max(1, ansi.StringWidth(m.target)-over)), clock)
 	}
 	return parts
+}
+
+// minContext is as short as the context gets before the target gives way.
+const minContext = 9
+
+func width(ps []part) int {
+	w := 1
+	for i, p := range ps {
+		if i > 0 {
+			w += 3
+		}
+		w += ansi.StringWidth(p.label + p.value)
+	}
+	return w
+}
+
+func (m *Model) build(brand, log bool, ctx, target, clock string) []part {
+	var ps []part
+	if brand {
+		ps = append(ps, part{"", "meshtriage"})
+	}
+	ps = append(ps, part{"ctx ", ctx})
+	if target != "" {
+		ps = append(ps, part{"", target})
+	}
+	ps = append(ps, part{"", clock})
+	if log && m.LogPath != "" {
+		ps = append(ps, part{logLabel, m.LogPath})
+	}
+	return ps
 }
