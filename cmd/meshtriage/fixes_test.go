@@ -1,0 +1,446 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	jsonpatch "gopkg.in/evanphx/json-patch.v4"
+	"sigs.k8s.io/yaml"
+
+	"github.com/meshtriage/meshtriage/assets"
+	"github.com/meshtriage/meshtriage/probes"
+	"github.com/meshtriage/meshtriage/probes/cluster"
+	"github.com/meshtriage/meshtriage/probes/cluster/recorded"
+	"github.com/meshtriage/meshtriage/runbook"
+	"github.com/meshtriage/meshtriage/runbook/triage"
+	"github.com/meshtriage/meshtriage/tui/cause"
+	"github.com/meshtriage/meshtriage/tui/common"
+	"github.com/meshtriage/meshtriage/tui/engine"
+)
+
+// The fixes as the on-call meets them: in check's JSON, Markdown and text
+// reports (the CLI's own code path) and in the TUI's cause screen, whose
+// `y` copies a patch block. Every embedded scenario, every direction.
+
+// fixPatch is a patch as check -o json writes it.
+type fixPatch struct {
+	APIVersion string          `json:"apiVersion"`
+	Kind       string          `json:"kind"`
+	Namespace  string          `json:"namespace"`
+	Name       string          `json:"name"`
+	Type       string          `json:"type"`
+	Patch      json.RawMessage `json:"patch"`
+}
+
+type fixDirection struct {
+	ID, Title, Text, Unpatchable string
+	Commands, YAML               []string
+	Tradeoffs, Security          []string
+	Patches                      []fixPatch
+	Simulation                   *struct {
+		Simulated bool
+		Why       string
+		Clears    []string
+		Remains   []struct{ Cause, Confidence string }
+		New       []struct{ Cause string }
+		Expected  []struct{ Cause string }
+		Summary   string
+	}
+}
+
+type fixFinding struct {
+	Cause, Summary, Confidence string
+	Fix                        struct {
+		Directions  []fixDirection
+		Unpatchable string
+	}
+	Verify []struct{ Describe, Command string }
+}
+
+type fixReport struct {
+	Findings []fixFinding
+}
+
+// checkOut runs check with args and the output format; a short metrics
+// window (a scenario's second sample is recorded).
+func checkOut(t *testing.T, format string, args ...string) string {
+	t.Helper()
+	r := runCheck(t, append(args, "--metrics-window", "10ms", "-o", format)...)
+	if r.code != exitOK && r.code != exitFindings {
+		t.Fatalf("check %v -o %s: exit %d\n%s", args, format, r.code, r.stderr)
+	}
+	return r.stdout
+}
+
+func checkJSON(t *testing.T, args ...string) fixReport {
+	t.Helper()
+	var rep fixReport
+	if err := json.Unmarshal([]byte(checkOut(t, "json", args...)), &rep); err != nil {
+		t.Fatal(err)
+	}
+	return rep
+}
+
+// A value the tool read is filled in; one it cannot know is said in words.
+var placeholderRes = []*regexp.Regexp{
+	regexp.MustCompile(`\$\{[A-Z_]+\}`),
+	// Any <...> on one line: <pod>, <caller-deployment>, <app container>.
+	regexp.MustCompile(`<[A-Za-z][^<>\n]{0,40}>`),
+	// ALL-CAPS-NAME: GATEWAY-NAME, WAYPOINT-NAME, TRUST-DOMAIN.
+	regexp.MustCompile(`\b[A-Z][A-Z0-9]*(?:-[A-Z0-9]+)+\b`),
+	// A word standing for a value: URL, POD, CALLER_SERVICE_ACCOUNT.
+	regexp.MustCompile(`\b(?:[A-Z]+_)*(?:NAME|NAMESPACE|URL|POD|SERVICE_ACCOUNT|TRUST_DOMAIN|REVISION|DEPLOYMENT|WAYPOINT|GATEWAY|CONTAINER|NS|SA)\b`),
+}
+
+func placeholdersIn(s string) []string {
+	var out []string
+	for i, re := range placeholderRes {
+		for _, loc := range re.FindAllStringIndex(s, -1) {
+			if i == 3 && loc[1] < len(s) && s[loc[1]] == ':' {
+				continue // kubectl custom-columns=NAME:.metadata.name
+			}
+			out = append(out, s[loc[0]:loc[1]])
+		}
+	}
+	return out
+}
+
+func TestPlaceholdersFindsWhatTheIssueNamed(t *testing.T) {
+	for _, s := range []string{"kubectl get gateway GATEWAY-NAME", "istioctl waypoint apply --name WAYPOINT-NAME",
+		"kubectl rollout restart deployment/<caller-deployment>", "kubectl describe pod <pod>", "kubectl logs -c <app-container>",
+		"kubectl logs -c <app container>", "curl -sv URL", "cluster.local/ns/NS/sa/SA", "principals: [TRUST-DOMAIN/ns/shop/sa/web]", "${WAYPOINT}"} {
+		if len(placeholdersIn(s)) == 0 {
+			t.Errorf("placeholdersIn misses the placeholder in %q", s)
+		}
+	}
+	for _, s := range []string{"kubectl get serviceentry -A -o custom-columns=NS:.metadata.namespace,NAME:.metadata.name", "tls.mode: ISTIO_MUTUAL",
+		"EXIT_ON_ZERO_ACTIVE_CONNECTIONS", "HBONE on 15008", "503 UH", "kubectl apply -n shop -f - <<'EOF'\nkind: x\nEOF", "a -> b"} {
+		if l := placeholdersIn(s); len(l) > 0 {
+			t.Errorf("placeholdersIn takes %q in %q for a placeholder", l, s)
+		}
+	}
+}
+
+// fixSections are the parts of a rendered report that carry the fixes:
+// from each finding's fix directions to its next finding or the report's
+// next part.
+func fixSections(out, start string, ends ...string) []string {
+	var secs []string
+	for {
+		i := strings.Index(out, start)
+		if i < 0 {
+			return secs
+		}
+		out = out[i:]
+		end := len(out)
+		for _, e := range ends {
+			if j := strings.Index(out[len(start):], e); j >= 0 && j+len(start) < end {
+				end = j + len(start)
+			}
+		}
+		secs = append(secs, out[:end])
+		out = out[end:]
+	}
+}
+
+// scenarioTUI opens the scenario as the TUI does and walks it, and returns
+// the cause screen's blocks and text of every finding, by cause.
+func scenarioTUI(t *testing.T, name string) map[string]tuiFinding {
+	t.Helper()
+	ctx := context.Background()
+	src, err := triage.Scenario(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := probes.ByID()
+	reg["metrics"] = probes.MetricsProbe{Interval: 10 * time.Millisecond}
+	tr, err := triage.Open(ctx, src, *src.Target, triage.Options{Mode: runbook.ModeAuto, User: "test", Probes: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	if err := tr.Auto(ctx); err != nil {
+		t.Fatal(err)
+	}
+	eng := engine.FromTriage(tr)
+	causes := map[string]engine.Cause{}
+	for _, c := range eng.Causes() {
+		causes[c.ID] = c
+	}
+	out := map[string]tuiFinding{}
+	for _, f := range eng.Findings() {
+		m := cause.New(common.New(ctx, time.Now, true))
+		m.SetSize(100, 400)
+		f := f
+		m.Open(causes[f.Cause], &f, "")
+		out[f.Cause] = tuiFinding{finding: f, blocks: m.Blocks()}
+	}
+	return out
+}
+
+type tuiFinding struct {
+	finding engine.Finding
+	blocks  []cause.Block
+}
+
+func scenarioNames(t *testing.T) []string {
+	t.Helper()
+	names, err := recorded.Names(assets.FS)
+	if err != nil || len(names) < 20 {
+		t.Fatalf("scenarios: %v %v", names, err)
+	}
+	return names
+}
+
+// Every kubectl command a patch gives is the same in the JSON's patches,
+// the Markdown and text reports and the TUI's copy, applies that patch
+// (its arguments, shell-unquoted, carry the patch's JSON exactly), and no
+// fix anywhere keeps a placeholder.
+func TestFixesAreTheSameCommandsEverywhereAndFilledIn(t *testing.T) {
+	for _, name := range scenarioNames(t) {
+		t.Run(name, func(t *testing.T) {
+			args := []string{"--scenario", name}
+			rep := checkJSON(t, args...)
+			md := checkOut(t, "md", args...)
+			text := checkOut(t, "text", args...)
+			tui := scenarioTUI(t, name)
+			var texts []string
+			for _, f := range rep.Findings {
+				texts = append(texts, f.Summary, f.Fix.Unpatchable)
+				for _, v := range f.Verify {
+					texts = append(texts, v.Describe, v.Command)
+				}
+				tf, inTUI := tui[f.Cause]
+				if !inTUI && f.Cause != runbook.Unexplained {
+					t.Errorf("%s: found by check, not on the TUI's findings", f.Cause)
+				}
+				for _, d := range f.Fix.Directions {
+					texts = append(texts, d.Title, d.Text, d.Unpatchable)
+					texts = append(texts, d.Commands...)
+					texts = append(texts, d.YAML...)
+					texts = append(texts, d.Tradeoffs...)
+					texts = append(texts, d.Security...)
+					if len(d.Patches) == 0 {
+						continue
+					}
+					var cmds []string
+					for _, p := range d.Patches {
+						checkPatchShape(t, f.Cause+" "+d.ID, p)
+						c := commandOf(t, p)
+						cmds = append(cmds, c)
+						texts = append(texts, c)
+					}
+					joined := strings.Join(cmds, "\n")
+					if !strings.Contains(md, "```sh\n"+joined+"\n```") {
+						t.Errorf("%s %s: the Markdown report does not show the patch as\n%s", f.Cause, d.ID, joined)
+					}
+					for _, c := range cmds {
+						if !strings.Contains(text, "$ "+strings.ReplaceAll(c, "\n", "\n        ")) {
+							t.Errorf("%s %s: the text report does not show\n%s", f.Cause, d.ID, c)
+						}
+					}
+					if inTUI {
+						copied := ""
+						for _, b := range tf.blocks {
+							if b.Fix == d.ID && b.What == cause.BlockPatch {
+								copied = b.Text
+							}
+						}
+						if copied != joined {
+							t.Errorf("%s %s: the TUI's y copies\n%s\nthe report shows\n%s", f.Cause, d.ID, copied, joined)
+						}
+					}
+				}
+			}
+			for _, tf := range tui {
+				for _, fx := range tf.finding.Fixes {
+					texts = append(texts, fx.Title, fx.Text, fx.Unpatchable, fx.Simulation)
+					texts = append(texts, fx.Patches...)
+					texts = append(texts, fx.Commands...)
+					texts = append(texts, fx.YAML...)
+					texts = append(texts, fx.Tradeoffs...)
+					texts = append(texts, fx.Security...)
+				}
+				for _, b := range tf.blocks {
+					texts = append(texts, b.Text)
+				}
+			}
+			mdFixes := fixSections(md, "### Fix directions", "\n## ", "\n### Things that make it worse")
+			textFixes := fixSections(text, "  fix directions:", "\nFINDING", "\nHYPOTHESES", "  things that make it worse:")
+			if len(mdFixes) != len(rep.Findings) || len(textFixes) != len(rep.Findings) {
+				t.Errorf("%d findings, %d fix sections in Markdown, %d in text", len(rep.Findings), len(mdFixes), len(textFixes))
+			}
+			texts = append(texts, mdFixes...)
+			texts = append(texts, textFixes...)
+			seen := map[string]bool{}
+			for _, s := range texts {
+				for _, l := range placeholdersIn(s) {
+					if !seen[l] {
+						seen[l] = true
+						t.Errorf("placeholder %q left in %q", l, s)
+					}
+				}
+			}
+		})
+	}
+}
+
+
+
+// checkPatchShape: the contract's fields, a type of merge, json or create,
+// and a body valid for its type (RFC 7386 an object, RFC 6902 operations,
+// a create the object it names).
+func checkPatchShape(t *testing.T, where string, p fixPatch) {
+	t.Helper()
+	if p.APIVersion == "" || p.Kind == "" || p.Name == "" || p.Namespace == "" && p.Kind != "Namespace" {
+		t.Errorf("%s: patch lacks a field: %+v", where, p)
+	}
+	switch p.Type {
+	case "merge":
+		var obj map[string]any
+		if err := json.Unmarshal(p.Patch, &obj); err != nil || len(obj) == 0 {
+			t.Errorf("%s: a merge patch that is no RFC 7386 object: %s", where, p.Patch)
+		}
+	case "json":
+		ops, err := jsonpatch.DecodePatch(p.Patch)
+		if err != nil || len(ops) == 0 {
+			t.Errorf("%s: no RFC 6902 patch (%v): %s", where, err, p.Patch)
+		}
+		var raw []map[string]any
+		_ = json.Unmarshal(p.Patch, &raw)
+		for _, op := range raw {
+			kind, _ := op["op"].(string)
+			path, _ := op["path"].(string)
+			if !map[string]bool{"add": true, "remove": true, "replace": true, "move": true, "copy": true, "test": true}[kind] || !strings.HasPrefix(path, "/") {
+				t.Errorf("%s: an RFC 6902 operation that is none: %v", where, op)
+			}
+			if _, has := op["value"]; has != (kind == "add" || kind == "replace" || kind == "test") {
+				t.Errorf("%s: operation %s with value %v", where, kind, has)
+			}
+		}
+	case "create":
+		var obj struct {
+			APIVersion, Kind string
+			Metadata         struct{ Name, Namespace string }
+		}
+		if err := json.Unmarshal(p.Patch, &obj); err != nil || obj.APIVersion != p.APIVersion || obj.Kind != p.Kind ||
+			obj.Metadata.Name != p.Name || obj.Metadata.Namespace != p.Namespace {
+			t.Errorf("%s: the created object is not the one the patch names: %+v vs %s", where, p, p.Patch)
+		}
+	default:
+		t.Errorf("%s: patch type %q, not merge, json or create", where, p.Type)
+	}
+}
+
+// commandOf is the kubectl command of p as the product makes it, checked
+// here against p: its arguments, as a shell splits them, apply exactly p.
+func commandOf(t *testing.T, p fixPatch) string {
+	t.Helper()
+	c := runbook.Patch{APIVersion: p.APIVersion, Kind: p.Kind, Namespace: p.Namespace, Name: p.Name, Type: p.Type, Patch: p.Patch}.Command()
+	resource := strings.ToLower(p.Kind)
+	if g, _, ok := strings.Cut(p.APIVersion, "/"); ok {
+		resource += "." + g
+	}
+	if p.Type == "create" {
+		head, body, ok := strings.Cut(c, " <<'EOF'\n")
+		if !ok || head != "kubectl apply -n "+p.Namespace+" -f -" || !strings.HasSuffix(body, "\nEOF") {
+			t.Errorf("create command %q", c)
+			return c
+		}
+		got, err := yaml.YAMLToJSON([]byte(strings.TrimSuffix(body, "\nEOF")))
+		if err != nil || !jsonEqual(got, p.Patch) {
+			t.Errorf("the heredoc of %q is not the object %s (%v)", c, p.Patch, err)
+		}
+		return c
+	}
+	args, err := shellWords(c)
+	if err != nil {
+		t.Fatalf("%q: %v", c, err)
+	}
+	want := []string{"kubectl", "patch", resource, p.Name, "-n", p.Namespace, "--type=" + p.Type, "-p"}
+	if p.Namespace == "" {
+		want = []string{"kubectl", "patch", resource, p.Name, "--type=" + p.Type, "-p"}
+	}
+	if len(args) != len(want)+1 || !reflect.DeepEqual(args[:len(want)], want) {
+		t.Errorf("command %q: arguments %q, want %q PATCH", c, args, want)
+		return c
+	}
+	if !jsonEqual([]byte(args[len(want)]), p.Patch) {
+		t.Errorf("command %q sends %s, the patch is %s", c, args[len(want)], p.Patch)
+	}
+	return c
+}
+
+func jsonEqual(a, b []byte) bool {
+	var x, y any
+	return json.Unmarshal(a, &x) == nil && json.Unmarshal(b, &y) == nil && reflect.DeepEqual(x, y)
+}
+
+// shellWords splits a command as a POSIX shell does, for the quoting a
+// patch command uses: single quotes, and '\'' inside them.
+func shellWords(s string) ([]string, error) {
+	var out []string
+	var cur strings.Builder
+	in, quoted := false, false
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case quoted:
+			if c == '\'' {
+				quoted = false
+			} else {
+				cur.WriteByte(c)
+			}
+		case c == '\'':
+			quoted, in = true, true
+		case c == '\\' && i+1 < len(s):
+			i++
+			cur.WriteByte(s[i])
+			in = true
+		case c == ' ' || c == '\t' || c == '\n':
+			if in {
+				out = append(out, cur.String())
+				cur.Reset()
+				in = false
+			}
+		case strings.IndexByte("\"$`;&|<>()", c) >= 0:
+			return nil, fmt.Errorf("unquoted %q at %d", c, i)
+		default:
+			cur.WriteByte(c)
+			in = true
+		}
+	}
+	if quoted {
+		return nil, fmt.Errorf("unterminated quote")
+	}
+	if in {
+		out = append(out, cur.String())
+	}
+	return out, nil
+}
+
+func TestShellWordsUnquotesAsAShellDoes(t *testing.T) {
+	got, err := shellWords(`kubectl patch x y -p '{"a":"it'\''s"}'`)
+	if err != nil || !reflect.DeepEqual(got, []string{"kubectl", "patch", "x", "y", "-p", `{"a":"it's"}`}) {
+		t.Errorf("%q %v", got, err)
+	}
+	if _, err := shellWords(`kubectl patch x -p {"a":1}`); err == nil {
+		t.Error("an unquoted JSON body splits without error")
+	}
+}
+
+var _ = sort.Strings
+var _ = os.ReadFile
+var _ = filepath.Join
+var _ = bytes.NewReader
+var _ cluster.Target
