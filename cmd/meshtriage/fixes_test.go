@@ -661,3 +661,66 @@ func TestHandMadeCasesPatchesClearTheirCauseOnCheckManifests(t *testing.T) {
 		})
 	}
 }
+
+// Proven before shown, on every scenario: a direction's patches come with
+// their simulation; a simulated one adds no finding and leaves its cause
+// no longer as certain; one that cannot be simulated says so and why, in
+// the reports too; a direction with a remedy and no patch says why; and a
+// cause no patch fixes says why in fix.unpatchable, naming the object and
+// the command that shows the problem.
+func TestFixesAreProvenBeforeShown(t *testing.T) {
+	for _, name := range scenarioNames(t) {
+		t.Run(name, func(t *testing.T) {
+			src, err := triage.Scenario(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rep := checkJSON(t, "--scenario", name)
+			md := checkOut(t, "md", "--scenario", name)
+			for _, f := range rep.Findings {
+				patched := false
+				for _, d := range f.Fix.Directions {
+					if len(d.Patches) == 0 {
+						if d.Unpatchable == "" && f.Cause != runbook.Unexplained {
+							t.Errorf("%s %s: neither a patch nor why there is none", f.Cause, d.ID)
+						}
+						continue
+					}
+					patched = true
+					sim := d.Simulation
+					switch {
+					case sim == nil:
+						t.Errorf("%s %s: patches shown without a simulation", f.Cause, d.ID)
+					case sim.Simulated:
+						if len(sim.New) > 0 || !strings.HasPrefix(sim.Summary, "simulated: ") || !strings.Contains(sim.Summary, "no new finding") {
+							t.Errorf("%s %s: offered with %s", f.Cause, d.ID, sim.Summary)
+						}
+						for _, r := range sim.Remains {
+							if r.Cause == f.Cause && !strings.Contains(sim.Summary, "lowers "+f.Cause) {
+								t.Errorf("%s %s: offered though it does not clear its cause: %s", f.Cause, d.ID, sim.Summary)
+							}
+						}
+					default:
+						if sim.Why == "" || sim.Summary != "cannot be simulated: "+sim.Why {
+							t.Errorf("%s %s: not simulated, and not labelled so: %+v", f.Cause, d.ID, sim)
+						}
+					}
+					if sim != nil && !strings.Contains(md, "Patch, in this order ("+sim.Summary+")") {
+						t.Errorf("%s %s: the Markdown report does not say %q", f.Cause, d.ID, sim.Summary)
+					}
+				}
+				if patched || f.Cause == runbook.Unexplained {
+					if f.Fix.Unpatchable != "" {
+						t.Errorf("%s: fix.unpatchable %q beside a patch", f.Cause, f.Fix.Unpatchable)
+					}
+					continue
+				}
+				u := f.Fix.Unpatchable
+				if u == "" || !strings.Contains(u, " "+src.Target.Namespace) ||
+					!regexp.MustCompile("It shows in `(kubectl|istioctl) [^`]+`").MatchString(u) {
+					t.Errorf("%s: fix.unpatchable does not say why with the object and the command that shows it: %q", f.Cause, u)
+				}
+			}
+		})
+	}
+}
