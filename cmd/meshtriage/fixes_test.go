@@ -724,3 +724,158 @@ func TestFixesAreProvenBeforeShown(t *testing.T) {
 		})
 	}
 }
+
+// The bad fixes issue 25 named, each pinned to the one right change: the
+// patch, applied outside the product, changes exactly what it must and
+// leaves every other field of the object, and every other object, as it
+// was.
+func TestTheNamedBadFixesAreTheSmallestRightChange(t *testing.T) {
+	type obj = map[string]any
+	for _, c := range []struct {
+		scenario, cause, direction string
+		kind, name                 string
+		// check judges the object before and after; it clears in both
+		// what it judged, and the rest must then be equal.
+		check func(t *testing.T, before, after obj, docs [][]byte)
+	}{
+		{"subset-no-pods", "dr.subset-no-pods", "route-away-first", "VirtualService", "orders", routeOnlyTo("v1")},
+		{"gateway-subset-no-pods", "dr.subset-no-pods", "route-away-first", "VirtualService", "orders-public", routeOnlyTo("stable")},
+		{"vs-undefined-subset", "vs.subset-undefined", "define-subset", "DestinationRule", "orders", func(t *testing.T, before, after obj, docs [][]byte) {
+			b, a := at(before, "spec", "subsets").([]any), at(after, "spec", "subsets").([]any)
+			if len(a) != len(b)+1 || !reflect.DeepEqual(a[:len(b)], b) {
+				t.Fatalf("subsets %v -> %v: want the existing ones kept and one added", b, a)
+			}
+			added := a[len(b)].(obj)
+			if added["name"] != "canary" {
+				t.Errorf("added subset %v, the routes use canary", added)
+			}
+			// The labels are those the canary pods carry, and select them.
+			labels := added["labels"].(obj)
+			if !podWithLabels(docs, "shop", labels) || len(labels) == 0 {
+				t.Errorf("subset canary selects %v: no pod of shop carries them", labels)
+			}
+			delete(before["spec"].(obj), "subsets")
+			delete(after["spec"].(obj), "subsets")
+		}},
+		{"outlier-all-ejected", "outlier.all-ejected", "tune-outlier", "DestinationRule", "orders", outlierTuned("consecutive5xxErrors")},
+		{"outlier-gateway-errors", "outlier.all-ejected", "tune-outlier", "DestinationRule", "orders", outlierTuned("consecutiveGatewayErrors")},
+	} {
+		t.Run(c.scenario, func(t *testing.T) {
+			rep := checkJSON(t, "--scenario", c.scenario)
+			var d *fixDirection
+			for _, f := range rep.Findings {
+				for i := range f.Fix.Directions {
+					if f.Cause == c.cause && f.Fix.Directions[i].ID == c.direction {
+						d = &f.Fix.Directions[i]
+					}
+				}
+			}
+			if d == nil || len(d.Patches) != 1 || d.Patches[0].Kind != c.kind || d.Patches[0].Name != c.name {
+				t.Fatalf("%s %s: want one patch of %s %s, got %+v", c.cause, c.direction, c.kind, c.name, d)
+			}
+			files, _ := filepath.Glob(filepath.Join("..", "..", "assets", "scenarios", c.scenario, "manifests", "*.yaml"))
+			docs := docsOf(t, files...)
+			patched := applyPatches(t, docs, d.Patches)
+			for i := range docs {
+				var before, after obj
+				_ = json.Unmarshal(docs[i], &before)
+				_ = json.Unmarshal(patched[i], &after)
+				md := before["metadata"].(obj)
+				if before["kind"] == c.kind && md["name"] == c.name && md["namespace"] == "shop" {
+					c.check(t, before, after, docs)
+				}
+				if !reflect.DeepEqual(before, after) {
+					t.Errorf("%s %s/%s: the patch changes more than it must:\nbefore %v\nafter  %v", before["kind"], md["namespace"], md["name"], before, after)
+				}
+			}
+		})
+	}
+}
+
+// at is the value at path in a JSON object (nil when absent).
+func at(v any, path ...any) any {
+	for _, p := range path {
+		switch x := v.(type) {
+		case map[string]any:
+			v = x[p.(string)]
+		case []any:
+			i := p.(int)
+			if i >= len(x) {
+				return nil
+			}
+			v = x[i]
+		default:
+			return nil
+		}
+	}
+	return v
+}
+
+// routeOnlyTo: the VirtualService's first route sends 100% to the serving
+// subset and no longer to the empty one; its other routes, matches,
+// timeouts and gateways are as they were.
+func routeOnlyTo(serving string) func(t *testing.T, before, after map[string]any, docs [][]byte) {
+	return func(t *testing.T, before, after map[string]any, _ [][]byte) {
+		route := at(after, "spec", "http", 0, "route").([]any)
+		if len(route) != 1 || at(route[0], "destination", "subset") != serving || at(route[0], "weight") != float64(100) {
+			t.Errorf("route after the patch %v: want all of it to subset %s", route, serving)
+		}
+		if at(route[0], "destination", "host") != at(before, "spec", "http", 0, "route", 0, "destination", "host") {
+			t.Errorf("the route's host changed: %v", route)
+		}
+		delete(at(before, "spec", "http", 0).(map[string]any), "route")
+		delete(at(after, "spec", "http", 0).(map[string]any), "route")
+	}
+}
+
+// outlierTuned: the offending consecutive-errors field is raised in place
+// (or removed), the other one not added, maxEjectionPercent below 100.
+func outlierTuned(field string) func(t *testing.T, before, after map[string]any, docs [][]byte) {
+	other := map[string]string{"consecutive5xxErrors": "consecutiveGatewayErrors", "consecutiveGatewayErrors": "consecutive5xxErrors"}[field]
+	return func(t *testing.T, before, after map[string]any, _ [][]byte) {
+		b := at(before, "spec", "trafficPolicy", "outlierDetection").(map[string]any)
+		a := at(after, "spec", "trafficPolicy", "outlierDetection").(map[string]any)
+		if b[field] != float64(1) {
+			t.Fatalf("the scenario's %s is %v, not 1", field, b[field])
+		}
+		if n, ok := a[field].(float64); ok && n <= 1 {
+			t.Errorf("%s after the patch = %v: one error still ejects", field, a[field])
+		}
+		if _, added := a[other]; added && b[other] == nil {
+			t.Errorf("the patch adds %s beside %s: %v", other, field, a)
+		}
+		if n, _ := a["maxEjectionPercent"].(float64); a["maxEjectionPercent"] == nil || n >= 100 {
+			t.Errorf("maxEjectionPercent after the patch = %v: every host can still be ejected", a["maxEjectionPercent"])
+		}
+		for _, m := range []map[string]any{a, b} {
+			delete(m, field)
+			delete(m, "maxEjectionPercent")
+		}
+	}
+}
+
+// podWithLabels: a pod of ns carries every label of labels.
+func podWithLabels(docs [][]byte, ns string, labels map[string]any) bool {
+	for _, d := range docs {
+		var p struct {
+			Kind     string
+			Metadata struct {
+				Namespace string
+				Labels    map[string]string
+			}
+		}
+		if json.Unmarshal(d, &p) != nil || p.Kind != "Pod" || p.Metadata.Namespace != ns {
+			continue
+		}
+		all := true
+		for k, v := range labels {
+			if p.Metadata.Labels[k] != v {
+				all = false
+			}
+		}
+		if all {
+			return true
+		}
+	}
+	return false
+}
