@@ -31,7 +31,6 @@ func (r fakeRemedy) Compute(context.Context, *remedies.Input) remedies.Output {
 	return r.out
 }
 
-
 func proverOn(t *testing.T) (*prover, runbook.ProofRequest, *remedies.Input) {
 	t.Helper()
 	src, err := Scenario("subset-no-pods")
