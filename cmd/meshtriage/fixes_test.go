@@ -561,6 +561,16 @@ func proveWithCheck(t *testing.T, rep fixReport, docs [][]byte, tg cluster.Targe
 			if d.Simulation == nil || !d.Simulation.Simulated {
 				continue // labelled "cannot be simulated" (TestFixesAreProvenBeforeShown)
 			}
+			// Make before break: applied one by one, in their order, no
+			// patch breaks anything before the next.
+			for n := 1; n < len(d.Patches); n++ {
+				part := causesOf(checkJSON(t, append(targetArgs(tg), "--manifests", writeDocs(t, applyPatches(t, docs, d.Patches[:n])))...))
+				for c, conf := range part {
+					if was, ok := base[c]; !ok || conf.Rank() > was.Rank() {
+						t.Errorf("%s %s: after its first %d patches, check --manifests finds %s (%s)", f.Cause, d.ID, n, c, conf)
+					}
+				}
+			}
 			after := causesOf(checkJSON(t, append(targetArgs(tg), "--manifests", writeDocs(t, applyPatches(t, docs, d.Patches)))...))
 			if was, ok := base[f.Cause]; ok {
 				if now, still := after[f.Cause]; still && (len(d.Simulation.Remains) == 0 || now.Rank() >= was.Rank()) {

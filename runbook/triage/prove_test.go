@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/meshtriage/meshtriage/probes"
+	"github.com/meshtriage/meshtriage/probes/cluster/patched"
 	"github.com/meshtriage/meshtriage/probes/patch"
 	"github.com/meshtriage/meshtriage/probes/remedies"
 	"github.com/meshtriage/meshtriage/runbook"
@@ -142,5 +143,49 @@ func TestProverTriagesTheWorldAsReadOnce(t *testing.T) {
 	p.prove(context.Background(), req, fakeRemedy{out: remedies.Output{Patches: []patch.Patch{fix}}}, in)
 	if len(p.baselines) != 2 {
 		t.Errorf("%d baselines after the facts changed", len(p.baselines))
+	}
+}
+
+// Make before break: where a fix changes two objects, the one the other
+// relies on comes first, and applying the patches one by one in that
+// order never breaks anything on the way. In gateway-host-mismatch with a
+// Gateway that serves only www.example.com, the host clients send
+// (shop.example.com) must be admitted by the Gateway before a
+// VirtualService claims it.
+func TestAlignGatewayHostsIsMakeBeforeBreak(t *testing.T) {
+	src, err := Scenario("gateway-host-mismatch")
+	if err != nil {
+		t.Fatal(err)
+	}
+	narrow := patch.Patch{APIVersion: "networking.istio.io/v1", Kind: "Gateway", Namespace: "istio-system", Name: "public-gateway", Type: patch.JSON,
+		Patch: []byte(`[{"op":"replace","path":"/spec/servers/0/hosts","value":["shop/www.example.com"]}]`)}
+	world, err := patched.New(src.Cluster, []patch.Patch{narrow}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := Runbook()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, _ := g.Cause("gateway.host-mismatch")
+	facts := probes.Facts{"gateway_nr_hosts_unrouted": []string{"shop.example.com"}}
+	req := runbook.ProofRequest{Target: *src.Target, Cause: c.ID, Fixes: c.Fixes, Verify: c.Verify, Facts: facts}
+	in := &remedies.Input{Cluster: world, Target: req.Target, Cause: req.Cause, Facts: facts}
+	out := remedies.ByID()["align-gateway-hosts"].Compute(context.Background(), in)
+	if len(out.Patches) != 2 || out.Patches[0].Kind != "Gateway" || out.Patches[1].Kind != "VirtualService" {
+		t.Fatalf("patches %+v (%s): want the Gateway's, then the VirtualService's", out.Patches, out.Unpatchable)
+	}
+	if !strings.Contains(string(out.Patches[0].Patch), `"shop/shop.example.com"`) || !strings.Contains(string(out.Patches[1].Patch), `"shop.example.com"`) {
+		t.Errorf("patches %s, %s", out.Patches[0].Patch, out.Patches[1].Patch)
+	}
+	p := newProver(g, world, 5*time.Second)
+	for n := 1; n <= len(out.Patches); n++ {
+		pf := p.prove(context.Background(), req, fakeRemedy{out: remedies.Output{Patches: out.Patches[:n]}}, in)
+		if pf.Simulation == nil || !pf.Simulation.Simulated || pf.Simulation.Worse() {
+			t.Fatalf("the first %d patches: %+v (%s)", n, pf.Simulation, pf.Unpatchable)
+		}
+		if n == len(out.Patches) && (pf.Simulation.KeepsCause() || !strings.Contains(pf.Simulation.Summary, "clears gateway.host-mismatch")) {
+			t.Errorf("all the patches: %s", pf.Simulation.Summary)
+		}
 	}
 }
