@@ -67,7 +67,10 @@ type Simulation struct {
 type SimulatedFinding struct {
 	Cause      string     `json:"cause"`
 	Confidence Confidence `json:"confidence,omitempty"`
-	Reason     string     `json:"reason,omitempty"`
+	// Was is, for the fix's own cause in Remains, its confidence on the
+	// configuration as read.
+	Was    Confidence `json:"was,omitempty"`
+	Reason string     `json:"reason,omitempty"`
 }
 
 // SimulatedCheck is a verification check judged on a simulated run.
@@ -81,6 +84,22 @@ type SimulatedCheck struct {
 // Worse reports whether the simulation found a finding the patch causes
 // and that is not expected of it.
 func (s *Simulation) Worse() bool { return s != nil && len(s.New) > 0 }
+
+// KeepsCause reports whether the patched configuration still gives the
+// fix's own cause at the confidence it had: the patch does not fix it. A
+// cause that stays at a lower confidence (what made it certain is gone) is
+// not kept.
+func (s *Simulation) KeepsCause() bool {
+	if s == nil {
+		return false
+	}
+	for _, r := range s.Remains {
+		if r.Confidence.Rank() >= r.Was.Rank() {
+			return true
+		}
+	}
+	return false
+}
 
 // Var is a value a fix direction's text or commands use (${NAME}): known,
 // or said in words with why it is not known.
@@ -188,7 +207,8 @@ func factsKey(f probes.Facts) string {
 // what the prover computed, its text and commands filled with the values
 // known and, where a value is not known, said in words. A direction whose
 // simulation finds that it breaks something keeps its text and loses its
-// patches. s.mu is held.
+// patches, and so does one whose simulation still finds its cause as
+// certain as before. s.mu is held.
 func (s *Session) fixesOf(c *Cause) ([]Fix, map[string]Var) {
 	var proof Proof
 	if p, ok := s.proven[c.ID]; ok {
@@ -214,7 +234,7 @@ func (s *Session) fixesOf(c *Cause) ([]Fix, map[string]Var) {
 			if pf.Note != "" {
 				fix.Text = strings.TrimSpace(fix.Text) + " " + pf.Note
 			}
-			if fix.Simulation.Worse() {
+			if fix.Simulation.Worse() || fix.Simulation.KeepsCause() {
 				fix.Unpatchable = "the change computed is not offered: " + fix.Simulation.Summary
 				fix.Patches = nil
 			}
@@ -485,6 +505,7 @@ func Simulate(cause string, verify []VerifyStep, before, after SimulatedRun, exp
 		old, existed := had[findingKey(f)]
 		switch {
 		case f.Cause == cause && existed:
+			sf.Was = old.Confidence
 			sim.Remains = append(sim.Remains, sf)
 		case existed && f.Confidence.Rank() <= old.Confidence.Rank():
 		case expected[f.Cause] != "":

@@ -167,6 +167,34 @@ func TestAPatchThatMakesThingsWorseIsWithheld(t *testing.T) {
 	}
 }
 
+// A patch after which the cause is still found, as certain as before, is
+// no fix: it is not offered, and the direction says what the simulation
+// found. One that only lowers the cause's confidence is offered.
+func TestAPatchThatDoesNotClearItsCauseIsWithheld(t *testing.T) {
+	f := func(conf runbook.Confidence) runbook.Finding {
+		return runbook.Finding{Cause: "x.one", Step: "s", Confidence: conf, Evidence: []runbook.Evidence{{Reason: "x.one because"}}}
+	}
+	before := runbook.SimulatedRun{Findings: []runbook.Finding{f(runbook.ConfidenceHigh)}}
+	for _, c := range []struct {
+		after   runbook.Confidence
+		offered bool
+	}{{runbook.ConfidenceHigh, false}, {runbook.ConfidenceLow, true}} {
+		sim := runbook.Simulate("x.one", nil, before, runbook.SimulatedRun{Findings: []runbook.Finding{f(c.after)}}, nil)
+		s := tinySession(t, &fakeProver{sim: sim}, cluster.Target{Namespace: "shop", Service: "web"})
+		findings, err := s.Auto(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		fix := findings[0].Fixes[0]
+		if offered := len(fix.Patches) > 0; offered != c.offered {
+			t.Errorf("cause still %s after the patch: offered %v, want %v (%+v)", c.after, offered, c.offered, fix)
+		}
+		if !c.offered && !strings.Contains(fix.Unpatchable, "not offered: simulated: does not clear x.one") {
+			t.Errorf("the withheld direction does not say why: %q", fix.Unpatchable)
+		}
+	}
+}
+
 func TestSimulateComparesConfigurationRuns(t *testing.T) {
 	f := func(cause string, conf runbook.Confidence) runbook.Finding {
 		return runbook.Finding{Cause: cause, Confidence: conf, Evidence: []runbook.Evidence{{Reason: cause + " because"}}}
@@ -178,19 +206,20 @@ func TestSimulateComparesConfigurationRuns(t *testing.T) {
 		expect  map[string]string
 		summary string
 		worse   bool
+		keeps   bool
 	}{
-		{"clears", []runbook.Finding{f("b", runbook.ConfidenceLow)}, nil, "simulated: clears a, no new finding", false},
-		{"breaks", []runbook.Finding{f("c", runbook.ConfidenceHigh)}, nil, "simulated: clears a, b, new finding c (high: c because)", true},
-		{"raises another", []runbook.Finding{f("b", runbook.ConfidenceHigh)}, nil, "new finding b (high", true},
-		{"remains", []runbook.Finding{f("a", runbook.ConfidenceHigh)}, nil, "does not clear a (a because)", false},
-		{"lowers", []runbook.Finding{f("a", runbook.ConfidenceLow)}, nil, "lowers a from high to low confidence", false},
-		{"expected", []runbook.Finding{f("w", runbook.ConfidenceMedium)}, map[string]string{"w": "istiod deploys it"}, "then w until istiod deploys it", false},
+		{"clears", []runbook.Finding{f("b", runbook.ConfidenceLow)}, nil, "simulated: clears a, no new finding", false, false},
+		{"breaks", []runbook.Finding{f("c", runbook.ConfidenceHigh)}, nil, "simulated: clears a, b, new finding c (high: c because)", true, false},
+		{"raises another", []runbook.Finding{f("b", runbook.ConfidenceHigh)}, nil, "new finding b (high", true, false},
+		{"remains", []runbook.Finding{f("a", runbook.ConfidenceHigh)}, nil, "does not clear a (a because)", false, true},
+		{"lowers", []runbook.Finding{f("a", runbook.ConfidenceLow)}, nil, "lowers a from high to low confidence", false, false},
+		{"expected", []runbook.Finding{f("w", runbook.ConfidenceMedium)}, map[string]string{"w": "istiod deploys it"}, "then w until istiod deploys it", false, false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			sim := runbook.Simulate("a", nil, before, runbook.SimulatedRun{Findings: c.after}, c.expect)
-			if !strings.Contains(sim.Summary, c.summary) || sim.Worse() != c.worse {
-				t.Errorf("summary %q (worse %v), want %q (worse %v)", sim.Summary, sim.Worse(), c.summary, c.worse)
+			if !strings.Contains(sim.Summary, c.summary) || sim.Worse() != c.worse || sim.KeepsCause() != c.keeps {
+				t.Errorf("summary %q (worse %v, keeps %v), want %q (worse %v, keeps %v)", sim.Summary, sim.Worse(), sim.KeepsCause(), c.summary, c.worse, c.keeps)
 			}
 		})
 	}

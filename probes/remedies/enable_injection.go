@@ -114,7 +114,7 @@ func (EnableInjection) Compute(ctx context.Context, in *Input) Output {
 		if pod.Annotations[injectLabel] == "false" {
 			meta["annotations"] = map[string]any{injectLabel: nil}
 		}
-		p, err := strategicPatch(w, map[string]any{"spec": map[string]any{"template": map[string]any{"metadata": meta}}})
+		p, err := templatePatch(w, map[string]any{"spec": map[string]any{"template": map[string]any{"metadata": meta}}})
 		if err != nil {
 			return unpatchable("%v", err)
 		}
@@ -129,9 +129,11 @@ func (EnableInjection) Compute(ctx context.Context, in *Input) Output {
 	return out
 }
 
-// strategicPatch is a strategic merge patch of a workload, a kind the
-// triage does not read (it reads the pods).
-func strategicPatch(w workload, body map[string]any) (patch.Patch, error) {
+// templatePatch is an RFC 7386 merge patch of a workload's pod template
+// metadata, a kind the triage does not read (it reads the pods). Only maps
+// change (labels, annotations), where a merge patch and a strategic one
+// agree, and the contract of check's patches is merge, json or create.
+func templatePatch(w workload, body map[string]any) (patch.Patch, error) {
 	if w.Kind != "Deployment" && w.Kind != "StatefulSet" && w.Kind != "DaemonSet" {
 		return patch.Patch{}, fmt.Errorf("%s is no Deployment, StatefulSet or DaemonSet", w)
 	}
@@ -139,5 +141,5 @@ func strategicPatch(w workload, body map[string]any) (patch.Patch, error) {
 	if err != nil {
 		return patch.Patch{}, err
 	}
-	return patch.Patch{APIVersion: appsV1, Kind: w.Kind, Namespace: w.Namespace, Name: w.Name, Type: patch.Strategic, Patch: b}, nil
+	return patch.Patch{APIVersion: appsV1, Kind: w.Kind, Namespace: w.Namespace, Name: w.Name, Type: patch.Merge, Patch: b}, nil
 }

@@ -53,7 +53,7 @@ func proxyConfigPatches(ctx context.Context, in *Input, set func(cfg map[string]
 		if err != nil {
 			return unpatchable("%v", err)
 		}
-		p, err := strategicPatch(w, map[string]any{"spec": map[string]any{"template": map[string]any{"metadata": map[string]any{
+		p, err := templatePatch(w, map[string]any{"spec": map[string]any{"template": map[string]any{"metadata": map[string]any{
 			"annotations": map[string]any{proxyConfigAnnotation: string(text)},
 		}}}})
 		if err != nil {
@@ -78,7 +78,7 @@ func (HoldApplication) Meta() Meta {
 	return Meta{
 		ID:     "hold-application",
 		Causes: []string{"startup.app-before-proxy"},
-		Does:   "sets holdApplicationUntilProxyStarts: true in the Deployments' proxy.istio.io/config annotation (strategic merge patch)",
+		Does:   "sets holdApplicationUntilProxyStarts: true in the Deployments' proxy.istio.io/config annotation (merge patch)",
 	}
 }
 
@@ -102,7 +102,7 @@ func (DrainSettings) Meta() Meta {
 	return Meta{
 		ID:     "drain-settings",
 		Causes: []string{"shutdown.proxy-exits-first"},
-		Does:   "sets proxyMetadata.EXIT_ON_ZERO_ACTIVE_CONNECTIONS in the Deployments' proxy.istio.io/config annotation (strategic merge patch)",
+		Does:   "sets proxyMetadata.EXIT_ON_ZERO_ACTIVE_CONNECTIONS in the Deployments' proxy.istio.io/config annotation (merge patch)",
 	}
 }
 

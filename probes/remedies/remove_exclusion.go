@@ -21,7 +21,7 @@ func (RemoveExclusion) Meta() Meta {
 	return Meta{
 		ID:     "remove-exclusion",
 		Causes: []string{"security.port-excluded"},
-		Does:   "removes the target port from the exclude annotations of the Deployments' pod templates (strategic merge patch)",
+		Does:   "removes the target port from the exclude annotations of the Deployments' pod templates (merge patch)",
 		Reads:  []string{"pods (the caller)"},
 	}
 }
@@ -86,7 +86,7 @@ func (RemoveExclusion) Compute(ctx context.Context, in *Input) Output {
 			continue
 		}
 		done[w] = true
-		p, err := strategicPatch(w, map[string]any{"spec": map[string]any{"template": map[string]any{"metadata": map[string]any{"annotations": annotations}}}})
+		p, err := templatePatch(w, map[string]any{"spec": map[string]any{"template": map[string]any{"metadata": map[string]any{"annotations": annotations}}}})
 		if err != nil {
 			return unpatchable("pod %s excludes the port, and %v: remove it from its owner's pod template", pod.Name, err)
 		}

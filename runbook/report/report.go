@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strings"
 
 	"github.com/meshtriage/meshtriage/probes"
 	"github.com/meshtriage/meshtriage/probes/cluster"
@@ -109,7 +110,9 @@ type Fix struct {
 }
 
 // fixOf is a finding's fix: its directions, and, when none has a patch,
-// why (the first direction's reason: the runbook lists the main one first).
+// why (the first direction's reason: the runbook lists the main one first),
+// which names the object, followed by the direction's first command, the
+// one that shows the problem.
 func fixOf(f runbook.Finding) Fix {
 	fix := Fix{Directions: f.Fixes, Warnings: f.Warnings}
 	for _, d := range f.Fixes {
@@ -120,6 +123,13 @@ func fixOf(f runbook.Finding) Fix {
 	for _, d := range f.Fixes {
 		if d.Unpatchable != "" {
 			fix.Unpatchable = d.Unpatchable
+			if len(d.Commands) > 0 {
+				why := strings.TrimSpace(fix.Unpatchable)
+				if !strings.HasSuffix(why, ".") {
+					why += "."
+				}
+				fix.Unpatchable = why + " It shows in `" + d.Commands[0] + "`."
+			}
 			break
 		}
 	}
