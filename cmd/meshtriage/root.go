@@ -77,6 +77,13 @@ func newRootCmd(streams genericiooptions.IOStreams) *cobra.Command {
 }
 
 func newRootCmdAs(argv0 string, streams genericiooptions.IOStreams) *cobra.Command {
+	root, _ := newRoot(argv0, streams)
+	return root
+}
+
+// newRoot is the root command and the options of the terminal UI it runs
+// without a subcommand (a test resolves its input as the UI would).
+func newRoot(argv0 string, streams genericiooptions.IOStreams) (*cobra.Command, *tuiOptions) {
 	g := &globalOptions{
 		kube:    live.NewConfigFlags(),
 		streams: streams,
@@ -104,7 +111,7 @@ func newRootCmdAs(argv0 string, streams genericiooptions.IOStreams) *cobra.Comma
 	root.PersistentFlags().StringVar(&g.controlPlaneNamespace, "istio-namespace", cluster.DefaultControlPlane,
 		"Namespace of the Istio control plane (istiod and the istio mesh ConfigMap)")
 	registerFlagCompletions(root, g)
-	addTUI(root, g) // no subcommand: the terminal UI (tui.go)
+	ui := addTUI(root, g) // no subcommand: the terminal UI (tui.go)
 	root.AddCommand(
 		newCaptureCmd(g),
 		newCheckCmd(g),
@@ -113,7 +120,7 @@ func newRootCmdAs(argv0 string, streams genericiooptions.IOStreams) *cobra.Comma
 		newVersionCmd(g),
 		newWatchCmd(g),
 	)
-	return root
+	return root, ui
 }
 
 // execute runs the CLI and maps errors to exit codes with a one-line message.

@@ -34,7 +34,7 @@ type tuiOptions struct {
 // addTUI makes the root command run the terminal UI when no subcommand is
 // given. Its flags are local to the root, so they do not shadow the
 // subcommands' flags of the same names.
-func addTUI(root *cobra.Command, g *globalOptions) {
+func addTUI(root *cobra.Command, g *globalOptions) *tuiOptions {
 	o := &tuiOptions{g: g, probeTimeout: probes.DefaultTimeout}
 	root.Example = "  meshtriage -n shop svc/payments --from pod/web-7d9c   # guided triage\n" +
 		"  meshtriage                                             # pick the target\n" + root.Example
@@ -54,6 +54,7 @@ func addTUI(root *cobra.Command, g *globalOptions) {
 	f.DurationVar(&o.probeTimeout, "probe-timeout", o.probeTimeout, "deadline of each probe")
 	o.input.add(f)
 	_ = root.RegisterFlagCompletionFunc("from", completePods(g))
+	return o
 }
 
 // rootArgs takes at most the target. A first word that is no target but
@@ -82,33 +83,9 @@ func (o *tuiOptions) run(ctx context.Context, args []string) error {
 	if o.probeTimeout <= 0 {
 		return triageErr("--probe-timeout must be positive")
 	}
-	var (
-		target cluster.Target
-		src    triage.Source
-		err    error
-	)
-	if o.input.offline() {
-		// Manifests, a recording, a bug report or a scenario: read as
-		// check reads them, the target from the arguments or the input.
-		if src, target, err = o.input.source(ctx, o.g, o.target, args); err != nil {
-			return &exitError{code: exitTriage, err: err}
-		}
-		for _, line := range src.Skipped {
-			fmt.Fprintln(o.g.streams.ErrOut, "meshtriage:", line)
-		}
-		if len(args) == 0 {
-			args = []string{"svc/" + target.Service}
-		}
-	} else {
-		if len(args) == 1 {
-			// Parse before connecting: a typo should not wait on the network.
-			if target, err = parseTarget(o.g.namespace(), args, o.target); err != nil {
-				return &exitError{code: exitTriage, err: err}
-			}
-		}
-		if src, err = liveSource(ctx, o.g); err != nil {
-			return &exitError{code: exitTriage, err: err}
-		}
+	src, target, args, err := o.resolve(ctx, args)
+	if err != nil {
+		return err
 	}
 	id := incidentlog.NewSessionID()
 	logPath, notice, err := chooseLog(o.logPath, id, o.g.streams.ErrOut)
@@ -142,6 +119,41 @@ func (o *tuiOptions) run(ctx context.Context, args []string) error {
 		return triageErr("incident log %s: %w", logPath, err)
 	}
 	return nil
+}
+
+// resolve is what the UI reads and the target, as check resolves them
+// from the same flags and arguments; args comes back as svc/NAME when an
+// offline input named the target (the UI then opens it at once).
+func (o *tuiOptions) resolve(ctx context.Context, args []string) (triage.Source, cluster.Target, []string, error) {
+	var (
+		target cluster.Target
+		src    triage.Source
+		err    error
+	)
+	if o.input.offline() {
+		// Manifests, a recording, a bug report or a scenario: read as
+		// check reads them, the target from the arguments or the input.
+		if src, target, err = o.input.source(ctx, o.g, o.target, args); err != nil {
+			return src, target, args, &exitError{code: exitTriage, err: err}
+		}
+		for _, line := range src.Skipped {
+			fmt.Fprintln(o.g.streams.ErrOut, "meshtriage:", line)
+		}
+		if len(args) == 0 {
+			args = []string{"svc/" + target.Service}
+		}
+		return src, target, args, nil
+	}
+	if len(args) == 1 {
+		// Parse before connecting: a typo should not wait on the network.
+		if target, err = parseTarget(o.g.namespace(), args, o.target); err != nil {
+			return src, target, args, &exitError{code: exitTriage, err: err}
+		}
+	}
+	if src, err = liveSource(ctx, o.g); err != nil {
+		return src, target, args, &exitError{code: exitTriage, err: err}
+	}
+	return src, target, args, nil
 }
 
 // liveSessions opens the triage once the target is known (at once, or
