@@ -81,16 +81,18 @@ type metricsInput struct {
 	// SourceWithoutSidecar: the named caller has no sidecar, so an upstream
 	// pod was sampled instead.
 	SourceWithoutSidecar bool
+	// Sampled is the pod whose sidecar's counters were read (or tried).
+	Sampled *cluster.PodRef
 }
 
 func (p MetricsProbe) Run(ctx context.Context, c cluster.Cluster, t cluster.Target) Result {
 	if p.Interval < 0 {
-		return Result{Status: StatusSkipped, Summary: "503 rate not sampled (metrics window 0)", Commands: metricsCommands(t, "source")}
+		return Result{Status: StatusSkipped, Summary: "503 rate not sampled (metrics window 0)", Commands: metricsCommands(t, "source", nil)}
 	}
 	in, what, err := p.fetch(ctx, c, t)
 	if err != nil {
 		r := ErrorResult(what, err)
-		r.Commands = metricsCommands(t, in.Reporter)
+		r.Commands = metricsCommands(t, in.Reporter, in.Sampled)
 		return r
 	}
 	return evaluateMetrics(t, in)
@@ -133,6 +135,7 @@ func (p MetricsProbe) fetch(ctx context.Context, c cluster.Cluster, t cluster.Ta
 			return in, "find a meshed pod of " + t.Service, fmt.Errorf("no running pod with a sidecar: %w", cluster.ErrNotFound)
 		}
 	}
+	in.Sampled = pod
 	interval := p.Interval
 	if interval == 0 {
 		interval = DefaultMetricsInterval
@@ -199,7 +202,7 @@ func parseMetricsSample(text []byte, t cluster.Target, reporter string) (metrics
 }
 
 func evaluateMetrics(t cluster.Target, in metricsInput) Result {
-	res := Result{Commands: metricsCommands(t, in.Reporter)}
+	res := Result{Commands: metricsCommands(t, in.Reporter, in.Sampled)}
 	window := in.Second.At.Sub(in.First.At).Seconds()
 	if window <= 0 {
 		window = DefaultMetricsInterval.Seconds()
@@ -300,14 +303,14 @@ func countedSince(uptime float64) string {
 // seconds formats a window: "1.0 s", "5.0 s".
 func seconds(s float64) string { return fmt.Sprintf("%.1f s", s) }
 
-func metricsCommands(t cluster.Target, reporter string) []string {
-	pod := "<pod>"
-	ns := t.Namespace
-	if t.Source != nil {
-		pod, ns = t.Source.Name, t.Source.Namespace
+// metricsCommands read the counters by hand: from the sidecar the probe
+// sampled (the caller's, else an upstream pod's), and in Prometheus. No
+// pod sampled (none with a sidecar, or none read), no command goes into
+// one: the summary says why.
+func metricsCommands(t cluster.Target, reporter string, sampled *cluster.PodRef) []string {
+	var cmds []string
+	if sampled != nil {
+		cmds = append(cmds, fmt.Sprintf("kubectl exec -n %s %s -c %s -- pilot-agent request GET stats/prometheus | grep 'istio_requests_total{.*destination_service=\"%s\"'", sampled.Namespace, sampled.Name, mesh.ProxyContainer, t.Host()))
 	}
-	return []string{
-		fmt.Sprintf("kubectl exec -n %s %s -c %s -- pilot-agent request GET stats/prometheus | grep 'istio_requests_total{.*destination_service=\"%s\"'", ns, pod, mesh.ProxyContainer, t.Host()),
-		fmt.Sprintf(`sum by (response_code, response_flags) (rate(istio_requests_total{reporter=%q,destination_service=%q}[5m]))`, reporter, t.Host()),
-	}
+	return append(cmds, fmt.Sprintf(`sum by (response_code, response_flags) (rate(istio_requests_total{reporter=%q,destination_service=%q}[5m]))`, reporter, t.Host()))
 }

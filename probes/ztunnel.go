@@ -419,13 +419,14 @@ func ztunnelCommands(t cluster.Target, in ztunnelInput) []string {
 	}
 	cmds := []string{
 		fmt.Sprintf("kubectl get pods -n %s -l app=ztunnel -o wide", ns),
-		fmt.Sprintf("kubectl logs -n %s ZTUNNEL_POD --since=30m | grep -E 'dst.service=\"%s\"|error'", ns, t.Host()),
 		fmt.Sprintf("istioctl ztunnel-config service --service-namespace %s", t.Namespace),
 		"istioctl ztunnel-config workloads",
 	}
+	// The log of each ztunnel found on the path's nodes, by name; none
+	// found, the listing above is where to look for them.
 	for _, node := range sortedNodeNames(in.Ztunnels) {
 		zp := in.Ztunnels[node]
-		cmds = append(cmds, fmt.Sprintf("kubectl logs -n %s %s --since=30m   # node %s", zp.Namespace, zp.Name, node))
+		cmds = append(cmds, fmt.Sprintf("kubectl logs -n %s %s --since=30m | grep -E 'dst.service=\"%s\"|error'   # node %s", zp.Namespace, zp.Name, t.Host(), node))
 	}
 	return cmds
 }
