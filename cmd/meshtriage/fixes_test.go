@@ -485,47 +485,58 @@ func writeDocs(t *testing.T, docs [][]byte) string {
 // applyPatches applies patches to docs as the API server would.
 func applyPatches(t *testing.T, docs [][]byte, patches []fixPatch) [][]byte {
 	t.Helper()
-	out := append([][]byte(nil), docs...)
-	group := func(apiVersion string) string { g, _, _ := strings.Cut(apiVersion, "/"); return g }
+	out := docs
 	for _, p := range patches {
-		if p.Type == "create" {
-			out = append(out, []byte(p.Patch))
-			continue
-		}
-		found := false
-		for i, d := range out {
-			var m struct {
-				APIVersion, Kind string
-				Metadata         struct{ Name, Namespace string }
-			}
-			if err := json.Unmarshal(d, &m); err != nil {
-				t.Fatal(err)
-			}
-			if m.Kind != p.Kind || group(m.APIVersion) != group(p.APIVersion) || m.Metadata.Name != p.Name || m.Metadata.Namespace != p.Namespace {
-				continue
-			}
-			found = true
-			var err error
-			switch p.Type {
-			case "merge":
-				out[i], err = jsonpatch.MergePatch(d, p.Patch)
-			case "json":
-				var ops jsonpatch.Patch
-				if ops, err = jsonpatch.DecodePatch(p.Patch); err == nil {
-					out[i], err = ops.Apply(d)
-				}
-			default:
-				t.Fatalf("%s %s/%s: a %s patch", p.Kind, p.Namespace, p.Name, p.Type)
-			}
-			if err != nil {
-				t.Fatalf("%s %s/%s does not apply to the manifest: %v\n%s", p.Kind, p.Namespace, p.Name, err, p.Patch)
-			}
-		}
-		if !found {
-			t.Fatalf("%s %s/%s: no manifest holds it", p.Kind, p.Namespace, p.Name)
+		var err error
+		if out, err = applyPatch(out, p); err != nil {
+			t.Fatal(err)
 		}
 	}
 	return out
+}
+
+// applyPatch applies one patch to docs as the API server would: an error
+// when no document is its object or the patch does not apply (a JSON
+// patch's test that fails).
+func applyPatch(docs [][]byte, p fixPatch) ([][]byte, error) {
+	out := append([][]byte(nil), docs...)
+	if p.Type == "create" {
+		return append(out, []byte(p.Patch)), nil
+	}
+	group := func(apiVersion string) string { g, _, _ := strings.Cut(apiVersion, "/"); return g }
+	found := false
+	for i, d := range out {
+		var m struct {
+			APIVersion, Kind string
+			Metadata         struct{ Name, Namespace string }
+		}
+		if err := json.Unmarshal(d, &m); err != nil {
+			return nil, err
+		}
+		if m.Kind != p.Kind || group(m.APIVersion) != group(p.APIVersion) || m.Metadata.Name != p.Name || m.Metadata.Namespace != p.Namespace {
+			continue
+		}
+		found = true
+		var err error
+		switch p.Type {
+		case "merge":
+			out[i], err = jsonpatch.MergePatch(d, p.Patch)
+		case "json":
+			var ops jsonpatch.Patch
+			if ops, err = jsonpatch.DecodePatch(p.Patch); err == nil {
+				out[i], err = ops.Apply(d)
+			}
+		default:
+			return nil, fmt.Errorf("%s %s/%s: a %s patch", p.Kind, p.Namespace, p.Name, p.Type)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s %s/%s does not apply to the manifest: %v\n%s", p.Kind, p.Namespace, p.Name, err, p.Patch)
+		}
+	}
+	if !found {
+		return nil, fmt.Errorf("%s %s/%s: no manifest holds it", p.Kind, p.Namespace, p.Name)
+	}
+	return out, nil
 }
 
 func targetArgs(tg cluster.Target) []string {
