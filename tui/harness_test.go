@@ -145,6 +145,10 @@ func (h *harness) key(k string) {
 		h.tm.Send(tea.KeyPressMsg{Code: tea.KeyDown})
 	case "up":
 		h.tm.Send(tea.KeyPressMsg{Code: tea.KeyUp})
+	case "left":
+		h.tm.Send(tea.KeyPressMsg{Code: tea.KeyLeft})
+	case "right":
+		h.tm.Send(tea.KeyPressMsg{Code: tea.KeyRight})
 	case "ctrl+c":
 		h.tm.Send(tea.KeyPressMsg{Code: 'c', Mod: tea.ModCtrl})
 	default:

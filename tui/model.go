@@ -661,8 +661,10 @@ func (m *Model) mainKey(k tea.KeyPressMsg) tea.Cmd {
 		return m.notes.Open(notes.Purpose{Step: step}, title, "what you saw, did or decided")
 	case key.Matches(k, keys.Confirm), key.Matches(k, keys.RuleOut):
 		return m.askVerdict(k, m.currentCause(row, hasRow))
-	case key.Matches(k, keys.PageUp), key.Matches(k, keys.PageDown):
+	case key.Matches(k, keys.PageUp), key.Matches(k, keys.PageDown), key.Matches(k, keys.Left), key.Matches(k, keys.Right):
 		return m.detail.Update(k)
+	case key.Matches(k, keys.CopyByHand):
+		return m.copyByHand(row, hasRow)
 	case key.Matches(k, keys.TestRequest):
 		return m.openAction(actions.TestRequest)
 	case key.Matches(k, keys.DebugLogging):
@@ -687,6 +689,31 @@ func (m *Model) causeKey(k tea.KeyPressMsg) tea.Cmd {
 		return m.notes.Open(notes.Purpose{}, "Note for the incident log ("+m.cause.CauseID()+")", "what you saw, did or decided")
 	}
 	return m.cause.Update(k)
+}
+
+// copyByHand copies the commands the detail pane shows for the selected
+// row: a step's "By hand", an open hypothesis's "What would settle it",
+// one a line, whole, as they are run.
+func (m *Model) copyByHand(row checklist.Row, ok bool) tea.Cmd {
+	if !ok {
+		return nil
+	}
+	var cmds []string
+	what := ""
+	switch row.Kind {
+	case checklist.KindStep:
+		cmds, what = m.snap.results[row.ID].Commands, row.ID+" by hand"
+	case checklist.KindCause:
+		if u := m.undecided(row.ID); u != nil && m.finding(row.ID) == nil {
+			cmds, what = u.Settle, row.ID+": what would settle it"
+		} else if m.finding(row.ID) != nil {
+			return m.flash("o opens the cause: y copies its fix's blocks there")
+		}
+	}
+	if len(cmds) == 0 {
+		return m.flash("no command to copy here")
+	}
+	return m.copy(what, strings.Join(cmds, "\n"))
 }
 
 // currentCause is the cause hypothesis the on-call is looking at: the

@@ -290,15 +290,15 @@ func rowIcon(m *Model, r Row) (icon string, style lipgloss.Style, right string) 
 // ShortHelp is the checklist's keys for the footer.
 func (m *Model) ShortHelp() []key.Binding {
 	k := m.common.Keys
-	return []key.Binding{k.Accept, k.RunAll, k.Rerun, k.Note, k.ToggleMode, k.Help, k.Quit}
+	return []key.Binding{k.Accept, k.RunAll, k.Rerun, k.Note, k.ToggleMode, k.CopyByHand, k.Help, k.Quit}
 }
 
 // FullHelp groups every key the main screen answers.
 func (m *Model) FullHelp() [][]key.Binding {
 	k := m.common.Keys
 	return [][]key.Binding{
-		{k.Up, k.Down, k.Top, k.Bottom, k.PageUp, k.PageDown},
-		{k.Accept, k.Rerun, k.RunAll, k.Cancel, k.ToggleMode, k.OpenCause, k.TestRequest, k.DebugLogging},
+		{k.Up, k.Down, k.Top, k.Bottom, k.PageUp, k.PageDown, k.Left, k.Right},
+		{k.Accept, k.Rerun, k.RunAll, k.Cancel, k.ToggleMode, k.OpenCause, k.CopyByHand, k.TestRequest, k.DebugLogging},
 		{k.Note, k.Confirm, k.RuleOut, k.Help, k.Quit, k.ForceQuit},
 	}
 }

@@ -158,3 +158,117 @@ func FormatClock(d time.Duration) string {
 	s := int(d / time.Second)
 	return fmt.Sprintf("%02d:%02d:%02d", s/3600, s/60%60, s%60)
 }
+
+// WrapCommand lays a shell command out for a pane width cells wide: first
+// before its first line, rest before the others, and lines broken only
+// between shell words (a quoted string, an escaped space and a trailing
+// comment are one word each), so no line ends inside a pod name, a host or
+// a container such as istio-proxy. A word wider than the pane stands alone
+// on its line, whole: the pane shows it cut at its edge, and the copy key
+// copies it entire. Every line a break ends carries " \", so lines
+// selected from the screen are still one command. A command of several
+// lines (a heredoc) keeps them; only a line too wide is broken, without
+// the continuation, which would change a heredoc's body.
+func WrapCommand(cmd string, width int, first, rest string) string {
+	var out []string
+	multi := strings.Contains(cmd, "\n")
+	for i, line := range strings.Split(cmd, "\n") {
+		prefix := rest
+		if i == 0 {
+			prefix = first
+		}
+		out = append(out, wrapShellLine(line, width, prefix, rest, !multi)...)
+	}
+	return strings.Join(out, "\n")
+}
+
+// wrapShellLine breaks one line of a command between its words.
+func wrapShellLine(line string, width int, first, rest string, continued bool) []string {
+	words := ShellWords(line)
+	if len(words) == 0 {
+		return []string{first + line}
+	}
+	mark := ""
+	if continued {
+		mark = " \\"
+	}
+	var lines []string
+	cur, curWidth, prefix := "", 0, first
+	for _, w := range words {
+		text := w.Text
+		if cur == "" {
+			cur, curWidth = prefix+text, ansi.StringWidth(prefix+text)
+			continue
+		}
+		gap := w.Space
+		if curWidth+ansi.StringWidth(gap+text)+ansi.StringWidth(mark) <= width {
+			cur += gap + text
+			curWidth += ansi.StringWidth(gap + text)
+			continue
+		}
+		lines = append(lines, cur+mark)
+		prefix = rest
+		cur, curWidth = prefix+text, ansi.StringWidth(prefix+text)
+	}
+	return append(lines, cur)
+}
+
+// Word is one shell word of a command line and the blanks before it.
+type Word struct {
+	Space string
+	Text  string
+}
+
+// ShellWords splits a command line into its shell words as sh reads them:
+// blanks separate words outside quotes, '...' and "..." and a backslash
+// escape keep blanks inside a word, and an unquoted # at a word's start
+// makes the rest of the line one word (a comment).
+func ShellWords(line string) []Word {
+	var words []Word
+	var space, word strings.Builder
+	inWord := false
+	var quote rune
+	escaped := false
+	flush := func() {
+		if inWord {
+			words = append(words, Word{Space: space.String(), Text: word.String()})
+			space.Reset()
+			word.Reset()
+			inWord = false
+		}
+	}
+	runes := []rune(line)
+	for i := 0; i < len(runes); i++ {
+		r := runes[i]
+		switch {
+		case escaped:
+			escaped = false
+			word.WriteRune(r)
+		case quote != 0:
+			word.WriteRune(r)
+			if r == '\\' && quote == '"' {
+				escaped = true
+			} else if r == quote {
+				quote = 0
+			}
+		case r == ' ' || r == '\t':
+			flush()
+			space.WriteRune(r)
+		case r == '#' && !inWord:
+			inWord = true
+			word.WriteString(string(runes[i:]))
+			i = len(runes)
+		default:
+			inWord = true
+			word.WriteRune(r)
+			switch r {
+			case '\\':
+				escaped = true
+			case '\'', '"':
+				quote = r
+			}
+		}
+	}
+	flush()
+	return words
+}

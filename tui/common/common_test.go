@@ -124,3 +124,44 @@ func TestTableNeverCutsTheKeyColumn(t *testing.T) {
 		})
 	}
 }
+
+func TestWrapCommandBreaksBetweenShellWordsOnly(t *testing.T) {
+	cmd := `kubectl logs -n shop orders-6d8f7c9b5-2kq8v -c istio-proxy --since=30m --prefix | grep 'inbound|' | grep ' 503 '   # pod a`
+	got := WrapCommand(cmd, 30, "$ ", "    ")
+	want := "$ kubectl logs -n shop \\\n" +
+		"    orders-6d8f7c9b5-2kq8v \\\n" +
+		"    -c istio-proxy \\\n" +
+		"    --since=30m --prefix | \\\n" +
+		"    grep 'inbound|' | grep \\\n" +
+		"    ' 503 '   # pod a"
+	if got != want {
+		t.Fatalf("WrapCommand =\n%s\nwant\n%s", got, want)
+	}
+	for _, l := range strings.Split(got, "\n") {
+		if ansi.StringWidth(l) > 30 {
+			t.Errorf("line %q is wider than 30", l)
+		}
+	}
+	// A word wider than the pane stands alone, whole.
+	long := `'istio_requests_total{.*destination_service="orders.shop.svc.cluster.local"'`
+	got = WrapCommand("kubectl exec x -- grep "+long, 40, "$ ", "    ")
+	if !strings.Contains(got, "\n    "+long) {
+		t.Fatalf("the long word is cut:\n%s", got)
+	}
+	// A heredoc's lines stay as they are, with no continuation.
+	doc := "kubectl apply -f - <<'EOF'\nkind: PeerAuthentication\nEOF"
+	if got := WrapCommand(doc, 80, "$ ", "  "); got != "$ kubectl apply -f - <<'EOF'\n  kind: PeerAuthentication\n  EOF" {
+		t.Fatalf("heredoc = %q", got)
+	}
+}
+
+func TestShellWords(t *testing.T) {
+	var got []string
+	for _, w := range ShellWords(`a 'b c' "d \" e" f\ g h#i # j k`) {
+		got = append(got, w.Text)
+	}
+	want := []string{"a", "'b c'", `"d \" e"`, `f\ g`, "h#i", "# j k"}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Fatalf("ShellWords = %q, want %q", got, want)
+	}
+}

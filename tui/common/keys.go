@@ -13,6 +13,11 @@ type KeyMap struct {
 	PageDown key.Binding
 	Top      key.Binding
 	Bottom   key.Binding
+	// Left and Right scroll the detail pane sideways: a command's word
+	// wider than the pane (a quoted grep pattern) stands whole on its
+	// line, never cut in two.
+	Left  key.Binding
+	Right key.Binding
 
 	// The checklist.
 	Accept     key.Binding // run the proposed step, or the selected one
@@ -21,6 +26,10 @@ type KeyMap struct {
 	Cancel     key.Binding // cancel a running probe; back out of a screen
 	ToggleMode key.Binding // guided <-> free
 	OpenCause  key.Binding
+	// CopyByHand copies the commands of the detail pane (a step's "By
+	// hand", an open hypothesis's "What would settle it"): the same key
+	// as Copy on the cause screen.
+	CopyByHand key.Binding
 
 	// The investigation record.
 	Note    key.Binding
@@ -67,6 +76,8 @@ func DefaultKeyMap() *KeyMap {
 		PageDown: key.NewBinding(key.WithKeys("pgdown", "ctrl+d"), key.WithHelp("pgdn", "scroll down")),
 		Top:      key.NewBinding(key.WithKeys("home", "g"), key.WithHelp("g", "top")),
 		Bottom:   key.NewBinding(key.WithKeys("end", "G"), key.WithHelp("G", "bottom")),
+		Left:     key.NewBinding(key.WithKeys("left"), key.WithHelp("←", "scroll left")),
+		Right:    key.NewBinding(key.WithKeys("right"), key.WithHelp("→", "scroll right")),
 
 		Accept:     key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "run")),
 		Rerun:      key.NewBinding(key.WithKeys("r"), key.WithHelp("r", "re-run")),
@@ -74,6 +85,7 @@ func DefaultKeyMap() *KeyMap {
 		Cancel:     key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "cancel")),
 		ToggleMode: key.NewBinding(key.WithKeys("m"), key.WithHelp("m", "guided/free")),
 		OpenCause:  key.NewBinding(key.WithKeys("o"), key.WithHelp("o", "open cause")),
+		CopyByHand: key.NewBinding(key.WithKeys("y"), key.WithHelp("y", "copy commands")),
 
 		Note:    key.NewBinding(key.WithKeys("n"), key.WithHelp("n", "note")),
 		Confirm: key.NewBinding(key.WithKeys("c"), key.WithHelp("c", "confirm")),

@@ -25,8 +25,11 @@ type Model struct {
 	title   string
 	key     string
 	content string
-	width   int
-	height  int
+	// wide: a line is wider than the pane (a command's long word), which
+	// left and right scroll to.
+	wide   bool
+	width  int
+	height int
 }
 
 // New returns an empty pane.
@@ -44,8 +47,8 @@ func New(c *common.Common) *Model {
 		HalfPageUp:   key.NewBinding(key.WithDisabled()),
 		Up:           key.NewBinding(key.WithDisabled()),
 		Down:         key.NewBinding(key.WithDisabled()),
-		Left:         key.NewBinding(key.WithDisabled()),
-		Right:        key.NewBinding(key.WithDisabled()),
+		Left:         c.Keys.Left,
+		Right:        c.Keys.Right,
 	}
 	return &Model{common: c, vp: vp}
 }
@@ -55,19 +58,27 @@ func New(c *common.Common) *Model {
 func (m *Model) Show(itemKey, title, content string) {
 	if itemKey != m.key {
 		m.vp.GotoTop()
+		m.vp.SetXOffset(0)
 	}
 	m.key, m.title, m.content = itemKey, title, content
 	m.layout()
 }
 
-// layout hard-wraps the content to the viewport's width, as SoftWrap would
-// show it.
+// layout hands the content to the viewport as it is: the Render functions
+// lay it out for InnerWidth, breaking text between words and a command
+// between shell words only. A hard wrap here would cut the one thing that
+// may be wider than the pane, a command's word (a quoted grep pattern), in
+// two; it stands whole on its line instead, left and right scroll to its
+// end, and y copies it.
 func (m *Model) layout() {
-	if w := m.vp.Width(); w > 0 {
-		m.vp.SetContent(ansi.Hardwrap(m.content, w, true))
-		return
-	}
 	m.vp.SetContent(m.content)
+	m.wide = false
+	for _, l := range strings.Split(m.content, "\n") {
+		if ansi.StringWidth(l) > m.vp.Width() {
+			m.wide = true
+			break
+		}
+	}
 }
 
 // Content is what the pane shows, unstyled lines included.
@@ -102,12 +113,16 @@ func (m *Model) View() string {
 	if pct := m.vp.ScrollPercent(); m.vp.TotalLineCount() > m.vp.Height() {
 		title = fmt.Sprintf("%s  %3.0f%%", title, pct*100)
 	}
+	if m.wide {
+		// Some words go on past the pane's edge: ← and → reach them.
+		title += "  ←→ wide lines"
+	}
 	body := s.PaneTitle.Render(common.Truncate(title, inner)) + "\n" + m.vp.View()
 	return s.Pane.Width(m.width).Height(m.height).Render(common.FitLines(body, inner, m.height-2))
 }
 
 func (m *Model) ShortHelp() []key.Binding {
-	return []key.Binding{m.common.Keys.PageUp, m.common.Keys.PageDown}
+	return []key.Binding{m.common.Keys.PageUp, m.common.Keys.PageDown, m.common.Keys.Left, m.common.Keys.Right}
 }
 
 func (m *Model) FullHelp() [][]key.Binding { return [][]key.Binding{m.ShortHelp()} }
@@ -164,9 +179,9 @@ func RenderStep(s *common.Styles, width int, step engine.Step, res probes.Result
 		}
 	}
 	if len(res.Commands) > 0 {
-		section("By hand")
+		b.WriteString("\n" + s.Heading.Render("By hand") + s.Muted.Render("  (y copies)") + "\n")
 		for _, c := range res.Commands {
-			b.WriteString(s.Command.Render(common.Wrap("$ "+c, width)) + "\n")
+			b.WriteString(RenderCommand(s, c, width, "$ ") + "\n")
 		}
 	}
 	if len(st.Undecided) > 0 {
@@ -199,9 +214,17 @@ func renderFacts(s *common.Styles, f probes.Facts, width int) string {
 	sort.Strings(names)
 	var b strings.Builder
 	for _, n := range names {
-		b.WriteString("  " + s.Label.Render(n+" = ") + FactValue(f[n]) + "\n")
+		b.WriteString(ansi.Hardwrap("  "+s.Label.Render(n+" = ")+FactValue(f[n]), width, true) + "\n")
 	}
 	return b.String()
+}
+
+// RenderCommand lays a command out as the on-call reads and copies it:
+// after first ("$ "), broken between shell words only, the lines it
+// continues indented under it.
+func RenderCommand(s *common.Styles, cmd string, width int, first string) string {
+	rest := strings.Repeat(" ", ansi.StringWidth(first)+2)
+	return s.Command.Render(common.WrapCommand(cmd, width, first, rest))
 }
 
 // FactValue renders a fact's value as the runbook conditions read it.
@@ -273,9 +296,13 @@ func RenderUndecided(s *common.Styles, width int, c engine.Cause, u engine.Undec
 		b.WriteString(common.Wrap(u.Why, width) + "\n")
 	}
 	for _, cmd := range u.Settle {
-		b.WriteString(common.Hang(cmd, width, "  $ ") + "\n")
+		b.WriteString(RenderCommand(s, cmd, width, "  $ ") + "\n")
 	}
-	b.WriteString("\n" + s.Muted.Render(common.Wrap("c confirms it, x rules it out once you have read the evidence; enter opens its fix directions.", width)))
+	more := "c confirms it, x rules it out once you have read the evidence; enter opens its fix directions."
+	if len(u.Settle) > 0 {
+		more = "y copies these commands; " + more
+	}
+	b.WriteString("\n" + s.Muted.Render(common.Wrap(more, width)))
 	return b.String()
 }
 
