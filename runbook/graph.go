@@ -141,6 +141,24 @@ type Cause struct {
 	// (hosts ejected because a wrong port fails every request): the finding
 	// is then reported after them, marked as a consequence.
 	ConsequenceOf []string `json:"consequence_of,omitempty"`
+	// ArisesIn are the data planes that can produce the cause, when only
+	// some can (outlier detection runs in the proxy that load-balances to
+	// the hosts, never at the destination): it is a hypothesis only where
+	// one of them is on the path. Empty: any path can produce it.
+	ArisesIn []Origin `json:"arises_in,omitempty"`
+}
+
+// Origin is a data plane that can produce a cause: In says which, in the
+// on-call's words; When holds when the facts put it on the path. Caller
+// marks the caller's own proxy, which a session without a caller (the
+// service side of a triage) has no way to read: the cause then waits for
+// one instead of being ruled out.
+type Origin struct {
+	In     string `json:"in"`
+	When   string `json:"when"`
+	Caller bool   `json:"caller,omitempty"`
+
+	cond *condition
 }
 
 // Severities of a cause.

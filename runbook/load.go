@@ -408,6 +408,15 @@ func (v *validator) checkCauses() {
 				v.add(ProblemUnknownCause, where, "consequence_of names %q, not another cause", other)
 			}
 		}
+		for i := range c.ArisesIn {
+			o := &c.ArisesIn[i]
+			ow := fmt.Sprintf("%s, arises_in %d", where, i+1)
+			if o.In == "" || o.When == "" {
+				v.add(ProblemInvalid, ow, "an origin needs in (the data plane, in words) and when")
+				continue
+			}
+			o.cond = v.compile(ow+" (when: "+o.When+")", o.When)
+		}
 		if len(c.Fixes) == 0 {
 			v.add(ProblemInvalid, where, "cause has no fix direction")
 		}

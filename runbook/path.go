@@ -1,6 +1,8 @@
 package runbook
 
 import (
+	"strings"
+
 	"github.com/meshtriage/meshtriage/probes"
 )
 
@@ -112,6 +114,64 @@ func (s *Session) readable(unknown []string, onPath map[string]bool) []string {
 	return out
 }
 
+// producible says whether a data plane on the path can produce cause id
+// (its ArisesIn), given the facts: an origin whose condition holds or, its
+// facts unknown, could still hold. When none can, why says where the cause
+// arises, and needsCaller that only the caller's proxy could and the
+// session has no caller to read (the service side): the cause is then not
+// ruled out, it waits for a caller. s.mu is held.
+func (s *Session) producible(id string, facts probes.Facts) (ok, needsCaller bool, why string) {
+	c, found := s.cfg.Graph.Cause(id)
+	if !found || len(c.ArisesIn) == 0 {
+		return true, false, ""
+	}
+	var where []string
+	for _, o := range c.ArisesIn {
+		where = append(where, o.In)
+		if o.Caller && s.cfg.Target.Source == nil {
+			needsCaller = true
+			continue
+		}
+		if o.cond == nil {
+			return true, false, ""
+		}
+		if o.cond.mayHold(facts) {
+			return true, false, ""
+		}
+	}
+	in := strings.Join(where, " or ")
+	if needsCaller {
+		return false, true, "it arises only in " + in + ": without a caller, no data plane of the path read produces it"
+	}
+	return false, false, "no data plane on the path produces it: it arises only in " + in
+}
+
+// mayHold: the condition holds on the facts, or, some of them unknown,
+// could still hold once they are read.
+func (c *condition) mayHold(facts probes.Facts) bool {
+	if len(missingFacts(c.facts, facts)) == 0 {
+		v, err := c.eval(facts)
+		return err == nil && v == true
+	}
+	could, _, _ := c.couldHold(facts)
+	return could
+}
+
+// CallerNeeded are the causes that only a caller's proxy could produce on
+// this path, which a session without a caller cannot read: neither found
+// nor ruled out by a rule, they wait for a caller (--from).
+func (s *Session) CallerNeeded() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []string
+	for _, st := range s.assess(s.knownFacts()) {
+		if st.NeedsCaller {
+			out = append(out, st.Cause)
+		}
+	}
+	return out
+}
+
 // Cause states (CauseState.State).
 const (
 	CauseFound      = "found"       // a rule held: a finding
@@ -130,8 +190,13 @@ type CauseState struct {
 	// could not decide.
 	Steps []string `json:"steps,omitempty"`
 	// Reasons are, for a cause found, why its rules held: the record's
-	// evidence in a sentence each.
+	// evidence in a sentence each; for one no data plane of the path
+	// produces (ruled out) or that only a caller's proxy could (not
+	// checked, without a caller), why.
 	Reasons []string `json:"reasons,omitempty"`
+	// NeedsCaller: not checked because only a caller's proxy produces it
+	// on this path and the session has no caller (the service side).
+	NeedsCaller bool `json:"needs_caller,omitempty"`
 }
 
 // Assess says, for every cause that a rule on the path can reach, whether
@@ -142,7 +207,11 @@ type CauseState struct {
 func (s *Session) Assess() []CauseState {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	facts := s.knownFacts()
+	return s.assess(s.knownFacts())
+}
+
+// assess is Assess with the facts known. s.mu is held.
+func (s *Session) assess(facts probes.Facts) []CauseState {
 	found := map[string][]string{}
 	reasons := map[string][]string{}
 	for _, f := range s.findings() {
@@ -208,9 +277,18 @@ func (s *Session) Assess() []CauseState {
 	for _, c := range order {
 		t := byCause[c]
 		st := CauseState{Cause: c}
+		ok, needsCaller, why := s.producible(c, facts)
 		switch {
 		case len(found[c]) > 0:
 			st.State, st.Steps, st.Reasons = CauseFound, found[c], reasons[c]
+		case !ok && !needsCaller:
+			// No data plane of the path produces it, whatever its rules
+			// still wait for.
+			st.State, st.Reasons = CauseRuledOut, []string{why}
+		case !ok && (len(t.open) > 0 || len(t.unrun) > 0):
+			// Only the caller's proxy could: not checked until there is
+			// one, and no hypothesis of this session.
+			st.State, st.Steps, st.Reasons, st.NeedsCaller = CauseNotChecked, append(t.open, t.unrun...), []string{why}, true
 		case open[c]:
 			st.State, st.Steps = CauseOpen, t.open
 		case len(t.unrun) > 0:

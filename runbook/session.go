@@ -845,6 +845,11 @@ func (s *Session) undecided(facts probes.Facts) []Undecided {
 			if r.Cause == "" || found[r.Cause] || r.RuledOut {
 				continue
 			}
+			if ok, _, _ := s.producible(r.Cause, facts); !ok {
+				// No data plane of the path produces it (or only the
+				// caller's, and there is none to read): no hypothesis.
+				continue
+			}
 			unknown := s.readable(r.Unknown, onProbes)
 			if len(unknown) == 0 {
 				continue
@@ -902,7 +907,14 @@ func (s *Session) Skipped() []SkippedRule {
 	facts := s.knownFacts()
 	var out []SkippedRule
 	for _, step := range s.counted(facts) {
-		out = append(out, s.decide(step, facts).skipped...)
+		for _, r := range s.decide(step, facts).skipped {
+			if r.Cause != "" {
+				if ok, _, _ := s.producible(r.Cause, facts); !ok {
+					continue
+				}
+			}
+			out = append(out, r)
+		}
 	}
 	return out
 }

@@ -203,6 +203,9 @@ func (o *checkOptions) run(ctx context.Context, args []string) error {
 	}
 	if rep.Verdict == report.VerdictUndecided {
 		// The path was not judged: that is no all-clear.
+		if len(rep.Hypotheses) == 0 {
+			return &exitError{code: exitFindings, err: fmt.Errorf("no finding, but no caller was read: %s arise only in a caller's proxy (name it with --from pod/NAME)", strings.Join(rep.CallerNeeded, ", "))}
+		}
 		return &exitError{code: exitFindings, err: fmt.Errorf("no finding, but %d open hypotheses: the checks that decide them could not run (the report says what would settle them)", len(rep.Hypotheses))}
 	}
 	return nil

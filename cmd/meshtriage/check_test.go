@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -55,7 +56,8 @@ func TestCheckExitCodes(t *testing.T) {
 			t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
 		}
 		for _, want := range []string{"no finding, but the path could not be judged", "HYPOTHESES", "what would settle the open hypotheses",
-			"envoy-clusters skipped: no source pod: name the calling pod with --from pod/NAME"} {
+			// The causes only a caller's Envoy produces wait for one.
+			"outlier.all-ejected, circuit-breaker.overflow", "arise only in a caller's proxy on this path: name the calling pod with --from pod/NAME"} {
 			if !strings.Contains(r.stdout, want) {
 				t.Errorf("stdout does not say %q:\n%s", want, r.stdout)
 			}
@@ -295,4 +297,75 @@ func TestCheckWithoutCallerOnAmbientIsNoAllClear(t *testing.T) {
 	if !strings.Contains(r.stderr, "from the service side, ") || !strings.Contains(r.stderr, "ambient-policy") {
 		t.Errorf("stderr does not count the skipped ambient-policy check: %s", r.stderr)
 	}
+}
+
+// A hypothesis is open only if the data plane on the path can produce it,
+// through check on the two inputs issue 26 met. mtls-plaintext-to-strict:
+// the caller (report-cron in batch) has no sidecar, so no pool of its own
+// overflows and no outlier detection of its own ejects; the metrics the
+// destination's sidecar could not give leave circuit-breaker.overflow no
+// hypothesis. The ambient manifests without a caller: the Service's pods
+// have no Envoy, so the Envoy-only causes wait for a caller (named in
+// caller_needed and in what settles the path) instead of being open.
+func TestCheckOpensNoHypothesisTheDataPlaneCannotProduce(t *testing.T) {
+	type rep struct {
+		Verdict      string   `json:"verdict"`
+		Unread       []string `json:"unread"`
+		CallerNeeded []string `json:"caller_needed"`
+		Hypotheses   []struct {
+			Cause  string   `json:"cause"`
+			Settle []string `json:"settle"`
+		} `json:"hypotheses"`
+	}
+	read := func(r checkRun) (rep, map[string]bool) {
+		var out rep
+		if err := json.Unmarshal([]byte(r.stdout), &out); err != nil {
+			t.Fatalf("%v\n%s", err, r.stderr)
+		}
+		open := map[string]bool{}
+		for _, h := range out.Hypotheses {
+			open[h.Cause] = true
+			for _, c := range h.Settle {
+				if strings.Contains(c, "report-cron") && strings.Contains(c, "-c istio-proxy") {
+					t.Errorf("%s settles with a command into report-cron's istio-proxy, which it has not: %s", h.Cause, c)
+				}
+			}
+		}
+		return out, open
+	}
+
+	t.Run("caller without a sidecar", func(t *testing.T) {
+		r := runCheck(t, "--scenario", "mtls-plaintext-to-strict", "--metrics-window", "10ms", "-o", "json")
+		if r.code != exitFindings {
+			t.Fatalf("exit %d\n%s", r.code, r.stderr)
+		}
+		_, open := read(r)
+		for _, c := range []string{"circuit-breaker.overflow", "outlier.all-ejected"} {
+			if open[c] {
+				t.Errorf("open hypothesis %s: the caller has no Envoy and the destination's sidecar does not produce it", c)
+			}
+		}
+	})
+
+	t.Run("ambient manifests, no caller", func(t *testing.T) {
+		r := runCheck(t, "--manifests", "../../assets/scenarios/ambient-hbone-networkpolicy/manifests", "-n", "shop", "svc/orders", "-o", "json")
+		if r.code != exitFindings {
+			t.Fatalf("exit %d, want 3 (undecided)\n%s", r.code, r.stderr)
+		}
+		out, open := read(r)
+		for _, c := range []string{"outlier.all-ejected", "circuit-breaker.overflow", "upstream.idle-reset"} {
+			if open[c] {
+				t.Errorf("open hypothesis %s: the Service's pods have no Envoy and no caller was read", c)
+			}
+			if !slices.Contains(out.CallerNeeded, c) {
+				t.Errorf("%s not said to wait for a caller: %v", c, out.CallerNeeded)
+			}
+		}
+		if !open["ambient.hbone-blocked"] || out.Verdict != "undecided" {
+			t.Errorf("verdict %s, hypotheses %v: the real cause must stay open", out.Verdict, open)
+		}
+		if !strings.Contains(strings.Join(out.Unread, "\n"), "arise only in a caller's proxy") {
+			t.Errorf("what settles the path does not name the caller:\n%s", strings.Join(out.Unread, "\n"))
+		}
+	})
 }

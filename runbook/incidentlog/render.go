@@ -752,6 +752,11 @@ func (r *record) notChecked(b *strings.Builder) {
 			lines = append(lines, fmt.Sprintf("- %s: open, its rules at %s could not decide", code(st.Cause), codeList(st.Steps)))
 		}
 		for _, st := range r.causesIn(runbook.CauseNotChecked) {
+			if st.NeedsCaller && len(st.Reasons) > 0 {
+				// It waits for a caller: only a caller's proxy produces it.
+				lines = append(lines, fmt.Sprintf("- %s: not checked, %s", code(st.Cause), text(st.Reasons[0])))
+				continue
+			}
 			lines = append(lines, fmt.Sprintf("- %s: not checked, %s did not run", code(st.Cause), codeList(st.Steps)))
 		}
 	} else {
@@ -838,10 +843,16 @@ func (r *record) ruledOut(b *strings.Builder) {
 	}
 	if r.ended != nil && r.ended.Ended.Causes != nil {
 		for _, st := range r.causesIn(runbook.CauseRuledOut) {
-			if !seen[st.Cause] {
-				seen[st.Cause] = true
-				lines = append(lines, fmt.Sprintf("- %s: its rules at %s did not hold", code(st.Cause), codeList(st.Steps)))
+			if seen[st.Cause] {
+				continue
 			}
+			seen[st.Cause] = true
+			if len(st.Steps) == 0 && len(st.Reasons) > 0 {
+				// No data plane of the path produces it.
+				lines = append(lines, fmt.Sprintf("- %s: %s", code(st.Cause), text(st.Reasons[0])))
+				continue
+			}
+			lines = append(lines, fmt.Sprintf("- %s: its rules at %s did not hold", code(st.Cause), codeList(st.Steps)))
 		}
 	} else {
 		// An older log: the causes of the passing checks, never one that

@@ -317,6 +317,10 @@ func stepName(s Step) string {
 // was judged.
 func outcome(r Report) string {
 	if r.Verdict == VerdictUndecided {
+		if len(r.Hypotheses) == 0 {
+			return fmt.Sprintf("no finding, but the path could not be judged: no caller was read, and %d %s only a caller's proxy produces could not be checked",
+				len(r.CallerNeeded), map[bool]string{true: "cause", false: "causes"}[len(r.CallerNeeded) == 1])
+		}
 		return fmt.Sprintf("no finding, but the path could not be judged: %d open %s below",
 			len(r.Hypotheses), map[bool]string{true: "hypothesis", false: "hypotheses"}[len(r.Hypotheses) == 1])
 	}

@@ -38,6 +38,11 @@ type Report struct {
 	// Unread are the checks behind the open hypotheses that could not read
 	// what they needed, each with why: the input that settles them.
 	Unread []string `json:"unread,omitempty"`
+	// CallerNeeded are the causes only a caller's proxy produces on this
+	// path, which a triage with no caller read could not judge: neither
+	// found nor ruled out, no hypothesis either; the caller (--from)
+	// settles them.
+	CallerNeeded []string `json:"caller_needed,omitempty"`
 	// Interrupted: the run was stopped (Ctrl-C) before every check
 	// reported; the report holds what had finished.
 	Interrupted bool `json:"interrupted,omitempty"`
@@ -147,8 +152,22 @@ func FromSession(s *runbook.Session) Report {
 	}
 	r.Hypotheses = s.Undecided()
 	r.Skipped = s.Skipped()
+	for _, c := range s.CallerNeeded() {
+		if !r.found(c) {
+			r.CallerNeeded = append(r.CallerNeeded, c)
+		}
+	}
 	r.settle()
 	return r
+}
+
+func (r *Report) found(cause string) bool {
+	for _, f := range r.Findings {
+		if f.Cause == cause {
+			return true
+		}
+	}
+	return false
 }
 
 // Judge sets the verdict again, with the probes the on-call chose not to
@@ -158,6 +177,11 @@ func (r *Report) Judge(chosen ...string) {
 	r.Verdict = VerdictClean
 	if len(r.Findings) > 0 {
 		r.Verdict = VerdictFindings
+		return
+	}
+	if len(r.CallerNeeded) > 0 {
+		// The caller's side of the path was not judged.
+		r.Verdict = VerdictUndecided
 		return
 	}
 	for _, h := range r.Hypotheses {
@@ -196,6 +220,10 @@ func (r *Report) settle() {
 		if !containsString(r.Unread, line) {
 			r.Unread = append(r.Unread, line)
 		}
+	}
+	if len(r.CallerNeeded) > 0 {
+		r.Unread = append(r.Unread, "the caller: no caller was read, and "+strings.Join(r.CallerNeeded, ", ")+
+			" arise only in a caller's proxy on this path: name the calling pod with --from pod/NAME")
 	}
 }
 
@@ -355,6 +383,7 @@ func FromSessions(service *runbook.Session, search probes.CallerSearchResult, ru
 		// for want of a caller (the caller's Envoy, its data plane): their
 		// open hypotheses are the triage's.
 		r.Hypotheses = callerHypotheses
+		r.CallerNeeded = nil
 	}
 	for _, f := range r.Findings {
 		found[f.Cause] = true

@@ -357,7 +357,9 @@ func (t *Triage) Causes() []runbook.CauseState {
 	var order []string
 	add := func(states []runbook.CauseState, who string, openToo bool) {
 		for _, st := range states {
-			if st.State == runbook.CauseOpen && !openToo {
+			if (st.State == runbook.CauseOpen || st.NeedsCaller) && !openToo {
+				// The callers read judge what the service side could
+				// not see for want of one.
 				continue
 			}
 			steps := st.Steps
