@@ -93,11 +93,27 @@ func readSourceProxy(ctx context.Context, c cluster.Cluster, t cluster.Target) (
 	pod, err := c.GetPod(ctx, t.Source.Namespace, t.Source.Name)
 	switch {
 	case err == nil && mesh.PodSidecar(pod) == mesh.SidecarNone:
-		return fmt.Sprintf("source pod %s has no %s: there is no Envoy to read, its calls leave without mTLS", t.Source, mesh.ProxyContainer), "", nil
+		return sourceWithoutProxy(*t.Source), "", nil
 	case apierrors.IsNotFound(err):
 		return "", "get source pod " + t.Source.String(), err
 	}
 	return "", "", nil
+}
+
+// sourceWithoutProxy is readSourceProxy's reason for a source without a
+// sidecar.
+func sourceWithoutProxy(src cluster.PodRef) string {
+	return fmt.Sprintf("source pod %s has no %s: there is no Envoy to read, its calls leave without mTLS", src, mesh.ProxyContainer)
+}
+
+// skippedSource is the result of a probe of the source's Envoy that had
+// nothing to read. A source without a sidecar gets no command: each would
+// go into the istio-proxy it lacks, and the summary says why.
+func skippedSource(t cluster.Target, skip string, commands []string) Result {
+	if t.Source != nil && skip == sourceWithoutProxy(*t.Source) {
+		commands = nil
+	}
+	return skippedResult(skip, commands)
 }
 
 // skippedResult is a probe result with nothing read: no facts, so the
@@ -159,7 +175,7 @@ type clusterFigures struct {
 
 func evaluateEnvoyClusters(t cluster.Target, in envoyClustersInput) Result {
 	if in.Skip != "" {
-		return skippedResult(in.Skip, envoyClustersCommands(t, nil))
+		return skippedSource(t, in.Skip, envoyClustersCommands(t, nil))
 	}
 	var f clusterFigures
 	var targets []envoy.Cluster

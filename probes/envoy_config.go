@@ -108,7 +108,7 @@ func mainCluster(active []envoy.ClusterConfig) envoy.ClusterConfig {
 
 func evaluateEnvoyConfig(t cluster.Target, in envoyConfigInput) Result {
 	if in.Skip != "" {
-		return skippedResult(in.Skip, envoyConfigCommands(t))
+		return skippedSource(t, in.Skip, envoyConfigCommands(t))
 	}
 	var active, warming []envoy.ClusterConfig
 	for _, c := range in.Dump.Clusters {

@@ -109,7 +109,7 @@ func serviceVIPs(svc *corev1.Service) []string {
 
 func evaluateEnvoyListeners(t cluster.Target, in envoyListenersInput) Result {
 	if in.Skip != "" {
-		return skippedResult(in.Skip, envoyListenersCommands(t))
+		return skippedSource(t, in.Skip, envoyListenersCommands(t))
 	}
 	var names, missing []string
 	var rows [][]string

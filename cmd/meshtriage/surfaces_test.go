@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"regexp"
@@ -70,6 +71,9 @@ func runCLI(t *testing.T, args ...string) checkRun {
 // rendered with its appendix (every step's "by hand" commands), and the
 // TUI's detail pane for every step it ran and every open hypothesis. On
 // every scenario with and without --from, and on manifests alone.
+//
+// And no surface offers a command into the istio-proxy of a pod without
+// one (issue 26: kubectl exec into report-cron, which has no sidecar).
 func TestNoPlaceholderOnAnySurface(t *testing.T) {
 	t.Setenv("KUBECONFIG", filepath.Join(t.TempDir(), "absent"))
 	for _, in := range triageInputs(t) {
@@ -97,6 +101,7 @@ func TestNoPlaceholderOnAnySurface(t *testing.T) {
 			for k, v := range tuiSurfaces(t, in) {
 				surfaces[k] = v
 			}
+			checkProxyCommands(t, in, surfaces)
 			seen := map[string]bool{}
 			for where, text := range surfaces {
 				for _, line := range strings.Split(text, "\n") {
@@ -110,6 +115,70 @@ func TestNoPlaceholderOnAnySurface(t *testing.T) {
 			}
 		})
 	}
+}
+
+// proxyCommand is a command into a named pod's istio-proxy: an exec (Envoy
+// admin through pilot-agent) or a log read.
+var proxyCommand = regexp.MustCompile(`kubectl (?:-n (\S+) )?(exec|logs) (?:-n (\S+) )?([a-z0-9][-a-z0-9.]*) -c istio-proxy\b`)
+
+// checkProxyCommands: no surface offers an exec into the istio-proxy of a
+// pod that has none (a caller outside the mesh, a pod in ambient), and
+// what settles an open hypothesis reads no log of one either.
+func checkProxyCommands(t *testing.T, in triageInput, surfaces map[string]string) {
+	t.Helper()
+	sidecar := podsWithSidecar(t, in)
+	seen := map[string]bool{}
+	for where, text := range surfaces {
+		for _, m := range proxyCommand.FindAllStringSubmatch(text, -1) {
+			if m[2] == "logs" && !strings.HasPrefix(where, "TUI hypothesis") {
+				continue
+			}
+			m = []string{m[0], m[1], m[3], m[4]}
+			ns := m[1] + m[2]
+			pod := ns + "/" + m[3]
+			has, known := sidecar[pod]
+			if known && !has && !seen[pod] {
+				seen[pod] = true
+				t.Errorf("%s: %q goes into the istio-proxy of %s, which has none", where, m[0], pod)
+			}
+		}
+	}
+}
+
+// podsWithSidecar are the input's pods, by namespace/name, and whether
+// each carries an istio-proxy (a container, or a native sidecar).
+func podsWithSidecar(t *testing.T, in triageInput) map[string]bool {
+	t.Helper()
+	dir := ""
+	for i, a := range in.args {
+		switch {
+		case a == "--scenario":
+			dir = filepath.Join("..", "..", "assets", "scenarios", in.args[i+1], "manifests")
+		case a == "--manifests":
+			dir = in.args[i+1]
+		}
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "*.yaml"))
+	out := map[string]bool{}
+	for _, d := range docsOf(t, files...) {
+		var pod struct {
+			Kind     string
+			Metadata struct{ Name, Namespace string }
+			Spec     struct{ Containers, InitContainers []struct{ Name string } }
+		}
+		if err := json.Unmarshal(d, &pod); err != nil || pod.Kind != "Pod" {
+			continue
+		}
+		has := false
+		for _, c := range append(pod.Spec.Containers, pod.Spec.InitContainers...) {
+			has = has || c.Name == "istio-proxy"
+		}
+		out[pod.Metadata.Namespace+"/"+pod.Metadata.Name] = has
+	}
+	if len(out) == 0 {
+		t.Fatalf("%s: no pod in %s", in.name, dir)
+	}
+	return out
 }
 
 // tuiSurfaces are the TUI's detail pane, as the guided triage of the input
