@@ -201,3 +201,28 @@ func (p *pane) idle() string {
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+// Ctrl-C during `meshtriage check` in a terminal: the terminal echoes ^C
+// on the line the check's stderr line would start on; that line starts a
+// line of its own ("meshtriage: interrupted: ..."), as a shell's next
+// prompt does.
+func TestEndToEndInterruptedCheckLine(t *testing.T) {
+	bin, dir := e2eBinary(t)
+	p := startPane(t, dir, fmt.Sprintf("%s check --scenario healthy --metrics-window 30s -o json > %s; echo EXIT=$?; sleep 60", bin, filepath.Join(dir, "report.json")))
+	// The check is sampling the metrics window when the on-call gives up.
+	time.Sleep(2 * time.Second)
+	p.keys("C-c")
+	screen := p.waitFor("EXIT=130")
+	found := false
+	for _, line := range strings.Split(screen, "\n") {
+		if strings.Contains(line, "meshtriage: interrupted") {
+			found = true
+			if !strings.HasPrefix(line, "meshtriage: interrupted") {
+				t.Errorf("the interrupted line does not start a line of its own: %q", line)
+			}
+		}
+	}
+	if !found {
+		t.Fatalf("no interrupted line:\n%s", screen)
+	}
+}

@@ -139,6 +139,11 @@ func executeAs(argv0 string, streams genericiooptions.IOStreams, args []string) 
 	}
 	var ee *exitError
 	if errors.As(err, &ee) {
+		if ee.code == exitInterrupted && isTerminal(streams.ErrOut) {
+			// The terminal echoed ^C where this line would start: end
+			// that line first, as a shell does before its prompt.
+			fmt.Fprintln(streams.ErrOut)
+		}
 		if ee.err != nil {
 			fmt.Fprintln(streams.ErrOut, "meshtriage:", oneLine(ee.err.Error()))
 		}
