@@ -137,69 +137,52 @@ func e2eBinary(t *testing.T) (bin, dir string) {
 	return bin, dir
 }
 
-// pane is a detached 100x30 tmux pane running one shell script.
+// pane is a detached 100x30 tmux pane running one shell script, whose
+// waits fail the test.
 type pane struct {
-	t    *testing.T
-	tmux func(args ...string) string
+	t  *testing.T
+	tp *tmuxPane
 }
 
 func startPane(t *testing.T, dir, script string) *pane {
 	t.Helper()
-	tmuxBin, _ := exec.LookPath("tmux")
 	// A private server socket: never touch the user's (or another test's)
 	// tmux sessions.
-	sock := filepath.Join(dir, "tmux.sock")
-	tmux := func(args ...string) string {
-		t.Helper()
-		out, err := exec.Command(tmuxBin, append([]string{"-S", sock}, args...)...).CombinedOutput()
-		if err != nil {
-			t.Fatalf("tmux %v: %v\n%s", args, err, out)
-		}
-		return string(out)
+	tp, err := newTmuxPane(dir, script, 100, 30)
+	if err != nil {
+		t.Fatal(err)
 	}
-	tmux("-f", "/dev/null", "new-session", "-d", "-s", "e2e", "-x", "100", "-y", "30", "-e", "TERM=xterm-256color", "-e", "NO_COLOR=", script)
-	t.Cleanup(func() { _ = exec.Command(tmuxBin, "-S", sock, "kill-server").Run() })
-	return &pane{t: t, tmux: tmux}
+	t.Cleanup(tp.close)
+	return &pane{t: t, tp: tp}
 }
 
-func (p *pane) screen() string { return p.tmux("capture-pane", "-p", "-t", "e2e") }
+func (p *pane) screen() string { return p.tp.screen() }
 
-func (p *pane) keys(k ...string) { p.tmux(append([]string{"send-keys", "-t", "e2e"}, k...)...) }
+func (p *pane) keys(k ...string) {
+	p.t.Helper()
+	if err := p.tp.keys(k...); err != nil {
+		p.t.Fatal(err)
+	}
+}
 
 // waitFor returns the screen once it shows every want, failing after 30 s.
 func (p *pane) waitFor(want ...string) string {
 	p.t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		s := p.screen()
-		ok := true
-		for _, w := range want {
-			ok = ok && strings.Contains(s, w)
-		}
-		if ok {
-			return s
-		}
-		if time.Now().After(deadline) {
-			p.t.Fatalf("the pane never showed %q:\n%s", want, s)
-		}
-		time.Sleep(100 * time.Millisecond)
+	s, err := p.tp.waitFor(30*time.Second, want)
+	if err != nil {
+		p.t.Fatal(err)
 	}
+	return s
 }
 
 // idle returns the screen once no probe is running.
 func (p *pane) idle() string {
 	p.t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		s := p.screen()
-		if !strings.Contains(s, "running") && !strings.Contains(s, "starting the session") {
-			return s
-		}
-		if time.Now().After(deadline) {
-			p.t.Fatalf("probes still running after 30s:\n%s", s)
-		}
-		time.Sleep(100 * time.Millisecond)
+	s, err := p.tp.waitFor(30*time.Second, nil, "running", "starting the session")
+	if err != nil {
+		p.t.Fatal(err)
 	}
+	return s
 }
 
 // Ctrl-C during `meshtriage check` in a terminal: the terminal echoes ^C

@@ -632,39 +632,58 @@ func TestScenarioPatchesClearTheirCauseOnCheckManifests(t *testing.T) {
 	}
 }
 
-// Cases the team does not see (testdata/fixes here and runbook/triage's):
-// other names, subsets, ports and namespaces. check --manifests finds the
-// cause; its patches, applied outside, clear it with no new cause.
-func TestHandMadeCasesPatchesClearTheirCauseOnCheckManifests(t *testing.T) {
+// handMadeCase is a case the team does not see: its manifests, the target
+// (with its caller) and the cause check must find.
+type handMadeCase struct {
+	name, manifests, cause string
+	target                 cluster.Target
+	docs                   [][]byte
+}
+
+// handMadeCases are testdata/fixes here and runbook/triage's.
+func handMadeCases(t *testing.T) []handMadeCase {
+	t.Helper()
 	dirs, _ := filepath.Glob(filepath.Join("testdata", "fixes", "*"))
 	if len(dirs) < 3 {
 		t.Fatalf("hand-made cases: %v", dirs)
 	}
 	more, _ := filepath.Glob(filepath.Join("..", "..", "runbook", "triage", "testdata", "fixes", "*"))
+	var out []handMadeCase
 	for _, dir := range append(dirs, more...) {
-		t.Run(filepath.Base(dir), func(t *testing.T) {
-			var c struct {
-				Namespace, Service, From, Cause string
-				Port                            int32
-			}
-			data, err := os.ReadFile(filepath.Join(dir, "target.yaml"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := yaml.Unmarshal(data, &c); err != nil {
-				t.Fatal(err)
-			}
-			tg := cluster.Target{Namespace: c.Namespace, Service: c.Service, Port: c.Port}
-			if ns, pod, ok := strings.Cut(c.From, "/"); ok {
-				tg.Source = &cluster.PodRef{Namespace: ns, Name: pod}
-			}
-			docs := docsOf(t, filepath.Join(dir, "manifests.yaml"))
-			rep := checkJSON(t, append(targetArgs(tg), "--manifests", filepath.Join(dir, "manifests.yaml"))...)
-			if _, ok := causesOf(rep)[c.Cause]; !ok {
-				t.Fatalf("check --manifests finds %v, not %s", causesOf(rep), c.Cause)
+		var c struct {
+			Namespace, Service, From, Cause string
+			Port                            int32
+		}
+		data, err := os.ReadFile(filepath.Join(dir, "target.yaml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := yaml.Unmarshal(data, &c); err != nil {
+			t.Fatal(err)
+		}
+		tg := cluster.Target{Namespace: c.Namespace, Service: c.Service, Port: c.Port}
+		if ns, pod, ok := strings.Cut(c.From, "/"); ok {
+			tg.Source = &cluster.PodRef{Namespace: ns, Name: pod}
+		}
+		manifests := filepath.Join(dir, "manifests.yaml")
+		out = append(out, handMadeCase{name: filepath.Base(dir), manifests: manifests, cause: c.Cause, target: tg, docs: docsOf(t, manifests)})
+	}
+	return out
+}
+
+// Cases the team does not see (testdata/fixes here and runbook/triage's):
+// other names, subsets, ports and namespaces. check --manifests finds the
+// cause; its patches, applied outside, clear it with no new cause.
+func TestHandMadeCasesPatchesClearTheirCauseOnCheckManifests(t *testing.T) {
+	for _, c := range handMadeCases(t) {
+		t.Run(c.name, func(t *testing.T) {
+			tg, docs := c.target, c.docs
+			rep := checkJSON(t, append(targetArgs(tg), "--manifests", c.manifests)...)
+			if _, ok := causesOf(rep)[c.cause]; !ok {
+				t.Fatalf("check --manifests finds %v, not %s", causesOf(rep), c.cause)
 			}
 			if n := proveWithCheck(t, rep, docs, tg); n == 0 {
-				t.Errorf("no patch of %s proven", c.Cause)
+				t.Errorf("no patch of %s proven", c.cause)
 			}
 			for _, f := range rep.Findings {
 				for _, d := range f.Fix.Directions {

@@ -3,12 +3,9 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"sigs.k8s.io/yaml"
 
 	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/runbook/triage"
@@ -93,25 +90,8 @@ func fixCases(t *testing.T) []fixCase {
 		files, _ := filepath.Glob(filepath.Join("..", "..", "assets", "scenarios", name, "manifests", "*.yaml"))
 		out = append(out, fixCase{name: name, docs: docsOf(t, files...), tg: *src.Target})
 	}
-	dirs, _ := filepath.Glob(filepath.Join("testdata", "fixes", "*"))
-	more, _ := filepath.Glob(filepath.Join("..", "..", "runbook", "triage", "testdata", "fixes", "*"))
-	for _, dir := range append(dirs, more...) {
-		var c struct {
-			Namespace, Service, From string
-			Port                     int32
-		}
-		data, err := os.ReadFile(filepath.Join(dir, "target.yaml"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := yaml.Unmarshal(data, &c); err != nil {
-			t.Fatal(err)
-		}
-		tg := cluster.Target{Namespace: c.Namespace, Service: c.Service, Port: c.Port}
-		if ns, pod, ok := strings.Cut(c.From, "/"); ok {
-			tg.Source = &cluster.PodRef{Namespace: ns, Name: pod}
-		}
-		out = append(out, fixCase{name: filepath.Base(dir), docs: docsOf(t, filepath.Join(dir, "manifests.yaml")), tg: tg})
+	for _, c := range handMadeCases(t) {
+		out = append(out, fixCase{name: c.name, docs: c.docs, tg: c.target})
 	}
 	return out
 }
