@@ -151,7 +151,7 @@ func RenderStep(s *common.Styles, width int, step engine.Step, res probes.Result
 			meta += " · " + d
 		}
 	}
-	b.WriteString(s.Title.Render(common.Wrap(step.Title, width)) + "\n" + s.Label.Render(meta) + "\n")
+	b.WriteString(s.Title.Render(common.Wrap(step.Title, width)) + "\n" + s.Label.Render(common.Wrap(meta, width)) + "\n")
 	if st.Proposed && st.Reason != "" {
 		b.WriteString(s.Reason.Render(common.Wrap(common.IconProposed+" proposed next: "+st.Reason, width)) + "\n")
 	}
@@ -224,7 +224,13 @@ func renderFacts(s *common.Styles, f probes.Facts, width int) string {
 // continues indented under it.
 func RenderCommand(s *common.Styles, cmd string, width int, first string) string {
 	rest := strings.Repeat(" ", ansi.StringWidth(first)+2)
-	return s.Command.Render(common.WrapCommand(cmd, width, first, rest))
+	// Line by line: a style renders a block as wide as its widest line,
+	// which would pad every line to the long word's width.
+	lines := strings.Split(common.WrapCommand(cmd, width, first, rest), "\n")
+	for i, l := range lines {
+		lines[i] = s.Command.Render(l)
+	}
+	return strings.Join(lines, "\n")
 }
 
 // FactValue renders a fact's value as the runbook conditions read it.
@@ -250,15 +256,15 @@ func RenderCause(s *common.Styles, width int, c engine.Cause, f *engine.Finding,
 	} else {
 		b.WriteString(s.Title.Render(common.Hang(c.Title, width, common.IconCauseOther+" ")) + "\n")
 	}
-	b.WriteString(s.Label.Render(c.ID) + "\n")
+	b.WriteString(s.Label.Render(common.Wrap(c.ID, width)) + "\n")
 	if f == nil {
-		b.WriteString(s.Label.Render("not supported by the facts so far") + "\n")
+		b.WriteString(s.Label.Render(common.Wrap("not supported by the facts so far", width)) + "\n")
 	}
 	if f != nil && f.Confidence != "" {
-		b.WriteString(s.Label.Render("confidence "+f.Confidence) + "\n")
+		b.WriteString(s.Label.Render(common.Wrap("confidence "+f.Confidence, width)) + "\n")
 	}
 	if v != "" {
-		b.WriteString(s.Label.Render("hypothesis "+strings.ReplaceAll(string(v), "_", " ")) + "\n")
+		b.WriteString(s.Label.Render(common.Wrap("hypothesis "+strings.ReplaceAll(string(v), "_", " "), width)) + "\n")
 	}
 	if c.Summary != "" {
 		b.WriteString("\n" + common.Wrap(c.Summary, width) + "\n")
@@ -280,10 +286,10 @@ func RenderCause(s *common.Styles, width int, c engine.Cause, f *engine.Finding,
 func RenderUndecided(s *common.Styles, width int, c engine.Cause, u engine.Undecided, v engine.Verdict) string {
 	var b strings.Builder
 	b.WriteString(s.Title.Render(common.Hang(c.Title, width, common.IconUndecided+" ")) + "\n")
-	b.WriteString(s.Label.Render(c.ID) + "\n")
-	b.WriteString(s.Label.Render("undecided: neither confirmed nor ruled out (strongest rule: "+u.Confidence+")") + "\n")
+	b.WriteString(s.Label.Render(common.Wrap(c.ID, width)) + "\n")
+	b.WriteString(s.Label.Render(common.Wrap("undecided: neither confirmed nor ruled out (strongest rule: "+u.Confidence+")", width)) + "\n")
 	if v != "" {
-		b.WriteString(s.Label.Render("hypothesis "+strings.ReplaceAll(string(v), "_", " ")) + "\n")
+		b.WriteString(s.Label.Render(common.Wrap("hypothesis "+strings.ReplaceAll(string(v), "_", " "), width)) + "\n")
 	}
 	if c.Summary != "" {
 		b.WriteString("\n" + common.Wrap(c.Summary, width) + "\n")
