@@ -377,7 +377,7 @@ func TestEndToEndRecordIsTheScript(t *testing.T) {
 	for i, a := range script {
 		for _, k := range a.keys {
 			if k == "y" && i == len(script)-1 {
-				if _, err := p.waitFor(10*time.Second, []string{"Quit meshtriage?"}); err != nil {
+				if _, err := p.waitFor(30*time.Second, []string{"Quit meshtriage?"}); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -389,7 +389,7 @@ func TestEndToEndRecordIsTheScript(t *testing.T) {
 		if a.text != "" {
 			// A note or a verdict's reason: typed in the box the key
 			// opened, then saved.
-			if _, err := p.waitFor(10*time.Second, []string{"enter save"}); err != nil {
+			if _, err := p.waitFor(30*time.Second, []string{"enter save"}); err != nil {
 				t.Fatal(err)
 			}
 			if err := p.text(a.text); err != nil {
