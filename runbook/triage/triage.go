@@ -32,14 +32,27 @@ import (
 )
 
 // Runbook loads and validates the embedded Envoy 503 runbook against the
-// probes' facts and the cause catalogue.
+// probes' facts and the cause catalogue, once a process: it is embedded,
+// and a loaded graph is read only, shared by every session (a triage's
+// callers' sessions already share theirs). Compiling its rules is most of
+// what opening a triage costs.
 func Runbook() (*runbook.Graph, error) {
-	cat := runbook.CatalogueOf(probes.All(), assets.Causes).WithRemedies(remedies.IDs(), remedies.VarDocs)
-	g, err := runbook.LoadFS(assets.FS, assets.Runbook503, cat)
-	if err != nil {
-		return nil, fmt.Errorf("runbook: %w", err)
-	}
-	return g, nil
+	embedded.once.Do(func() {
+		cat := runbook.CatalogueOf(probes.All(), assets.Causes).WithRemedies(remedies.IDs(), remedies.VarDocs)
+		g, err := runbook.LoadFS(assets.FS, assets.Runbook503, cat)
+		if err != nil {
+			embedded.err = fmt.Errorf("runbook: %w", err)
+			return
+		}
+		embedded.graph = g
+	})
+	return embedded.graph, embedded.err
+}
+
+var embedded struct {
+	once  sync.Once
+	graph *runbook.Graph
+	err   error
 }
 
 // Options say how to run the session.
