@@ -355,29 +355,33 @@ func TestEndToEndRecordIsTheScript(t *testing.T) {
 		keys  []string
 		text  string
 		entry string // the timeline entry it adds: its start
+		done  string // what the screen shows once the action is over
 	}{
 		// The session starts with the symptom: the log, with it.
-		{[]string{"Enter"}, "", "Triage started by "},
-		{nil, "", "Symptom: Callers see 503s"},
-		{[]string{"Enter"}, "", "Ran `target`: **pass**"},
-		{[]string{"Enter"}, "", "Ran `envoy-clusters` (the runbook's next step: "},
-		{[]string{"n"}, "all hosts healthy", "Note at `envoy-clusters`: all hosts healthy"},
-		{[]string{"a"}, "", "Ran all "},
-		{[]string{"r"}, "", "Re-ran `envoy-clusters`: **pass**"},
-		{[]string{"G", "Enter"}, "", "Chose the cause " + cause},
-		{[]string{"c"}, "targetPort 8081, the app listens on 8080", "Confirmed " + cause + ": targetPort 8081, the app listens on 8080"},
-		{[]string{"Tab", "y"}, "", "Chose the fix `align-target-port` for " + cause},
-		{[]string{"v"}, "", "Verified the fix of " + cause + ": "},
-		{[]string{"Escape", "q", "y"}, "", "Session ended (quit); findings: " + cause},
+		{[]string{"Enter"}, "", "Triage started by ", ""},
+		{nil, "", "Symptom: Callers see 503s", ""},
+		{[]string{"Enter"}, "", "Ran `target`: **pass**", ""},
+		{[]string{"Enter"}, "", "Ran `envoy-clusters` (the runbook's next step: ", ""},
+		{[]string{"n"}, "all hosts healthy", "Note at `envoy-clusters`: all hosts healthy", ""},
+		{[]string{"a"}, "", "Ran all ", ""},
+		{[]string{"r"}, "", "Re-ran `envoy-clusters`: **pass**", ""},
+		{[]string{"G", "Enter"}, "", "Chose the cause " + cause, ""},
+		{[]string{"c"}, "targetPort 8081, the app listens on 8080", "Confirmed " + cause + ": targetPort 8081, the app listens on 8080", ""},
+		{[]string{"Tab", "y"}, "", "Chose the fix `align-target-port` for " + cause, ""},
+		{[]string{"v"}, "", "Verified the fix of " + cause + ": ", "Verification  (v runs it)"},
+		{[]string{"Escape", "q", "y"}, "", "Session ended (quit); findings: " + cause, ""},
 	}
+	// A key's screen is up before the next key goes: an Escape read with
+	// the q after it is alt+q, and y answers the quit dialog only.
+	before := map[string]string{"q": "Runbook · guided", "y": "Quit meshtriage?"}
 	if _, err := p.waitFor(60*time.Second, []string{"What does the on-call see?"}); err != nil {
 		t.Fatal(err)
 	}
 	var want []string
 	for i, a := range script {
 		for _, k := range a.keys {
-			if k == "y" && i == len(script)-1 {
-				if _, err := p.waitFor(30*time.Second, []string{"Quit meshtriage?"}); err != nil {
+			if screen, ok := before[k]; ok && i == len(script)-1 {
+				if _, err := p.waitFor(30*time.Second, []string{screen}); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -396,6 +400,13 @@ func TestEndToEndRecordIsTheScript(t *testing.T) {
 				t.Fatal(err)
 			}
 			if err := p.keys("Enter"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if a.done != "" {
+			// The verification is over (not only recorded): esc then goes
+			// back rather than cancelling it.
+			if _, err := p.waitFor(60*time.Second, []string{a.done}, "running… esc cancels"); err != nil {
 				t.Fatal(err)
 			}
 		}
