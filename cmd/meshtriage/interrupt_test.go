@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -43,8 +44,21 @@ func cli(t *testing.T, args ...string) (*exec.Cmd, *bytes.Buffer, *bytes.Buffer)
 func TestCheckInterruptedPrintsWhatFinished(t *testing.T) {
 	for _, format := range []string{"json", "text"} {
 		t.Run(format, func(t *testing.T) {
-			cmd, out, errOut := cli(t, "check", "--scenario", "healthy", "--metrics-window", "20s", "-o", format)
-			time.Sleep(1500 * time.Millisecond)
+			logPath := filepath.Join(t.TempDir(), "incident.jsonl")
+			cmd, out, errOut := cli(t, "check", "--scenario", "healthy", "--metrics-window", "20s", "-o", format, "--log", logPath)
+			// Interrupted once the triage has started (the handler is in
+			// place before: session_started opens the log), however long
+			// the loaded machine took to get there, and the target step,
+			// a read of recorded objects, has had a second.
+			for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+				if data, _ := os.ReadFile(logPath); bytes.Contains(data, []byte(`"kind":"session_started"`)) {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("the triage never started\nstderr:\n%s", errOut)
+				}
+			}
+			time.Sleep(time.Second)
 			if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
 				t.Fatal(err)
 			}
