@@ -191,9 +191,19 @@ func (p *pane) idle() string {
 // prompt does.
 func TestEndToEndInterruptedCheckLine(t *testing.T) {
 	bin, dir := e2eBinary(t)
-	p := startPane(t, dir, fmt.Sprintf("%s check --scenario healthy --metrics-window 30s -o json > %s; echo EXIT=$?; sleep 60", bin, filepath.Join(dir, "report.json")))
-	// The check is sampling the metrics window when the on-call gives up.
-	time.Sleep(2 * time.Second)
+	logPath := filepath.Join(dir, "incident.jsonl")
+	p := startPane(t, dir, fmt.Sprintf("%s check --scenario healthy --metrics-window 30s -o json --log %s > %s; echo EXIT=$?; sleep 60", bin, logPath, filepath.Join(dir, "report.json")))
+	// The check is sampling the metrics window when the on-call gives up:
+	// its triage has started (its handler is in place before).
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if data, _ := os.ReadFile(logPath); strings.Contains(string(data), `"kind":"session_started"`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the triage never started:\n%s", p.screen())
+		}
+	}
+	time.Sleep(500 * time.Millisecond)
 	p.keys("C-c")
 	screen := p.waitFor("EXIT=130")
 	found := false
