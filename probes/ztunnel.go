@@ -75,10 +75,13 @@ type ztunnelInput struct {
 	// Ztunnels are the Running, Ready ztunnel pods of the nodes the
 	// traffic passes, by node; NotReady says, by node, why the ztunnel
 	// that runs there without one Ready does not count; Nodes are those
-	// nodes, with what runs there.
-	Ztunnels map[string]*corev1.Pod
-	NotReady map[string]string
-	Nodes    map[string][]string
+	// nodes, with what runs there. StatusUnknown names, by node, the
+	// ztunnel the input holds without a status (a dump of specs): whether
+	// it runs is not known.
+	Ztunnels      map[string]*corev1.Pod
+	NotReady      map[string]string
+	StatusUnknown map[string]string
+	Nodes         map[string][]string
 	// NodesNeedZtunnel: nodes with a pod of the path that only ztunnel
 	// there carries: enrolled, or pending (captured and held until a
 	// ztunnel proxies it).
@@ -104,7 +107,7 @@ func (p ZtunnelProbe) Run(ctx context.Context, c cluster.Cluster, t cluster.Targ
 	if err != nil {
 		return ErrorResult(what, err)
 	}
-	in := ztunnelInput{ambientInput: base, Ztunnels: map[string]*corev1.Pod{}, NotReady: map[string]string{}, Nodes: map[string][]string{}, NodesNeedZtunnel: map[string]bool{}}
+	in := ztunnelInput{ambientInput: base, Ztunnels: map[string]*corev1.Pod{}, NotReady: map[string]string{}, StatusUnknown: map[string]string{}, Nodes: map[string][]string{}, NodesNeedZtunnel: map[string]bool{}}
 	if !base.ambientOnPath() {
 		return evaluateZtunnel(t, in)
 	}
@@ -140,6 +143,10 @@ func (p ZtunnelProbe) Run(ctx context.Context, c cluster.Cluster, t cluster.Targ
 	for i := range pods {
 		zp := &pods[i]
 		node := zp.Spec.NodeName
+		if _, on := in.Nodes[node]; on && zp.DeletionTimestamp == nil && zp.Status.Phase == "" && len(zp.Status.Conditions) == 0 {
+			in.StatusUnknown[node] = zp.Name
+			continue
+		}
 		if _, on := in.Nodes[node]; !on || zp.Status.Phase != corev1.PodRunning || zp.DeletionTimestamp != nil {
 			continue
 		}
@@ -272,8 +279,14 @@ func evaluateZtunnel(t cluster.Target, in ztunnelInput) Result {
 	}
 	var problems, notes, raw []string
 	without, whys := []string{}, []string{}
+	unknown := 0
 	for _, node := range pathNodes(in.Nodes) {
 		if in.NodesNeedZtunnel[node] && in.Ztunnels[node] == nil {
+			if zp := in.StatusUnknown[node]; zp != "" {
+				notes = append(notes, fmt.Sprintf("ztunnel %s on %s has no status in the input: whether it runs is not known", zp, node))
+				unknown++
+				continue
+			}
 			without = append(without, node)
 			why := node
 			if nr := in.NotReady[node]; nr != "" {
@@ -286,6 +299,8 @@ func evaluateZtunnel(t cluster.Target, in ztunnelInput) Result {
 	switch {
 	case in.ListProblem != "":
 		notes = append(notes, in.ListProblem)
+	case unknown > 0 && len(without) == 0:
+		// Every node we could judge has one; the others are not known.
 	default:
 		r.Facts["ztunnel_nodes_without"] = without
 	}
@@ -455,6 +470,11 @@ func listZtunnels(ctx context.Context, c cluster.Cluster, controlPlane string) (
 	all, aerr := c.ListPods(ctx, metav1.NamespaceAll, sel)
 	if aerr != nil {
 		return nil, "no ztunnel pod in " + controlPlane + "; " + cluster.AccessProblem("list ztunnel pods in every namespace", aerr) + ": which nodes have one is unknown", nil
+	}
+	// A dump of the application's namespaces holds no ztunnel because it
+	// holds nothing of the control plane: not read is not absent.
+	if len(all) == 0 && cluster.InputLacksPods(c, controlPlane) {
+		return nil, "the input holds no pod of " + controlPlane + " and no ztunnel pod: which nodes run a ztunnel is not known", nil
 	}
 	return all, "", nil
 }
