@@ -14,6 +14,7 @@ import (
 	"github.com/meshtriage/meshtriage/probes/mesh"
 	"github.com/meshtriage/meshtriage/probes/parse/accesslog"
 	"github.com/meshtriage/meshtriage/probes/parse/envoy"
+	"github.com/meshtriage/meshtriage/probes/readgroup"
 	"github.com/meshtriage/meshtriage/probes/vocabulary"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -176,7 +177,7 @@ func fetchAccessLog(ctx context.Context, c cluster.Cluster, t cluster.Target) (a
 		upstream []logRead
 		// failures of the Service and pod reads, in the order made
 		lookups []logRead
-		g       readGroup
+		g       readgroup.Group
 	)
 	if t.Source != nil {
 		source = &logRead{}
@@ -215,7 +216,7 @@ func fetchAccessLog(ctx context.Context, c cluster.Cluster, t cluster.Target) (a
 			readable = readable[:maxUpstreamLogs]
 		}
 		upstream = make([]logRead, len(readable))
-		var logs readGroup
+		var logs readgroup.Group
 		for i, pod := range readable {
 			logs.Go(func() {
 				upstream[i].log, upstream[i].what, upstream[i].err = readLog(cluster.PodRef{Namespace: pod.Namespace, Name: pod.Name}, true)

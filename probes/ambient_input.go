@@ -11,6 +11,7 @@ import (
 
 	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/mesh"
+	"github.com/meshtriage/meshtriage/probes/readgroup"
 )
 
 // ambientInput is what the ambient probes (dataplane, ambient-policy,
@@ -42,7 +43,7 @@ func fetchAmbient(ctx context.Context, c cluster.Cluster, t cluster.Target) (amb
 	in := ambientInput{ControlPlane: controlPlane(c)}
 	var (
 		svcErr, nsErr, srcErr error
-		g                     readGroup
+		g                     readgroup.Group
 	)
 	g.Go(func() { in.Service, svcErr = c.GetService(ctx, t.Namespace, t.Service) })
 	g.Go(func() { in.Namespace, nsErr = c.GetNamespace(ctx, t.Namespace) })
@@ -73,7 +74,7 @@ func fetchAmbient(ctx context.Context, c cluster.Cluster, t cluster.Target) (amb
 		gwsErr   error
 		wpPods   []corev1.Pod
 		wpErr    error
-		second   readGroup
+		second   readgroup.Group
 		named    = in.Binding.Use.Named
 		wp       = in.Binding.Use.Ref
 		sourceNS = in.Source != nil && in.Source.Namespace != t.Namespace

@@ -13,6 +13,7 @@ import (
 
 	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/mesh"
+	"github.com/meshtriage/meshtriage/probes/readgroup"
 )
 
 // AmbientPolicyProbe judges, from configuration alone, the hops an
@@ -87,7 +88,7 @@ func (p AmbientPolicyProbe) Run(ctx context.Context, c cluster.Cluster, t cluste
 	nps := make([][]networkingk8s.NetworkPolicy, len(namespaces))
 	npErrs := make([]error, len(namespaces))
 	var (
-		g                readGroup
+		g                readgroup.Group
 		apNS, apRoot     []*securityv1.AuthorizationPolicy
 		apErr, apRootErr error
 		paNS, paRoot     []*securityv1.PeerAuthentication

@@ -15,6 +15,7 @@ import (
 
 	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/mesh"
+	"github.com/meshtriage/meshtriage/probes/readgroup"
 )
 
 // callerView is what the config model says the caller's proxy is given for
@@ -49,7 +50,7 @@ func fetchCallerView(ctx context.Context, c cluster.Cluster, t cluster.Target) (
 		mcErr      error
 		svcErr     error
 		podErr     error
-		first      readGroup
+		first      readgroup.Group
 		sourceRead = t.Source != nil
 	)
 	first.Go(func() { mc, mcErr = ReadMeshConfig(ctx, c) })
@@ -87,7 +88,7 @@ func fetchCallerView(ctx context.Context, c cluster.Cluster, t cluster.Target) (
 		sdWhat    string
 		sdErr     error
 		gwReads   gatewayReads
-		second    readGroup
+		second    readgroup.Group
 	)
 	second.Go(func() { rules, rulesWhat, rulesErr = fetchMeshRules(ctx, c, namespaces, optional) })
 	second.Go(func() { sd, sdNS, sdWhat, sdErr = fetchServiceData(ctx, c, svc) })
@@ -132,7 +133,7 @@ func fetchCallerView(ctx context.Context, c cluster.Cluster, t cluster.Target) (
 	}
 	otherSvcs := make([]*corev1.Service, len(others))
 	otherErrs := make([]error, len(others))
-	var third readGroup
+	var third readgroup.Group
 	for i, host := range others {
 		name, ns, _ := serviceOfHost(host)
 		third.Go(func() { otherSvcs[i], otherErrs[i] = c.GetService(ctx, ns, name) })
@@ -159,7 +160,7 @@ func fetchCallerView(ctx context.Context, c cluster.Cluster, t cluster.Target) (
 		nss := make([]*corev1.Namespace, len(found))
 		whats := make([]string, len(found))
 		errs := make([]error, len(found))
-		var fourth readGroup
+		var fourth readgroup.Group
 		var moreWhat string
 		var moreErr error
 		fourth.Go(func() { moreWhat, moreErr = rules.more(ctx, c, otherNamespaces, func(string) bool { return true }) })
@@ -204,7 +205,7 @@ func fetchServiceData(ctx context.Context, c cluster.Cluster, svc *corev1.Servic
 	var (
 		pods              []corev1.Pod
 		slicesErr, podErr error
-		g                 readGroup
+		g                 readgroup.Group
 	)
 	g.Go(func() { sd.Slices, slicesErr = c.EndpointSlices(ctx, svc.Namespace, svc.Name) })
 	if len(svc.Spec.Selector) > 0 {
@@ -280,7 +281,7 @@ func findEndpointPods(ctx context.Context, c cluster.Cluster, sd *mesh.ServiceDa
 	}
 	pods := make([][]corev1.Pod, len(lookups))
 	errs := make([]error, len(lookups))
-	var g readGroup
+	var g readgroup.Group
 	for i, l := range lookups {
 		g.Go(func() {
 			if l.name != "" {

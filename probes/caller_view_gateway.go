@@ -11,6 +11,7 @@ import (
 
 	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/mesh"
+	"github.com/meshtriage/meshtriage/probes/readgroup"
 )
 
 // gatewayReads is what the config model needs besides the rules when the
@@ -31,7 +32,7 @@ func fetchGatewayConfig(ctx context.Context, c cluster.Cluster, pod *corev1.Pod,
 	r := gatewayReads{gateways: map[string][]*networkingv1.Gateway{}, problems: map[string]string{}}
 	lists := make([][]*networkingv1.Gateway, len(namespaces))
 	errs := make([]error, len(namespaces))
-	var g readGroup
+	var g readgroup.Group
 	for i, ns := range namespaces {
 		g.Go(func() { lists[i], errs[i] = cluster.Gateways(ctx, c, ns) })
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/mesh"
 	"github.com/meshtriage/meshtriage/probes/parse/accesslog"
+	"github.com/meshtriage/meshtriage/probes/readgroup"
 )
 
 // The caller search answers "whose sidecar sees the 503s?" when the on-call
@@ -177,7 +178,7 @@ func FindCallers(ctx context.Context, c cluster.Cluster, t cluster.Target, s Cal
 	// The first wave depends on nothing: the target's pods and their logs,
 	// Prometheus, and the rules of every namespace.
 	var (
-		first             readGroup
+		first             readgroup.Group
 		logs              [][]byte
 		logErrs           []error
 		logPods           []cluster.PodRef
@@ -210,7 +211,7 @@ func FindCallers(ctx context.Context, c cluster.Cluster, t cluster.Target, s Cal
 			readable = readable[:maxUpstreamLogs]
 		}
 		logs, logErrs = make([][]byte, len(readable)), make([]error, len(readable))
-		var g readGroup
+		var g readgroup.Group
 		for i, p := range readable {
 			ref := cluster.PodRef{Namespace: p.Namespace, Name: p.Name}
 			logPods = append(logPods, ref)
@@ -330,7 +331,7 @@ func FindCallers(ctx context.Context, c cluster.Cluster, t cluster.Target, s Cal
 	}
 	nsPods := make([][]corev1.Pod, len(namespaces))
 	nsErrs := make([]error, len(namespaces))
-	var second readGroup
+	var second readgroup.Group
 	for i, ip := range peerIPs {
 		second.Go(func() { peerPods[i], peerErrs[i] = cluster.PodsByIP(ctx, c, ip) })
 	}

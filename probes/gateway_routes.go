@@ -14,6 +14,7 @@ import (
 	"github.com/meshtriage/meshtriage/probes/mesh"
 	"github.com/meshtriage/meshtriage/probes/parse/accesslog"
 	"github.com/meshtriage/meshtriage/probes/parse/envoy"
+	"github.com/meshtriage/meshtriage/probes/readgroup"
 )
 
 // GatewayRoutesProbe judges an ingress (or egress) gateway as the caller:
@@ -91,7 +92,7 @@ func fetchGatewayRoutes(ctx context.Context, c cluster.Cluster, t cluster.Target
 		bodyErr error
 		logs    []byte
 		logErr  error
-		g       readGroup
+		g       readgroup.Group
 		cvWhat  string
 		cvErr   error
 		formats accesslog.Formats

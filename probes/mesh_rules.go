@@ -12,6 +12,7 @@ import (
 
 	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/mesh"
+	"github.com/meshtriage/meshtriage/probes/readgroup"
 )
 
 // meshRules are the Istio rules the config model reads, as istiod reads
@@ -80,7 +81,7 @@ func fetchMeshRules(ctx context.Context, c cluster.Cluster, namespaces []string,
 	r = &meshRules{refused: map[string]error{}, read: map[string]bool{}}
 	parts := make([]meshRules, len(ruleKinds))
 	errs := make([]error, len(ruleKinds))
-	var g readGroup
+	var g readgroup.Group
 	for i, k := range ruleKinds {
 		g.Go(func() { errs[i] = k.list(ctx, c, metav1NamespaceAll, &parts[i]) })
 	}
@@ -123,7 +124,7 @@ func (r *meshRules) more(ctx context.Context, c cluster.Cluster, namespaces []st
 	kinds := r.refusedKinds()
 	parts := make([][]meshRules, len(todo))
 	errs := make([][]error, len(todo))
-	var g readGroup
+	var g readgroup.Group
 	for i, ns := range todo {
 		parts[i], errs[i] = make([]meshRules, len(kinds)), make([]error, len(kinds))
 		for j, k := range kinds {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/mesh"
+	"github.com/meshtriage/meshtriage/probes/readgroup"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -79,7 +80,7 @@ func fetchStartup(ctx context.Context, c cluster.Cluster, t cluster.Target) (sta
 	var (
 		svc           *corev1.Service
 		meshErr, sErr error
-		first         readGroup
+		first         readgroup.Group
 	)
 	first.Go(func() { in.Mesh, meshErr = ReadMeshConfig(ctx, c) })
 	first.Go(func() { svc, sErr = c.GetService(ctx, t.Namespace, t.Service) })
@@ -99,7 +100,7 @@ func fetchStartup(ctx context.Context, c cluster.Cluster, t cluster.Target) (sta
 	sort.SliceStable(pods, func(i, j int) bool { return restarts(&pods[i]) > restarts(&pods[j]) })
 	in.Pods = make([]startupPod, len(pods))
 	// Every log of every pod at once: each read fills only its own field.
-	var logs readGroup
+	var logs readgroup.Group
 	for i := range pods {
 		sp := &in.Pods[i]
 		*sp = startupPod{Pod: &pods[i], AppLogs: map[string][]byte{}, AppPrevLogs: map[string][]byte{}}
@@ -112,7 +113,7 @@ func fetchStartup(ctx context.Context, c cluster.Cluster, t cluster.Target) (sta
 		appLogs := make([][]byte, len(apps))
 		prevLogs := make([][]byte, len(apps))
 		prevProblems := make([]string, len(apps))
-		var pod readGroup
+		var pod readgroup.Group
 		if mesh.PodSidecar(&pods[i]) != mesh.SidecarNone {
 			pod.Go(func() {
 				if b, err := c.Logs(ctx, ref, cluster.LogOptions{Container: mesh.ProxyContainer, LimitBytes: cluster.DefaultLogLimit}); err == nil {

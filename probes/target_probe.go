@@ -9,6 +9,7 @@ import (
 
 	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/mesh"
+	"github.com/meshtriage/meshtriage/probes/readgroup"
 	"istio.io/api/annotation"
 	"istio.io/api/label"
 	corev1 "k8s.io/api/core/v1"
@@ -103,7 +104,7 @@ func fetchTarget(ctx context.Context, c cluster.Cluster, t cluster.Target) (targ
 			pods           []corev1.Pod
 			slices         []discoveryv1.EndpointSlice
 			podErr, epsErr error
-			g              readGroup
+			g              readgroup.Group
 		)
 		if len(svc.Spec.Selector) > 0 {
 			g.Go(func() { pods, podErr = c.ListPods(ctx, t.Namespace, svc.Spec.Selector) })

@@ -14,6 +14,7 @@ import (
 	"github.com/meshtriage/meshtriage/probes/parse/accesslog"
 	"github.com/meshtriage/meshtriage/probes/parse/clustername"
 	"github.com/meshtriage/meshtriage/probes/parse/envoy"
+	"github.com/meshtriage/meshtriage/probes/readgroup"
 	"github.com/meshtriage/meshtriage/probes/vocabulary"
 )
 
@@ -77,7 +78,7 @@ func (p WaypointProbe) Run(ctx context.Context, c cluster.Cluster, t cluster.Tar
 		}
 	}
 	in.Reads = make([]waypointPodRead, len(running))
-	var g readGroup
+	var g readgroup.Group
 	for i, wp := range running {
 		ref := cluster.PodRef{Namespace: wp.Namespace, Name: wp.Name}
 		in.Reads[i].Pod = ref

@@ -14,6 +14,7 @@ import (
 	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/mesh"
 	"github.com/meshtriage/meshtriage/probes/parse/ztunnel"
+	"github.com/meshtriage/meshtriage/probes/readgroup"
 )
 
 // ZtunnelProbe reads ambient mode's node proxies where the traffic passes:
@@ -157,7 +158,7 @@ func (p ZtunnelProbe) Run(ctx context.Context, c cluster.Cluster, t cluster.Targ
 	nodes := sortedNodeNames(in.Ztunnels)
 	in.Logs = make([]ztunnelLog, len(nodes))
 	keep := ztunnelKeep(t, base)
-	var g readGroup
+	var g readgroup.Group
 	for i, node := range nodes {
 		zp := in.Ztunnels[node]
 		ref := cluster.PodRef{Namespace: zp.Namespace, Name: zp.Name}
