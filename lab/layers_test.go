@@ -43,6 +43,7 @@ var layers = map[string]int{
 	// What the probes share, each helper named for what it is, ranked
 	// below probes: a helper never imports a probe.
 	"probes/readgroup":    0, // reads at once
+	"probes/wording":      0, // counts, plurals, dashes of summaries and evidence
 	"probes":              6,
 	"probes/actions":      5,
 	"probes/watch":        7,
@@ -66,7 +67,7 @@ var notFromProbes = []string{"probes/cluster/live", "probes/cluster/recorded", "
 
 // probeHelpers are the packages the probes share (see layers): they read
 // through cluster.Cluster as the probes do.
-var probeHelpers = []string{"probes/readgroup"}
+var probeHelpers = []string{"probes/readgroup", "probes/wording"}
 
 // readsThroughCluster: pkg is a probe, a helper of theirs, the watch or a
 // remedy, none of which may know a cluster implementation.

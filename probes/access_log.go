@@ -16,6 +16,7 @@ import (
 	"github.com/meshtriage/meshtriage/probes/parse/envoy"
 	"github.com/meshtriage/meshtriage/probes/readgroup"
 	"github.com/meshtriage/meshtriage/probes/vocabulary"
+	"github.com/meshtriage/meshtriage/probes/wording"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 )
@@ -359,15 +360,15 @@ func evaluateAccessLog(t cluster.Target, in accessLogInput) Result {
 			srcSummary = sideSummary("source "+l.Pod.Name, l.Target)
 		}
 		rows = append(rows, []string{side, l.Pod.String(), strconv.Itoa(l.Target.Entries), strconv.Itoa(l.Target.Status2xx),
-			strconv.Itoa(l.Target.Status5xx), strconv.Itoa(l.Target.Status503), dash(flagCodeText(l.Target.FlagCodes)),
-			dash(tcpText(l.Target)), dash(counterText(l.Target.Details))})
+			strconv.Itoa(l.Target.Status5xx), strconv.Itoa(l.Target.Status503), wording.Dash(flagCodeText(l.Target.FlagCodes)),
+			wording.Dash(tcpText(l.Target)), wording.Dash(counterText(l.Target.Details))})
 		if len(l.Target.Samples) > 0 {
 			raw = append(raw, fmt.Sprintf("# %s %s (%s .. %s)", side, l.Pod, timeText(l.Target.First), timeText(l.Target.Last)))
 			raw = append(raw, l.Target.Samples...)
 		}
 	}
 	if upstreamRead > 0 {
-		upSummary = sideSummary(fmt.Sprintf("upstream %d pod%s", upstreamRead, plural(upstreamRead, "", "s")), up)
+		upSummary = sideSummary(fmt.Sprintf("upstream %d pod%s", upstreamRead, wording.Plural(upstreamRead, "", "s")), up)
 	}
 	// Lines the tally set aside (the source's calls elsewhere) were still read.
 	lines := all.Lines

@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	securityv1 "istio.io/client-go/pkg/apis/security/v1"
@@ -14,6 +16,7 @@ import (
 	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/mesh"
 	"github.com/meshtriage/meshtriage/probes/readgroup"
+	"github.com/meshtriage/meshtriage/probes/wording"
 )
 
 // AmbientPolicyProbe judges, from configuration alone, the hops an
@@ -84,7 +87,7 @@ func (p AmbientPolicyProbe) Run(ctx context.Context, c cluster.Cluster, t cluste
 	if base.Binding.Use.Named {
 		namespaces = append(namespaces, base.Binding.Use.Ref.Namespace)
 	}
-	namespaces = uniqueNonEmpty(namespaces...)
+	namespaces = wording.UniqueNonEmpty(namespaces...)
 	nps := make([][]networkingk8s.NetworkPolicy, len(namespaces))
 	npErrs := make([]error, len(namespaces))
 	var (
@@ -273,7 +276,7 @@ func evaluateAmbientPolicy(t cluster.Target, in ambientPolicyInput) Result {
 	case !undecided && len(hops) > 0:
 		r.Facts["hbone_netpol_blocked"] = false
 	}
-	r.Facts["hbone_netpol_policies"] = sortedKeys(isolating)
+	r.Facts["hbone_netpol_policies"] = nonNil(slices.Sorted(maps.Keys(isolating)))
 	r.Facts["hbone_blocked_hops"] = blocked
 
 	// ztunnel's authorization at each enrolled destination.

@@ -16,6 +16,7 @@ import (
 	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/mesh"
 	"github.com/meshtriage/meshtriage/probes/readgroup"
+	"github.com/meshtriage/meshtriage/probes/wording"
 )
 
 // callerView is what the config model says the caller's proxy is given for
@@ -77,7 +78,7 @@ func fetchCallerView(ctx context.Context, c cluster.Cluster, t cluster.Target) (
 	// Then the rules (every namespace's, one list a kind) and the Service's
 	// endpoints, all at once; they are added to the model in a fixed order,
 	// so errors and unknowns read the same whatever answered first.
-	namespaces := uniqueNonEmpty(out.Caller.Namespace, t.Namespace, cfg.RootNamespace)
+	namespaces := wording.UniqueNonEmpty(out.Caller.Namespace, t.Namespace, cfg.RootNamespace)
 	optional := func(ns string) bool { return ns != t.Namespace && ns != out.Caller.Namespace }
 	var (
 		rules     *meshRules
@@ -127,7 +128,7 @@ func fetchCallerView(ctx context.Context, c cluster.Cluster, t cluster.Target) (
 	}
 	var others []string
 	for _, host := range hosts {
-		if _, _, ok := serviceOfHost(host); ok && cfg.Services[host] == nil && !containsString(others, host) {
+		if _, _, ok := serviceOfHost(host); ok && cfg.Services[host] == nil && !slices.Contains(others, host) {
 			others = append(others, host)
 		}
 	}

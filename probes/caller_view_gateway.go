@@ -2,6 +2,8 @@ package probes
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -68,11 +70,11 @@ func addGatewayConfig(cfg *mesh.Config, r gatewayReads) {
 	if cfg.GatewayNamespaces == nil {
 		cfg.GatewayNamespaces = map[string]bool{}
 	}
-	for _, ns := range sortedKeysOf(r.gateways) {
+	for _, ns := range slices.Sorted(maps.Keys(r.gateways)) {
 		cfg.GatewayNamespaces[ns] = true
 		cfg.Gateways = append(cfg.Gateways, r.gateways[ns]...)
 	}
-	for _, ns := range sortedKeysOf(r.problems) {
+	for _, ns := range slices.Sorted(maps.Keys(r.problems)) {
 		cfg.Unknown = append(cfg.Unknown, r.problems[ns]+": its Gateways are not judged")
 	}
 	for _, svc := range r.services {
@@ -89,7 +91,7 @@ func gatewayNamespacesNamed(cfg *mesh.Config) []string {
 	for _, vs := range cfg.VirtualServices {
 		for _, g := range vs.Spec.GetGateways() {
 			ref := mesh.ResolveGatewayName(g, vs.Namespace)
-			if ns, _, ok := strings.Cut(ref, "/"); ok && !cfg.GatewayNamespaces[ns] && !containsString(out, ns) {
+			if ns, _, ok := strings.Cut(ref, "/"); ok && !cfg.GatewayNamespaces[ns] && !slices.Contains(out, ns) {
 				out = append(out, ns)
 			}
 		}
@@ -105,7 +107,7 @@ func gatewayNamespacesNamed(cfg *mesh.Config) []string {
 func gatewayServiceNames(pod *corev1.Pod) []string {
 	var names []string
 	add := func(n string) {
-		if n != "" && !containsString(names, n) {
+		if n != "" && !slices.Contains(names, n) {
 			names = append(names, n)
 		}
 	}
@@ -126,13 +128,4 @@ func gatewayServiceNames(pod *corev1.Pod) []string {
 		add(strings.Join(parts[:len(parts)-2], "-"))
 	}
 	return names
-}
-
-func sortedKeysOf[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

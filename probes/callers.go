@@ -19,6 +19,7 @@ import (
 	"github.com/meshtriage/meshtriage/probes/mesh"
 	"github.com/meshtriage/meshtriage/probes/parse/accesslog"
 	"github.com/meshtriage/meshtriage/probes/readgroup"
+	"github.com/meshtriage/meshtriage/probes/wording"
 )
 
 // The caller search answers "whose sidecar sees the 503s?" when the on-call
@@ -327,7 +328,7 @@ func FindCallers(ctx context.Context, c cluster.Cluster, t cluster.Target, s Cal
 	peerErrs := make([]error, len(peerIPs))
 	namespaces := in.ConfigNSs
 	for _, r := range in.PromRates {
-		namespaces = appendUnique(namespaces, r.Namespace)
+		namespaces = wording.AppendUnique(namespaces, r.Namespace)
 	}
 	nsPods := make([][]corev1.Pod, len(namespaces))
 	nsErrs := make([]error, len(namespaces))
@@ -389,15 +390,6 @@ func firstErr(errs []error) int {
 		}
 	}
 	return 0
-}
-
-func appendUnique(list []string, s string) []string {
-	for _, x := range list {
-		if x == s {
-			return list
-		}
-	}
-	return append(list, s)
 }
 
 func podWithIP(podsIn map[string][]corev1.Pod, ip string) *corev1.Pod {

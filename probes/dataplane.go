@@ -10,6 +10,7 @@ import (
 
 	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/mesh"
+	"github.com/meshtriage/meshtriage/probes/wording"
 )
 
 // DataPlaneProbe says which data plane carries the traffic: the caller's
@@ -64,14 +65,14 @@ func evaluateDataPlane(t cluster.Target, in ambientInput) Result {
 		kind := callerKind(in.Source)
 		r.Facts["dataplane_source"] = kind
 		r.Facts["dataplane_source_not_enrolled"] = d.NotEnrolled()
-		r.Evidence.Rows = append(r.Evidence.Rows, []string{in.Source.Namespace + "/" + in.Source.Name, "caller", d.String(), dash(in.Source.Spec.NodeName), dash(in.Source.Status.PodIP)})
+		r.Evidence.Rows = append(r.Evidence.Rows, []string{in.Source.Namespace + "/" + in.Source.Name, "caller", d.String(), wording.Dash(in.Source.Spec.NodeName), wording.Dash(in.Source.Status.PodIP)})
 		if d.NotEnrolled() {
 			notEnrolled = append(notEnrolled, fmt.Sprintf("%s/%s (caller): %s", in.Source.Namespace, in.Source.Name, d))
 			problems = append(problems, fmt.Sprintf("the caller %s is meant for ambient (%s) but not enrolled", in.Source.Name, d.WantedBy))
 		}
 		if d.Pending() {
-			pending = append(pending, fmt.Sprintf("%s/%s (caller) on %s", in.Source.Namespace, in.Source.Name, dash(in.Source.Spec.NodeName)))
-			problems = append(problems, fmt.Sprintf("the caller %s is pending: its traffic is held until ztunnel on node %s proxies it", in.Source.Name, dash(in.Source.Spec.NodeName)))
+			pending = append(pending, fmt.Sprintf("%s/%s (caller) on %s", in.Source.Namespace, in.Source.Name, wording.Dash(in.Source.Spec.NodeName)))
+			problems = append(problems, fmt.Sprintf("the caller %s is pending: its traffic is held until ztunnel on node %s proxies it", in.Source.Name, wording.Dash(in.Source.Spec.NodeName)))
 		}
 		if in.SourceNSProblem != "" {
 			warnings = append(warnings, in.SourceNSProblem)
@@ -102,9 +103,9 @@ func evaluateDataPlane(t cluster.Target, in ambientInput) Result {
 		}
 		if d.Pending() {
 			targetPending++
-			pending = append(pending, fmt.Sprintf("%s/%s on %s", pod.Namespace, pod.Name, dash(pod.Spec.NodeName)))
+			pending = append(pending, fmt.Sprintf("%s/%s on %s", pod.Namespace, pod.Name, wording.Dash(pod.Spec.NodeName)))
 		}
-		r.Evidence.Rows = append(r.Evidence.Rows, []string{pod.Namespace + "/" + pod.Name, "target", d.String(), dash(pod.Spec.NodeName), dash(pod.Status.PodIP)})
+		r.Evidence.Rows = append(r.Evidence.Rows, []string{pod.Namespace + "/" + pod.Name, "target", d.String(), wording.Dash(pod.Spec.NodeName), wording.Dash(pod.Status.PodIP)})
 	}
 	target := mesh.DataPlaneNone
 	switch {
@@ -166,7 +167,7 @@ func evaluateDataPlane(t cluster.Target, in ambientInput) Result {
 					state += ", not ready: " + why
 					podWhy = append(podWhy, wp.Name+": "+why)
 				}
-				r.Evidence.Rows = append(r.Evidence.Rows, []string{wp.Namespace + "/" + wp.Name, "waypoint", state, dash(wp.Spec.NodeName), dash(wp.Status.PodIP)})
+				r.Evidence.Rows = append(r.Evidence.Rows, []string{wp.Namespace + "/" + wp.Name, "waypoint", state, wording.Dash(wp.Spec.NodeName), wording.Dash(wp.Status.PodIP)})
 			}
 			raw = append(raw, fmt.Sprintf("waypoint %s: %d pods, %d ready", b.Use.Ref, len(in.WaypointPods), ready))
 			if ready == 0 && b.State == mesh.WaypointBound {

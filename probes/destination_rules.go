@@ -3,10 +3,12 @@ package probes
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/mesh"
+	"github.com/meshtriage/meshtriage/probes/wording"
 	networkingv1alpha3 "istio.io/api/networking/v1alpha3"
 	"k8s.io/apimachinery/pkg/labels"
 )
@@ -165,10 +167,10 @@ func evaluateDestinationRules(t cluster.Target, cv callerView) Result {
 			undefined = append(undefined, vsName+"/"+b.Destination.Subset)
 			problems = append(problems, fmt.Sprintf("%s go to %s (503 NC)", share, b.Why))
 		case mesh.BreakServiceHidden:
-			hiddenServices = appendUnique(hiddenServices, b.Destination.Host)
+			hiddenServices = wording.AppendUnique(hiddenServices, b.Destination.Host)
 			problems = append(problems, fmt.Sprintf("%s go to %s, for which the caller has no cluster: %s (503 NC)", share, b.Destination.Host, b.Why))
 		case mesh.BreakNoEntry:
-			missingHosts = appendUnique(missingHosts, b.Destination.Host)
+			missingHosts = wording.AppendUnique(missingHosts, b.Destination.Host)
 			problems = append(problems, fmt.Sprintf("%s go to %s, for which the caller has no cluster: %s (503 NC)", share, b.Destination.Host, b.Why))
 		case mesh.BreakNoCluster:
 			problems = append(problems, fmt.Sprintf("%s go to %s, for which the caller has no cluster: %s (503 NC)", share, b.Destination.Host, b.Why))
@@ -255,7 +257,7 @@ func evaluateDestinationRules(t cluster.Target, cv callerView) Result {
 
 	var warnings []string
 	for _, sub := range withoutPods {
-		if !containsString(withoutPodsRouted, sub) {
+		if !slices.Contains(withoutPodsRouted, sub) {
 			_, name, _ := strings.Cut(sub, "/")
 			warnings = append(warnings, "subset "+name+" has no serving endpoint (no route sends to it)")
 		}
@@ -447,7 +449,7 @@ func drCommands(t cluster.Target, cfg *mesh.Config, emptySubsetSelectors []strin
 		root = cfg.RootNamespace
 	}
 	var cmds []string
-	for _, ns := range uniqueNonEmpty(t.Namespace, sourceNamespace(t), root) {
+	for _, ns := range wording.UniqueNonEmpty(t.Namespace, sourceNamespace(t), root) {
 		cmds = append(cmds, fmt.Sprintf("kubectl get destinationrules,virtualservices -n %s -o yaml", ns))
 	}
 	if t.Source != nil {
@@ -457,13 +459,4 @@ func drCommands(t cluster.Target, cfg *mesh.Config, emptySubsetSelectors []strin
 		cmds = append(cmds, fmt.Sprintf("kubectl get pods -n %s -l %s --show-labels", t.Namespace, sel))
 	}
 	return cmds
-}
-
-func containsString(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/mesh"
+	"github.com/meshtriage/meshtriage/probes/wording"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -213,7 +214,7 @@ func evaluateEndpoints(t cluster.Target, in endpointsInput) Result {
 				notReadyPods = append(notReadyPods, e.addr+": "+e.why)
 			}
 		}
-		r.Evidence.Rows = append(r.Evidence.Rows, []string{e.addr, dash(e.pod), dash(e.node), e.state, dash(e.why)})
+		r.Evidence.Rows = append(r.Evidence.Rows, []string{e.addr, wording.Dash(e.pod), wording.Dash(e.node), e.state, wording.Dash(e.why)})
 	}
 	r.Facts["endpoints_total"] = len(order)
 	r.Facts["endpoints_ready"] = ready
@@ -262,13 +263,13 @@ func evaluateEndpoints(t cluster.Target, in endpointsInput) Result {
 	}
 	switch {
 	case readyUnknown > 0:
-		warnings = append(warnings, fmt.Sprintf("the readiness of %s is not in the input (no EndpointSlice, no Ready condition)", countNoun(readyUnknown, "pod")))
+		warnings = append(warnings, fmt.Sprintf("the readiness of %s is not in the input (no EndpointSlice, no Ready condition)", wording.CountNoun(readyUnknown, "pod")))
 	case externalName != "":
 		// No endpoints by design: not a problem of this step.
 	case unknownEndpoints:
 		warnings = append(warnings, "the Service has no selector and the input holds no EndpointSlice or Endpoints: its endpoints are unknown (add `kubectl get endpointslices -o yaml` to the input)")
 	case ready == 0 && len(in.Selected) > 0:
-		problems = append(problems, fmt.Sprintf("no ready endpoint though %s selected", countNoun(len(in.Selected), "pod")))
+		problems = append(problems, fmt.Sprintf("no ready endpoint though %s selected", wording.CountNoun(len(in.Selected), "pod")))
 	case len(order) == 0 && len(svc.Spec.Selector) == 0 && svc.Spec.Type != corev1.ServiceTypeExternalName:
 		problems = append(problems, "the Service has no selector and no endpoint at all: nobody wrote its EndpointSlices or Endpoints, so every caller gets 503 UH")
 	case ready == 0:
@@ -348,7 +349,7 @@ func podNotReadyReason(po *corev1.Pod) string {
 		}
 		return why + "; " + containerNotReady(c, st)
 	}
-	return dash(why)
+	return wording.Dash(why)
 }
 
 func isInit(pod *corev1.Pod, name string) bool {
@@ -414,7 +415,7 @@ func checkTargetPorts(t cluster.Target, svc *corev1.Service, in endpointsInput) 
 			switch tp.Type {
 			case intstr.String:
 				if !podHasNamedPort(pod, tp.StrVal, proto) {
-					d := dash(declaredPorts(pod, true))
+					d := wording.Dash(declaredPorts(pod, true))
 					bad = append(bad, fmt.Sprintf("%s (declares %s)", name, d))
 					instead = appendDeclared(instead, d)
 				}

@@ -11,6 +11,7 @@ import (
 	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/mesh"
 	"github.com/meshtriage/meshtriage/probes/parse/envoy"
+	"github.com/meshtriage/meshtriage/probes/wording"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 )
 
@@ -220,7 +221,7 @@ func evaluateEnvoyClusters(t cluster.Target, in envoyClustersInput) Result {
 			f.hostRqTotal += int(h.Stats["rq_total"])
 			f.hostRqTimeout += int(h.Stats["rq_timeout"])
 			f.rqError += int(h.Stats["rq_error"])
-			f.rows = append(f.rows, []string{c.Name, h.Address, health, dash(strings.Join(flags, ",")),
+			f.rows = append(f.rows, []string{c.Name, h.Address, health, wording.Dash(strings.Join(flags, ",")),
 				strconv.FormatUint(h.Stats["cx_connect_fail"], 10), strconv.FormatUint(h.Stats["rq_error"], 10), strconv.FormatUint(h.Stats["rq_total"], 10)})
 			f.raw = append(f.raw, fmt.Sprintf("%s::%s::health_flags::%s", c.Name, h.Address, healthFlagsText(h)))
 		}
@@ -292,7 +293,7 @@ func evaluateEnvoyClusters(t cluster.Target, in envoyClustersInput) Result {
 	switch {
 	case len(targets) == 0:
 		status = StatusFail
-		summary = fmt.Sprintf("the source proxy has no outbound cluster for %s%s: requests get 503 NC/NR (Sidecar egress scope, exportTo, or a stale proxy)", t.Host(), portSuffix(t.Port))
+		summary = fmt.Sprintf("the source proxy has no outbound cluster for %s%s: requests get 503 NC/NR (Sidecar egress scope, exportTo, or a stale proxy)", t.Host(), wording.PortSuffix(t.Port))
 	case f.total == 0:
 		status = StatusFail
 		summary = fmt.Sprintf("%s: 0 upstream hosts in the source proxy: requests get 503 UH", strings.Join(f.names, ", "))
@@ -421,13 +422,6 @@ func envoyClustersCommands(t cluster.Target, clusters []string) []string {
 // fallback the live Cluster uses when port-forward is refused.
 func pilotAgentRequest(pod cluster.PodRef, path string) string {
 	return fmt.Sprintf("kubectl exec -n %s %s -c %s -- pilot-agent request GET '%s'", pod.Namespace, pod.Name, mesh.ProxyContainer, path)
-}
-
-func portSuffix(port int32) string {
-	if port == 0 {
-		return ""
-	}
-	return fmt.Sprintf(" port %d", port)
 }
 
 func clusterList(names []string) string {

@@ -5,12 +5,15 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 
 	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/parse/envoy"
+	"github.com/meshtriage/meshtriage/probes/wording"
 )
 
 // EnvoyConfigProbe reads the source sidecar's /config_dump for the target's
@@ -133,18 +136,18 @@ func evaluateEnvoyConfig(t cluster.Target, in envoyConfigInput) Result {
 			outlier = fmt.Sprintf("consecutive_5xx %d, consecutive_gateway_failure %d, max_ejection %d%%, base %s",
 				c.Consecutive5xx, c.ConsecutiveGatewayFailure, c.MaxEjectionPercent, c.BaseEjectionTime)
 		}
-		rows = append(rows, []string{c.Name, state, c.TLS, dash(c.SNI), outlier, limit(c.MaxConnections), limit(c.MaxPendingRequests), secondsOrUnset(c.IdleTimeout.Seconds())})
+		rows = append(rows, []string{c.Name, state, c.TLS, wording.Dash(c.SNI), outlier, limit(c.MaxConnections), limit(c.MaxPendingRequests), secondsOrUnset(c.IdleTimeout.Seconds())})
 		raw = append(raw, fmt.Sprintf("%s: %s", c.Name, c.TLSDetail))
 	}
 	if types := in.Dump.FallbackTypes(); len(types) > 0 {
 		raw = append(raw, "extensions not known to this build (skipped, not fatal): "+strings.Join(types, ", "))
 	}
-	raw = append(raw, fmt.Sprintf("config_dump: %d bytes, %d dynamic clusters, CDS version %s", in.Size, in.Dump.DynamicClusters, dash(in.Dump.ClustersVersion)))
+	raw = append(raw, fmt.Sprintf("config_dump: %d bytes, %d dynamic clusters, CDS version %s", in.Size, in.Dump.DynamicClusters, wording.Dash(in.Dump.ClustersVersion)))
 
 	facts := Facts{
 		"config_cluster_found":                       len(active) > 0,
 		"config_tls":                                 envoy.TLSUnknown,
-		"config_tls_modes":                           sortedKeys(modes),
+		"config_tls_modes":                           nonNil(slices.Sorted(maps.Keys(modes))),
 		"config_outlier_consecutive_5xx":             0,
 		"config_outlier_consecutive_gateway_failure": 0,
 		"config_outlier_max_ejection_percent":        0,
@@ -164,7 +167,7 @@ func evaluateEnvoyConfig(t cluster.Target, in envoyConfigInput) Result {
 	}
 	if len(active) == 0 {
 		result.Status = StatusFail
-		result.Summary = fmt.Sprintf("config_dump has no active cluster for %s%s (503 NC)", t.Host(), portSuffix(t.Port))
+		result.Summary = fmt.Sprintf("config_dump has no active cluster for %s%s (503 NC)", t.Host(), wording.PortSuffix(t.Port))
 		if len(warming) > 0 {
 			result.Summary += fmt.Sprintf("; %d warming, waiting for endpoints: %s", len(warming), warming[0].Name)
 		}
@@ -184,7 +187,7 @@ func evaluateEnvoyConfig(t cluster.Target, in envoyConfigInput) Result {
 	var notes []string
 	status := StatusPass
 	if len(modes) > 1 {
-		notes = append(notes, "subsets differ: TLS "+strings.Join(sortedKeys(modes), "/"))
+		notes = append(notes, "subsets differ: TLS "+strings.Join(slices.Sorted(maps.Keys(modes)), "/"))
 	}
 	for _, c := range active {
 		if c.TLS == envoy.TLSOrigination {
@@ -242,15 +245,6 @@ func secondsOrUnset(seconds float64) string {
 		return "unset"
 	}
 	return strconv.FormatFloat(seconds, 'f', -1, 64) + "s"
-}
-
-func sortedKeys(m map[string]bool) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
 
 func envoyConfigCommands(t cluster.Target) []string {

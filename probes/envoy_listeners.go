@@ -11,6 +11,7 @@ import (
 	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/mesh"
 	"github.com/meshtriage/meshtriage/probes/parse/envoy"
+	"github.com/meshtriage/meshtriage/probes/wording"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -144,7 +145,7 @@ func evaluateEnvoyListeners(t cluster.Target, in envoyListenersInput) Result {
 		status = StatusWarn
 		summary = fmt.Sprintf("service %s/%s declares no port to look for", t.Namespace, t.Service)
 	case found:
-		summary = fmt.Sprintf("%s capture%s port %s", strings.Join(names, ", "), plural(len(names), "s", ""), joinPorts(in.Ports))
+		summary = fmt.Sprintf("%s capture%s port %s", strings.Join(names, ", "), wording.Plural(len(names), "s", ""), joinPorts(in.Ports))
 	default:
 		status = StatusFail
 		summary = fmt.Sprintf("no listener for port %s in the source proxy", strings.Join(missing, ", "))
@@ -201,11 +202,4 @@ func joinPorts(ports []int32) string {
 		s[i] = strconv.Itoa(int(p))
 	}
 	return strings.Join(s, ", ")
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
 }

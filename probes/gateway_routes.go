@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	"github.com/meshtriage/meshtriage/probes/parse/accesslog"
 	"github.com/meshtriage/meshtriage/probes/parse/envoy"
 	"github.com/meshtriage/meshtriage/probes/readgroup"
+	"github.com/meshtriage/meshtriage/probes/wording"
 )
 
 // GatewayRoutesProbe judges an ingress (or egress) gateway as the caller:
@@ -190,7 +192,7 @@ func evaluateGatewayRoutes(t cluster.Target, in gatewayRoutesInput) Result {
 		r.Evidence.Rows = append(r.Evidence.Rows, []string{"Gateway", g.Ref(), g.Host, g.Why})
 	}
 	for _, s := range b.Servers {
-		verdict := fmt.Sprintf("listener %d, routes %s", s.ListenerPort, dash(s.RouteName))
+		verdict := fmt.Sprintf("listener %d, routes %s", s.ListenerPort, wording.Dash(s.RouteName))
 		if s.Rejected != "" {
 			verdict = "rejected: " + s.Rejected
 		}
@@ -223,7 +225,7 @@ func evaluateGatewayRoutes(t cluster.Target, in gatewayRoutesInput) Result {
 				if len(rs) > 0 {
 					routed = true
 					for _, d := range vh.Domains {
-						if !containsString(envoyHosts, d) {
+						if !slices.Contains(envoyHosts, d) {
 							envoyHosts = append(envoyHosts, d)
 						}
 					}
@@ -328,7 +330,7 @@ func evaluateGatewayRoutes(t cluster.Target, in gatewayRoutesInput) Result {
 func verdictsOf(b *mesh.GatewayBinding, refs []string) []string {
 	var out []string
 	for _, v := range b.VirtualServices {
-		if containsString(refs, v.Ref()) {
+		if slices.Contains(refs, v.Ref()) {
 			out = append(out, v.Ref()+": "+v.Why)
 		}
 	}

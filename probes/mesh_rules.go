@@ -3,6 +3,8 @@ package probes
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -116,7 +118,7 @@ func (r *meshRules) more(ctx context.Context, c cluster.Cluster, namespaces []st
 	}
 	var todo []string
 	for _, ns := range namespaces {
-		if ns != "" && !r.read[ns] && !containsString(todo, ns) {
+		if ns != "" && !r.read[ns] && !slices.Contains(todo, ns) {
 			todo = append(todo, ns)
 		}
 	}
@@ -181,7 +183,7 @@ func (r *meshRules) partial() string {
 		what = "the " + strings.Join(names, ", ")
 	}
 	return fmt.Sprintf("%s of namespaces other than %s were not read (listing them across all namespaces is refused: a namespaced role)",
-		what, strings.Join(sortedKeysOf(r.read), ", "))
+		what, strings.Join(slices.Sorted(maps.Keys(r.read)), ", "))
 }
 
 // into puts the rules in cfg, the partial set's bounds with them.

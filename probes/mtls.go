@@ -9,6 +9,7 @@ import (
 
 	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/mesh"
+	"github.com/meshtriage/meshtriage/probes/wording"
 )
 
 // MTLSProbe reads, from the config model, what the caller's proxy sends to
@@ -127,7 +128,7 @@ func evaluateMTLS(t cluster.Target, cv callerView) Result {
 	res.Evidence.Columns = []string{"port", "cluster", "endpoint", "client sends", "why", "upstream accepts", "decided by", "mismatch"}
 	for _, j := range all {
 		res.Evidence.Rows = append(res.Evidence.Rows, []string{
-			fmt.Sprint(j.view.Port), j.cluster.Name, j.ep.Address + " " + dash(j.ep.Pod), j.ep.Sends, j.ep.SendsWhy, j.ep.Accepts.Mode, j.ep.Accepts.From, j.ep.Mismatch,
+			fmt.Sprint(j.view.Port), j.cluster.Name, j.ep.Address + " " + wording.Dash(j.ep.Pod), j.ep.Sends, j.ep.SendsWhy, j.ep.Accepts.Mode, j.ep.Accepts.From, j.ep.Mismatch,
 		})
 	}
 	var raw []string
@@ -171,7 +172,7 @@ func evaluateMTLS(t cluster.Target, cv callerView) Result {
 		delete(res.Facts, "mtls_mismatch")
 		delete(res.Facts, "mtls_upstream_sidecar")
 		res.Status = StatusWarn
-		res.Summary = fmt.Sprintf("port %d: the TLS verdict is undecided for %s whose pod is not known (%s)", port, countNoun(undecided, "endpoint"), undecidedWhy[0])
+		res.Summary = fmt.Sprintf("port %d: the TLS verdict is undecided for %s whose pod is not known (%s)", port, wording.CountNoun(undecided, "endpoint"), undecidedWhy[0])
 		if judged := len(all) - countMismatch(all, mesh.MismatchUnknown); judged > 0 {
 			res.Summary += fmt.Sprintf("; %d judged: client sends %s, upstream accepts %s", judged, sends, mode)
 		}
@@ -249,17 +250,4 @@ func sourceNamespace(t cluster.Target) string {
 		return t.Source.Namespace
 	}
 	return ""
-}
-
-func uniqueNonEmpty(values ...string) []string {
-	seen := map[string]bool{}
-	var out []string
-	for _, v := range values {
-		if v != "" && !seen[v] {
-			seen[v] = true
-			out = append(out, v)
-		}
-	}
-	sort.Strings(out)
-	return out
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/mesh"
+	"github.com/meshtriage/meshtriage/probes/wording"
 	"istio.io/api/annotation"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -264,7 +265,7 @@ func evaluatePortExclusion(t cluster.Target, in portExclusionInput) Result {
 				}
 			}
 		}
-		hit = uniqueNonEmpty(hit...)
+		hit = wording.UniqueNonEmpty(hit...)
 		if len(ic.excludeOut) > 0 {
 			effect := "none"
 			if len(hit) > 0 && meshed {
@@ -296,7 +297,7 @@ func evaluatePortExclusion(t cluster.Target, in portExclusionInput) Result {
 				row(in.Source, "source", ic.source(annotation.SidecarTrafficExcludeOutboundIPRanges, "-x"), ic.excludeOutRanges, "covers "+a+": bypasses the source sidecar")
 			}
 			if ic.includeOutRanges != nil && !addrInRanges(*ic.includeOutRanges, a) && meshed {
-				bypasses = append(bypasses, fmt.Sprintf("%s captures only outbound ranges %s, not %s", in.Source.Name, dash(strings.Join(*ic.includeOutRanges, ",")), a))
+				bypasses = append(bypasses, fmt.Sprintf("%s captures only outbound ranges %s, not %s", in.Source.Name, wording.Dash(strings.Join(*ic.includeOutRanges, ",")), a))
 				row(in.Source, "source", ic.source(annotation.SidecarTrafficIncludeOutboundIPRanges, "-i"), *ic.includeOutRanges, "does not cover "+a+": bypasses the source sidecar")
 			}
 		}
@@ -340,7 +341,7 @@ func evaluatePortExclusion(t cluster.Target, in portExclusionInput) Result {
 			row(pod, "target", ic.source(annotation.SidecarTrafficExcludeInboundPorts, "-d"), ic.excludeIn, effect)
 		}
 		if ic.includeIn != nil && len(notIncluded) > 0 && meshed {
-			bypasses = append(bypasses, fmt.Sprintf("%s captures only inbound ports %s, not %s", pod.Name, dash(strings.Join(*ic.includeIn, ",")), strings.Join(notIncluded, ",")))
+			bypasses = append(bypasses, fmt.Sprintf("%s captures only inbound ports %s, not %s", pod.Name, wording.Dash(strings.Join(*ic.includeIn, ",")), strings.Join(notIncluded, ",")))
 			row(pod, "target", ic.source(annotation.SidecarTrafficIncludeInboundPorts, "-b"), *ic.includeIn, "port "+strings.Join(notIncluded, ",")+" not captured")
 		}
 		if len(ic.excludeOutRanges) > 0 && in.Source == nil {

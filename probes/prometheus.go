@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/meshtriage/meshtriage/probes/cluster"
+	"github.com/meshtriage/meshtriage/probes/wording"
 	"github.com/prometheus/common/model"
 )
 
@@ -216,7 +217,7 @@ func (p Prometheus) Query(ctx context.Context, promql string, at time.Time) (mod
 	var env apiResponse
 	if err := json.Unmarshal(body, &env); err != nil {
 		// A proxy or login page in front of Prometheus answers HTML.
-		return nil, &PrometheusError{Server: server, Status: resp.StatusCode, Msg: "not a Prometheus API answer: " + firstLine(strings.TrimSpace(string(body[:min(len(body), 120)])))}
+		return nil, &PrometheusError{Server: server, Status: resp.StatusCode, Msg: "not a Prometheus API answer: " + wording.FirstLine(strings.TrimSpace(string(body[:min(len(body), 120)])))}
 	}
 	if env.Status != "success" {
 		return nil, &PrometheusError{Server: server, Status: resp.StatusCode, Type: env.ErrorType, Msg: env.Error}

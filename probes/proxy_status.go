@@ -7,6 +7,7 @@ import (
 
 	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/parse/envoy"
+	"github.com/meshtriage/meshtriage/probes/wording"
 )
 
 // ProxyStatusProbe asks istiod (/debug/syncz) whether the source proxy is
@@ -94,7 +95,7 @@ func fetchProxyStatus(ctx context.Context, c cluster.Cluster, t cluster.Target) 
 			if firstErr == nil {
 				firstErr, what = err, doing
 			}
-			in.Unanswered = append(in.Unanswered, fmt.Sprintf("%s: %s", replica, firstLine(err.Error())))
+			in.Unanswered = append(in.Unanswered, fmt.Sprintf("%s: %s", replica, wording.FirstLine(err.Error())))
 			if ctx.Err() != nil {
 				break
 			}
@@ -141,7 +142,7 @@ func evaluateProxyStatus(t cluster.Target, in proxyStatusInput) Result {
 			stale++
 		}
 	}
-	fleet := fmt.Sprintf("%d of %d proxies on the %s asked are not in sync", stale, len(in.Proxies), countNoun(in.Asked, "istiod replica"))
+	fleet := fmt.Sprintf("%d of %d proxies on the %s asked are not in sync", stale, len(in.Proxies), wording.CountNoun(in.Asked, "istiod replica"))
 	var raw []string
 	if len(in.Unanswered) > 0 {
 		raw = append(raw, "istiod replicas that did not answer: "+strings.Join(in.Unanswered, "; "))
@@ -205,7 +206,7 @@ func evaluateProxyStatus(t cluster.Target, in proxyStatusInput) Result {
 		Summary: summary,
 		Evidence: Evidence{
 			Columns: []string{"proxy", "CDS", "LDS", "EDS", "RDS", "version"},
-			Rows:    [][]string{{p.ProxyID, p.CDS, p.LDS, p.EDS, p.RDS, dash(p.IstioVersion)}},
+			Rows:    [][]string{{p.ProxyID, p.CDS, p.LDS, p.EDS, p.RDS, wording.Dash(p.IstioVersion)}},
 			Raw:     strings.Join(raw, "\n"),
 		},
 		Facts: replicaFacts(Facts{

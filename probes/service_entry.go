@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/mesh"
 	"github.com/meshtriage/meshtriage/probes/parse/accesslog"
+	"github.com/meshtriage/meshtriage/probes/wording"
 	"istio.io/api/annotation"
 	networkingv1 "istio.io/client-go/pkg/apis/networking/v1"
 )
@@ -94,7 +96,7 @@ func fetchServiceEntry(ctx context.Context, c cluster.Cluster, t cluster.Target)
 	// The rules as the config model reads them (every namespace's, one
 	// list a kind, shared through the read cache): a ServiceEntry of any
 	// namespace may be exported to the caller.
-	rules, what, err := fetchMeshRules(ctx, c, uniqueNonEmpty(src.Namespace, t.Namespace, root), func(ns string) bool { return ns != src.Namespace })
+	rules, what, err := fetchMeshRules(ctx, c, wording.UniqueNonEmpty(src.Namespace, t.Namespace, root), func(ns string) bool { return ns != src.Namespace })
 	if err != nil {
 		return in, what, err
 	}
@@ -149,7 +151,7 @@ func blackholedHosts(log []byte) ([]blackholed, int) {
 		}
 		b.Count++
 		if _, port, err := net.SplitHostPort(e.DownstreamLocalAddress); err == nil {
-			if n, err := strconv.Atoi(port); err == nil && !containsInt(b.Ports, n) {
+			if n, err := strconv.Atoi(port); err == nil && !slices.Contains(b.Ports, n) {
 				b.Ports = append(b.Ports, n)
 			}
 		}
@@ -168,15 +170,6 @@ func hostWithoutPort(s string) string {
 		return h
 	}
 	return strings.Trim(s, "[]")
-}
-
-func containsInt(list []int, n int) bool {
-	for _, v := range list {
-		if v == n {
-			return true
-		}
-	}
-	return false
 }
 
 func sePorts(se *networkingv1.ServiceEntry) []int {
@@ -241,7 +234,7 @@ func evaluateServiceEntry(t cluster.Target, in seInput) Result {
 			verdict = "declared and visible"
 			var missing []string
 			for _, p := range b.Ports {
-				if !containsInt(sePorts(visible[0]), p) {
+				if !slices.Contains(sePorts(visible[0]), p) {
 					missing = append(missing, strconv.Itoa(p))
 				}
 			}
@@ -256,7 +249,7 @@ func evaluateServiceEntry(t cluster.Target, in seInput) Result {
 		for _, se := range matching {
 			names = append(names, se.Namespace+"/"+se.Name)
 		}
-		r.Evidence.Rows = append(r.Evidence.Rows, []string{b.Host, intsString(b.Ports), strconv.Itoa(b.Count), dash(strings.Join(names, ",")), verdict})
+		r.Evidence.Rows = append(r.Evidence.Rows, []string{b.Host, intsString(b.Ports), strconv.Itoa(b.Count), wording.Dash(strings.Join(names, ",")), verdict})
 		raw = append(raw, b.Sample)
 	}
 	r.Facts["se_unregistered_hosts"] = unregistered
@@ -284,7 +277,7 @@ func evaluateServiceEntry(t cluster.Target, in seInput) Result {
 	switch {
 	case len(problems) > 0:
 		r.Status = StatusFail
-		r.Summary = fmt.Sprintf("%s: %s sent to BlackHoleCluster; %s", mode, countNoun(len(in.Hosts)-len(inCluster), "external host"), strings.Join(problems, "; "))
+		r.Summary = fmt.Sprintf("%s: %s sent to BlackHoleCluster; %s", mode, wording.CountNoun(len(in.Hosts)-len(inCluster), "external host"), strings.Join(problems, "; "))
 		if inClusterNote != "" {
 			r.Summary += "; " + inClusterNote
 		}
@@ -318,7 +311,7 @@ func intsString(ns []int) string {
 	for i, n := range ns {
 		s[i] = strconv.Itoa(n)
 	}
-	return dash(strings.Join(s, ","))
+	return wording.Dash(strings.Join(s, ","))
 }
 
 func seCommands(t cluster.Target, controlPlaneNS, root string) []string {

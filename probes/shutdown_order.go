@@ -9,6 +9,7 @@ import (
 
 	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/mesh"
+	"github.com/meshtriage/meshtriage/probes/wording"
 	meshv1alpha1 "istio.io/api/mesh/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 )
@@ -97,7 +98,7 @@ func evaluateShutdown(t cluster.Target, in shutdownInput) Result {
 			grace = fmt.Sprintf("%ds", *g)
 		}
 		res.Evidence.Rows = append(res.Evidence.Rows, []string{
-			pod.Name, string(kind), dash(drain), yesNo(prestop), grace, yesNo(pod.DeletionTimestamp != nil),
+			pod.Name, string(kind), wording.Dash(drain), wording.YesNo(prestop), grace, wording.YesNo(pod.DeletionTimestamp != nil),
 		})
 	}
 	res.Facts = Facts{

@@ -12,6 +12,7 @@ import (
 	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/mesh"
 	"github.com/meshtriage/meshtriage/probes/readgroup"
+	"github.com/meshtriage/meshtriage/probes/wording"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -246,8 +247,8 @@ func evaluateStartup(t cluster.Target, in startupInput) Result {
 		}
 		problems = append(problems, sp.LogProblems...)
 		res.Evidence.Rows = append(res.Evidence.Rows, []string{
-			pod.Name, string(kind), yesNo(holdApp), relative(proxyReady, created, readyKnown), relative(appStart, created, true),
-			fmt.Sprint(restarts(pod)), dash(lastTerm), yesNo(podRefused),
+			pod.Name, string(kind), wording.YesNo(holdApp), relative(proxyReady, created, readyKnown), relative(appStart, created, true),
+			fmt.Sprint(restarts(pod)), wording.Dash(lastTerm), wording.YesNo(podRefused),
 		})
 	}
 

@@ -10,6 +10,7 @@ import (
 	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/mesh"
 	"github.com/meshtriage/meshtriage/probes/readgroup"
+	"github.com/meshtriage/meshtriage/probes/wording"
 	"istio.io/api/annotation"
 	"istio.io/api/label"
 	corev1 "k8s.io/api/core/v1"
@@ -171,8 +172,8 @@ func evaluateTarget(t cluster.Target, in targetInput) Result {
 	r.Facts["target_port_found"] = portFound
 
 	raw = append(raw, fmt.Sprintf("service %s/%s type %s clusterIP %s selector %s ports %s",
-		svc.Namespace, svc.Name, svc.Spec.Type, dash(svc.Spec.ClusterIP),
-		dash(labels.SelectorFromSet(selector).String()), strings.Join(servicePortStrings(svc), ",")))
+		svc.Namespace, svc.Name, svc.Spec.Type, wording.Dash(svc.Spec.ClusterIP),
+		wording.Dash(labels.SelectorFromSet(selector).String()), strings.Join(servicePortStrings(svc), ",")))
 
 	nsInjection := ""
 	if in.NamespaceProblem != "" {
@@ -201,7 +202,7 @@ func evaluateTarget(t cluster.Target, in targetInput) Result {
 			injection = podInjection(nsInjection, pod)
 		}
 		r.Evidence.Rows = append(r.Evidence.Rows, []string{
-			pod.Name, string(pod.Status.Phase), yesNo(ready), string(kind), dash(pod.Spec.NodeName), dash(pod.Status.PodIP), injection,
+			pod.Name, string(pod.Status.Phase), wording.YesNo(ready), string(kind), wording.Dash(pod.Spec.NodeName), wording.Dash(pod.Status.PodIP), injection,
 		})
 	}
 	r.Facts["target_pods_selected"] = len(pods)
@@ -264,7 +265,7 @@ func evaluateTarget(t cluster.Target, in targetInput) Result {
 		warnings = append(warnings, in.NamespaceProblem)
 	}
 
-	head := fmt.Sprintf("svc/%s: %s selected, %d with sidecar", t.Service, countNoun(len(pods), "pod"), withSidecar)
+	head := fmt.Sprintf("svc/%s: %s selected, %d with sidecar", t.Service, wording.CountNoun(len(pods), "pod"), withSidecar)
 	switch {
 	case len(problems) > 0:
 		r.Status = StatusFail
@@ -353,12 +354,4 @@ func targetCommands(t cluster.Target, svc *corev1.Service) []string {
 		cmds = append(cmds, fmt.Sprintf("kubectl get pod -n %s %s -o jsonpath='{.spec.initContainers[*].name} {.spec.containers[*].name}'", t.Source.Namespace, t.Source.Name))
 	}
 	return cmds
-}
-
-// countNoun renders "1 pod", "3 pods".
-func countNoun(n int, noun string) string {
-	if n == 1 {
-		return fmt.Sprintf("%d %s", n, noun)
-	}
-	return fmt.Sprintf("%d %ss", n, noun)
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/meshtriage/meshtriage/probes/cluster"
+	"github.com/meshtriage/meshtriage/probes/wording"
 	"istio.io/api/label"
 	corev1 "k8s.io/api/core/v1"
 )
@@ -193,7 +194,7 @@ func evaluateVersions(in versionsInput) Result {
 		}
 		tags = append(tags, tag)
 		rev := pod.Labels[label.IoIstioRev.Name]
-		r.Evidence.Rows = append(r.Evidence.Rows, []string{pod.Name, dash(rev), dash(image), string(pod.Status.Phase), why})
+		r.Evidence.Rows = append(r.Evidence.Rows, []string{pod.Name, wording.Dash(rev), wording.Dash(image), string(pod.Status.Phase), why})
 	}
 
 	enabled := false
@@ -215,9 +216,9 @@ func evaluateVersions(in versionsInput) Result {
 	case len(pods) == 0:
 		warnings = append(warnings, fmt.Sprintf("no istiod pod (app=%s) in %s", istiodAppLabel, in.ControlPlane))
 	default:
-		head += "; istiod " + dash(version) + ", native sidecars " + map[bool]string{true: "on", false: "off"}[enabled]
+		head += "; istiod " + wording.Dash(version) + ", native sidecars " + map[bool]string{true: "on", false: "off"}[enabled]
 		raw = append(raw, "istiod "+pods[0].Name+": "+modeWhy)
-		if distinct := uniqueNonEmpty(tags...); len(distinct) > 1 {
+		if distinct := wording.UniqueNonEmpty(tags...); len(distinct) > 1 {
 			raw = append(raw, "istiod pods run different versions: "+strings.Join(distinct, ", ")+" (revisions or a rollout in progress)")
 		}
 		if version == "" {

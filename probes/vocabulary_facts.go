@@ -2,12 +2,12 @@ package probes
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 
 	"github.com/meshtriage/meshtriage/probes/parse/accesslog"
 	"github.com/meshtriage/meshtriage/probes/parse/ztunnel"
 	"github.com/meshtriage/meshtriage/probes/vocabulary"
+	"github.com/meshtriage/meshtriage/probes/wording"
 )
 
 // dataplaneReading is what the vocabulary makes of the failures a probe
@@ -109,7 +109,7 @@ func (r *dataplaneReading) addZtunnel(errors map[string]int) {
 
 // Unexplained lists the failures no cause explains, as "LINE=COUNT", most
 // frequent first: the fact a probe states them by.
-func (r *dataplaneReading) Unexplained() []string { return countKeys(r.unexplained) }
+func (r *dataplaneReading) Unexplained() []string { return wording.Counts(r.unexplained) }
 
 // Summary says the unexplained failures with what they mean, for a probe's
 // summary line: an unexplained finding shows it as it is.
@@ -118,7 +118,7 @@ func (r *dataplaneReading) Summary() string {
 		return ""
 	}
 	var parts []string
-	for i, k := range sortedByCount(r.unexplained) {
+	for i, k := range wording.ByCount(r.unexplained) {
 		if i == 3 {
 			parts = append(parts, fmt.Sprintf("%d more", len(r.unexplained)-3))
 			break
@@ -131,28 +131,14 @@ func (r *dataplaneReading) Summary() string {
 // Raw lists every reading with its causes or meaning, for the evidence.
 func (r *dataplaneReading) Raw() []string {
 	var out []string
-	for _, k := range sortedByCount(r.explained) {
+	for _, k := range wording.ByCount(r.explained) {
 		out = append(out, fmt.Sprintf("vocabulary: %s x%d: produced by %s", k, r.explained[k], strings.Join(r.causes[k], ", ")))
 	}
-	for _, k := range sortedByCount(r.unexplained) {
+	for _, k := range wording.ByCount(r.unexplained) {
 		out = append(out, fmt.Sprintf("vocabulary: %s x%d: unexplained: %s", k, r.unexplained[k], r.texts[k]))
 	}
-	for _, k := range sortedByCount(r.benign) {
+	for _, k := range wording.ByCount(r.benign) {
 		out = append(out, fmt.Sprintf("vocabulary: %s x%d: no data-plane failure: %s", k, r.benign[k], r.texts[k]))
 	}
 	return out
-}
-
-func sortedByCount(m map[string]int) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Slice(keys, func(i, j int) bool {
-		if m[keys[i]] != m[keys[j]] {
-			return m[keys[i]] > m[keys[j]]
-		}
-		return keys[i] < keys[j]
-	})
-	return keys
 }

@@ -5,6 +5,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -16,6 +18,7 @@ import (
 	"github.com/meshtriage/meshtriage/probes/parse/envoy"
 	"github.com/meshtriage/meshtriage/probes/readgroup"
 	"github.com/meshtriage/meshtriage/probes/vocabulary"
+	"github.com/meshtriage/meshtriage/probes/wording"
 )
 
 // WaypointProbe reads the waypoint the Service is bound to: an Envoy, read
@@ -272,7 +275,7 @@ func evaluateWaypoint(t cluster.Target, in waypointInput) Result {
 		r.Facts["waypoint_hosts_healthy"] = healthy
 		switch {
 		case !present:
-			problems = append(problems, fmt.Sprintf("the waypoint has no inbound-vip cluster for %s%s: the Service is not bound to it, or it is not in sync", t.Host(), portSuffix(t.Port)))
+			problems = append(problems, fmt.Sprintf("the waypoint has no inbound-vip cluster for %s%s: the Service is not bound to it, or it is not in sync", t.Host(), wording.PortSuffix(t.Port)))
 		case healthy == 0:
 			problems = append(problems, fmt.Sprintf("the waypoint's cluster for %s has %d hosts, none healthy: 503 UH", t.Host(), total))
 		}
@@ -280,19 +283,19 @@ func evaluateWaypoint(t cluster.Target, in waypointInput) Result {
 	if logsRead > 0 {
 		r.Facts["waypoint_log_entries"] = logs.Entries
 		r.Facts["waypoint_log_503"] = logs.Status503
-		r.Facts["waypoint_log_flags"] = nonNil(countKeys(logs.Flags))
+		r.Facts["waypoint_log_flags"] = nonNil(wording.Counts(logs.Flags))
 		r.Facts["waypoint_rbac_denied"] = logs.RBACDenied
-		r.Facts["waypoint_rbac_policies"] = nonNil(sortedKeysInt(logs.Policies))
+		r.Facts["waypoint_rbac_policies"] = nonNil(slices.Sorted(maps.Keys(logs.Policies)))
 		r.Facts["waypoint_unexplained"] = nonNil(reading.Unexplained())
 		if u := reading.Summary(); u != "" {
 			problems = append(problems, u)
 		}
 		raw = append(raw, reading.Raw()...)
 		if logs.RBACDenied > 0 {
-			problems = append(problems, fmt.Sprintf("the waypoint refused %d requests by AuthorizationPolicy (403; %s)", logs.RBACDenied, strings.Join(sortedKeysInt(logs.Policies), ", ")))
+			problems = append(problems, fmt.Sprintf("the waypoint refused %d requests by AuthorizationPolicy (403; %s)", logs.RBACDenied, strings.Join(slices.Sorted(maps.Keys(logs.Policies)), ", ")))
 		}
 		if logs.Status503 > 0 {
-			problems = append(problems, fmt.Sprintf("the waypoint answered %d 503s for svc/%s (%s)", logs.Status503, t.Service, strings.Join(countKeys(logs.Flags), ", ")))
+			problems = append(problems, fmt.Sprintf("the waypoint answered %d 503s for svc/%s (%s)", logs.Status503, t.Service, strings.Join(wording.Counts(logs.Flags), ", ")))
 		}
 	}
 	head := fmt.Sprintf("waypoint %s: %d/%d hosts healthy", in.Binding.Use.Ref, healthy, total)
@@ -308,26 +311,6 @@ func evaluateWaypoint(t cluster.Target, in waypointInput) Result {
 	}
 	r.Evidence.Raw = strings.Join(raw, "\n")
 	return r
-}
-
-// countKeys renders counts as KEY=N, most frequent first.
-func countKeys(m map[string]int) []string {
-	keys := sortedKeysInt(m)
-	sort.SliceStable(keys, func(i, j int) bool { return m[keys[i]] > m[keys[j]] })
-	out := make([]string, len(keys))
-	for i, k := range keys {
-		out[i] = fmt.Sprintf("%s=%d", k, m[k])
-	}
-	return out
-}
-
-func sortedKeysInt(m map[string]int) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
 
 func waypointCommands(t cluster.Target, in ambientInput) []string {

@@ -15,6 +15,7 @@ import (
 	"github.com/meshtriage/meshtriage/probes/mesh"
 	"github.com/meshtriage/meshtriage/probes/parse/ztunnel"
 	"github.com/meshtriage/meshtriage/probes/readgroup"
+	"github.com/meshtriage/meshtriage/probes/wording"
 )
 
 // ZtunnelProbe reads ambient mode's node proxies where the traffic passes:
@@ -147,7 +148,7 @@ func (p ZtunnelProbe) Run(ctx context.Context, c cluster.Cluster, t cluster.Targ
 		// Not Ready: it does not carry the node's pods (yet).
 		if ready, why := mesh.PodReady(zp); !ready {
 			if in.NotReady[node] == "" {
-				in.NotReady[node] = zp.Name + " not ready: " + dash(why)
+				in.NotReady[node] = zp.Name + " not ready: " + wording.Dash(why)
 			}
 			continue
 		}
@@ -354,7 +355,7 @@ func evaluateZtunnel(t cluster.Target, in ztunnelInput) Result {
 			w, found := in.Dump.WorkloadByIP(in.Pods[i].Status.PodIP)
 			switch {
 			case !found:
-				raw = append(raw, fmt.Sprintf("ztunnel %s does not know pod %s (%s)", in.DumpFrom, in.Pods[i].Name, dash(in.Pods[i].Status.PodIP)))
+				raw = append(raw, fmt.Sprintf("ztunnel %s does not know pod %s (%s)", in.DumpFrom, in.Pods[i].Name, wording.Dash(in.Pods[i].Status.PodIP)))
 			case w.Protocol == "TCP":
 				plaintext++
 				raw = append(raw, fmt.Sprintf("ztunnel %s reaches pod %s in plaintext TCP: it is not in ambient", in.DumpFrom, in.Pods[i].Name))
@@ -364,7 +365,7 @@ func evaluateZtunnel(t cluster.Target, in ztunnelInput) Result {
 		}
 		r.Facts["ztunnel_target_plaintext"] = plaintext
 		if ok {
-			raw = append(raw, fmt.Sprintf("ztunnel %s holds svc %s with waypoint %s", in.DumpFrom, t.Host(), dash(svc.Waypoint)))
+			raw = append(raw, fmt.Sprintf("ztunnel %s holds svc %s with waypoint %s", in.DumpFrom, t.Host(), wording.Dash(svc.Waypoint)))
 		} else {
 			raw = append(raw, fmt.Sprintf("ztunnel %s holds no service %s", in.DumpFrom, t.Host()))
 		}
