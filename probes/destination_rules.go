@@ -53,17 +53,6 @@ func (DestinationRulesProbe) Meta() Meta {
 	}
 }
 
-// TinyPoolLimit is where a connection-pool limit stops being a capacity
-// choice and starts overflowing (503 UO) under ordinary load: the one
-// threshold the DestinationRule and the Envoy config probes judge with.
-const TinyPoolLimit = 10
-
-// poolTiny: a limit that is set (Istio writes 4294967295 for none) and
-// below TinyPoolLimit.
-func poolTiny[N int32 | uint32 | int64 | uint64 | int](v N) bool {
-	return v > 0 && v < TinyPoolLimit
-}
-
 func (p DestinationRulesProbe) Run(ctx context.Context, c cluster.Cluster, t cluster.Target) Result {
 	cv, what, err := fetchCallerView(ctx, c, t)
 	if err != nil {

@@ -101,12 +101,6 @@ func readSourceProxy(ctx context.Context, c cluster.Cluster, t cluster.Target) (
 	return "", "", nil
 }
 
-// skippedResult is a probe result with nothing read: no facts, so the
-// runbook treats every fact of the probe as unknown.
-func skippedResult(summary string, commands []string) Result {
-	return Result{Status: StatusSkipped, Summary: summary, Facts: Facts{}, Commands: commands}
-}
-
 func fetchEnvoyClusters(ctx context.Context, c cluster.Cluster, t cluster.Target) (in envoyClustersInput, what string, err error) {
 	if in.Skip, what, err = readSourceProxy(ctx, c, t); err != nil || in.Skip != "" {
 		return in, what, err
@@ -429,13 +423,4 @@ func clusterList(names []string) string {
 		return strings.Join(names, ", ")
 	}
 	return fmt.Sprintf("%s and %d more clusters", names[0], len(names)-1)
-}
-
-// worse returns the more severe of two statuses.
-func worse(a, b Status) Status {
-	rank := map[Status]int{StatusSkipped: 0, StatusPass: 1, StatusWarn: 2, StatusFail: 3, StatusError: 4}
-	if rank[b] > rank[a] {
-		return b
-	}
-	return a
 }
