@@ -348,16 +348,8 @@ func evaluateAmbientPolicy(t cluster.Target, in ambientPolicyInput) Result {
 	if throughWaypoint {
 		head += fmt.Sprintf(" (through waypoint %s)", in.Binding.Use.Ref)
 	}
-	switch {
-	case len(problems) > 0:
-		r.Status = StatusFail
-		r.Summary = head + "; " + strings.Join(problems, "; ")
-	case len(notes) > 0:
-		r.Status = StatusWarn
-		r.Summary = head + "; " + strings.Join(notes, "; ")
-	default:
-		r.Summary = head + ": NetworkPolicy admits every hop and ztunnel admits the connection"
-	}
+	r.Status, r.Summary = verdict{Head: head, Problems: problems, Warnings: notes,
+		Pass: head + ": NetworkPolicy admits every hop and ztunnel admits the connection"}.judge()
 	return r
 }
 

@@ -210,19 +210,10 @@ func evaluateDataPlane(t cluster.Target, in ambientInput) Result {
 	if b.Use.Named {
 		head += fmt.Sprintf("; waypoint %s %s", b.Use.Ref, b.State)
 	}
-	switch {
-	case len(problems) > 0:
-		r.Status = StatusFail
-		if waypointPodWhy != "" {
-			problems = append(problems, waypointPodWhy)
-		}
-		r.Summary = head + "; " + strings.Join(problems, "; ")
-	case len(warnings) > 0:
-		r.Status = StatusWarn
-		r.Summary = head + "; " + strings.Join(warnings, "; ")
-	default:
-		r.Summary = head
+	if len(problems) > 0 && waypointPodWhy != "" {
+		problems = append(problems, waypointPodWhy)
 	}
+	r.Status, r.Summary = verdict{Head: head, Problems: problems, Warnings: warnings}.judge()
 	if !onPath {
 		raw = append(raw, "nothing on the path is in ambient: the sidecar steps apply")
 	}

@@ -276,19 +276,11 @@ func evaluateDestinationRules(t cluster.Target, cv callerView) Result {
 	if rule != nil {
 		head = "DestinationRule " + strings.Join(rule.Names(), ", ") + " applies"
 	}
-	switch {
-	case len(problems) > 0:
-		r.Status = StatusFail
-		r.Summary = strings.Join(append(problems, warnings...), "; ")
-	case len(warnings) > 0:
-		r.Status = StatusWarn
-		r.Summary = head + "; " + strings.Join(warnings, "; ")
-	default:
-		r.Summary = head
-		if vsFound {
-			r.Summary += "; VirtualService routes resolve"
-		}
+	pass := head
+	if vsFound {
+		pass += "; VirtualService routes resolve"
 	}
+	r.Status, r.Summary = verdict{Head: head, Problems: problems, Warnings: warnings, Pass: pass, FailWithWarnings: true, FailWithoutHead: true}.judge()
 	r.Commands = drCommands(t, cv.Config, emptySubsetSelectors(cv, main, withoutPodsRouted))
 	return r
 }

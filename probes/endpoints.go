@@ -288,16 +288,8 @@ func evaluateEndpoints(t cluster.Target, in endpointsInput) Result {
 	case ready == 1:
 		head = "1 ready endpoint"
 	}
-	switch {
-	case len(problems) > 0:
-		r.Status = StatusFail
-		r.Summary = strings.Join(append(problems, warnings...), "; ")
-	case len(warnings) > 0:
-		r.Status = StatusWarn
-		r.Summary = head + ", " + strings.Join(warnings, ", ")
-	default:
-		r.Summary = head
-	}
+	r.Status, r.Summary = verdict{Head: head, Problems: problems, Warnings: warnings,
+		FailWithWarnings: true, FailWithoutHead: true, WarnSep: ", "}.judge()
 	var notReadyNames []string
 	for _, key := range order {
 		if e := seen[key]; e.state == "not-ready" && e.pod != "" {

@@ -314,16 +314,7 @@ func evaluateGatewayRoutes(t cluster.Target, in gatewayRoutesInput) Result {
 	if gatewayAPI {
 		head = "gateway's Envoy routes " + strings.Join(envoyHosts, ", ") + " to " + t.Host()
 	}
-	switch {
-	case len(problems) > 0:
-		r.Status = StatusFail
-		r.Summary = strings.Join(append(problems, warnings...), "; ")
-	case len(warnings) > 0:
-		r.Status = StatusWarn
-		r.Summary = head + "; " + strings.Join(warnings, "; ")
-	default:
-		r.Summary = head
-	}
+	r.Status, r.Summary = verdict{Head: head, Problems: problems, Warnings: warnings, FailWithWarnings: true, FailWithoutHead: true}.judge()
 	return r
 }
 

@@ -288,11 +288,8 @@ func evaluateServiceEntry(t cluster.Target, in seInput) Result {
 		r.Status = StatusWarn
 		r.Summary = mode + ": " + inClusterNote
 	default:
-		r.Summary = fmt.Sprintf("outbound policy %s; no BlackHoleCluster traffic in %s's proxy log", mode, t.Source)
-	}
-	if len(in.Partial) > 0 && r.Status == StatusPass {
-		r.Status = StatusWarn
-		r.Summary += "; " + strings.Join(in.Partial, "; ")
+		// What could not be read warns a pass.
+		r.Status, r.Summary = verdict{Head: fmt.Sprintf("outbound policy %s; no BlackHoleCluster traffic in %s's proxy log", mode, t.Source), Warnings: in.Partial}.judge()
 	}
 	return r
 }

@@ -266,16 +266,7 @@ func evaluateTarget(t cluster.Target, in targetInput) Result {
 	}
 
 	head := fmt.Sprintf("svc/%s: %s selected, %d with sidecar", t.Service, wording.CountNoun(len(pods), "pod"), withSidecar)
-	switch {
-	case len(problems) > 0:
-		r.Status = StatusFail
-		r.Summary = head + "; " + strings.Join(append(problems, warnings...), "; ")
-	case len(warnings) > 0:
-		r.Status = StatusWarn
-		r.Summary = head + "; " + strings.Join(warnings, "; ")
-	default:
-		r.Summary = head
-	}
+	r.Status, r.Summary = verdict{Head: head, Problems: problems, Warnings: warnings, FailWithWarnings: true}.judge()
 	r.Evidence.Raw = strings.Join(raw, "\n")
 	return r
 }

@@ -160,8 +160,7 @@ func evaluateVersions(in versionsInput) Result {
 	if in.IstiodProblem != "" {
 		warnings = append(warnings, in.IstiodProblem)
 		raw = append(raw, in.IstiodProblem+": istiod version unknown")
-		r.Status = StatusWarn
-		r.Summary = head + "; " + strings.Join(warnings, "; ")
+		r.Status, r.Summary = verdict{Head: head, Warnings: warnings}.judge()
 		r.Evidence.Raw = strings.Join(raw, "\n")
 		return r
 	}
@@ -229,12 +228,7 @@ func evaluateVersions(in versionsInput) Result {
 		warnings = append(warnings, "istiod injects native sidecars but Kubernetes is older than 1.29")
 	}
 	r.Evidence.Raw = strings.Join(raw, "\n")
-	if len(warnings) > 0 {
-		r.Status = StatusWarn
-		r.Summary = head + "; " + strings.Join(warnings, "; ")
-	} else {
-		r.Summary = head
-	}
+	r.Status, r.Summary = verdict{Head: head, Warnings: warnings}.judge()
 	return r
 }
 

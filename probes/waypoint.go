@@ -299,16 +299,8 @@ func evaluateWaypoint(t cluster.Target, in waypointInput) Result {
 		}
 	}
 	head := fmt.Sprintf("waypoint %s: %d/%d hosts healthy", in.Binding.Use.Ref, healthy, total)
-	switch {
-	case len(problems) > 0:
-		r.Status = StatusFail
-		r.Summary = head + "; " + strings.Join(problems, "; ")
-	case len(notes) > 0:
-		r.Status = StatusWarn
-		r.Summary = head + "; " + strings.Join(notes, "; ")
-	default:
-		r.Summary = fmt.Sprintf("%s, %d requests for svc/%s in its log, no 503 or 403", head, logs.Entries, t.Service)
-	}
+	r.Status, r.Summary = verdict{Head: head, Problems: problems, Warnings: notes,
+		Pass: fmt.Sprintf("%s, %d requests for svc/%s in its log, no 503 or 403", head, logs.Entries, t.Service)}.judge()
 	r.Evidence.Raw = strings.Join(raw, "\n")
 	return r
 }

@@ -374,18 +374,11 @@ func evaluateZtunnel(t cluster.Target, in ztunnelInput) Result {
 	}
 
 	head := fmt.Sprintf("%d ztunnel(s) read", read)
-	switch {
-	case len(problems) > 0:
-		r.Status = StatusFail
-		r.Summary = head + "; " + strings.Join(problems, "; ")
-	case len(notes) > 0:
-		r.Status = StatusWarn
-		r.Summary = head + "; " + strings.Join(notes, "; ")
-	case read == 0 && len(in.Ztunnels) == 0:
-		r.Status = StatusWarn
-		r.Summary = "no ztunnel pod on the nodes of the path"
-	default:
-		r.Summary = fmt.Sprintf("%s: %d connections to svc/%s, none failed", head, all.Entries, t.Service)
+	r.Status, r.Summary = verdict{Head: head, Problems: problems, Warnings: notes,
+		Pass: fmt.Sprintf("%s: %d connections to svc/%s, none failed", head, all.Entries, t.Service)}.judge()
+	if r.Status == StatusPass && read == 0 && len(in.Ztunnels) == 0 {
+		// Nothing failed because nothing was read.
+		r.Status, r.Summary = StatusWarn, "no ztunnel pod on the nodes of the path"
 	}
 	r.Evidence.Raw = strings.Join(raw, "\n")
 	return r
