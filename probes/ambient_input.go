@@ -146,17 +146,6 @@ func callerKind(pod *corev1.Pod) string {
 	return mesh.CallerNone
 }
 
-// readyPods counts the Running, Ready pods.
-func readyPods(pods []corev1.Pod) int {
-	n := 0
-	for i := range pods {
-		if ready, _ := mesh.PodReady(&pods[i]); ready && pods[i].Status.Phase == corev1.PodRunning {
-			n++
-		}
-	}
-	return n
-}
-
 // ambientOnPath: ztunnel or a waypoint carries some of the traffic: the
 // caller or a pod of the Service is in ambient (enrolled or meant to be),
 // or the Service names a waypoint.

@@ -15,6 +15,7 @@ import (
 
 	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/mesh"
+	"github.com/meshtriage/meshtriage/probes/podfacts"
 	"github.com/meshtriage/meshtriage/probes/readgroup"
 	"github.com/meshtriage/meshtriage/probes/wording"
 )
@@ -402,7 +403,7 @@ func unresolvedPortWhy(sp *corev1.ServicePort, pod *corev1.Pod) string {
 	if sp == nil {
 		return "the Service has no port: the port the connection takes is unknown"
 	}
-	tp := serviceTargetPort(*sp)
+	tp := podfacts.ServiceTargetPort(*sp)
 	return fmt.Sprintf("the Service port's targetPort %s names no port of %s/%s (no endpoint of it serves the port): the port the connection takes is unknown", tp.String(), pod.Namespace, pod.Name)
 }
 
@@ -420,12 +421,12 @@ func servicePortOf(svc *corev1.Service, port int32) *corev1.ServicePort {
 }
 
 // targetPortOn is the pod port the Service port sends to
-// (resolvedTargetPort), 0 when the Service has no port.
+// (podfacts.ResolvedTargetPort), 0 when the Service has no port.
 func targetPortOn(sp *corev1.ServicePort, pod *corev1.Pod) int32 {
 	if sp == nil {
 		return 0
 	}
-	return resolvedTargetPort(*sp, pod)
+	return podfacts.ResolvedTargetPort(*sp, pod)
 }
 
 func ambientPolicyCommands(t cluster.Target, in ambientInput) []string {

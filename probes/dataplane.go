@@ -10,6 +10,7 @@ import (
 
 	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/mesh"
+	"github.com/meshtriage/meshtriage/probes/podfacts"
 	"github.com/meshtriage/meshtriage/probes/wording"
 )
 
@@ -155,7 +156,7 @@ func evaluateDataPlane(t cluster.Target, in ambientInput) Result {
 	if b.Use.Named {
 		switch {
 		case in.WaypointPodsRead:
-			ready := readyPods(in.WaypointPods)
+			ready := podfacts.ReadyPods(in.WaypointPods)
 			r.Facts["waypoint_ready_pods"] = ready
 			var podWhy []string
 			for i := range in.WaypointPods {
@@ -163,7 +164,7 @@ func evaluateDataPlane(t cluster.Target, in ambientInput) Result {
 				ok, _ := mesh.PodReady(wp)
 				state := string(wp.Status.Phase)
 				if !ok {
-					why := podNotReadyReason(wp)
+					why := podfacts.NotReadyReason(wp)
 					state += ", not ready: " + why
 					podWhy = append(podWhy, wp.Name+": "+why)
 				}

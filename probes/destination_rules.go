@@ -441,3 +441,11 @@ func drCommands(t cluster.Target, cfg *mesh.Config, emptySubsetSelectors []strin
 	}
 	return cmds
 }
+
+// sourceNamespace is the caller's namespace, "" when none is named.
+func sourceNamespace(t cluster.Target) string {
+	if t.Source != nil {
+		return t.Source.Namespace
+	}
+	return ""
+}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/mesh"
+	"github.com/meshtriage/meshtriage/probes/podfacts"
 	"github.com/meshtriage/meshtriage/probes/wording"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -317,61 +318,7 @@ func notReadyReason(pod string, in endpointsInput) string {
 	if po == nil {
 		return "pod not read"
 	}
-	return podNotReadyReason(po)
-}
-
-// podNotReadyReason says why a pod is not ready: its Ready condition, then
-// the first app or proxy container that is not ready and the state the
-// kubelet reports for it (ImagePullBackOff, CrashLoopBackOff, ...), the
-// part that names a cause. The data-plane probe uses it for a waypoint's pods.
-func podNotReadyReason(po *corev1.Pod) string {
-	_, why := mesh.PodReady(po)
-	if po.DeletionTimestamp != nil {
-		why = strings.TrimSpace("deleting " + why)
-	}
-	for _, c := range append(append([]corev1.Container(nil), po.Spec.InitContainers...), po.Spec.Containers...) {
-		st, ok := mesh.ContainerStatus(po, c.Name)
-		if !ok || st.Ready {
-			continue
-		}
-		if isInit(po, c.Name) && !(c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways) {
-			if st.State.Terminated != nil && st.State.Terminated.ExitCode == 0 {
-				continue
-			}
-		}
-		return why + "; " + containerNotReady(c, st)
-	}
-	return wording.Dash(why)
-}
-
-func isInit(pod *corev1.Pod, name string) bool {
-	for _, c := range pod.Spec.InitContainers {
-		if c.Name == name {
-			return true
-		}
-	}
-	return false
-}
-
-func containerNotReady(c corev1.Container, st corev1.ContainerStatus) string {
-	s := st.State
-	switch {
-	case s.Waiting != nil:
-		out := fmt.Sprintf("container %s waiting: %s", c.Name, s.Waiting.Reason)
-		if st.RestartCount > 0 {
-			out += fmt.Sprintf(" (%d restarts)", st.RestartCount)
-		}
-		return out
-	case s.Terminated != nil:
-		return fmt.Sprintf("container %s terminated: %s exit %d", c.Name, s.Terminated.Reason, s.Terminated.ExitCode)
-	case s.Running != nil && c.ReadinessProbe != nil:
-		return fmt.Sprintf("container %s running, readiness probe failing", c.Name)
-	case s.Running != nil && st.Started != nil && !*st.Started:
-		return fmt.Sprintf("container %s running, startup probe not passed", c.Name)
-	case s.Running != nil:
-		return fmt.Sprintf("container %s running, not ready", c.Name)
-	}
-	return fmt.Sprintf("container %s not ready", c.Name)
+	return podfacts.NotReadyReason(po)
 }
 
 // checkTargetPorts compares each service port's targetPort (or only the
@@ -396,7 +343,7 @@ func checkTargetPorts(t cluster.Target, svc *corev1.Service, in endpointsInput) 
 		if t.Port != 0 && sp.Port != t.Port {
 			continue
 		}
-		tp := serviceTargetPort(sp)
+		tp := podfacts.ServiceTargetPort(sp)
 		proto := sp.Protocol
 		if proto == "" {
 			proto = corev1.ProtocolTCP

@@ -244,10 +244,3 @@ func controlPlane(c cluster.Cluster) string {
 	}
 	return cluster.DefaultControlPlane
 }
-
-func sourceNamespace(t cluster.Target) string {
-	if t.Source != nil {
-		return t.Source.Namespace
-	}
-	return ""
-}

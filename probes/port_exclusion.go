@@ -11,11 +11,11 @@ import (
 
 	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/mesh"
+	"github.com/meshtriage/meshtriage/probes/podfacts"
 	"github.com/meshtriage/meshtriage/probes/wording"
 	"istio.io/api/annotation"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
 // PortExclusionProbe reports what the target and source pods exclude from
@@ -209,23 +209,6 @@ func addrInRanges(ranges []string, addr string) bool {
 	return false
 }
 
-// resolvedTargetPort is the pod port a service port lands on: a named
-// targetPort looked up in pod's containers, 0 when it does not resolve.
-func resolvedTargetPort(sp corev1.ServicePort, pod *corev1.Pod) int32 {
-	tp := serviceTargetPort(sp)
-	if tp.Type == intstr.Int {
-		return tp.IntVal
-	}
-	for _, c := range pod.Spec.Containers {
-		for _, p := range c.Ports {
-			if p.Name == tp.StrVal {
-				return p.ContainerPort
-			}
-		}
-	}
-	return 0
-}
-
 func evaluatePortExclusion(t cluster.Target, in portExclusionInput) Result {
 	r := Result{Status: StatusPass, Facts: Facts{}, Commands: exclusionCommands(t, in.Service)}
 	svc := in.Service
@@ -260,7 +243,7 @@ func evaluatePortExclusion(t cluster.Target, in portExclusionInput) Result {
 				hit = append(hit, strconv.Itoa(int(sp.Port)))
 			}
 			for i := range pods {
-				if tp := resolvedTargetPort(sp, &pods[i]); tp != 0 && tp != sp.Port && portListed(ic.excludeOut, tp) && svc.Spec.ClusterIP == corev1.ClusterIPNone {
+				if tp := podfacts.ResolvedTargetPort(sp, &pods[i]); tp != 0 && tp != sp.Port && portListed(ic.excludeOut, tp) && svc.Spec.ClusterIP == corev1.ClusterIPNone {
 					hit = append(hit, strconv.Itoa(int(tp)))
 				}
 			}
@@ -321,7 +304,7 @@ func evaluatePortExclusion(t cluster.Target, in portExclusionInput) Result {
 		}
 		var excluded, notIncluded []string
 		for _, sp := range ports {
-			tp := resolvedTargetPort(sp, pod)
+			tp := podfacts.ResolvedTargetPort(sp, pod)
 			if tp == 0 {
 				continue
 			}

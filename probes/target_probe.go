@@ -9,6 +9,7 @@ import (
 
 	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/mesh"
+	"github.com/meshtriage/meshtriage/probes/podfacts"
 	"github.com/meshtriage/meshtriage/probes/readgroup"
 	"github.com/meshtriage/meshtriage/probes/wording"
 	"istio.io/api/annotation"
@@ -17,7 +18,6 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
 // TargetProbe resolves the Service and the pods it selects, and whether those
@@ -280,19 +280,10 @@ func servicePortStrings(svc *corev1.Service) []string {
 		if proto == "" {
 			proto = corev1.ProtocolTCP
 		}
-		tp := serviceTargetPort(sp)
+		tp := podfacts.ServiceTargetPort(sp)
 		out = append(out, fmt.Sprintf("%d/%s/%s", sp.Port, tp.String(), proto))
 	}
 	return out
-}
-
-// serviceTargetPort is sp.TargetPort with the API default applied.
-func serviceTargetPort(sp corev1.ServicePort) intstr.IntOrString {
-	tp := sp.TargetPort
-	if (tp.Type == intstr.Int && tp.IntVal == 0) || (tp.Type == intstr.String && tp.StrVal == "") {
-		return intstr.FromInt32(sp.Port)
-	}
-	return tp
 }
 
 // podInjection says whether the injector would give pod a sidecar, following
