@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/meshtriage/meshtriage/probes/cluster"
+	"github.com/meshtriage/meshtriage/probes/istioconfig"
 	"github.com/meshtriage/meshtriage/probes/mesh"
 	"github.com/meshtriage/meshtriage/probes/parse/accesslog"
 	"github.com/meshtriage/meshtriage/probes/parse/envoy"
@@ -151,7 +152,7 @@ func fetchAccessLog(ctx context.Context, c cluster.Cluster, t cluster.Target) (a
 	// run at once and are added below in a fixed order (the caller's first).
 	// The mesh's own formats first: every log is read by them.
 	var formatProblems []string
-	in.Formats, formatProblems = readAccessLogFormats(ctx, c)
+	in.Formats, formatProblems = istioconfig.ReadAccessLogFormats(ctx, c)
 	in.Problems = append(in.Problems, formatProblems...)
 	readLog := func(pod cluster.PodRef, upstream bool) (podLog, string, error) {
 		what := fmt.Sprintf("read the %s log of %s", mesh.ProxyContainer, pod)

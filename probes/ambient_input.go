@@ -10,6 +10,7 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/meshtriage/meshtriage/probes/cluster"
+	"github.com/meshtriage/meshtriage/probes/istioconfig"
 	"github.com/meshtriage/meshtriage/probes/mesh"
 	"github.com/meshtriage/meshtriage/probes/readgroup"
 )
@@ -40,7 +41,7 @@ type ambientInput struct {
 
 // fetchAmbient fails only when the Service or its pods cannot be read.
 func fetchAmbient(ctx context.Context, c cluster.Cluster, t cluster.Target) (ambientInput, string, error) {
-	in := ambientInput{ControlPlane: controlPlane(c)}
+	in := ambientInput{ControlPlane: istioconfig.ControlPlane(c)}
 	var (
 		svcErr, nsErr, srcErr error
 		g                     readgroup.Group

@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/meshtriage/meshtriage/probes/cluster"
+	"github.com/meshtriage/meshtriage/probes/istioconfig"
 	"github.com/meshtriage/meshtriage/probes/mesh"
 	"github.com/meshtriage/meshtriage/probes/podfacts"
 	"github.com/meshtriage/meshtriage/probes/readgroup"
@@ -75,7 +76,7 @@ func (p AmbientPolicyProbe) Run(ctx context.Context, c cluster.Cluster, t cluste
 	if !base.ambientOnPath() {
 		return evaluateAmbientPolicy(t, in)
 	}
-	mc, err := ReadMeshConfig(ctx, c)
+	mc, err := istioconfig.ReadMeshConfig(ctx, c)
 	if err != nil {
 		return ErrorResult("read the mesh config", err)
 	}

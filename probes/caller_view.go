@@ -12,8 +12,10 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/meshtriage/meshtriage/probes/cluster"
+	"github.com/meshtriage/meshtriage/probes/istioconfig"
 	"github.com/meshtriage/meshtriage/probes/mesh"
 	"github.com/meshtriage/meshtriage/probes/readgroup"
 	"github.com/meshtriage/meshtriage/probes/wording"
@@ -54,7 +56,7 @@ func fetchCallerView(ctx context.Context, c cluster.Cluster, t cluster.Target) (
 		first      readgroup.Group
 		sourceRead = t.Source != nil
 	)
-	first.Go(func() { mc, mcErr = ReadMeshConfig(ctx, c) })
+	first.Go(func() { mc, mcErr = istioconfig.ReadMeshConfig(ctx, c) })
 	first.Go(func() { svc, svcErr = c.GetService(ctx, t.Namespace, t.Service) })
 	if sourceRead {
 		first.Go(func() { pod, podErr = c.GetPod(ctx, t.Source.Namespace, t.Source.Name) })
@@ -63,7 +65,7 @@ func fetchCallerView(ctx context.Context, c cluster.Cluster, t cluster.Target) (
 	if mcErr != nil {
 		return out, "read the mesh config", mcErr
 	}
-	cfg := &mesh.Config{Mesh: mc, RootNamespace: mc.RootNamespace(controlPlane(c)), Services: map[string]*mesh.ServiceData{}, Namespaces: map[string]*corev1.Namespace{}}
+	cfg := &mesh.Config{Mesh: mc, RootNamespace: mc.RootNamespace(istioconfig.ControlPlane(c)), Services: map[string]*mesh.ServiceData{}, Namespaces: map[string]*corev1.Namespace{}}
 	out.Config = cfg
 	if svcErr != nil {
 		return out, fmt.Sprintf("get service %s/%s", t.Namespace, t.Service), svcErr
@@ -81,7 +83,7 @@ func fetchCallerView(ctx context.Context, c cluster.Cluster, t cluster.Target) (
 	namespaces := wording.UniqueNonEmpty(out.Caller.Namespace, t.Namespace, cfg.RootNamespace)
 	optional := func(ns string) bool { return ns != t.Namespace && ns != out.Caller.Namespace }
 	var (
-		rules     *meshRules
+		rules     *istioconfig.Rules
 		rulesWhat string
 		rulesErr  error
 		sd        *mesh.ServiceData
@@ -91,21 +93,21 @@ func fetchCallerView(ctx context.Context, c cluster.Cluster, t cluster.Target) (
 		gwReads   gatewayReads
 		second    readgroup.Group
 	)
-	second.Go(func() { rules, rulesWhat, rulesErr = fetchMeshRules(ctx, c, namespaces, optional) })
+	second.Go(func() { rules, rulesWhat, rulesErr = istioconfig.ReadRules(ctx, c, namespaces, optional) })
 	second.Go(func() { sd, sdNS, sdWhat, sdErr = fetchServiceData(ctx, c, svc) })
 	if out.Caller.Gateway {
-		second.Go(func() { gwReads = fetchGatewayConfig(ctx, c, pod, []string{metav1NamespaceAll}) })
+		second.Go(func() { gwReads = fetchGatewayConfig(ctx, c, pod, []string{metav1.NamespaceAll}) })
 	}
 	second.Wait()
 	if rulesErr != nil {
 		return out, rulesWhat, rulesErr
 	}
-	rules.into(cfg)
+	rules.Into(cfg)
 	if what, err := addServiceData(cfg, svc, sd, sdNS, sdWhat, sdErr); err != nil {
 		return out, what, err
 	}
 	if out.Caller.Gateway {
-		if gwReads.problems[metav1NamespaceAll] == "" {
+		if gwReads.problems[metav1.NamespaceAll] == "" {
 			// Every namespace's Gateways: the model needs no list of them.
 			addGatewayConfig(cfg, gwReads)
 			cfg.GatewayNamespaces = nil
@@ -164,7 +166,7 @@ func fetchCallerView(ctx context.Context, c cluster.Cluster, t cluster.Target) (
 		var fourth readgroup.Group
 		var moreWhat string
 		var moreErr error
-		fourth.Go(func() { moreWhat, moreErr = rules.more(ctx, c, otherNamespaces, func(string) bool { return true }) })
+		fourth.Go(func() { moreWhat, moreErr = rules.More(ctx, c, otherNamespaces, func(string) bool { return true }) })
 		for i, other := range found {
 			fourth.Go(func() { datas[i], nss[i], whats[i], errs[i] = fetchServiceData(ctx, c, other) })
 		}
@@ -172,7 +174,7 @@ func fetchCallerView(ctx context.Context, c cluster.Cluster, t cluster.Target) (
 		if moreErr != nil {
 			return out, moreWhat, moreErr
 		}
-		rules.into(cfg)
+		rules.Into(cfg)
 		for i, other := range found {
 			if what, err := addServiceData(cfg, other, datas[i], nss[i], whats[i], errs[i]); err != nil {
 				cfg.Unknown = append(cfg.Unknown, cluster.AccessProblem(what, err))

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/meshtriage/meshtriage/probes/cluster"
+	"github.com/meshtriage/meshtriage/probes/istioconfig"
 	"github.com/meshtriage/meshtriage/probes/mesh"
 	"github.com/meshtriage/meshtriage/probes/parse/accesslog"
 	"github.com/meshtriage/meshtriage/probes/parse/envoy"
@@ -104,7 +105,7 @@ func fetchGatewayRoutes(ctx context.Context, c cluster.Cluster, t cluster.Target
 	g.Go(func() { logs, logErr = newestProxyLog(ctx, c, src, AccessLogTailLines) })
 	// The mesh's access-log format, so a log in its own keys is read (the
 	// access-log step reports a format that cannot be read).
-	g.Go(func() { formats, _ = readAccessLogFormats(ctx, c) })
+	g.Go(func() { formats, _ = istioconfig.ReadAccessLogFormats(ctx, c) })
 	g.Wait()
 	if cvErr != nil {
 		return in, cvWhat, cvErr

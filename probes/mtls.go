@@ -237,10 +237,3 @@ func mtlsCommands(t cluster.Target) []string {
 	}
 	return cmds
 }
-
-func controlPlane(c cluster.Cluster) string {
-	if ns := c.Info().ControlPlaneNamespace; ns != "" {
-		return ns
-	}
-	return cluster.DefaultControlPlane
-}

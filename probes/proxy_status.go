@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/meshtriage/meshtriage/probes/cluster"
+	"github.com/meshtriage/meshtriage/probes/istioconfig"
 	"github.com/meshtriage/meshtriage/probes/parse/envoy"
 	"github.com/meshtriage/meshtriage/probes/wording"
 )
@@ -78,7 +79,7 @@ func fetchProxyStatus(ctx context.Context, c cluster.Cluster, t cluster.Target) 
 	}
 	in.IstiodReplicas = -1
 	var replicas []string
-	if pods, err := c.ListPods(ctx, controlPlane(c), istiodLabels); err == nil {
+	if pods, err := c.ListPods(ctx, istioconfig.ControlPlane(c), istiodLabels); err == nil {
 		running := cluster.OrderIstiods(pods)
 		in.IstiodReplicas = len(running)
 		for _, p := range running {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/meshtriage/meshtriage/probes/cluster"
+	"github.com/meshtriage/meshtriage/probes/istioconfig"
 	"github.com/meshtriage/meshtriage/probes/mesh"
 	"github.com/meshtriage/meshtriage/probes/parse/accesslog"
 	"github.com/meshtriage/meshtriage/probes/wording"
@@ -70,18 +71,18 @@ func (p ServiceEntryProbe) Run(ctx context.Context, c cluster.Cluster, t cluster
 	in, what, err := fetchServiceEntry(ctx, c, t)
 	if err != nil {
 		r := ErrorResult(what, err)
-		r.Commands = seCommands(t, controlPlane(c), in.Mesh.RootNamespace(controlPlane(c)))
+		r.Commands = seCommands(t, istioconfig.ControlPlane(c), in.Mesh.RootNamespace(istioconfig.ControlPlane(c)))
 		return r
 	}
 	r := evaluateServiceEntry(t, in)
-	r.Commands = seCommands(t, controlPlane(c), in.Mesh.RootNamespace(controlPlane(c)))
+	r.Commands = seCommands(t, istioconfig.ControlPlane(c), in.Mesh.RootNamespace(istioconfig.ControlPlane(c)))
 	return r
 }
 
 func fetchServiceEntry(ctx context.Context, c cluster.Cluster, t cluster.Target) (seInput, string, error) {
 	var in seInput
 	var err error
-	if in.Mesh, err = ReadMeshConfig(ctx, c); err != nil {
+	if in.Mesh, err = istioconfig.ReadMeshConfig(ctx, c); err != nil {
 		return in, "read the mesh config", err
 	}
 	if t.Source == nil {
@@ -92,17 +93,17 @@ func fetchServiceEntry(ctx context.Context, c cluster.Cluster, t cluster.Target)
 	if err != nil {
 		return in, "get pod " + src.String(), err
 	}
-	root := in.Mesh.RootNamespace(controlPlane(c))
+	root := in.Mesh.RootNamespace(istioconfig.ControlPlane(c))
 	// The rules as the config model reads them (every namespace's, one
 	// list a kind, shared through the read cache): a ServiceEntry of any
 	// namespace may be exported to the caller.
-	rules, what, err := fetchMeshRules(ctx, c, wording.UniqueNonEmpty(src.Namespace, t.Namespace, root), func(ns string) bool { return ns != src.Namespace })
+	rules, what, err := istioconfig.ReadRules(ctx, c, wording.UniqueNonEmpty(src.Namespace, t.Namespace, root), func(ns string) bool { return ns != src.Namespace })
 	if err != nil {
 		return in, what, err
 	}
-	in.Partial = append(in.Partial, rules.unknown...)
-	in.RulesPartial = rules.partial()
-	cfg := &mesh.Config{Mesh: in.Mesh, RootNamespace: root, Sidecars: rules.scs}
+	in.Partial = append(in.Partial, rules.Unknown...)
+	in.RulesPartial = rules.Partial()
+	cfg := &mesh.Config{Mesh: in.Mesh, RootNamespace: root, Sidecars: rules.Sidecars}
 	in.Sidecar, _ = cfg.SidecarFor(mesh.CallerFromPod(pod))
 	if mesh.PodSidecar(pod) == mesh.SidecarNone {
 		// No Envoy sends anything of this caller to BlackHoleCluster: an
@@ -119,7 +120,7 @@ func fetchServiceEntry(ctx context.Context, c cluster.Cluster, t cluster.Target)
 	if len(in.Hosts) == 0 {
 		return in, "", nil
 	}
-	in.SEs = rules.ses
+	in.SEs = rules.ServiceEntries
 	return in, "", nil
 }
 

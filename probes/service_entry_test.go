@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/meshtriage/meshtriage/probes/cluster"
+	"github.com/meshtriage/meshtriage/probes/istioconfig"
 	"github.com/meshtriage/meshtriage/probes/mesh"
 	networkingv1alpha3 "istio.io/api/networking/v1alpha3"
 	networkingv1 "istio.io/client-go/pkg/apis/networking/v1"
@@ -256,8 +257,8 @@ func TestServiceEntryProbeThroughClusterReads(t *testing.T) {
 	// and "no ServiceEntry" is said with that bound.
 	t.Run("all-namespaces list refused: partial", func(t *testing.T) {
 		f := newSECluster()
-		for _, k := range ruleKinds {
-			f.forbidAllNamespaces("list", k.name)
+		for _, resource := range istioconfig.RuleResources() {
+			f.forbidAllNamespaces("list", resource)
 		}
 		r := Run(ctx, ServiceEntryProbe{}, f, target)
 		mustAllFacts(t, ServiceEntryProbe{}, r)

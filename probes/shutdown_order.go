@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/meshtriage/meshtriage/probes/cluster"
+	"github.com/meshtriage/meshtriage/probes/istioconfig"
 	"github.com/meshtriage/meshtriage/probes/mesh"
 	"github.com/meshtriage/meshtriage/probes/wording"
 	meshv1alpha1 "istio.io/api/mesh/v1alpha1"
@@ -57,7 +58,7 @@ func (ShutdownOrderProbe) Run(ctx context.Context, c cluster.Cluster, t cluster.
 func fetchShutdown(ctx context.Context, c cluster.Cluster, t cluster.Target) (shutdownInput, string, error) {
 	var in shutdownInput
 	var err error
-	if in.Mesh, err = ReadMeshConfig(ctx, c); err != nil {
+	if in.Mesh, err = istioconfig.ReadMeshConfig(ctx, c); err != nil {
 		return in, "read the mesh config", err
 	}
 	svc, err := c.GetService(ctx, t.Namespace, t.Service)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/meshtriage/meshtriage/probes/cluster"
+	"github.com/meshtriage/meshtriage/probes/istioconfig"
 	"github.com/meshtriage/meshtriage/probes/mesh"
 	"github.com/meshtriage/meshtriage/probes/readgroup"
 	"github.com/meshtriage/meshtriage/probes/wording"
@@ -83,7 +84,7 @@ func fetchStartup(ctx context.Context, c cluster.Cluster, t cluster.Target) (sta
 		meshErr, sErr error
 		first         readgroup.Group
 	)
-	first.Go(func() { in.Mesh, meshErr = ReadMeshConfig(ctx, c) })
+	first.Go(func() { in.Mesh, meshErr = istioconfig.ReadMeshConfig(ctx, c) })
 	first.Go(func() { svc, sErr = c.GetService(ctx, t.Namespace, t.Service) })
 	first.Wait()
 	if meshErr != nil {

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/meshtriage/meshtriage/probes/cluster"
+	"github.com/meshtriage/meshtriage/probes/istioconfig"
 	"github.com/meshtriage/meshtriage/probes/wording"
 	"istio.io/api/label"
 	corev1 "k8s.io/api/core/v1"
@@ -60,14 +61,14 @@ func (p VersionsProbe) Run(ctx context.Context, c cluster.Cluster, t cluster.Tar
 	in, what, err := fetchVersions(ctx, c)
 	if err != nil {
 		r := ErrorResult(what, err)
-		r.Commands = versionsCommands(controlPlane(c))
+		r.Commands = versionsCommands(istioconfig.ControlPlane(c))
 		return r
 	}
 	return evaluateVersions(in)
 }
 
 func fetchVersions(ctx context.Context, c cluster.Cluster) (versionsInput, string, error) {
-	in := versionsInput{ControlPlane: controlPlane(c)}
+	in := versionsInput{ControlPlane: istioconfig.ControlPlane(c)}
 	var err error
 	if in.Kubernetes, err = c.ServerVersion(ctx); err != nil {
 		return in, "read the Kubernetes server version", err

@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/meshtriage/meshtriage/probes/cluster"
+	"github.com/meshtriage/meshtriage/probes/istioconfig"
 	"github.com/meshtriage/meshtriage/probes/parse/accesslog"
 	"github.com/meshtriage/meshtriage/probes/parse/clustername"
 	"github.com/meshtriage/meshtriage/probes/parse/envoy"
@@ -72,7 +73,7 @@ func (p WaypointProbe) Run(ctx context.Context, c cluster.Cluster, t cluster.Tar
 		return ErrorResult(what, err)
 	}
 	in := waypointInput{ambientInput: base}
-	formats, formatProblems := readAccessLogFormats(ctx, c)
+	formats, formatProblems := istioconfig.ReadAccessLogFormats(ctx, c)
 	in.FormatProblems = formatProblems
 	var running []*corev1.Pod
 	for i := range base.WaypointPods {

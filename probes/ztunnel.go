@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/meshtriage/meshtriage/probes/cluster"
+	"github.com/meshtriage/meshtriage/probes/istioconfig"
 	"github.com/meshtriage/meshtriage/probes/mesh"
 	"github.com/meshtriage/meshtriage/probes/parse/ztunnel"
 	"github.com/meshtriage/meshtriage/probes/readgroup"
@@ -469,7 +470,7 @@ func ztunnelCallers(ctx context.Context, c cluster.Cluster, t cluster.Target, ta
 	if len(enrolled) == 0 {
 		return nil, nil // no ztunnel terminates the target's connections
 	}
-	ns := controlPlane(c)
+	ns := istioconfig.ControlPlane(c)
 	zs, problem, err := listZtunnels(ctx, c, ns)
 	if err != nil {
 		return nil, []string{cluster.AccessProblem("list ztunnel pods in "+ns, err)}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/meshtriage/meshtriage/probes"
 	"github.com/meshtriage/meshtriage/probes/cluster"
+	"github.com/meshtriage/meshtriage/probes/istioconfig"
 	"github.com/meshtriage/meshtriage/probes/mesh"
 )
 
@@ -87,7 +88,7 @@ func Watch(ctx context.Context, cfg Config) (Report, error) {
 	if err != nil {
 		return Report{Namespace: cfg.Namespace, Deployment: cfg.Deployment, Regressions: []string{}}, err
 	}
-	meshCfg, err := probes.ReadMeshConfig(ctx, cfg.Cluster)
+	meshCfg, err := istioconfig.ReadMeshConfig(ctx, cfg.Cluster)
 	if err != nil {
 		// The mesh default only decides holdApplicationUntilProxyStarts for
 		// pods without the injector's hook; the pods themselves still tell.

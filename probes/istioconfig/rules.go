@@ -1,4 +1,4 @@
-package probes
+package istioconfig
 
 import (
 	"context"
@@ -11,81 +11,82 @@ import (
 	networkingv1 "istio.io/client-go/pkg/apis/networking/v1"
 	securityv1 "istio.io/client-go/pkg/apis/security/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/mesh"
 	"github.com/meshtriage/meshtriage/probes/readgroup"
 )
 
-// meshRules are the Istio rules the config model reads, as istiod reads
+// Rules are the Istio rules the config model reads, as istiod reads
 // them: every namespace's. Each kind is one list across all namespaces,
 // the five at once (one round trip; the read cache makes it once per
 // triage however many probes ask). Where a role refuses a kind's
 // all-namespaces list (the namespaced Role), that kind is read namespace
 // by namespace in the namespaces the triage needs, and the set is partial:
 // the model then concludes nothing from a rule's absence.
-type meshRules struct {
-	drs []*networkingv1.DestinationRule
-	vss []*networkingv1.VirtualService
-	pas []*securityv1.PeerAuthentication
-	scs []*networkingv1.Sidecar
-	ses []*networkingv1.ServiceEntry
+type Rules struct {
+	DestinationRules    []*networkingv1.DestinationRule
+	VirtualServices     []*networkingv1.VirtualService
+	PeerAuthentications []*securityv1.PeerAuthentication
+	Sidecars            []*networkingv1.Sidecar
+	ServiceEntries      []*networkingv1.ServiceEntry
 	// refused are the kinds whose all-namespaces list was refused, with
 	// the refusal; read are then the namespaces read for them.
 	refused map[string]error
 	read    map[string]bool
-	// unknown: namespaces whose rules could not be read at all (optional
+	// Unknown: namespaces whose rules could not be read at all (optional
 	// ones: the root namespace outside the on-call's role).
-	unknown  []string
-	reported int // unknown[:reported] are in the model already
+	Unknown  []string
+	reported int // Unknown[:reported] are in the model already
 }
 
 // ruleKind is one kind of rule: how to list it and where to put it.
 type ruleKind struct {
 	name string // the resource, as RBAC and the API name it
 	kind string // as errors name it
-	list func(ctx context.Context, c cluster.Cluster, ns string, r *meshRules) error
+	list func(ctx context.Context, c cluster.Cluster, ns string, r *Rules) error
 }
 
 var ruleKinds = []ruleKind{
-	{"destinationrules", "DestinationRules", func(ctx context.Context, c cluster.Cluster, ns string, r *meshRules) error {
+	{"destinationrules", "DestinationRules", func(ctx context.Context, c cluster.Cluster, ns string, r *Rules) error {
 		l, err := c.DestinationRules(ctx, ns)
-		r.drs = append(r.drs, l...)
+		r.DestinationRules = append(r.DestinationRules, l...)
 		return err
 	}},
-	{"virtualservices", "VirtualServices", func(ctx context.Context, c cluster.Cluster, ns string, r *meshRules) error {
+	{"virtualservices", "VirtualServices", func(ctx context.Context, c cluster.Cluster, ns string, r *Rules) error {
 		l, err := c.VirtualServices(ctx, ns)
-		r.vss = append(r.vss, l...)
+		r.VirtualServices = append(r.VirtualServices, l...)
 		return err
 	}},
-	{"peerauthentications", "PeerAuthentications", func(ctx context.Context, c cluster.Cluster, ns string, r *meshRules) error {
+	{"peerauthentications", "PeerAuthentications", func(ctx context.Context, c cluster.Cluster, ns string, r *Rules) error {
 		l, err := c.PeerAuthentications(ctx, ns)
-		r.pas = append(r.pas, l...)
+		r.PeerAuthentications = append(r.PeerAuthentications, l...)
 		return err
 	}},
-	{"sidecars", "Sidecars", func(ctx context.Context, c cluster.Cluster, ns string, r *meshRules) error {
+	{"sidecars", "Sidecars", func(ctx context.Context, c cluster.Cluster, ns string, r *Rules) error {
 		l, err := c.Sidecars(ctx, ns)
-		r.scs = append(r.scs, l...)
+		r.Sidecars = append(r.Sidecars, l...)
 		return err
 	}},
-	{"serviceentries", "ServiceEntries", func(ctx context.Context, c cluster.Cluster, ns string, r *meshRules) error {
+	{"serviceentries", "ServiceEntries", func(ctx context.Context, c cluster.Cluster, ns string, r *Rules) error {
 		l, err := c.ServiceEntries(ctx, ns)
-		r.ses = append(r.ses, l...)
+		r.ServiceEntries = append(r.ServiceEntries, l...)
 		return err
 	}},
 }
 
-// fetchMeshRules lists every kind across all namespaces at once; a kind
-// whose list is refused is read in namespaces instead (see more).
+// ReadRules lists every kind across all namespaces at once; a kind
+// whose list is refused is read in namespaces instead (see More).
 // optional names the namespaces whose rules may stay unknown; what and err
 // are the first read that fails the probe.
-func fetchMeshRules(ctx context.Context, c cluster.Cluster, namespaces []string, optional func(ns string) bool) (r *meshRules, what string, err error) {
-	r = &meshRules{refused: map[string]error{}, read: map[string]bool{}}
-	parts := make([]meshRules, len(ruleKinds))
+func ReadRules(ctx context.Context, c cluster.Cluster, namespaces []string, optional func(ns string) bool) (r *Rules, what string, err error) {
+	r = &Rules{refused: map[string]error{}, read: map[string]bool{}}
+	parts := make([]Rules, len(ruleKinds))
 	errs := make([]error, len(ruleKinds))
 	var g readgroup.Group
 	for i, k := range ruleKinds {
-		g.Go(func() { errs[i] = k.list(ctx, c, metav1NamespaceAll, &parts[i]) })
+		g.Go(func() { errs[i] = k.list(ctx, c, metav1.NamespaceAll, &parts[i]) })
 	}
 	g.Wait()
 	for i, k := range ruleKinds {
@@ -98,21 +99,19 @@ func fetchMeshRules(ctx context.Context, c cluster.Cluster, namespaces []string,
 			return r, "list " + k.kind + " in all namespaces", err
 		}
 	}
-	if what, err := r.more(ctx, c, namespaces, optional); err != nil {
+	if what, err := r.More(ctx, c, namespaces, optional); err != nil {
 		return r, what, err
 	}
 	return r, "", nil
 }
 
-const metav1NamespaceAll = ""
-
-func (r *meshRules) merge(o *meshRules) {
-	r.drs, r.vss, r.pas = append(r.drs, o.drs...), append(r.vss, o.vss...), append(r.pas, o.pas...)
-	r.scs, r.ses = append(r.scs, o.scs...), append(r.ses, o.ses...)
+func (r *Rules) merge(o *Rules) {
+	r.DestinationRules, r.VirtualServices, r.PeerAuthentications = append(r.DestinationRules, o.DestinationRules...), append(r.VirtualServices, o.VirtualServices...), append(r.PeerAuthentications, o.PeerAuthentications...)
+	r.Sidecars, r.ServiceEntries = append(r.Sidecars, o.Sidecars...), append(r.ServiceEntries, o.ServiceEntries...)
 }
 
-// more reads the refused kinds in namespaces not read yet, all at once.
-func (r *meshRules) more(ctx context.Context, c cluster.Cluster, namespaces []string, optional func(ns string) bool) (string, error) {
+// More reads the refused kinds in namespaces not read yet, all at once.
+func (r *Rules) More(ctx context.Context, c cluster.Cluster, namespaces []string, optional func(ns string) bool) (string, error) {
 	if len(r.refused) == 0 {
 		return "", nil
 	}
@@ -124,11 +123,11 @@ func (r *meshRules) more(ctx context.Context, c cluster.Cluster, namespaces []st
 	}
 	sort.Strings(todo)
 	kinds := r.refusedKinds()
-	parts := make([][]meshRules, len(todo))
+	parts := make([][]Rules, len(todo))
 	errs := make([][]error, len(todo))
 	var g readgroup.Group
 	for i, ns := range todo {
-		parts[i], errs[i] = make([]meshRules, len(kinds)), make([]error, len(kinds))
+		parts[i], errs[i] = make([]Rules, len(kinds)), make([]error, len(kinds))
 		for j, k := range kinds {
 			g.Go(func() { errs[i][j] = k.list(ctx, c, ns, &parts[i][j]) })
 		}
@@ -148,7 +147,7 @@ func (r *meshRules) more(ctx context.Context, c cluster.Cluster, namespaces []st
 			if !optional(ns) || apierrors.IsNotFound(failErr) && cluster.IsMissingKind(failErr) {
 				return failed, failErr
 			}
-			r.unknown = append(r.unknown, cluster.AccessProblem(failed, failErr)+": its rules are not judged")
+			r.Unknown = append(r.Unknown, cluster.AccessProblem(failed, failErr)+": its rules are not judged")
 			continue
 		}
 		r.read[ns] = true
@@ -159,7 +158,7 @@ func (r *meshRules) more(ctx context.Context, c cluster.Cluster, namespaces []st
 	return "", nil
 }
 
-func (r *meshRules) refusedKinds() []ruleKind {
+func (r *Rules) refusedKinds() []ruleKind {
 	var out []ruleKind
 	for _, k := range ruleKinds {
 		if r.refused[k.name] != nil {
@@ -169,8 +168,8 @@ func (r *meshRules) refusedKinds() []ruleKind {
 	return out
 }
 
-// partial says why the set is not istiod's whole set, "" when it is.
-func (r *meshRules) partial() string {
+// Partial says why the set is not istiod's whole set, "" when it is.
+func (r *Rules) Partial() string {
 	if len(r.refused) == 0 {
 		return ""
 	}
@@ -186,17 +185,27 @@ func (r *meshRules) partial() string {
 		what, strings.Join(slices.Sorted(maps.Keys(r.read)), ", "))
 }
 
-// into puts the rules in cfg, the partial set's bounds with them.
-func (r *meshRules) into(cfg *mesh.Config) {
-	cfg.DestinationRules, cfg.VirtualServices, cfg.PeerAuthentications = r.drs, r.vss, r.pas
-	cfg.Sidecars, cfg.ServiceEntries = r.scs, r.ses
-	cfg.Unknown = append(cfg.Unknown, r.unknown[r.reported:]...)
-	r.reported = len(r.unknown)
-	cfg.RulesRead, cfg.RulesPartial = nil, r.partial()
+// Into puts the rules in cfg, the partial set's bounds with them.
+func (r *Rules) Into(cfg *mesh.Config) {
+	cfg.DestinationRules, cfg.VirtualServices, cfg.PeerAuthentications = r.DestinationRules, r.VirtualServices, r.PeerAuthentications
+	cfg.Sidecars, cfg.ServiceEntries = r.Sidecars, r.ServiceEntries
+	cfg.Unknown = append(cfg.Unknown, r.Unknown[r.reported:]...)
+	r.reported = len(r.Unknown)
+	cfg.RulesRead, cfg.RulesPartial = nil, r.Partial()
 	if cfg.RulesPartial != "" {
 		cfg.RulesRead = map[string]bool{}
 		for ns := range r.read {
 			cfg.RulesRead[ns] = true
 		}
 	}
+}
+
+// RuleResources are the rule kinds' resources, as RBAC names them: each
+// is listed across all namespaces, else in the namespaces a triage needs.
+func RuleResources() []string {
+	var out []string
+	for _, k := range ruleKinds {
+		out = append(out, k.name)
+	}
+	return out
 }
