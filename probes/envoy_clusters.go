@@ -9,10 +9,9 @@ import (
 	"strings"
 
 	"github.com/meshtriage/meshtriage/probes/cluster"
-	"github.com/meshtriage/meshtriage/probes/mesh"
+	"github.com/meshtriage/meshtriage/probes/envoyadmin"
 	"github.com/meshtriage/meshtriage/probes/parse/envoy"
 	"github.com/meshtriage/meshtriage/probes/wording"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 )
 
 // EnvoyClustersProbe reads the source sidecar's /clusters?format=json and
@@ -51,17 +50,6 @@ func (EnvoyClustersProbe) Meta() Meta {
 	}
 }
 
-// Envoy admin paths the probes read; recorded scenarios are keyed by them.
-const (
-	adminClusters   = "/clusters?format=json"
-	adminStats      = "/stats"
-	adminListeners  = "/listeners?format=json"
-	adminConfigDump = "/config_dump"
-)
-
-// noSourceSummary is what the source-sidecar probes say without --from.
-const noSourceSummary = "no source pod: name the calling pod with --from pod/NAME"
-
 type envoyClustersInput struct {
 	// Skip says why there is no Envoy to read ("" when there is).
 	Skip string
@@ -83,41 +71,23 @@ func (p EnvoyClustersProbe) Run(ctx context.Context, c cluster.Cluster, t cluste
 	return evaluateEnvoyClusters(t, in)
 }
 
-// readSourceProxy says why a probe that reads the source's Envoy has
-// nothing to read: no source named, or a source without a sidecar (skip is
-// then the one-line reason). A pod that cannot be read for another reason
-// (RBAC on pods) is no reason to stop: the admin API may still answer.
-func readSourceProxy(ctx context.Context, c cluster.Cluster, t cluster.Target) (skip, what string, err error) {
-	if t.Source == nil {
-		return noSourceSummary, "", nil
-	}
-	pod, err := c.GetPod(ctx, t.Source.Namespace, t.Source.Name)
-	switch {
-	case err == nil && mesh.PodSidecar(pod) == mesh.SidecarNone:
-		return fmt.Sprintf("source pod %s has no %s: there is no Envoy to read, its calls leave without mTLS", t.Source, mesh.ProxyContainer), "", nil
-	case apierrors.IsNotFound(err):
-		return "", "get source pod " + t.Source.String(), err
-	}
-	return "", "", nil
-}
-
 func fetchEnvoyClusters(ctx context.Context, c cluster.Cluster, t cluster.Target) (in envoyClustersInput, what string, err error) {
-	if in.Skip, what, err = readSourceProxy(ctx, c, t); err != nil || in.Skip != "" {
+	if in.Skip, what, err = envoyadmin.CheckSource(ctx, c, t); err != nil || in.Skip != "" {
 		return in, what, err
 	}
 	src := *t.Source
-	body, err := c.EnvoyAdmin(ctx, src, adminClusters)
+	body, err := c.EnvoyAdmin(ctx, src, envoyadmin.ClustersPath)
 	if err != nil {
-		return in, fmt.Sprintf("read Envoy %s of %s", adminClusters, src), err
+		return in, fmt.Sprintf("read Envoy %s of %s", envoyadmin.ClustersPath, src), err
 	}
 	if in.Clusters, err = envoy.ParseClusters(body); err != nil {
-		return in, fmt.Sprintf("parse Envoy %s of %s", adminClusters, src), err
+		return in, fmt.Sprintf("parse Envoy %s of %s", envoyadmin.ClustersPath, src), err
 	}
-	stats, err := c.EnvoyAdmin(ctx, src, adminStats)
+	stats, err := c.EnvoyAdmin(ctx, src, envoyadmin.StatsPath)
 	if err != nil {
 		// Host health alone answers most of the question; the counters are
 		// then unknown, as they are when Istio does not record them.
-		in.StatsProblem = cluster.AccessProblem(fmt.Sprintf("read Envoy %s of %s", adminStats, src), err)
+		in.StatsProblem = cluster.AccessProblem(fmt.Sprintf("read Envoy %s of %s", envoyadmin.StatsPath, src), err)
 		return in, "", nil
 	}
 	in.Stats = envoy.ParseStats(stats, targetStats(t))
@@ -402,20 +372,14 @@ func envoyClustersCommands(t cluster.Target, clusters []string) []string {
 	}
 	src := *t.Source
 	cmds := []string{
-		pilotAgentRequest(src, "clusters?format=json"),
-		pilotAgentRequest(src, "stats") + " | grep -F '" + t.Host() + "' | grep -E 'overflow|ejections_active|cx_connect_fail'",
+		envoyadmin.PilotAgentRequest(src, "clusters?format=json"),
+		envoyadmin.PilotAgentRequest(src, "stats") + " | grep -F '" + t.Host() + "' | grep -E 'overflow|ejections_active|cx_connect_fail'",
 		fmt.Sprintf("istioctl proxy-config cluster %s.%s --fqdn %s", src.Name, src.Namespace, t.Host()),
 	}
 	for _, c := range clusters {
 		cmds = append(cmds, fmt.Sprintf("istioctl proxy-config endpoint %s.%s --cluster '%s'", src.Name, src.Namespace, c))
 	}
 	return cmds
-}
-
-// pilotAgentRequest is the by-hand way to GET an Envoy admin path, the same
-// fallback the live Cluster uses when port-forward is refused.
-func pilotAgentRequest(pod cluster.PodRef, path string) string {
-	return fmt.Sprintf("kubectl exec -n %s %s -c %s -- pilot-agent request GET '%s'", pod.Namespace, pod.Name, mesh.ProxyContainer, path)
 }
 
 func clusterList(names []string) string {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"maps"
 	"slices"
 	"sort"
@@ -12,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/meshtriage/meshtriage/probes/cluster"
+	"github.com/meshtriage/meshtriage/probes/envoyadmin"
 	"github.com/meshtriage/meshtriage/probes/parse/envoy"
 	"github.com/meshtriage/meshtriage/probes/wording"
 )
@@ -59,36 +59,23 @@ func (p EnvoyConfigProbe) Run(ctx context.Context, c cluster.Cluster, t cluster.
 }
 
 func fetchEnvoyConfig(ctx context.Context, c cluster.Cluster, t cluster.Target) (in envoyConfigInput, what string, err error) {
-	if in.Skip, what, err = readSourceProxy(ctx, c, t); err != nil || in.Skip != "" {
+	if in.Skip, what, err = envoyadmin.CheckSource(ctx, c, t); err != nil || in.Skip != "" {
 		return in, what, err
 	}
 	src := *t.Source
-	body, err := c.EnvoyAdmin(ctx, src, adminConfigDump)
+	body, err := c.EnvoyAdmin(ctx, src, envoyadmin.ConfigDumpPath)
 	if err != nil {
-		return in, fmt.Sprintf("read Envoy %s of %s", adminConfigDump, src), err
+		return in, fmt.Sprintf("read Envoy %s of %s", envoyadmin.ConfigDumpPath, src), err
 	}
 	in.Size = len(body)
 	// The streaming decoder: a big mesh's dump is 100 MB, and unknown
 	// extensions must not fail the read (see probes/parse/envoy). Decoding one
 	// takes a second or more, so it stops when the probe's deadline does.
-	r := ctxReader{ctx: ctx, r: bytes.NewReader(body)}
+	r := envoyadmin.ContextReader(ctx, bytes.NewReader(body))
 	if in.Dump, err = envoy.StreamConfigDump(r, envoy.TargetMatcher(t.Host(), t.Port)); err != nil {
-		return in, fmt.Sprintf("parse Envoy %s of %s", adminConfigDump, src), err
+		return in, fmt.Sprintf("parse Envoy %s of %s", envoyadmin.ConfigDumpPath, src), err
 	}
 	return in, "", nil
-}
-
-// ctxReader fails reads once ctx is done.
-type ctxReader struct {
-	ctx context.Context
-	r   io.Reader
-}
-
-func (c ctxReader) Read(p []byte) (int, error) {
-	if err := c.ctx.Err(); err != nil {
-		return 0, err
-	}
-	return c.r.Read(p)
 }
 
 // mainCluster is the one the scalar facts describe: the subset-less cluster
@@ -254,6 +241,6 @@ func envoyConfigCommands(t cluster.Target) []string {
 	src := *t.Source
 	return []string{
 		fmt.Sprintf("istioctl proxy-config cluster %s.%s --fqdn %s -o json", src.Name, src.Namespace, t.Host()),
-		pilotAgentRequest(src, "config_dump") + fmt.Sprintf(" > %s.config_dump.json", src.Name),
+		envoyadmin.PilotAgentRequest(src, "config_dump") + fmt.Sprintf(" > %s.config_dump.json", src.Name),
 	}
 }

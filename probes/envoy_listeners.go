@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/meshtriage/meshtriage/probes/cluster"
+	"github.com/meshtriage/meshtriage/probes/envoyadmin"
 	"github.com/meshtriage/meshtriage/probes/mesh"
 	"github.com/meshtriage/meshtriage/probes/parse/envoy"
 	"github.com/meshtriage/meshtriage/probes/wording"
@@ -58,7 +59,7 @@ func (p EnvoyListenersProbe) Run(ctx context.Context, c cluster.Cluster, t clust
 }
 
 func fetchEnvoyListeners(ctx context.Context, c cluster.Cluster, t cluster.Target) (in envoyListenersInput, what string, err error) {
-	if in.Skip, what, err = readSourceProxy(ctx, c, t); err != nil || in.Skip != "" {
+	if in.Skip, what, err = envoyadmin.CheckSource(ctx, c, t); err != nil || in.Skip != "" {
 		return in, what, err
 	}
 	if pod, err := c.GetPod(ctx, t.Source.Namespace, t.Source.Name); err == nil {
@@ -88,12 +89,12 @@ func fetchEnvoyListeners(ctx context.Context, c cluster.Cluster, t cluster.Targe
 		in.Ports = []int32{t.Port}
 	}
 	src := *t.Source
-	body, err := c.EnvoyAdmin(ctx, src, adminListeners)
+	body, err := c.EnvoyAdmin(ctx, src, envoyadmin.ListenersPath)
 	if err != nil {
-		return in, fmt.Sprintf("read Envoy %s of %s", adminListeners, src), err
+		return in, fmt.Sprintf("read Envoy %s of %s", envoyadmin.ListenersPath, src), err
 	}
 	if in.Listeners, err = envoy.ParseListeners(body); err != nil {
-		return in, fmt.Sprintf("parse Envoy %s of %s", adminListeners, src), err
+		return in, fmt.Sprintf("parse Envoy %s of %s", envoyadmin.ListenersPath, src), err
 	}
 	return in, "", nil
 }
@@ -191,7 +192,7 @@ func envoyListenersCommands(t cluster.Target) []string {
 	}
 	return []string{
 		fmt.Sprintf("istioctl proxy-config listener %s.%s%s", src.Name, src.Namespace, port),
-		pilotAgentRequest(src, "listeners?format=json"),
+		envoyadmin.PilotAgentRequest(src, "listeners?format=json"),
 		fmt.Sprintf("kubectl get service -n %s %s -o jsonpath='{.spec.clusterIPs} {.spec.ports}'", t.Namespace, t.Service),
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/meshtriage/meshtriage/probes/cluster"
+	"github.com/meshtriage/meshtriage/probes/envoyadmin"
 	"github.com/meshtriage/meshtriage/probes/istioconfig"
 	"github.com/meshtriage/meshtriage/probes/mesh"
 	"github.com/meshtriage/meshtriage/probes/parse/accesslog"
@@ -101,7 +102,7 @@ func fetchGatewayRoutes(ctx context.Context, c cluster.Cluster, t cluster.Target
 		formats accesslog.Formats
 	)
 	g.Go(func() { in.CV, cvWhat, cvErr = fetchCallerView(ctx, c, t) })
-	g.Go(func() { body, bodyErr = c.EnvoyAdmin(ctx, src, adminConfigDump) })
+	g.Go(func() { body, bodyErr = c.EnvoyAdmin(ctx, src, envoyadmin.ConfigDumpPath) })
 	g.Go(func() { logs, logErr = newestProxyLog(ctx, c, src, AccessLogTailLines) })
 	// The mesh's access-log format, so a log in its own keys is read (the
 	// access-log step reports a format that cannot be read).
@@ -115,9 +116,9 @@ func fetchGatewayRoutes(ctx context.Context, c cluster.Cluster, t cluster.Target
 		return in, "", nil
 	}
 	if bodyErr != nil {
-		in.RoutesProblem = cluster.AccessProblem(fmt.Sprintf("read Envoy %s of %s", adminConfigDump, src), bodyErr)
-	} else if rcs, err := envoy.StreamRouteConfigs(ctxReader{ctx: ctx, r: bytes.NewReader(body)}); err != nil {
-		in.RoutesProblem = cluster.AccessProblem(fmt.Sprintf("parse Envoy %s of %s", adminConfigDump, src), err)
+		in.RoutesProblem = cluster.AccessProblem(fmt.Sprintf("read Envoy %s of %s", envoyadmin.ConfigDumpPath, src), bodyErr)
+	} else if rcs, err := envoy.StreamRouteConfigs(envoyadmin.ContextReader(ctx, bytes.NewReader(body))); err != nil {
+		in.RoutesProblem = cluster.AccessProblem(fmt.Sprintf("parse Envoy %s of %s", envoyadmin.ConfigDumpPath, src), err)
 	} else {
 		in.Routes = envoy.GatewayRouteConfigs(rcs)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/cluster/manifests"
 	"github.com/meshtriage/meshtriage/probes/cluster/recorded"
+	"github.com/meshtriage/meshtriage/probes/envoyadmin"
 	"github.com/meshtriage/meshtriage/probes/mesh"
 	"github.com/meshtriage/meshtriage/probes/mesh/meshtest"
 	"github.com/meshtriage/meshtriage/probes/parse/accesslog"
@@ -283,7 +284,7 @@ func TestGatewayRoutesThroughClusterReads(t *testing.T) {
 	objs := meshtest.Objects(t, "mesh/testdata/model", "base.yaml", "gateway-vs-bound.yaml")
 	f := newFakeCluster(t, objs...)
 	src := cluster.PodRef{Namespace: "istio-system", Name: "istio-ingressgateway-5b7c9-x2x4t"}
-	f.envoy[envoyKey(src, adminConfigDump)] = []byte(`{"configs":[{"@type":"type.googleapis.com/envoy.admin.v3.RoutesConfigDump","dynamic_route_configs":[{"route_config":{
+	f.envoy[envoyKey(src, envoyadmin.ConfigDumpPath)] = []byte(`{"configs":[{"@type":"type.googleapis.com/envoy.admin.v3.RoutesConfigDump","dynamic_route_configs":[{"route_config":{
   "@type":"type.googleapis.com/envoy.config.route.v3.RouteConfiguration","name":"http.8080","ignore_port_in_host_matching":true,
   "virtual_hosts":[{"name":"shop.example.com:80","domains":["shop.example.com"],"routes":[{"match":{"prefix":"/"},"route":{"cluster":"outbound|8080||orders.shop.svc.cluster.local"}}]}]}}]}]}`)
 	f.logs[logKey(src, mesh.ProxyContainer)] = []byte(`[2026-12-02T03:04:05.123Z] "GET /api/orders HTTP/1.1" 404 NR route_not_found - "-" 0 0 0 - "203.0.113.7" "curl/8.7.1" "6b1f8a9e-3c8d-4f5e-9a0b-1c2d3e4f5a6b" "www.shop.example.com" "-" - - 10.244.1.40:8080 203.0.113.7:51544 - -

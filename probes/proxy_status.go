@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/meshtriage/meshtriage/probes/cluster"
+	"github.com/meshtriage/meshtriage/probes/envoyadmin"
 	"github.com/meshtriage/meshtriage/probes/istioconfig"
 	"github.com/meshtriage/meshtriage/probes/parse/envoy"
 	"github.com/meshtriage/meshtriage/probes/wording"
@@ -74,7 +75,7 @@ func (p ProxyStatusProbe) Run(ctx context.Context, c cluster.Cluster, t cluster.
 func fetchProxyStatus(ctx context.Context, c cluster.Cluster, t cluster.Target) (in proxyStatusInput, what string, err error) {
 	// A pod without a sidecar is not an xDS client: istiod not listing it
 	// says nothing about staleness.
-	if in.Skip, what, err = readSourceProxy(ctx, c, t); err != nil || in.Skip != "" {
+	if in.Skip, what, err = envoyadmin.CheckSource(ctx, c, t); err != nil || in.Skip != "" {
 		return in, what, err
 	}
 	in.IstiodReplicas = -1
