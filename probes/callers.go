@@ -18,6 +18,7 @@ import (
 	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/mesh"
 	"github.com/meshtriage/meshtriage/probes/parse/accesslog"
+	"github.com/meshtriage/meshtriage/probes/prometheus"
 	"github.com/meshtriage/meshtriage/probes/readgroup"
 	"github.com/meshtriage/meshtriage/probes/wording"
 )
@@ -65,9 +66,9 @@ type CallerSearch struct {
 	// Max is how many callers' sidecars to read; DefaultMaxCallers when 0.
 	Max int
 	// Prometheus, when its URL is set, is asked first.
-	Prometheus Prometheus
+	Prometheus prometheus.Client
 	// Window is the rate() range of the Prometheus query;
-	// DefaultPrometheusWindow when zero.
+	// prometheus.DefaultWindow when zero.
 	Window time.Duration
 	// Now is when the Prometheus query is evaluated; time.Now when zero.
 	Now time.Time
@@ -226,7 +227,7 @@ func FindCallers(ctx context.Context, c cluster.Cluster, t cluster.Target, s Cal
 		in.PromAsked = true
 		in.Window = s.Window
 		if in.Window <= 0 {
-			in.Window = DefaultPrometheusWindow
+			in.Window = prometheus.DefaultWindow
 		}
 		at := s.Now
 		if at.IsZero() {
@@ -463,7 +464,7 @@ func rankCallers(in callerSearchInput, max int) CallerSearchResult {
 			return rates[i].Rate > rates[j].Rate
 		})
 		for _, r := range rates {
-			why := fmt.Sprintf("%s 503/s of %s req/s to the target (Prometheus, %s)", formatRate(r.Rate503), formatRate(r.Rate), fmtWindow(in.Window))
+			why := fmt.Sprintf("%s 503/s of %s req/s to the target (Prometheus, %s)", wording.Rate(r.Rate503), wording.Rate(r.Rate), fmtWindow(in.Window))
 			for _, pod := range readyFirst(in.PodsIn[r.Namespace]) {
 				if mesh.WorkloadName(&pod) == r.Workload {
 					add(&pod, CallerByPrometheus, why, r.Rate503, r.Rate)
@@ -595,7 +596,7 @@ func CallerRatesQuery(t cluster.Target, window time.Duration) string {
 }
 
 // callerRates asks Prometheus for the target's callers by workload.
-func callerRates(ctx context.Context, p Prometheus, t cluster.Target, window time.Duration, at time.Time) ([]workloadRate, error) {
+func callerRates(ctx context.Context, p prometheus.Client, t cluster.Target, window time.Duration, at time.Time) ([]workloadRate, error) {
 	vec, err := p.Query(ctx, CallerRatesQuery(t, window), at)
 	if err != nil {
 		return nil, err

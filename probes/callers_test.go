@@ -13,6 +13,7 @@ import (
 	"github.com/meshtriage/meshtriage/probes"
 	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/cluster/recorded"
+	"github.com/meshtriage/meshtriage/probes/prometheus"
 )
 
 // Every embedded scenario names the caller that saw the 503s. With that
@@ -87,7 +88,7 @@ func TestFindCallersAsksPrometheusFirst(t *testing.T) {
 {"metric":{"source_workload":"web","source_workload_namespace":"%s","response_code":"200"},"value":[1,"7.5"]}]}}`, web.Namespace, web.Namespace)
 	}))
 	defer srv.Close()
-	res := probes.FindCallers(context.Background(), c, target, probes.CallerSearch{Prometheus: probes.Prometheus{URL: srv.URL}, Now: time.Unix(1, 0)})
+	res := probes.FindCallers(context.Background(), c, target, probes.CallerSearch{Prometheus: prometheus.Client{URL: srv.URL}, Now: time.Unix(1, 0)})
 	if !strings.Contains(query, `destination_service="`+target.Host()+`"`) || !strings.Contains(query, "source_workload") {
 		t.Errorf("query %s: want the target's series by source workload", query)
 	}

@@ -7,6 +7,7 @@ package wording
 import (
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -106,4 +107,18 @@ func Counts(m map[string]int) []string {
 		out[i] = fmt.Sprintf("%s=%d", k, m[k])
 	}
 	return out
+}
+
+// Rate renders a rate per second, keeping small ones readable: 0.0033/s
+// matters when it is a 503.
+func Rate(v float64) string {
+	switch {
+	case v == 0:
+		return "0"
+	case v >= 10:
+		return strconv.FormatFloat(v, 'f', 1, 64)
+	case v >= 0.1:
+		return strconv.FormatFloat(v, 'f', 2, 64)
+	}
+	return strconv.FormatFloat(v, 'g', 2, 64)
 }
