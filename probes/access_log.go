@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -15,17 +14,12 @@ import (
 	"github.com/meshtriage/meshtriage/probes/mesh"
 	"github.com/meshtriage/meshtriage/probes/parse/accesslog"
 	"github.com/meshtriage/meshtriage/probes/parse/envoy"
+	"github.com/meshtriage/meshtriage/probes/proxylog"
 	"github.com/meshtriage/meshtriage/probes/readgroup"
 	"github.com/meshtriage/meshtriage/probes/vocabulary"
 	"github.com/meshtriage/meshtriage/probes/wording"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 )
-
-// AccessLogTailLines bounds an access-log read: the newest 10,000 entries,
-// about 4 MB of typical Istio TEXT entries (~400 bytes each), at most
-// 10 MB (newestLog's 1 KiB a line), the newest kept when they are longer.
-const AccessLogTailLines = 10000
 
 // AccessLogProbe tallies the source (and upstream) istio-proxy access logs:
 // entries by response flag with the code each came with, response code
@@ -74,13 +68,6 @@ func (AccessLogProbe) Meta() Meta {
 	}
 }
 
-const (
-	// accessLogWindow bounds every log read of the probe.
-	accessLogWindow = 30 * time.Minute
-	// maxUpstreamLogs caps how many upstream pods' logs are read.
-	maxUpstreamLogs = 5
-)
-
 // podLog is one pod's tally, split into the entries about the target and
 // the rest of what the proxy logged.
 type podLog struct {
@@ -98,7 +85,7 @@ type accessLogInput struct {
 	// Selector is the Service selector the upstream pods were listed by.
 	Selector map[string]string
 	// UpstreamSkipped counts upstream pods not read: no sidecar, or beyond
-	// maxUpstreamLogs.
+	// proxylog.MaxUpstreamLogs.
 	UpstreamSkipped int
 	UpstreamTotal   int
 	// Problems are reads that failed without spoiling the rest.
@@ -156,14 +143,14 @@ func fetchAccessLog(ctx context.Context, c cluster.Cluster, t cluster.Target) (a
 	in.Problems = append(in.Problems, formatProblems...)
 	readLog := func(pod cluster.PodRef, upstream bool) (podLog, string, error) {
 		what := fmt.Sprintf("read the %s log of %s", mesh.ProxyContainer, pod)
-		b, err := newestProxyLog(ctx, c, pod, AccessLogTailLines)
+		b, err := proxylog.NewestProxyLog(ctx, c, pod, proxylog.AccessLogTailLines)
 		if err != nil {
 			return podLog{Pod: pod, Upstream: upstream, Problem: cluster.AccessProblem(what, err)}, what, err
 		}
 		pl := podLog{Pod: pod, Upstream: upstream}
 		match := sourceEntryMatcher(t)
 		if upstream {
-			match = inboundEntry
+			match = proxylog.InboundEntry
 		}
 		pl.Target, pl.Other, _ = in.Formats.Split(bytes.NewReader(b), match)
 		return pl, "", nil
@@ -211,11 +198,11 @@ func fetchAccessLog(ctx context.Context, c cluster.Cluster, t cluster.Target) (a
 			lookups = append(lookups, logRead{what: fmt.Sprintf("list pods in %s matching %s", t.Namespace, labels.SelectorFromSet(in.Selector)), err: err})
 		}
 		in.UpstreamTotal = len(pods)
-		readable := upstreamLogPods(pods)
+		readable := proxylog.UpstreamLogPods(pods)
 		in.UpstreamSkipped = len(pods) - len(readable)
-		if len(readable) > maxUpstreamLogs {
-			in.UpstreamSkipped += len(readable) - maxUpstreamLogs
-			readable = readable[:maxUpstreamLogs]
+		if len(readable) > proxylog.MaxUpstreamLogs {
+			in.UpstreamSkipped += len(readable) - proxylog.MaxUpstreamLogs
+			readable = readable[:proxylog.MaxUpstreamLogs]
 		}
 		upstream = make([]logRead, len(readable))
 		var logs readgroup.Group
@@ -261,25 +248,6 @@ func fetchAccessLog(ctx context.Context, c cluster.Cluster, t cluster.Target) (a
 	return in, "", nil
 }
 
-// upstreamLogPods are the pods worth reading, most recently started first
-// (they log the present), sidecar-less pods left out.
-func upstreamLogPods(pods []corev1.Pod) []corev1.Pod {
-	var out []corev1.Pod
-	for _, p := range pods {
-		if mesh.PodSidecar(&p) != mesh.SidecarNone {
-			out = append(out, p)
-		}
-	}
-	sort.SliceStable(out, func(i, j int) bool {
-		a, b := out[i].Status.StartTime, out[j].Status.StartTime
-		if a == nil || b == nil || a.Equal(b) {
-			return out[i].Name < out[j].Name
-		}
-		return b.Before(a)
-	})
-	return out
-}
-
 // sourceEntryMatcher selects the source's entries about the target: sent
 // to one of its outbound clusters, or addressed to its name when no cluster
 // took them (NR, NC). A pod calls many services; counting their 503s would
@@ -304,16 +272,6 @@ func sourceEntryMatcher(t cluster.Target) func(*accesslog.Entry) bool {
 	}
 }
 
-// inboundEntry selects an upstream proxy's inbound entries (inbound|PORT||,
-// InboundPassthroughCluster, and connections its inbound listener took no
-// filter chain for); its outbound entries are its own calls. An outbound
-// connection no listener matches goes to PassthroughCluster or
-// BlackHoleCluster instead, so filter_chain_not_found is always inbound.
-func inboundEntry(e *accesslog.Entry) bool {
-	return strings.HasPrefix(e.UpstreamCluster, "inbound|") || strings.HasPrefix(e.UpstreamCluster, "InboundPassthroughCluster") ||
-		e.UpstreamCluster == "" && e.ResponseCodeDetails == "filter_chain_not_found"
-}
-
 // accessLogFlags maps the flag facts to Envoy's response flags.
 var accessLogFlags = []struct{ fact, flag string }{
 	{"log_flag_uh", "UH"}, {"log_flag_uf", "UF"}, {"log_flag_uo", "UO"}, {"log_flag_nr", "NR"},
@@ -334,7 +292,7 @@ func evaluateAccessLog(t cluster.Target, in accessLogInput) Result {
 	upstreamRead := 0
 	var srcSummary, upSummary string
 	var up accesslog.Summary
-	reading := newDataplaneReading()
+	reading := proxylog.NewReading()
 	for _, l := range in.Logs {
 		side := "source (outbound)"
 		hop := vocabulary.SidecarOutbound
@@ -345,7 +303,7 @@ func evaluateAccessLog(t cluster.Target, in accessLogInput) Result {
 			side, hop = "source (gateway)", vocabulary.Gateway
 		}
 		if l.Problem == "" {
-			reading.addEnvoy(hop, l.Target.Failures)
+			reading.AddEnvoy(hop, l.Target.Failures)
 		}
 		if l.Problem != "" {
 			rows = append(rows, []string{side, l.Pod.String(), "-", "-", "-", "-", "-", "-", l.Problem})
@@ -414,7 +372,7 @@ func evaluateAccessLog(t cluster.Target, in accessLogInput) Result {
 	switch {
 	case all.Status503 > 0:
 		status = StatusFail
-	case len(reading.unexplained) > 0:
+	case len(reading.Unexplained()) > 0:
 		// A flag, or an error Envoy answered itself, that no cause of the
 		// catalogue produces: the triage says so (an unexplained finding
 		// when nothing else is found) instead of ending in no finding.
@@ -429,7 +387,7 @@ func evaluateAccessLog(t cluster.Target, in accessLogInput) Result {
 		parts = append(parts, fmt.Sprintf("%d to BlackHoleCluster (%s)", blackhole.BlackHole, strings.Join(blackhole.BlackHoleHosts.Keys(), ", ")))
 	}
 	if in.UpstreamSkipped > 0 {
-		parts = append(parts, fmt.Sprintf("%d of %d upstream pods not read (no sidecar, or over %d)", in.UpstreamSkipped, in.UpstreamTotal, maxUpstreamLogs))
+		parts = append(parts, fmt.Sprintf("%d of %d upstream pods not read (no sidecar, or over %d)", in.UpstreamSkipped, in.UpstreamTotal, proxylog.MaxUpstreamLogs))
 	}
 	if len(in.Problems) > 0 {
 		parts = append(parts, strings.Join(in.Problems, "; "))

@@ -19,6 +19,7 @@ import (
 	"github.com/meshtriage/meshtriage/probes/mesh"
 	"github.com/meshtriage/meshtriage/probes/parse/accesslog"
 	"github.com/meshtriage/meshtriage/probes/prometheus"
+	"github.com/meshtriage/meshtriage/probes/proxylog"
 	"github.com/meshtriage/meshtriage/probes/readgroup"
 	"github.com/meshtriage/meshtriage/probes/wording"
 )
@@ -208,9 +209,9 @@ func FindCallers(ctx context.Context, c cluster.Cluster, t cluster.Target, s Cal
 			return
 		}
 		in.TargetPods = pods
-		readable := upstreamLogPods(pods)
-		if len(readable) > maxUpstreamLogs {
-			readable = readable[:maxUpstreamLogs]
+		readable := proxylog.UpstreamLogPods(pods)
+		if len(readable) > proxylog.MaxUpstreamLogs {
+			readable = readable[:proxylog.MaxUpstreamLogs]
 		}
 		logs, logErrs = make([][]byte, len(readable)), make([]error, len(readable))
 		var g readgroup.Group
@@ -219,7 +220,7 @@ func FindCallers(ctx context.Context, c cluster.Cluster, t cluster.Target, s Cal
 			logPods = append(logPods, ref)
 			// The access-log probe's read: the same options, so the read
 			// cache serves it to that probe afterwards.
-			g.Go(func() { logs[i], logErrs[i] = newestProxyLog(ctx, c, ref, AccessLogTailLines) })
+			g.Go(func() { logs[i], logErrs[i] = proxylog.NewestProxyLog(ctx, c, ref, proxylog.AccessLogTailLines) })
 		}
 		g.Wait()
 	})
@@ -284,7 +285,7 @@ func FindCallers(ctx context.Context, c cluster.Cluster, t cluster.Target, s Cal
 			problem(fmt.Sprintf("read the %s log of %s", mesh.ProxyContainer, logPods[i]), logErrs[i])
 			continue
 		}
-		inbound, outbound, _ := accesslog.Split(bytes.NewReader(b), inboundEntry)
+		inbound, outbound, _ := accesslog.Split(bytes.NewReader(b), proxylog.InboundEntry)
 		in.Inbound.Merge(inbound)
 		in.LogsRead++
 		if failed := outbound.Status5xx + outbound.BlackHole + outbound.TCPFlags.Total(); failed > 0 {

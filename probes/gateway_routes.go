@@ -17,6 +17,7 @@ import (
 	"github.com/meshtriage/meshtriage/probes/mesh"
 	"github.com/meshtriage/meshtriage/probes/parse/accesslog"
 	"github.com/meshtriage/meshtriage/probes/parse/envoy"
+	"github.com/meshtriage/meshtriage/probes/proxylog"
 	"github.com/meshtriage/meshtriage/probes/readgroup"
 	"github.com/meshtriage/meshtriage/probes/wording"
 )
@@ -103,7 +104,7 @@ func fetchGatewayRoutes(ctx context.Context, c cluster.Cluster, t cluster.Target
 	)
 	g.Go(func() { in.CV, cvWhat, cvErr = fetchCallerView(ctx, c, t) })
 	g.Go(func() { body, bodyErr = c.EnvoyAdmin(ctx, src, envoyadmin.ConfigDumpPath) })
-	g.Go(func() { logs, logErr = newestProxyLog(ctx, c, src, AccessLogTailLines) })
+	g.Go(func() { logs, logErr = proxylog.NewestProxyLog(ctx, c, src, proxylog.AccessLogTailLines) })
 	// The mesh's access-log format, so a log in its own keys is read (the
 	// access-log step reports a format that cannot be read).
 	g.Go(func() { formats, _ = istioconfig.ReadAccessLogFormats(ctx, c) })

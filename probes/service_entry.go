@@ -1,21 +1,16 @@
 package probes
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"fmt"
-	"net"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/istioconfig"
 	"github.com/meshtriage/meshtriage/probes/mesh"
-	"github.com/meshtriage/meshtriage/probes/parse/accesslog"
+	"github.com/meshtriage/meshtriage/probes/proxylog"
 	"github.com/meshtriage/meshtriage/probes/wording"
 	"istio.io/api/annotation"
 	networkingv1 "istio.io/client-go/pkg/apis/networking/v1"
@@ -41,23 +36,12 @@ func (ServiceEntryProbe) Meta() Meta {
 	}
 }
 
-// seLogWindow is how far back the source's proxy log is read.
-const seLogWindow = 30 * time.Minute
-
-// blackholed is one destination the source's proxy refused to route.
-type blackholed struct {
-	Host   string // authority or SNI without port, or the original destination IP
-	Ports  []int  // original destination ports seen
-	Count  int
-	Sample string
-}
-
 type seInput struct {
 	Mesh mesh.MeshConfig
 	// Sidecar is the Sidecar resource that applies to the source, if any.
 	Sidecar *networkingv1.Sidecar
 	// Hosts are the BlackHoleCluster destinations in the source's proxy log.
-	Hosts   []blackholed
+	Hosts   []proxylog.Blackholed
 	Entries int // access-log entries read
 	SEs     []*networkingv1.ServiceEntry
 	// Partial lists reads that failed without making the result worthless.
@@ -112,65 +96,16 @@ func fetchServiceEntry(ctx context.Context, c cluster.Cluster, t cluster.Target)
 		return in, "", nil
 	}
 
-	log, err := newestLog(ctx, c, src, proxyLogOptions(seLogWindow, AccessLogTailLines))
+	log, err := proxylog.NewestLog(ctx, c, src, proxylog.ProxyOptions(proxylog.BlackholeWindow, proxylog.AccessLogTailLines))
 	if err != nil {
 		return in, fmt.Sprintf("read the %s log of %s", mesh.ProxyContainer, src), err
 	}
-	in.Hosts, in.Entries = blackholedHosts(log)
+	in.Hosts, in.Entries = proxylog.ParseBlackholed(log)
 	if len(in.Hosts) == 0 {
 		return in, "", nil
 	}
 	in.SEs = rules.ServiceEntries
 	return in, "", nil
-}
-
-// blackholedHosts collects the destinations of entries Istio refused to
-// route: TCP/TLS sent to BlackHoleCluster, and HTTP answered 502 by the
-// block_all route that REGISTRY_ONLY puts on outbound HTTP ports.
-func blackholedHosts(log []byte) ([]blackholed, int) {
-	byHost := map[string]*blackholed{}
-	entries := 0
-	sc := bufio.NewScanner(bytes.NewReader(log))
-	sc.Buffer(make([]byte, 0, 64<<10), accesslog.MaxLine)
-	for sc.Scan() {
-		e, ok := accesslog.ParseLine(sc.Text())
-		if !ok {
-			continue
-		}
-		entries++
-		if !e.BlackHole() && e.RouteName != "block_all" {
-			continue
-		}
-		host := hostWithoutPort(e.Destination())
-		if host == "" {
-			continue
-		}
-		b := byHost[host]
-		if b == nil {
-			b = &blackholed{Host: host, Sample: sc.Text()}
-			byHost[host] = b
-		}
-		b.Count++
-		if _, port, err := net.SplitHostPort(e.DownstreamLocalAddress); err == nil {
-			if n, err := strconv.Atoi(port); err == nil && !slices.Contains(b.Ports, n) {
-				b.Ports = append(b.Ports, n)
-			}
-		}
-	}
-	out := make([]blackholed, 0, len(byHost))
-	for _, b := range byHost {
-		sort.Ints(b.Ports)
-		out = append(out, *b)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Host < out[j].Host })
-	return out, entries
-}
-
-func hostWithoutPort(s string) string {
-	if h, _, err := net.SplitHostPort(s); err == nil {
-		return h
-	}
-	return strings.Trim(s, "[]")
 }
 
 func sePorts(se *networkingv1.ServiceEntry) []int {
@@ -256,7 +191,7 @@ func evaluateServiceEntry(t cluster.Target, in seInput) Result {
 	r.Facts["se_unregistered_hosts"] = unregistered
 	r.Facts["se_hidden_hosts"] = hidden
 	r.Facts["se_in_cluster_hosts"] = inCluster
-	raw = append(raw, fmt.Sprintf("%d access-log entries in the last %s of %s's %s log", in.Entries, seLogWindow, t.Source, mesh.ProxyContainer))
+	raw = append(raw, fmt.Sprintf("%d access-log entries in the last %s of %s's %s log", in.Entries, proxylog.BlackholeWindow, t.Source, mesh.ProxyContainer))
 	raw = append(raw, in.Partial...)
 	if in.RulesPartial != "" {
 		raw = append(raw, "the rule set is partial: "+in.RulesPartial+": a ServiceEntry there, exported to "+srcNS+", may declare a host listed as unregistered or hidden")

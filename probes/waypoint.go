@@ -17,6 +17,7 @@ import (
 	"github.com/meshtriage/meshtriage/probes/parse/accesslog"
 	"github.com/meshtriage/meshtriage/probes/parse/clustername"
 	"github.com/meshtriage/meshtriage/probes/parse/envoy"
+	"github.com/meshtriage/meshtriage/probes/proxylog"
 	"github.com/meshtriage/meshtriage/probes/readgroup"
 	"github.com/meshtriage/meshtriage/probes/vocabulary"
 	"github.com/meshtriage/meshtriage/probes/wording"
@@ -96,7 +97,7 @@ func (p WaypointProbe) Run(ctx context.Context, c cluster.Cluster, t cluster.Tar
 			}
 		})
 		g.Go(func() {
-			data, err := newestProxyLog(ctx, c, ref, waypointTailLines)
+			data, err := proxylog.NewestProxyLog(ctx, c, ref, proxylog.WaypointTailLines)
 			if err != nil {
 				in.Reads[i].LogErr = cluster.AccessProblem("read the log of waypoint "+ref.String(), err)
 				return
@@ -220,7 +221,7 @@ func evaluateWaypoint(t cluster.Target, in waypointInput) Result {
 	}
 	var problems, notes, raw []string
 	notes = append(notes, in.FormatProblems...)
-	reading := newDataplaneReading()
+	reading := proxylog.NewReading()
 	read, total, healthy := 0, 0, 0
 	present := false
 	var logs waypointLog
@@ -257,7 +258,7 @@ func evaluateWaypoint(t cluster.Target, in waypointInput) Result {
 			continue
 		}
 		logsRead++
-		reading.addEnvoy(vocabulary.Waypoint, rd.Log.Failures)
+		reading.AddEnvoy(vocabulary.Waypoint, rd.Log.Failures)
 		logs.Entries += rd.Log.Entries
 		logs.Status503 += rd.Log.Status503
 		logs.RBACDenied += rd.Log.RBACDenied

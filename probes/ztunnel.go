@@ -15,6 +15,7 @@ import (
 	"github.com/meshtriage/meshtriage/probes/istioconfig"
 	"github.com/meshtriage/meshtriage/probes/mesh"
 	"github.com/meshtriage/meshtriage/probes/parse/ztunnel"
+	"github.com/meshtriage/meshtriage/probes/proxylog"
 	"github.com/meshtriage/meshtriage/probes/readgroup"
 	"github.com/meshtriage/meshtriage/probes/wording"
 )
@@ -55,16 +56,6 @@ func (ZtunnelProbe) Meta() Meta {
 		},
 	}
 }
-
-// The node proxies' log reads (newestProxyLog keeps their newest lines).
-const (
-	// ztunnelTailLines bounds one ztunnel's log read: it logs every
-	// connection of its node, not only the Service's, 520-650 bytes a line.
-	ztunnelTailLines = 5000
-	// waypointTailLines bounds one waypoint pod's: Envoy access lines of
-	// every Service bound to it, 400-600 bytes each.
-	waypointTailLines = AccessLogTailLines
-)
 
 type ztunnelLog struct {
 	Pod     cluster.PodRef
@@ -166,7 +157,7 @@ func (p ZtunnelProbe) Run(ctx context.Context, c cluster.Cluster, t cluster.Targ
 		ref := cluster.PodRef{Namespace: zp.Namespace, Name: zp.Name}
 		in.Logs[i] = ztunnelLog{Pod: ref, Node: node}
 		g.Go(func() {
-			data, err := newestProxyLog(ctx, c, ref, ztunnelTailLines)
+			data, err := proxylog.NewestProxyLog(ctx, c, ref, proxylog.ZtunnelTailLines)
 			if err != nil {
 				in.Logs[i].Problem = cluster.AccessProblem("read the log of "+ref.String(), err)
 				return
@@ -331,8 +322,8 @@ func evaluateZtunnel(t cluster.Target, in ztunnelInput) Result {
 		r.Facts["ztunnel_denied_by"] = nonNil(ztunnel.Keys(all.DeniedBy))
 		r.Facts["ztunnel_rejected_sources"] = nonNil(ztunnel.Keys(all.FailedSources))
 		r.Facts["ztunnel_failures"] = nonNil(ztunnel.Keys(all.Failures))
-		reading := newDataplaneReading()
-		reading.addZtunnel(all.Errors)
+		reading := proxylog.NewReading()
+		reading.AddZtunnel(all.Errors)
 		r.Facts["ztunnel_unexplained"] = nonNil(reading.Unexplained())
 		if failed := all.Entries - all.Completed; failed > 0 {
 			p := fmt.Sprintf("%d of %d connections to svc/%s failed: %s", failed, all.Entries, t.Service, strings.Join(ztunnel.Keys(all.Failures), ", "))
@@ -486,7 +477,7 @@ func ztunnelCallers(ctx context.Context, c cluster.Cluster, t cluster.Target, ta
 			continue
 		}
 		ref := cluster.PodRef{Namespace: zs[i].Namespace, Name: zs[i].Name}
-		data, err := newestProxyLog(ctx, c, ref, ztunnelTailLines)
+		data, err := proxylog.NewestProxyLog(ctx, c, ref, proxylog.ZtunnelTailLines)
 		if err != nil {
 			problems = append(problems, cluster.AccessProblem("read the log of "+ref.String(), err))
 			continue
