@@ -49,6 +49,7 @@ var layers = map[string]int{
 	"probes/envoyadmin":   3, // a proxy's Envoy admin: paths, the caller's Envoy, pilot-agent
 	"probes/prometheus":   3, // the Prometheus HTTP API client
 	"probes/proxylog":     3, // the proxies' logs: newest lines, inbound entries, BlackHoleCluster, the vocabulary's reading
+	"probes/callerview":   4, // the caller's view: the config model's answer and its reads
 	"probes":              6,
 	"probes/actions":      5,
 	"probes/watch":        7,
@@ -72,7 +73,7 @@ var notFromProbes = []string{"probes/cluster/live", "probes/cluster/recorded", "
 
 // probeHelpers are the packages the probes share (see layers): they read
 // through cluster.Cluster as the probes do.
-var probeHelpers = []string{"probes/readgroup", "probes/wording", "probes/podfacts", "probes/istioconfig", "probes/envoyadmin", "probes/prometheus", "probes/proxylog"}
+var probeHelpers = []string{"probes/readgroup", "probes/wording", "probes/podfacts", "probes/istioconfig", "probes/envoyadmin", "probes/prometheus", "probes/proxylog", "probes/callerview"}
 
 // readsThroughCluster: pkg is a probe, a helper of theirs, the watch or a
 // remedy, none of which may know a cluster implementation.

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/meshtriage/meshtriage/probes/callerview"
 	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/mesh"
 	"github.com/meshtriage/meshtriage/probes/wording"
@@ -54,7 +55,7 @@ func (DestinationRulesProbe) Meta() Meta {
 }
 
 func (p DestinationRulesProbe) Run(ctx context.Context, c cluster.Cluster, t cluster.Target) Result {
-	cv, what, err := fetchCallerView(ctx, c, t)
+	cv, what, err := callerview.Fetch(ctx, c, t)
 	if err != nil {
 		r := ErrorResult(what, err)
 		r.Commands = drCommands(t, cv.Config, nil)
@@ -78,7 +79,7 @@ func subsetRuleName(rule *mesh.AppliedRule, subset string) string {
 	return "?"
 }
 
-func evaluateDestinationRules(t cluster.Target, cv callerView) Result {
+func evaluateDestinationRules(t cluster.Target, cv callerview.View) Result {
 	r := Result{Status: StatusPass, Facts: Facts{}}
 	fqdn := t.Host()
 	main := cv.Views[0]
@@ -406,7 +407,7 @@ func describeOutlier(od *networkingv1alpha3.OutlierDetection) string {
 
 // emptySubsetSelectors are the label selectors of the routed subsets that
 // have no serving endpoint, for the commands that list their pods.
-func emptySubsetSelectors(cv callerView, v *mesh.View, routed []string) []string {
+func emptySubsetSelectors(cv callerview.View, v *mesh.View, routed []string) []string {
 	var out []string
 	for _, key := range routed {
 		_, subset, _ := strings.Cut(key, "/")

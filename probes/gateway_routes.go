@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/meshtriage/meshtriage/probes/callerview"
 	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/envoyadmin"
 	"github.com/meshtriage/meshtriage/probes/istioconfig"
@@ -56,7 +57,7 @@ func (GatewayRoutesProbe) Meta() Meta {
 type gatewayRoutesInput struct {
 	// Skip says why the probe does not apply ("" when it does).
 	Skip string
-	CV   callerView
+	CV   callerview.View
 	// Routes are the gateway Envoy's route configurations; RoutesProblem
 	// says why they could not be read.
 	Routes        []envoy.RouteConfig
@@ -102,7 +103,7 @@ func fetchGatewayRoutes(ctx context.Context, c cluster.Cluster, t cluster.Target
 		cvErr   error
 		formats accesslog.Formats
 	)
-	g.Go(func() { in.CV, cvWhat, cvErr = fetchCallerView(ctx, c, t) })
+	g.Go(func() { in.CV, cvWhat, cvErr = callerview.Fetch(ctx, c, t) })
 	g.Go(func() { body, bodyErr = c.EnvoyAdmin(ctx, src, envoyadmin.ConfigDumpPath) })
 	g.Go(func() { logs, logErr = proxylog.NewestProxyLog(ctx, c, src, proxylog.AccessLogTailLines) })
 	// The mesh's access-log format, so a log in its own keys is read (the

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/meshtriage/meshtriage/assets"
+	"github.com/meshtriage/meshtriage/probes/callerview"
 	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/cluster/manifests"
 	"github.com/meshtriage/meshtriage/probes/cluster/recorded"
@@ -25,10 +26,10 @@ import (
 
 // gatewayView is the caller view the probe reads, built from objects as
 // fetchCallerView builds it from a cluster.
-func gatewayView(t *testing.T, objs []runtime.Object, caller string, tg cluster.Target) callerView {
+func gatewayView(t *testing.T, objs []runtime.Object, caller string, tg cluster.Target) callerview.View {
 	t.Helper()
 	cfg := mesh.ConfigFromObjects(objs, mesh.MeshConfig{}, "istio-system")
-	cv := callerView{Config: cfg, Caller: meshtest.CallerOf(t, cfg, caller), CallerNamed: true}
+	cv := callerview.View{Config: cfg, Caller: meshtest.CallerOf(t, cfg, caller), CallerNamed: true}
 	if !cv.Caller.Gateway {
 		t.Fatalf("%s is not a gateway", caller)
 	}

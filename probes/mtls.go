@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/meshtriage/meshtriage/probes/callerview"
 	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/mesh"
 	"github.com/meshtriage/meshtriage/probes/wording"
@@ -50,7 +51,7 @@ const (
 )
 
 func (p MTLSProbe) Run(ctx context.Context, c cluster.Cluster, t cluster.Target) Result {
-	cv, what, err := fetchCallerView(ctx, c, t)
+	cv, what, err := callerview.Fetch(ctx, c, t)
 	if err != nil {
 		r := ErrorResult(what, err)
 		r.Commands = mtlsCommands(t)
@@ -79,7 +80,7 @@ type judgedEndpoint struct {
 	ep      mesh.EndpointTLS
 }
 
-func evaluateMTLS(t cluster.Target, cv callerView) Result {
+func evaluateMTLS(t cluster.Target, cv callerview.View) Result {
 	res := Result{Commands: mtlsCommands(t), Facts: Facts{}}
 	var all []judgedEndpoint
 	// undecided counts the endpoints not judged: a cluster's endpoints

@@ -1,4 +1,9 @@
-package probes
+// Package callerview is the caller's view: what the config model
+// (probes/mesh) says the caller's proxy is given for each port of the
+// target, and the reads it is built from, made as istiod makes them. The
+// probes that judge configuration (mtls, destination-rules,
+// gateway-routes), the fixes and the lab's differential test read it.
+package callerview
 
 import (
 	"cmp"
@@ -21,11 +26,11 @@ import (
 	"github.com/meshtriage/meshtriage/probes/wording"
 )
 
-// callerView is what the config model says the caller's proxy is given for
+// View is what the config model says the caller's proxy is given for
 // the target's ports, and the reads it was built from. The probes that
 // judge configuration (mtls, destination-rules) read it; the read cache
 // makes the reads happen once per wave however many probes ask.
-type callerView struct {
+type View struct {
 	Config *mesh.Config
 	Caller mesh.Caller
 	// CallerNamed: the on-call named the caller (--from); otherwise the
@@ -36,14 +41,14 @@ type callerView struct {
 	Views []*mesh.View
 }
 
-// fetchCallerView reads what the model needs: the mesh config; the Istio
+// Fetch reads what the model needs: the mesh config; the Istio
 // rules of the caller's, the target's and the root namespace (the root's
 // may be unreadable: mesh-wide rules are then unknown); the Service, its
 // endpoints, their pods, and their nodes when a subset selects on the
 // locality labels; and the same for every other Service a route of the
 // target's sends to.
-func fetchCallerView(ctx context.Context, c cluster.Cluster, t cluster.Target) (callerView, string, error) {
-	var out callerView
+func Fetch(ctx context.Context, c cluster.Cluster, t cluster.Target) (View, string, error) {
+	var out View
 	// The mesh config, the Service and the caller depend on nothing: one
 	// round trip for the three.
 	var (
@@ -407,12 +412,13 @@ func serviceOfHost(host string) (name, ns string, ok bool) {
 	return parts[0], parts[1], true
 }
 
-// CallerViews is the config model's answer for a target, read through c
-// as the probes read it: what the caller's proxy (t.Source, or a meshed pod
-// of the target's namespace) is given for each port judged. The lab
+// Read is the config model's answer for a target, read through c as the
+// probes read it: what the caller's proxy (t.Source, or a meshed pod of
+// the target's namespace) is given for each port judged, an error naming
+// what could not be read. The fixes compute patches from it; the lab
 // compares it with what a real istiod pushes.
-func CallerViews(ctx context.Context, c cluster.Cluster, t cluster.Target) (*mesh.Config, mesh.Caller, []*mesh.View, error) {
-	cv, what, err := fetchCallerView(ctx, c, t)
+func Read(ctx context.Context, c cluster.Cluster, t cluster.Target) (*mesh.Config, mesh.Caller, []*mesh.View, error) {
+	cv, what, err := Fetch(ctx, c, t)
 	if err != nil {
 		return nil, mesh.Caller{}, nil, fmt.Errorf("%s: %w", what, err)
 	}

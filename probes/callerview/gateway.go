@@ -1,4 +1,4 @@
-package probes
+package callerview
 
 import (
 	"context"
