@@ -13,6 +13,7 @@ import (
 	networkingk8s "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
+	"github.com/meshtriage/meshtriage/probes/ambientpath"
 	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/istioconfig"
 	"github.com/meshtriage/meshtriage/probes/mesh"
@@ -50,7 +51,7 @@ func (AmbientPolicyProbe) Meta() Meta {
 }
 
 type ambientPolicyInput struct {
-	ambientInput
+	ambientpath.Input
 	Mesh mesh.MeshConfig
 	// NetworkPolicies by namespace; a namespace absent was not read.
 	NetworkPolicies map[string][]networkingk8s.NetworkPolicy
@@ -68,12 +69,12 @@ type ambientPolicyInput struct {
 }
 
 func (p AmbientPolicyProbe) Run(ctx context.Context, c cluster.Cluster, t cluster.Target) Result {
-	base, what, err := fetchAmbient(ctx, c, t)
+	base, what, err := ambientpath.Fetch(ctx, c, t)
 	if err != nil {
 		return ErrorResult(what, err)
 	}
-	in := ambientPolicyInput{ambientInput: base, NetworkPolicies: map[string][]networkingk8s.NetworkPolicy{}, Port: t.Port}
-	if !base.ambientOnPath() {
+	in := ambientPolicyInput{Input: base, NetworkPolicies: map[string][]networkingk8s.NetworkPolicy{}, Port: t.Port}
+	if !base.OnPath() {
 		return evaluateAmbientPolicy(t, in)
 	}
 	mc, err := istioconfig.ReadMeshConfig(ctx, c)
@@ -102,7 +103,7 @@ func (p AmbientPolicyProbe) Run(ctx context.Context, c cluster.Cluster, t cluste
 	for i, ns := range namespaces {
 		g.Go(func() { nps[i], npErrs[i] = cluster.NetworkPolicies(ctx, c, ns) })
 	}
-	// The waypoint's namespace, unless fetchAmbient read it already.
+	// The waypoint's namespace, unless ambientpath.Fetch read it already.
 	switch wpNS := base.Binding.Use.Ref.Namespace; {
 	case !base.Binding.Use.Named:
 	case wpNS == t.Namespace:
@@ -160,8 +161,8 @@ func (h hop) String() string {
 }
 
 func evaluateAmbientPolicy(t cluster.Target, in ambientPolicyInput) Result {
-	r := Result{Status: StatusPass, Facts: Facts{}, Commands: ambientPolicyCommands(t, in.ambientInput)}
-	if !in.ambientOnPath() {
+	r := Result{Status: StatusPass, Facts: Facts{}, Commands: ambientPolicyCommands(t, in.Input)}
+	if !in.OnPath() {
 		r.Status = StatusSkipped
 		r.Summary = "nothing on the path is in ambient: no HBONE hop or ztunnel policy to judge"
 		return r
@@ -171,7 +172,7 @@ func evaluateAmbientPolicy(t cluster.Target, in ambientPolicyInput) Result {
 		r.Summary = "no caller to judge the path from (name one with --from pod/NAME)"
 		return r
 	}
-	kind := callerKind(in.Source)
+	kind := ambientpath.CallerKind(in.Source)
 	if kind == mesh.CallerNone && in.Source != nil && mesh.DataPlaneOf(in.Source, nil).Pending() {
 		// Held until its node's ztunnel proxies it, then HBONE: judge the
 		// path it will take, not plaintext on the app's port.
@@ -430,7 +431,7 @@ func targetPortOn(sp *corev1.ServicePort, pod *corev1.Pod) int32 {
 	return podfacts.ResolvedTargetPort(*sp, pod)
 }
 
-func ambientPolicyCommands(t cluster.Target, in ambientInput) []string {
+func ambientPolicyCommands(t cluster.Target, in ambientpath.Input) []string {
 	cmds := []string{
 		fmt.Sprintf("kubectl get networkpolicy -n %s -o yaml", t.Namespace),
 		fmt.Sprintf("kubectl get authorizationpolicy -n %s -o yaml", t.Namespace),

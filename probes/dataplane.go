@@ -8,6 +8,7 @@ import (
 	"istio.io/api/annotation"
 	"istio.io/api/label"
 
+	"github.com/meshtriage/meshtriage/probes/ambientpath"
 	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/mesh"
 	"github.com/meshtriage/meshtriage/probes/podfacts"
@@ -46,7 +47,7 @@ func (DataPlaneProbe) Meta() Meta {
 }
 
 func (p DataPlaneProbe) Run(ctx context.Context, c cluster.Cluster, t cluster.Target) Result {
-	in, what, err := fetchAmbient(ctx, c, t)
+	in, what, err := ambientpath.Fetch(ctx, c, t)
 	if err != nil {
 		r := ErrorResult(what, err)
 		r.Commands = dataplaneCommands(t, in)
@@ -55,7 +56,7 @@ func (p DataPlaneProbe) Run(ctx context.Context, c cluster.Cluster, t cluster.Ta
 	return evaluateDataPlane(t, in)
 }
 
-func evaluateDataPlane(t cluster.Target, in ambientInput) Result {
+func evaluateDataPlane(t cluster.Target, in ambientpath.Input) Result {
 	r := Result{Status: StatusPass, Facts: Facts{}, Commands: dataplaneCommands(t, in)}
 	var raw, problems, warnings []string
 	notEnrolled, pending := []string{}, []string{}
@@ -63,7 +64,7 @@ func evaluateDataPlane(t cluster.Target, in ambientInput) Result {
 	r.Evidence.Columns = []string{"pod", "role", "data plane", "node", "ip"}
 	if in.Source != nil {
 		d := mesh.DataPlaneOf(in.Source, in.SourceNamespace)
-		kind := callerKind(in.Source)
+		kind := ambientpath.CallerKind(in.Source)
 		r.Facts["dataplane_source"] = kind
 		r.Facts["dataplane_source_not_enrolled"] = d.NotEnrolled()
 		r.Evidence.Rows = append(r.Evidence.Rows, []string{in.Source.Namespace + "/" + in.Source.Name, "caller", d.String(), wording.Dash(in.Source.Spec.NodeName), wording.Dash(in.Source.Status.PodIP)})
@@ -191,8 +192,8 @@ func evaluateDataPlane(t cluster.Target, in ambientInput) Result {
 	}
 	switch {
 	case b.State == mesh.WaypointBound && in.Source != nil:
-		through, why := mesh.TraversesServiceWaypoint(callerKind(in.Source), in.Service, in.Namespace)
-		if callerKind(in.Source) == mesh.DataPlaneWaypoint {
+		through, why := mesh.TraversesServiceWaypoint(ambientpath.CallerKind(in.Source), in.Service, in.Namespace)
+		if ambientpath.CallerKind(in.Source) == mesh.DataPlaneWaypoint {
 			through, why = false, "the caller is a waypoint's pod: it sends to the Service's pods directly, with the waypoint's identity"
 		}
 		r.Facts["waypoint_traversed"] = through
@@ -201,7 +202,7 @@ func evaluateDataPlane(t cluster.Target, in ambientInput) Result {
 		// No waypoint takes the Service's traffic: nobody goes through one.
 		r.Facts["waypoint_traversed"] = false
 	}
-	onPath := in.ambientOnPath()
+	onPath := in.OnPath()
 	r.Facts["dataplane_ambient"] = onPath
 
 	head := fmt.Sprintf("svc/%s: pods %s", t.Service, target)
@@ -222,7 +223,7 @@ func evaluateDataPlane(t cluster.Target, in ambientInput) Result {
 	return r
 }
 
-func dataplaneCommands(t cluster.Target, in ambientInput) []string {
+func dataplaneCommands(t cluster.Target, in ambientpath.Input) []string {
 	cmds := []string{
 		fmt.Sprintf("kubectl get namespace %s --show-labels", t.Namespace),
 		fmt.Sprintf("kubectl get pods -n %s -o custom-columns=NAME:.metadata.name,NODE:.spec.nodeName,MODE:.metadata.labels.istio\\.io/dataplane-mode,REDIRECTION:.metadata.annotations.ambient\\.istio\\.io/redirection", t.Namespace),

@@ -12,6 +12,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/meshtriage/meshtriage/probes/ambientpath"
 	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/istioconfig"
 	"github.com/meshtriage/meshtriage/probes/parse/accesslog"
@@ -62,18 +63,18 @@ type waypointPodRead struct {
 }
 
 type waypointInput struct {
-	ambientInput
+	ambientpath.Input
 	Reads []waypointPodRead
 	// FormatProblems: the mesh's access-log format could not be read.
 	FormatProblems []string
 }
 
 func (p WaypointProbe) Run(ctx context.Context, c cluster.Cluster, t cluster.Target) Result {
-	base, what, err := fetchAmbient(ctx, c, t)
+	base, what, err := ambientpath.Fetch(ctx, c, t)
 	if err != nil {
 		return ErrorResult(what, err)
 	}
-	in := waypointInput{ambientInput: base}
+	in := waypointInput{Input: base}
 	formats, formatProblems := istioconfig.ReadAccessLogFormats(ctx, c)
 	in.FormatProblems = formatProblems
 	var running []*corev1.Pod
@@ -199,7 +200,7 @@ func between(s, open, close string) string {
 }
 
 func evaluateWaypoint(t cluster.Target, in waypointInput) Result {
-	r := Result{Status: StatusPass, Facts: Facts{}, Commands: waypointCommands(t, in.ambientInput)}
+	r := Result{Status: StatusPass, Facts: Facts{}, Commands: waypointCommands(t, in.Input)}
 	if !in.Binding.Use.Named {
 		// No waypoint, so none refused anything: the one fact a rule
 		// reads whatever the waypoint.
@@ -307,7 +308,7 @@ func evaluateWaypoint(t cluster.Target, in waypointInput) Result {
 	return r
 }
 
-func waypointCommands(t cluster.Target, in ambientInput) []string {
+func waypointCommands(t cluster.Target, in ambientpath.Input) []string {
 	ref := in.Binding.Use.Ref
 	if !in.Binding.Use.Named {
 		return []string{fmt.Sprintf("kubectl get service %s -n %s --show-labels", t.Service, t.Namespace)}

@@ -9,8 +9,8 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/meshtriage/meshtriage/probes/ambientpath"
 	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/istioconfig"
 	"github.com/meshtriage/meshtriage/probes/mesh"
@@ -65,7 +65,7 @@ type ztunnelLog struct {
 }
 
 type ztunnelInput struct {
-	ambientInput
+	ambientpath.Input
 	// Ztunnels are the Running, Ready ztunnel pods of the nodes the
 	// traffic passes, by node; NotReady says, by node, why the ztunnel
 	// that runs there without one Ready does not count; Nodes are those
@@ -94,12 +94,12 @@ type ztunnelInput struct {
 const maxRejectedSources = 5
 
 func (p ZtunnelProbe) Run(ctx context.Context, c cluster.Cluster, t cluster.Target) Result {
-	base, what, err := fetchAmbient(ctx, c, t)
+	base, what, err := ambientpath.Fetch(ctx, c, t)
 	if err != nil {
 		return ErrorResult(what, err)
 	}
-	in := ztunnelInput{ambientInput: base, Ztunnels: map[string]*corev1.Pod{}, NotReady: map[string]string{}, Nodes: map[string][]string{}, NodesNeedZtunnel: map[string]bool{}}
-	if !base.ambientOnPath() {
+	in := ztunnelInput{Input: base, Ztunnels: map[string]*corev1.Pod{}, NotReady: map[string]string{}, Nodes: map[string][]string{}, NodesNeedZtunnel: map[string]bool{}}
+	if !base.OnPath() {
 		return evaluateZtunnel(t, in)
 	}
 	// The nodes the traffic passes, and what of the path runs there.
@@ -123,7 +123,7 @@ func (p ZtunnelProbe) Run(ctx context.Context, c cluster.Cluster, t cluster.Targ
 	for i := range base.WaypointPods {
 		addNode(&base.WaypointPods[i], "waypoint", nil)
 	}
-	pods, problem, err := listZtunnels(ctx, c, base.ControlPlane)
+	pods, problem, err := ambientpath.ListZtunnels(ctx, c, base.ControlPlane)
 	if err != nil {
 		r := ErrorResult("list ztunnel pods in "+base.ControlPlane, err)
 		r.Commands = ztunnelCommands(t, in)
@@ -230,7 +230,7 @@ func sidecarRejections(ctx context.Context, c cluster.Cluster, logs []ztunnelLog
 
 // ztunnelKeep keeps the entries about the Service: its hostname, or an
 // address of its pods or of its waypoint's pods.
-func ztunnelKeep(t cluster.Target, in ambientInput) func(*ztunnel.Entry) bool {
+func ztunnelKeep(t cluster.Target, in ambientpath.Input) func(*ztunnel.Entry) bool {
 	ips := map[string]bool{}
 	for i := range in.Pods {
 		if ip := in.Pods[i].Status.PodIP; ip != "" {
@@ -259,7 +259,7 @@ func sortedNodeNames(m map[string]*corev1.Pod) []string {
 
 func evaluateZtunnel(t cluster.Target, in ztunnelInput) Result {
 	r := Result{Status: StatusPass, Facts: Facts{}, Commands: ztunnelCommands(t, in)}
-	if !in.ambientOnPath() {
+	if !in.OnPath() {
 		r.Status = StatusSkipped
 		r.Summary = "nothing on the path is in ambient: no ztunnel carries this traffic"
 		return r
@@ -428,24 +428,6 @@ type ztunnelCaller struct {
 	Failed, Total int
 }
 
-// listZtunnels lists ztunnel's pods in the control plane's namespace and,
-// when it has none, in every namespace: ztunnel need not share istiod's
-// (GKE installs it in kube-system). err is the first list's failure;
-// problem says the wider list could not be read, so that which nodes have
-// a ztunnel is unknown.
-func listZtunnels(ctx context.Context, c cluster.Cluster, controlPlane string) (pods []corev1.Pod, problem string, err error) {
-	sel := map[string]string{"app": mesh.ZtunnelApp}
-	pods, err = c.ListPods(ctx, controlPlane, sel)
-	if err != nil || len(pods) > 0 {
-		return pods, "", err
-	}
-	all, aerr := c.ListPods(ctx, metav1.NamespaceAll, sel)
-	if aerr != nil {
-		return nil, "no ztunnel pod in " + controlPlane + "; " + cluster.AccessProblem("list ztunnel pods in every namespace", aerr) + ": which nodes have one is unknown", nil
-	}
-	return all, "", nil
-}
-
 // ztunnelCallers reads the ztunnel logs of the target pods' nodes and
 // returns the pods whose connections to the target they logged, most
 // failures first. It never fails: what it cannot read is in problems.
@@ -462,7 +444,7 @@ func ztunnelCallers(ctx context.Context, c cluster.Cluster, t cluster.Target, ta
 		return nil, nil // no ztunnel terminates the target's connections
 	}
 	ns := istioconfig.ControlPlane(c)
-	zs, problem, err := listZtunnels(ctx, c, ns)
+	zs, problem, err := ambientpath.ListZtunnels(ctx, c, ns)
 	if err != nil {
 		return nil, []string{cluster.AccessProblem("list ztunnel pods in "+ns, err)}
 	}
