@@ -51,6 +51,7 @@ var layers = map[string]int{
 	"probes/proxylog":     3, // the proxies' logs: newest lines, inbound entries, BlackHoleCluster, the vocabulary's reading
 	"probes/callerview":   4, // the caller's view: the config model's answer and its reads
 	"probes/ambientpath":  4, // what the ambient probes read in common
+	"probes/callersearch": 5, // whose sidecar sees the 503s, when no caller is named
 	"probes":              6,
 	"probes/actions":      5,
 	"probes/watch":        7,
@@ -74,7 +75,7 @@ var notFromProbes = []string{"probes/cluster/live", "probes/cluster/recorded", "
 
 // probeHelpers are the packages the probes share (see layers): they read
 // through cluster.Cluster as the probes do.
-var probeHelpers = []string{"probes/readgroup", "probes/wording", "probes/podfacts", "probes/istioconfig", "probes/envoyadmin", "probes/prometheus", "probes/proxylog", "probes/callerview", "probes/ambientpath"}
+var probeHelpers = []string{"probes/readgroup", "probes/wording", "probes/podfacts", "probes/istioconfig", "probes/envoyadmin", "probes/prometheus", "probes/proxylog", "probes/callerview", "probes/ambientpath", "probes/callersearch"}
 
 // readsThroughCluster: pkg is a probe, a helper of theirs, the watch or a
 // remedy, none of which may know a cluster implementation.
