@@ -36,13 +36,7 @@ func TestZtunnelNodesWithoutCountPendingPods(t *testing.T) {
 
 // The Service's waypoint, on worker-b: an Envoy in an istio-proxy
 // container, which PodSidecar calls a classic sidecar.
-const ordersWaypointPod = `
-apiVersion: v1
-kind: Pod
-metadata: {name: orders-waypoint-5c8d-x7k2p, namespace: shop, labels: {gateway.networking.k8s.io/gateway-name: orders-waypoint, gateway.istio.io/managed: istio.io-mesh-controller}}
-spec: {nodeName: worker-b, serviceAccountName: orders-waypoint, containers: [{name: istio-proxy, args: [proxy, waypoint, --domain, shop.svc.cluster.local]}]}
-status: {phase: Running, podIP: 10.244.1.30, conditions: [{type: Ready, status: "True"}]}
-`
+var ordersWaypointPod = testdataText("testdata/ambient/waypoint-pod.yaml")
 
 // ztunnelLine is an access line of ztunnel about a connection to orders-1
 // (10.244.1.7 on worker-b) from src (NAMESPACE/POD) at srcIP.

@@ -2,42 +2,16 @@ package callersearch
 
 import (
 	"context"
+	"os"
 	"reflect"
 	"testing"
+
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/cluster/manifests"
 	"github.com/meshtriage/meshtriage/probes/cluster/recorded"
 )
-
-// orders-1 (enrolled in ambient, on worker-b), the ztunnel of worker-b,
-// a caller (web-1) and the Service's waypoint, whose istio-proxy
-// container is an Envoy, on the same node.
-const ambientNode = `
-apiVersion: v1
-kind: Pod
-metadata: {name: orders-1, namespace: shop, labels: {app: orders}, annotations: {ambient.istio.io/redirection: enabled}}
-spec: {nodeName: worker-b, serviceAccountName: orders, containers: [{name: orders, ports: [{name: http, containerPort: 8080}]}]}
-status: {phase: Running, podIP: 10.244.1.7, conditions: [{type: Ready, status: "True"}]}
----
-apiVersion: v1
-kind: Pod
-metadata: {name: ztunnel-b, namespace: istio-system, labels: {app: ztunnel}}
-spec: {nodeName: worker-b, containers: [{name: istio-proxy}]}
-status: {phase: Running, podIP: 10.244.1.3, conditions: [{type: Ready, status: "True"}]}
----
-apiVersion: v1
-kind: Pod
-metadata: {name: web-1, namespace: shop, labels: {app: web}, annotations: {ambient.istio.io/redirection: enabled}}
-spec: {nodeName: worker-a, serviceAccountName: web, containers: [{name: web}]}
-status: {phase: Running, podIP: 10.244.0.21, conditions: [{type: Ready, status: "True"}]}
----
-apiVersion: v1
-kind: Pod
-metadata: {name: orders-waypoint-5c8d-x7k2p, namespace: shop, labels: {gateway.networking.k8s.io/gateway-name: orders-waypoint, gateway.istio.io/managed: istio.io-mesh-controller}}
-spec: {nodeName: worker-b, serviceAccountName: orders-waypoint, containers: [{name: istio-proxy, args: [proxy, waypoint, --domain, shop.svc.cluster.local]}]}
-status: {phase: Running, podIP: 10.244.1.30, conditions: [{type: Ready, status: "True"}]}
-`
 
 // ztunnel-b's access lines of two connections to orders-1: the
 // waypoint's and web-1's.
@@ -48,11 +22,21 @@ const ztunnelBLog = `2026-12-02T05:11:20.000000Z	info	access	connection complete
 // The caller search reads the target's ztunnels for who connects to it:
 // the waypoint is a hop of ambient callers' traffic, not a caller.
 func TestZtunnelCallersLeaveOutTheWaypoint(t *testing.T) {
-	objs, err := manifests.Decode("ambient-node", []byte(ambientNode), true)
-	if err != nil {
-		t.Fatal(err)
+	// The probes' ambient shop (orders-1 on worker-b, its ztunnel, web-1)
+	// and the Service's waypoint on the same node.
+	var objs []runtime.Object
+	for _, file := range []string{"../testdata/ambient/world.yaml", "../testdata/ambient/waypoint-pod.yaml"} {
+		doc, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		decoded, err := manifests.Decode(file, doc, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		objs = append(objs, decoded...)
 	}
-	s := recorded.FromObjects("ambient-node", objs)
+	s := recorded.FromObjects("ambient", objs)
 	s.Logs[recorded.LogKey{Pod: cluster.PodRef{Namespace: "istio-system", Name: "ztunnel-b"}, Container: "istio-proxy"}] = []byte(ztunnelBLog)
 	c, err := recorded.NewCluster(s)
 	if err != nil {
