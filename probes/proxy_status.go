@@ -208,7 +208,7 @@ func evaluateProxyStatus(t cluster.Target, in proxyStatusInput) Result {
 		Summary: summary,
 		Evidence: Evidence{
 			Columns: []string{"proxy", "CDS", "LDS", "EDS", "RDS", "version"},
-			Rows:    [][]string{{p.ProxyID, p.CDS, p.LDS, p.EDS, p.RDS, wording.Dash(p.IstioVersion)}},
+			Rows:    [][]string{{p.ProxyID, p.CDS, p.LDS, p.EDS, p.RDS, wording.Dash(p.ProxyIstioVersion)}},
 			Raw:     strings.Join(raw, "\n"),
 		},
 		Facts: replicaFacts(Facts{
@@ -218,7 +218,7 @@ func evaluateProxyStatus(t cluster.Target, in proxyStatusInput) Result {
 			"xds_eds":            p.EDS,
 			"xds_lds":            p.LDS,
 			"xds_rds":            p.RDS,
-			"xds_istiod_version": p.IstioVersion,
+			"xds_istiod_version": p.ProxyIstioVersion,
 		}),
 		Commands: proxyStatusCommands(t),
 	}
