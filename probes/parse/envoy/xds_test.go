@@ -28,6 +28,11 @@ func TestParseXDSRejections(t *testing.T) {
 	if !reflect.DeepEqual(lines, want) {
 		t.Errorf("rejections:\n%s\nwant\n%s", strings.Join(lines, "\n"), strings.Join(want, "\n"))
 	}
+	// Istio's text layout ends an Envoy line with its thread, after a tab.
+	tab := ParseXDSRejections([]byte("2026-12-02T13:37:53.200000Z\twarning\tenvoy config external/envoy/source/extensions/config_subscription/grpc/delta_subscription_state.cc:283\tdelta config for type.googleapis.com/envoy.config.cluster.v3.Cluster rejected: Error adding/updating cluster(s) c: boom\tthread=21\n"))
+	if len(tab) != 1 || tab[0].Type != "CDS" || tab[0].Reason != "Error adding/updating cluster(s) c: boom" {
+		t.Errorf("tab-separated line: %+v", tab)
+	}
 	if r := ParseXDSRejections([]byte("2026-01-01T00:00:00Z info Envoy proxy is ready\n[2026-01-01T00:00:01.000Z] \"GET / HTTP/1.1\" 503 UH no_healthy_upstream - \"-\" 0 0 0 - \"-\" \"curl\" \"x\" \"rejected.example\" \"-\" - - 10.0.0.1:80 10.0.0.2:5 - -\n")); len(r) != 0 {
 		t.Errorf("not rejections: %+v", r)
 	}

@@ -93,9 +93,11 @@ func logMessage(line string) (string, time.Time) {
 	return line, t
 }
 
+// firstLine is an error's first line, without the fields Istio's text
+// layout puts after the message (a tab, then thread=N).
 func firstLine(s string) string {
 	s = strings.ReplaceAll(s, `\n`, "\n")
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
+	if i := strings.IndexAny(s, "\n\t"); i >= 0 {
 		s = s[:i]
 	}
 	return strings.TrimSpace(s)
