@@ -28,6 +28,8 @@ FUZZ_TARGETS := \
 	probes/parse/envoy:FuzzParseStats \
 	probes/parse/envoy:FuzzParsePrometheus \
 	probes/parse/envoy:FuzzParseSyncz \
+	probes/parse/envoy:FuzzParseEdsz \
+	probes/parse/envoy:FuzzParseXDSRejections \
 	probes/parse/envoy:FuzzStreamRouteConfigs \
 	probes/parse/ztunnel:FuzzParseLine \
 	probes/parse/ztunnel:FuzzParseConfigDump \

@@ -53,4 +53,8 @@ var Causes = []string{
 	"ambient.ztunnel-unavailable",
 	"gateway.vs-not-bound",
 	"gateway.host-mismatch",
+	// issue 29, control plane and ambient.
+	"xds.config-rejected",
+	"xds.version-skew",
+	"eds.synced-but-empty",
 }

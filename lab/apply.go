@@ -491,10 +491,17 @@ func EnvoyAdminSimulator(s *recorded.Scenario, pod cluster.PodRef) http.Handler 
 	})
 }
 
-// IstiodSimulator answers istiod monitoring-port GETs from the scenario.
+// IstiodSimulator answers istiod monitoring-port GETs from the scenario,
+// by path and query (/debug/edsz?proxyID=POD.NS is one proxy's); an
+// unrecorded edsz read is answered as istiod answers one for a proxy it
+// does not know.
 func IstiodSimulator(s *recorded.Scenario) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		data, ok := s.Istiod[r.URL.Path]
+		data, ok := s.Istiod[r.URL.RequestURI()]
+		if !ok && r.URL.Path == recorded.IstiodEdsz {
+			http.Error(w, "Proxy not connected to this Pilot instance. It may be connected to another instance.", http.StatusNotFound)
+			return
+		}
 		if !ok {
 			http.NotFound(w, r)
 			return

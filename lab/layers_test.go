@@ -47,6 +47,7 @@ var layers = map[string]int{
 	"probes/wording":      0, // counts, plurals, dashes of summaries and evidence
 	"probes/podfacts":     3, // a pod's ports and readiness
 	"probes/podstartup":   3, // how a pod started: the startup-order probe's and the watch's judgement
+	"probes/istioversion": 0, // versions: major.minor, image tags, istiod's container, the control plane/data plane skew
 	"probes/istioconfig":  3, // the mesh config and the rules, read as istiod reads them
 	"probes/envoyadmin":   3, // a proxy's Envoy admin: paths, the caller's Envoy, pilot-agent
 	"probes/prometheus":   3, // the Prometheus HTTP API client
@@ -77,7 +78,7 @@ var notFromProbes = []string{"probes/cluster/live", "probes/cluster/recorded", "
 
 // probeHelpers are the packages the probes share (see layers): they read
 // through cluster.Cluster as the probes do.
-var probeHelpers = []string{"probes/readgroup", "probes/wording", "probes/podfacts", "probes/istioconfig", "probes/envoyadmin", "probes/prometheus", "probes/proxylog", "probes/callerview", "probes/ambientpath", "probes/callersearch", "probes/podstartup"}
+var probeHelpers = []string{"probes/readgroup", "probes/wording", "probes/istioversion", "probes/podfacts", "probes/istioconfig", "probes/envoyadmin", "probes/prometheus", "probes/proxylog", "probes/callerview", "probes/ambientpath", "probes/callersearch", "probes/podstartup"}
 
 // readsThroughCluster: pkg is a probe, a helper of theirs, the watch or a
 // remedy, none of which may know a cluster implementation.

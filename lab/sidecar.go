@@ -32,7 +32,14 @@ type Sidecar struct {
 // the lab with its IP: istiod finds a proxy's pod, and so its labels,
 // Services and Sidecar scope, by IP.
 func (i *Istiod) ConnectSidecar(ctx context.Context, pod *corev1.Pod) (*Sidecar, error) {
-	node, err := SidecarNode(pod, IstioRelease)
+	return i.ConnectSidecarVersion(ctx, pod, IstioRelease)
+}
+
+// ConnectSidecarVersion is ConnectSidecar for a proxy that reports
+// istioVersion as its ISTIO_VERSION: one left on an older release by an
+// in-place upgrade of istiod (syncz's istio_version is what it sends).
+func (i *Istiod) ConnectSidecarVersion(ctx context.Context, pod *corev1.Pod, istioVersion string) (*Sidecar, error) {
+	node, err := SidecarNode(pod, istioVersion)
 	if err != nil {
 		return nil, err
 	}

@@ -44,6 +44,12 @@ const (
 // are neither applied nor acknowledged, so istiod's syncz shows the types
 // it pushed since as STALE; SetACK(true) applies and ACKs the newest of
 // them, as a proxy that got unstuck would.
+//
+// SetReject(type, reason) turns it into a proxy that cannot take istiod's
+// config of that type (an Envoy older than the config's extensions): each
+// response of the type is NACKed with reason as the error detail, as Envoy
+// NACKs an update it cannot apply, keeping what it had; SetReject(type,
+// "") accepts again from the next response.
 type XDSClient struct {
 	Node *corev3.Node
 
@@ -60,7 +66,10 @@ type XDSClient struct {
 	types    map[string]*XDSTypeState
 	// pending holds the newest response of each type received while not
 	// acking.
-	pending      map[string]*discoveryv3.DiscoveryResponse
+	pending map[string]*discoveryv3.DiscoveryResponse
+	// reject holds, by type, the error detail the client NACKs every
+	// response of the type with.
+	reject       map[string]string
 	ldsStarted   bool
 	streamErr    error
 	connectedAt  time.Time
@@ -123,6 +132,7 @@ func ConnectXDS(ctx context.Context, addr string, node *corev3.Node) (*XDSClient
 		ack:         true,
 		types:       map[string]*XDSTypeState{},
 		pending:     map[string]*discoveryv3.DiscoveryResponse{},
+		reject:      map[string]string{},
 		connectedAt: time.Now(),
 	}
 	for _, t := range []string{ClusterType, EndpointType, ListenerType, RouteType} {
@@ -173,6 +183,19 @@ func (c *XDSClient) SetACK(on bool) error {
 	c.notifyLocked()
 	c.mu.Unlock()
 	return c.send(reqs)
+}
+
+// SetReject makes the client NACK every response of typeURL with reason
+// as the error detail ("" accepts again).
+func (c *XDSClient) SetReject(typeURL, reason string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if reason == "" {
+		delete(c.reject, typeURL)
+	} else {
+		c.reject[typeURL] = reason
+	}
+	c.notifyLocked()
 }
 
 // TypeState returns a copy of what the client holds of typeURL.
@@ -310,17 +333,15 @@ func (c *XDSClient) requestLocked(typeURL string) *discoveryv3.DiscoveryRequest 
 func (c *XDSClient) applyLocked(resp *discoveryv3.DiscoveryResponse) []*discoveryv3.DiscoveryRequest {
 	typeURL := resp.GetTypeUrl()
 	st := c.types[typeURL]
+	if reason := c.reject[typeURL]; reason != "" {
+		return []*discoveryv3.DiscoveryRequest{c.nackLocked(resp, reason)}
+	}
 	decoded := make(map[string]*XDSResource, len(resp.GetResources()))
 	now := time.Now()
 	for _, a := range resp.GetResources() {
 		msg, name, err := decodeResource(typeURL, a)
 		if err != nil {
-			st.Rejected++
-			st.LastError = err.Error()
-			nack := c.requestLocked(typeURL)
-			nack.ResponseNonce = resp.GetNonce()
-			nack.ErrorDetail = &statuspb.Status{Code: int32(codes.InvalidArgument), Message: err.Error()}
-			return []*discoveryv3.DiscoveryRequest{nack}
+			return []*discoveryv3.DiscoveryRequest{c.nackLocked(resp, err.Error())}
 		}
 		decoded[name] = &XDSResource{Name: name, Version: resp.GetVersionInfo(), Any: a, Message: msg, Updated: now}
 	}
@@ -350,6 +371,19 @@ func (c *XDSClient) applyLocked(resp *discoveryv3.DiscoveryResponse) []*discover
 		reqs = append(reqs, c.requestLocked(ListenerType))
 	}
 	return reqs
+}
+
+// nackLocked rejects resp as Envoy does: the request carries the version
+// it still runs, the rejected response's nonce and the error (gRPC
+// INTERNAL, as Envoy's grpc_mux sends an update it failed to apply).
+func (c *XDSClient) nackLocked(resp *discoveryv3.DiscoveryResponse, reason string) *discoveryv3.DiscoveryRequest {
+	st := c.types[resp.GetTypeUrl()]
+	st.Rejected++
+	st.LastError = reason
+	nack := c.requestLocked(resp.GetTypeUrl())
+	nack.ResponseNonce = resp.GetNonce()
+	nack.ErrorDetail = &statuspb.Status{Code: int32(codes.Internal), Message: reason}
+	return nack
 }
 
 // resubscribeLocked changes the names subscribed for typeURL, dropping

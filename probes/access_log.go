@@ -63,6 +63,8 @@ func (AccessLogProbe) Meta() Meta {
 			{"log_connection_refused", FactInt, "entries whose failure reason says connection refused (delayed connect error: 111)"},
 			{"log_upstream_pods", FactInt, "upstream pods whose istio-proxy log was read (inbound side)"},
 			{"log_unexplained", FactList, "failures the vocabulary (assets/vocabulary) knows no cause of the catalogue for, each with its response flag, code, details and hop (the caller's sidecar, a gateway, the destination's inbound), as LINE=COUNT"},
+			{"log_xds_rejected", FactInt, "lines of the caller's istio-proxy log in which its Envoy (or pilot-agent, before its first config) says it rejected an xDS update (\"gRPC config for ... rejected\", \"delta config for ... rejected\"): the proxy keeps the config it had (0 when the caller's log was not read)"},
+			{"log_xds_rejected_reason", FactString, "the newest of those, as TYPE: ERROR (\"\" when none)"},
 			{"log_custom_format", FactBool, "the mesh config declares an access-log format of its own (meshConfig.accessLogFormat, or an envoyFileAccessLog provider's), by which the log was read"},
 		},
 	}
@@ -77,7 +79,10 @@ type podLog struct {
 	Gateway bool
 	Target  accesslog.Summary
 	Other   accesslog.Summary
-	Problem string // why the log could not be read
+	// Rejections are the xDS updates the caller's Envoy said it rejected
+	// (the caller's log only).
+	Rejections []envoy.XDSRejection
+	Problem    string // why the log could not be read
 }
 
 type accessLogInput struct {
@@ -153,6 +158,9 @@ func fetchAccessLog(ctx context.Context, c cluster.Cluster, t cluster.Target) (a
 			match = proxylog.InboundEntry
 		}
 		pl.Target, pl.Other, _ = in.Formats.Split(bytes.NewReader(b), match)
+		if !upstream {
+			pl.Rejections = envoy.ParseXDSRejections(b)
+		}
 		return pl, "", nil
 	}
 	type logRead struct {
@@ -292,6 +300,7 @@ func evaluateAccessLog(t cluster.Target, in accessLogInput) Result {
 	upstreamRead := 0
 	var srcSummary, upSummary string
 	var up accesslog.Summary
+	var rejections []envoy.XDSRejection
 	reading := proxylog.NewReading()
 	for _, l := range in.Logs {
 		side := "source (outbound)"
@@ -317,6 +326,7 @@ func evaluateAccessLog(t cluster.Target, in accessLogInput) Result {
 			blackhole.Merge(l.Target)
 			blackhole.Merge(l.Other)
 			srcSummary = sideSummary("source "+l.Pod.Name, l.Target)
+			rejections = l.Rejections
 		}
 		rows = append(rows, []string{side, l.Pod.String(), strconv.Itoa(l.Target.Entries), strconv.Itoa(l.Target.Status2xx),
 			strconv.Itoa(l.Target.Status5xx), strconv.Itoa(l.Target.Status503), wording.Dash(flagCodeText(l.Target.FlagCodes)),
@@ -336,21 +346,31 @@ func evaluateAccessLog(t cluster.Target, in accessLogInput) Result {
 	}
 
 	facts := Facts{
-		"log_lines":              lines,
-		"log_unparsed":           all.Unparsed,
-		"log_5xx":                all.Status5xx,
-		"log_503":                all.Status503,
-		"log_2xx":                all.Status2xx,
-		"log_details":            nonNil(all.Details.Keys()),
-		"log_transport_failures": nonNil(all.TransportFailures.Keys()),
-		"log_blackhole":          blackhole.BlackHole,
-		"log_blackhole_hosts":    nonNil(blackhole.BlackHoleHosts.Keys()),
-		"log_connection_refused": all.ConnectionRefused,
-		"log_upstream_pods":      upstreamRead,
-		"log_flag_codes":         nonNil(all.FlagCodes.Keys()),
-		"log_tcp":                all.TCP,
-		"log_unexplained":        nonNil(reading.Unexplained()),
-		"log_custom_format":      len(in.Formats) > 0,
+		"log_lines":               lines,
+		"log_unparsed":            all.Unparsed,
+		"log_5xx":                 all.Status5xx,
+		"log_503":                 all.Status503,
+		"log_2xx":                 all.Status2xx,
+		"log_details":             nonNil(all.Details.Keys()),
+		"log_transport_failures":  nonNil(all.TransportFailures.Keys()),
+		"log_blackhole":           blackhole.BlackHole,
+		"log_blackhole_hosts":     nonNil(blackhole.BlackHoleHosts.Keys()),
+		"log_connection_refused":  all.ConnectionRefused,
+		"log_upstream_pods":       upstreamRead,
+		"log_flag_codes":          nonNil(all.FlagCodes.Keys()),
+		"log_tcp":                 all.TCP,
+		"log_unexplained":         nonNil(reading.Unexplained()),
+		"log_custom_format":       len(in.Formats) > 0,
+		"log_xds_rejected":        len(rejections),
+		"log_xds_rejected_reason": "",
+	}
+	if n := len(rejections); n > 0 {
+		newest := rejections[n-1]
+		facts["log_xds_rejected_reason"] = newest.Type + ": " + newest.Reason
+		raw = append(raw, fmt.Sprintf("# the caller's Envoy rejected %s (newest last)", wording.CountNoun(n, "xDS update")))
+		for _, r := range rejections[max(0, n-maxRejectionLines):] {
+			raw = append(raw, r.Line)
+		}
 	}
 	for _, f := range accessLogFlags {
 		facts[f.fact] = all.Flags.Counts[f.flag]
@@ -382,6 +402,10 @@ func evaluateAccessLog(t cluster.Target, in accessLogInput) Result {
 	case all.Entries == 0:
 		status = StatusWarn
 		parts = append(parts, "no access-log entry for the target in the last 30m (is meshConfig.accessLogFile set?)")
+	}
+	if n := len(rejections); n > 0 {
+		parts = append(parts, fmt.Sprintf("the caller's Envoy logged %s (%s)", wording.CountNoun(n, "rejected xDS update"), facts["log_xds_rejected_reason"]))
+		status = worse(status, StatusWarn)
 	}
 	if blackhole.BlackHole > 0 {
 		parts = append(parts, fmt.Sprintf("%d to BlackHoleCluster (%s)", blackhole.BlackHole, strings.Join(blackhole.BlackHoleHosts.Keys(), ", ")))
@@ -466,3 +490,7 @@ func accessLogCommands(t cluster.Target, selector map[string]string) []string {
 	}
 	return cmds
 }
+
+// maxRejectionLines is how many of the caller's rejected-update lines the
+// evidence quotes: they repeat on every push.
+const maxRejectionLines = 3

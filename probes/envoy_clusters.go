@@ -45,6 +45,7 @@ func (EnvoyClustersProbe) Meta() Meta {
 			{"envoy_rq_timeout", FactInt, "upstream_rq_timeout summed over the target clusters (the hosts' rq_timeout when /stats does not report it)"},
 			{"envoy_rq_error", FactInt, "rq_error of the target clusters' hosts in /clusters: requests that got a 5xx or a connect failure; always read from the hosts, /stats has no such counter"},
 			{"envoy_cluster_stats_present", FactBool, "/stats reports the target clusters' upstream stats; Istio's default stats inclusion list leaves them out, so their overflow counters are unknown, not zero"},
+			{"envoy_xds_rejected", FactInt, "xDS updates the source's Envoy rejected since it started: cluster_manager.cds.update_rejected + listener_manager.lds.update_rejected, which Istio's bootstrap always keeps in /stats and pilot-agent's readiness reads (0 when /stats was not read)"},
 			{"envoy_counters_from", FactString, "where the counters came from: stats (/stats has the target clusters) or hosts (the per-host counters of /clusters stand in, overflow unknown)"},
 		},
 	}
@@ -101,7 +102,8 @@ func fetchEnvoyClusters(ctx context.Context, c cluster.Cluster, t cluster.Target
 func targetStats(t cluster.Target) func(name string) bool {
 	marker := "|" + t.Host() + "."
 	return func(name string) bool {
-		return strings.HasPrefix(name, "cluster.outbound|") && strings.Contains(name, marker)
+		return strings.HasPrefix(name, "cluster.outbound|") && strings.Contains(name, marker) ||
+			name == envoy.StatCDSUpdateRejected || name == envoy.StatLDSUpdateRejected
 	}
 }
 
@@ -251,6 +253,11 @@ func evaluateEnvoyClusters(t cluster.Target, in envoyClustersInput) Result {
 		"envoy_rq_error":               f.rqError,
 		"envoy_cluster_stats_present":  f.statsPresent,
 		"envoy_counters_from":          countersFrom,
+		"envoy_xds_rejected":           int(in.Stats[envoy.StatCDSUpdateRejected] + in.Stats[envoy.StatLDSUpdateRejected]),
+	}
+	if n := facts["envoy_xds_rejected"].(int); n > 0 {
+		f.raw = append(f.raw, fmt.Sprintf("the proxy rejected %s since it started (%s %d, %s %d)", wording.CountNoun(n, "xDS update"),
+			envoy.StatCDSUpdateRejected, in.Stats[envoy.StatCDSUpdateRejected], envoy.StatLDSUpdateRejected, in.Stats[envoy.StatLDSUpdateRejected]))
 	}
 
 	status, summary := StatusPass, ""

@@ -156,7 +156,9 @@ func (f *fakeCluster) Istiod(ctx context.Context, replica, path string) ([]byte,
 		return nil, err
 	}
 	f.mu.Lock()
-	f.istiodAsked = append(f.istiodAsked, replica)
+	if path == "/debug/syncz" {
+		f.istiodAsked = append(f.istiodAsked, replica)
+	}
 	f.mu.Unlock()
 	// A replica's own answer or error ("REPLICA:PATH") wins over the one
 	// every replica gives (PATH).

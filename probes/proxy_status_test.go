@@ -3,6 +3,8 @@ package probes
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -30,17 +32,28 @@ func TestProxyStatus(t *testing.T) {
 		facts  Facts
 		inSum  string
 	}{
+		// istiod's record of the NACK (resources.<type>.lastError) is the
+		// rejection's reason; istio_version is the proxy's, istiod's own
+		// comes from its /version.
 		{"EDS stale with a NACK", "syncz.json", &evSource, nil, StatusFail,
-			Facts{"xds_proxy_known": true, "xds_stale_types": []string{"EDS"}, "xds_cds": "SYNCED", "xds_eds": "STALE", "xds_lds": "SYNCED", "xds_rds": "SYNCED", "xds_istiod_version": "1.24.2"},
-			"EDS STALE: malformed cluster load assignment"},
+			Facts{"xds_proxy_known": true, "xds_stale_types": []string{"EDS"}, "xds_cds": "SYNCED", "xds_eds": "STALE", "xds_lds": "SYNCED", "xds_rds": "SYNCED",
+				"xds_rejected_types": []string{"EDS"}, "xds_last_error": "EDS: malformed cluster load assignment",
+				"xds_proxy_version": "1.24.2", "xds_istiod_version": "1.25.1-5f8a1e3c-Clean", "xds_version_skew": 1, "xds_skew_supported": true, "xds_edsz_endpoints": 3},
+			"EDS STALE: rejected: malformed cluster load assignment"},
 		// LDS never acknowledged is stale; RDS NOT SENT is istiod having nothing to send.
 		{"never acknowledged", "syncz.json", &orders, nil, StatusFail,
-			Facts{"xds_stale_types": []string{"LDS"}, "xds_lds": "STALE", "xds_rds": "NOT SENT"},
+			Facts{"xds_stale_types": []string{"LDS"}, "xds_lds": "STALE", "xds_rds": "NOT SENT", "xds_rejected_types": []string{}, "xds_last_error": "",
+				"xds_proxy_version": "1.23.4", "xds_version_skew": 2, "xds_skew_supported": false},
 			"LDS STALE (Never Acknowledged)"},
 		{"synced", "syncz.json", &gateway, nil, StatusPass,
 			Facts{"xds_stale_types": []string{}, "xds_cds": "SYNCED"}, "is SYNCED with istiod for CDS, LDS, EDS and RDS; 2 of 3 proxies"},
 		{"xDS-shaped syncz", "syncz_xds.json", &evSource, nil, StatusFail,
-			Facts{"xds_stale_types": []string{"RDS"}, "xds_eds": "NOT SENT", "xds_rds": "STALE", "xds_istiod_version": "1.25.0"}, "RDS STALE"},
+			Facts{"xds_stale_types": []string{"RDS"}, "xds_eds": "NOT SENT", "xds_rds": "STALE", "xds_rejected_types": []string{},
+				"xds_proxy_version": "1.25.0", "xds_istiod_version": "1.25.1-5f8a1e3c-Clean"}, "RDS STALE"},
+		{"xDS-shaped ERROR", "syncz_xds.json", &orders, nil, StatusFail,
+			Facts{"xds_stale_types": []string{"LDS"}, "xds_lds": "STALE", "xds_rejected_types": []string{"LDS"},
+				"xds_last_error":    "LDS: Error adding/updating listener(s) virtualInbound: Didn't find a registered implementation for name: 'istio_authn'",
+				"xds_proxy_version": "1.23.4", "xds_version_skew": 2}, "LDS STALE: rejected: Error adding/updating listener(s) virtualInbound"},
 		{"not connected", "syncz.json", &cluster.PodRef{Namespace: "shop", Name: "web-new"}, nil, StatusWarn,
 			Facts{"xds_proxy_known": false, "xds_stale_types": []string{}, "xds_cds": "UNKNOWN", "xds_istiod_version": ""}, "istiod does not list web-new.shop"},
 		{"istiod unreachable", "syncz.json", &evSource, &cluster.UnreachableError{What: "istiod", Err: errors.New("no running istiod pod in istio-system")}, StatusError,
@@ -65,8 +78,10 @@ func TestProxyStatus(t *testing.T) {
 			if c.err != nil {
 				f.errs["istiod:/debug/syncz"] = c.err
 			}
+			f.istiod["/version"] = []byte("1.25.1-5f8a1e3c-Clean\n")
+			f.istiod["/debug/edsz?proxyID=web-7d9.shop"] = envoyTestdata(t, "istiod_edsz.json")
 			r := Run(ctx, p, f, cluster.Target{Namespace: "shop", Service: "orders", Port: 8080, Source: c.source})
-			evCheck(t, p, r)
+			psCheck(t, r)
 			if r.Status != c.status || !strings.Contains(r.Summary, c.inSum) {
 				t.Errorf("%s %q, want %s with %q", r.Status, r.Summary, c.status, c.inSum)
 			}
@@ -79,6 +94,65 @@ func TestProxyStatus(t *testing.T) {
 				t.Errorf("commands %q", r.Commands)
 			}
 		})
+	}
+}
+
+// envoyTestdata reads a file of the Envoy parsers' testdata: real istiod
+// and Envoy output captured or quoted there, with its sources.
+func envoyTestdata(t testing.TB, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("parse", "envoy", "testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// psCheck is evCheck for proxy-status, whose skew and edsz facts are
+// absent when a version or istiod's endpoints could not be read.
+func psCheck(t *testing.T, r Result) {
+	t.Helper()
+	if err := CheckFacts(ProxyStatusProbe{}.Meta(), r); err != nil {
+		t.Fatal(err)
+	}
+	if r.Status != StatusError && r.Status != StatusSkipped {
+		for _, f := range (ProxyStatusProbe{}).Meta().Facts {
+			if _, ok := r.Facts[f.Name]; !ok && f.Name != "xds_version_skew" && f.Name != "xds_skew_supported" && f.Name != "xds_edsz_endpoints" {
+				t.Fatalf("fact %s missing from %s result", f.Name, r.Status)
+			}
+		}
+	} else if len(r.Facts) != 0 {
+		t.Fatalf("%s result carries facts: %v", r.Status, r.Facts)
+	}
+	if r.Summary == "" || strings.Contains(r.Summary, "\n") {
+		t.Fatalf("summary %q is not one line", r.Summary)
+	}
+}
+
+// What istiod cannot answer leaves its facts unknown, never false: an
+// istiod without /version falls back to its replica's image tag, one whose
+// edsz does not know the proxy leaves the endpoints unknown, and a proxy
+// that does not say its version leaves the skew unknown.
+func TestProxyStatusVersionsAndEndpointsUnknown(t *testing.T) {
+	replica := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "istiod-a", Namespace: cluster.DefaultControlPlane, Labels: map[string]string{"app": "istiod"}},
+		Spec:   corev1.PodSpec{Containers: []corev1.Container{{Name: "discovery", Image: "docker.io/istio/pilot:1.26.3"}}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning}}
+	f := newFakeCluster(t, replica, evPod("web-7d9", "web", true))
+	f.istiod["/debug/syncz"] = evTestdata(t, "proxy-status", "syncz.json")
+	f.errs["istiod:istiod-a:/debug/edsz?proxyID=web-7d9.shop"] = &cluster.UnreachableError{What: "istiod", Err: errors.New("404 Proxy not connected to this Pilot instance")}
+	r := Run(context.Background(), ProxyStatusProbe{}, f, cluster.Target{Namespace: "shop", Service: "orders", Port: 8080, Source: &evSource})
+	psCheck(t, r)
+	if r.Facts["xds_istiod_version"] != "1.26.3" || r.Facts["xds_version_skew"] != 2 {
+		t.Errorf("image tag fallback: %v", r.Facts)
+	}
+	if _, ok := r.Facts["xds_edsz_endpoints"]; ok || !strings.Contains(r.Evidence.Raw, "istiod's endpoints for the proxy unknown") {
+		t.Errorf("edsz unread: %v\n%s", r.Facts, r.Evidence.Raw)
+	}
+	f.istiod["/debug/syncz"] = []byte(`[{"proxy":"web-7d9.shop","cluster_sent":"a","cluster_acked":"a","listener_sent":"b","listener_acked":"b"}]`)
+	r = Run(context.Background(), ProxyStatusProbe{}, f, cluster.Target{Namespace: "shop", Service: "orders", Port: 8080, Source: &evSource})
+	psCheck(t, r)
+	if _, ok := r.Facts["xds_version_skew"]; ok || r.Facts["xds_proxy_version"] != "" {
+		t.Errorf("no proxy version: %v", r.Facts)
 	}
 }
 
@@ -133,7 +207,7 @@ func TestProxyStatusAsksEachIstiodReplica(t *testing.T) {
 				f.errs[k] = v
 			}
 			r := Run(context.Background(), ProxyStatusProbe{}, f, cluster.Target{Namespace: "shop", Service: "orders", Source: &cluster.PodRef{Namespace: "shop", Name: "web-new"}})
-			evCheck(t, ProxyStatusProbe{}, r)
+			psCheck(t, r)
 			if r.Facts["xds_proxy_known"] != tc.known || !strings.Contains(r.Summary, tc.inSum) {
 				t.Errorf("%q %v", r.Summary, r.Facts)
 			}

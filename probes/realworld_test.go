@@ -82,6 +82,9 @@ func accessLogRun(sample string, t cluster.Target, log []byte, upstream bool) re
 	}
 	pl := podLog{Pod: cluster.PodRef{Namespace: t.Namespace, Name: "pod"}, Upstream: upstream}
 	pl.Target, pl.Other, _ = accesslog.Split(bytes.NewReader(log), match)
+	if !upstream {
+		pl.Rejections = envoy.ParseXDSRejections(log)
+	}
 	return realworldRun{sample: sample, probe: AccessLogProbe{}, target: t,
 		result: evaluateAccessLog(t, accessLogInput{Logs: []podLog{pl}})}
 }
@@ -195,6 +198,20 @@ func realworldRuns(t testing.TB) []realworldRun {
 		syncRun("syncz 1.17: webapp", "istio117_istioinaction.json", rwTarget("istioinaction", "catalog", 80, "webapp-7685bcb84-lwsvj")),
 		syncRun("syncz 1.17: a proxy it does not list", "istio117_istioinaction.json", rwTarget("istioinaction", "catalog", 80, "catalog-5c7f8f8447-xvh2k")),
 	)
+	// The lab's real istiod (pilot-discovery at lab.IstioModuleVersion),
+	// its syncz after web's sidecar (ISTIO_VERSION 1.28.3) NACKed a CDS
+	// push, its /version and its /debug/edsz for web.
+	nack, err := envoy.ParseSyncz(envoyTestdata(t, "istiod_syncz_nack.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	labTarget := rwTarget("shop", "orders", 8080, "web-5b7d9c6f4-q8w2e")
+	runs = append(runs, realworldRun{sample: "istiod (lab): a NACK, /version, edsz", probe: ProxyStatusProbe{}, target: labTarget,
+		result: evaluateProxyStatus(labTarget, proxyStatusInput{Proxies: nack, IstiodReplicas: 1, Asked: 1,
+			Replica: "istiod-7c9f8b6d5c-mx4qp", Version: "1.31-dev-eed52ebb66ad-Clean", Edsz: envoyTestdata(t, "istiod_edsz.json")})})
+	// istio-proxy logs of Envoys that rejected updates, quoted from
+	// istio/istio PR #60486, #50658, #47141, #39773, #41793.
+	runs = append(runs, accessLogRun("istio-proxy: rejected xDS updates", rwTarget("default", "any", 0, "any"), envoyTestdata(t, "xds_rejected.log"), false))
 
 	// /stats/prometheus of an Envoy before 1.15 (families not grouped).
 	for _, file := range []string{"istio21125_fragment.txt", "istio21125_head.txt"} {
@@ -269,12 +286,17 @@ func TestRealworldProbes(t *testing.T) {
 		"config_dump ossm2 gateway: hello-openshift": {"config_cluster_found": true, "config_tls": "auto"},
 		"config_dump slime: details":                 {"config_tls": "auto", "config_tls_modes": []string{"auto"}},
 		"listeners kuma":                             {"listener_found": false, "listener_missing_ports": []string{"8000"}, "listener_virtual_outbound": false},
-		"syncz 1.10: httpbin2":                       {"xds_proxy_known": true, "xds_stale_types": []string{}, "xds_cds": "SYNCED", "xds_istiod_version": "1.10.3"},
-		"syncz 1.10: egress gateway":                 {"xds_proxy_known": true, "xds_stale_types": []string{}, "xds_rds": "NOT SENT"},
-		"syncz 1.17: webapp":                         {"xds_proxy_known": true, "xds_eds": "SYNCED", "xds_istiod_version": "1.17.8"},
-		"syncz 1.17: a proxy it does not list":       {"xds_proxy_known": false},
-		"prometheus istio21125_fragment.txt":         {"metrics_requests": 0, "metrics_cx_connect_fail": 0},
-		"prometheus istio21125_head.txt":             {"metrics_requests": 0},
+		// istio_version is the proxy's; these syncz carry no istiod version.
+		"syncz 1.10: httpbin2":       {"xds_proxy_known": true, "xds_stale_types": []string{}, "xds_cds": "SYNCED", "xds_proxy_version": "1.10.3", "xds_istiod_version": "", "xds_rejected_types": []string{}},
+		"syncz 1.10: egress gateway": {"xds_proxy_known": true, "xds_stale_types": []string{}, "xds_rds": "NOT SENT"},
+		"syncz 1.17: webapp":         {"xds_proxy_known": true, "xds_eds": "SYNCED", "xds_proxy_version": "1.17.8", "xds_istiod_version": ""},
+		"istiod (lab): a NACK, /version, edsz": {"xds_proxy_known": true, "xds_cds": "STALE", "xds_rejected_types": []string{"CDS"},
+			"xds_last_error":    "CDS: Error adding/updating cluster(s) outbound|9999||meshlab-push-trigger.shop.svc.cluster.local: 'istio.hashable_string' does not have an object factory",
+			"xds_proxy_version": "1.28.3", "xds_istiod_version": "1.31-dev-eed52ebb66ad-Clean", "xds_version_skew": 3, "xds_skew_supported": false, "xds_edsz_endpoints": 3},
+		"istio-proxy: rejected xDS updates":    {"log_xds_rejected": 7, "log_xds_rejected_reason": "CDS: pilot-agent: cds updates: 0 successful, 13 rejected; lds updates: 13 successful, 0 rejected"},
+		"syncz 1.17: a proxy it does not list": {"xds_proxy_known": false},
+		"prometheus istio21125_fragment.txt":   {"metrics_requests": 0, "metrics_cx_connect_fail": 0},
+		"prometheus istio21125_head.txt":       {"metrics_requests": 0},
 	}
 	seen := map[string]bool{}
 	for _, r := range runs {

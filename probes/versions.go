@@ -3,13 +3,12 @@ package probes
 import (
 	"context"
 	"fmt"
-	"regexp"
 	"sort"
-	"strconv"
 	"strings"
 
 	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/istioconfig"
+	"github.com/meshtriage/meshtriage/probes/istioversion"
 	"github.com/meshtriage/meshtriage/probes/wording"
 	"istio.io/api/label"
 	corev1 "k8s.io/api/core/v1"
@@ -46,7 +45,6 @@ var (
 
 const (
 	istiodAppLabel      = "istiod"
-	istiodContainer     = "discovery"
 	nativeSidecarEnvVar = "ENABLE_NATIVE_SIDECARS"
 )
 
@@ -83,39 +81,11 @@ func fetchVersions(ctx context.Context, c cluster.Cluster) (versionsInput, strin
 	return in, "", nil
 }
 
-var leadingVersion = regexp.MustCompile(`^v?(\d+)\.(\d+)`)
-
-// majorMinor reads "v1.30.0-gke.1", "1.24.2-distroless" and the like.
-func majorMinor(v string) ([2]int, bool) {
-	m := leadingVersion.FindStringSubmatch(v)
-	if m == nil {
-		return [2]int{}, false
-	}
-	major, _ := strconv.Atoi(m[1])
-	minor, _ := strconv.Atoi(m[2])
-	return [2]int{major, minor}, true
-}
-
-func atLeast(v, min [2]int) bool {
-	return v[0] > min[0] || v[0] == min[0] && v[1] >= min[1]
-}
-
-// imageTag is the tag of an image reference, without any digest; "" when
-// the reference has no tag.
-func imageTag(image string) string {
-	image, _, _ = strings.Cut(image, "@")
-	slash := strings.LastIndex(image, "/")
-	if colon := strings.LastIndex(image, ":"); colon > slash {
-		return image[colon+1:]
-	}
-	return ""
-}
-
 // istiodNativeMode is the pod's ENABLE_NATIVE_SIDECARS as istiod reads it:
 // unset means "auto" from Istio 1.27 and false before.
 func istiodNativeMode(pod *corev1.Pod, tag string) (mode, why string) {
 	for _, c := range pod.Spec.Containers {
-		if c.Name != istiodContainer {
+		if c.Name != istioversion.IstiodContainer {
 			continue
 		}
 		for _, e := range c.Env {
@@ -134,11 +104,11 @@ func istiodNativeMode(pod *corev1.Pod, tag string) (mode, why string) {
 			}
 		}
 	}
-	v, ok := majorMinor(tag)
+	v, ok := istioversion.MajorMinor(tag)
 	switch {
 	case !ok:
 		return "", nativeSidecarEnvVar + " unset and the istiod version is unknown"
-	case atLeast(v, nativeSidecarAutoIstio):
+	case istioversion.AtLeast(v, nativeSidecarAutoIstio):
 		return "auto", nativeSidecarEnvVar + " unset: auto, the default since Istio 1.27"
 	}
 	return "false", nativeSidecarEnvVar + " unset: false, the default before Istio 1.27"
@@ -147,12 +117,12 @@ func istiodNativeMode(pod *corev1.Pod, tag string) (mode, why string) {
 func evaluateVersions(in versionsInput) Result {
 	r := Result{Status: StatusPass, Facts: Facts{}, Commands: versionsCommands(in.ControlPlane)}
 	var raw, warnings []string
-	kube, kubeOK := majorMinor(in.Kubernetes)
+	kube, kubeOK := istioversion.MajorMinor(in.Kubernetes)
 	if !kubeOK {
 		raw = append(raw, fmt.Sprintf("cannot read a version number from %q", in.Kubernetes))
 		warnings = append(warnings, fmt.Sprintf("Kubernetes version %q not understood", in.Kubernetes))
 	}
-	supported := kubeOK && atLeast(kube, nativeSidecarKube)
+	supported := kubeOK && istioversion.AtLeast(kube, nativeSidecarKube)
 	r.Facts["versions_kubernetes"] = in.Kubernetes
 	r.Facts["versions_native_sidecar_supported"] = supported
 	raw = append(raw, fmt.Sprintf("Kubernetes %s: native sidecars %s", in.Kubernetes, map[bool]string{true: "supported (1.29+)", false: "not supported (needs 1.29+)"}[supported]))
@@ -183,11 +153,11 @@ func evaluateVersions(in versionsInput) Result {
 		pod := &pods[i]
 		image := ""
 		for _, c := range pod.Spec.Containers {
-			if c.Name == istiodContainer {
+			if c.Name == istioversion.IstiodContainer {
 				image = c.Image
 			}
 		}
-		tag := imageTag(image)
+		tag := istioversion.ImageTag(image)
 		m, why := istiodNativeMode(pod, tag)
 		if i == 0 {
 			version, mode, modeWhy = tag, m, why
@@ -205,7 +175,7 @@ func evaluateVersions(in versionsInput) Result {
 		// istiod's auto mode checks every node's kubelet, which this probe
 		// does not read (no cluster-wide reads): the server version stands
 		// in, and a node left on an older kubelet turns it off.
-		enabled = kubeOK && atLeast(kube, nativeSidecarAutoKube)
+		enabled = kubeOK && istioversion.AtLeast(kube, nativeSidecarAutoKube)
 		raw = append(raw, fmt.Sprintf("auto: istiod injects native sidecars only when every node's kubelet is 1.33+; judged from the server version %s", in.Kubernetes))
 	}
 	r.Facts["versions_istiod"] = version
@@ -236,7 +206,7 @@ func evaluateVersions(in versionsInput) Result {
 func versionsCommands(controlPlaneNS string) []string {
 	return []string{
 		"kubectl version",
-		fmt.Sprintf("kubectl get pods -n %s -l app=%s -o jsonpath='{range .items[*]}{.metadata.name}{\"\\t\"}{.spec.containers[?(@.name==\"%s\")].image}{\"\\n\"}{end}'", controlPlaneNS, istiodAppLabel, istiodContainer),
+		fmt.Sprintf("kubectl get pods -n %s -l app=%s -o jsonpath='{range .items[*]}{.metadata.name}{\"\\t\"}{.spec.containers[?(@.name==\"%s\")].image}{\"\\n\"}{end}'", controlPlaneNS, istiodAppLabel, istioversion.IstiodContainer),
 		fmt.Sprintf("kubectl get deployment -n %s -l app=%s -o jsonpath='{..env[?(@.name==\"%s\")]}'", controlPlaneNS, istiodAppLabel, nativeSidecarEnvVar),
 		"istioctl version",
 	}

@@ -23,28 +23,6 @@ func fxIstiod(name, image string, phase corev1.PodPhase, env ...corev1.EnvVar) *
 	}
 }
 
-func TestVersionParsing(t *testing.T) {
-	for v, want := range map[string][2]int{"v1.29.3": {1, 29}, "v1.30.0-gke.1": {1, 30}, "v1.28.5-eks-5e0fdde": {1, 28}, "1.24.2-distroless": {1, 24}, "v1.33.1+k3s1": {1, 33}} {
-		if got, ok := majorMinor(v); !ok || got != want {
-			t.Errorf("majorMinor(%q) = %v %v, want %v", v, got, ok, want)
-		}
-	}
-	if _, ok := majorMinor("latest"); ok {
-		t.Error("latest is no version")
-	}
-	for image, want := range map[string]string{
-		"docker.io/istio/pilot:1.24.2":                     "1.24.2",
-		"gcr.io/istio-release/pilot:1.22.3-distroless":     "1.22.3-distroless",
-		"registry.local:5000/istio/pilot:1.27.1@sha256:ab": "1.27.1",
-		"registry.local:5000/istio/pilot@sha256:ab":        "",
-		"pilot": "",
-	} {
-		if got := imageTag(image); got != want {
-			t.Errorf("imageTag(%q) = %q, want %q", image, got, want)
-		}
-	}
-}
-
 func TestVersionsEvaluate(t *testing.T) {
 	env := func(v string) corev1.EnvVar { return corev1.EnvVar{Name: "ENABLE_NATIVE_SIDECARS", Value: v} }
 	cases := []struct {

@@ -200,6 +200,36 @@ var causeCases = []struct {
 	{"ambient.ztunnel-unavailable", ambientCase(map[string]probes.Facts{
 		"ztunnel": {"ztunnel_pods": 1, "ztunnel_nodes_without": []string{"worker-b"}},
 	}), runbook.ConfidenceHigh},
+	// issue 29, control plane. istiod's record of the caller's NACK: the
+	// CDS type it leaves STALE is the rejection, not a slow push (no
+	// xds.stale), and the route to the cluster never pushed is a 503 NC.
+	{"xds.config-rejected", map[string]probes.Facts{
+		"proxy-status": {"xds_stale_types": []string{"CDS"}, "xds_cds": "STALE", "xds_rejected_types": []string{"CDS"},
+			"xds_last_error":    "CDS: Error adding/updating cluster(s) outbound|8080|v2|orders.shop.svc.cluster.local: 'istio.hashable_string' does not have an object factory",
+			"xds_proxy_version": "1.28.3", "xds_istiod_version": "1.30.1-7c2e91d4-Clean", "xds_version_skew": 2, "xds_skew_supported": false},
+		"access-log": {"log_503": 20, "log_5xx": 20, "log_flag_nc": 20, "log_xds_rejected": 4,
+			"log_xds_rejected_reason": "CDS: Error adding/updating cluster(s) outbound|8080|v2|orders.shop.svc.cluster.local: 'istio.hashable_string' does not have an object factory"},
+		"envoy-clusters": {"envoy_xds_rejected": 4},
+	}, runbook.ConfidenceHigh},
+	// Without istiod's record, Envoy's own log line in the window.
+	{"xds.config-rejected", map[string]probes.Facts{
+		"access-log": {"log_503": 20, "log_5xx": 20, "log_flag_nc": 20, "log_xds_rejected": 2,
+			"log_xds_rejected_reason": "LDS: Error adding/updating listener(s) virtualInbound: Didn't find a registered implementation for name: 'istio_authn'"},
+	}, runbook.ConfidenceMedium},
+	{"xds.version-skew", map[string]probes.Facts{
+		"proxy-status": {"xds_proxy_version": "1.26.4", "xds_istiod_version": "1.29.0", "xds_version_skew": 3, "xds_skew_supported": false},
+	}, runbook.ConfidenceLow},
+	// SYNCED, no endpoint in Envoy, ready ones in the slices, and istiod
+	// itself would send none.
+	{"eds.synced-but-empty", map[string]probes.Facts{
+		"envoy-clusters": {"envoy_hosts_total": 0, "envoy_hosts_healthy": 0, "envoy_empty_clusters": []string{"outbound|80||web.shop.svc.cluster.local"}},
+		"proxy-status":   {"xds_edsz_endpoints": 0},
+		"access-log":     {"log_503": 30, "log_5xx": 30, "log_flag_uh": 30},
+	}, runbook.ConfidenceHigh},
+	{"eds.synced-but-empty", map[string]probes.Facts{
+		"envoy-clusters": {"envoy_hosts_total": 0, "envoy_hosts_healthy": 0, "envoy_empty_clusters": []string{"outbound|80||web.shop.svc.cluster.local"}},
+		"access-log":     {"log_503": 30, "log_5xx": 30, "log_flag_uh": 30},
+	}, runbook.ConfidenceMedium},
 }
 
 // ambientCase is over on top of an ambient caller and Service without a

@@ -68,7 +68,7 @@ func (s *Shop) proxyPod(ns, name, node string, host int, created time.Time, labe
 	ip := podIP(node, host)
 	started := created.Add(4 * time.Second)
 	p := &Pod{Namespace: ns, Name: name, App: sa, Node: node, IP: ip, UID: w.objectUID("Pod", ns, name), Sidecar: NoSidecar,
-		Container: "istio-proxy", AppStarted: started, ProxyStarted: started, Labels: labels}
+		Container: "istio-proxy", AppStarted: started, ProxyStarted: started, Labels: labels, ProxyVersion: istioVersion}
 	w.pods[objectKey{ns, name}] = p
 	readyAt := started.Add(2 * time.Second)
 	state := containerState{ready: ready}

@@ -547,6 +547,8 @@ type Sidecar struct {
 	// NodeType is pilot-agent's proxy type in the node id: "" for a
 	// sidecar, "router" for a gateway.
 	NodeType string
+	// CDSRejected counts the CDS updates it rejected.
+	CDSRejected int
 }
 
 // files are the admin endpoints' outputs by file name.
@@ -571,7 +573,7 @@ func (s *Sidecar) stats() string {
 	counters := map[string]int{
 		"cluster.xds-grpc.upstream_cx_active": 1, "cluster.xds-grpc.upstream_cx_connect_fail": 0, "cluster.xds-grpc.upstream_cx_total": 1,
 		"cluster.xds-grpc.upstream_rq_active": 1, "cluster.xds-grpc.upstream_rq_total": 1,
-		"cluster_manager.active_clusters": nClusters, "cluster_manager.cds.update_attempt": 44, "cluster_manager.cds.update_rejected": 0,
+		"cluster_manager.active_clusters": nClusters, "cluster_manager.cds.update_attempt": 44 + s.CDSRejected, "cluster_manager.cds.update_rejected": s.CDSRejected,
 		"cluster_manager.cds.update_success": 42, "cluster_manager.cds.version": 4735628893014573000 + nClusters,
 		"cluster_manager.cluster_added": nClusters, "cluster_manager.cluster_modified": 3, "cluster_manager.cluster_removed": 0,
 		"cluster_manager.cluster_updated": 18, "cluster_manager.update_out_of_merge_window": 0, "cluster_manager.warming_clusters": 0,
@@ -646,7 +648,7 @@ func (s *Sidecar) configDump() Object {
 			{"INSTANCE_IPS", p.IP},
 			{"INTERCEPTION_MODE", "REDIRECT"},
 			{"ISTIO_PROXY_SHA", proxySHA},
-			{"ISTIO_VERSION", istioVersion},
+			{"ISTIO_VERSION", p.ProxyVersion},
 			{"LABELS", labels},
 			{"MESH_ID", meshDomain},
 			{"NAME", p.Name},

@@ -30,7 +30,7 @@ func (s *Shop) ingressGateway(created time.Time) *Pod {
 	p := &Pod{
 		Namespace: gatewayNamespace, Name: gatewayPodName, App: gatewayName, Node: node, IP: podIP(node, host),
 		UID: w.objectUID("Pod", gatewayNamespace, gatewayPodName), Sidecar: ClassicSidecar, Container: "istio-proxy",
-		AppStarted: started, ProxyStarted: started,
+		AppStarted: started, ProxyStarted: started, ProxyVersion: istioVersion,
 	}
 	p.Labels = Object{{"app", gatewayName}, {"istio", "ingressgateway"}, {"pod-template-hash", lastDashPart(withoutLastDashPart(gatewayPodName))},
 		{"service.istio.io/canonical-name", gatewayName}, {"service.istio.io/canonical-revision", "latest"}, {"sidecar.istio.io/inject", "false"}}

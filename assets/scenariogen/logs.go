@@ -37,7 +37,7 @@ func agentStartup(p *Pod, start time.Time, readyAfter float64) []string {
 	log(0, "info", `FLAG: --log_output_level="default:info"`)
 	log(0, "info", `FLAG: --proxyComponentLogLevel="misc:error"`)
 	log(0, "info", `FLAG: --proxyLogLevel="warning"`)
-	log(3, "info", "Version "+istioVersion+"-f4ed5a1d8fe1f3f2d1c9d5d8b6c58a1f0cfbf33c-Clean")
+	log(3, "info", "Version "+p.ProxyVersion+"-f4ed5a1d8fe1f3f2d1c9d5d8b6c58a1f0cfbf33c-Clean")
 	log(1, "info", "Maximum file descriptors (ulimit -n): 1048576")
 	log(0, "info", fmt.Sprintf("Proxy role\tips=[%s] type=sidecar id=%s domain=%s.svc.cluster.local", p.IP, p.ProxyID(), p.Namespace))
 	log(0, "info", "Apply proxy config from env {}")

@@ -93,6 +93,10 @@ type PodSpec struct {
 	InjectLabel    string
 	ProxyResources Object
 	RestartPolicy  string
+	// ProxyVersion is the Istio release of the pod's proxy (its image and
+	// the ISTIO_VERSION it reports); "" is the mesh's (istioVersion). A pod
+	// injected before an in-place upgrade of istiod keeps its old one.
+	ProxyVersion string
 }
 
 // Pod is a pod of the world: what logs, Envoy output and EndpointSlices
@@ -105,7 +109,17 @@ type Pod struct {
 	Container                string
 	AppStarted, ProxyStarted time.Time
 	Labels                   Object
-	proxyExited              bool
+	// ProxyVersion is the Istio release its proxy runs.
+	ProxyVersion string
+	proxyExited  bool
+}
+
+// proxyImageOf is the proxy image of an Istio release ("": the mesh's).
+func proxyImageOf(version string) string {
+	if version == "" {
+		return proxyImage
+	}
+	return "docker.io/istio/proxyv2:" + version
 }
 
 // ProxyID is the pod's Envoy node id as istiod names it.
@@ -136,6 +150,7 @@ func (w *World) Pod(s PodSpec) *Pod {
 		Container:    s.App,
 		AppStarted:   times.app,
 		ProxyStarted: times.proxy,
+		ProxyVersion: firstNonEmpty(s.ProxyVersion, istioVersion),
 		proxyExited:  meshed && s.ProxyExited != nil,
 	}
 	labels, annotations := podLabels(s), podAnnotations(s, p.Container)
@@ -329,13 +344,13 @@ func (w *World) podStatus(s PodSpec, p *Pod, t podTimes) Object {
 	if meshed {
 		initID := "containerd://" + hashHex(w.name, s.Namespace, s.Name, "istio-init")
 		initStatuses = append(initStatuses, Object{
-			{"containerID", initID}, {"image", proxyImage},
-			{"imageID", "docker.io/istio/proxyv2@sha256:" + hashHex(proxyImage)}, {"lastState", Object{}}, {"name", "istio-init"},
+			{"containerID", initID}, {"image", proxyImageOf(s.ProxyVersion)},
+			{"imageID", "docker.io/istio/proxyv2@sha256:" + hashHex(proxyImageOf(s.ProxyVersion))}, {"lastState", Object{}}, {"name", "istio-init"},
 			{"ready", true}, {"restartCount", 0}, {"started", false},
 			{"state", Object{{"terminated", Object{{"containerID", initID}, {"exitCode", 0},
 				{"finishedAt", apiTime(t.initDone)}, {"reason", "Completed"}, {"startedAt", apiTime(s.Created.Add(time.Second))}}}}},
 		})
-		proxyStatus := w.containerStatus(s.Namespace, s.Name, "istio-proxy", proxyImage, t.proxy,
+		proxyStatus := w.containerStatus(s.Namespace, s.Name, "istio-proxy", proxyImageOf(s.ProxyVersion), t.proxy,
 			containerState{ready: s.ProxyReady, terminated: s.ProxyExited})
 		if s.Sidecar == NativeSidecar {
 			initStatuses = append(initStatuses, proxyStatus)
@@ -406,7 +421,7 @@ func injectedContainers(s PodSpec, container, kubeAPI, probers string) (proxy, i
 		{"args", []string{"proxy", "sidecar", "--domain", "$(POD_NAMESPACE).svc.cluster.local", "--proxyLogLevel=warning",
 			"--proxyComponentLogLevel=misc:error", "--log_output_level=default:info"}},
 		{"env", env},
-		{"image", proxyImage}, {"imagePullPolicy", "IfNotPresent"}, {"name", "istio-proxy"},
+		{"image", proxyImageOf(s.ProxyVersion)}, {"imagePullPolicy", "IfNotPresent"}, {"name", "istio-proxy"},
 		{"ports", []Object{{{"containerPort", 15090}, {"name", "http-envoy-prom"}, {"protocol", "TCP"}}}},
 		{"readinessProbe", Object{{"failureThreshold", 4}, {"httpGet", Object{{"path", "/healthz/ready"}, {"port", 15021}, {"scheme", "HTTP"}}},
 			{"periodSeconds", 15}, {"successThreshold", 1}, {"timeoutSeconds", 3}}},
@@ -431,7 +446,7 @@ func injectedContainers(s PodSpec, container, kubeAPI, probers string) (proxy, i
 	iptables = Object{
 		{"args", []string{"istio-iptables", "-p", "15001", "-z", "15006", "-u", "1337", "-m", "REDIRECT", "-i", "*", "-x", "", "-b", "*",
 			"-d", "15090,15021,15020", "--log_output_level=default:info"}},
-		{"image", proxyImage}, {"imagePullPolicy", "IfNotPresent"}, {"name", "istio-init"},
+		{"image", proxyImageOf(s.ProxyVersion)}, {"imagePullPolicy", "IfNotPresent"}, {"name", "istio-init"},
 		{"resources", resources},
 		{"securityContext", Object{{"allowPrivilegeEscalation", false}, {"capabilities", Object{{"add", []string{"NET_ADMIN", "NET_RAW"}}, {"drop", []string{"ALL"}}}},
 			{"privileged", false}, {"readOnlyRootFilesystem", false}, {"runAsGroup", 0}, {"runAsNonRoot", false}, {"runAsUser", 0}}},

@@ -54,7 +54,7 @@ func (s *Shop) prometheus(sc *Sidecar, at time.Time) string {
 	slices.SortFunc(keys, seriesKey.compare)
 
 	out := []string{"# TYPE envoy_server_live gauge", "envoy_server_live{} 1",
-		"# TYPE istio_build gauge", fmt.Sprintf(`istio_build{component="proxy",tag="%s"} 1`, istioVersion),
+		"# TYPE istio_build gauge", fmt.Sprintf(`istio_build{component="proxy",tag="%s"} 1`, p.ProxyVersion),
 		"# TYPE istio_requests_total counter"}
 	for _, k := range keys {
 		known := k.upstreamApp != ""

@@ -65,6 +65,8 @@ var scenarios = []Scenario{
 	gatewayVSNotBound,
 	gatewaySubsetNoPods,
 	gatewayHostMismatch,
+	// issue 29, control plane and ambient.
+	xdsRejectedAfterUpgrade,
 }
 
 // render builds the scenario and returns its files by path relative to

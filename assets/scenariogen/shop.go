@@ -307,6 +307,9 @@ func listeners(extra ...Listener) []Listener {
 type EnvoyState struct {
 	Listeners []Listener
 	Routes    []Object
+	// CDSRejected counts the CDS updates the Envoy rejected since it
+	// started (cluster_manager.cds.update_rejected).
+	CDSRejected int
 }
 
 // recordSidecar saves pod's Envoy admin output: clusters plus the
@@ -317,7 +320,7 @@ func (s *Shop) recordSidecar(p *Pod, clusters []*Cluster, state EnvoyState) *Sid
 		ls = listeners()
 	}
 	sc := &Sidecar{Pod: p, Now: s.now, Version: s.xdsVersion, Clusters: append(clusters, backgroundClusters()...), Listeners: ls, Routes: state.Routes,
-		AltStatNames: s.shapes.AltStatNames}
+		AltStatNames: s.shapes.AltStatNames, CDSRejected: state.CDSRejected}
 	s.sidecars = append(s.sidecars, sc)
 	return sc
 }
@@ -556,7 +559,7 @@ func (s *Shop) synczEntries() []Object {
 		if gateway {
 			proxyType = "router"
 		}
-		e := Object{{"cluster_id", "Kubernetes"}, {"proxy", p.ProxyID()}, {"proxy_type", proxyType}, {"istio_version", istioVersion}}
+		e := Object{{"cluster_id", "Kubernetes"}, {"proxy", p.ProxyID()}, {"proxy_type", proxyType}, {"istio_version", p.ProxyVersion}}
 		for _, typ := range []string{"cluster", "listener", "route", "endpoint"} {
 			n := s.nonce(at)
 			e.Set(typ+"_sent", n)

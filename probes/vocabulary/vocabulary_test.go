@@ -65,10 +65,12 @@ func TestFlagMapping(t *testing.T) {
 		{SidecarInbound, accesslog.FailureKey{Flags: "UF", Code: 503}, nil, "could not connect to its own app"},
 		{SidecarInbound, accesslog.FailureKey{Flags: "NR", Details: "filter_chain_not_found", TCP: true}, []string{"mtls.plaintext-to-strict", "sidecar.missing-upstream"}, ""},
 		{Gateway, accesslog.FailureKey{Flags: "NR", Code: 404, Details: "route_not_found"}, []string{"gateway.vs-not-bound", "gateway.host-mismatch"}, ""},
-		{SidecarOutbound, accesslog.FailureKey{Flags: "NR", Code: 404, Details: "route_not_found"}, []string{"config.not-visible", "xds.stale"}, ""},
-		{SidecarOutbound, accesslog.FailureKey{Flags: "NC", Code: 503, Details: "cluster_not_found"}, []string{"vs.subset-undefined", "xds.stale"}, ""},
+		// A route or cluster the caller's Envoy lacks: a Service it does
+		// not see, a stale proxy, or one that rejected the push with it.
+		{SidecarOutbound, accesslog.FailureKey{Flags: "NR", Code: 404, Details: "route_not_found"}, []string{"config.not-visible", "xds.stale", "xds.config-rejected"}, ""},
+		{SidecarOutbound, accesslog.FailureKey{Flags: "NC", Code: 503, Details: "cluster_not_found"}, []string{"vs.subset-undefined", "xds.stale", "xds.config-rejected"}, ""},
 		{SidecarOutbound, accesslog.FailureKey{Flags: "UH", Code: 503, Details: "no_healthy_upstream"},
-			[]string{"outlier.all-ejected", "dr.subset-no-pods", "endpoints.none-ready", "service.no-endpoints", "service.no-selector-match", "xds.stale"}, ""},
+			[]string{"outlier.all-ejected", "dr.subset-no-pods", "endpoints.none-ready", "service.no-endpoints", "service.no-selector-match", "xds.stale", "eds.synced-but-empty"}, ""},
 		{SidecarOutbound, accesslog.FailureKey{Flags: "UH", TCP: true},
 			[]string{"serviceentry.missing", "config.not-visible", "outlier.all-ejected", "service.no-endpoints", "endpoints.none-ready", "dr.subset-no-pods"}, ""},
 		{SidecarOutbound, accesslog.FailureKey{Flags: "UC", Code: 503, Details: "upstream_reset_before_response_started{connection_termination}"},
@@ -129,6 +131,7 @@ func TestZtunnelMapping(t *testing.T) {
 			[]string{"ambient.authz-rejected", "ambient.sidecar-bypasses-waypoint", "ambient.waypoint-missing", "ambient.waypoint-not-ready", "ambient.waypoint-not-bound", "mtls.plaintext-to-strict"}, false},
 		{ZtunnelSource, true, "unknown waypoint: shop/waypoint", []string{"ambient.waypoint-missing", "ambient.waypoint-not-ready"}, false},
 		{ZtunnelSource, true, "pool draining", nil, true},
+		{ZtunnelSource, true, "unsupported feature: HBONE double tunnel", nil, true},
 		{ZtunnelDestination, false, "connection closed due to connection drain", nil, true},
 		{ZtunnelSource, true, "send: io error: Broken pipe (os error 32)", nil, true},
 	} {

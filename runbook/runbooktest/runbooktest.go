@@ -38,6 +38,7 @@ func Healthy() map[string]probes.Facts {
 			"envoy_hosts_active_hc_failed": 0, "envoy_hosts_eds_unhealthy": 0, "envoy_empty_clusters": []string{},
 			"envoy_clusters_all_ejected": []string{},
 			"envoy_rq_pending_overflow":  0, "envoy_rq_active_overflow": 0, "envoy_rq_overflow": 0, "envoy_cx_overflow": 0, "envoy_ejections_active": 0, "envoy_cx_connect_fail": 0,
+			"envoy_xds_rejected": 0,
 		},
 		"envoy-listeners": {"listener_found": true, "listener_names": []string{"0.0.0.0_80"}},
 		"envoy-config": {
@@ -50,11 +51,13 @@ func Healthy() map[string]probes.Facts {
 			"log_flag_uh": 0, "log_flag_uf": 0, "log_flag_uo": 0, "log_flag_nr": 0, "log_flag_nc": 0,
 			"log_flag_urx": 0, "log_flag_uc": 0, "log_flag_ut": 0, "log_flag_dc": 0, "log_flag_lr": 0, "log_flag_ur": 0,
 			"log_details": []string{}, "log_transport_failures": []string{}, "log_blackhole": 0,
-			"log_blackhole_hosts": []string{}, "log_connection_refused": 0,
+			"log_blackhole_hosts": []string{}, "log_connection_refused": 0, "log_xds_rejected": 0, "log_xds_rejected_reason": "",
 		},
 		"proxy-status": {
 			"xds_proxy_known": true, "xds_stale_types": []string{}, "xds_cds": "SYNCED", "xds_eds": "SYNCED",
-			"xds_lds": "SYNCED", "xds_rds": "SYNCED", "xds_istiod_version": "1.24.2", "xds_istiod_replicas": 1, "xds_istiod_asked": 1,
+			"xds_lds": "SYNCED", "xds_rds": "SYNCED", "xds_istiod_version": "1.24.2-5f8a1e3c-Clean", "xds_istiod_replicas": 1, "xds_istiod_asked": 1,
+			"xds_rejected_types": []string{}, "xds_last_error": "", "xds_proxy_version": "1.24.2", "xds_version_skew": 0, "xds_skew_supported": true,
+			"xds_edsz_endpoints": 3,
 		},
 		"mtls": {
 			"mtls_upstream_mode": "PERMISSIVE", "mtls_upstream_mode_source": "default", "mtls_client_tls_mode": "none",

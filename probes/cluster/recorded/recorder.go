@@ -309,7 +309,7 @@ func (r *Recorder) Istiod(ctx context.Context, replica, path string) ([]byte, er
 	r.succeed(key)
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if _, ok := istiodFiles[path]; !ok {
+	if _, ok := istiodFile(path); !ok {
 		r.unrecorded["istiod GET "+path] = true
 	}
 	if r.istiod[replica] == nil {

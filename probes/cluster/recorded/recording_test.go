@@ -165,3 +165,57 @@ func TestInputWithoutEndpointSlicesSaysSo(t *testing.T) {
 		t.Error("InputLacksEndpoints: want true through the cache for an input without slices, false with one")
 	}
 }
+
+// istiod's answers are recorded one file a path: syncz.json, version.txt
+// and edsz/PROXY.json (the edsz read of one proxy, its query in the file
+// name), at istiod/ for any replica and under istiod/POD/ for one; they
+// load as the paths the probes ask and are written back to the same files.
+func TestIstiodLayoutRoundTrips(t *testing.T) {
+	fsys := fixtureFS(fixtureManifests)
+	fsys["scenarios/tiny/istiod/version.txt"] = &fstest.MapFile{Data: []byte("1.24.2-5f8a1e3c-Clean")}
+	fsys["scenarios/tiny/istiod/edsz/web-1.shop.json"] = &fstest.MapFile{Data: []byte(`{"configs":[]}`)}
+	fsys["scenarios/tiny/istiod/istiod-1/syncz.json"] = &fstest.MapFile{Data: []byte(`[]`)}
+	fsys["scenarios/tiny/istiod/istiod-1/edsz/web-1.shop.json"] = &fstest.MapFile{Data: []byte(`{"configs":[{}]}`)}
+	s, err := Load(fsys, "tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	edsz := IstiodEdszPath("web-1.shop")
+	if edsz != "/debug/edsz?proxyID=web-1.shop" {
+		t.Errorf("edsz path %q", edsz)
+	}
+	if string(s.Istiod[IstiodVersion]) != "1.24.2-5f8a1e3c-Clean" || string(s.Istiod[edsz]) != `{"configs":[]}` || len(s.Istiod) != 3 {
+		t.Errorf("any replica: %q", s.Istiod)
+	}
+	if r := s.IstiodReplicas["istiod-1"]; len(s.IstiodReplicas) != 1 || string(r[IstiodSyncz]) != "[]" || string(r[edsz]) != `{"configs":[{}]}` || len(r) != 2 {
+		t.Errorf("replicas: %q", s.IstiodReplicas)
+	}
+	files, err := s.Files(func(v string) string { return v })
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"istiod/syncz.json", "istiod/version.txt", "istiod/edsz/web-1.shop.json", "istiod/istiod-1/syncz.json", "istiod/istiod-1/edsz/web-1.shop.json"} {
+		if _, ok := files[name]; !ok {
+			t.Errorf("written files lack %s: %v", name, sortedKeys(map[string]bool(filesSet(files))))
+		}
+	}
+	// A path the layout has no file for, or one that would escape it, is
+	// not written.
+	for _, p := range []string{"/debug/edsz", "/debug/edsz?proxyID=", "/debug/edsz?proxyID=a/../b", "/debug/configz"} {
+		if f, ok := istiodFile(p); ok {
+			t.Errorf("%s recorded as %s", p, f)
+		}
+	}
+	fsys["scenarios/tiny/istiod/edsz/deeper/x.json"] = &fstest.MapFile{Data: []byte(`{}`)}
+	if _, err := Load(fsys, "tiny"); err == nil || !strings.Contains(err.Error(), "not a recorded istiod response") {
+		t.Errorf("a folder under edsz/: %v", err)
+	}
+}
+
+func filesSet(f Files) map[string]bool {
+	out := map[string]bool{}
+	for k := range f {
+		out[k] = true
+	}
+	return out
+}

@@ -17,7 +17,9 @@
 //	logs/NS/POD/CONTAINER.log              the container's log
 //	logs/NS/POD/CONTAINER.previous.log     the previous (crashed) instance's log
 //	istiod/syncz.json                      istiod GET /debug/syncz (any replica)
-//	istiod/POD/syncz.json                  the same, of istiod replica POD
+//	istiod/version.txt                     istiod GET /version (its build: 1.24.2-SHA-Clean)
+//	istiod/edsz/PROXY.json                 istiod GET /debug/edsz?proxyID=PROXY (POD.NS)
+//	istiod/POD/...                         the same files, of istiod replica POD
 //
 // A recording of a real cluster (`meshtriage capture`, an istioctl
 // bug-report converted, files assembled by hand) has the same layout and is
@@ -135,8 +137,19 @@ var envoyFiles = map[string]string{
 // metrics probe samples counters twice and needs to see them move.
 const readSuffix = "#"
 
-// IstiodSyncz is the istiod debug path recorded in istiod/syncz.json.
-const IstiodSyncz = "/debug/syncz"
+// The istiod paths recorded: syncz in istiod/syncz.json, /version in
+// istiod/version.txt, /debug/edsz?proxyID=PROXY in istiod/edsz/PROXY.json.
+const (
+	IstiodSyncz   = "/debug/syncz"
+	IstiodVersion = "/version"
+	IstiodEdsz    = "/debug/edsz"
+	// edszQuery is what the edsz path carries, the proxy's ID after it.
+	edszQuery = "?proxyID="
+	edszDir   = "edsz"
+)
+
+// IstiodEdszPath is the edsz read of proxy (POD.NS).
+func IstiodEdszPath(proxy string) string { return IstiodEdsz + edszQuery + proxy }
 
 type header struct {
 	Name          string   `json:"name"`
@@ -311,59 +324,95 @@ func loadRecorded(dir fs.FS, s *Scenario) error {
 	return loadIstiod(dir, s)
 }
 
-// istiodFiles are the istiod debug paths recorded, and their files.
-var istiodFiles = map[string]string{IstiodSyncz: "syncz.json"}
+// istiodFiles are the istiod paths recorded with a fixed file; edsz has a
+// file a proxy (istiodFile).
+var istiodFiles = map[string]string{IstiodSyncz: "syncz.json", IstiodVersion: "version.txt"}
+
+// istiodFile is the file, under istiod/ (or istiod/POD/), that records
+// the answer to path; false for a path the layout has no file for.
+func istiodFile(p string) (string, bool) {
+	if f, ok := istiodFiles[p]; ok {
+		return f, true
+	}
+	if proxy, ok := strings.CutPrefix(p, IstiodEdsz+edszQuery); ok && proxy != "" && !strings.ContainsAny(proxy, "/&?") {
+		return path.Join(edszDir, proxy+".json"), true
+	}
+	return "", false
+}
+
+// istiodFilePath is the path a file under istiod/ (or istiod/POD/)
+// answers, the inverse of istiodFile.
+func istiodFilePath(file string) (string, bool) {
+	for p, f := range istiodFiles {
+		if f == file {
+			return p, true
+		}
+	}
+	if proxy, ok := strings.CutPrefix(file, edszDir+"/"); ok && strings.HasSuffix(proxy, ".json") && !strings.Contains(proxy, "/") {
+		return IstiodEdszPath(strings.TrimSuffix(proxy, ".json")), true
+	}
+	return "", false
+}
 
 // loadIstiod reads istiod/FILE (any replica) and istiod/POD/FILE (replica
-// POD).
+// POD), FILE being syncz.json, version.txt or edsz/PROXY.json.
 func loadIstiod(dir fs.FS, s *Scenario) error {
-	byFile := map[string]string{}
-	for p, f := range istiodFiles {
-		byFile[f] = p
-	}
-	entries, err := fs.ReadDir(dir, "istiod")
-	if errors.Is(err, fs.ErrNotExist) {
+	if _, err := fs.Stat(dir, "istiod"); errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
-	if err != nil {
-		return err
-	}
-	read := func(name string) (string, []byte, error) {
-		p, ok := byFile[path.Base(name)]
-		if !ok {
-			return "", nil, fmt.Errorf("%s: not a recorded istiod response (want syncz.json)", name)
-		}
-		data, err := fs.ReadFile(dir, name)
-		return p, data, err
-	}
-	for _, e := range entries {
-		name := path.Join("istiod", e.Name())
-		if !e.IsDir() {
-			p, data, err := read(name)
-			if err != nil {
-				return err
-			}
-			s.Istiod[p] = data
-			continue
-		}
-		files, err := fs.ReadDir(dir, name)
+	// root reads the files of root (istiod or istiod/POD) and of its edsz
+	// folder; replicas says whether other folders are replicas' roots.
+	var root func(name string, replicas bool, into func(p string, data []byte)) error
+	root = func(name string, replicas bool, into func(p string, data []byte)) error {
+		entries, err := fs.ReadDir(dir, name)
 		if err != nil {
 			return err
 		}
-		for _, f := range files {
-			if f.IsDir() {
-				return fmt.Errorf("%s/%s: unexpected folder (want istiod/POD/syncz.json)", name, f.Name())
+		for _, e := range entries {
+			switch {
+			case e.IsDir() && e.Name() == edszDir:
+				files, err := fs.ReadDir(dir, path.Join(name, edszDir))
+				if err != nil {
+					return err
+				}
+				for _, f := range files {
+					if err := recordedIstiodFile(dir, name, path.Join(edszDir, f.Name()), f.IsDir(), into); err != nil {
+						return err
+					}
+				}
+			case e.IsDir() && replicas:
+				replica := e.Name()
+				if err := root(path.Join(name, replica), false, func(p string, data []byte) {
+					if s.IstiodReplicas[replica] == nil {
+						s.IstiodReplicas[replica] = map[string][]byte{}
+					}
+					s.IstiodReplicas[replica][p] = data
+				}); err != nil {
+					return err
+				}
+			default:
+				if err := recordedIstiodFile(dir, name, e.Name(), e.IsDir(), into); err != nil {
+					return err
+				}
 			}
-			p, data, err := read(path.Join(name, f.Name()))
-			if err != nil {
-				return err
-			}
-			if s.IstiodReplicas[e.Name()] == nil {
-				s.IstiodReplicas[e.Name()] = map[string][]byte{}
-			}
-			s.IstiodReplicas[e.Name()][p] = data
 		}
+		return nil
 	}
+	return root("istiod", true, func(p string, data []byte) { s.Istiod[p] = data })
+}
+
+// recordedIstiodFile reads root/rel, a file of the istiod layout.
+func recordedIstiodFile(dir fs.FS, root, rel string, isDir bool, into func(p string, data []byte)) error {
+	name := path.Join(root, rel)
+	p, ok := istiodFilePath(rel)
+	if isDir || !ok {
+		return fmt.Errorf("%s: not a recorded istiod response (want syncz.json, version.txt, edsz/POD.NS.json, or a replica's folder of them)", name)
+	}
+	data, err := fs.ReadFile(dir, name)
+	if err != nil {
+		return err
+	}
+	into(p, data)
 	return nil
 }
 

@@ -138,16 +138,22 @@ func (s *Scenario) Files(redact func(string) string) (Files, error) {
 		}
 		putText(path.Join("logs", k.Pod.Namespace, k.Pod.Name, file), data)
 	}
-	for p, body := range s.Istiod {
-		if file, ok := istiodFiles[p]; ok {
-			putJSON(path.Join("istiod", file), body)
+	putIstiod := func(dir, p string, body []byte) {
+		file, ok := istiodFile(p)
+		switch {
+		case !ok:
+		case strings.HasSuffix(file, ".json"):
+			putJSON(path.Join(dir, file), body)
+		default:
+			putText(path.Join(dir, file), body)
 		}
+	}
+	for p, body := range s.Istiod {
+		putIstiod("istiod", p, body)
 	}
 	for replica, byPath := range s.IstiodReplicas {
 		for p, body := range byPath {
-			if file, ok := istiodFiles[p]; ok {
-				putJSON(path.Join("istiod", replica, file), body)
-			}
+			putIstiod(path.Join("istiod", replica), p, body)
 		}
 	}
 	return out, nil

@@ -166,7 +166,7 @@ func FuzzParsePrometheus(f *testing.F) {
 // FuzzParseSyncz: istiod's syncz (HTTP and xDS shapes) never panics; every
 // state is one istioctl prints.
 func FuzzParseSyncz(f *testing.F) {
-	addSeeds(f, []string{"syncz.json", "syncz_xds.json"}, []string{"syncz/istio110_praetorian.json", "syncz/istio117_istioinaction.json"})
+	addSeeds(f, []string{"syncz.json", "syncz_xds.json", "istiod_syncz_nack.json"}, []string{"syncz/istio110_praetorian.json", "syncz/istio117_istioinaction.json"})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		ps, err := ParseSyncz(data)
 		if err != nil {
@@ -177,6 +177,43 @@ func FuzzParseSyncz(f *testing.F) {
 				if tv[1] != Synced && tv[1] != Stale && tv[1] != NotSent {
 					t.Errorf("%s of %s is %q", tv[0], p.ProxyID, tv[1])
 				}
+			}
+			// A rejected type is never SYNCED: the proxy runs what it
+			// accepted before.
+			for _, ty := range p.RejectedTypes() {
+				if p.Detail[ty] == "" || p.Rejected[ty] == "" {
+					t.Errorf("%s of %s rejected without a reason: %+v", ty, p.ProxyID, p)
+				}
+			}
+		}
+	})
+}
+
+// FuzzParseEdsz: istiod's /debug/edsz never panics; counts are
+// consistent.
+func FuzzParseEdsz(f *testing.F) {
+	addSeeds(f, []string{"istiod_edsz.json"}, nil)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		es, err := ParseEdsz(data, nil)
+		if err != nil {
+			return
+		}
+		for _, e := range es {
+			if e.Healthy > e.Total || len(e.Addresses) != e.Total {
+				t.Errorf("%+v", e)
+			}
+		}
+	})
+}
+
+// FuzzParseXDSRejections: any log is read without a panic, and every
+// rejection names a type.
+func FuzzParseXDSRejections(f *testing.F) {
+	addSeeds(f, []string{"xds_rejected.log"}, nil)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		for _, r := range ParseXDSRejections(data) {
+			if r.Type == "" {
+				t.Errorf("%+v", r)
 			}
 		}
 	})

@@ -151,12 +151,16 @@ func TestParseSyncz(t *testing.T) {
 	if !ok {
 		t.Fatalf("web-7d9.shop missing from %+v", ps)
 	}
-	if web.CDS != Synced || web.LDS != Synced || web.RDS != Synced || web.EDS != Stale || web.IstioVersion != "1.24.2" ||
-		web.Detail["EDS"] != "STALE: malformed cluster load assignment" {
+	// istiod records the NACK as resources.<type>.lastError (debug.go
+	// ResourceStatus, Istio 1.23+); istio_version is the proxy's own.
+	if web.CDS != Synced || web.LDS != Synced || web.RDS != Synced || web.EDS != Stale || web.ProxyIstioVersion != "1.24.2" ||
+		web.ControlPlaneVersion != "" || web.Detail["EDS"] != "STALE: rejected: malformed cluster load assignment" ||
+		web.Rejected["EDS"] != "malformed cluster load assignment" || !reflect.DeepEqual(web.RejectedTypes(), []string{"EDS"}) {
 		t.Errorf("%+v", web)
 	}
 	orders, _ := FindProxy(ps, "orders-5f6c8-x2k9q", "shop")
-	if orders.CDS != Synced || orders.LDS != Stale || orders.Detail["LDS"] != "STALE (Never Acknowledged)" || orders.RDS != NotSent || orders.EDS != Synced {
+	if orders.CDS != Synced || orders.LDS != Stale || orders.Detail["LDS"] != "STALE (Never Acknowledged)" || orders.RDS != NotSent || orders.EDS != Synced ||
+		orders.ProxyIstioVersion != "1.23.4" || len(orders.RejectedTypes()) != 0 {
 		t.Errorf("%+v", orders)
 	}
 	if _, ok := FindProxy(ps, "web-7d9", "default"); ok {
@@ -167,9 +171,19 @@ func TestParseSyncz(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The xDS shape: the proxy's version is its node metadata's, istiod's
+	// the control plane identifier's; ERROR is a NACK, STALE by the
+	// nonces, with error_state.details the reason.
 	w, ok := FindProxy(xds, "web-7d9", "shop")
-	if !ok || w.CDS != Synced || w.LDS != Synced || w.RDS != Stale || w.EDS != NotSent || w.IstioVersion != "1.25.0" {
+	if !ok || w.CDS != Synced || w.LDS != Synced || w.RDS != Stale || w.EDS != NotSent || w.ProxyIstioVersion != "1.25.0" ||
+		w.ControlPlaneVersion != "1.25.0" || len(w.RejectedTypes()) != 0 {
 		t.Errorf("xDS: %+v", xds)
+	}
+	o, ok := FindProxy(xds, "orders-5f6c8-x2k9q", "shop")
+	const nack = "Error adding/updating listener(s) virtualInbound: Didn't find a registered implementation for name: 'istio_authn'"
+	if !ok || o.LDS != Stale || o.CDS != Synced || o.Rejected["LDS"] != nack || o.Detail["LDS"] != "STALE: rejected: "+nack ||
+		o.ProxyIstioVersion != "1.23.4" || o.ControlPlaneVersion != "1.25.0" || !reflect.DeepEqual(o.RejectedTypes(), []string{"LDS"}) {
+		t.Errorf("xDS ERROR: %+v", o)
 	}
 	for _, bad := range []string{"", "   ", "[{", "no healthy upstream", `{"resources": 7}`} {
 		if _, err := ParseSyncz([]byte(bad)); err == nil {

@@ -29,20 +29,44 @@ type ProxySync struct {
 	ClusterID    string
 	ProxyType    string
 	ProxyVersion string
-	// IstioVersion is syncz's istio_version: current istiod fills it from
-	// the proxy's ISTIO_VERSION metadata, older ones with their own; from
-	// xDS-shaped output it is the control plane's version.
-	IstioVersion string
+	// ProxyIstioVersion is the proxy's own Istio version: syncz's
+	// istio_version, which every istiod (1.10 and later) fills from the
+	// ISTIO_VERSION metadata the proxy sends (debug.go Syncz:
+	// node.GetIstioVersion()), and the node metadata's ISTIO_VERSION in
+	// the xDS-shaped output. It is never istiod's version.
+	ProxyIstioVersion string
+	// ControlPlaneVersion is istiod's version where the output says it:
+	// the xDS-shaped output's control_plane identifier; "" from the HTTP
+	// JSON, which does not carry it (istiod's /version does).
+	ControlPlaneVersion string
 	// CDS, LDS, RDS, EDS are SYNCED, STALE or NOT SENT.
 	CDS, LDS, RDS, EDS string
 	// Detail says more where istioctl does ("STALE (Never Acknowledged)",
 	// the last NACK error), keyed by CDS/LDS/RDS/EDS.
 	Detail map[string]string
+	// Rejected holds, by CDS/LDS/RDS/EDS, the error of the proxy's last
+	// NACK of that type as istiod recorded it (its WatchedResource
+	// LastError, set in ShouldRespond, cleared by the next ACK): the
+	// proxy rejected istiod's newest config of the type and runs the one
+	// it accepted before.
+	Rejected map[string]string
 }
 
 // Types lists the four states in the order istioctl prints them.
 func (p ProxySync) Types() [][2]string {
 	return [][2]string{{"CDS", p.CDS}, {"LDS", p.LDS}, {"EDS", p.EDS}, {"RDS", p.RDS}}
+}
+
+// RejectedTypes are the types whose last push the proxy rejected, in the
+// order Types lists them.
+func (p ProxySync) RejectedTypes() []string {
+	var out []string
+	for _, tv := range p.Types() {
+		if p.Rejected[tv[0]] != "" {
+			out = append(out, tv[0])
+		}
+	}
+	return out
 }
 
 // syncStatus mirrors the JSON of istiod's /debug/syncz
@@ -64,10 +88,12 @@ type syncStatus struct {
 	Resources     map[string]resourceStatus `json:"resources"`
 }
 
+// resourceStatus mirrors debug.go ResourceStatus (Istio 1.23+): the
+// NACK's error is lastError, camel case, unlike the flat fields.
 type resourceStatus struct {
 	Sent      string `json:"sent"`
 	Acked     string `json:"acked"`
-	LastError string `json:"last_error"`
+	LastError string `json:"lastError"`
 }
 
 // XDSStatus is istioctl proxy-status's verdict on one xDS type from the
@@ -106,15 +132,16 @@ func ParseSyncz(data []byte) ([]ProxySync, error) {
 	for _, s := range ss {
 		p := ProxySync{
 			ProxyID: s.ProxyID, ClusterID: s.ClusterID, ProxyType: s.ProxyType,
-			ProxyVersion: s.ProxyVersion, IstioVersion: s.IstioVersion, Detail: map[string]string{},
+			ProxyVersion: s.ProxyVersion, ProxyIstioVersion: s.IstioVersion, Detail: map[string]string{}, Rejected: map[string]string{},
 		}
 		set := func(short, typeURL string, state *string, sent, acked string) {
 			// Like istioctl, the verdict comes from the flat fields every
 			// istiod sends; the per-type map of newer ones only adds the
 			// last NACK error.
 			*state, p.Detail[short] = XDSStatus(sent, acked)
-			if e := s.Resources[typeURL].LastError; e != "" {
-				p.Detail[short] += ": " + e
+			if e := strings.TrimSpace(s.Resources[typeURL].LastError); e != "" {
+				p.Detail[short] += ": rejected: " + e
+				p.Rejected[short] = e
 			}
 		}
 		set("CDS", ClusterTypeURL, &p.CDS, s.ClusterSent, s.ClusterAcked)
@@ -142,7 +169,10 @@ type xdsResponse struct {
 
 type clientConfig struct {
 	Node struct {
-		ID string `json:"id"`
+		ID       string `json:"id"`
+		Metadata struct {
+			IstioVersion string `json:"ISTIO_VERSION"`
+		} `json:"metadata"`
 	} `json:"node"`
 	Generic      []genericXDS `json:"generic_xds_configs"`
 	GenericCamel []genericXDS `json:"genericXdsConfigs"`
@@ -153,6 +183,14 @@ type genericXDS struct {
 	TypeURLCamel      string `json:"typeUrl"`
 	ConfigStatus      string `json:"config_status"`
 	ConfigStatusCamel string `json:"configStatus"`
+	// ErrorState is the last NACK's error, set with config status ERROR
+	// (statusgen.go debugSyncz: admin.v3.UpdateFailureState).
+	ErrorState      updateFailure `json:"error_state"`
+	ErrorStateCamel updateFailure `json:"errorState"`
+}
+
+type updateFailure struct {
+	Details string `json:"details"`
 }
 
 func parseSynczXDS(data []byte) ([]ProxySync, error) {
@@ -163,10 +201,16 @@ func parseSynczXDS(data []byte) ([]ProxySync, error) {
 	version := controlPlaneVersion(first(r.ControlPlane.Identifier, r.ControlPlaneCamel.Identifier))
 	var out []ProxySync
 	for _, cc := range r.Resources {
-		p := ProxySync{ProxyID: proxyIDFromNode(cc.Node.ID), IstioVersion: version, Detail: map[string]string{},
+		p := ProxySync{ProxyID: proxyIDFromNode(cc.Node.ID), ProxyIstioVersion: cc.Node.Metadata.IstioVersion,
+			ControlPlaneVersion: version, Detail: map[string]string{}, Rejected: map[string]string{},
 			CDS: NotSent, LDS: NotSent, RDS: NotSent, EDS: NotSent}
 		for _, g := range append(cc.Generic, cc.GenericCamel...) {
 			status := first(g.ConfigStatus, g.ConfigStatusCamel)
+			rejected := strings.TrimSpace(first(g.ErrorState.Details, g.ErrorStateCamel.Details))
+			// ERROR is istiod's word for a type whose last push the
+			// proxy NACKed (debugSyncStatus): by the nonces it is STALE,
+			// the proxy keeps what it accepted before, and the reason is
+			// the error's details.
 			state := Stale
 			switch status {
 			case "SYNCED":
@@ -187,6 +231,10 @@ func parseSynczXDS(data []byte) ([]ProxySync, error) {
 			}
 			if short != "" {
 				p.Detail[short] = strings.ReplaceAll(first(status, "NOT_SENT"), "_", " ")
+				if rejected != "" {
+					p.Detail[short] = Stale + ": rejected: " + rejected
+					p.Rejected[short] = rejected
+				}
 			}
 		}
 		out = append(out, p)
