@@ -85,6 +85,12 @@ var kinds = map[schema.GroupKind]func() any{
 	{Group: "security.istio.io", Kind: "AuthorizationPolicy"}: func() any { return &securityv1.AuthorizationPolicy{} },
 	{Group: "networking.k8s.io", Kind: "NetworkPolicy"}:       func() any { return &networkingk8s.NetworkPolicy{} },
 	{Group: "gateway.networking.k8s.io", Kind: "Gateway"}:     func() any { return &gatewayv1.Gateway{} },
+	{Group: cluster.GatewayAPIGroup, Kind: "HTTPRoute"}:       func() any { return &gatewayv1.HTTPRoute{} },
+	{Group: cluster.GatewayAPIGroup, Kind: "GRPCRoute"}:       func() any { return &gatewayv1.GRPCRoute{} },
+	{Group: cluster.GatewayAPIGroup, Kind: "TLSRoute"}:        func() any { return &gatewayv1.TLSRoute{} },
+	{Group: cluster.GatewayAPIGroup, Kind: "TCPRoute"}:        func() any { return &gatewayv1.TCPRoute{} },
+	{Group: cluster.GatewayAPIGroup, Kind: "ReferenceGrant"}:  func() any { return &gatewayv1.ReferenceGrant{} },
+	{Group: cluster.GatewayAPIGroup, Kind: "GatewayClass"}:    func() any { return &gatewayv1.GatewayClass{} },
 }
 
 // New serves base with patches applied, in their order. A patch of a kind
