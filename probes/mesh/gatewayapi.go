@@ -190,9 +190,9 @@ func conditionOf(conds []metav1.Condition, typ string, generation int64) *condit
 	return nil
 }
 
-// add keeps obj when it is a Gateway API object of a kind the model
+// Add keeps obj when it is a Gateway API object of a kind the model
 // reads.
-func (g *GatewayAPIConfig) add(obj any) {
+func (g *GatewayAPIConfig) Add(obj any) {
 	switch o := obj.(type) {
 	case *gatewayv1.Gateway:
 		g.Gateways = append(g.Gateways, o)

@@ -7,6 +7,7 @@ import (
 
 	networkingv1 "istio.io/client-go/pkg/apis/networking/v1"
 	corev1 "k8s.io/api/core/v1"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 )
 
 // allGateways are the Istio Gateways read and those istiod makes of the
@@ -278,4 +279,107 @@ func (p ParentVerdict) verdict() string {
 		}
 	}
 	return s
+}
+
+// GatewayAPIReadHosts are the hostnames of the Services the Gateway API
+// verdicts on host need beside those the routes to it send to: for a
+// gateway caller, its Gateway's Services; the backendRefs of every route
+// that concerns the target (attached to the caller's Gateway, a mesh
+// route of the target, or sending to it). A triage reads them, so that
+// a backend that is absent is known absent.
+func (c *Config) GatewayAPIReadHosts(caller Caller, host string) []string {
+	if c.GatewayAPI == nil {
+		return nil
+	}
+	var out []string
+	add := func(h string) {
+		if !contains(out, h) {
+			out = append(out, h)
+		}
+	}
+	gwName := caller.Labels[gatewayNameLabel]
+	if gwName == "" {
+		gwName = caller.Labels[LabelIstioGatewayName]
+	}
+	if caller.Gateway && gwName != "" {
+		if g := c.APIGateway(caller.Namespace, gwName); g != nil {
+			for _, h := range g.Services {
+				add(h)
+			}
+		}
+	}
+	for _, r := range c.GatewayAPI.sortedRoutes() {
+		concerns := false
+		for _, ref := range r.ParentRefs {
+			ns := r.Namespace
+			if ref.Namespace != nil {
+				ns = string(*ref.Namespace)
+			}
+			switch parentKindOf(ref) {
+			case KindGateway:
+				concerns = concerns || caller.Gateway && ns == caller.Namespace && string(ref.Name) == gwName
+			case "Service":
+				concerns = concerns || ServiceHost(string(ref.Name), ns) == host
+			}
+		}
+		backends := routeBackendHosts(r)
+		concerns = concerns || contains(backends, host)
+		if concerns {
+			for _, h := range backends {
+				add(h)
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// routeBackendHosts are the hostnames of the Services a route's
+// backendRefs and mirrors name.
+func routeBackendHosts(r apiRoute) []string {
+	var out []string
+	add := func(b gatewayv1.BackendObjectReference) {
+		if b.Group != nil && *b.Group != "" || b.Kind != nil && *b.Kind != "Service" || strings.Contains(string(b.Name), ".") {
+			return
+		}
+		ns := r.Namespace
+		if b.Namespace != nil {
+			ns = string(*b.Namespace)
+		}
+		if h := ServiceHost(string(b.Name), ns); !contains(out, h) {
+			out = append(out, h)
+		}
+	}
+	switch {
+	case r.http != nil:
+		for _, rule := range r.http.Spec.Rules {
+			for _, b := range rule.BackendRefs {
+				add(b.BackendObjectReference)
+			}
+			for _, f := range rule.Filters {
+				if f.RequestMirror != nil {
+					add(f.RequestMirror.BackendRef)
+				}
+			}
+		}
+	case r.grpc != nil:
+		for _, rule := range r.grpc.Spec.Rules {
+			for _, b := range rule.BackendRefs {
+				add(b.BackendObjectReference)
+			}
+		}
+	case r.tls != nil:
+		for _, rule := range r.tls.Spec.Rules {
+			for _, b := range rule.BackendRefs {
+				add(b.BackendObjectReference)
+			}
+		}
+	case r.tcp != nil:
+		for _, rule := range r.tcp.Spec.Rules {
+			for _, b := range rule.BackendRefs {
+				add(b.BackendObjectReference)
+			}
+		}
+	}
+	return out
 }

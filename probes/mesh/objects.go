@@ -50,7 +50,7 @@ func ConfigFromObjects(objects []runtime.Object, mc MeshConfig, rootNamespace st
 		case *securityv1.PeerAuthentication:
 			c.PeerAuthentications = append(c.PeerAuthentications, o)
 		default:
-			gatewayAPI.add(obj)
+			gatewayAPI.Add(obj)
 		}
 	}
 	c.GatewayAPI = gatewayAPI
