@@ -285,7 +285,7 @@ func (c *Config) clusterFor(caller Caller, d Destination) *Cluster {
 		hasPort = hasPort || p.Port == d.Port
 	}
 	if !hasPort {
-		cl.Why = fmt.Sprintf("Service %s has no port %d", d.Host, d.Port)
+		cl.Missing, cl.Why = MissingPort, fmt.Sprintf("Service %s has no port %d", d.Host, d.Port)
 		return cl
 	}
 	rule, _, unknown := c.DestinationRuleFor(caller, d.Host, sd.Service.Namespace)
@@ -406,6 +406,8 @@ const (
 	// MissingUnknownService: a Gateway API backendRef istiod emptied (not
 	// permitted, an unsupported kind): it routes to UnknownService.
 	MissingUnknownService = "unknown-service"
+	// MissingPort: the Service exists without the route's port.
+	MissingPort = "port"
 )
 
 // destinationRulesKnown: the namespaces istiod takes a host's

@@ -40,6 +40,9 @@ func semanticRoute(vs *networkingv1.VirtualService, h *networkingv1alpha3.HTTPRo
 		return
 	}
 	r.EnvoyName, r.ClusterNotFound = h.GetName(), 500
+	if parents := vs.Annotations[annotationParents]; parents != "" {
+		r.VirtualService = parents // the routes it was made of, not istiod's internal name
+	}
 	if h.GetName() != "" {
 		r.Name = h.GetName() + strings.TrimPrefix(r.Name, fmt.Sprintf("http[%d]", indexOfRoute(vs, h)))
 	}
