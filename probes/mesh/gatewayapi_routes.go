@@ -99,7 +99,9 @@ type ParentVerdict struct {
 	Unknown string
 	// What istiod wrote for the parentRef, nil when it wrote nothing.
 	StatusAccepted, StatusResolvedRefs *condition
-	ref                                gatewayv1.ParentReference
+	// Index is the parentRef's index in the route's spec.parentRefs.
+	Index int
+	ref   gatewayv1.ParentReference
 }
 
 // Parent names the parentRef: Gateway infra/public (listener https).
@@ -148,13 +150,13 @@ func parentKindOf(ref gatewayv1.ParentReference) string {
 // (extractParentReferenceInfo, referenceAllowed, createRouteStatus).
 func (c *Config) routeParents(r apiRoute) []ParentVerdict {
 	var out []ParentVerdict
-	for _, ref := range r.ParentRefs {
+	for i, ref := range r.ParentRefs {
 		kind := parentKindOf(ref)
 		if kind == "" {
 			continue // for another controller: istiod ignores it
 		}
 		v := ParentVerdict{Route: r.Ref(), RouteKind: r.Kind, RouteNamespace: r.Namespace, RouteName: r.Name,
-			ParentKind: kind, ParentNamespace: r.Namespace, ParentName: string(ref.Name), ref: ref}
+			ParentKind: kind, ParentNamespace: r.Namespace, ParentName: string(ref.Name), Index: i, ref: ref}
 		if ref.Namespace != nil {
 			v.ParentNamespace = string(*ref.Namespace)
 		}
@@ -388,9 +390,10 @@ func (c *Config) grantAllows(fromKind, fromNamespace, toKind, toNamespace, name 
 // RouteVerdict is a route as the model reads it for a triage: its
 // parents and its backends.
 type RouteVerdict struct {
-	Route   string // "HTTPRoute namespace/name"
-	Kind    string
-	Parents []ParentVerdict
+	Route           string // "HTTPRoute namespace/name"
+	Kind            string
+	Namespace, Name string
+	Parents         []ParentVerdict
 	// Backends are its backendRefs (and mirrors) judged, for the gateway's
 	// parents and, separately, for the mesh's (which enforce no
 	// ReferenceGrant).
@@ -410,7 +413,7 @@ func (c *Config) APIRoutes() []RouteVerdict {
 }
 
 func (c *Config) routeVerdict(r apiRoute) RouteVerdict {
-	v := RouteVerdict{Route: r.Ref(), Kind: r.Kind, Parents: c.routeParents(r)}
+	v := RouteVerdict{Route: r.Ref(), Kind: r.Kind, Namespace: r.Namespace, Name: r.Name, Parents: c.routeParents(r)}
 	mesh, gateway := false, false
 	for _, p := range v.Parents {
 		mesh, gateway = mesh || p.Mesh, gateway || !p.Mesh
