@@ -53,4 +53,11 @@ var Causes = []string{
 	"ambient.ztunnel-unavailable",
 	"gateway.vs-not-bound",
 	"gateway.host-mismatch",
+	// The Gateway API (issue 28).
+	"gateway.route-not-attached",
+	"gateway.backend-not-found",
+	"gateway.backend-port-missing",
+	"gateway.ref-not-permitted",
+	"gateway.tls-credential-missing",
+	"gateway.listener-unreachable",
 }

@@ -67,6 +67,7 @@ func Healthy() map[string]probes.Facts {
 			"dr_outlier_aggressive": false, "dr_pool_tiny": false, "dr_pool_limits": []string{}, "dr_idle_timeout_s": 0,
 			"dr_outlier_consecutive_gateway_errors": 0, "dr_subset_no_pods_percent": 0, "vs_undefined_subset_percent": 0,
 			"visibility_visible": true, "visibility_hidden_by": "", "visibility_fallback": "",
+			"mesh_route_backend_not_found": []string{}, "mesh_route_backend_port_missing": []string{}, "mesh_route_broken_percent": 0,
 		},
 		"service-entry":  {"se_registry_only": false, "se_rules_partial": "", "se_unregistered_hosts": []string{}, "se_hidden_hosts": []string{}, "se_in_cluster_hosts": []string{}},
 		"port-exclusion": {"exclusion_outbound_ports": []string{}, "exclusion_inbound_ports": []string{}, "exclusion_target_port_bypassed": false},
