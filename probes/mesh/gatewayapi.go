@@ -177,6 +177,15 @@ func (c *condition) String() string {
 	return s
 }
 
+// markStale marks conditions stale (nil ones aside).
+func markStale(conds ...*condition) {
+	for _, c := range conds {
+		if c != nil {
+			c.Stale = true
+		}
+	}
+}
+
 // conditionOf finds condition typ among conds; nil when there is none.
 // generation is the object's metadata.generation: a condition observed
 // for another is stale.

@@ -45,6 +45,18 @@ type APIGateway struct {
 // Ref is namespace/name.
 func (g *APIGateway) Ref() string { return g.Namespace + "/" + g.Name }
 
+// StatusStale reports a Gateway whose spec changed since istiod last
+// wrote its status (observedGeneration behind metadata.generation): its
+// listeners' and its routes' conditions describe the Gateway before.
+func (g *APIGateway) StatusStale() bool {
+	for _, c := range []*condition{g.Accepted, g.Programmed} {
+		if c != nil && c.Stale {
+			return true
+		}
+	}
+	return false
+}
+
 // APIListener is a listener of a Gateway, as buildListener converts it.
 type APIListener struct {
 	Gateway  string // namespace/name

@@ -172,6 +172,13 @@ func (c *Config) routeParents(r apiRoute) []ParentVerdict {
 			c.judgeMeshParent(&v)
 		}
 		v.StatusAccepted, v.StatusResolvedRefs = routeParentStatus(r, ref)
+		if kind == KindGateway {
+			if g := c.APIGateway(v.ParentNamespace, v.ParentName); g != nil && g.StatusStale() {
+				// The Gateway changed since istiod last wrote: what it
+				// wrote for the route was judged on the Gateway before.
+				markStale(v.StatusAccepted, v.StatusResolvedRefs)
+			}
+		}
 		out = append(out, v)
 	}
 	return out

@@ -122,6 +122,30 @@ func TestGatewayAPIStatus(t *testing.T) {
 	}
 }
 
+// A Gateway changed since istiod last wrote its status: what istiod wrote
+// for its routes was judged on the Gateway before, so the model decides.
+func TestGatewayAPIRouteStatusStaleWithItsGateway(t *testing.T) {
+	edit := func(gatewayGeneration int64) func(*mesh.Config) {
+		return func(c *mesh.Config) {
+			gw := c.GatewayAPI.Gateways[0]
+			gw.Generation = gatewayGeneration
+			gw.Status.Conditions = []metav1.Condition{{Type: "Accepted", Status: "True", Reason: "Accepted", ObservedGeneration: 1}}
+			r := c.GatewayAPI.HTTPRoutes[0]
+			r.Generation = 1
+			r.Status.Parents = []gatewayv1.RouteParentStatus{{ParentRef: gatewayv1.ParentReference{Name: "public"}, ControllerName: mesh.ControllerIstio,
+				Conditions: []metav1.Condition{{Type: "Accepted", Status: "False", Reason: mesh.ReasonNotAllowedByListeners, ObservedGeneration: 1}}}}
+		}
+	}
+	p := routeOf(t, gatewayAPIView(t, "", edit(1)), "HTTPRoute shop/orders").Parents[0]
+	if acc, fromStatus := p.IstiodAccepted(); acc || !fromStatus {
+		t.Errorf("Gateway at istiod's generation: IstiodAccepted %v from status %v, want istiod's Accepted False", acc, fromStatus)
+	}
+	p = routeOf(t, gatewayAPIView(t, "", edit(2)), "HTTPRoute shop/orders").Parents[0]
+	if acc, fromStatus := p.IstiodAccepted(); !acc || fromStatus {
+		t.Errorf("Gateway changed (generation 2, observed 1): IstiodAccepted %v from status %v, want the model's Accepted", acc, fromStatus)
+	}
+}
+
 // A same-namespace certificate is not read (no Secrets): the listener's
 // status decides whether istiod programs it.
 func TestGatewayAPIListenerCertificateStatus(t *testing.T) {

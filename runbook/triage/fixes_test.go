@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"sort"
 	"strings"
@@ -191,10 +192,35 @@ func applyOutside(t *testing.T, docs [][]byte, patches []runbook.Patch) [][]byte
 			if err != nil {
 				t.Fatalf("%s does not apply to the manifest: %v\n%s", p.Object(), err, p.Patch)
 			}
+			out[i] = bumpGeneration(t, d, out[i])
 		}
 		if !found {
 			t.Fatalf("%s patches an object the manifests do not hold", p.Object())
 		}
+	}
+	return out
+}
+
+// bumpGeneration is the API server's: a spec change moves
+// metadata.generation up by one where the object keeps one.
+func bumpGeneration(t *testing.T, before, after []byte) []byte {
+	t.Helper()
+	var b, a map[string]any
+	if err := json.Unmarshal(before, &b); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(after, &a); err != nil {
+		t.Fatal(err)
+	}
+	meta, _ := a["metadata"].(map[string]any)
+	g, _ := meta["generation"].(float64)
+	if g == 0 || reflect.DeepEqual(b["spec"], a["spec"]) {
+		return after
+	}
+	meta["generation"] = g + 1
+	out, err := json.Marshal(a)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return out
 }

@@ -14,6 +14,7 @@
 package patched
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -152,11 +153,16 @@ func patchObject[T any](c *Cluster, k objectKey, obj *T) (*T, error) {
 	if err != nil {
 		return nil, err
 	}
+	before := doc
 	for _, p := range ps {
 		if doc, err = patch.Apply(doc, p, new(T)); err != nil {
 			c.fail(k, err)
 			return nil, fmt.Errorf("simulation: %s: %w", k, err)
 		}
+	}
+	if doc, err = bumpGeneration(before, doc); err != nil {
+		c.fail(k, err)
+		return nil, fmt.Errorf("simulation: %s: %w", k, err)
 	}
 	out := new(T)
 	if err := json.Unmarshal(doc, out); err != nil {
@@ -408,4 +414,32 @@ func (c *Cluster) Istiod(ctx context.Context, replica, path string) ([]byte, err
 		return nil, &cluster.UnreachableError{What: "istiod", Err: ErrNotSimulated}
 	}
 	return c.base.Istiod(ctx, replica, path)
+}
+
+// bumpGeneration does what the API server does to an object whose spec
+// changes: metadata.generation goes up by one (for kinds that keep one),
+// so the status istiod wrote for the object as read reads as stale on the
+// patched one, as it would until istiod writes again.
+func bumpGeneration(before, after []byte) ([]byte, error) {
+	var b, a struct {
+		Metadata struct {
+			Generation int64 `json:"generation"`
+		} `json:"metadata"`
+		Spec json.RawMessage `json:"spec"`
+	}
+	if err := json.Unmarshal(before, &b); err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal(after, &a); err != nil {
+		return nil, err
+	}
+	if b.Metadata.Generation == 0 || a.Metadata.Generation != b.Metadata.Generation || bytes.Equal(b.Spec, a.Spec) {
+		return after, nil
+	}
+	var m map[string]any
+	if err := json.Unmarshal(after, &m); err != nil {
+		return nil, err
+	}
+	m["metadata"].(map[string]any)["generation"] = b.Metadata.Generation + 1
+	return json.Marshal(m)
 }
