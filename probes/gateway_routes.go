@@ -379,8 +379,12 @@ func gatewayAPIUnjudged(b *mesh.GatewayBinding) string {
 	case b.API.Gateway == nil:
 		return b.API.GatewayUnknown
 	}
+	// The Gateways and HTTPRoutes carry the gateway's routing; the other
+	// kinds (GRPCRoutes, TCP and TLS routes, grants), when not read, leave
+	// the verdicts partial (gateway_api_partial), not void: a dump
+	// without a GRPCRoute is the common case.
 	for _, u := range b.API.Unknown {
-		if strings.HasPrefix(u, mesh.KindGateway+"s: ") || strings.HasPrefix(u, mesh.KindHTTPRoute+"s: ") || strings.HasPrefix(u, mesh.KindGRPCRoute+"s: ") {
+		if strings.HasPrefix(u, mesh.KindGateway+"s: ") || strings.HasPrefix(u, mesh.KindHTTPRoute+"s: ") {
 			return u
 		}
 	}
