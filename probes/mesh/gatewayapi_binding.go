@@ -147,7 +147,7 @@ func (c *Config) gatewayAPIBinding(caller Caller, host string, port int32, unkno
 		return nil, unknown
 	}
 	b := &GatewayAPIBinding{}
-	name := caller.Labels[gatewayNameLabel]
+	name := caller.Labels[LabelGatewayName]
 	if name == "" {
 		name = caller.Labels[LabelIstioGatewayName]
 	}
@@ -177,8 +177,9 @@ func (c *Config) gatewayAPIBinding(caller Caller, host string, port int32, unkno
 	return b, append(unknown, b.Unknown...)
 }
 
-// gatewayNameLabel is gateway.networking.k8s.io/gateway-name.
-const gatewayNameLabel = "gateway.networking.k8s.io/gateway-name"
+// LabelGatewayName is the label istiod's deployment controller puts on
+// a managed Gateway's pods and Service: the Gateway's name.
+const LabelGatewayName = "gateway.networking.k8s.io/gateway-name"
 
 // routeConcerns: the route sends to host (any port: a wrong port is the
 // point), or names gw as a parent.
@@ -297,7 +298,7 @@ func (c *Config) GatewayAPIReadHosts(caller Caller, host string) []string {
 			out = append(out, h)
 		}
 	}
-	gwName := caller.Labels[gatewayNameLabel]
+	gwName := caller.Labels[LabelGatewayName]
 	if gwName == "" {
 		gwName = caller.Labels[LabelIstioGatewayName]
 	}
