@@ -65,6 +65,10 @@ var scenarios = []Scenario{
 	gatewayVSNotBound,
 	gatewaySubsetNoPods,
 	gatewayHostMismatch,
+	gatewayAPIBackendPortMissing,
+	gatewayAPIRouteNotAttached,
+	gatewayAPIRefNotPermitted,
+	gatewayListenerUnreachable,
 }
 
 // render builds the scenario and returns its files by path relative to

@@ -21,6 +21,7 @@ import (
 	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/cluster/recorded"
 	"github.com/meshtriage/meshtriage/runbook"
+	"github.com/meshtriage/meshtriage/runbook/runbooktest"
 	"github.com/meshtriage/meshtriage/runbook/triage"
 	"github.com/meshtriage/meshtriage/tui/cause"
 	"github.com/meshtriage/meshtriage/tui/common"
@@ -520,6 +521,7 @@ func applyPatches(t *testing.T, docs [][]byte, patches []fixPatch) [][]byte {
 			if err != nil {
 				t.Fatalf("%s %s/%s does not apply to the manifest: %v\n%s", p.Kind, p.Namespace, p.Name, err, p.Patch)
 			}
+			out[i] = runbooktest.BumpGeneration(t, d, out[i])
 		}
 		if !found {
 			t.Fatalf("%s %s/%s: no manifest holds it", p.Kind, p.Namespace, p.Name)
@@ -614,7 +616,8 @@ func TestScenarioPatchesClearTheirCauseOnCheckManifests(t *testing.T) {
 	for _, name := range []string{"subset-no-pods", "gateway-subset-no-pods", "vs-undefined-subset", "outlier-all-ejected",
 		"outlier-gateway-errors", "circuit-breaker-overflow", "port-mismatch", "gateway-vs-not-bound", "gateway-host-mismatch",
 		"mtls-to-pod-without-sidecar", "mtls-plaintext-to-strict", "ambient-hbone-networkpolicy",
-		"missing-serviceentry", "idle-timeout-uc"} {
+		"missing-serviceentry", "idle-timeout-uc",
+		"gatewayapi-backend-port-missing", "gatewayapi-route-not-attached", "gatewayapi-ref-not-permitted", "gateway-listener-unreachable"} {
 		if proved[name] == 0 && !t.Failed() {
 			t.Errorf("%s: no patch proven on check --manifests", name)
 		}

@@ -6,8 +6,11 @@ package runbooktest
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"reflect"
 	"sync"
+	"testing"
 	"time"
 
 	"github.com/meshtriage/meshtriage/probes"
@@ -273,4 +276,31 @@ func AmbientHealthy() map[string]probes.Facts {
 			"waypoint_rbac_policies": []string{}},
 		"mtls": {"mtls_source_sidecar": false, "mtls_upstream_sidecar": false, "mtls_client_config": "no-sidecar"},
 	})
+}
+
+// BumpGeneration is what the API server does to an object a patch
+// changes (before and after as JSON): a spec change moves
+// metadata.generation up by one where the object keeps one, so the
+// status istiod wrote before reads as stale. Tests that apply fixes
+// outside the product apply them as the API server would.
+func BumpGeneration(t testing.TB, before, after []byte) []byte {
+	t.Helper()
+	var b, a map[string]any
+	if err := json.Unmarshal(before, &b); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(after, &a); err != nil {
+		t.Fatal(err)
+	}
+	meta, _ := a["metadata"].(map[string]any)
+	g, _ := meta["generation"].(float64)
+	if g == 0 || reflect.DeepEqual(b["spec"], a["spec"]) {
+		return after
+	}
+	meta["generation"] = g + 1
+	out, err := json.Marshal(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"reflect"
 	"regexp"
 	"sort"
 	"strings"
@@ -25,6 +24,7 @@ import (
 	"github.com/meshtriage/meshtriage/probes/cluster/recorded"
 	"github.com/meshtriage/meshtriage/runbook"
 	"github.com/meshtriage/meshtriage/runbook/report"
+	"github.com/meshtriage/meshtriage/runbook/runbooktest"
 	"github.com/meshtriage/meshtriage/runbook/triage"
 )
 
@@ -192,35 +192,11 @@ func applyOutside(t *testing.T, docs [][]byte, patches []runbook.Patch) [][]byte
 			if err != nil {
 				t.Fatalf("%s does not apply to the manifest: %v\n%s", p.Object(), err, p.Patch)
 			}
-			out[i] = bumpGeneration(t, d, out[i])
+			out[i] = runbooktest.BumpGeneration(t, d, out[i])
 		}
 		if !found {
 			t.Fatalf("%s patches an object the manifests do not hold", p.Object())
 		}
-	}
-	return out
-}
-
-// bumpGeneration is the API server's: a spec change moves
-// metadata.generation up by one where the object keeps one.
-func bumpGeneration(t *testing.T, before, after []byte) []byte {
-	t.Helper()
-	var b, a map[string]any
-	if err := json.Unmarshal(before, &b); err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(after, &a); err != nil {
-		t.Fatal(err)
-	}
-	meta, _ := a["metadata"].(map[string]any)
-	g, _ := meta["generation"].(float64)
-	if g == 0 || reflect.DeepEqual(b["spec"], a["spec"]) {
-		return after
-	}
-	meta["generation"] = g + 1
-	out, err := json.Marshal(a)
-	if err != nil {
-		t.Fatal(err)
 	}
 	return out
 }
@@ -341,7 +317,8 @@ func TestEveryScenariosPatchesClearItsCauseOutsideTheProduct(t *testing.T) {
 	for _, name := range []string{"subset-no-pods", "gateway-subset-no-pods", "vs-undefined-subset", "outlier-all-ejected",
 		"outlier-gateway-errors", "circuit-breaker-overflow", "port-mismatch", "gateway-vs-not-bound", "gateway-host-mismatch",
 		"mtls-to-pod-without-sidecar", "mtls-plaintext-to-strict", "ambient-hbone-networkpolicy", "ambient-sidecar-bypasses-waypoint",
-		"missing-serviceentry", "idle-timeout-uc"} {
+		"missing-serviceentry", "idle-timeout-uc",
+		"gatewayapi-backend-port-missing", "gatewayapi-route-not-attached", "gatewayapi-ref-not-permitted", "gateway-listener-unreachable"} {
 		if proved[name] == 0 && !t.Failed() {
 			t.Errorf("%s: no patch proven outside the product", name)
 		}
