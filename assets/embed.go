@@ -57,4 +57,11 @@ var Causes = []string{
 	"xds.config-rejected",
 	"xds.version-skew",
 	"eds.synced-but-empty",
+	// The Gateway API (issue 28).
+	"gateway.route-not-attached",
+	"gateway.backend-not-found",
+	"gateway.backend-port-missing",
+	"gateway.ref-not-permitted",
+	"gateway.tls-credential-missing",
+	"gateway.listener-unreachable",
 }

@@ -180,13 +180,19 @@ func Apply(ctx context.Context, l *Lab, s *recorded.Scenario) (_ *Applied, err e
 
 // statusRecorded: the recorded status of a kind no controller here writes,
 // which the probes read: a pod's, a Gateway API Gateway's (a waypoint's
-// address), a Service's conditions (istiod's istio.io/WaypointBound).
+// address, its listeners' conditions) and route's (istiod's verdict on
+// each parentRef), a Service's conditions (istiod's
+// istio.io/WaypointBound).
 func statusRecorded(gvk schema.GroupVersionKind, status any) bool {
 	switch {
 	case gvk.Kind == "Pod":
 		return true
-	case gvk.Group == gatewayv1.GroupName && gvk.Kind == "Gateway":
-		return true
+	case gvk.Group == gatewayv1.GroupName:
+		switch gvk.Kind {
+		case "Gateway", "HTTPRoute", "GRPCRoute", "TLSRoute", "TCPRoute":
+			return true
+		}
+		return false
 	case gvk.Group == "" && gvk.Kind == "Service":
 		m, _ := status.(map[string]any)
 		conds, _ := m["conditions"].([]any)

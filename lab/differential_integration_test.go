@@ -57,7 +57,7 @@ func modelInputs(t *testing.T) []modelInput {
 		if !ok {
 			continue // "a meshed pod of NS" is no pod istiod can push to
 		}
-		objs := meshtest.Objects(t, "../probes/mesh/testdata/model", "base.yaml", tc.File)
+		objs := meshtest.Objects(t, "../probes/mesh/testdata/model", tc.Files()...)
 		if tc.Mesh != "" {
 			objs = append(objs, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: mesh.MeshConfigMap, Namespace: cluster.DefaultControlPlane},
 				Data: map[string]string{"mesh": tc.Mesh}})

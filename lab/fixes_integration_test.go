@@ -105,7 +105,8 @@ func causesOf(r report.Report) []string {
 func TestFixPatchesClearTheirCauseInTheLab(t *testing.T) {
 	l := sharedLab(t)
 	for _, name := range []string{"subset-no-pods", "gateway-subset-no-pods", "vs-undefined-subset", "port-mismatch",
-		"gateway-vs-not-bound", "mtls-to-pod-without-sidecar", "mtls-plaintext-to-strict", "ambient-hbone-networkpolicy"} {
+		"gateway-vs-not-bound", "mtls-to-pod-without-sidecar", "mtls-plaintext-to-strict", "ambient-hbone-networkpolicy",
+		"gatewayapi-backend-port-missing", "gatewayapi-route-not-attached", "gatewayapi-ref-not-permitted", "gateway-listener-unreachable"} {
 		t.Run(name, func(t *testing.T) {
 			s := loadScenario(t, name)
 			applyShared(t, l, s)

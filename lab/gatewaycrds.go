@@ -20,8 +20,12 @@ import (
 const gatewayAPIModule = "sigs.k8s.io/gateway-api"
 
 // gatewayAPICRDs are the standard-channel CRDs the lab serves: the kinds a
-// triage reads, Gateways, and the classes they name.
-var gatewayAPICRDs = []string{"gateway.networking.k8s.io_gatewayclasses.yaml", "gateway.networking.k8s.io_gateways.yaml"}
+// triage reads (Gateways, the classes they name, the routes and grants
+// istiod converts), so scenarios holding them apply, and the lab's istiod,
+// which watches only the kinds whose CRD exists, converts them.
+var gatewayAPICRDs = []string{"gateway.networking.k8s.io_gatewayclasses.yaml", "gateway.networking.k8s.io_gateways.yaml",
+	"gateway.networking.k8s.io_httproutes.yaml", "gateway.networking.k8s.io_grpcroutes.yaml", "gateway.networking.k8s.io_tlsroutes.yaml",
+	"gateway.networking.k8s.io_tcproutes.yaml", "gateway.networking.k8s.io_referencegrants.yaml"}
 
 // GatewayAPICRDDir finds config/crd/standard of the Gateway API version the
 // project builds with, as IstioCRDFile finds Istio's.
@@ -46,8 +50,8 @@ func GatewayAPICRDDir(ctx context.Context) (string, error) {
 	return "", fmt.Errorf("cannot locate the %s module (go list -m %s: %v)", gatewayAPIModule, gatewayAPIModule, err)
 }
 
-// ApplyGatewayAPICRDs creates the Gateway API's Gateway and GatewayClass
-// CRDs and waits until they are served.
+// ApplyGatewayAPICRDs creates the Gateway API's CRDs the lab serves
+// (gatewayAPICRDs) and waits until they are served.
 func ApplyGatewayAPICRDs(ctx context.Context, dyn dynamic.Interface, disc discovery.DiscoveryInterface) error {
 	dir, err := GatewayAPICRDDir(ctx)
 	if err != nil {

@@ -35,7 +35,7 @@ func TestConfigModelCasesOnTheLab(t *testing.T) {
 			if !ok {
 				t.Skip("a meshed pod of unknown labels is the model's own notion: no pod to name in a cluster")
 			}
-			objs := meshtest.Objects(t, "../probes/mesh/testdata/model", "base.yaml", tc.File)
+			objs := meshtest.Objects(t, "../probes/mesh/testdata/model", tc.Files()...)
 			if tc.Mesh != "" {
 				objs = append(objs, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: mesh.MeshConfigMap, Namespace: cluster.DefaultControlPlane},
 					Data: map[string]string{"mesh": tc.Mesh}})

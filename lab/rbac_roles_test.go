@@ -78,7 +78,7 @@ func TestShippedRolesComeInPairsUnderTheNamesTheProductCites(t *testing.T) {
 
 // clusterScoped are the resources only a ClusterRole can grant; the
 // read-only ClusterRole has them on top of the Role's rules.
-var clusterScoped = map[string]bool{"nodes": true}
+var clusterScoped = map[string]bool{"nodes": true, "gatewayclasses": true}
 
 // namespacedRules are rules without their cluster-scoped resources.
 func namespacedRules(rules []rbacv1.PolicyRule) []rbacv1.PolicyRule {

@@ -40,6 +40,9 @@ func (DestinationRulesProbe) Meta() Meta {
 			{"vs_undefined_subsets", FactList, "subsets (vs-name/subset) the caller's VirtualService routes to that the applying DestinationRules do not define"},
 			{"vs_undefined_subset_percent", FactInt, "the largest share (percent) of one route's requests sent to undefined subsets (503 NC)"},
 			{"vs_routed_hidden_services", FactList, "Services a route of the caller's VirtualService sends to whose exportTo hides them from the caller: istiod builds no cluster for them (503 NC)"},
+			{"mesh_route_backend_not_found", FactList, "Gateway API mesh (GAMMA) routes the caller's proxy gets for the target whose backendRef names a Service that does not exist, as ROUTE: HOST:PORT: no cluster, 500 NC"},
+			{"mesh_route_backend_port_missing", FactList, "such routes whose backendRef names a port the Service does not have (istiod keeps ResolvedRefs True): no cluster, 500 NC"},
+			{"mesh_route_broken_percent", FactInt, "the largest share (%) of a mesh route's requests going to backendRefs the caller's proxy has no cluster for"},
 			{"vs_routed_missing_hosts", FactList, "hosts a route sends to that no Service or ServiceEntry visible to the caller declares (none at all, or a ServiceEntry whose exportTo hides it): no cluster (503 NC); a ServiceEntry is the fix"},
 			{"dr_rules_partial", FactString, "why the Istio rules read are not all of istiod's (listing a kind across all namespaces was refused, so only some namespaces were read); empty when they are: with a partial set, an absence (no ServiceEntry, another VirtualService) is not certain"},
 			{"dr_routes_unknown", FactString, "why the VirtualService that routes the host for the caller is not certain (a namespace not read could hold one that wins); empty when it is"},
@@ -143,6 +146,7 @@ func evaluateDestinationRules(t cluster.Target, cv callerview.View) Result {
 	}
 	var problems []string
 	hiddenServices, missingHosts := []string{}, []string{}
+	meshNotFound, meshPortMissing := []string{}, []string{}
 	for _, b := range main.Breaks() {
 		share := fmt.Sprintf("%d%% of %s's requests", b.Destination.Percent, strings.TrimSpace(b.Route.VirtualService+" "+b.Route.Name))
 		switch b.Reason {
@@ -170,6 +174,15 @@ func evaluateDestinationRules(t cluster.Target, cv callerview.View) Result {
 			raw = append(raw, fmt.Sprintf("%s go to %s, which has no serving endpoint (503 UH): see the endpoints step", share, b.Destination.Host))
 		case mesh.BreakBlackHole:
 			problems = append(problems, share+" go to BlackHoleCluster (502)")
+		case mesh.BreakBackendInvalid:
+			entry := fmt.Sprintf("%s: %s:%d", strings.TrimSpace(b.Route.VirtualService+" "+b.Route.Name), b.Destination.Host, b.Destination.Port)
+			switch cl := main.Clusters[b.Destination.Cluster]; {
+			case cl != nil && cl.Missing == mesh.MissingPort:
+				meshPortMissing = append(meshPortMissing, entry)
+			case cl != nil && (cl.Missing == mesh.MissingHost || cl.Missing == mesh.MissingUnknownService):
+				meshNotFound = append(meshNotFound, entry)
+			}
+			problems = append(problems, fmt.Sprintf("%s go to %s, which the caller's proxy has no cluster for: %s", share, b.Destination.Cluster, b.Why))
 		}
 	}
 	if !vis.Visible && cv.Caller.Sidecar {
@@ -181,6 +194,10 @@ func evaluateDestinationRules(t cluster.Target, cv callerview.View) Result {
 	r.Facts["dr_subsets_without_pods_routed"] = withoutPodsRouted
 	r.Facts["vs_routed_hidden_services"] = hiddenServices
 	r.Facts["vs_routed_missing_hosts"] = missingHosts
+	r.Facts["mesh_route_backend_not_found"] = meshNotFound
+	r.Facts["mesh_route_backend_port_missing"] = meshPortMissing
+	meshBroken, _ := main.BrokenShare(mesh.BreakBackendInvalid)
+	r.Facts["mesh_route_broken_percent"] = meshBroken
 	r.Facts["dr_rules_partial"] = cv.Config.RulesPartial
 	r.Facts["dr_routes_unknown"] = main.RoutesUnknown
 	r.Facts["vs_undefined_subsets"] = undefined

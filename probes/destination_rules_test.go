@@ -9,9 +9,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/meshtriage/meshtriage/probes/callerview"
 	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/istioconfig"
 	"github.com/meshtriage/meshtriage/probes/mesh"
+	"github.com/meshtriage/meshtriage/probes/mesh/meshtest"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 	networkingv1alpha3 "istio.io/api/networking/v1alpha3"
@@ -409,5 +411,34 @@ func TestSubsetWithoutPodsCountsOnlyWhenRouted(t *testing.T) {
 				t.Errorf("without pods %v, routed %v, want routed %v", r.Facts["dr_subsets_without_pods"], r.Facts["dr_subsets_without_pods_routed"], tc.routed)
 			}
 		})
+	}
+}
+
+// A Gateway API mesh route (GAMMA) is the caller's route for the target:
+// its backendRef to a Service that does not exist is a share of its
+// requests the caller's proxy answers 500 NC, not a missing ServiceEntry.
+func TestDestinationRulesMeshRouteBackends(t *testing.T) {
+	tg := cluster.Target{Namespace: "shop", Service: "orders", Port: 8080, Source: &cluster.PodRef{Namespace: "web", Name: "web-1"}}
+	for file, want := range map[string]Facts{
+		"gamma-route-backend-not-found.yaml": {"mesh_route_broken_percent": 10, "vs_routed_missing_hosts": []string{},
+			"mesh_route_backend_not_found": []string{"HTTPRoute shop/orders-canary shop.orders-canary.0 (match uri prefix /): orders-canary.shop.svc.cluster.local:8080"}},
+		"gamma-route-other-namespace.yaml": {"mesh_route_broken_percent": 0, "mesh_route_backend_not_found": []string{}},
+	} {
+		objs := meshtest.Objects(t, "mesh/testdata/model", "base.yaml", file)
+		cfg := mesh.ConfigFromObjects(objs, mesh.MeshConfig{}, "istio-system")
+		caller := meshtest.CallerFrom(t, objs, cfg, "web/web-1")
+		v, err := cfg.ViewFor(caller, tg.Host(), tg.Port)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := evaluateDestinationRules(tg, callerview.View{Config: cfg, Caller: caller, CallerNamed: true, Views: []*mesh.View{v}})
+		if err := CheckFacts(DestinationRulesProbe{}.Meta(), r); err != nil {
+			t.Fatal(err)
+		}
+		for k, w := range want {
+			if !reflect.DeepEqual(r.Facts[k], w) {
+				t.Errorf("%s: %s = %#v, want %#v", file, k, r.Facts[k], w)
+			}
+		}
 	}
 }

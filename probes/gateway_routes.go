@@ -36,6 +36,7 @@ func (GatewayRoutesProbe) Meta() Meta {
 		ID:    "gateway-routes",
 		Title: "Ingress gateway: Gateway and VirtualService binding, and its routes to the target",
 		Reads: []string{"gateways", "virtualservices", "destinationrules", "services", "pods", "endpointslices", "configmaps (mesh config)",
+			"gateways, httproutes, grpcroutes, tlsroutes, tcproutes, referencegrants, gatewayclasses (gateway.networking.k8s.io)",
 			"pods/portforward (Envoy admin /config_dump of the gateway)", "pods/log (istio-proxy of the gateway)"},
 		Facts: []FactSpec{
 			{"gateway_selecting", FactList, "namespace/name of the Istio Gateways whose selector matches the gateway pod"},
@@ -50,6 +51,21 @@ func (GatewayRoutesProbe) Meta() Meta {
 			{"gateway_log_nr", FactInt, "entries of the gateway's access log answered 404 NR (no route), whatever their host"},
 			{"gateway_nr_hosts", FactList, "request hosts (authority) of the gateway's 404 NR entries, most frequent first"},
 			{"gateway_nr_hosts_unrouted", FactList, "hosts of gateway_nr_hosts for which the gateway's Envoy picks no virtual host, or one without any route: a Host no Gateway server and bound VirtualService name (a path mismatch is not counted)"},
+			{"gateway_api_gateway", FactString, "namespace/name of the Gateway API Gateway whose pod the caller is (\"\" when it is none)"},
+			{"gateway_api_partial", FactString, "why the Gateway API objects the verdicts rest on were not all read (\"\" when they were): a route, grant or Gateway not read may change them"},
+			{"gateway_api_unattached", FactList, "Gateway API routes with a backendRef to the target that no listener of the caller's Gateway accepts, as ROUTE -> PARENT: REASON (NotAllowedByListeners, NoMatchingListenerHostname, NoMatchingParent, or no such Gateway)"},
+			{"gateway_api_unattached_why", FactString, "why the first route of gateway_api_unattached is not attached, in istiod's words where it wrote them"},
+			{"gateway_api_unattached_source", FactString, "where gateway_api_unattached comes from: status (istiod wrote it at the route's generation), model (no status: the model alone), disagree (istiod's status and the model differ), stale (istiod's status is of an older generation); \"\" when the list is empty"},
+			{"gateway_api_backend_not_found", FactList, "backendRefs of routes on the caller's Gateway that concern the target (or that its log shows answering 500 NC) naming a Service that does not exist (BackendNotFound), as ROUTE rule N: KIND NS/NAME:PORT"},
+			{"gateway_api_backend_port_missing", FactList, "such backendRefs naming a port the Service does not have: istiod keeps ResolvedRefs True and routes to a cluster it never builds"},
+			{"gateway_api_ref_not_permitted", FactList, "such backendRefs to another namespace, and certificateRefs of the caller's Gateway's listeners, that no ReferenceGrant admits (RefNotPermitted)"},
+			{"gateway_api_backend_source", FactString, "where the backend verdicts come from: status (istiod's ResolvedRefs at the route's generation agrees), model, disagree or stale, as for gateway_api_unattached_source; \"\" when no backend is invalid"},
+			{"gateway_api_broken_share", FactInt, "the largest share (%) of a route rule's requests that go to invalid backendRefs"},
+			{"gateway_tls_credential_missing", FactList, "listeners of the caller's Gateway that istiod reports not programmed for their certificate (ResolvedRefs False InvalidCertificateRef at the Gateway's generation): the Secret is missing or holds no key pair"},
+			{"gateway_tls_credential_stale", FactList, "as gateway_tls_credential_missing, from a status of an older generation of the Gateway"},
+			{"gateway_listener_unreachable", FactList, "the gateway's servers and listeners no request reaches: an Istio Gateway port that no port of the gateway's Service is or targets (IST0162), a Gateway API listener port that is no port of its Service (AddressNotUsable), as SERVER: WHY"},
+			{"gateway_log_nc500", FactInt, "entries of the gateway's access log answered 500 NC (cluster_not_found): a route to a cluster istiod does not build, under Gateway API semantics"},
+			{"gateway_log_nc500_routes", FactList, "route names (route_name) of the gateway's 500 NC entries, most frequent first"},
 		},
 	}
 }
@@ -62,9 +78,11 @@ type gatewayRoutesInput struct {
 	// says why they could not be read.
 	Routes        []envoy.RouteConfig
 	RoutesProblem string
-	// NR are the gateway's 404 NR entries; LogLines counts the entries read;
-	// LogProblem says why the log could not be read.
+	// NR are the gateway's 404 NR entries, NC500 its 500 NC ones; LogLines
+	// counts the entries read; LogProblem says why the log could not be
+	// read.
 	NR         []accesslog.Entry
+	NC500      []accesslog.Entry
 	LogLines   int
 	LogProblem string
 }
@@ -139,6 +157,9 @@ func fetchGatewayRoutes(ctx context.Context, c cluster.Cluster, t cluster.Target
 		if e.HasFlag("NR") && !e.TCP {
 			in.NR = append(in.NR, e)
 		}
+		if e.HasFlag("NC") && e.ResponseCode == 500 {
+			in.NC500 = append(in.NC500, e)
+		}
 	}
 	return in, "", nil
 }
@@ -176,11 +197,12 @@ func evaluateGatewayRoutes(t cluster.Target, in gatewayRoutesInput) Result {
 			why = v.Ref() + ": " + v.Why
 		}
 	}
-	// A Gateway API Gateway's Deployment is routed by its HTTPRoutes,
-	// which the model does not read: the Istio Gateways' binding would say
-	// nothing routes it. Its configuration facts stay unknown; its Envoy
-	// and log still speak.
-	gatewayAPI := b.GatewayAPI != ""
+	// A Gateway API Gateway's pod is routed by its Gateway's listeners and
+	// the routes attached to them, which the model converts as istiod
+	// does. Where they were not read, the binding would say nothing
+	// routes it: its configuration facts stay unknown; its Envoy and log
+	// still speak.
+	gatewayAPI := b.GatewayAPI != "" && !gatewayAPIJudged(b)
 	if !gatewayAPI {
 		r.Facts["gateway_selecting"] = nonNil(b.Selecting())
 		r.Facts["gateway_route_to_target"] = len(b.Hosts) > 0
@@ -249,6 +271,24 @@ func evaluateGatewayRoutes(t cluster.Target, in gatewayRoutesInput) Result {
 		r.Facts["gateway_envoy_hosts"] = nonNil(envoyHosts)
 	}
 
+	nc500Routes := []string{}
+	if in.LogProblem == "" {
+		counts := map[string]int{}
+		for _, e := range in.NC500 {
+			counts[wording.Dash(e.RouteName)]++
+		}
+		nc500Routes = byCount(counts)
+		r.Facts["gateway_log_nc500"] = len(in.NC500)
+		r.Facts["gateway_log_nc500_routes"] = nonNil(nc500Routes)
+		for _, rn := range nc500Routes {
+			r.Evidence.Rows = append(r.Evidence.Rows, []string{"500 NC", strconv.Itoa(counts[rn]) + " requests", "route " + rn, "a route to a cluster istiod does not build (cluster_not_found)"})
+		}
+	}
+	var apiProblems []string
+	if !gatewayAPI {
+		apiProblems = gatewayAPIFacts(r, t, b, main, nc500Routes, in.LogProblem == "")
+	}
+
 	// Runtime: the hosts the gateway answered 404 NR.
 	var nrHosts, unrouted []string
 	if in.LogProblem == "" {
@@ -287,15 +327,17 @@ func evaluateGatewayRoutes(t cluster.Target, in gatewayRoutesInput) Result {
 	r.Evidence.Raw = strings.Join(raw, "\n")
 
 	var problems, warnings []string
+	problems = append(problems, apiProblems...)
 	switch {
 	case gatewayAPI:
-		warnings = append(warnings, "the gateway is Gateway API Gateway "+b.GatewayAPI+"'s: its HTTPRoutes are not judged here, only the routes its Envoy holds")
+		warnings = append(warnings, "the gateway is Gateway API Gateway "+b.GatewayAPI+"'s, whose routes could not be judged ("+gatewayAPIUnjudged(b)+"): only the routes its Envoy holds speak")
+	case len(apiProblems) > 0:
 	case len(b.Selecting()) == 0:
 		problems = append(problems, "no Gateway selects the gateway pod: it has no listener for the target's requests")
 	case len(b.Hosts) == 0 && why != "":
 		problems = append(problems, "no route of the gateway reaches "+t.Host()+": "+why)
 	case len(b.Hosts) == 0 && len(toTarget) == 0:
-		problems = append(problems, "no VirtualService routes requests to "+t.Host()+" (in the namespaces read)")
+		problems = append(problems, "no VirtualService or Gateway API route sends requests to "+t.Host()+" (in the namespaces read)")
 	case len(b.Hosts) == 0:
 		problems = append(problems, "no route of the gateway reaches "+t.Host()+": "+strings.Join(verdictsOf(b, toTarget), "; "))
 	}
@@ -320,6 +362,126 @@ func evaluateGatewayRoutes(t cluster.Target, in gatewayRoutesInput) Result {
 	}
 	r.Status, r.Summary = verdict{Head: head, Problems: problems, Warnings: warnings, FailWithWarnings: true, FailWithoutHead: true}.judge()
 	return r
+}
+
+// gatewayAPIJudged reports whether the model judged a Gateway API
+// gateway's routing: its Gateway and the routes were read.
+func gatewayAPIJudged(b *mesh.GatewayBinding) bool {
+	return gatewayAPIUnjudged(b) == ""
+}
+
+// gatewayAPIUnjudged says why a Gateway API gateway's routing could not
+// be judged, "" when it was.
+func gatewayAPIUnjudged(b *mesh.GatewayBinding) string {
+	switch {
+	case b.API == nil:
+		return "its Gateway and routes were not read"
+	case b.API.Gateway == nil:
+		return b.API.GatewayUnknown
+	}
+	// The Gateways and HTTPRoutes carry the gateway's routing; the other
+	// kinds (GRPCRoutes, TCP and TLS routes, grants), when not read, leave
+	// the verdicts partial (gateway_api_partial), not void: a dump
+	// without a GRPCRoute is the common case.
+	for _, u := range b.API.Unknown {
+		if strings.HasPrefix(u, mesh.KindGateway+"s: ") || strings.HasPrefix(u, mesh.KindHTTPRoute+"s: ") {
+			return u
+		}
+	}
+	return ""
+}
+
+// gatewayAPIFacts sets the Gateway API facts of the caller's binding on r
+// and returns the problems they are. A route counts when it sends to the
+// target, or its rule's route name answered 500 NC in the gateway's log;
+// its verdicts are istiod's own where it wrote them at the route's
+// generation, else the model's.
+func gatewayAPIFacts(r Result, t cluster.Target, b *mesh.GatewayBinding, v *mesh.View, nc500Routes []string, logRead bool) []string {
+	api := b.API
+	gw := api.GatewayRef()
+	r.Facts["gateway_api_gateway"] = gw
+	r.Facts["gateway_api_partial"] = strings.Join(api.Unknown, "; ")
+	var unattached, notFound, portMissing, refused, tlsMissing, tlsStale, unreachable []string
+	why, source, backendSource := "", "", ""
+	share := 0
+	var problems []string
+	for _, rv := range api.Routes {
+		toTarget := rv.SendsTo(t.Host())
+		if toTarget {
+			if u, w, src, ok := rv.Unattached(api.Gateway); ok {
+				unattached = append(unattached, u)
+				if why == "" {
+					why, source = w, src
+				}
+				problems = append(problems, u+": "+w)
+				continue
+			}
+		}
+		attached := rv.AttachedTo(api.Gateway)
+		if !attached || !toTarget && !(logRead && rv.NamedIn(nc500Routes)) {
+			continue
+		}
+		for _, bv := range rv.InvalidBackends(false) {
+			entry := fmt.Sprintf("%s rule %d: %s %s/%s:%d", rv.Route, bv.Rule, bv.Kind, bv.Namespace, bv.Name, bv.Port)
+			switch bv.Invalid {
+			case mesh.BackendNotFound, mesh.BackendInvalidKind:
+				notFound = append(notFound, entry)
+			case mesh.BackendPortMissing:
+				portMissing = append(portMissing, entry)
+			case mesh.BackendRefNotAllowed:
+				refused = append(refused, entry)
+			}
+			problems = append(problems, fmt.Sprintf("%s (%d%% of the rule's requests): %s, 500 NC", entry, bv.Percent, bv.Why))
+			if src := rv.BackendSource(api.Gateway, bv); backendSource == "" || src != "status" && src != "model" {
+				backendSource = src
+			}
+		}
+		if s := rv.BrokenShare(false); s > share {
+			share = s
+		}
+	}
+	if g := api.Gateway; g != nil {
+		for _, l := range g.Listeners {
+			if l.NotProgrammedReason == "RefNotPermitted" {
+				refused = append(refused, l.Ref()+": "+l.NotProgrammed)
+				problems = append(problems, l.Ref()+" is not programmed: "+l.NotProgrammed)
+			}
+			rr := l.StatusResolvedRefs
+			if rr == nil || rr.Status != "False" || rr.Reason != "InvalidCertificateRef" {
+				continue
+			}
+			entry := l.Ref() + ": " + rr.Message
+			if rr.Stale {
+				tlsStale = append(tlsStale, entry)
+				continue
+			}
+			tlsMissing = append(tlsMissing, entry)
+			problems = append(problems, l.Ref()+" is not programmed (no TLS listener for it): "+rr.Message)
+		}
+	}
+	for _, s := range b.Servers {
+		switch {
+		case s.Unreachable != "":
+			unreachable = append(unreachable, s.Ref()+": "+s.Unreachable)
+		case strings.Contains(s.Rejected, "AddressNotUsable"):
+			unreachable = append(unreachable, s.Ref()+": "+s.Rejected)
+		default:
+			continue
+		}
+		problems = append(problems, unreachable[len(unreachable)-1])
+	}
+	r.Facts["gateway_api_unattached"] = nonNil(unattached)
+	r.Facts["gateway_api_unattached_why"] = why
+	r.Facts["gateway_api_unattached_source"] = source
+	r.Facts["gateway_api_backend_not_found"] = nonNil(notFound)
+	r.Facts["gateway_api_backend_port_missing"] = nonNil(portMissing)
+	r.Facts["gateway_api_ref_not_permitted"] = nonNil(refused)
+	r.Facts["gateway_api_backend_source"] = backendSource
+	r.Facts["gateway_api_broken_share"] = share
+	r.Facts["gateway_tls_credential_missing"] = nonNil(tlsMissing)
+	r.Facts["gateway_tls_credential_stale"] = nonNil(tlsStale)
+	r.Facts["gateway_listener_unreachable"] = nonNil(unreachable)
+	return problems
 }
 
 func verdictsOf(b *mesh.GatewayBinding, refs []string) []string {

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/meshtriage/meshtriage/probes/callerview"
 	"github.com/meshtriage/meshtriage/probes/cluster"
@@ -147,6 +148,12 @@ func TestGatewayRoutesRealIngressGateway(t *testing.T) {
 		"gateway_vs_to_target": []string{"vanilla-playground/external-traffic-vs"}, "gateway_vs_unbound": []string{}, "gateway_vs_host_mismatch": []string{},
 		"gateway_unbound_why": "", "gateway_envoy_route_to_target": true, "gateway_envoy_hosts": []string{"*"},
 		"gateway_log_nr": 1, "gateway_nr_hosts": []string{"helloistio.mcsps.telekomcloud.com"}, "gateway_nr_hosts_unrouted": []string{},
+		"gateway_log_nc500": 0, "gateway_log_nc500_routes": []string{},
+		// An Istio ingress: no Gateway API route concerns it, none is broken.
+		"gateway_api_gateway": "", "gateway_api_partial": "", "gateway_api_unattached": []string{}, "gateway_api_unattached_why": "",
+		"gateway_api_unattached_source": "", "gateway_api_backend_not_found": []string{}, "gateway_api_backend_port_missing": []string{},
+		"gateway_api_ref_not_permitted": []string{}, "gateway_api_backend_source": "", "gateway_api_broken_share": 0,
+		"gateway_tls_credential_missing": []string{}, "gateway_tls_credential_stale": []string{}, "gateway_listener_unreachable": []string{},
 	}
 	if !reflect.DeepEqual(r.Facts, want) {
 		t.Errorf("facts\n got %v\nwant %v", r.Facts, want)
@@ -314,10 +321,11 @@ func TestGatewayRoutesThroughClusterReads(t *testing.T) {
 	}
 }
 
-// A Gateway API Gateway's Deployment is routed by HTTPRoutes, which the
-// model does not read: a VirtualService bound to the mesh only says
-// nothing about it, so the configuration facts stay unknown (no
-// gateway.vs-not-bound on them) and its Envoy's routes speak.
+// A Gateway API Gateway's Deployment is routed by its Gateway and
+// HTTPRoutes; where they were not read (a dump without them), a
+// VirtualService bound to the mesh only says nothing about it, so the
+// configuration facts stay unknown (no gateway.vs-not-bound on them) and
+// its Envoy's routes speak.
 func TestGatewayRoutesGatewayAPIDeployment(t *testing.T) {
 	objs := ossm2Objects(t, "mesh")
 	for _, o := range objs {
@@ -331,6 +339,14 @@ func TestGatewayRoutesGatewayAPIDeployment(t *testing.T) {
 	tg := cluster.Target{Namespace: "vanilla-playground", Service: "hello-openshift", Port: 8080,
 		Source: &cluster.PodRef{Namespace: "istio-system", Name: "istio-ingressgateway-74ddf8dd9f-6p8p2"}}
 	cv := gatewayView(t, objs, "istio-system/istio-ingressgateway-74ddf8dd9f-6p8p2", tg)
+	// A dump without Gateway API objects: its Gateway and routes were not
+	// read (not exported is not absent).
+	cv.Config.GatewayAPI = &mesh.GatewayAPIConfig{Unread: map[string]string{mesh.KindGateway: "not in the input", mesh.KindHTTPRoute: "not in the input"}}
+	v, err := cv.Config.ViewFor(cv.Caller, tg.Host(), tg.Port)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cv.Views = []*mesh.View{v}
 	rcs, err := envoy.StreamRouteConfigs(bytes.NewReader(realworldFile(t, "config_dump/ossm2_ingressgateway.json")))
 	if err != nil {
 		t.Fatal(err)
@@ -346,5 +362,87 @@ func TestGatewayRoutesGatewayAPIDeployment(t *testing.T) {
 	}
 	if r.Facts["gateway_envoy_route_to_target"] != true || r.Status == StatusFail {
 		t.Errorf("%s: %s; facts %v", r.Status, r.Summary, r.Facts)
+	}
+}
+
+// The config model's Gateway API cases through the probe: each attachment,
+// backend and listener mistake lands in its fact, from the model alone
+// (the files carry no status).
+func TestGatewayRoutesGatewayAPIModelCases(t *testing.T) {
+	tg := cluster.Target{Namespace: "shop", Service: "orders", Port: 8080,
+		Source: &cluster.PodRef{Namespace: "shop", Name: "public-istio-6d8f9-k7x2p"}}
+	for file, want := range map[string]Facts{
+		"": {"gateway_api_gateway": "shop/public", "gateway_route_to_target": true, "gateway_api_unattached": []string{},
+			"gateway_api_backend_not_found": []string{}, "gateway_api_backend_port_missing": []string{}, "gateway_api_partial": ""},
+		"gatewayapi-backend-port-missing.yaml": {"gateway_api_backend_port_missing": []string{"HTTPRoute shop/orders rule 0: Service shop/orders:80"},
+			"gateway_api_backend_source": "model", "gateway_api_broken_share": 100},
+		"gatewayapi-backend-not-found.yaml": {"gateway_api_backend_not_found": []string{"HTTPRoute shop/orders rule 0: Service shop/orders-canary:8080"},
+			"gateway_api_broken_share": 10, "gateway_route_to_target": true},
+		"gatewayapi-ref-not-permitted.yaml": {"gateway_api_ref_not_permitted": []string{"HTTPRoute web/orders-from-web rule 0: Service shop/orders:8080"},
+			"gateway_api_broken_share": 100, "gateway_route_to_target": false},
+		"gatewayapi-ref-granted.yaml": {"gateway_api_ref_not_permitted": []string{}, "gateway_route_to_target": true},
+		"gatewayapi-not-allowed-by-listeners.yaml": {"gateway_api_unattached": []string{
+			"HTTPRoute shop/orders -> Gateway shop/public: NoMatchingListenerHostname", "HTTPRoute web/orders-web -> Gateway shop/public: NotAllowedByListeners"},
+			"gateway_api_unattached_source": "model", "gateway_route_to_target": false},
+		"gatewayapi-section-not-found.yaml": {"gateway_api_unattached": []string{"HTTPRoute shop/orders -> Gateway shop/public sectionName https: NoMatchingParent"},
+			"gateway_api_unattached_why": `sectionName "https" not found`},
+		"gatewayapi-listener-not-service-port.yaml": {"gateway_api_unattached": []string{}, "gateway_route_to_target": false,
+			"gateway_listener_unreachable": []string{"shop/public~istio-autogenerated-k8s-gateway~http servers[0] (port 8080 HTTP): port 8080 is not a port of the gateway's Service shop/public-istio (its ports: 15021, 80): istiod builds no listener for it (Programmed False, AddressNotUsable: the service port should be specified, not the workload port)"}},
+		"gatewayapi-cert-ref-not-permitted.yaml": {"gateway_api_ref_not_permitted": []string{
+			`shop/public listener https (port 443 HTTPS): certificateRef shop-example-com/certs not accessible to a Gateway in namespace "shop" (missing a ReferenceGrant?)`}},
+	} {
+		files := []string{"base.yaml", "gatewayapi-base.yaml"}
+		if file != "" {
+			files = append(files, file)
+		}
+		objs := meshtest.Objects(t, "mesh/testdata/model", files...)
+		cv := gatewayView(t, objs, meshtest.APIGW, tg)
+		r := evaluateGatewayRoutes(tg, gatewayRoutesInput{CV: cv, RoutesProblem: "not read", LogProblem: "not read"})
+		if err := CheckFacts(GatewayRoutesProbe{}.Meta(), r); err != nil {
+			t.Fatal(err)
+		}
+		for k, v := range want {
+			if !reflect.DeepEqual(r.Facts[k], v) {
+				t.Errorf("%s: %s = %#v, want %#v (%s)", file, k, r.Facts[k], v, r.Summary)
+			}
+		}
+		if file != "" && file != "gatewayapi-ref-granted.yaml" && r.Status != StatusFail {
+			t.Errorf("%s: %s %s, want a failure", file, r.Status, r.Summary)
+		}
+	}
+}
+
+// A route that does not name the target: what links it to the target's
+// 500s is the gateway's access log, whose 500 NC entries name its rule.
+func TestGatewayRoutesGatewayAPIRouteNamedByItsLog(t *testing.T) {
+	tg := cluster.Target{Namespace: "shop", Service: "orders", Port: 8080,
+		Source: &cluster.PodRef{Namespace: "shop", Name: "public-istio-6d8f9-k7x2p"}}
+	objs := meshtest.Objects(t, "mesh/testdata/model", "base.yaml", "gatewayapi-base.yaml")
+	for _, o := range objs {
+		if r, ok := o.(*gatewayv1.HTTPRoute); ok {
+			r.Spec.Rules[0].BackendRefs[0].Name = "ordres" // a typo: no Service
+		}
+	}
+	cv := gatewayView(t, objs, meshtest.APIGW, tg)
+	line := `[2026-12-02T03:04:05.123Z] "GET /api/orders HTTP/1.1" 500 NC cluster_not_found - "-" 0 0 0 - "203.0.113.7" "curl/8.7.1" "6b1f8a9e-3c8d-4f5e-9a0b-1c2d3e4f5a6b" "shop.example.com" "-" - - 10.244.1.50:80 203.0.113.7:51544 - shop.orders.0`
+	e, ok := accesslog.ParseLine(line)
+	if !ok || e.RouteName != "shop.orders.0" {
+		t.Fatalf("parse %q: %+v", line, e)
+	}
+	without := evaluateGatewayRoutes(tg, gatewayRoutesInput{CV: cv, RoutesProblem: "not read", LogLines: 0})
+	if got := without.Facts["gateway_api_backend_not_found"]; !reflect.DeepEqual(got, []string{}) {
+		t.Errorf("without a log naming it, a route that does not send to the target is not its cause: %v", got)
+	}
+	r := evaluateGatewayRoutes(tg, gatewayRoutesInput{CV: cv, RoutesProblem: "not read", NC500: []accesslog.Entry{e}, LogLines: 1})
+	if err := CheckFacts(GatewayRoutesProbe{}.Meta(), r); err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range map[string]any{
+		"gateway_log_nc500": 1, "gateway_log_nc500_routes": []string{"shop.orders.0"},
+		"gateway_api_backend_not_found": []string{"HTTPRoute shop/orders rule 0: Service shop/ordres:8080"},
+	} {
+		if !reflect.DeepEqual(r.Facts[k], v) {
+			t.Errorf("%s = %v, want %v", k, r.Facts[k], v)
+		}
 	}
 }

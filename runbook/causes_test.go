@@ -152,6 +152,43 @@ var causeCases = []struct {
 			"gateway_envoy_route_to_target": false, "gateway_log_nr": 40, "gateway_nr_hosts": []string{"shop.example.com"},
 			"gateway_nr_hosts_unrouted": []string{"shop.example.com"}},
 	}, runbook.ConfidenceHigh},
+	// The Gateway API: a Gateway API gateway's pod as the caller; its
+	// verdicts from istiod's status or the model (partial reads lower them).
+	{"gateway.route-not-attached", gatewayAPICase(probes.Facts{
+		"gateway_route_to_target": false, "gateway_envoy_route_to_target": false, "gateway_api_unattached": []string{"HTTPRoute web/orders -> Gateway shop/public: NotAllowedByListeners"},
+		"gateway_api_unattached_why":    `hostnames matched parent hostname "shop.example.com", but namespace "web" is not allowed by the parent`,
+		"gateway_api_unattached_source": "status", "gateway_log_nr": 30, "gateway_nr_hosts": []string{"shop.example.com"}}), runbook.ConfidenceHigh},
+	{"gateway.route-not-attached", gatewayAPICase(probes.Facts{
+		"gateway_route_to_target": false, "gateway_envoy_route_to_target": false, "gateway_api_unattached": []string{"HTTPRoute web/orders -> Gateway shop/public: NotAllowedByListeners"},
+		"gateway_api_unattached_why": "m", "gateway_api_unattached_source": "model",
+		"gateway_api_partial": "the HTTPRoutes of namespace web were not read (listing them across namespaces is refused)"}), runbook.ConfidenceMedium},
+	{"gateway.route-not-attached", gatewayAPICase(probes.Facts{
+		"gateway_route_to_target": false, "gateway_envoy_route_to_target": false, "gateway_api_unattached": []string{"HTTPRoute web/orders -> Gateway shop/public: NotAllowedByListeners"},
+		"gateway_api_unattached_why": "m", "gateway_api_unattached_source": "stale"}), runbook.ConfidenceMedium},
+	{"gateway.backend-not-found", gatewayAPICase(probes.Facts{
+		"gateway_api_backend_not_found": []string{"HTTPRoute shop/orders rule 0: Service shop/orders-canary:8080"},
+		"gateway_api_backend_source":    "status", "gateway_api_broken_share": 10, "gateway_log_nc500": 12, "gateway_log_nc500_routes": []string{"shop.orders.0"}}), runbook.ConfidenceHigh},
+	{"gateway.backend-not-found", map[string]probes.Facts{
+		"destination-rules": {"dr_found": false, "vs_found": true, "mesh_route_backend_not_found": []string{"HTTPRoute shop/orders-canary shop.orders-canary.0: orders-canary.shop.svc.cluster.local:8080"},
+			"mesh_route_broken_percent": 10},
+		"access-log": {"log_5xx": 10, "log_flag_nc": 10},
+	}, runbook.ConfidenceHigh},
+	{"gateway.backend-port-missing", gatewayAPICase(probes.Facts{
+		"gateway_api_backend_port_missing": []string{"HTTPRoute shop/orders rule 0: Service shop/orders:80"},
+		"gateway_api_backend_source":       "status", "gateway_api_broken_share": 100, "gateway_log_nc500": 40}), runbook.ConfidenceHigh},
+	{"gateway.backend-port-missing", map[string]probes.Facts{
+		"destination-rules": {"vs_found": true, "mesh_route_backend_port_missing": []string{"HTTPRoute shop/orders shop.orders.0: orders.shop.svc.cluster.local:80"},
+			"mesh_route_broken_percent": 100},
+		"access-log": {"log_5xx": 30, "log_flag_nc": 30},
+	}, runbook.ConfidenceHigh},
+	{"gateway.ref-not-permitted", gatewayAPICase(probes.Facts{
+		"gateway_api_ref_not_permitted": []string{"HTTPRoute web/orders rule 0: Service shop/orders:8080"},
+		"gateway_api_backend_source":    "model", "gateway_api_broken_share": 100, "gateway_route_to_target": false}), runbook.ConfidenceHigh},
+	{"gateway.tls-credential-missing", gatewayAPICase(probes.Facts{
+		"gateway_tls_credential_missing": []string{"shop/public listener https (port 443 HTTPS): invalid certificate reference /Secret/shop-cert., secret shop/shop-cert not found"}}), runbook.ConfidenceHigh},
+	{"gateway.listener-unreachable", gatewayAPICase(probes.Facts{
+		"gateway_api_gateway":          "",
+		"gateway_listener_unreachable": []string{"istio-system/public servers[0] (port 9080 HTTP): no port of the gateway's Service istio-system/istio-ingressgateway is 9080 or targets it"}}), runbook.ConfidenceHigh},
 	{"service.no-endpoints", map[string]probes.Facts{
 		"target":         {"target_selector_empty": true, "target_pods_selected": 0, "target_pods_with_sidecar": 0},
 		"endpoints":      {"endpoints_ready": 0, "endpoints_total": 0, "endpoints_source": "none"},
@@ -230,6 +267,19 @@ var causeCases = []struct {
 		"envoy-clusters": {"envoy_hosts_total": 0, "envoy_hosts_healthy": 0, "envoy_empty_clusters": []string{"outbound|80||web.shop.svc.cluster.local"}},
 		"access-log":     {"log_503": 30, "log_5xx": 30, "log_flag_uh": 30},
 	}, runbook.ConfidenceMedium},
+}
+
+// gatewayAPICase is over on top of a healthy Gateway API gateway caller
+// (the gateway step's facts of a gateway whose route reaches the target).
+func gatewayAPICase(over probes.Facts) map[string]probes.Facts {
+	gw := probes.Facts{}
+	for k, v := range gatewayAPIHealthy["gateway-routes"] {
+		gw[k] = v
+	}
+	for k, v := range over {
+		gw[k] = v
+	}
+	return map[string]probes.Facts{"target": {"target_source_gateway": true}, "gateway-routes": gw}
 }
 
 // ambientCase is over on top of an ambient caller and Service without a

@@ -69,7 +69,7 @@ func symptomOf(name string) int {
 		return 1 // pods restart at startup with connection refused
 	case "rollout-shutdown-503":
 		return 2 // 503 bursts during rollouts
-	case "gateway-vs-not-bound", "gateway-host-mismatch":
+	case "gateway-vs-not-bound", "gateway-host-mismatch", "gatewayapi-route-not-attached":
 		return 3 // an ingress gateway answers 404 NR
 	}
 	return 0 // callers see 503s

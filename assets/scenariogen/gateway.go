@@ -24,18 +24,54 @@ const (
 // ingressGateway adds istio-ingressgateway's pod, Service and
 // EndpointSlice, created at created.
 func (s *Shop) ingressGateway(created time.Time) *Pod {
+	p := s.routerPod(RouterPod{
+		Namespace: gatewayNamespace, Name: gatewayPodName, Workload: gatewayName, Host: 30, Created: created,
+		Labels: Object{{"app", gatewayName}, {"istio", "ingressgateway"}, {"pod-template-hash", lastDashPart(withoutLastDashPart(gatewayPodName))},
+			{"service.istio.io/canonical-name", gatewayName}, {"service.istio.io/canonical-revision", "latest"}, {"sidecar.istio.io/inject", "false"}},
+		Ports: []Object{
+			{{"containerPort", 15021}, {"name", "status-port"}, {"protocol", "TCP"}},
+			{{"containerPort", 8080}, {"name", "http2"}, {"protocol", "TCP"}},
+			{{"containerPort", 8443}, {"name", "https"}, {"protocol", "TCP"}},
+			{{"containerPort", 15090}, {"name", "http-envoy-prom"}, {"protocol", "TCP"}},
+		},
+	})
+	s.world.Service(ServiceSpec{
+		Namespace: gatewayNamespace, Name: gatewayName, ClusterIP: gatewayClusterIP,
+		Selector: Object{{"app", gatewayName}, {"istio", "ingressgateway"}}, Created: created.Add(-time.Second),
+		Ports:  []ServicePort{{"status-port", 15021, 15021}, {"http2", 80, 8080}, {"https", 443, 8443}},
+		Labels: Object{{"app", gatewayName}, {"istio", "ingressgateway"}}, File: gatewayNamespace + ".yaml",
+	})
+	s.world.EndpointSlice(gatewayNamespace, gatewayName, gatewayName+"-8fq2x", ready(p), "http2", 8080, created.Add(8*time.Second))
+	s.proxyLog(p)
+	return p
+}
+
+// RouterPod is a gateway's pod: an istio-proxy run as a router (no app,
+// no istio-init), owned by the ReplicaSet its name implies.
+type RouterPod struct {
+	Namespace, Name string
+	// Workload is its Deployment, which names its service account too.
+	Workload string
+	// Host is the pod's host number on worker-a.
+	Host    int
+	Created time.Time
+	Labels  Object
+	Ports   []Object
+}
+
+// routerPod adds a gateway pod to NAMESPACE.yaml and to the world.
+func (s *Shop) routerPod(r RouterPod) *Pod {
 	w := s.world
-	const node, host = "worker-a", 30
-	started := created.Add(4 * time.Second)
+	const node = "worker-a"
+	created, started := r.Created, r.Created.Add(4*time.Second)
 	p := &Pod{
-		Namespace: gatewayNamespace, Name: gatewayPodName, App: gatewayName, Node: node, IP: podIP(node, host),
-		UID: w.objectUID("Pod", gatewayNamespace, gatewayPodName), Sidecar: ClassicSidecar, Container: "istio-proxy",
+		Namespace: r.Namespace, Name: r.Name, App: r.Workload, Node: node, IP: podIP(node, r.Host),
+		UID: w.objectUID("Pod", r.Namespace, r.Name), Sidecar: ClassicSidecar, Container: "istio-proxy",
 		AppStarted: started, ProxyStarted: started, ProxyVersion: istioVersion,
 	}
-	p.Labels = Object{{"app", gatewayName}, {"istio", "ingressgateway"}, {"pod-template-hash", lastDashPart(withoutLastDashPart(gatewayPodName))},
-		{"service.istio.io/canonical-name", gatewayName}, {"service.istio.io/canonical-revision", "latest"}, {"sidecar.istio.io/inject", "false"}}
-	replicaSet := withoutLastDashPart(gatewayPodName)
-	kubeAPI := "kube-api-access-" + hashHex(w.name, gatewayNamespace, gatewayPodName, "kapi")[:5]
+	p.Labels = r.Labels
+	replicaSet := withoutLastDashPart(r.Name)
+	kubeAPI := "kube-api-access-" + hashHex(w.name, r.Namespace, r.Name, "kapi")[:5]
 	env := []Object{
 		{{"name", "PILOT_CERT_PROVIDER"}, {"value", "istiod"}},
 		{{"name", "CA_ADDR"}, {"value", "istiod.istio-system.svc:15012"}},
@@ -45,8 +81,8 @@ func (s *Shop) ingressGateway(created time.Time) *Pod {
 		fieldEnv("INSTANCE_IP", "status.podIP"),
 		fieldEnv("HOST_IP", "status.hostIP"),
 		fieldEnv("SERVICE_ACCOUNT", "spec.serviceAccountName"),
-		{{"name", "ISTIO_META_WORKLOAD_NAME"}, {"value", gatewayName}},
-		{{"name", "ISTIO_META_OWNER"}, {"value", "kubernetes://apis/apps/v1/namespaces/istio-system/deployments/" + gatewayName}},
+		{{"name", "ISTIO_META_WORKLOAD_NAME"}, {"value", r.Workload}},
+		{{"name", "ISTIO_META_OWNER"}, {"value", "kubernetes://apis/apps/v1/namespaces/" + r.Namespace + "/deployments/" + r.Workload}},
 		{{"name", "ISTIO_META_MESH_ID"}, {"value", meshDomain}},
 		{{"name", "TRUST_DOMAIN"}, {"value", meshDomain}},
 		{{"name", "ISTIO_META_CLUSTER_ID"}, {"value", "Kubernetes"}},
@@ -56,12 +92,7 @@ func (s *Shop) ingressGateway(created time.Time) *Pod {
 			"--proxyComponentLogLevel=misc:error", "--log_output_level=default:info"}},
 		{"env", env},
 		{"image", proxyImage}, {"imagePullPolicy", "IfNotPresent"}, {"name", "istio-proxy"},
-		{"ports", []Object{
-			{{"containerPort", 15021}, {"name", "status-port"}, {"protocol", "TCP"}},
-			{{"containerPort", 8080}, {"name", "http2"}, {"protocol", "TCP"}},
-			{{"containerPort", 8443}, {"name", "https"}, {"protocol", "TCP"}},
-			{{"containerPort", 15090}, {"name", "http-envoy-prom"}, {"protocol", "TCP"}},
-		}},
+		{"ports", r.Ports},
 		{"readinessProbe", Object{{"failureThreshold", 30}, {"httpGet", Object{{"path", "/healthz/ready"}, {"port", 15021}, {"scheme", "HTTP"}}},
 			{"initialDelaySeconds", 1}, {"periodSeconds", 2}, {"successThreshold", 1}, {"timeoutSeconds", 1}}},
 		{"resources", Object{{"limits", Object{{"cpu", "2"}, {"memory", "1Gi"}}}, {"requests", Object{{"cpu", "100m"}, {"memory", "128Mi"}}}}},
@@ -84,15 +115,15 @@ func (s *Shop) ingressGateway(created time.Time) *Pod {
 		{{"serviceAccountToken", Object{{"expirationSeconds", 3607}, {"path", "token"}}}},
 		{{"configMap", Object{{"items", []Object{{{"key", "ca.crt"}, {"path", "ca.crt"}}}}, {"name", "kube-root-ca.crt"}}}},
 	}}}}})
-	w.pods[objectKey{gatewayNamespace, gatewayPodName}] = p
+	w.pods[objectKey{r.Namespace, r.Name}] = p
 	s.gateways = append(s.gateways, p)
-	w.add(gatewayNamespace+".yaml", Object{
+	w.add(r.Namespace+".yaml", Object{
 		{"apiVersion", "v1"}, {"kind", "Pod"},
-		{"metadata", w.meta("Pod", gatewayNamespace, gatewayPodName, created, ObjectMeta{
+		{"metadata", w.meta("Pod", r.Namespace, r.Name, created, ObjectMeta{
 			Labels: p.Labels,
 			Annotations: Object{{"istio.io/rev", "default"}, {"prometheus.io/path", "/stats/prometheus"}, {"prometheus.io/port", "15020"},
 				{"prometheus.io/scrape", "true"}},
-			Owner: w.rsOwner(gatewayNamespace, replicaSet),
+			Owner: w.rsOwner(r.Namespace, replicaSet),
 			Extra: Object{{"generateName", replicaSet + "-"}},
 		})},
 		{"spec", Object{
@@ -100,25 +131,17 @@ func (s *Shop) ingressGateway(created time.Time) *Pod {
 			{"dnsPolicy", "ClusterFirst"}, {"enableServiceLinks", true}, {"nodeName", node}, {"preemptionPolicy", "PreemptLowerPriority"}, {"priority", 0},
 			{"restartPolicy", "Always"}, {"schedulerName", "default-scheduler"}, {"securityContext", Object{{"sysctls", []Object{
 				{{"name", "net.ipv4.ip_unprivileged_port_start"}, {"value", "0"}}}}}},
-			{"serviceAccount", gatewayName}, {"serviceAccountName", gatewayName},
+			{"serviceAccount", r.Workload}, {"serviceAccountName", r.Workload},
 			{"terminationGracePeriodSeconds", 30}, {"tolerations", defaultTolerations()}, {"volumes", volumes},
 		}},
 		{"status", Object{
 			{"conditions", podConditions(created, created.Add(2*time.Second), started.Add(2*time.Second), true, "")},
-			{"containerStatuses", []Object{w.containerStatus(gatewayNamespace, gatewayPodName, "istio-proxy", proxyImage, started, containerState{ready: true})}},
+			{"containerStatuses", []Object{w.containerStatus(r.Namespace, r.Name, "istio-proxy", proxyImage, started, containerState{ready: true})}},
 			{"hostIP", nodeOf(node).ip}, {"hostIPs", []Object{{{"ip", nodeOf(node).ip}}}},
 			{"phase", "Running"}, {"podIP", p.IP}, {"podIPs", []Object{{{"ip", p.IP}}}},
 			{"qosClass", "Burstable"}, {"startTime", apiTime(created)},
 		}},
 	})
-	w.Service(ServiceSpec{
-		Namespace: gatewayNamespace, Name: gatewayName, ClusterIP: gatewayClusterIP,
-		Selector: Object{{"app", gatewayName}, {"istio", "ingressgateway"}}, Created: created.Add(-time.Second),
-		Ports:  []ServicePort{{"status-port", 15021, 15021}, {"http2", 80, 8080}, {"https", 443, 8443}},
-		Labels: Object{{"app", gatewayName}, {"istio", "ingressgateway"}}, File: gatewayNamespace + ".yaml",
-	})
-	w.EndpointSlice(gatewayNamespace, gatewayName, gatewayName+"-8fq2x", ready(p), "http2", 8080, created.Add(8*time.Second))
-	s.proxyLog(p)
 	return p
 }
 

@@ -65,6 +65,10 @@ var scenarios = []Scenario{
 	gatewayVSNotBound,
 	gatewaySubsetNoPods,
 	gatewayHostMismatch,
+	gatewayAPIBackendPortMissing,
+	gatewayAPIRouteNotAttached,
+	gatewayAPIRefNotPermitted,
+	gatewayListenerUnreachable,
 	// issue 29, control plane and ambient.
 	xdsRejectedAfterUpgrade,
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/cluster/recorded"
 	"github.com/meshtriage/meshtriage/runbook"
+	"github.com/meshtriage/meshtriage/runbook/runbooktest"
 	"github.com/meshtriage/meshtriage/runbook/triage"
 	"github.com/meshtriage/meshtriage/tui/cause"
 	"github.com/meshtriage/meshtriage/tui/common"
@@ -488,7 +489,7 @@ func applyPatches(t *testing.T, docs [][]byte, patches []fixPatch) [][]byte {
 	out := docs
 	for _, p := range patches {
 		var err error
-		if out, err = applyPatch(out, p); err != nil {
+		if out, err = applyPatch(t, out, p); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -498,7 +499,10 @@ func applyPatches(t *testing.T, docs [][]byte, patches []fixPatch) [][]byte {
 // applyPatch applies one patch to docs as the API server would: an error
 // when no document is its object or the patch does not apply (a JSON
 // patch's test that fails).
-func applyPatch(docs [][]byte, p fixPatch) ([][]byte, error) {
+// applyPatch applies one patch to docs; a patched spec moves the object's
+// generation, as the API server does, so a status istiod wrote before is
+// stale after it.
+func applyPatch(t testing.TB, docs [][]byte, p fixPatch) ([][]byte, error) {
 	out := append([][]byte(nil), docs...)
 	if p.Type == "create" {
 		return append(out, []byte(p.Patch)), nil
@@ -532,6 +536,7 @@ func applyPatch(docs [][]byte, p fixPatch) ([][]byte, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s %s/%s does not apply to the manifest: %v\n%s", p.Kind, p.Namespace, p.Name, err, p.Patch)
 		}
+		out[i] = runbooktest.BumpGeneration(t, d, out[i])
 	}
 	if !found {
 		return nil, fmt.Errorf("%s %s/%s: no manifest holds it", p.Kind, p.Namespace, p.Name)
@@ -625,7 +630,8 @@ func TestScenarioPatchesClearTheirCauseOnCheckManifests(t *testing.T) {
 	for _, name := range []string{"subset-no-pods", "gateway-subset-no-pods", "vs-undefined-subset", "outlier-all-ejected",
 		"outlier-gateway-errors", "circuit-breaker-overflow", "port-mismatch", "gateway-vs-not-bound", "gateway-host-mismatch",
 		"mtls-to-pod-without-sidecar", "mtls-plaintext-to-strict", "ambient-hbone-networkpolicy",
-		"missing-serviceentry", "idle-timeout-uc"} {
+		"missing-serviceentry", "idle-timeout-uc",
+		"gatewayapi-backend-port-missing", "gatewayapi-route-not-attached", "gatewayapi-ref-not-permitted", "gateway-listener-unreachable"} {
 		if proved[name] == 0 && !t.Failed() {
 			t.Errorf("%s: no patch proven on check --manifests", name)
 		}
@@ -824,6 +830,9 @@ func TestTheNamedBadFixesAreTheSmallestRightChange(t *testing.T) {
 				if before["kind"] == c.kind && md["name"] == c.name && md["namespace"] == "shop" {
 					c.check(t, before, after, docs)
 				}
+				// The API server moves the generation with the spec.
+				delete(md, "generation")
+				delete(after["metadata"].(obj), "generation")
 				if !reflect.DeepEqual(before, after) {
 					t.Errorf("%s %s/%s: the patch changes more than it must:\nbefore %v\nafter  %v", before["kind"], md["namespace"], md["name"], before, after)
 				}

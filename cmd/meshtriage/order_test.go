@@ -54,7 +54,7 @@ func breakOnTheWay(t *testing.T, docs [][]byte, tg cluster.Target, steps []fixSt
 		if dropped[st.direction] {
 			continue
 		}
-		next, err := applyPatch(docs, st.patch)
+		next, err := applyPatch(t, docs, st.patch)
 		if err != nil {
 			dropped[st.direction] = true
 			continue

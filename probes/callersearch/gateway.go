@@ -9,6 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/meshtriage/meshtriage/probes/mesh"
 )
@@ -77,6 +79,78 @@ func gatewayCandidates(vss []*networkingv1.VirtualService, gws []*networkingv1.G
 		}
 	}
 	return out
+}
+
+// apiGatewayCandidates are the Gateway API Gateways that the HTTPRoutes
+// and GRPCRoutes with a backendRef to the target name as parents. Their
+// pods are those istiod's deployment controller labels with the
+// Gateway's name, in the Gateway's namespace (a Gateway deployed by hand
+// runs pods this label does not find).
+func apiGatewayCandidates(routes []runtime.Object, service, namespace string) []gatewayCandidate {
+	var out []gatewayCandidate
+	seen := map[string]bool{}
+	for _, obj := range routes {
+		var kind, ns, name string
+		var parents []gatewayv1.ParentReference
+		var backends []gatewayv1.BackendRef
+		switch r := obj.(type) {
+		case *gatewayv1.HTTPRoute:
+			kind, ns, name, parents = mesh.KindHTTPRoute, r.Namespace, r.Name, r.Spec.ParentRefs
+			for _, rule := range r.Spec.Rules {
+				for _, b := range rule.BackendRefs {
+					backends = append(backends, b.BackendRef)
+				}
+			}
+		case *gatewayv1.GRPCRoute:
+			kind, ns, name, parents = mesh.KindGRPCRoute, r.Namespace, r.Name, r.Spec.ParentRefs
+			for _, rule := range r.Spec.Rules {
+				for _, b := range rule.BackendRefs {
+					backends = append(backends, b.BackendRef)
+				}
+			}
+		default:
+			continue
+		}
+		if !sendsToService(backends, ns, service, namespace) {
+			continue
+		}
+		for _, p := range parents {
+			if p.Group != nil && *p.Group != gatewayv1.GroupName || p.Kind != nil && *p.Kind != "Gateway" {
+				continue
+			}
+			gwNS := ns
+			if p.Namespace != nil {
+				gwNS = string(*p.Namespace)
+			}
+			key := gwNS + "/" + string(p.Name)
+			if seen[key] {
+				continue
+			}
+			seen[key] = true
+			out = append(out, gatewayCandidate{Gateway: key, Namespace: gwNS,
+				Selector: map[string]string{mesh.LabelGatewayName: string(p.Name)},
+				Why:      fmt.Sprintf("pod of Gateway %s, the parent of %s %s/%s with a backendRef to the target", key, kind, ns, name)})
+		}
+	}
+	return out
+}
+
+// sendsToService reports whether a backendRef names the Service
+// namespace/service (a backendRef's namespace defaults to the route's).
+func sendsToService(backends []gatewayv1.BackendRef, routeNS, service, namespace string) bool {
+	for _, b := range backends {
+		if b.Group != nil && *b.Group != "" || b.Kind != nil && *b.Kind != "Service" {
+			continue
+		}
+		ns := routeNS
+		if b.Namespace != nil {
+			ns = string(*b.Namespace)
+		}
+		if string(b.Name) == service && ns == namespace {
+			return true
+		}
+	}
+	return false
 }
 
 // namesGateways reports whether a VirtualService names a gateway besides

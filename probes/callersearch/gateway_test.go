@@ -22,12 +22,14 @@ func TestFindCallersFindsAGatewayThroughTheVirtualService(t *testing.T) {
 	for name, why := range map[string]string{
 		"gateway-vs-not-bound":  `names "public-gateway", which is no Gateway (shop/public-gateway)`,
 		"gateway-host-mismatch": "which VirtualService shop/orders-public routing to the target names",
+		// A Gateway API gateway: through the HTTPRoute's parentRef.
+		"gatewayapi-backend-port-missing": "pod of Gateway istio-ingress/public, the parent of HTTPRoute shop/orders with a backendRef to the target",
 	} {
 		tg, _, c := withoutCaller(t, name)
 		res := callersearch.Find(context.Background(), cluster.NewCache(c), tg, callersearch.Options{})
 		found := false
 		for _, cl := range res.Callers {
-			if cl.Pod.Name == "istio-ingressgateway-6b7f9c8d4-k2x7p" {
+			if cl.Pod.Name == "istio-ingressgateway-6b7f9c8d4-k2x7p" || cl.Pod.Name == "public-istio-5d9c7b8f6-w4q8n" {
 				found = true
 				if cl.By != callersearch.ByGateway || !strings.Contains(cl.Why, why) || !cl.Sidecar {
 					t.Errorf("%s: caller %+v, want found by %s: ...%s", name, cl, callersearch.ByGateway, why)

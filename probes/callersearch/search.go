@@ -21,6 +21,7 @@ package callersearch
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"net"
@@ -190,6 +191,8 @@ func Find(ctx context.Context, c cluster.Cluster, t cluster.Target, s Options) R
 		routingGateways   []*networkingv1.VirtualService
 		gws               []*networkingv1.Gateway
 		gwErr             error
+		apiGateways       []gatewayCandidate
+		apiRouteErrs      []error
 		promErr           error
 		svcWhat, podsWhat string
 		svcErr, podsErr   error
@@ -253,6 +256,18 @@ func Find(ctx context.Context, c cluster.Cluster, t cluster.Target, s Options) R
 	})
 	first.Go(func() { gws, gwErr = cluster.Gateways(ctx, c, "") })
 	first.Go(func() {
+		for _, kind := range []cluster.GatewayAPIKind{cluster.HTTPRoutes, cluster.GRPCRoutes} {
+			routes, err := cluster.GatewayAPIList(ctx, c, kind, "")
+			if err != nil {
+				if !errors.Is(err, cluster.ErrNotInInput) && !errors.Is(err, cluster.ErrNotFound) && !cluster.IsMissingKind(err) {
+					apiRouteErrs = append(apiRouteErrs, fmt.Errorf("list %s in all namespaces: %w", kind.Resource, err))
+				}
+				continue
+			}
+			apiGateways = append(apiGateways, apiGatewayCandidates(routes, t.Service, t.Namespace)...)
+		}
+	})
+	first.Go(func() {
 		drs, err := c.DestinationRules(ctx, "")
 		if err != nil {
 			drErr = err
@@ -305,6 +320,10 @@ func Find(ctx context.Context, c cluster.Cluster, t cluster.Target, s Options) R
 		}
 		in.Gateways = gatewayCandidates(routingGateways, gws)
 	}
+	for _, err := range apiRouteErrs {
+		problem("search the Gateway API routes", err)
+	}
+	in.Gateways = append(in.Gateways, apiGateways...)
 
 	// The config namespaces: the target's first, then those whose rules
 	// name the host, in name order.

@@ -96,9 +96,11 @@ func Fetch(ctx context.Context, c cluster.Cluster, t cluster.Target) (View, stri
 		sdWhat    string
 		sdErr     error
 		gwReads   gatewayReads
+		gwAPI     *mesh.GatewayAPIConfig
 		second    readgroup.Group
 	)
 	second.Go(func() { rules, rulesWhat, rulesErr = istioconfig.ReadRules(ctx, c, namespaces, optional) })
+	second.Go(func() { gwAPI = istioconfig.ReadGatewayAPI(ctx, c, namespaces) })
 	second.Go(func() { sd, sdNS, sdWhat, sdErr = fetchServiceData(ctx, c, svc) })
 	if out.Caller.Gateway {
 		second.Go(func() { gwReads = fetchGatewayConfig(ctx, c, pod, []string{metav1.NamespaceAll}) })
@@ -108,6 +110,7 @@ func Fetch(ctx context.Context, c cluster.Cluster, t cluster.Target) (View, stri
 		return out, rulesWhat, rulesErr
 	}
 	rules.Into(cfg)
+	cfg.GatewayAPI = gwAPI
 	if what, err := addServiceData(cfg, svc, sd, sdNS, sdWhat, sdErr); err != nil {
 		return out, what, err
 	}
@@ -129,6 +132,14 @@ func Fetch(ctx context.Context, c cluster.Cluster, t cluster.Target) (View, stri
 	// where the rules were read namespace by namespace, the rules of
 	// their namespaces (a DestinationRule there defines their subsets).
 	hosts := routedHosts(cfg, out.Caller, mesh.ServiceHost(svc.Name, svc.Namespace))
+	// What the Gateway API verdicts need: the caller's Gateway's Services,
+	// the backends of the routes that concern the target.
+	apiHosts := cfg.GatewayAPIReadHosts(out.Caller, mesh.ServiceHost(svc.Name, svc.Namespace))
+	if len(apiHosts) > maxPodLookups {
+		// Past the bound, their backends are undecided, never guessed.
+		apiHosts = apiHosts[:maxPodLookups]
+	}
+	hosts = append(hosts, apiHosts...)
 	if alias := mesh.ExternalNameOf(svc); alias != "" {
 		// istiod routes an ExternalName Service as the Service it names.
 		hosts = append([]string{alias}, hosts...)
@@ -147,14 +158,15 @@ func Fetch(ctx context.Context, c cluster.Cluster, t cluster.Target) (View, stri
 		third.Go(func() { otherSvcs[i], otherErrs[i] = c.GetService(ctx, ns, name) })
 	}
 	third.Wait()
-	cfg.ServicesUnknown = map[string]string{}
+	cfg.ServicesUnknown, cfg.ServicesAbsent = map[string]string{}, map[string]bool{}
 	var found []*corev1.Service
 	var otherNamespaces []string
 	for i, host := range others {
 		name, ns, _ := serviceOfHost(host)
 		switch err := otherErrs[i]; {
-		case apierrors.IsNotFound(err):
+		case apierrors.IsNotFound(err) && !cluster.IsMissingKind(err):
 			// the model then says no cluster is built for it
+			cfg.ServicesAbsent[host] = true
 		case err != nil:
 			cfg.ServicesUnknown[host] = cluster.AccessProblem("get service "+ns+"/"+name, err)
 			cfg.Unknown = append(cfg.Unknown, cfg.ServicesUnknown[host])

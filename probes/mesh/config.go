@@ -28,6 +28,10 @@ type Config struct {
 
 	// Services are keyed by their hostname (NAME.NAMESPACE.svc.cluster.local).
 	Services map[string]*ServiceData
+	// AllServices: Services holds every Service of the cluster (a dump,
+	// the lab), not only those a triage read for its target; what depends
+	// on Services not read is otherwise unknown.
+	AllServices bool
 	// Namespaces by name: their labels carry the network of pods that do
 	// not name one.
 	Namespaces map[string]*corev1.Namespace
@@ -41,6 +45,9 @@ type Config struct {
 	// namespaces whose Gateways were read (nil: all there are).
 	Gateways          []*networkingv1.Gateway
 	GatewayNamespaces map[string]bool
+	// GatewayAPI is the Gateway API configuration read (nil: none was
+	// read, and what it decides is not judged).
+	GatewayAPI *GatewayAPIConfig
 
 	// RulesRead are the namespaces whose Istio rules were read, when they
 	// could not all be listed across every namespace (a namespaced role);
@@ -52,6 +59,9 @@ type Config struct {
 	// ServicesUnknown says, by hostname, why a Service a route sends to
 	// could not be read: whether istiod has it is then not known.
 	ServicesUnknown map[string]string
+	// ServicesAbsent are the hostnames of Services looked up and not
+	// found.
+	ServicesAbsent map[string]bool
 
 	// Unknown lists what could not be read and so cannot be judged ("the
 	// rules of namespace istio-system: forbidden"); a View repeats it.
@@ -121,6 +131,9 @@ type Caller struct {
 	// requests is not known.
 	Bypass     string
 	BypassSome []string
+	// Ports are the caller pod's named container ports (a Service's named
+	// targetPort lands on one); nil when the pod is not known.
+	Ports map[string]int32
 }
 
 // CallerFromPod is the caller a pod is.
@@ -137,7 +150,14 @@ func callerFromPod(p *corev1.Pod) Caller {
 		labels = map[string]string{}
 	}
 	gateway, _ := GatewayPod(p)
-	c := Caller{Namespace: p.Namespace, Name: p.Name, Labels: labels, Sidecar: PodSidecar(p) != SidecarNone, Gateway: gateway}
+	c := Caller{Namespace: p.Namespace, Name: p.Name, Labels: labels, Sidecar: PodSidecar(p) != SidecarNone, Gateway: gateway, Ports: map[string]int32{}}
+	for _, ct := range p.Spec.Containers {
+		for _, cp := range ct.Ports {
+			if cp.Name != "" {
+				c.Ports[cp.Name] = cp.ContainerPort
+			}
+		}
+	}
 	if !gateway {
 		if bypassing, all := SidecarBypass(p); all {
 			c.Bypass = strings.Join(bypassing, "; ")

@@ -163,6 +163,11 @@ type GatewayServer struct {
 	// Rejected says why istiod drops the server (a port conflict, a TLS
 	// host another server already has); "" when it is served.
 	Rejected string
+	// Unreachable says why no request reaches the listener istiod builds
+	// for it (IST0162): no port of the Services that select the gateway
+	// pod is its port or leads to it; "" when one does, or no Service was
+	// read.
+	Unreachable string
 }
 
 // Ref names the server: namespace/name servers[i] port P.
@@ -235,9 +240,14 @@ type GatewayBinding struct {
 	// none names them).
 	ListenerPortsUnknown bool
 	// GatewayAPI names the Gateway API Gateway whose Deployment the caller
-	// is: istiod configures it from that Gateway and its HTTPRoutes, which
-	// the model does not read, so the binding above is not its routing.
+	// is ("" for none): istiod configures it from that Gateway's listeners
+	// and the routes attached to them, which the binding above holds as
+	// the Istio Gateways and VirtualServices istiod converts them into.
 	GatewayAPI string
+	// API is the Gateway API's side of the binding: the caller's Gateway,
+	// its listeners and the routes that concern the target (nil when the
+	// Gateway API objects were not read).
+	API *GatewayAPIBinding
 }
 
 // Selecting are the Gateways that select the caller, namespace/name.
@@ -327,18 +337,23 @@ func (c *Config) GatewayBindingFor(caller Caller, host string, port int32) (b *G
 	if b.GatewayAPI == "" {
 		b.GatewayAPI = caller.Labels[LabelIstioGatewayName]
 	}
-	gateways := append([]*networkingv1.Gateway(nil), c.Gateways...)
+	gateways, derivedUnknown := c.allGateways()
+	unknown = append(unknown, derivedUnknown...)
 	sortByAge(gateways)
 	var selecting []*networkingv1.Gateway
 	for _, gw := range gateways {
-		ok, why := GatewaySelects(gw, caller)
+		ok, why := c.gatewaySelects(gw, caller)
 		if ok {
 			selecting = append(selecting, gw)
 		}
 		b.Gateways = append(b.Gateways, RuleVerdict{Kind: "Gateway", Namespace: gw.Namespace, Name: gw.Name,
 			Host: strings.Join(gatewayHosts(gw), ","), Applies: ok, Why: why})
 	}
-	b.Servers, b.ListenerPortsUnknown, unknown = c.gatewayServers(caller, selecting)
+	selecting = strictGatewayMerging(selecting, b.Gateways)
+	var serverUnknown []string
+	b.Servers, b.ListenerPortsUnknown, serverUnknown = c.gatewayServers(caller, selecting)
+	unknown = append(unknown, serverUnknown...)
+	b.API, unknown = c.gatewayAPIBinding(caller, host, port, unknown)
 
 	// Virtual hosts, route name by route name, as buildGatewayHTTPRouteConfig
 	// builds them.
@@ -540,6 +555,9 @@ func (c *Config) judgeGatewayVS(vs *networkingv1.VirtualService, gateways []stri
 			continue
 		}
 		why := "names Gateway " + g + ", which does not exist"
+		if c.APIGateway(ns, name) != nil {
+			why = "names Gateway " + g + ", which is a Gateway API Gateway, not an Istio one: a VirtualService binds nothing to it (istiod gives that Gateway's pods its listeners and HTTPRoutes only); route it with an HTTPRoute"
+		}
 		if alt := c.gatewaysNamed(name); len(alt) > 0 {
 			why += " (a Gateway " + name + " exists in " + strings.Join(alt, ", ") + ": a short name is read in the VirtualService's own namespace " + vs.Namespace + ")"
 		}
@@ -642,6 +660,13 @@ func (c *Config) gatewayServers(caller Caller, selecting []*networkingv1.Gateway
 		}
 	}
 	portsUnknown := len(services) == 0 && len(selecting) > 0
+	for _, gw := range selecting {
+		if gw.Annotations[AnnotationGatewayService] != "" {
+			// A Gateway API Gateway's listeners resolve through its own
+			// Services, which selected the caller.
+			portsUnknown = len(services) == 0 && portsUnknown
+		}
+	}
 	type portState struct {
 		plaintext *GatewayServer
 		tls       bool
@@ -663,11 +688,21 @@ func (c *Config) gatewayServers(caller Caller, selecting []*networkingv1.Gateway
 				gs.TLSMode = s.GetTls().GetMode().String()
 			}
 			var why string
-			gs.ListenerPort, why = listenerPort(gs.Port, services)
+			if gw.Annotations[AnnotationGatewayService] != "" {
+				gs.ListenerPort, gs.Rejected = c.apiListenerPort(gs.Port, gw, caller)
+			} else {
+				gs.ListenerPort, why = listenerPort(gs.Port, services, caller)
+			}
 			if why != "" {
 				unknown = append(unknown, ref+": "+why)
+			} else if gw.Annotations[AnnotationGatewayService] == "" {
+				gs.Unreachable = unreachableListener(gs, services)
 			}
 			gs.RouteName = gatewayRouteName(gs, gw)
+			if gs.Rejected != "" {
+				out = append(out, gs)
+				continue
+			}
 			st := ports[gs.ListenerPort]
 			switch {
 			case st == nil:
@@ -716,25 +751,71 @@ func (c *Config) gatewayServers(caller Caller, selecting []*networkingv1.Gateway
 
 // listenerPort resolves a Gateway port as istiod does for a Gateway that
 // selects pods by label: the targetPort of the first Service port of that
-// number among the Services selecting the gateway pod, else the port as
-// written.
-func listenerPort(port int32, services []*corev1.Service) (int32, string) {
+// number among the Services selecting the gateway pod (a named one
+// resolved on the pod's container ports), else the port as written.
+func listenerPort(port int32, services []*corev1.Service, caller Caller) (int32, string) {
 	for _, svc := range services {
 		for _, sp := range svc.Spec.Ports {
 			if sp.Port != port {
 				continue
 			}
-			tp := sp.TargetPort
-			switch {
-			case tp.IntValue() > 0:
-				return int32(tp.IntValue()), ""
-			case tp.StrVal != "":
-				return port, fmt.Sprintf("Service %s/%s port %d has the named targetPort %q: the listener port is taken as %d", svc.Namespace, svc.Name, port, tp.StrVal, port)
+			if _, optOut := svc.Labels[labelDisablePortTranslation]; optOut {
+				continue
 			}
-			return port, ""
+			tp, why := targetPortOn(svc, sp, caller)
+			if why != "" {
+				return port, why + ": the listener port is taken as " + strconv.Itoa(int(port))
+			}
+			return tp, ""
 		}
 	}
 	return port, ""
+}
+
+// unreachableListener is IngressGatewayPortAnalyzer's test (IST0162)
+// for a label-selected Gateway's server: with Services selecting the
+// gateway pod, one of their ports must be the server's port or target
+// it; otherwise istiod builds a listener no request reaches.
+func unreachableListener(s GatewayServer, services []*corev1.Service) string {
+	if len(services) == 0 {
+		return ""
+	}
+	var ports, names []string
+	for _, svc := range services {
+		names = append(names, svc.Namespace+"/"+svc.Name)
+		for _, sp := range svc.Spec.Ports {
+			if sp.Port == s.Port || sp.TargetPort.IntValue() == int(s.ListenerPort) || sp.TargetPort.IntValue() == 0 && sp.TargetPort.StrVal == "" && sp.Port == s.ListenerPort {
+				return ""
+			}
+			ports = append(ports, fmt.Sprintf("%d→%s", sp.Port, sp.TargetPort.String()))
+		}
+	}
+	return fmt.Sprintf("no port of the gateway's Service %s is %d or targets it (its ports: %s): the gateway listens on %d and no request reaches it (IST0162)",
+		strings.Join(names, ", "), s.Port, strings.Join(ports, ", "), s.ListenerPort)
+}
+
+// labelDisablePortTranslation opts a Service out of a label-selected
+// Gateway's port translation.
+const labelDisablePortTranslation = "experimental.istio.io/disable-gateway-port-translation"
+
+// targetPortOn is the port a Service port lands on in the caller's pod:
+// its number, or its name among the pod's container ports (as istiod's
+// ServiceTargets resolve it); why says why it is not known.
+func targetPortOn(svc *corev1.Service, sp corev1.ServicePort, caller Caller) (int32, string) {
+	tp := sp.TargetPort
+	switch {
+	case tp.IntValue() > 0:
+		return int32(tp.IntValue()), ""
+	case tp.StrVal != "":
+		if p, ok := caller.Ports[tp.StrVal]; ok {
+			return p, ""
+		}
+		if caller.Ports == nil {
+			return 0, fmt.Sprintf("Service %s/%s port %d has the named targetPort %q and the gateway pod's ports are not known", svc.Namespace, svc.Name, sp.Port, tp.StrVal)
+		}
+		return 0, fmt.Sprintf("Service %s/%s port %d has the named targetPort %q, which no container port of the gateway pod is named", svc.Namespace, svc.Name, sp.Port, tp.StrVal)
+	}
+	return sp.Port, ""
 }
 
 // gatewayRouteName is istiod's gatewayRDSRouteName.
@@ -862,7 +943,8 @@ func (c *Config) gatewayVirtualServices(ns, gateway string) []*networkingv1.Virt
 		tier int
 	}
 	var out []candidate
-	for _, vs := range c.VirtualServices {
+	all, _ := c.allVirtualServices()
+	for _, vs := range all {
 		if !contains(vsGatewayRefs(vs), gateway) {
 			continue
 		}
@@ -873,6 +955,11 @@ func (c *Config) gatewayVirtualServices(ns, gateway string) []*networkingv1.Virt
 	sort.SliceStable(out, func(i, j int) bool {
 		if out[i].tier != out[j].tier {
 			return out[i].tier < out[j].tier
+		}
+		// Among public ones, the gateway's own namespace's Gateway API
+		// routes first (VirtualServicesForGateway: the consumer override).
+		if a, b := gatewaySemantics(out[i].vs) && out[i].vs.Namespace == ns, gatewaySemantics(out[j].vs) && out[j].vs.Namespace == ns; a != b {
+			return a
 		}
 		return olderRule(out[i].vs, out[j].vs)
 	})
@@ -930,6 +1017,7 @@ func (c *Config) gatewayRoutes(vs *networkingv1.VirtualService, s GatewayServer,
 			continue
 		}
 		r := Route{VirtualService: ref, Name: fmt.Sprintf("http[%d]%s", i, match), CatchAll: catchAll || match == ""}
+		semanticRoute(vs, h, &r)
 		for _, d := range destinations(h.GetRoute(), vs.Namespace, 0) {
 			r.Destinations = append(r.Destinations, c.gatewayPort(d, s.Port))
 		}
@@ -976,6 +1064,9 @@ func isCatchAllMatch(m *networkingv1alpha3.HTTPMatchRequest) bool {
 // GetDestinationCluster does on a gateway: the Service's only port, else
 // the Gateway port.
 func (c *Config) gatewayPort(d Destination, serverPort int32) Destination {
+	if d.Cluster == UnknownServiceCluster {
+		return d
+	}
 	if d.Port == 0 {
 		d.Port = serverPort
 		if sd := c.Services[d.Host]; sd != nil && sd.Service != nil && len(sd.Service.Spec.Ports) == 1 {
@@ -989,7 +1080,7 @@ func (c *Config) gatewayPort(d Destination, serverPort int32) Destination {
 // vsRoutesTo reports whether a route of vs sends requests to host:port,
 // whatever it is bound to: a destination naming host with that port, or
 // without a port when the Service has only that one, or any port of it.
-func vsRoutesTo(vs *networkingv1.VirtualService, host string, port int32, c *Config) bool {
+func vsRoutesTo(vs *networkingv1.VirtualService, host string, port int32, _ *Config) bool {
 	for _, h := range vs.Spec.GetHttp() {
 		for _, d := range destinations(h.GetRoute(), vs.Namespace, 0) {
 			if d.Host != host {
@@ -1008,7 +1099,8 @@ func vsRoutesTo(vs *networkingv1.VirtualService, host string, port int32, c *Con
 // Services a gateway's routes to host may split traffic with.
 func (c *Config) GatewayRoutedHosts(host string) []string {
 	var out []string
-	for _, vs := range c.VirtualServices {
+	all, _ := c.allVirtualServices()
+	for _, vs := range all {
 		if !vsRoutesTo(vs, host, 0, c) {
 			continue
 		}
@@ -1108,9 +1200,7 @@ func sortedKeysOfMap[V any](m map[string]V) []string {
 // servers, the VirtualServices and the virtual hosts that reach the target.
 func (b *GatewayBinding) Chain() []string {
 	var out []string
-	if b.GatewayAPI != "" {
-		out = append(out, "  the caller is the Deployment of Gateway API Gateway "+b.GatewayAPI+": its HTTPRoutes route it, and they are not modelled; what follows is the Istio Gateways' view only")
-	}
+	out = append(out, b.API.chain(b.GatewayAPI)...)
 	sel := b.Selecting()
 	if len(sel) == 0 {
 		out = append(out, "  no Gateway selects the caller: it has no listener for requests")
@@ -1122,6 +1212,8 @@ func (b *GatewayBinding) Chain() []string {
 		switch {
 		case s.Rejected != "":
 			line += ": REJECTED (" + s.Rejected + ")"
+		case s.Unreachable != "":
+			line += ": UNREACHABLE (" + s.Unreachable + ")"
 		case s.RouteName != "":
 			line += ", routes " + s.RouteName
 		default:

@@ -48,3 +48,13 @@ func hostSpecificity(host, ns string) int {
 func NearMiss(host, service, namespace string) bool {
 	return host == service+"."+namespace || host == service+"."+namespace+".svc"
 }
+
+// hostNamespace is the namespace of a Service hostname
+// (NAME.NAMESPACE.svc.cluster.local), "" for another host.
+func hostNamespace(host string) string {
+	parts := strings.Split(host, ".")
+	if len(parts) == 5 && parts[2] == "svc" {
+		return parts[1]
+	}
+	return ""
+}

@@ -15,7 +15,7 @@ func TestModel(t *testing.T) {
 			name += "/" + tc.Mesh
 		}
 		t.Run(name, func(t *testing.T) {
-			objs := meshtest.Objects(t, "testdata/model", "base.yaml", tc.File)
+			objs := meshtest.Objects(t, "testdata/model", tc.Files()...)
 			c := mesh.ConfigFromObjects(objs, meshtest.MeshConfig(t, tc.Mesh), "istio-system")
 			v, err := c.ViewFor(meshtest.CallerFrom(t, objs, c, tc.Caller), tc.Host, tc.Port)
 			if err != nil {

@@ -17,7 +17,8 @@ import (
 // nodes. The objects are taken for the whole world: a pod that is not
 // among them does not exist.
 func ConfigFromObjects(objects []runtime.Object, mc MeshConfig, rootNamespace string) *Config {
-	c := &Config{Mesh: mc, RootNamespace: rootNamespace, Services: map[string]*ServiceData{}, Namespaces: map[string]*corev1.Namespace{}}
+	c := &Config{Mesh: mc, RootNamespace: rootNamespace, Services: map[string]*ServiceData{}, Namespaces: map[string]*corev1.Namespace{}, AllServices: true}
+	gatewayAPI := &GatewayAPIConfig{}
 	pods := map[string]*corev1.Pod{} // namespace/name
 	nodes := map[string]*corev1.Node{}
 	var slices []discoveryv1.EndpointSlice
@@ -48,8 +49,11 @@ func ConfigFromObjects(objects []runtime.Object, mc MeshConfig, rootNamespace st
 			c.Gateways = append(c.Gateways, o)
 		case *securityv1.PeerAuthentication:
 			c.PeerAuthentications = append(c.PeerAuthentications, o)
+		default:
+			gatewayAPI.Add(obj)
 		}
 	}
+	c.GatewayAPI = gatewayAPI
 	sort.Slice(slices, func(i, j int) bool { return slices[i].Name < slices[j].Name })
 	for _, s := range slices {
 		if sd := c.Services[ServiceHost(s.Labels[discoveryv1.LabelServiceName], s.Namespace)]; sd != nil {

@@ -244,6 +244,10 @@ func (c *Config) SubsetCluster(caller Caller, host string, port int32, subset st
 // the caller, or says why there is none.
 func (c *Config) clusterFor(caller Caller, d Destination) *Cluster {
 	cl := &Cluster{Name: d.Cluster, Host: d.Host, Subset: d.Subset, Port: d.Port}
+	if d.Cluster == UnknownServiceCluster {
+		cl.Missing, cl.Why = MissingUnknownService, "istiod emptied the destination of a Gateway API backendRef it could not resolve (its route's ResolvedRefs says why): no cluster UnknownService exists"
+		return cl
+	}
 	sd := c.Services[d.Host]
 	if sd == nil || sd.Service == nil {
 		if se := c.visibleServiceEntry(caller, d.Host); se != nil {
@@ -281,7 +285,7 @@ func (c *Config) clusterFor(caller Caller, d Destination) *Cluster {
 		hasPort = hasPort || p.Port == d.Port
 	}
 	if !hasPort {
-		cl.Why = fmt.Sprintf("Service %s has no port %d", d.Host, d.Port)
+		cl.Missing, cl.Why = MissingPort, fmt.Sprintf("Service %s has no port %d", d.Host, d.Port)
 		return cl
 	}
 	rule, _, unknown := c.DestinationRuleFor(caller, d.Host, sd.Service.Namespace)
@@ -399,6 +403,11 @@ const (
 	MissingHost          = "host"           // no Service or ServiceEntry declares the host
 	MissingServiceHidden = "service-hidden" // the Service's exportTo hides it from the caller
 	MissingEntryHidden   = "entry-hidden"   // a ServiceEntry declares it, but its exportTo hides it
+	// MissingUnknownService: a Gateway API backendRef istiod emptied (not
+	// permitted, an unsupported kind): it routes to UnknownService.
+	MissingUnknownService = "unknown-service"
+	// MissingPort: the Service exists without the route's port.
+	MissingPort = "port"
 )
 
 // destinationRulesKnown: the namespaces istiod takes a host's
@@ -423,6 +432,11 @@ const (
 	// ServiceEntry declares (none at all, or one whose exportTo hides
 	// it): no cluster, 503 NC.
 	BreakNoEntry = "no-entry"
+	// BreakBackendInvalid: a Gateway API route's backendRef that istiod
+	// routes to a cluster it does not build (a Service or port that does
+	// not exist, a reference not permitted): 500 NC, the code istiod sets
+	// for gateway semantics.
+	BreakBackendInvalid = "backend-invalid"
 )
 
 // Break is a route destination that fails every request it gets.
@@ -450,6 +464,8 @@ func (v *View) Breaks() []Break {
 			switch {
 			case cl.ExistsUnknown != "":
 				continue
+			case !cl.Exists && r.ClusterNotFound == 500:
+				b.Reason, b.Why = BreakBackendInvalid, cl.Why+": Envoy answers 500 (NC, cluster_not_found)"
 			case d.Cluster == BlackHoleCluster:
 				b.Reason, b.Why = BreakBlackHole, cl.Why
 			case !cl.Exists && cl.Missing == MissingServiceHidden:
@@ -493,16 +509,23 @@ func (v *View) BrokenShare(reasons ...string) (max int, byRoute map[string]int) 
 	return max, byRoute
 }
 
-// routed reports whether a route destination or mirror names cluster.
-func (v *View) routed(cluster string) bool {
+// routedCode is what the caller's proxy answers a request a route sends
+// to cluster when it does not exist: 500 for a Gateway API route, 503
+// otherwise; 0 when no route destination or mirror names it.
+func (v *View) routedCode(cluster string) int {
+	code := 0
 	for _, r := range v.Routes {
 		for _, d := range append(append([]Destination(nil), r.Destinations...), r.Mirrors...) {
-			if d.Cluster == cluster {
-				return true
+			if d.Cluster != cluster {
+				continue
 			}
+			if r.ClusterNotFound != 0 {
+				return r.ClusterNotFound
+			}
+			code = 503
 		}
 	}
-	return false
+	return code
 }
 
 // Chain is the reasoning an on-call would follow, one line a link: caller,
@@ -535,8 +558,11 @@ func (v *View) Chain() []string {
 		}
 		out = append(out, fmt.Sprintf("  %s (outbound policy %s from %s)", vis, policy, v.Visibility.PolicyFrom))
 	}
-	if v.VirtualService != nil {
-		out = append(out, "  VirtualService "+v.VirtualService.Namespace+"/"+v.VirtualService.Name+" routes it")
+	switch vs := v.VirtualService; {
+	case vs != nil && gatewaySemantics(vs):
+		out = append(out, "  Gateway API mesh route "+vs.Annotations[annotationParents]+" routes it (istiod's VirtualService "+vs.Namespace+"/"+vs.Name+")")
+	case vs != nil:
+		out = append(out, "  VirtualService "+vs.Namespace+"/"+vs.Name+" routes it")
 	}
 	for _, r := range v.Routes {
 		var dests []string
@@ -564,8 +590,8 @@ func (v *View) Chain() []string {
 		}
 		if !cl.Exists {
 			line := "  cluster " + n + ": NOT BUILT (" + cl.Why + ")"
-			if v.routed(n) {
-				line += ": 503 NC"
+			if code := v.routedCode(n); code != 0 {
+				line += fmt.Sprintf(": %d NC", code)
 			}
 			out = append(out, line)
 			continue

@@ -24,6 +24,37 @@ type Route struct {
 	// Mirrors get a copy of each request; their answers are dropped, so
 	// they never fail the caller's request.
 	Mirrors []Destination
+	// EnvoyName is the route's name in Envoy and access logs (route_name)
+	// where istiod names it: a Gateway API rule's ("" otherwise).
+	EnvoyName string
+	// ClusterNotFound is what Envoy answers when the route's cluster does
+	// not exist: 500 for a Gateway API route (gateway semantics), 503
+	// (0) otherwise.
+	ClusterNotFound int
+}
+
+// semanticRoute names a route of a Gateway API route's VirtualService as
+// istiod does, and gives it the 500 istiod sets for a missing cluster.
+func semanticRoute(vs *networkingv1.VirtualService, h *networkingv1alpha3.HTTPRoute, r *Route) {
+	if !gatewaySemantics(vs) {
+		return
+	}
+	r.EnvoyName, r.ClusterNotFound = h.GetName(), 500
+	if parents := vs.Annotations[annotationParents]; parents != "" {
+		r.VirtualService = parents // the routes it was made of, not istiod's internal name
+	}
+	if h.GetName() != "" {
+		r.Name = h.GetName() + strings.TrimPrefix(r.Name, fmt.Sprintf("http[%d]", indexOfRoute(vs, h)))
+	}
+}
+
+func indexOfRoute(vs *networkingv1.VirtualService, h *networkingv1alpha3.HTTPRoute) int {
+	for i, x := range vs.Spec.GetHttp() {
+		if x == h {
+			return i
+		}
+	}
+	return -1
 }
 
 // Destination is one weighted destination of a route.
@@ -74,6 +105,9 @@ type vsCandidate struct {
 	vs          *networkingv1.VirtualService
 	tier        int // 0 private, 1 exported by name, 2 public
 	specificity int
+	// consumer: a Gateway API mesh route of the caller's namespace, which
+	// istiod takes before the others of its tier (SelectVirtualServices).
+	consumer bool
 }
 
 // VirtualServicesFor picks the VirtualService that routes host for the
@@ -94,7 +128,12 @@ func (c *Config) virtualServicesFor(caller Caller, host string) (*networkingv1.V
 	var verdicts []RuleVerdict
 	sc, _ := c.SidecarFor(caller)
 	var candidates []vsCandidate
-	for _, vs := range c.VirtualServices {
+	all, _ := c.allVirtualServices()
+	for _, vs := range all {
+		semantic := gatewaySemantics(vs)
+		if semantic && !bindsSidecars(vs.Spec.GetGateways()) {
+			continue // a Gateway API route of a gateway: the gateway's binding judges it
+		}
 		hosts := vs.Spec.GetHosts()
 		best, near := -1, ""
 		for _, h := range hosts {
@@ -106,8 +145,16 @@ func (c *Config) virtualServicesFor(caller Caller, host string) (*networkingv1.V
 			}
 		}
 		v := RuleVerdict{Kind: "VirtualService", Namespace: vs.Namespace, Name: vs.Name, Host: strings.Join(hosts, ",")}
+		if semantic {
+			v.Kind, v.Name = "mesh route", vs.Annotations[annotationParents]
+		}
 		tier, visible := c.vsTier(vs, caller.Namespace)
 		switch {
+		case semantic && best >= 0 && vs.Namespace != caller.Namespace && vs.Namespace != hostNamespace(host):
+			// buildSidecarVirtualHostsForVirtualService: a mesh route
+			// binds the Service's namespace (producer) or the caller's
+			// (consumer), no other.
+			v.Why = "a Gateway API mesh route of namespace " + vs.Namespace + ": istiod applies one only in the Service's namespace or the caller's"
 		case best < 0 && near != "":
 			v.Why = fmt.Sprintf("never applies: Istio does not complete host %q, use %s", near, host)
 		case best < 0:
@@ -119,7 +166,7 @@ func (c *Config) virtualServicesFor(caller Caller, host string) (*networkingv1.V
 		case !egressImportsVS(sc, vs, caller.Namespace):
 			v.Why = "the caller's Sidecar " + sc.Namespace + "/" + sc.Name + " egress hosts do not import VirtualServices of " + vs.Namespace + " for these hosts"
 		default:
-			candidates = append(candidates, vsCandidate{vs: vs, tier: tier, specificity: best})
+			candidates = append(candidates, vsCandidate{vs: vs, tier: tier, specificity: best, consumer: semantic && vs.Namespace == caller.Namespace})
 			v.Applies = true
 		}
 		verdicts = append(verdicts, v)
@@ -131,6 +178,9 @@ func (c *Config) virtualServicesFor(caller Caller, host string) (*networkingv1.V
 		}
 		if a.tier != b.tier {
 			return a.tier < b.tier
+		}
+		if a.consumer != b.consumer {
+			return a.consumer
 		}
 		if !a.vs.CreationTimestamp.Equal(&b.vs.CreationTimestamp) {
 			return a.vs.CreationTimestamp.Before(&b.vs.CreationTimestamp)
@@ -298,7 +348,8 @@ func RoutesOf(vs *networkingv1.VirtualService, port int32, proto string) []Route
 			if !ok {
 				continue
 			}
-			r := Route{VirtualService: ref, Name: fmt.Sprintf("http[%d]%s", i, match), CatchAll: match == ""}
+			r := Route{VirtualService: ref, Name: fmt.Sprintf("http[%d]%s", i, match), CatchAll: match == "" || catchAllOnPort(h.GetMatch(), port)}
+			semanticRoute(vs, h, &r)
 			r.Destinations = destinations(h.GetRoute(), vs.Namespace, port)
 			if m := h.GetMirror(); m != nil {
 				r.Mirrors = append(r.Mirrors, destination(m, vs.Namespace, port, 100))
@@ -323,6 +374,23 @@ func RoutesOf(vs *networkingv1.VirtualService, port int32, proto string) []Route
 		}
 	}
 	return out
+}
+
+// catchAllOnPort reports a match that takes every request on port: uri
+// prefix "/" and nothing else, its port aside (a port condition is the
+// listener's, not Envoy's route's).
+func catchAllOnPort(matches []*networkingv1alpha3.HTTPMatchRequest, port int32) bool {
+	for _, m := range matches {
+		if p := int32(m.GetPort()); p != 0 && port != 0 && p != port {
+			continue
+		}
+		cp := m.DeepCopy()
+		cp.Port = 0
+		if isCatchAllMatch(cp) {
+			return true
+		}
+	}
+	return false
 }
 
 // httpMatch describes the route's match conditions that apply to port; ok
@@ -412,6 +480,11 @@ func destinations[W weighted](ws []W, ns string, port int32) []Destination {
 }
 
 func destination(d *networkingv1alpha3.Destination, ns string, port int32, pct int) Destination {
+	if d.GetHost() == "" {
+		// A Gateway API backendRef istiod could not resolve: it empties
+		// the destination, and routes to a cluster that never exists.
+		return Destination{Percent: pct, Cluster: UnknownServiceCluster}
+	}
 	p := port
 	if n := d.GetPort().GetNumber(); n != 0 {
 		p = int32(n)

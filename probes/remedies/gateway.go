@@ -59,7 +59,15 @@ func (BindToGateway) Compute(ctx context.Context, in *Input) Output {
 	if why != "" {
 		return unpatchable("%s", why)
 	}
-	selecting := v.Gateway.Selecting()
+	var selecting []string
+	for _, ref := range v.Gateway.Selecting() {
+		if _, name, _ := splitRef(ref); !mesh.IsInternalGatewayName(name) {
+			selecting = append(selecting, ref)
+		}
+	}
+	if len(selecting) == 0 && v.Gateway.GatewayAPI != "" {
+		return unpatchable("the gateway is Gateway API Gateway %s's, which a VirtualService cannot bind to (istiod gives its pods its listeners and the routes attached to them): route the host with an HTTPRoute whose parentRef is that Gateway", v.Gateway.GatewayAPI)
+	}
 	if len(selecting) == 0 {
 		return unpatchable("no Gateway read selects the gateway pod: make a Gateway select it (next direction)")
 	}

@@ -143,6 +143,12 @@ func All() []Remedy {
 		AlignSubsetLabels{},
 		AlignTargetPort{},
 		BindToGateway{},
+		// Gateway API (issue 28).
+		AttachRoute{},
+		DropMissingBackend{},
+		ExposeGatewayPort{},
+		FixBackendPort{},
+		GrantReference{},
 		DefineSubset{},
 		DeployWaypoint{},
 		DrainSettings{},

@@ -85,6 +85,9 @@ type Row struct {
 	TCP       *bool    `json:"tcp,omitempty"`
 	Details   []string `json:"details,omitempty"`
 	Transport []string `json:"transport,omitempty"`
+	// Codes: any of them is the entry's response code (Envoy answers a
+	// missing cluster 500 under Gateway API semantics, 503 otherwise).
+	Codes []int `json:"codes,omitempty"`
 	// ztunnel conditions: HBONE (ztunnel connected to a pod's 15008), and
 	// any of Error as a part of the error text.
 	HBONE *bool    `json:"hbone,omitempty"`
@@ -97,7 +100,7 @@ type Row struct {
 }
 
 func (r *Row) conditional() bool {
-	return r.TCP != nil || len(r.Details) > 0 || len(r.Transport) > 0 || r.HBONE != nil || len(r.Error) > 0
+	return r.TCP != nil || len(r.Details) > 0 || len(r.Transport) > 0 || len(r.Codes) > 0 || r.HBONE != nil || len(r.Error) > 0
 }
 
 // Vocabulary is the loaded mapping.
@@ -198,7 +201,7 @@ func (v *Vocabulary) validate(causes []string) error {
 					errs = append(errs, at+": no hops")
 				}
 				envoyRow := hops[0] == SidecarOutbound
-				if envoyRow && (r.HBONE != nil || len(r.Error) > 0) || !envoyRow && (r.TCP != nil || len(r.Details) > 0 || len(r.Transport) > 0) {
+				if envoyRow && (r.HBONE != nil || len(r.Error) > 0) || !envoyRow && (r.TCP != nil || len(r.Details) > 0 || len(r.Transport) > 0 || len(r.Codes) > 0) {
 					errs = append(errs, at+": a condition of the other table")
 				}
 				for _, h := range r.Hops {
@@ -261,6 +264,9 @@ func (v *Vocabulary) Flag(flag string, hop Hop, k accesslog.FailureKey) Answer {
 			continue
 		}
 		if len(r.Transport) > 0 && !containsAny(k.Transport, r.Transport) {
+			continue
+		}
+		if len(r.Codes) > 0 && !slices.Contains(r.Codes, k.Code) {
 			continue
 		}
 		return r.answer(flag, hop)

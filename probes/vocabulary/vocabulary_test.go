@@ -69,6 +69,9 @@ func TestFlagMapping(t *testing.T) {
 		// not see, a stale proxy, or one that rejected the push with it.
 		{SidecarOutbound, accesslog.FailureKey{Flags: "NR", Code: 404, Details: "route_not_found"}, []string{"config.not-visible", "xds.stale", "xds.config-rejected"}, ""},
 		{SidecarOutbound, accesslog.FailureKey{Flags: "NC", Code: 503, Details: "cluster_not_found"}, []string{"vs.subset-undefined", "xds.stale", "xds.config-rejected"}, ""},
+		// Gateway API semantics: the same missing cluster answered 500.
+		{Gateway, accesslog.FailureKey{Flags: "NC", Code: 500, Details: "cluster_not_found"}, []string{"gateway.backend-not-found", "gateway.backend-port-missing", "gateway.ref-not-permitted", "xds.stale", "xds.config-rejected"}, ""},
+		{SidecarOutbound, accesslog.FailureKey{Flags: "NC", Code: 500, Details: "cluster_not_found"}, []string{"gateway.backend-not-found", "gateway.backend-port-missing", "gateway.ref-not-permitted", "xds.stale", "xds.config-rejected"}, ""},
 		{SidecarOutbound, accesslog.FailureKey{Flags: "UH", Code: 503, Details: "no_healthy_upstream"},
 			[]string{"outlier.all-ejected", "dr.subset-no-pods", "endpoints.none-ready", "service.no-endpoints", "service.no-selector-match", "xds.stale", "eds.synced-but-empty"}, ""},
 		{SidecarOutbound, accesslog.FailureKey{Flags: "UH", TCP: true},

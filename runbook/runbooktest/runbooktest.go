@@ -6,8 +6,11 @@ package runbooktest
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"reflect"
 	"sync"
+	"testing"
 	"time"
 
 	"github.com/meshtriage/meshtriage/probes"
@@ -70,6 +73,7 @@ func Healthy() map[string]probes.Facts {
 			"dr_outlier_aggressive": false, "dr_pool_tiny": false, "dr_pool_limits": []string{}, "dr_idle_timeout_s": 0,
 			"dr_outlier_consecutive_gateway_errors": 0, "dr_subset_no_pods_percent": 0, "vs_undefined_subset_percent": 0,
 			"visibility_visible": true, "visibility_hidden_by": "", "visibility_fallback": "",
+			"mesh_route_backend_not_found": []string{}, "mesh_route_backend_port_missing": []string{}, "mesh_route_broken_percent": 0,
 		},
 		"service-entry":  {"se_registry_only": false, "se_rules_partial": "", "se_unregistered_hosts": []string{}, "se_hidden_hosts": []string{}, "se_in_cluster_hosts": []string{}},
 		"port-exclusion": {"exclusion_outbound_ports": []string{}, "exclusion_inbound_ports": []string{}, "exclusion_target_port_bypassed": false},
@@ -275,4 +279,31 @@ func AmbientHealthy() map[string]probes.Facts {
 			"waypoint_rbac_policies": []string{}},
 		"mtls": {"mtls_source_sidecar": false, "mtls_upstream_sidecar": false, "mtls_client_config": "no-sidecar"},
 	})
+}
+
+// BumpGeneration is what the API server does to an object a patch
+// changes (before and after as JSON): a spec change moves
+// metadata.generation up by one where the object keeps one, so the
+// status istiod wrote before reads as stale. Tests that apply fixes
+// outside the product apply them as the API server would.
+func BumpGeneration(t testing.TB, before, after []byte) []byte {
+	t.Helper()
+	var b, a map[string]any
+	if err := json.Unmarshal(before, &b); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(after, &a); err != nil {
+		t.Fatal(err)
+	}
+	meta, _ := a["metadata"].(map[string]any)
+	g, _ := meta["generation"].(float64)
+	if g == 0 || reflect.DeepEqual(b["spec"], a["spec"]) {
+		return after
+	}
+	meta["generation"] = g + 1
+	out, err := json.Marshal(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }

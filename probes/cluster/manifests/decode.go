@@ -55,15 +55,22 @@ var Scheme = func() *runtime.Scheme {
 // Read reports whether a triage reads objects of kind gvk, so that a
 // source loads them: every Kubernetes kind client-go knows and every Istio
 // kind (the clientsets a recording replays through hold them), and the
-// Gateway API's Gateways (a waypoint, a gateway's listeners). Other
-// Gateway API kinds (HTTPRoute, GRPCRoute, GatewayClass, ReferenceGrant,
-// TCPRoute, TLSRoute...) decode but are not read: Load skips them, naming
+// Gateway API kinds istiod turns into its configuration (Gateways,
+// GatewayClasses, HTTPRoutes, GRPCRoutes, TLSRoutes, TCPRoutes,
+// ReferenceGrants). Other Gateway API kinds (UDPRoute, ListenerSet,
+// BackendTLSPolicy...) decode but are not read: Load skips them, naming
 // each kind once.
 func Read(gvk schema.GroupVersionKind) bool {
 	if gvk.Group == gatewayv1.GroupName {
-		return gvk.Kind == "Gateway"
+		return gatewayAPIRead[gvk.Kind]
 	}
 	return clientgoscheme.Scheme.Recognizes(gvk) || istioscheme.Scheme.Recognizes(gvk)
+}
+
+// gatewayAPIRead are the Gateway API kinds a triage reads.
+var gatewayAPIRead = map[string]bool{
+	"Gateway": true, "GatewayClass": true, "HTTPRoute": true, "GRPCRoute": true,
+	"TLSRoute": true, "TCPRoute": true, "ReferenceGrant": true,
 }
 
 var (
@@ -385,8 +392,38 @@ func toServedVersion(obj runtime.Object) runtime.Object {
 	case *gatewayv1beta1.Gateway:
 		// The same type as v1's (gateway-api defines it so).
 		out := (*gatewayv1.Gateway)(o).DeepCopy()
-		out.TypeMeta = metav1.TypeMeta{APIVersion: gatewayv1.GroupVersion.String(), Kind: "Gateway"}
+		out.TypeMeta = gatewayV1Type("Gateway")
 		return out
+	case *gatewayv1beta1.GatewayClass:
+		out := (*gatewayv1.GatewayClass)(o).DeepCopy()
+		out.TypeMeta = gatewayV1Type("GatewayClass")
+		return out
+	case *gatewayv1beta1.HTTPRoute:
+		out := (*gatewayv1.HTTPRoute)(o).DeepCopy()
+		out.TypeMeta = gatewayV1Type("HTTPRoute")
+		return out
+	case *gatewayv1beta1.ReferenceGrant:
+		out := (*gatewayv1.ReferenceGrant)(o).DeepCopy()
+		out.TypeMeta = gatewayV1Type("ReferenceGrant")
+		return out
+	case *gatewayv1alpha2.ReferenceGrant:
+		out := (*gatewayv1.ReferenceGrant)(o).DeepCopy()
+		out.TypeMeta = gatewayV1Type("ReferenceGrant")
+		return out
+	case *gatewayv1alpha2.GRPCRoute:
+		out := (*gatewayv1.GRPCRoute)(o).DeepCopy()
+		out.TypeMeta = gatewayV1Type("GRPCRoute")
+		return out
+	case *gatewayv1alpha3.TLSRoute:
+		out := (*gatewayv1.TLSRoute)(o).DeepCopy()
+		out.TypeMeta = gatewayV1Type("TLSRoute")
+		return out
+	case *gatewayv1alpha2.TLSRoute:
+		// A struct of its own, whose fields v1 keeps: converted field by
+		// field through JSON.
+		return viaJSON(o, &gatewayv1.TLSRoute{TypeMeta: gatewayV1Type("TLSRoute")})
+	case *gatewayv1alpha2.TCPRoute:
+		return viaJSON(o, &gatewayv1.TCPRoute{TypeMeta: gatewayV1Type("TCPRoute")})
 	case *securityv1beta1.PeerAuthentication:
 		out := &securityv1.PeerAuthentication{ObjectMeta: o.ObjectMeta}
 		o.Spec.DeepCopyInto(&out.Spec)
@@ -394,6 +431,23 @@ func toServedVersion(obj runtime.Object) runtime.Object {
 		return out
 	}
 	return obj
+}
+
+// gatewayV1Type is the TypeMeta of a Gateway API v1 kind.
+func gatewayV1Type(kind string) metav1.TypeMeta {
+	return metav1.TypeMeta{APIVersion: gatewayv1.GroupVersion.String(), Kind: kind}
+}
+
+// viaJSON converts obj into out (a newer version of its kind with the
+// same fields) through its JSON; obj as it is when that fails.
+func viaJSON[T runtime.Object](obj runtime.Object, out T) runtime.Object {
+	tm := out.GetObjectKind().GroupVersionKind()
+	data, err := json.Marshal(obj)
+	if err != nil || json.Unmarshal(data, out) != nil {
+		return obj
+	}
+	out.GetObjectKind().SetGroupVersionKind(tm)
+	return out
 }
 
 func v1Type(kind string) metav1.TypeMeta {

@@ -14,6 +14,7 @@
 package patched
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -85,6 +86,12 @@ var kinds = map[schema.GroupKind]func() any{
 	{Group: "security.istio.io", Kind: "AuthorizationPolicy"}: func() any { return &securityv1.AuthorizationPolicy{} },
 	{Group: "networking.k8s.io", Kind: "NetworkPolicy"}:       func() any { return &networkingk8s.NetworkPolicy{} },
 	{Group: "gateway.networking.k8s.io", Kind: "Gateway"}:     func() any { return &gatewayv1.Gateway{} },
+	{Group: cluster.GatewayAPIGroup, Kind: "HTTPRoute"}:       func() any { return &gatewayv1.HTTPRoute{} },
+	{Group: cluster.GatewayAPIGroup, Kind: "GRPCRoute"}:       func() any { return &gatewayv1.GRPCRoute{} },
+	{Group: cluster.GatewayAPIGroup, Kind: "TLSRoute"}:        func() any { return &gatewayv1.TLSRoute{} },
+	{Group: cluster.GatewayAPIGroup, Kind: "TCPRoute"}:        func() any { return &gatewayv1.TCPRoute{} },
+	{Group: cluster.GatewayAPIGroup, Kind: "ReferenceGrant"}:  func() any { return &gatewayv1.ReferenceGrant{} },
+	{Group: cluster.GatewayAPIGroup, Kind: "GatewayClass"}:    func() any { return &gatewayv1.GatewayClass{} },
 }
 
 // New serves base with patches applied, in their order. A patch of a kind
@@ -146,11 +153,16 @@ func patchObject[T any](c *Cluster, k objectKey, obj *T) (*T, error) {
 	if err != nil {
 		return nil, err
 	}
+	before := doc
 	for _, p := range ps {
 		if doc, err = patch.Apply(doc, p, new(T)); err != nil {
 			c.fail(k, err)
 			return nil, fmt.Errorf("simulation: %s: %w", k, err)
 		}
+	}
+	if doc, err = bumpGeneration(before, doc); err != nil {
+		c.fail(k, err)
+		return nil, fmt.Errorf("simulation: %s: %w", k, err)
 	}
 	out := new(T)
 	if err := json.Unmarshal(doc, out); err != nil {
@@ -402,4 +414,32 @@ func (c *Cluster) Istiod(ctx context.Context, replica, path string) ([]byte, err
 		return nil, &cluster.UnreachableError{What: "istiod", Err: ErrNotSimulated}
 	}
 	return c.base.Istiod(ctx, replica, path)
+}
+
+// bumpGeneration does what the API server does to an object whose spec
+// changes: metadata.generation goes up by one (for kinds that keep one),
+// so the status istiod wrote for the object as read reads as stale on the
+// patched one, as it would until istiod writes again.
+func bumpGeneration(before, after []byte) ([]byte, error) {
+	var b, a struct {
+		Metadata struct {
+			Generation int64 `json:"generation"`
+		} `json:"metadata"`
+		Spec json.RawMessage `json:"spec"`
+	}
+	if err := json.Unmarshal(before, &b); err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal(after, &a); err != nil {
+		return nil, err
+	}
+	if b.Metadata.Generation == 0 || a.Metadata.Generation != b.Metadata.Generation || bytes.Equal(b.Spec, a.Spec) {
+		return after, nil
+	}
+	var m map[string]any
+	if err := json.Unmarshal(after, &m); err != nil {
+		return nil, err
+	}
+	m["metadata"].(map[string]any)["generation"] = b.Metadata.Generation + 1
+	return json.Marshal(m)
 }

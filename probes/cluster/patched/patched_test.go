@@ -49,12 +49,21 @@ func TestPatchesApplyAsTheObjectsAreRead(t *testing.T) {
 	if r := vss[0].Spec.GetHttp()[0].GetRoute(); len(r) != 1 || r[0].GetWeight() != 100 || r[0].GetDestination().GetSubset() != "v1" {
 		t.Errorf("patched route: %+v", r)
 	}
-	if orig, _ := base.VirtualServices(ctx, "shop"); len(orig[0].Spec.GetHttp()[0].GetRoute()) != 2 {
+	orig, _ := base.VirtualServices(ctx, "shop")
+	if len(orig[0].Spec.GetHttp()[0].GetRoute()) != 2 {
 		t.Error("the base cluster's object was changed")
+	}
+	// As the API server does: a spec change moves the generation, so the
+	// status written for the object as read is of an older one.
+	if g := orig[0].Generation; g == 0 || vss[0].Generation != g+1 {
+		t.Errorf("generation %d after a spec change of generation %d: want one more", vss[0].Generation, g)
 	}
 	ns, err := c.GetNamespace(ctx, "shop")
 	if err != nil || ns.Labels["team"] != "orders" {
 		t.Errorf("namespace labels: %v %v", ns.Labels, err)
+	}
+	if orig, _ := base.GetNamespace(ctx, "shop"); ns.Generation != orig.Generation {
+		t.Errorf("a label change moved the generation from %d to %d", orig.Generation, ns.Generation)
 	}
 	drs, err := c.DestinationRules(ctx, "istio-system")
 	if err != nil || len(drs) != 1 || drs[0].Spec.GetHost() != "x" {

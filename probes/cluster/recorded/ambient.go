@@ -2,11 +2,10 @@ package recorded
 
 import (
 	"context"
-	"k8s.io/apimachinery/pkg/runtime"
-	"sort"
 
 	securityv1 "istio.io/client-go/pkg/apis/security/v1"
 	networkingk8s "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/meshtriage/meshtriage/probes/cluster"
@@ -45,8 +44,8 @@ func (c *Cluster) AuthorizationPolicies(ctx context.Context, namespace string) (
 	return c.Reader.AuthorizationPolicies(ctx, namespace)
 }
 
-// GatewayAPIGateways serves the recorded Gateways of namespace, sorted by
-// name as the API lists them.
+// GatewayAPIGateways serves the recorded Gateways of namespace ("" for
+// every namespace), sorted by namespace and name as the API lists them.
 func (c *Cluster) GatewayAPIGateways(ctx context.Context, namespace string) ([]*gatewayv1.Gateway, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -58,12 +57,9 @@ func (c *Cluster) GatewayAPIGateways(ctx context.Context, namespace string) ([]*
 		return nil, err
 	}
 	var out []*gatewayv1.Gateway
-	for _, obj := range c.s.Objects {
-		if gw, ok := obj.(*gatewayv1.Gateway); ok && gw.Namespace == namespace {
-			out = append(out, gw.DeepCopy())
-		}
+	for _, obj := range recordedOf(c.s.Objects, namespace, func(o runtime.Object) bool { _, ok := o.(*gatewayv1.Gateway); return ok }) {
+		out = append(out, obj.(*gatewayv1.Gateway))
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, nil
 }
 

@@ -20,6 +20,9 @@ import (
 // probes/mesh/testdata/model over base.yaml, with the check of the view.
 type Case struct {
 	File string
+	// Over is a file the case's File is layered on, over base.yaml ("" for
+	// none): gatewayapi-base.yaml's Gateway API ingress.
+	Over string
 	// Caller is "NS/POD" (a pod of the files), or "meshed NS" (a meshed
 	// pod of NS whose labels are unknown).
 	Caller string
@@ -341,6 +344,117 @@ var Cases = []Case{
 		wantGatewayVS(t, v, "shop/orders-public", mesh.GatewayBound)
 		wantGatewayRoute(t, v, "http.8003", "shop.example.com")
 	}},
+	// The Gateway API: istiod converts Gateways and routes into Istio
+	// Gateways and VirtualServices (pilot/pkg/config/kube/gateway) and
+	// judges parents and backends as it converts.
+	{File: "gatewayapi-base.yaml", Caller: APIGW, Host: "orders.shop.svc.cluster.local", Port: 8080, Check: func(t testing.TB, v *mesh.View) {
+		wantNoBreak(t, v)
+		wantGatewayHosts(t, v, "shop.example.com:80")
+		wantGatewayRoute(t, v, "http.80", "shop.example.com")
+		wantAPIParent(t, v, "HTTPRoute shop/orders", true, "")
+		if len(v.Routes) != 1 || v.Routes[0].EnvoyName != "shop.orders.0" || v.Routes[0].Destinations[0].Cluster != "outbound|8080||orders.shop.svc.cluster.local" {
+			t.Errorf("routes %+v, want shop.orders.0 to outbound|8080||orders.shop.svc.cluster.local", v.Routes)
+		}
+	}},
+	{File: "gatewayapi-backend-port-missing.yaml", Over: "gatewayapi-base.yaml", Caller: APIGW, Host: "orders.shop.svc.cluster.local", Port: 8080, Check: func(t testing.TB, v *mesh.View) {
+		wantAPIParent(t, v, "HTTPRoute shop/orders", true, "")
+		wantAPIBackend(t, v, "HTTPRoute shop/orders", mesh.BackendPortMissing, "outbound|80||orders.shop.svc.cluster.local")
+	}},
+	{File: "gatewayapi-backend-not-found.yaml", Over: "gatewayapi-base.yaml", Caller: APIGW, Host: "orders.shop.svc.cluster.local", Port: 8080, Check: func(t testing.TB, v *mesh.View) {
+		wantAPIBackend(t, v, "HTTPRoute shop/orders", mesh.BackendNotFound, "outbound|8080||orders-canary.shop.svc.cluster.local")
+		wantBreak(t, v, mesh.BreakBackendInvalid, 10, "outbound|8080||orders-canary.shop.svc.cluster.local")
+		wantGatewayHosts(t, v, "shop.example.com:80")
+	}},
+	{File: "gatewayapi-ref-not-permitted.yaml", Over: "gatewayapi-base.yaml", Caller: APIGW, Host: "orders.shop.svc.cluster.local", Port: 8080, Check: func(t testing.TB, v *mesh.View) {
+		wantAPIParent(t, v, "HTTPRoute web/orders-from-web", true, "")
+		wantAPIBackend(t, v, "HTTPRoute web/orders-from-web", mesh.BackendRefNotAllowed, mesh.UnknownServiceCluster)
+		wantGatewayHosts(t, v)
+	}},
+	{File: "gatewayapi-ref-granted.yaml", Over: "gatewayapi-base.yaml", Caller: APIGW, Host: "orders.shop.svc.cluster.local", Port: 8080, Check: func(t testing.TB, v *mesh.View) {
+		wantAPIBackend(t, v, "HTTPRoute web/orders-from-web", "", "outbound|8080||orders.shop.svc.cluster.local")
+		wantGatewayHosts(t, v, "shop.example.com:80")
+		wantNoBreak(t, v)
+	}},
+	{File: "gatewayapi-not-allowed-by-listeners.yaml", Over: "gatewayapi-base.yaml", Caller: APIGW, Host: "orders.shop.svc.cluster.local", Port: 8080, Check: func(t testing.TB, v *mesh.View) {
+		wantAPIParent(t, v, "HTTPRoute web/orders-web", false, mesh.ReasonNotAllowedByListeners)
+		wantAPIParent(t, v, "HTTPRoute shop/orders", false, mesh.ReasonNoMatchingListenerHostname)
+		wantGatewayHosts(t, v)
+	}},
+	{File: "gatewayapi-hostname-mismatch.yaml", Over: "gatewayapi-base.yaml", Caller: APIGW, Host: "orders.shop.svc.cluster.local", Port: 8080, Check: func(t testing.TB, v *mesh.View) {
+		wantAPIParent(t, v, "HTTPRoute shop/orders", false, mesh.ReasonNoMatchingListenerHostname)
+		wantGatewayHosts(t, v)
+		wantGatewayRoute(t, v, "http.80", "*")
+	}},
+	{File: "gatewayapi-section-not-found.yaml", Over: "gatewayapi-base.yaml", Caller: APIGW, Host: "orders.shop.svc.cluster.local", Port: 8080, Check: func(t testing.TB, v *mesh.View) {
+		wantAPIParent(t, v, "HTTPRoute shop/orders", false, mesh.ReasonNoMatchingParent)
+		wantGatewayHosts(t, v)
+	}},
+	{File: "gatewayapi-listener-not-service-port.yaml", Over: "gatewayapi-base.yaml", Caller: APIGW, Host: "orders.shop.svc.cluster.local", Port: 8080, Check: func(t testing.TB, v *mesh.View) {
+		wantAPIParent(t, v, "HTTPRoute shop/orders", true, "")
+		wantGatewayHosts(t, v)
+		rejected := false
+		for _, s := range v.Gateway.Servers {
+			rejected = rejected || s.Port == 8080 && strings.Contains(s.Rejected, "AddressNotUsable")
+		}
+		if !rejected {
+			t.Errorf("servers %+v: want listener port 8080 rejected (no Service port 8080)", v.Gateway.Servers)
+		}
+	}},
+	{File: "gatewayapi-cert-ref-not-permitted.yaml", Over: "gatewayapi-base.yaml", Caller: APIGW, Host: "orders.shop.svc.cluster.local", Port: 8080, Check: func(t testing.TB, v *mesh.View) {
+		wantAPIParent(t, v, "HTTPRoute shop/orders", true, "")
+		wantGatewayHosts(t, v)
+		l := v.Gateway.API.Gateway.Listeners[0]
+		if p, known, _ := l.Programmed(); p || !known || l.NotProgrammedReason != "RefNotPermitted" {
+			t.Errorf("listener %+v: want not programmed (RefNotPermitted)", l)
+		}
+		if len(v.Gateway.Servers) != 0 {
+			t.Errorf("servers %+v: a listener istiod does not program reaches no proxy", v.Gateway.Servers)
+		}
+	}},
+	{File: "vs-names-gateway-api.yaml", Over: "gatewayapi-base.yaml", Caller: APIGW, Host: "orders.shop.svc.cluster.local", Port: 8080, Check: func(t testing.TB, v *mesh.View) {
+		wantGatewayVS(t, v, "shop/orders-public", mesh.GatewayMissing)
+		wantGatewayHosts(t, v)
+		for _, vv := range v.Gateway.VirtualServices {
+			if vv.Ref() == "shop/orders-public" && !strings.Contains(vv.Why, "Gateway API Gateway") {
+				t.Errorf("why %q: say the Gateway is a Gateway API one", vv.Why)
+			}
+		}
+	}},
+	{File: "gateway-listener-unreachable.yaml", Caller: GW, Host: "orders.shop.svc.cluster.local", Port: 8080, Check: func(t testing.TB, v *mesh.View) {
+		wantGatewayVS(t, v, "shop/orders-public", mesh.GatewayBound)
+		wantGatewayRoute(t, v, "http.9080", "shop.example.com")
+		if len(v.Gateway.Servers) != 1 || !strings.Contains(v.Gateway.Servers[0].Unreachable, "IST0162") {
+			t.Errorf("servers %+v: want the server on 9080 unreachable (no Service port 9080 or targetPort 9080)", v.Gateway.Servers)
+		}
+	}},
+	{File: "gateway-vs-bound.yaml", Caller: GW, Host: "orders.shop.svc.cluster.local", Port: 8080, Check: func(t testing.TB, v *mesh.View) {
+		for _, s := range v.Gateway.Servers {
+			if s.Unreachable != "" {
+				t.Errorf("server %s: unreachable %q, but Service port 80 targets its listener port 8080", s.Ref(), s.Unreachable)
+			}
+		}
+	}},
+	// GAMMA: a mesh HTTPRoute (parent a Service) routes sidecars, for the
+	// Service's namespace and the caller's only.
+	{File: "gamma-route-backend-not-found.yaml", Caller: "web/web-1", Host: "orders.shop.svc.cluster.local", Port: 8080, Check: func(t testing.TB, v *mesh.View) {
+		wantBreak(t, v, mesh.BreakBackendInvalid, 10, "outbound|8080||orders-canary.shop.svc.cluster.local")
+		if v.Routes[0].ClusterNotFound != 500 {
+			t.Errorf("route %+v: a Gateway API route answers 500 for a missing cluster", v.Routes[0])
+		}
+	}},
+	{File: "gamma-route-other-namespace.yaml", Caller: "web/web-1", Host: "orders.shop.svc.cluster.local", Port: 8080, Check: func(t testing.TB, v *mesh.View) {
+		wantNoBreak(t, v)
+		wantVerdict(t, v.VirtualServices, "batch/HTTPRoute batch/orders-canary", false, "only in the Service's namespace or the caller's")
+	}},
+}
+
+// Files are the case's files in the order they layer: base.yaml, Over,
+// File.
+func (c Case) Files() []string {
+	if c.Over != "" {
+		return []string{"base.yaml", c.Over, c.File}
+	}
+	return []string{"base.yaml", c.File}
 }
 
 // GW is the ingress gateway pod of the gateway cases.
@@ -507,6 +621,55 @@ func wantMismatches(t testing.TB, v *mesh.View, want map[string]string) {
 			t.Errorf("no endpoint of pod %s judged", pod)
 		}
 	}
+}
+
+// APIGW is the Gateway API gateway's pod of gatewayapi-base.yaml.
+const APIGW = "shop/public-istio-6d8f9-k7x2p"
+
+// wantAPIParent checks the model's verdict on a route's parentRefs to
+// the caller's Gateway (or the mesh): accepted, or not for reason.
+func wantAPIParent(t testing.TB, v *mesh.View, route string, accepted bool, reason string) {
+	t.Helper()
+	if v.Gateway == nil || v.Gateway.API == nil {
+		t.Fatalf("no Gateway API binding in the view of %s", v.Caller)
+	}
+	for _, r := range v.Gateway.API.Routes {
+		if r.Route != route {
+			continue
+		}
+		for _, p := range r.Parents {
+			if p.Accepted != accepted || p.Reason != reason || p.Unknown != "" {
+				t.Errorf("%s parent %s: accepted %v %s (%s; unknown %q), want accepted %v %s", route, p.Parent(), p.Accepted, p.Reason, p.Message, p.Unknown, accepted, reason)
+			}
+		}
+		return
+	}
+	t.Errorf("no verdict on %s in %+v", route, v.Gateway.API.Routes)
+}
+
+// wantAPIBackend checks that a backendRef of route goes to cluster,
+// invalid for reason ("" for valid).
+func wantAPIBackend(t testing.TB, v *mesh.View, route, reason, cluster string) {
+	t.Helper()
+	if v.Gateway == nil || v.Gateway.API == nil {
+		t.Fatalf("no Gateway API binding in the view of %s", v.Caller)
+	}
+	var seen []string
+	for _, r := range v.Gateway.API.Routes {
+		if r.Route != route {
+			continue
+		}
+		for _, b := range r.Backends {
+			if b.Cluster == cluster {
+				if b.Invalid != reason || b.Unknown != "" {
+					t.Errorf("%s: invalid %q (%s; unknown %q), want %q", b, b.Invalid, b.Why, b.Unknown, reason)
+				}
+				return
+			}
+			seen = append(seen, b.Cluster)
+		}
+	}
+	t.Errorf("no backendRef of %s to %s (backends to %v)", route, cluster, seen)
 }
 
 // wantGatewayVS checks a gateway view's verdict on a VirtualService.
