@@ -722,11 +722,8 @@ func (m *Model) currentCause(row checklist.Row, ok bool) string {
 	if ok && row.Kind == checklist.KindCause {
 		return row.ID
 	}
-	if len(m.snap.proposal.Causes) > 0 {
-		return m.snap.proposal.Causes[0]
-	}
-	if len(m.snap.findings) > 0 {
-		return m.snap.findings[0].Cause
+	if found := m.foundCauses(); len(found) > 0 {
+		return found[0]
 	}
 	return ""
 }

@@ -147,9 +147,10 @@ func TestScenarioWalks(t *testing.T) {
 				t.Fatalf("guided walk ended without %v; found %v\n%s", sc.Expect, findingIDs(sess), h.f.screen())
 			}
 			// The session holds the finding before the screen has taken the
-			// probe's result in: o opens a cause only once the status bar
-			// offers one, so wait for it (a loaded machine pressed o early).
-			h.waitFor(" (o) │ ")
+			// probe's result in: o opens the cause only once the status bar
+			// offers it first, so wait for it (a loaded machine pressed o
+			// early, on an unexplained/ finding the screen already had).
+			h.waitFor("◆ " + sc.Expect[0])
 			h.key("o")
 			h.waitFor("◆ "+sc.Expect[0], "fix direction")
 			for _, ev := range sink.all() {

@@ -1,7 +1,9 @@
 package tui
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"strings"
 
 	"charm.land/bubbles/v2/help"
@@ -203,6 +205,11 @@ func (m *Model) proposalLine(w int) string {
 
 // foundCauses are the cause IDs reached so far: the proposal's and the
 // findings', in that order, once each.
+//
+// A cause of the catalogue comes before an unexplained/ finding (a flag or
+// error the vocabulary names no cause for): o opens the root cause the
+// runbook reached, not the log line it could not explain, whichever probe
+// reported first.
 func (m *Model) foundCauses() []string {
 	var out []string
 	seen := map[string]bool{}
@@ -218,7 +225,18 @@ func (m *Model) foundCauses() []string {
 			out = append(out, f.Cause)
 		}
 	}
+	slices.SortStableFunc(out, func(a, b string) int {
+		return cmp.Compare(unexplained(a), unexplained(b))
+	})
 	return out
+}
+
+// unexplained is 1 for a finding the vocabulary names no cause for.
+func unexplained(id string) int {
+	if strings.HasPrefix(id, "unexplained/") {
+		return 1
+	}
+	return 0
 }
 
 func (m *Model) messageLine(w int) string {
