@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -63,6 +64,8 @@ func (AccessLogProbe) Meta() Meta {
 			{"log_connection_refused", FactInt, "entries whose failure reason says connection refused (delayed connect error: 111)"},
 			{"log_upstream_pods", FactInt, "upstream pods whose istio-proxy log was read (inbound side)"},
 			{"log_unexplained", FactList, "failures the vocabulary (assets/vocabulary) knows no cause of the catalogue for, each with its response flag, code, details and hop (the caller's sidecar, a gateway, the destination's inbound), as LINE=COUNT"},
+			{"log_http10_rejected", FactInt, "requests Envoy refused with its own 426 because they were HTTP/1.0 (details low_version; no flag, no 5xx): the listener does not accept HTTP/1.0 (istiod sets accept_http_10 only with PILOT_HTTP10 or the proxy's ISTIO_META_HTTP10=1)"},
+			{"log_http10_hops", FactList, "the hops whose proxy answered 426 low_version: sidecar-outbound (the caller's sidecar), sidecar-inbound (the destination's), gateway"},
 			{"log_custom_format", FactBool, "the mesh config declares an access-log format of its own (meshConfig.accessLogFormat, or an envoyFileAccessLog provider's), by which the log was read"},
 		},
 	}
@@ -141,7 +144,7 @@ func fetchAccessLog(ctx context.Context, c cluster.Cluster, t cluster.Target) (a
 	var formatProblems []string
 	in.Formats, formatProblems = istioconfig.ReadAccessLogFormats(ctx, c)
 	in.Problems = append(in.Problems, formatProblems...)
-	readLog := func(pod cluster.PodRef, upstream bool) (podLog, string, error) {
+	readLog := func(pod cluster.PodRef, podIP string, upstream bool) (podLog, string, error) {
 		what := fmt.Sprintf("read the %s log of %s", mesh.ProxyContainer, pod)
 		b, err := proxylog.NewestProxyLog(ctx, c, pod, proxylog.AccessLogTailLines)
 		if err != nil {
@@ -150,7 +153,7 @@ func fetchAccessLog(ctx context.Context, c cluster.Cluster, t cluster.Target) (a
 		pl := podLog{Pod: pod, Upstream: upstream}
 		match := sourceEntryMatcher(t)
 		if upstream {
-			match = proxylog.InboundEntry
+			match = proxylog.InboundEntryAt(podIP)
 		}
 		pl.Target, pl.Other, _ = in.Formats.Split(bytes.NewReader(b), match)
 		return pl, "", nil
@@ -178,7 +181,7 @@ func fetchAccessLog(ctx context.Context, c cluster.Cluster, t cluster.Target) (a
 				return
 			}
 			// RBAC on pods need not stop a log read.
-			source.log, source.what, source.err = readLog(src, false)
+			source.log, source.what, source.err = readLog(src, "", false)
 			if gw, _ := mesh.GatewayPod(pod); err == nil && gw {
 				source.log.Gateway = true
 			}
@@ -208,7 +211,7 @@ func fetchAccessLog(ctx context.Context, c cluster.Cluster, t cluster.Target) (a
 		var logs readgroup.Group
 		for i, pod := range readable {
 			logs.Go(func() {
-				upstream[i].log, upstream[i].what, upstream[i].err = readLog(cluster.PodRef{Namespace: pod.Namespace, Name: pod.Name}, true)
+				upstream[i].log, upstream[i].what, upstream[i].err = readLog(cluster.PodRef{Namespace: pod.Namespace, Name: pod.Name}, pod.Status.PodIP, true)
 			})
 		}
 		logs.Wait()
@@ -290,6 +293,7 @@ func evaluateAccessLog(t cluster.Target, in accessLogInput) Result {
 	var rows [][]string
 	var raw []string
 	upstreamRead := 0
+	var http10Hops []string
 	var srcSummary, upSummary string
 	var up accesslog.Summary
 	reading := proxylog.NewReading()
@@ -310,6 +314,9 @@ func evaluateAccessLog(t cluster.Target, in accessLogInput) Result {
 			continue
 		}
 		all.Merge(l.Target)
+		if l.Target.HTTP10Rejected > 0 && !slices.Contains(http10Hops, string(hop)) {
+			http10Hops = append(http10Hops, string(hop))
+		}
 		if l.Upstream {
 			upstreamRead++
 			up.Merge(l.Target)
@@ -351,6 +358,8 @@ func evaluateAccessLog(t cluster.Target, in accessLogInput) Result {
 		"log_tcp":                all.TCP,
 		"log_unexplained":        nonNil(reading.Unexplained()),
 		"log_custom_format":      len(in.Formats) > 0,
+		"log_http10_rejected":    all.HTTP10Rejected,
+		"log_http10_hops":        nonNil(http10Hops),
 	}
 	for _, f := range accessLogFlags {
 		facts[f.fact] = all.Flags.Counts[f.flag]
@@ -377,11 +386,17 @@ func evaluateAccessLog(t cluster.Target, in accessLogInput) Result {
 		// catalogue produces: the triage says so (an unexplained finding
 		// when nothing else is found) instead of ending in no finding.
 		status = StatusFail
+	case all.HTTP10Rejected > 0:
+		// Envoy's own 426 fails every request of an HTTP/1.0 client.
+		status = StatusFail
 	case all.Status5xx > 0 || blackhole.BlackHole > 0:
 		status = StatusWarn
 	case all.Entries == 0:
 		status = StatusWarn
 		parts = append(parts, "no access-log entry for the target in the last 30m (is meshConfig.accessLogFile set?)")
+	}
+	if all.HTTP10Rejected > 0 {
+		parts = append(parts, fmt.Sprintf("%d HTTP/1.0 requests refused with 426 low_version by %s", all.HTTP10Rejected, strings.Join(http10Hops, ", ")))
 	}
 	if blackhole.BlackHole > 0 {
 		parts = append(parts, fmt.Sprintf("%d to BlackHoleCluster (%s)", blackhole.BlackHole, strings.Join(blackhole.BlackHoleHosts.Keys(), ", ")))
