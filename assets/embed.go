@@ -53,4 +53,6 @@ var Causes = []string{
 	"ambient.ztunnel-unavailable",
 	"gateway.vs-not-bound",
 	"gateway.host-mismatch",
+	// Issue 29, the sidecar and the app's side.
+	"sidecar.app-runs-as-proxy-uid",
 }

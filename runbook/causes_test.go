@@ -200,6 +200,15 @@ var causeCases = []struct {
 	{"ambient.ztunnel-unavailable", ambientCase(map[string]probes.Facts{
 		"ztunnel": {"ztunnel_pods": 1, "ztunnel_nodes_without": []string{"worker-b"}},
 	}), runbook.ConfidenceHigh},
+
+	// Issue 29, the sidecar and the app's side.
+	// The caller's app runs as UID 1337 and the upstream is PERMISSIVE:
+	// its requests go around its sidecar and are served, in plaintext.
+	// Into STRICT it fails (TestAppAsProxyUIDIntoStrictIsTheRootCause).
+	{"sidecar.app-runs-as-proxy-uid", map[string]probes.Facts{
+		"mtls": {"mtls_source_sidecar": false, "mtls_source_bypass": "all", "mtls_client_config": "no-sidecar", "mtls_client_sends": "plaintext",
+			"mtls_source_bypass_why": []string{"container web runs as UID 1337, the proxy's"}},
+	}, runbook.ConfidenceLow},
 }
 
 // ambientCase is over on top of an ambient caller and Service without a
@@ -529,5 +538,32 @@ func TestSourceWithoutSidecarIsNotStale(t *testing.T) {
 	findings = autoFindings(t, facts)
 	if got := causeIDs(findings); !reflect.DeepEqual(got, []string{"xds.stale"}) {
 		t.Fatalf("two istiod replicas asked, neither lists the proxy: findings = %v", got)
+	}
+}
+
+// An app running as the proxy's UID sends plaintext around its sidecar
+// into a STRICT upstream: the UID is the cause, found with certainty (it is
+// istio-iptables' own rule); the plaintext into STRICT is its consequence,
+// reported after it, not a second root cause whose fixes (a sidecar the
+// caller has, PERMISSIVE) miss the point.
+func TestAppAsProxyUIDIntoStrictIsTheRootCause(t *testing.T) {
+	findings := autoFindings(t, map[string]probes.Facts{
+		"mtls": {"mtls_source_sidecar": false, "mtls_source_bypass": "all", "mtls_client_config": "no-sidecar", "mtls_client_sends": "plaintext",
+			"mtls_source_bypass_why": []string{"container web runs as UID 1337, the proxy's"},
+			"mtls_mismatch":          "plaintext-to-strict", "mtls_upstream_mode": "STRICT", "mtls_upstream_mode_source": "namespace shop/default"},
+		"access-log": {"log_tcp": 12, "log_tcp_flag_nr": 12, "log_details": []string{"filter_chain_not_found"}},
+	})
+	if got := causeIDs(findings); !reflect.DeepEqual(got, []string{"sidecar.app-runs-as-proxy-uid", "mtls.plaintext-to-strict"}) {
+		t.Fatalf("findings = %v, want the UID first, then the plaintext it causes", got)
+	}
+	root, consequence := findings[0], findings[1]
+	if root.Confidence != runbook.ConfidenceHigh || len(root.ConsequenceOf) != 0 {
+		t.Errorf("root finding %s at %s, consequence of %v", root.Cause, root.Confidence, root.ConsequenceOf)
+	}
+	if !reflect.DeepEqual(consequence.ConsequenceOf, []string{"sidecar.app-runs-as-proxy-uid"}) {
+		t.Errorf("mtls.plaintext-to-strict consequence of %v, want the UID", consequence.ConsequenceOf)
+	}
+	if why := consequence.Evidence[0].Reason; !strings.Contains(why, "goes around its sidecar") {
+		t.Errorf("the plaintext's reason %q does not say the app goes around its sidecar", why)
 	}
 }

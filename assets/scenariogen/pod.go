@@ -66,6 +66,11 @@ type PodSpec struct {
 	// the injector leaves alone); it wins over Readiness.
 	Probe Object
 	Env   []Object
+	// Args are the app container's args.
+	Args []string
+	// SecurityContext is the app container's securityContext, nil for
+	// none.
+	SecurityContext Object
 	// PreStop is the app container's preStop exec command.
 	PreStop []string
 	// Controller names the pod's owner; generateName is Controller + "-".
@@ -296,6 +301,9 @@ func appContainer(s PodSpec, container, kubeAPI string) (Object, string) {
 		readinessProbe = s.Probe
 	}
 	c := Object{}
+	if len(s.Args) > 0 {
+		c.Set("args", s.Args)
+	}
 	if len(s.Env) > 0 {
 		c.Set("env", s.Env)
 	}
@@ -314,6 +322,9 @@ func appContainer(s PodSpec, container, kubeAPI string) (Object, string) {
 	}...)
 	if readinessProbe != nil {
 		c.Set("readinessProbe", readinessProbe)
+	}
+	if s.SecurityContext != nil {
+		c.Set("securityContext", s.SecurityContext)
 	}
 	if len(s.PreStop) > 0 {
 		c.Set("lifecycle", Object{{"preStop", Object{{"exec", Object{{"command", s.PreStop}}}}}})

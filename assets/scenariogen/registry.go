@@ -65,6 +65,8 @@ var scenarios = []Scenario{
 	gatewayVSNotBound,
 	gatewaySubsetNoPods,
 	gatewayHostMismatch,
+	// Issue 29, the sidecar and the app's side.
+	appRunsAsProxyUID,
 }
 
 // render builds the scenario and returns its files by path relative to

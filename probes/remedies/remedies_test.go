@@ -182,3 +182,24 @@ func contains(list []string, s string) bool {
 	}
 	return false
 }
+
+// A caller with a sidecar whose app runs as the proxy's UID sends the
+// plaintext: no injection gives it what it has, and the remedy says what
+// to change instead.
+func TestEnableInjectionNamesTheUIDOfACallerThatGoesAroundItsSidecar(t *testing.T) {
+	c := world(t, orders+pod("orders-1", "v1")+`---
+apiVersion: v1
+kind: Pod
+metadata: {name: web-1, namespace: shop, labels: {app: web}}
+spec:
+  containers:
+  - {name: web, image: web, securityContext: {runAsUser: 1337}}
+  - {name: istio-proxy, image: proxyv2, securityContext: {runAsUser: 1337, runAsGroup: 1337}}
+status: {phase: Running, podIP: 10.0.0.9}
+`)
+	out := remedies.EnableInjection{}.Compute(context.Background(), &remedies.Input{Cluster: c, Cause: "mtls.plaintext-to-strict", Facts: probes.Facts{},
+		Target: cluster.Target{Namespace: "shop", Service: "orders", Port: 8080, Source: &cluster.PodRef{Namespace: "shop", Name: "web-1"}}})
+	if len(out.Patches) != 0 || !strings.Contains(out.Unpatchable, "container web runs as UID 1337") || !strings.Contains(out.Unpatchable, "sidecar.app-runs-as-proxy-uid") {
+		t.Errorf("remedy %+v: want no patch, naming the container that runs as the proxy's UID", out)
+	}
+}
