@@ -55,4 +55,6 @@ var Causes = []string{
 	"gateway.host-mismatch",
 	// Issue 29, the sidecar and the app's side.
 	"sidecar.app-runs-as-proxy-uid",
+	"probe.blocked-by-strict",
+	"probe.rewrite-mismatch",
 }

@@ -209,6 +209,22 @@ var causeCases = []struct {
 		"mtls": {"mtls_source_sidecar": false, "mtls_source_bypass": "all", "mtls_client_config": "no-sidecar", "mtls_client_sends": "plaintext",
 			"mtls_source_bypass_why": []string{"container web runs as UID 1337, the proxy's"}},
 	}, runbook.ConfidenceLow},
+	// A liveness probe not rewritten, into STRICT: the kubelet restarts
+	// pods whose app is fine (a readiness probe would also empty the
+	// endpoints: TestBlockedReadinessLeavesEndpointsNoneReadyAConsequence).
+	{"probe.blocked-by-strict", map[string]probes.Facts{
+		"health-probes": {"healthprobe_pods": 3, "healthprobe_blocked_kinds": []string{"liveness"},
+			"healthprobe_blocked_by_strict": []string{"orders liveness httpGet :8080/healthz on 3 pods: not rewritten (pod annotation sidecar.istio.io/rewriteAppHTTPProbers: \"false\"), port 8080 captured, STRICT (namespace shop/default)"},
+			"healthprobe_rewrite_off":       "pod annotation sidecar.istio.io/rewriteAppHTTPProbers: \"false\"", "healthprobe_kubelet_resets": 120},
+	}, runbook.ConfidenceHigh},
+	{"probe.rewrite-mismatch", map[string]probes.Facts{
+		"health-probes": {"healthprobe_pods": 3,
+			"healthprobe_prober_missing": []string{"orders liveness httpGet :15020/app-health/orders/livez on 3 pods: istio-proxy's ISTIO_KUBE_APP_PROBERS has no /app-health/orders/livez"}},
+	}, runbook.ConfidenceHigh},
+	{"probe.rewrite-mismatch", map[string]probes.Facts{
+		"health-probes": {"healthprobe_pods": 3,
+			"healthprobe_host_set": []string{"orders liveness httpGet :15020/app-health/orders/livez on 3 pods: httpGet.host localhost: the kubelet sends it to localhost:15020"}},
+	}, runbook.ConfidenceMedium},
 }
 
 // ambientCase is over on top of an ambient caller and Service without a
@@ -565,5 +581,29 @@ func TestAppAsProxyUIDIntoStrictIsTheRootCause(t *testing.T) {
 	}
 	if why := consequence.Evidence[0].Reason; !strings.Contains(why, "goes around its sidecar") {
 		t.Errorf("the plaintext's reason %q does not say the app goes around its sidecar", why)
+	}
+}
+
+// A readiness probe STRICT resets keeps every endpoint unready: the
+// probe is the cause, the empty endpoints its consequence (fix the probe,
+// not the app or the readiness check).
+func TestBlockedReadinessLeavesEndpointsNoneReadyAConsequence(t *testing.T) {
+	findings := autoFindings(t, map[string]probes.Facts{
+		"health-probes": {"healthprobe_pods": 3, "healthprobe_blocked_kinds": []string{"readiness"},
+			"healthprobe_blocked_by_strict": []string{"orders readiness httpGet :8080/healthz/ready on 3 pods: not rewritten, port 8080 captured, STRICT (namespace shop/default)"},
+			"healthprobe_kubelet_resets":    500},
+		"endpoints": {"endpoints_ready": 0, "endpoints_not_ready": 3,
+			"endpoints_not_ready_pods": []string{"orders-1 ContainersNotReady", "orders-2 ContainersNotReady", "orders-3 ContainersNotReady"}},
+		"envoy-clusters": {"envoy_hosts_total": 0, "envoy_hosts_healthy": 0},
+		"access-log":     {"log_503": 30, "log_5xx": 30, "log_flag_uh": 30},
+	})
+	if got := causeIDs(findings); !reflect.DeepEqual(got, []string{"probe.blocked-by-strict", "endpoints.none-ready"}) {
+		t.Fatalf("findings = %v, want the probe, then the endpoints it leaves unready", got)
+	}
+	if !reflect.DeepEqual(findings[1].ConsequenceOf, []string{"probe.blocked-by-strict"}) {
+		t.Errorf("endpoints.none-ready consequence of %v", findings[1].ConsequenceOf)
+	}
+	if findings[0].Confidence != runbook.ConfidenceHigh {
+		t.Errorf("probe.blocked-by-strict at %s, want high: istiod builds no plaintext chain under STRICT", findings[0].Confidence)
 	}
 }

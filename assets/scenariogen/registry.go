@@ -67,6 +67,7 @@ var scenarios = []Scenario{
 	gatewayHostMismatch,
 	// Issue 29, the sidecar and the app's side.
 	appRunsAsProxyUID,
+	probeRewriteOffStrict,
 }
 
 // render builds the scenario and returns its files by path relative to

@@ -203,3 +203,42 @@ status: {phase: Running, podIP: 10.0.0.9}
 		t.Errorf("remedy %+v: want no patch, naming the container that runs as the proxy's UID", out)
 	}
 }
+
+// Probes left as they are get rewritten again by annotating the
+// Deployment's pod template (the injector reads the annotation first);
+// pods whose probes are all rewritten are no reason to patch.
+func TestRewriteProbesAnnotatesTheTemplate(t *testing.T) {
+	probed := func(name, annotations, probe string) string {
+		return `---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: ` + name + `
+  generateName: orders-6d8f7c9b5-
+  namespace: shop
+  labels: {app: orders, pod-template-hash: 6d8f7c9b5}
+  annotations: {` + annotations + `}
+  ownerReferences: [{apiVersion: apps/v1, kind: ReplicaSet, name: orders-6d8f7c9b5, uid: u1, controller: true}]
+spec:
+  containers:
+  - {name: orders, image: x, ports: [{containerPort: 8080}], readinessProbe: {httpGet: ` + probe + `}}
+  - {name: istio-proxy, image: proxyv2}
+status: {phase: Running, podIP: 10.0.0.7}
+`
+	}
+	off := `sidecar.istio.io/rewriteAppHTTPProbers: "false"`
+	c := world(t, orders+probed("orders-6d8f7c9b5-x2k9p", off, "{port: 8080, path: /ready}"))
+	out := compute(t, remedies.RewriteProbes{}, c, "probe.blocked-by-strict")
+	if len(out.Patches) != 1 || out.NotSimulated == "" {
+		t.Fatalf("remedy %+v: want one patch, not simulated", out)
+	}
+	p := out.Patches[0]
+	if p.Kind != "Deployment" || p.Name != "orders" || p.Type != patch.Merge ||
+		string(p.Patch) != `{"spec":{"template":{"metadata":{"annotations":{"sidecar.istio.io/rewriteAppHTTPProbers":"true"}}}}}` {
+		t.Errorf("patch %s %s %s %s", p.Kind, p.Name, p.Type, p.Patch)
+	}
+	c = world(t, orders+probed("orders-6d8f7c9b5-x2k9p", "", "{port: 15020, path: /app-health/orders/readyz}"))
+	if out := compute(t, remedies.RewriteProbes{}, c, "probe.blocked-by-strict"); len(out.Patches) != 0 || out.Unpatchable == "" {
+		t.Errorf("remedy %+v: every probe is rewritten, want no patch", out)
+	}
+}

@@ -163,6 +163,8 @@ func All() []Remedy {
 		SizePool{},
 		TuneOutlier{},
 		WaypointForService{},
+		// Issue 29, the sidecar and the app's side.
+		RewriteProbes{},
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Meta().ID < out[j].Meta().ID })
 	return out

@@ -63,7 +63,7 @@ func TestFlagMapping(t *testing.T) {
 			[]string{"mtls.origination-conflict", "sidecar.missing-upstream", "mtls.plaintext-to-strict"}, ""},
 		{SidecarInbound, accesslog.FailureKey{Flags: "UF", Code: 503, Transport: "delayed_connect_error:_111"}, []string{"service.port-mismatch", "startup.app-before-proxy"}, ""},
 		{SidecarInbound, accesslog.FailureKey{Flags: "UF", Code: 503}, nil, "could not connect to its own app"},
-		{SidecarInbound, accesslog.FailureKey{Flags: "NR", Details: "filter_chain_not_found", TCP: true}, []string{"mtls.plaintext-to-strict", "sidecar.missing-upstream", "sidecar.app-runs-as-proxy-uid"}, ""},
+		{SidecarInbound, accesslog.FailureKey{Flags: "NR", Details: "filter_chain_not_found", TCP: true}, []string{"mtls.plaintext-to-strict", "sidecar.missing-upstream", "sidecar.app-runs-as-proxy-uid", "probe.blocked-by-strict"}, ""},
 		{Gateway, accesslog.FailureKey{Flags: "NR", Code: 404, Details: "route_not_found"}, []string{"gateway.vs-not-bound", "gateway.host-mismatch"}, ""},
 		{SidecarOutbound, accesslog.FailureKey{Flags: "NR", Code: 404, Details: "route_not_found"}, []string{"config.not-visible", "xds.stale"}, ""},
 		{SidecarOutbound, accesslog.FailureKey{Flags: "NC", Code: 503, Details: "cluster_not_found"}, []string{"vs.subset-undefined", "xds.stale"}, ""},

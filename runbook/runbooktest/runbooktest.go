@@ -60,6 +60,7 @@ func Healthy() map[string]probes.Facts {
 			"mtls_upstream_mode": "PERMISSIVE", "mtls_upstream_mode_source": "default", "mtls_client_tls_mode": "none",
 			"mtls_auto": true, "mtls_client_sends": "mtls", "mtls_upstream_sidecar": true,
 			"mtls_source_sidecar": true, "mtls_mismatch": "none", "mtls_client_config": "visible", "mtls_undecided": 0,
+			"mtls_source_bypass": "none", "mtls_source_bypass_why": []string{},
 		},
 		"destination-rules": {
 			"dr_found": false, "dr_names": []string{}, "dr_subsets_without_pods": []string{}, "dr_subsets_without_pods_routed": []string{}, "dr_subsets_undecided": []string{}, "vs_routed_hidden_services": []string{}, "vs_routed_missing_hosts": []string{}, "dr_rules_partial": "", "dr_routes_unknown": "", "vs_found": false,
@@ -99,6 +100,13 @@ func Healthy() map[string]probes.Facts {
 		"versions": {
 			"versions_kubernetes": "v1.30.4", "versions_native_sidecar_supported": true,
 			"versions_istiod": "1.24.2", "versions_native_sidecars_enabled": false,
+		},
+		// Issue 29, the sidecar and the app's side: probes rewritten to
+		// pilot-agent.
+		"health-probes": {
+			"healthprobe_pods": 3, "healthprobe_blocked_by_strict": []string{}, "healthprobe_blocked_kinds": []string{},
+			"healthprobe_rewrite_off": "", "healthprobe_tcp_unproven": []string{}, "healthprobe_prober_missing": []string{},
+			"healthprobe_host_set": []string{}, "healthprobe_kubelet_resets": 0,
 		},
 	}
 }
