@@ -15,6 +15,7 @@ import (
 	"github.com/meshtriage/meshtriage/probes/mesh"
 	"github.com/meshtriage/meshtriage/probes/parse/accesslog"
 	"github.com/meshtriage/meshtriage/probes/parse/envoy"
+	"github.com/meshtriage/meshtriage/probes/podfacts"
 	"github.com/meshtriage/meshtriage/probes/proxylog"
 	"github.com/meshtriage/meshtriage/probes/readgroup"
 	"github.com/meshtriage/meshtriage/probes/vocabulary"
@@ -66,6 +67,7 @@ func (AccessLogProbe) Meta() Meta {
 			{"log_unexplained", FactList, "failures the vocabulary (assets/vocabulary) knows no cause of the catalogue for, each with its response flag, code, details and hop (the caller's sidecar, a gateway, the destination's inbound), as LINE=COUNT"},
 			{"log_http10_rejected", FactInt, "requests Envoy refused with its own 426 because they were HTTP/1.0 (details low_version; no flag, no 5xx): the listener does not accept HTTP/1.0 (istiod sets accept_http_10 only with PILOT_HTTP10 or the proxy's ISTIO_META_HTTP10=1)"},
 			{"log_http10_hops", FactList, "the hops whose proxy answered 426 low_version: sidecar-outbound (the caller's sidecar), sidecar-inbound (the destination's), gateway"},
+			{"log_http10_accepted_by", FactList, "pods whose proxy logged 426 low_version and is now told to accept HTTP/1.0 (ISTIO_META_HTTP10=1 in istio-proxy's env or its proxy.istio.io/config proxyMetadata), with where: the 426s came before the change, or from a proxy not yet restarted"},
 			{"log_custom_format", FactBool, "the mesh config declares an access-log format of its own (meshConfig.accessLogFormat, or an envoyFileAccessLog provider's), by which the log was read"},
 		},
 	}
@@ -78,9 +80,12 @@ type podLog struct {
 	Upstream bool // an upstream (target) pod: its inbound side
 	// Gateway: the source is an Istio gateway, not a sidecar.
 	Gateway bool
-	Target  accesslog.Summary
-	Other   accesslog.Summary
-	Problem string // why the log could not be read
+	// AcceptsHTTP10 says where the pod's proxy is told to accept
+	// HTTP/1.0, "" when it is not (or the pod was not read).
+	AcceptsHTTP10 string
+	Target        accesslog.Summary
+	Other         accesslog.Summary
+	Problem       string // why the log could not be read
 }
 
 type accessLogInput struct {
@@ -182,8 +187,11 @@ func fetchAccessLog(ctx context.Context, c cluster.Cluster, t cluster.Target) (a
 			}
 			// RBAC on pods need not stop a log read.
 			source.log, source.what, source.err = readLog(src, "", false)
-			if gw, _ := mesh.GatewayPod(pod); err == nil && gw {
-				source.log.Gateway = true
+			if err == nil {
+				source.log.Gateway, _ = mesh.GatewayPod(pod)
+				if ok, where := podfacts.ProxyAcceptsHTTP10(pod); ok {
+					source.log.AcceptsHTTP10 = where
+				}
 			}
 		})
 	}
@@ -212,6 +220,9 @@ func fetchAccessLog(ctx context.Context, c cluster.Cluster, t cluster.Target) (a
 		for i, pod := range readable {
 			logs.Go(func() {
 				upstream[i].log, upstream[i].what, upstream[i].err = readLog(cluster.PodRef{Namespace: pod.Namespace, Name: pod.Name}, pod.Status.PodIP, true)
+				if ok, where := podfacts.ProxyAcceptsHTTP10(&pod); ok {
+					upstream[i].log.AcceptsHTTP10 = where
+				}
 			})
 		}
 		logs.Wait()
@@ -293,7 +304,7 @@ func evaluateAccessLog(t cluster.Target, in accessLogInput) Result {
 	var rows [][]string
 	var raw []string
 	upstreamRead := 0
-	var http10Hops []string
+	var http10Hops, http10Accepted []string
 	var srcSummary, upSummary string
 	var up accesslog.Summary
 	reading := proxylog.NewReading()
@@ -316,6 +327,9 @@ func evaluateAccessLog(t cluster.Target, in accessLogInput) Result {
 		all.Merge(l.Target)
 		if l.Target.HTTP10Rejected > 0 && !slices.Contains(http10Hops, string(hop)) {
 			http10Hops = append(http10Hops, string(hop))
+		}
+		if l.Target.HTTP10Rejected > 0 && l.AcceptsHTTP10 != "" {
+			http10Accepted = append(http10Accepted, l.Pod.String()+": "+l.AcceptsHTTP10)
 		}
 		if l.Upstream {
 			upstreamRead++
@@ -360,6 +374,7 @@ func evaluateAccessLog(t cluster.Target, in accessLogInput) Result {
 		"log_custom_format":      len(in.Formats) > 0,
 		"log_http10_rejected":    all.HTTP10Rejected,
 		"log_http10_hops":        nonNil(http10Hops),
+		"log_http10_accepted_by": nonNil(http10Accepted),
 	}
 	for _, f := range accessLogFlags {
 		facts[f.fact] = all.Flags.Counts[f.flag]

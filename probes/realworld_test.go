@@ -146,6 +146,16 @@ func realworldRuns(t testing.TB) []realworldRun {
 	// (parse/accesslog/testdata/SOURCES.md).
 	runs = append(runs, accessLogRunAt("threads.log: SigNoz/charts#53 426 low_version at the query-service's inbound",
 		rwTarget("default", "mon-signoz-query-service", 8080, ""), threadLogGroup(t, "SigNoz/charts#53"), true, "10.240.0.16"))
+	// The same log, read after the pod was told ISTIO_META_HTTP10=1: its
+	// 426s are older than the change.
+	fixed := accessLogRunAt("threads.log: SigNoz/charts#53 426s from a proxy now told to accept HTTP/1.0",
+		rwTarget("default", "mon-signoz-query-service", 8080, ""), threadLogGroup(t, "SigNoz/charts#53"), true, "10.240.0.16")
+	{
+		pl := podLog{Pod: cluster.PodRef{Namespace: "default", Name: "pod"}, Upstream: true, AcceptsHTTP10: "istio-proxy env ISTIO_META_HTTP10=1"}
+		pl.Target, pl.Other, _ = accesslog.Split(bytes.NewReader(threadLogGroup(t, "SigNoz/charts#53")), proxylog.InboundEntryAt("10.240.0.16"))
+		fixed.result = evaluateAccessLog(fixed.target, accessLogInput{Logs: []podLog{pl}})
+	}
+	runs = append(runs, fixed)
 
 	// Each whole log as if every entry were about the target: what the
 	// tally makes of all the shapes at once.
@@ -280,6 +290,8 @@ func TestRealworldProbes(t *testing.T) {
 		// no flag, no 5xx, and still the whole outage (it was dropped).
 		"threads.log: SigNoz/charts#53 426 low_version at the query-service's inbound": {"log_http10_rejected": 1,
 			"log_http10_hops": []string{"sidecar-inbound"}, "log_details": []string{"low_version"}, "log_5xx": 0, "log_upstream_pods": 1},
+		"threads.log: SigNoz/charts#53 426s from a proxy now told to accept HTTP/1.0": {"log_http10_rejected": 1,
+			"log_http10_accepted_by": []string{"default/pod: istio-proxy env ISTIO_META_HTTP10=1"}},
 		"text.log: every entry": {"log_flag_nr": 3, "log_flag_dc": 2, "log_tcp": 14, "log_tcp_flag_uf": 6, "log_tcp_flag_urx": 6,
 			"log_tcp_flag_uh": 2, "log_tcp_flag_nr": 2, "log_503": 15, "log_connection_refused": 6, "log_blackhole": 5, "log_flag_ut": 3},
 		"json.log: every entry": {"log_503": 4, "log_tcp": 3, "log_tcp_flag_uf": 1, "log_flag_uo": 1, "log_flag_uh": 1, "log_flag_uf": 1,

@@ -9,6 +9,7 @@ import (
 	"istio.io/api/annotation"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/yaml"
 
 	"github.com/meshtriage/meshtriage/probes/mesh"
 )
@@ -113,4 +114,28 @@ func ProbeThroughSidecar(pod *corev1.Pod, p *corev1.Probe) bool {
 		return false
 	}
 	return p.HTTPGet != nil || p.TCPSocket != nil || p.GRPC != nil
+}
+
+// ProxyAcceptsHTTP10 says whether the pod's sidecar is told to accept
+// HTTP/1.0, and where: istiod sets accept_http_10 on its HTTP listeners
+// for a proxy whose node metadata HTTP10 is "1" (listener.go
+// enableHTTP10), which pilot-agent takes from ISTIO_META_HTTP10, in
+// istio-proxy's environment or the proxyMetadata of the pod's
+// proxy.istio.io/config annotation. istiod's own PILOT_HTTP10, for every
+// proxy, is not the pod's to say.
+func ProxyAcceptsHTTP10(pod *corev1.Pod) (bool, string) {
+	if c, ok := mesh.ProxyContainerSpec(pod); ok {
+		for _, e := range c.Env {
+			if e.Name == "ISTIO_META_HTTP10" && e.Value == "1" {
+				return true, "istio-proxy env ISTIO_META_HTTP10=1"
+			}
+		}
+	}
+	var cfg struct {
+		ProxyMetadata map[string]string `json:"proxyMetadata"`
+	}
+	if text := pod.Annotations[annotation.ProxyConfig.Name]; text != "" && yaml.Unmarshal([]byte(text), &cfg) == nil && cfg.ProxyMetadata["ISTIO_META_HTTP10"] == "1" {
+		return true, annotation.ProxyConfig.Name + " proxyMetadata ISTIO_META_HTTP10: \"1\""
+	}
+	return false, ""
 }

@@ -58,3 +58,22 @@ func TestProbeRewritten(t *testing.T) {
 		t.Error("an exec probe, or none, never crosses the sidecar")
 	}
 }
+
+func TestProxyAcceptsHTTP10(t *testing.T) {
+	env := injectedPod(nil)
+	env.Spec.Containers[1].Env = []corev1.EnvVar{{Name: "ISTIO_META_HTTP10", Value: "1"}}
+	for _, c := range []struct {
+		name string
+		pod  *corev1.Pod
+		want bool
+	}{
+		{"istio-proxy env", env, true},
+		{"proxyMetadata", injectedPod(map[string]string{"proxy.istio.io/config": "proxyMetadata:\n  ISTIO_META_HTTP10: \"1\"\n"}), true},
+		{"proxyMetadata 0", injectedPod(map[string]string{"proxy.istio.io/config": "proxyMetadata: {ISTIO_META_HTTP10: \"0\"}"}), false},
+		{"nothing", injectedPod(nil), false},
+	} {
+		if got, _ := ProxyAcceptsHTTP10(c.pod); got != c.want {
+			t.Errorf("%s: accepts HTTP/1.0 = %v, want %v", c.name, got, c.want)
+		}
+	}
+}

@@ -51,6 +51,7 @@ func Healthy() map[string]probes.Facts {
 			"log_flag_urx": 0, "log_flag_uc": 0, "log_flag_ut": 0, "log_flag_dc": 0, "log_flag_lr": 0, "log_flag_ur": 0,
 			"log_details": []string{}, "log_transport_failures": []string{}, "log_blackhole": 0,
 			"log_blackhole_hosts": []string{}, "log_connection_refused": 0,
+			"log_http10_rejected": 0, "log_http10_hops": []string{}, "log_http10_accepted_by": []string{},
 		},
 		"proxy-status": {
 			"xds_proxy_known": true, "xds_stale_types": []string{}, "xds_cds": "SYNCED", "xds_eds": "SYNCED",
