@@ -57,4 +57,5 @@ var Causes = []string{
 	"sidecar.app-runs-as-proxy-uid",
 	"probe.blocked-by-strict",
 	"probe.rewrite-mismatch",
+	"http.1.0-rejected",
 }

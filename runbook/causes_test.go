@@ -225,6 +225,16 @@ var causeCases = []struct {
 		"health-probes": {"healthprobe_pods": 3,
 			"healthprobe_host_set": []string{"orders liveness httpGet :15020/app-health/orders/livez on 3 pods: httpGet.host localhost: the kubelet sends it to localhost:15020"}},
 	}, runbook.ConfidenceMedium},
+	// nginx's default proxy_pass speaks HTTP/1.0: the caller's sidecar
+	// answers 426 low_version itself.
+	{"http.1.0-rejected", map[string]probes.Facts{
+		"access-log": {"log_http10_rejected": 40, "log_http10_hops": []string{"sidecar-outbound"}, "log_details": []string{"low_version"}, "log_2xx": 0},
+	}, runbook.ConfidenceHigh},
+	// The proxy now accepts HTTP/1.0: the 426s are older than that.
+	{"http.1.0-rejected", map[string]probes.Facts{
+		"access-log": {"log_http10_rejected": 40, "log_http10_hops": []string{"sidecar-outbound"}, "log_details": []string{"low_version"},
+			"log_http10_accepted_by": []string{"shop/frontend-1: istio-proxy env ISTIO_META_HTTP10=1"}},
+	}, runbook.ConfidenceLow},
 }
 
 // ambientCase is over on top of an ambient caller and Service without a

@@ -242,3 +242,43 @@ status: {phase: Running, podIP: 10.0.0.7}
 		t.Errorf("remedy %+v: every probe is rewritten, want no patch", out)
 	}
 }
+
+// The 426s' hop says whose proxy to tell to accept HTTP/1.0: the caller's
+// for its outbound, the Service's pods' for their inbound; what the
+// annotation already says is kept.
+func TestAcceptHTTP10PatchesTheProxiesThatAnswered426(t *testing.T) {
+	owned := func(name, app, hash, annotations string) string {
+		return `---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: ` + name + `
+  generateName: ` + app + `-` + hash + `-
+  namespace: shop
+  labels: {app: ` + app + `, pod-template-hash: ` + hash + `}
+  annotations: {` + annotations + `}
+  ownerReferences: [{apiVersion: apps/v1, kind: ReplicaSet, name: ` + app + `-` + hash + `, uid: u-` + app + `, controller: true}]
+spec:
+  containers: [{name: ` + app + `, image: x, ports: [{containerPort: 8080}]}, {name: istio-proxy, image: proxyv2}]
+status: {phase: Running, podIP: 10.0.0.7}
+`
+	}
+	c := world(t, orders+owned("orders-6d8f7c9b5-x2k9p", "orders", "6d8f7c9b5", `proxy.istio.io/config: "holdApplicationUntilProxyStarts: true"`)+
+		owned("frontend-7f6c9d8b4-t5qzx", "frontend", "7f6c9d8b4", ""))
+	for _, c2 := range []struct {
+		hop, deployment, patch string
+	}{
+		{"sidecar-outbound", "frontend", `{"spec":{"template":{"metadata":{"annotations":{"proxy.istio.io/config":"proxyMetadata:\n  ISTIO_META_HTTP10: \"1\"\n"}}}}}`},
+		{"sidecar-inbound", "orders", `{"spec":{"template":{"metadata":{"annotations":{"proxy.istio.io/config":"holdApplicationUntilProxyStarts: true\nproxyMetadata:\n  ISTIO_META_HTTP10: \"1\"\n"}}}}}`},
+	} {
+		out := remedies.AcceptHTTP10{}.Compute(context.Background(), &remedies.Input{Cluster: c, Cause: "http.1.0-rejected",
+			Facts:  probes.Facts{"log_http10_hops": []string{c2.hop}},
+			Target: cluster.Target{Namespace: "shop", Service: "orders", Port: 8080, Source: &cluster.PodRef{Namespace: "shop", Name: "frontend-7f6c9d8b4-t5qzx"}}})
+		if len(out.Patches) != 1 || out.NotSimulated == "" {
+			t.Fatalf("%s: remedy %+v, want one patch, not simulated", c2.hop, out)
+		}
+		if p := out.Patches[0]; p.Kind != "Deployment" || p.Name != c2.deployment || string(p.Patch) != c2.patch {
+			t.Errorf("%s: patch of %s %s: %s, want %s %s", c2.hop, p.Kind, p.Name, p.Patch, c2.deployment, c2.patch)
+		}
+	}
+}

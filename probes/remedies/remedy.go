@@ -165,6 +165,7 @@ func All() []Remedy {
 		WaypointForService{},
 		// Issue 29, the sidecar and the app's side.
 		RewriteProbes{},
+		AcceptHTTP10{},
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Meta().ID < out[j].Meta().ID })
 	return out
