@@ -68,6 +68,7 @@ var scenarios = []Scenario{
 	// Issue 29, the sidecar and the app's side.
 	appRunsAsProxyUID,
 	probeRewriteOffStrict,
+	http10Nginx426,
 }
 
 // render builds the scenario and returns its files by path relative to
