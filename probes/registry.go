@@ -30,6 +30,7 @@ func All() []Probe {
 		PrometheusProbe{}, // skipped unless check/watch --prometheus replaces it with a URL
 		// Issue 29, the sidecar and the app's side.
 		HealthProbesProbe{},
+		AppListenProbe{},
 	}
 }
 
