@@ -58,4 +58,5 @@ var Causes = []string{
 	"probe.blocked-by-strict",
 	"probe.rewrite-mismatch",
 	"http.1.0-rejected",
+	"app.localhost-bound",
 }

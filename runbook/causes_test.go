@@ -230,6 +230,18 @@ var causeCases = []struct {
 	{"http.1.0-rejected", map[string]probes.Facts{
 		"access-log": {"log_http10_rejected": 40, "log_http10_hops": []string{"sidecar-outbound"}, "log_details": []string{"low_version"}, "log_2xx": 0},
 	}, runbook.ConfidenceHigh},
+	// uvicorn says it runs on 127.0.0.1: the inbound's dial of the pod's
+	// IP is refused. The app's word is certain, the spec's likely.
+	{"app.localhost-bound", map[string]probes.Facts{
+		"app-listen": {"applisten_loopback": []string{"orders-1 orders: INFO:     Uvicorn running on http://127.0.0.1:8080 (Press CTRL+C to quit)"},
+			"applisten_inbound_refused": 40},
+	}, runbook.ConfidenceHigh},
+	{"app.localhost-bound", map[string]probes.Facts{
+		"app-listen": {"applisten_loopback": []string{"orders-1 orders: --host 127.0.0.1"}, "applisten_loopback_from_spec": []string{"orders-1 orders: --host 127.0.0.1"}},
+	}, runbook.ConfidenceMedium},
+	{"app.localhost-bound", map[string]probes.Facts{
+		"app-listen": {"applisten_loopback": []string{"orders-1 orders: Running on http://127.0.0.1:8080"}, "applisten_sidecars_read": false},
+	}, runbook.ConfidenceMedium},
 	// The proxy now accepts HTTP/1.0: the 426s are older than that.
 	{"http.1.0-rejected", map[string]probes.Facts{
 		"access-log": {"log_http10_rejected": 40, "log_http10_hops": []string{"sidecar-outbound"}, "log_details": []string{"low_version"},

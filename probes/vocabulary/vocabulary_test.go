@@ -61,7 +61,10 @@ func TestFlagMapping(t *testing.T) {
 			[]string{"service.port-mismatch", "startup.app-before-proxy", "sidecar.missing-upstream"}, ""},
 		{SidecarOutbound, accesslog.FailureKey{Flags: "UF,URX", Code: 503, Transport: "TLS error: 268435581:SSL routines:OPENSSL_internal:CERTIFICATE_VERIFY_FAILED"},
 			[]string{"mtls.origination-conflict", "sidecar.missing-upstream", "mtls.plaintext-to-strict"}, ""},
-		{SidecarInbound, accesslog.FailureKey{Flags: "UF", Code: 503, Transport: "delayed_connect_error:_111"}, []string{"service.port-mismatch", "startup.app-before-proxy"}, ""},
+		{SidecarInbound, accesslog.FailureKey{Flags: "UF", Code: 503, Transport: "delayed_connect_error:_111"}, []string{"service.port-mismatch", "startup.app-before-proxy", "app.localhost-bound"}, ""},
+		// The inbound dials the pod's IP: an app on loopback refuses it
+		// (real shape: istio/istio#51267, fixtures accesslog/text.log).
+		{SidecarInbound, accesslog.FailureKey{Flags: "UF", Code: 503, Details: "upstream_reset_before_response_started{remote_connection_failure,delayed_connect_error:_111}"}, []string{"service.port-mismatch", "startup.app-before-proxy", "app.localhost-bound"}, ""},
 		{SidecarInbound, accesslog.FailureKey{Flags: "UF", Code: 503}, nil, "could not connect to its own app"},
 		{SidecarInbound, accesslog.FailureKey{Flags: "NR", Details: "filter_chain_not_found", TCP: true}, []string{"mtls.plaintext-to-strict", "sidecar.missing-upstream", "sidecar.app-runs-as-proxy-uid", "probe.blocked-by-strict"}, ""},
 		{Gateway, accesslog.FailureKey{Flags: "NR", Code: 404, Details: "route_not_found"}, []string{"gateway.vs-not-bound", "gateway.host-mismatch"}, ""},

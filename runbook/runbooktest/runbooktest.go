@@ -109,6 +109,11 @@ func Healthy() map[string]probes.Facts {
 			"healthprobe_rewrite_off": "", "healthprobe_tcp_unproven": []string{}, "healthprobe_prober_missing": []string{},
 			"healthprobe_host_set": []string{}, "healthprobe_kubelet_resets": 0,
 		},
+		// Issue 29: the app listens where the sidecar dials it.
+		"app-listen": {
+			"applisten_pods": 3, "applisten_loopback": []string{}, "applisten_loopback_from_spec": []string{},
+			"applisten_inbound_refused": 0, "applisten_sidecar_loopback": []string{}, "applisten_sidecars_read": true,
+		},
 	}
 }
 
