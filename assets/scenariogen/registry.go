@@ -69,6 +69,7 @@ var scenarios = []Scenario{
 	appRunsAsProxyUID,
 	probeRewriteOffStrict,
 	http10Nginx426,
+	appLocalhostBound,
 }
 
 // render builds the scenario and returns its files by path relative to
