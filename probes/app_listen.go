@@ -18,6 +18,7 @@ import (
 	"github.com/meshtriage/meshtriage/probes/istioconfig"
 	"github.com/meshtriage/meshtriage/probes/mesh"
 	"github.com/meshtriage/meshtriage/probes/parse/accesslog"
+	"github.com/meshtriage/meshtriage/probes/podfacts"
 	"github.com/meshtriage/meshtriage/probes/proxylog"
 	"github.com/meshtriage/meshtriage/probes/readgroup"
 	"github.com/meshtriage/meshtriage/probes/wording"
@@ -258,8 +259,8 @@ func evaluateAppListen(t cluster.Target, in appListenInput) Result {
 
 // Where an app says it listens.
 const (
-	listenLoopback = "loopback only"
-	listenPod      = "all addresses"
+	listenLoopback = podfacts.BindLoopback
+	listenPod      = podfacts.BindAll
 )
 
 // listenAddress finds HOST:PORT (an URL's too) for the port in a line,
@@ -307,69 +308,17 @@ func listenFromLog(log []byte, port int32) (where, line string) {
 	return "", ""
 }
 
-// bindFlags are the arguments and environment variables with which
-// servers are told their address (uvicorn, gunicorn, Flask, Rails,
-// Next.js, most Go flag sets).
-var bindFlags = []string{"--host", "--bind", "-b", "--address", "--addr", "--listen", "--listen-address", "--http-address", "-H", "--hostname"}
-var bindEnv = regexp.MustCompile(`^(?:[A-Z0-9_]*_)?(?:HOST|BIND|ADDR|ADDRESS|LISTEN|LISTEN_ADDR(?:ESS)?|HOSTNAME)$`)
-
 // listenFromSpec reads the container's arguments and environment for a
-// bind address: a loopback host, alone or with the port.
+// bind address (podfacts.SpecBind).
 func listenFromSpec(c corev1.Container, port int32) (where, line string) {
-	args := append(append([]string{}, c.Command...), c.Args...)
-	for i, a := range args {
-		flag, value, joined := strings.Cut(a, "=")
-		if !joined && i+1 < len(args) {
-			value = args[i+1]
-		}
-		if !slices.Contains(bindFlags, flag) {
-			continue
-		}
-		if w := bindValue(value, port); w != "" {
-			return w, strings.TrimSpace(flag + " " + value)
-		}
+	b, ok := podfacts.SpecBind(c, port)
+	if !ok {
+		return "", ""
 	}
-	for _, e := range c.Env {
-		if bindEnv.MatchString(e.Name) {
-			if w := bindValue(e.Value, port); w != "" {
-				return w, e.Name + "=" + e.Value
-			}
-		}
-	}
-	return "", ""
+	return b.Where, b.Line
 }
 
-// bindValue says where a bind value (HOST, HOST:PORT, scheme://HOST:PORT)
-// puts the app: "" when it names another port or no address.
-func bindValue(v string, port int32) string {
-	v = strings.TrimSpace(v)
-	if _, rest, ok := strings.Cut(v, "://"); ok {
-		v = rest
-	}
-	host := v
-	if h, p, err := net.SplitHostPort(v); err == nil {
-		if p != strconv.Itoa(int(port)) {
-			return ""
-		}
-		host = h
-	}
-	switch {
-	case isLoopbackHost(host):
-		return listenLoopback
-	case host == "0.0.0.0" || host == "::" || host == "":
-		return listenPod
-	}
-	return ""
-}
-
-func isLoopbackHost(h string) bool {
-	h = strings.Trim(h, "[]")
-	if h == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(h)
-	return ip != nil && ip.IsLoopback()
-}
+func isLoopbackHost(h string) bool { return podfacts.LoopbackHost(h) }
 
 // loopbackIngress is the loopback defaultEndpoint of the Sidecar's ingress
 // listener for port when the Sidecar applies to the pod, "" otherwise.

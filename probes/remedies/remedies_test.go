@@ -282,3 +282,46 @@ status: {phase: Running, podIP: 10.0.0.7}
 		}
 	}
 }
+
+// The app's spec binds loopback: the template's argument (or variable)
+// is replaced after a test of its old value; one told by its default or a
+// config file has nothing in the spec to change.
+func TestBindAllAddressesReplacesTheSpecLoopback(t *testing.T) {
+	withApp := func(app string) string {
+		return `---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: orders-6d8f7c9b5-x2k9p
+  generateName: orders-6d8f7c9b5-
+  namespace: shop
+  labels: {app: orders, pod-template-hash: 6d8f7c9b5}
+  ownerReferences: [{apiVersion: apps/v1, kind: ReplicaSet, name: orders-6d8f7c9b5, uid: u-orders, controller: true}]
+spec:
+  containers: [{name: istio-proxy, image: proxyv2}, ` + app + `, {name: metrics, image: m}]
+status: {phase: Running, podIP: 10.0.0.7}
+`
+	}
+	for _, c := range []struct {
+		name, app, patch string
+	}{
+		{"--host VALUE", `{name: orders, image: x, args: [app:app, --host, 127.0.0.1, --port, "8080"], ports: [{containerPort: 8080}]}`,
+			`[{"op":"test","path":"/spec/template/spec/containers/0/name","value":"orders"},{"op":"test","path":"/spec/template/spec/containers/0/args/2","value":"127.0.0.1"},{"op":"replace","path":"/spec/template/spec/containers/0/args/2","value":"0.0.0.0"}]`},
+		{"--bind=HOST:PORT in command", `{name: orders, image: x, command: [gunicorn, "--bind=[::1]:8080"], ports: [{containerPort: 8080}]}`,
+			`[{"op":"test","path":"/spec/template/spec/containers/0/name","value":"orders"},{"op":"test","path":"/spec/template/spec/containers/0/command/1","value":"--bind=[::1]:8080"},{"op":"replace","path":"/spec/template/spec/containers/0/command/1","value":"--bind=[::]:8080"}]`},
+		{"env", `{name: orders, image: x, env: [{name: LOG_LEVEL, value: info}, {name: APP_HOST, value: localhost}], ports: [{containerPort: 8080}]}`,
+			`[{"op":"test","path":"/spec/template/spec/containers/0/name","value":"orders"},{"op":"test","path":"/spec/template/spec/containers/0/env/1/value","value":"localhost"},{"op":"replace","path":"/spec/template/spec/containers/0/env/1/value","value":"0.0.0.0"}]`},
+	} {
+		out := compute(t, remedies.BindAllAddresses{}, world(t, orders+withApp(c.app)), "app.localhost-bound")
+		if len(out.Patches) != 1 || out.NotSimulated == "" {
+			t.Fatalf("%s: remedy %+v, want one patch, not simulated", c.name, out)
+		}
+		if p := out.Patches[0]; p.Kind != "Deployment" || p.Name != "orders" || p.Type != "json" || string(p.Patch) != c.patch {
+			t.Errorf("%s: %s %s %s %s, want Deployment orders json\n%s", c.name, p.Kind, p.Name, p.Type, p.Patch, c.patch)
+		}
+	}
+	out := compute(t, remedies.BindAllAddresses{}, world(t, orders+withApp(`{name: orders, image: x, args: [--host, 0.0.0.0], ports: [{containerPort: 8080}]}`)), "app.localhost-bound")
+	if out.Unpatchable == "" || len(out.Patches) != 0 {
+		t.Errorf("a wildcard bind: %+v, want no patch", out)
+	}
+}
