@@ -101,7 +101,7 @@ func fetchAppListen(ctx context.Context, c cluster.Cluster, t cluster.Target) (a
 	if err != nil {
 		return in, fmt.Sprintf("list pods in %s matching %s", t.Namespace, labels.SelectorFromSet(svc.Spec.Selector)), err
 	}
-	sp := servicePortOf(svc, t.Port)
+	sp := podfacts.ServicePortOf(svc, t.Port)
 	// The newest-started pods first, as many as the access-log reads.
 	read := proxylog.UpstreamLogPods(pods)
 	if len(read) > proxylog.MaxUpstreamLogs {
@@ -115,7 +115,7 @@ func fetchAppListen(ctx context.Context, c cluster.Cluster, t cluster.Target) (a
 	for i := range read {
 		pod := &read[i]
 		ap := &in.Pods[i]
-		*ap = appListenPod{Pod: pod, Port: targetPortOn(sp, pod), AppLogs: map[string][]byte{}}
+		*ap = appListenPod{Pod: pod, Port: podfacts.TargetPortOn(sp, pod), AppLogs: map[string][]byte{}}
 		ref := cluster.PodRef{Namespace: pod.Namespace, Name: pod.Name}
 		apps := mesh.AppContainers(pod)
 		logs := make([][]byte, len(apps))

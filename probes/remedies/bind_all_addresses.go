@@ -36,12 +36,7 @@ func (BindAllAddresses) Compute(ctx context.Context, in *Input) Output {
 		return unpatchable("%v", err)
 	}
 	pods, _ := in.Pods(ctx)
-	var sp *corev1.ServicePort
-	for i := range sd.Service.Spec.Ports {
-		if p := &sd.Service.Spec.Ports[i]; p.Port == in.Target.Port || sp == nil {
-			sp = p
-		}
-	}
+	sp := podfacts.ServicePortOf(sd.Service, in.Target.Port)
 	if sp == nil {
 		return unpatchable("the Service has no port")
 	}
@@ -53,7 +48,7 @@ func (BindAllAddresses) Compute(ctx context.Context, in *Input) Output {
 		if patched[w] || mesh.PodSidecar(pod) == mesh.SidecarNone {
 			continue
 		}
-		port := podfacts.ResolvedTargetPort(*sp, pod)
+		port := podfacts.TargetPortOn(sp, pod)
 		apps := mesh.AppContainers(pod)
 		for i, c := range apps {
 			b, ok := podfacts.SpecBind(c, port)
