@@ -4,11 +4,11 @@ import "time"
 
 var appLocalhostBound = Scenario{
 	Name:    "app-localhost-bound",
-	Title:   "orders 3.1 on uvicorn listens on 127.0.0.1: the sidecar's inbound is refused",
-	Summary: "orders 3.1 moved to uvicorn, whose default host is 127.0.0.1; the sidecar dials the pod's IP: 503 UF delayed connect error 111 at orders' inbound",
+	Title:   "orders 3.1 on Flask listens on 127.0.0.1: the sidecar's inbound is refused",
+	Summary: "orders 3.1 moved to Flask's app.run, whose default host is 127.0.0.1; the sidecar dials the pod's IP: 503 UF delayed connect error 111 at orders' inbound",
 	Description: `
-orders 3.1.0 moved from its Go server to a Python rewrite served by uvicorn, started without
---host: uvicorn's default host is 127.0.0.1, and it says so ("Uvicorn running on
+orders 3.1.0 moved from its Go server to a Python rewrite served by Flask's app.run(port=8080),
+without host: Flask's default host is 127.0.0.1, and it says so ("Running on
 http://127.0.0.1:8080"). The readiness probe checks the management server on 8081, which binds
 0.0.0.0, so all three pods are Ready and web's Envoy calls them healthy. Since Istio 1.10 the
 sidecar's inbound cluster dials the pod's own IP, not loopback: every request dies at the orders
@@ -38,18 +38,19 @@ func buildAppLocalhostBound(s *Shop) Target {
 	s.slice(Slice{Name: "orders-6kd2w", Service: "orders", Endpoints: ready(orders...)})
 	s.webUpstreamLogs(web, orders, func(t time.Time) []string {
 		return appLines(t, []AppLine{
-			{0.9, "INFO", "Started server process [1]"},
-			{0.91, "INFO", "Waiting for application startup."},
-			{1.2, "INFO", "management server listening on 0.0.0.0:8081"},
-			{1.21, "INFO", "Application startup complete."},
-			{1.22, "INFO", "Uvicorn running on http://127.0.0.1:8080 (Press CTRL+C to quit)"},
+			{0.9, "INFO", "management server listening on 0.0.0.0:8081"},
+			{1.2, "INFO", " * Serving Flask app 'orders'"},
+			{1.21, "INFO", " * Debug mode: off"},
+			{1.22, "WARNING", "This is a development server. Do not use it in a production deployment. Use a production WSGI server instead."},
+			{1.23, "INFO", " * Running on http://127.0.0.1:8080"},
+			{1.24, "INFO", "Press CTRL+C to quit"},
 		})
 	})
 	old := []*Pod{ghost("10.244.1.31", "orders-6d8f7c9b5-q2w8z"), ghost("10.244.2.32", "orders-6d8f7c9b5-c5n7v"), ghost("10.244.0.33", "orders-6d8f7c9b5-k8d4p")}
 	s.succeed(web, "orders", old, now.Add(-25*time.Minute), created.Add(3*time.Second), 4000)
 	refused := func(t time.Time, i int) {
 		// Each attempt reaches an orders sidecar, whose inbound cluster
-		// dials the pod's IP on 8080: uvicorn holds only 127.0.0.1:8080.
+		// dials the pod's IP on 8080: Flask holds only 127.0.0.1:8080.
 		for k := 0; k < 3; k++ {
 			s.call(Call{Service: "orders", At: t.Add(time.Duration(2*k) * time.Millisecond), To: orders[(i+k)%3], Code: 503, Remote: web.IP,
 				InboundFlags: "UF", InboundDetails: "upstream_reset_before_response_started{connection_failure,delayed_connect_error:_111}",
