@@ -64,4 +64,10 @@ var Causes = []string{
 	"gateway.ref-not-permitted",
 	"gateway.tls-credential-missing",
 	"gateway.listener-unreachable",
+	// Issue 29, the sidecar and the app's side.
+	"sidecar.app-runs-as-proxy-uid",
+	"probe.blocked-by-strict",
+	"probe.rewrite-mismatch",
+	"http.1.0-rejected",
+	"app.localhost-bound",
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/meshtriage/meshtriage/probes/mesh"
 	"github.com/meshtriage/meshtriage/probes/parse/accesslog"
 	"github.com/meshtriage/meshtriage/probes/parse/envoy"
+	"github.com/meshtriage/meshtriage/probes/podfacts"
 	"github.com/meshtriage/meshtriage/probes/proxylog"
 	"github.com/meshtriage/meshtriage/probes/readgroup"
 	"github.com/meshtriage/meshtriage/probes/vocabulary"
@@ -65,6 +67,9 @@ func (AccessLogProbe) Meta() Meta {
 			{"log_unexplained", FactList, "failures the vocabulary (assets/vocabulary) knows no cause of the catalogue for, each with its response flag, code, details and hop (the caller's sidecar, a gateway, the destination's inbound), as LINE=COUNT"},
 			{"log_xds_rejected", FactInt, "lines of the caller's istio-proxy log in which its Envoy (or pilot-agent, before its first config) says it rejected an xDS update (\"gRPC config for ... rejected\", \"delta config for ... rejected\"): the proxy keeps the config it had (0 when the caller's log was not read)"},
 			{"log_xds_rejected_reason", FactString, "the newest of those, as TYPE: ERROR (\"\" when none)"},
+			{"log_http10_rejected", FactInt, "requests Envoy refused with its own 426 because they were HTTP/1.0 (details low_version; no flag, no 5xx): the listener does not accept HTTP/1.0 (istiod sets accept_http_10 only with PILOT_HTTP10 or the proxy's ISTIO_META_HTTP10=1)"},
+			{"log_http10_hops", FactList, "the hops whose proxy answered 426 low_version: sidecar-outbound (the caller's sidecar), sidecar-inbound (the destination's), gateway"},
+			{"log_http10_accepted_by", FactList, "pods whose proxy logged 426 low_version and is now told to accept HTTP/1.0 (ISTIO_META_HTTP10=1 in istio-proxy's env or its proxy.istio.io/config proxyMetadata), with where: the 426s came before the change, or from a proxy not yet restarted"},
 			{"log_custom_format", FactBool, "the mesh config declares an access-log format of its own (meshConfig.accessLogFormat, or an envoyFileAccessLog provider's), by which the log was read"},
 		},
 	}
@@ -77,8 +82,11 @@ type podLog struct {
 	Upstream bool // an upstream (target) pod: its inbound side
 	// Gateway: the source is an Istio gateway, not a sidecar.
 	Gateway bool
-	Target  accesslog.Summary
-	Other   accesslog.Summary
+	// AcceptsHTTP10 says where the pod's proxy is told to accept
+	// HTTP/1.0, "" when it is not (or the pod was not read).
+	AcceptsHTTP10 string
+	Target        accesslog.Summary
+	Other         accesslog.Summary
 	// Rejections are the xDS updates the caller's Envoy said it rejected
 	// (the caller's log only).
 	Rejections []envoy.XDSRejection
@@ -146,7 +154,7 @@ func fetchAccessLog(ctx context.Context, c cluster.Cluster, t cluster.Target) (a
 	var formatProblems []string
 	in.Formats, formatProblems = istioconfig.ReadAccessLogFormats(ctx, c)
 	in.Problems = append(in.Problems, formatProblems...)
-	readLog := func(pod cluster.PodRef, upstream bool) (podLog, string, error) {
+	readLog := func(pod cluster.PodRef, podIP string, upstream bool) (podLog, string, error) {
 		what := fmt.Sprintf("read the %s log of %s", mesh.ProxyContainer, pod)
 		b, err := proxylog.NewestProxyLog(ctx, c, pod, proxylog.AccessLogTailLines)
 		if err != nil {
@@ -155,7 +163,7 @@ func fetchAccessLog(ctx context.Context, c cluster.Cluster, t cluster.Target) (a
 		pl := podLog{Pod: pod, Upstream: upstream}
 		match := sourceEntryMatcher(t)
 		if upstream {
-			match = proxylog.InboundEntry
+			match = proxylog.InboundEntryAt(podIP)
 		}
 		pl.Target, pl.Other, _ = in.Formats.Split(bytes.NewReader(b), match)
 		if !upstream {
@@ -186,9 +194,12 @@ func fetchAccessLog(ctx context.Context, c cluster.Cluster, t cluster.Target) (a
 				return
 			}
 			// RBAC on pods need not stop a log read.
-			source.log, source.what, source.err = readLog(src, false)
-			if gw, _ := mesh.GatewayPod(pod); err == nil && gw {
-				source.log.Gateway = true
+			source.log, source.what, source.err = readLog(src, "", false)
+			if err == nil {
+				source.log.Gateway, _ = mesh.GatewayPod(pod)
+				if ok, where := podfacts.ProxyAcceptsHTTP10(pod); ok {
+					source.log.AcceptsHTTP10 = where
+				}
 			}
 		})
 	}
@@ -216,7 +227,10 @@ func fetchAccessLog(ctx context.Context, c cluster.Cluster, t cluster.Target) (a
 		var logs readgroup.Group
 		for i, pod := range readable {
 			logs.Go(func() {
-				upstream[i].log, upstream[i].what, upstream[i].err = readLog(cluster.PodRef{Namespace: pod.Namespace, Name: pod.Name}, true)
+				upstream[i].log, upstream[i].what, upstream[i].err = readLog(cluster.PodRef{Namespace: pod.Namespace, Name: pod.Name}, pod.Status.PodIP, true)
+				if ok, where := podfacts.ProxyAcceptsHTTP10(&pod); ok {
+					upstream[i].log.AcceptsHTTP10 = where
+				}
 			})
 		}
 		logs.Wait()
@@ -298,6 +312,7 @@ func evaluateAccessLog(t cluster.Target, in accessLogInput) Result {
 	var rows [][]string
 	var raw []string
 	upstreamRead := 0
+	var http10Hops, http10Accepted []string
 	var srcSummary, upSummary string
 	var up accesslog.Summary
 	var rejections []envoy.XDSRejection
@@ -319,6 +334,12 @@ func evaluateAccessLog(t cluster.Target, in accessLogInput) Result {
 			continue
 		}
 		all.Merge(l.Target)
+		if l.Target.HTTP10Rejected > 0 && !slices.Contains(http10Hops, string(hop)) {
+			http10Hops = append(http10Hops, string(hop))
+		}
+		if l.Target.HTTP10Rejected > 0 && l.AcceptsHTTP10 != "" {
+			http10Accepted = append(http10Accepted, l.Pod.String()+": "+l.AcceptsHTTP10)
+		}
 		if l.Upstream {
 			upstreamRead++
 			up.Merge(l.Target)
@@ -363,6 +384,9 @@ func evaluateAccessLog(t cluster.Target, in accessLogInput) Result {
 		"log_custom_format":       len(in.Formats) > 0,
 		"log_xds_rejected":        len(rejections),
 		"log_xds_rejected_reason": "",
+		"log_http10_rejected":     all.HTTP10Rejected,
+		"log_http10_hops":         nonNil(http10Hops),
+		"log_http10_accepted_by":  nonNil(http10Accepted),
 	}
 	if n := len(rejections); n > 0 {
 		newest := rejections[n-1]
@@ -397,6 +421,9 @@ func evaluateAccessLog(t cluster.Target, in accessLogInput) Result {
 		// catalogue produces: the triage says so (an unexplained finding
 		// when nothing else is found) instead of ending in no finding.
 		status = StatusFail
+	case all.HTTP10Rejected > 0:
+		// Envoy's own 426 fails every request of an HTTP/1.0 client.
+		status = StatusFail
 	case all.Status5xx > 0 || blackhole.BlackHole > 0:
 		status = StatusWarn
 	case all.Entries == 0:
@@ -406,6 +433,9 @@ func evaluateAccessLog(t cluster.Target, in accessLogInput) Result {
 	if n := len(rejections); n > 0 {
 		parts = append(parts, fmt.Sprintf("the caller's Envoy logged %s (%s)", wording.CountNoun(n, "rejected xDS update"), facts["log_xds_rejected_reason"]))
 		status = worse(status, StatusWarn)
+	}
+	if all.HTTP10Rejected > 0 {
+		parts = append(parts, fmt.Sprintf("%d HTTP/1.0 requests refused with 426 low_version by %s", all.HTTP10Rejected, strings.Join(http10Hops, ", ")))
 	}
 	if blackhole.BlackHole > 0 {
 		parts = append(parts, fmt.Sprintf("%d to BlackHoleCluster (%s)", blackhole.BlackHole, strings.Join(blackhole.BlackHoleHosts.Keys(), ", ")))

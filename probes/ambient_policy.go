@@ -195,7 +195,7 @@ func evaluateAmbientPolicy(t cluster.Target, in ambientPolicyInput) Result {
 			targets = append(targets, &in.Pods[i])
 		}
 	}
-	svcPort := servicePortOf(in.Service, in.Port)
+	svcPort := podfacts.ServicePortOf(in.Service, in.Port)
 
 	// The hops, and who each destination's ztunnel sees coming.
 	var hops []hop
@@ -212,7 +212,7 @@ func evaluateAmbientPolicy(t cluster.Target, in ambientPolicyInput) Result {
 	for _, to := range targets {
 		toHBONE := mesh.AcceptsHBONE(to)
 		callerHBONE := callerTunnelsTo(kind, to, in.Namespace)
-		port := targetPortOn(svcPort, to)
+		port := podfacts.TargetPortOn(svcPort, to)
 		if (throughWaypoint && toHBONE) || (!throughWaypoint && callerHBONE) {
 			port = mesh.HBONEPort
 		}
@@ -296,7 +296,7 @@ func evaluateAmbientPolicy(t cluster.Target, in ambientPolicyInput) Result {
 		var policies, waypointPolicies []string
 		for _, a := range arrivals {
 			arrives := a.by + " -> " + a.to.Namespace + "/" + a.to.Name
-			port := targetPortOn(svcPort, a.to)
+			port := podfacts.TargetPortOn(svcPort, a.to)
 			if port == 0 {
 				decided = false
 				r.Evidence.Rows = append(r.Evidence.Rows, []string{arrives, "ztunnel authorization", "unknown", unresolvedPortWhy(svcPort, a.to)})
@@ -390,7 +390,7 @@ func waypointAdmitted(in ambientPolicyInput, cfg *mesh.Config, svcPort *corev1.S
 		if !mesh.DataPlaneOf(to, in.Namespace).Enrolled() {
 			continue
 		}
-		port := targetPortOn(svcPort, to)
+		port := podfacts.TargetPortOn(svcPort, to)
 		v := mesh.ZtunnelAuthorize(in.Authz, cfg.RootNamespace, to, src, port, cfg.PeerAuthMode(to.Namespace, to.Labels, port))
 		if !v.Decided {
 			return nil
@@ -407,28 +407,6 @@ func unresolvedPortWhy(sp *corev1.ServicePort, pod *corev1.Pod) string {
 	}
 	tp := podfacts.ServiceTargetPort(*sp)
 	return fmt.Sprintf("the Service port's targetPort %s names no port of %s/%s (no endpoint of it serves the port): the port the connection takes is unknown", tp.String(), pod.Namespace, pod.Name)
-}
-
-// servicePortOf is the Service's port numbered port, or its first port.
-func servicePortOf(svc *corev1.Service, port int32) *corev1.ServicePort {
-	for i := range svc.Spec.Ports {
-		if svc.Spec.Ports[i].Port == port {
-			return &svc.Spec.Ports[i]
-		}
-	}
-	if len(svc.Spec.Ports) > 0 {
-		return &svc.Spec.Ports[0]
-	}
-	return nil
-}
-
-// targetPortOn is the pod port the Service port sends to
-// (podfacts.ResolvedTargetPort), 0 when the Service has no port.
-func targetPortOn(sp *corev1.ServicePort, pod *corev1.Pod) int32 {
-	if sp == nil {
-		return 0
-	}
-	return podfacts.ResolvedTargetPort(*sp, pod)
 }
 
 func ambientPolicyCommands(t cluster.Target, in ambientpath.Input) []string {

@@ -34,6 +34,8 @@ func (MTLSProbe) Meta() Meta {
 			{"mtls_client_sends", FactString, "what the client sidecar originates: mtls, plaintext, tls (SIMPLE/MUTUAL origination)"},
 			{"mtls_upstream_sidecar", FactBool, "every upstream endpoint's pod has a sidecar"},
 			{"mtls_source_sidecar", FactBool, "the client's requests go through a sidecar: it has one (true when no source pod is named) and its app does not run as the proxy's UID or GID, which istio-iptables lets out around it"},
+			{"mtls_source_bypass", FactString, "whether the caller's app containers run as the proxy's UID or GID (istio-init's -u/-g, else 1337; the container's runAsUser/runAsGroup, else the pod's), whose connections istio-iptables lets out around the sidecar: all, some, none (none when the caller has no sidecar, is a gateway or was not named; the UID an image declares is not in the pod spec and is not judged)"},
+			{"mtls_source_bypass_why", FactList, "each caller app container that runs as the proxy's UID or GID, and which"},
 			{"mtls_mismatch", FactString, "none, plaintext-to-strict, mtls-to-no-sidecar, double-tls, mtls-to-disabled"},
 			{"mtls_client_config", FactString, "how the client reaches the Service: visible (its proxy has the Service's config), passthrough or blackhole (it has none: the Service is hidden from it), no-sidecar (none, or its app sends around it)"},
 			{"mtls_undecided", FactInt, "endpoints whose TLS verdict is undecided: their pod is not known (a targetRef to a pod not found or not read, an address no pod was found for), so neither what auto mTLS sends them nor what their side accepts can be judged; while no other endpoint mismatches, mtls_mismatch and mtls_upstream_sidecar are then unknown"},
@@ -71,6 +73,26 @@ func clientConfig(v *mesh.View) string {
 		return "blackhole"
 	}
 	return "passthrough"
+}
+
+// sourceBypass says whether the caller's app containers go around its
+// sidecar, as mtls_source_bypass spells it.
+func sourceBypass(c mesh.Caller) string {
+	switch {
+	case c.Bypass != "":
+		return "all"
+	case len(c.BypassSome) > 0:
+		return "some"
+	}
+	return "none"
+}
+
+// bypassWhy names the caller's containers that go around its sidecar.
+func bypassWhy(c mesh.Caller) []string {
+	if c.Bypass != "" {
+		return strings.Split(c.Bypass, "; ")
+	}
+	return c.BypassSome
 }
 
 // judgedEndpoint is one endpoint of one cluster of one port's view.
@@ -161,6 +183,8 @@ func evaluateMTLS(t cluster.Target, cv callerview.View) Result {
 		"mtls_source_sidecar":       cv.Caller.Sidecar && cv.Caller.Bypass == "",
 		"mtls_mismatch":             mismatch,
 		"mtls_client_config":        clientConfig(view),
+		"mtls_source_bypass":        sourceBypass(cv.Caller),
+		"mtls_source_bypass_why":    nonNil(bypassWhy(cv.Caller)),
 	}
 	why := ""
 	if chosen >= 0 {

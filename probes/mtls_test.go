@@ -211,6 +211,51 @@ func TestMTLSEvaluation(t *testing.T) {
 	}
 }
 
+// A caller whose app runs as the proxy's UID goes around its own
+// sidecar: plaintext into STRICT, and the facts say why, container by
+// container; with one container of two, which sends is not known.
+func TestMTLSCallerRunningAsProxyUID(t *testing.T) {
+	from := cluster.Target{Namespace: "shop", Service: "orders", Source: &cluster.PodRef{Namespace: "web", Name: "web-1"}}
+	uid := int64(mesh.DefaultProxyUID)
+	other := int64(1000)
+	client := func(uids ...*int64) *corev1.Pod {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web-1", Namespace: "web"}}
+		for i, u := range uids {
+			p.Spec.Containers = append(p.Spec.Containers, corev1.Container{Name: fmt.Sprintf("app%d", i), SecurityContext: &corev1.SecurityContext{RunAsUser: u}})
+		}
+		p.Spec.Containers = append(p.Spec.Containers, corev1.Container{Name: mesh.ProxyContainer, SecurityContext: &corev1.SecurityContext{RunAsUser: &uid}})
+		return p
+	}
+	strict := []*securityv1.PeerAuthentication{peerAuth("shop", "default", securityv1beta1.PeerAuthentication_MutualTLS_STRICT, nil, nil)}
+	for _, c := range []struct {
+		name             string
+		source           *corev1.Pod
+		bypass, mismatch string
+		why              []string
+	}{
+		{"every app container as UID 1337", client(&uid), "all", MismatchPlaintextStrict, []string{"container app0 runs as UID 1337, the proxy's"}},
+		{"one of two", client(&uid, &other), "some", MismatchNone, []string{"container app0 runs as UID 1337, the proxy's"}},
+		{"none", client(&other), "none", MismatchNone, []string{}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			in := modelInput{Service: mtlsService(), Pods: []corev1.Pod{meshedPod("o-1", true)}, Source: c.source, PeerAuths: strict}
+			res := evaluateMTLS(from, in.view(t, from))
+			if err := CheckFacts(MTLSProbe{}.Meta(), res); err != nil {
+				t.Fatal(err)
+			}
+			if got := res.Facts["mtls_source_bypass"]; got != c.bypass {
+				t.Errorf("mtls_source_bypass = %v, want %s", got, c.bypass)
+			}
+			if got := res.Facts["mtls_source_bypass_why"]; fmt.Sprint(got) != fmt.Sprint(c.why) {
+				t.Errorf("mtls_source_bypass_why = %v, want %v", got, c.why)
+			}
+			if got := res.Facts["mtls_mismatch"]; got != c.mismatch {
+				t.Errorf("mtls_mismatch = %v, want %s", got, c.mismatch)
+			}
+		})
+	}
+}
+
 // modelInput is a world for the config model: the target Service, its pods
 // (each an endpoint), the calling pod and the rules.
 type modelInput struct {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -104,68 +103,31 @@ func annotationList(pod *corev1.Pod, name string) (list []string, set bool) {
 	if !ok {
 		return nil, false
 	}
-	return splitList(v), true
+	return podfacts.SplitList(v), true
 }
 
 // istioOwnInboundPorts are excluded by every injected pod (Prometheus
 // merge, health, Envoy stats): they say nothing about the app's traffic.
 var istioOwnInboundPorts = map[string]bool{"15020": true, "15021": true, "15090": true}
 
-// iptablesArgs finds the istio-iptables command line of the injected init
-// container (istio-init, or istio-validation under the CNI plugin): the
-// annotations merged with the injector's mesh-wide values, as the pod's
-// iptables actually apply them. Flags are the injector's short ones with
-// their value in the next argument.
-func iptablesArgs(pod *corev1.Pod) (flags map[string]string, from string, ok bool) {
-	for _, c := range pod.Spec.InitContainers {
-		if c.Name != "istio-init" && c.Name != "istio-validation" {
-			continue
-		}
-		argv := append(append([]string(nil), c.Command...), c.Args...)
-		if !slices.ContainsFunc(argv, func(a string) bool { return a == "istio-iptables" || strings.HasSuffix(a, "/istio-iptables") }) {
-			continue
-		}
-		flags = map[string]string{}
-		for i := 0; i+1 < len(argv); i++ {
-			if a := argv[i]; len(a) == 2 && a[0] == '-' {
-				flags[a] = argv[i+1]
-				i++
-			}
-		}
-		return flags, c.Name, true
-	}
-	return nil, "", false
-}
-
-// splitList reads a comma-separated setting, blanks dropped.
-func splitList(v string) []string {
-	var out []string
-	for _, f := range strings.Split(v, ",") {
-		if f = strings.TrimSpace(f); f != "" {
-			out = append(out, f)
-		}
-	}
-	return out
-}
-
 func readInterception(pod *corev1.Pod) interception {
 	var ic interception
-	if flags, from, ok := iptablesArgs(pod); ok {
+	if flags, from, ok := podfacts.IstioIptablesFlags(pod); ok {
 		ic.from = from
-		ic.excludeOut = splitList(flags["-o"])
-		for _, p := range splitList(flags["-d"]) {
+		ic.excludeOut = podfacts.SplitList(flags["-o"])
+		for _, p := range podfacts.SplitList(flags["-d"]) {
 			if !istioOwnInboundPorts[p] {
 				ic.excludeIn = append(ic.excludeIn, p)
 			}
 		}
-		ic.includeOut = splitList(flags["-q"])
+		ic.includeOut = podfacts.SplitList(flags["-q"])
 		if v, ok := flags["-b"]; ok {
-			l := splitList(v)
+			l := podfacts.SplitList(v)
 			ic.includeIn = &l
 		}
-		ic.excludeOutRanges = splitList(flags["-x"])
+		ic.excludeOutRanges = podfacts.SplitList(flags["-x"])
 		if v, ok := flags["-i"]; ok {
-			l := splitList(v)
+			l := podfacts.SplitList(v)
 			ic.includeOutRanges = &l
 		}
 		return ic

@@ -65,6 +65,31 @@ func realworldLogGroup(t testing.TB, file, header string) []byte {
 	return out.Bytes()
 }
 
+// threadLogGroup is one "## src:" group of the thread lines the access-log
+// parser pins (probes/parse/accesslog/testdata/threads.log).
+func threadLogGroup(t testing.TB, header string) []byte {
+	t.Helper()
+	b, err := os.ReadFile("parse/accesslog/testdata/threads.log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	in := false
+	for _, line := range strings.Split(string(b), "\n") {
+		if h, ok := strings.CutPrefix(line, "## src: "); ok {
+			in = strings.Contains(h, header)
+			continue
+		}
+		if in && line != "" {
+			out.WriteString(line + "\n")
+		}
+	}
+	if out.Len() == 0 {
+		t.Fatalf("threads.log has no group %q", header)
+	}
+	return out.Bytes()
+}
+
 func rwTarget(namespace, service string, port int32, source string) cluster.Target {
 	t := cluster.Target{Namespace: namespace, Service: service, Port: port}
 	if source != "" {
@@ -76,9 +101,15 @@ func rwTarget(namespace, service string, port int32, source string) cluster.Targ
 // accessLogRun evaluates the access-log probe on log as the source pod's
 // (upstream false) or an upstream pod's log, matched to t as Run matches.
 func accessLogRun(sample string, t cluster.Target, log []byte, upstream bool) realworldRun {
+	return accessLogRunAt(sample, t, log, upstream, "")
+}
+
+// accessLogRunAt reads log as accessLogRun does, an upstream's as the log
+// of the pod with podIP.
+func accessLogRunAt(sample string, t cluster.Target, log []byte, upstream bool, podIP string) realworldRun {
 	match := sourceEntryMatcher(t)
 	if upstream {
-		match = proxylog.InboundEntry
+		match = proxylog.InboundEntryAt(podIP)
 	}
 	pl := podLog{Pod: cluster.PodRef{Namespace: t.Namespace, Name: "pod"}, Upstream: upstream}
 	pl.Target, pl.Other, _ = accesslog.Split(bytes.NewReader(log), match)
@@ -114,6 +145,21 @@ func realworldRuns(t testing.TB) []realworldRun {
 	} {
 		runs = append(runs, accessLogRun(c.file+": "+c.group, c.target, realworldLogGroup(t, c.file, c.group), c.upstream))
 	}
+	// Real lines no shared fixture holds, pinned from public threads
+	// (parse/accesslog/testdata/SOURCES.md).
+	runs = append(runs, accessLogRunAt("threads.log: SigNoz/charts#53 426 low_version at the query-service's inbound",
+		rwTarget("default", "mon-signoz-query-service", 8080, ""), threadLogGroup(t, "SigNoz/charts#53"), true, "10.240.0.16"))
+	// The same log, read after the pod was told ISTIO_META_HTTP10=1: its
+	// 426s are older than the change.
+	fixed := accessLogRunAt("threads.log: SigNoz/charts#53 426s from a proxy now told to accept HTTP/1.0",
+		rwTarget("default", "mon-signoz-query-service", 8080, ""), threadLogGroup(t, "SigNoz/charts#53"), true, "10.240.0.16")
+	{
+		pl := podLog{Pod: cluster.PodRef{Namespace: "default", Name: "pod"}, Upstream: true, AcceptsHTTP10: "istio-proxy env ISTIO_META_HTTP10=1"}
+		pl.Target, pl.Other, _ = accesslog.Split(bytes.NewReader(threadLogGroup(t, "SigNoz/charts#53")), proxylog.InboundEntryAt("10.240.0.16"))
+		fixed.result = evaluateAccessLog(fixed.target, accessLogInput{Logs: []podLog{pl}})
+	}
+	runs = append(runs, fixed)
+
 	// Each whole log as if every entry were about the target: what the
 	// tally makes of all the shapes at once.
 	for _, file := range []string{"text.log", "json.log"} {
@@ -257,6 +303,12 @@ func TestRealworldProbes(t *testing.T) {
 		"json.log: istio/istio#17139":                                      {"log_tcp": 1, "log_tcp_flag_uf": 1, "log_tcp_flag_urx": 1, "log_flag_uf": 0, "log_5xx": 0},
 		"json.log: Istio 1.16 JSON 503 UH no_healthy_upstream": {"log_flag_uh": 1, "log_503": 1,
 			"log_details": []string{"no_healthy_upstream"}},
+		// Envoy's 426 to HTTP/1.0 at the destination's inbound: no cluster,
+		// no flag, no 5xx, and still the whole outage (it was dropped).
+		"threads.log: SigNoz/charts#53 426 low_version at the query-service's inbound": {"log_http10_rejected": 1,
+			"log_http10_hops": []string{"sidecar-inbound"}, "log_details": []string{"low_version"}, "log_5xx": 0, "log_upstream_pods": 1},
+		"threads.log: SigNoz/charts#53 426s from a proxy now told to accept HTTP/1.0": {"log_http10_rejected": 1,
+			"log_http10_accepted_by": []string{"default/pod: istio-proxy env ISTIO_META_HTTP10=1"}},
 		"text.log: every entry": {"log_flag_nr": 3, "log_flag_dc": 2, "log_tcp": 14, "log_tcp_flag_uf": 6, "log_tcp_flag_urx": 6,
 			"log_tcp_flag_uh": 2, "log_tcp_flag_nr": 2, "log_503": 15, "log_connection_refused": 6, "log_blackhole": 5, "log_flag_ut": 3},
 		"json.log: every entry": {"log_503": 4, "log_tcp": 3, "log_tcp_flag_uf": 1, "log_flag_uo": 1, "log_flag_uh": 1, "log_flag_uf": 1,

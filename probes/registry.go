@@ -28,6 +28,9 @@ func All() []Probe {
 		VersionsProbe{},
 		MetricsProbe{},
 		PrometheusProbe{}, // skipped unless check/watch --prometheus replaces it with a URL
+		// Issue 29, the sidecar and the app's side.
+		HealthProbesProbe{},
+		AppListenProbe{},
 	}
 }
 

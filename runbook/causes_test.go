@@ -267,6 +267,53 @@ var causeCases = []struct {
 		"envoy-clusters": {"envoy_hosts_total": 0, "envoy_hosts_healthy": 0, "envoy_empty_clusters": []string{"outbound|80||web.shop.svc.cluster.local"}},
 		"access-log":     {"log_503": 30, "log_5xx": 30, "log_flag_uh": 30},
 	}, runbook.ConfidenceMedium},
+
+	// Issue 29, the sidecar and the app's side.
+	// The caller's app runs as UID 1337 and the upstream is PERMISSIVE:
+	// its requests go around its sidecar and are served, in plaintext.
+	// Into STRICT it fails (TestAppAsProxyUIDIntoStrictIsTheRootCause).
+	{"sidecar.app-runs-as-proxy-uid", map[string]probes.Facts{
+		"mtls": {"mtls_source_sidecar": false, "mtls_source_bypass": "all", "mtls_client_config": "no-sidecar", "mtls_client_sends": "plaintext",
+			"mtls_source_bypass_why": []string{"container web runs as UID 1337, the proxy's"}},
+	}, runbook.ConfidenceLow},
+	// A liveness probe not rewritten, into STRICT: the kubelet restarts
+	// pods whose app is fine (a readiness probe would also empty the
+	// endpoints: TestBlockedReadinessLeavesEndpointsNoneReadyAConsequence).
+	{"probe.blocked-by-strict", map[string]probes.Facts{
+		"health-probes": {"healthprobe_pods": 3, "healthprobe_blocked_kinds": []string{"liveness"},
+			"healthprobe_blocked_by_strict": []string{"orders liveness httpGet :8080/healthz on 3 pods: not rewritten (pod annotation sidecar.istio.io/rewriteAppHTTPProbers: \"false\"), port 8080 captured, STRICT (namespace shop/default)"},
+			"healthprobe_rewrite_off":       "pod annotation sidecar.istio.io/rewriteAppHTTPProbers: \"false\"", "healthprobe_kubelet_resets": 120},
+	}, runbook.ConfidenceHigh},
+	{"probe.rewrite-mismatch", map[string]probes.Facts{
+		"health-probes": {"healthprobe_pods": 3,
+			"healthprobe_prober_missing": []string{"orders liveness httpGet :15020/app-health/orders/livez on 3 pods: istio-proxy's ISTIO_KUBE_APP_PROBERS has no /app-health/orders/livez"}},
+	}, runbook.ConfidenceHigh},
+	{"probe.rewrite-mismatch", map[string]probes.Facts{
+		"health-probes": {"healthprobe_pods": 3,
+			"healthprobe_host_set": []string{"orders liveness httpGet :15020/app-health/orders/livez on 3 pods: httpGet.host localhost: the kubelet sends it to localhost:15020"}},
+	}, runbook.ConfidenceMedium},
+	// nginx's default proxy_pass speaks HTTP/1.0: the caller's sidecar
+	// answers 426 low_version itself.
+	{"http.1.0-rejected", map[string]probes.Facts{
+		"access-log": {"log_http10_rejected": 40, "log_http10_hops": []string{"sidecar-outbound"}, "log_details": []string{"low_version"}, "log_2xx": 0},
+	}, runbook.ConfidenceHigh},
+	// uvicorn says it runs on 127.0.0.1: the inbound's dial of the pod's
+	// IP is refused. The app's word is certain, the spec's likely.
+	{"app.localhost-bound", map[string]probes.Facts{
+		"app-listen": {"applisten_loopback": []string{"orders-1 orders: INFO:     Uvicorn running on http://127.0.0.1:8080 (Press CTRL+C to quit)"},
+			"applisten_inbound_refused": 40},
+	}, runbook.ConfidenceHigh},
+	{"app.localhost-bound", map[string]probes.Facts{
+		"app-listen": {"applisten_loopback": []string{"orders-1 orders: --host 127.0.0.1"}, "applisten_loopback_from_spec": []string{"orders-1 orders: --host 127.0.0.1"}},
+	}, runbook.ConfidenceMedium},
+	{"app.localhost-bound", map[string]probes.Facts{
+		"app-listen": {"applisten_loopback": []string{"orders-1 orders: Running on http://127.0.0.1:8080"}, "applisten_sidecars_read": false},
+	}, runbook.ConfidenceMedium},
+	// The proxy now accepts HTTP/1.0: the 426s are older than that.
+	{"http.1.0-rejected", map[string]probes.Facts{
+		"access-log": {"log_http10_rejected": 40, "log_http10_hops": []string{"sidecar-outbound"}, "log_details": []string{"low_version"},
+			"log_http10_accepted_by": []string{"shop/frontend-1: istio-proxy env ISTIO_META_HTTP10=1"}},
+	}, runbook.ConfidenceLow},
 }
 
 // gatewayAPICase is over on top of a healthy Gateway API gateway caller
@@ -609,5 +656,56 @@ func TestSourceWithoutSidecarIsNotStale(t *testing.T) {
 	findings = autoFindings(t, facts)
 	if got := causeIDs(findings); !reflect.DeepEqual(got, []string{"xds.stale"}) {
 		t.Fatalf("two istiod replicas asked, neither lists the proxy: findings = %v", got)
+	}
+}
+
+// An app running as the proxy's UID sends plaintext around its sidecar
+// into a STRICT upstream: the UID is the cause, found with certainty (it is
+// istio-iptables' own rule); the plaintext into STRICT is its consequence,
+// reported after it, not a second root cause whose fixes (a sidecar the
+// caller has, PERMISSIVE) miss the point.
+func TestAppAsProxyUIDIntoStrictIsTheRootCause(t *testing.T) {
+	findings := autoFindings(t, map[string]probes.Facts{
+		"mtls": {"mtls_source_sidecar": false, "mtls_source_bypass": "all", "mtls_client_config": "no-sidecar", "mtls_client_sends": "plaintext",
+			"mtls_source_bypass_why": []string{"container web runs as UID 1337, the proxy's"},
+			"mtls_mismatch":          "plaintext-to-strict", "mtls_upstream_mode": "STRICT", "mtls_upstream_mode_source": "namespace shop/default"},
+		"access-log": {"log_tcp": 12, "log_tcp_flag_nr": 12, "log_details": []string{"filter_chain_not_found"}},
+	})
+	if got := causeIDs(findings); !reflect.DeepEqual(got, []string{"sidecar.app-runs-as-proxy-uid", "mtls.plaintext-to-strict"}) {
+		t.Fatalf("findings = %v, want the UID first, then the plaintext it causes", got)
+	}
+	root, consequence := findings[0], findings[1]
+	if root.Confidence != runbook.ConfidenceHigh || len(root.ConsequenceOf) != 0 {
+		t.Errorf("root finding %s at %s, consequence of %v", root.Cause, root.Confidence, root.ConsequenceOf)
+	}
+	if !reflect.DeepEqual(consequence.ConsequenceOf, []string{"sidecar.app-runs-as-proxy-uid"}) {
+		t.Errorf("mtls.plaintext-to-strict consequence of %v, want the UID", consequence.ConsequenceOf)
+	}
+	if why := consequence.Evidence[0].Reason; !strings.Contains(why, "goes around its sidecar") {
+		t.Errorf("the plaintext's reason %q does not say the app goes around its sidecar", why)
+	}
+}
+
+// A readiness probe STRICT resets keeps every endpoint unready: the
+// probe is the cause, the empty endpoints its consequence (fix the probe,
+// not the app or the readiness check).
+func TestBlockedReadinessLeavesEndpointsNoneReadyAConsequence(t *testing.T) {
+	findings := autoFindings(t, map[string]probes.Facts{
+		"health-probes": {"healthprobe_pods": 3, "healthprobe_blocked_kinds": []string{"readiness"},
+			"healthprobe_blocked_by_strict": []string{"orders readiness httpGet :8080/healthz/ready on 3 pods: not rewritten, port 8080 captured, STRICT (namespace shop/default)"},
+			"healthprobe_kubelet_resets":    500},
+		"endpoints": {"endpoints_ready": 0, "endpoints_not_ready": 3,
+			"endpoints_not_ready_pods": []string{"orders-1 ContainersNotReady", "orders-2 ContainersNotReady", "orders-3 ContainersNotReady"}},
+		"envoy-clusters": {"envoy_hosts_total": 0, "envoy_hosts_healthy": 0},
+		"access-log":     {"log_503": 30, "log_5xx": 30, "log_flag_uh": 30},
+	})
+	if got := causeIDs(findings); !reflect.DeepEqual(got, []string{"probe.blocked-by-strict", "endpoints.none-ready"}) {
+		t.Fatalf("findings = %v, want the probe, then the endpoints it leaves unready", got)
+	}
+	if !reflect.DeepEqual(findings[1].ConsequenceOf, []string{"probe.blocked-by-strict"}) {
+		t.Errorf("endpoints.none-ready consequence of %v", findings[1].ConsequenceOf)
+	}
+	if findings[0].Confidence != runbook.ConfidenceHigh {
+		t.Errorf("probe.blocked-by-strict at %s, want high: istiod builds no plaintext chain under STRICT", findings[0].Confidence)
 	}
 }

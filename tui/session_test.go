@@ -2,6 +2,7 @@ package tui
 
 import (
 	"context"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -162,6 +163,11 @@ func TestScenarioWalks(t *testing.T) {
 	}
 }
 
+// runningOnScreen is what the screen shows while something runs: a step
+// row's label (checklist.go), the status line (view.go), a verification
+// (cause.go).
+var runningOnScreen = regexp.MustCompile(`running\s*│|running \d+ probe\(s\)|running…`)
+
 func ran(s *memSink) int {
 	n := 0
 	for _, ev := range s.all() {
@@ -172,13 +178,16 @@ func ran(s *memSink) int {
 	return n
 }
 
-// waitIdle waits until no probe is running.
+// waitIdle waits until no probe is running: no step row labelled
+// "running", no "running N probe(s)" status line, no verification
+// "running…". Not the bare word, which evidence holds too ("container
+// orders running, unready", Flask's "Running on ...").
 func (h *harness) waitIdle() string {
 	h.t.Helper()
 	deadline := time.Now().Add(15 * time.Second)
 	for {
 		s := h.f.screen()
-		if s != "" && !strings.Contains(s, "running") && !strings.Contains(s, "starting the session") {
+		if s != "" && !runningOnScreen.MatchString(s) && !strings.Contains(s, "starting the session") {
 			return s
 		}
 		if time.Now().After(deadline) {
@@ -217,7 +226,7 @@ func TestResumedSession(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Tall enough for every step and the causes below them.
-	h := startEngine(t, Options{Engine: engine.FromSession(resumed), Resumed: true}, 100, 36)
+	h := startEngine(t, Options{Engine: engine.FromSession(resumed), Resumed: true}, 100, 40)
 	h.waitFor("Runbook · guided", "✓ Resolve the Service", "✗ Envoy upstream hosts", "next:")
 	h.key("m")
 	h.waitFor("✘ Plaintext sent to a S", "ruled out")

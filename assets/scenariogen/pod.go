@@ -62,10 +62,19 @@ type PodSpec struct {
 	Hold bool
 	// Readiness is the app's HTTP readiness check, or nil for none.
 	Readiness *HTTPCheck
+	// NoProbeRewrite: the pod carries sidecar.istio.io/rewriteAppHTTPProbers
+	// "false", so the injector leaves its probes as they are (the kubelet
+	// sends them to the app's port, through the sidecar's inbound).
+	NoProbeRewrite bool
 	// Probe, when set, is the app's readiness probe verbatim (an exec probe
 	// the injector leaves alone); it wins over Readiness.
 	Probe Object
 	Env   []Object
+	// Args are the app container's args.
+	Args []string
+	// SecurityContext is the app container's securityContext, nil for
+	// none.
+	SecurityContext Object
 	// PreStop is the app container's preStop exec command.
 	PreStop []string
 	// Controller names the pod's owner; generateName is Controller + "-".
@@ -281,8 +290,11 @@ func podAnnotations(s PodSpec, container string) Object {
 			{"prometheus.io/path", "/stats/prometheus"},
 			{"prometheus.io/port", "15020"},
 			{"prometheus.io/scrape", "true"},
-			{"sidecar.istio.io/status", compactJSON(status)},
 		}
+		if s.NoProbeRewrite {
+			annotations.Set("sidecar.istio.io/rewriteAppHTTPProbers", "false")
+		}
+		annotations.Set("sidecar.istio.io/status", compactJSON(status))
 	}
 	for _, f := range s.ExtraAnnotations {
 		annotations.Set(f.Key, f.Value)
@@ -299,7 +311,7 @@ func appContainer(s PodSpec, container, kubeAPI string) (Object, string) {
 	if s.Readiness != nil {
 		check := Object{{"path", s.Readiness.Path}, {"port", s.Readiness.Port}, {"scheme", "HTTP"}}
 		probe := check
-		if s.Sidecar != NoSidecar {
+		if s.Sidecar != NoSidecar && !s.NoProbeRewrite {
 			appHealth := "/app-health/" + container + "/readyz"
 			probe = Object{{"path", appHealth}, {"port", 15020}, {"scheme", "HTTP"}}
 			probers = compactJSON(Object{{appHealth, Object{{"httpGet", check}, {"timeoutSeconds", 1}}}})
@@ -311,6 +323,9 @@ func appContainer(s PodSpec, container, kubeAPI string) (Object, string) {
 		readinessProbe = s.Probe
 	}
 	c := Object{}
+	if len(s.Args) > 0 {
+		c.Set("args", s.Args)
+	}
 	if len(s.Env) > 0 {
 		c.Set("env", s.Env)
 	}
@@ -329,6 +344,9 @@ func appContainer(s PodSpec, container, kubeAPI string) (Object, string) {
 	}...)
 	if readinessProbe != nil {
 		c.Set("readinessProbe", readinessProbe)
+	}
+	if s.SecurityContext != nil {
+		c.Set("securityContext", s.SecurityContext)
 	}
 	if len(s.PreStop) > 0 {
 		c.Set("lifecycle", Object{{"preStop", Object{{"exec", Object{{"command", s.PreStop}}}}}})

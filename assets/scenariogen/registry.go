@@ -71,6 +71,11 @@ var scenarios = []Scenario{
 	gatewayListenerUnreachable,
 	// issue 29, control plane and ambient.
 	xdsRejectedAfterUpgrade,
+	// Issue 29, the sidecar and the app's side.
+	appRunsAsProxyUID,
+	probeRewriteOffStrict,
+	http10Nginx426,
+	appLocalhostBound,
 }
 
 // render builds the scenario and returns its files by path relative to

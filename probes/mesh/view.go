@@ -196,6 +196,16 @@ func (c *Config) viewFor(caller Caller, host string, port int32) (*View, error) 
 		}
 		return v, nil
 	}
+	if v.Protocol == ProtocolUDP {
+		// istiod skips UDP ports: no listener captures them and no
+		// cluster is built (the proxies never see their datagrams, which
+		// kube-proxy carries, unencrypted and unrouted by Istio), so
+		// nothing the mesh decides can fail them.
+		name := ClusterName(port, "", host)
+		v.Routes = []Route{{Name: "none: istiod builds no listener for a UDP port; kube-proxy carries it", CatchAll: true}}
+		v.Clusters[name] = &Cluster{Name: name, Host: host, Port: port, Why: "istiod builds no cluster for a UDP port"}
+		return v, nil
+	}
 	v.VirtualService, v.VirtualServices = c.VirtualServicesFor(caller, host)
 	if v.RoutesUnknown = c.VirtualServiceUnknown(caller, host); v.RoutesUnknown != "" {
 		v.Unknown = append(v.Unknown, v.RoutesUnknown)

@@ -77,27 +77,100 @@ const (
 	ProtocolHTTP = "http"
 	ProtocolTCP  = "tcp"
 	ProtocolTLS  = "tls"
+	// ProtocolUDP: istiod builds no listener and no cluster for a UDP
+	// port; the sidecar never sees its traffic.
+	ProtocolUDP = "udp"
 )
 
-// PortProtocol is how Istio reads a service port: appProtocol, else the
-// port name's prefix (http, http2, grpc, https, tls, tcp, ...). A port it
-// cannot name is sniffed; the 503s this tool triages are HTTP, so it is
-// read as HTTP.
+// PortProtocol is the kind of routes istiod gives a Service port, from
+// its reading of the port (ReadPortProtocol): HTTP routes for HTTP, HTTP2,
+// gRPC, gRPC-Web and HTTP_PROXY, and for a port it sniffs (both an HTTP
+// and a TCP chain, the HTTP routes taking what the sniffer reads as HTTP:
+// the 503s this tool triages are HTTP); TCP routes for TCP, MySQL, Mongo
+// and Redis; TLS routes for HTTPS and TLS; none for UDP.
 func PortProtocol(sp corev1.ServicePort) string {
-	p := ""
-	if sp.AppProtocol != nil {
-		p = *sp.AppProtocol
-	}
-	if p == "" {
-		p, _, _ = strings.Cut(sp.Name, "-")
-	}
-	switch strings.ToLower(p) {
-	case "tcp", "mongo", "mysql", "redis":
+	switch ReadPortProtocol(sp).Protocol {
+	case "TCP", "Mongo", "Redis", "MySQL":
 		return ProtocolTCP
-	case "https", "tls":
+	case "HTTPS", "TLS":
 		return ProtocolTLS
+	case "UDP":
+		return ProtocolUDP
 	}
 	return ProtocolHTTP
+}
+
+// PortReading is istiod's reading of a Service port.
+type PortReading struct {
+	// Protocol is Istio's name for it (pkg/config/protocol.Instance):
+	// HTTP, HTTP2, GRPC, GRPC-Web, HTTP_PROXY, HTTPS, TLS, TCP, Mongo,
+	// Redis, MySQL, UDP; ProtocolSniffed when istiod cannot name it and
+	// the proxies detect it per connection.
+	Protocol string
+	// DeclaredBy says what named it: DeclaredByAppProtocol,
+	// DeclaredByName, DeclaredByPortNumber (a well-known server-first
+	// port), DeclaredByKubernetes (a UDP port), or DeclaredByNone.
+	DeclaredBy string
+}
+
+// What named a port's protocol (PortReading.DeclaredBy).
+const (
+	DeclaredByAppProtocol = "appProtocol"
+	DeclaredByName        = "name"
+	DeclaredByPortNumber  = "port number"
+	DeclaredByKubernetes  = "protocol UDP"
+	DeclaredByNone        = "none"
+	// ProtocolSniffed is PortReading.Protocol for a port istiod sniffs.
+	ProtocolSniffed = "sniffed"
+)
+
+// wellKnownServerFirstPorts are the ports istiod reads as TCP when
+// nothing names their protocol: SMTP, DNS, MySQL and MongoDB, whose
+// servers speak first and which sniffing would break (ConvertProtocol's
+// wellKnownPorts).
+var wellKnownServerFirstPorts = map[int32]string{25: "SMTP", 53: "DNS", 3306: "MySQL", 27017: "MongoDB"}
+
+// ReadPortProtocol reads a Service port as istiod does
+// (pkg/config/kube.ConvertProtocol): a UDP port is UDP; else appProtocol
+// when set, even empty (with Kubernetes' kubernetes.io/h2c as HTTP2,
+// kubernetes.io/ws as HTTP and kubernetes.io/wss as HTTPS), else the port
+// name; a grpc-web prefix is gRPC-Web, otherwise the part before the first
+// "-" names the protocol, case aside; a name Istio does not know is
+// sniffed, except on ports 25, 53, 3306 and 27017, which are TCP.
+func ReadPortProtocol(sp corev1.ServicePort) PortReading {
+	if sp.Protocol == corev1.ProtocolUDP {
+		return PortReading{Protocol: "UDP", DeclaredBy: DeclaredByKubernetes}
+	}
+	name, by := sp.Name, DeclaredByName
+	if sp.AppProtocol != nil {
+		name, by = *sp.AppProtocol, DeclaredByAppProtocol
+		switch name {
+		case "kubernetes.io/h2c":
+			return PortReading{Protocol: "HTTP2", DeclaredBy: by}
+		case "kubernetes.io/ws":
+			return PortReading{Protocol: "HTTP", DeclaredBy: by}
+		case "kubernetes.io/wss":
+			return PortReading{Protocol: "HTTPS", DeclaredBy: by}
+		}
+	}
+	if len(name) >= len("grpc-web") && strings.EqualFold(name[:len("grpc-web")], "grpc-web") {
+		return PortReading{Protocol: "GRPC-Web", DeclaredBy: by}
+	}
+	prefix, _, _ := strings.Cut(name, "-")
+	if p, ok := istioProtocols[strings.ToLower(prefix)]; ok {
+		return PortReading{Protocol: p, DeclaredBy: by}
+	}
+	if _, ok := wellKnownServerFirstPorts[sp.Port]; ok {
+		return PortReading{Protocol: "TCP", DeclaredBy: DeclaredByPortNumber}
+	}
+	return PortReading{Protocol: ProtocolSniffed, DeclaredBy: DeclaredByNone}
+}
+
+// istioProtocols are the names protocol.Parse knows, lower case, but
+// grpc-web, whose "-" the prefix never holds (read before).
+var istioProtocols = map[string]string{
+	"tcp": "TCP", "udp": "UDP", "grpc": "GRPC", "http": "HTTP", "http_proxy": "HTTP_PROXY",
+	"http2": "HTTP2", "https": "HTTPS", "tls": "TLS", "mongo": "Mongo", "redis": "Redis", "mysql": "MySQL",
 }
 
 // vsCandidate is a VirtualService that may route a host for a caller.

@@ -40,6 +40,29 @@ func ResolvedTargetPort(sp corev1.ServicePort, pod *corev1.Pod) int32 {
 	return 0
 }
 
+// ServicePortOf is the Service's port numbered port, or its first port
+// (nil when it has none).
+func ServicePortOf(svc *corev1.Service, port int32) *corev1.ServicePort {
+	for i := range svc.Spec.Ports {
+		if svc.Spec.Ports[i].Port == port {
+			return &svc.Spec.Ports[i]
+		}
+	}
+	if len(svc.Spec.Ports) > 0 {
+		return &svc.Spec.Ports[0]
+	}
+	return nil
+}
+
+// TargetPortOn is the pod port the Service port sends to
+// (ResolvedTargetPort), 0 when the Service has no port.
+func TargetPortOn(sp *corev1.ServicePort, pod *corev1.Pod) int32 {
+	if sp == nil {
+		return 0
+	}
+	return ResolvedTargetPort(*sp, pod)
+}
+
 // NotReadyReason says why a pod is not ready: its Ready condition, then
 // the first app or proxy container that is not ready and the state the
 // kubelet reports for it (ImagePullBackOff, CrashLoopBackOff, ...), the

@@ -8,6 +8,7 @@ package proxylog
 import (
 	"bytes"
 	"context"
+	"net"
 	"sort"
 	"strings"
 	"time"
@@ -109,4 +110,23 @@ func UpstreamLogPods(pods []corev1.Pod) []corev1.Pod {
 func InboundEntry(e *accesslog.Entry) bool {
 	return strings.HasPrefix(e.UpstreamCluster, "inbound|") || strings.HasPrefix(e.UpstreamCluster, "InboundPassthroughCluster") ||
 		e.UpstreamCluster == "" && e.ResponseCodeDetails == "filter_chain_not_found"
+}
+
+// InboundEntryAt selects, in the log of the proxy of the pod with IP
+// podIP, InboundEntry's entries and the requests its inbound listener
+// answered itself before any route, which name no cluster: Envoy's 426 to
+// an HTTP/1.0 request, a codec error. Such a request came to the pod's own
+// address (downstream local address podIP:PORT); an outbound one came to
+// a Service's or another pod's.
+func InboundEntryAt(podIP string) func(*accesslog.Entry) bool {
+	return func(e *accesslog.Entry) bool {
+		if InboundEntry(e) {
+			return true
+		}
+		if e.UpstreamCluster != "" || podIP == "" {
+			return false
+		}
+		host, _, err := net.SplitHostPort(e.DownstreamLocalAddress)
+		return err == nil && host == podIP
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/cluster/recorded"
 	"github.com/meshtriage/meshtriage/probes/mesh"
+	"github.com/meshtriage/meshtriage/probes/parse/accesslog"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -50,5 +51,28 @@ func TestNewestLogKeepsTheNewestLines(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A request the inbound listener answered itself names no cluster: it is
+// the pod's inbound side when it came to the pod's own address, and its
+// own outbound call otherwise.
+func TestInboundEntryAtTakesLocalRepliesToThePod(t *testing.T) {
+	inbound := InboundEntryAt("10.244.1.10")
+	for _, c := range []struct {
+		e    accesslog.Entry
+		want bool
+	}{
+		{accesslog.Entry{ResponseCode: 426, ResponseCodeDetails: "low_version", DownstreamLocalAddress: "10.244.1.10:8080"}, true},
+		{accesslog.Entry{ResponseCode: 426, ResponseCodeDetails: "low_version", DownstreamLocalAddress: "10.96.40.12:8080"}, false},
+		{accesslog.Entry{ResponseCode: 200, UpstreamCluster: "inbound|8080||", DownstreamLocalAddress: "10.244.1.10:8080"}, true},
+		{accesslog.Entry{ResponseCode: 200, UpstreamCluster: "outbound|8080||web.shop.svc.cluster.local", DownstreamLocalAddress: "10.244.1.10:8080"}, false},
+	} {
+		if got := inbound(&c.e); got != c.want {
+			t.Errorf("%+v: inbound = %v, want %v", c.e, got, c.want)
+		}
+	}
+	if InboundEntryAt("")(&accesslog.Entry{ResponseCode: 426, DownstreamLocalAddress: "10.244.1.10:8080"}) {
+		t.Error("without the pod's address, a local reply is not known to be inbound")
 	}
 }

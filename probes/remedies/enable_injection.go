@@ -46,6 +46,9 @@ func (EnableInjection) Compute(ctx context.Context, in *Input) Output {
 			return unpatchable("the caller pod could not be read: %v", err)
 		}
 		if mesh.PodSidecar(pod) != mesh.SidecarNone {
+			if bypassing, all := mesh.SidecarBypass(pod); all {
+				return unpatchable("the caller %s has a sidecar, which its app goes around (%s): the UID is what to change (sidecar.app-runs-as-proxy-uid)", in.Target.Source, strings.Join(bypassing, "; "))
+			}
 			return unpatchable("the caller %s has a sidecar: the plaintext comes from a DestinationRule (the direction before)", in.Target.Source)
 		}
 		pods, ns, whose = []*corev1.Pod{pod}, pod.Namespace, "the caller "+pod.Name

@@ -24,6 +24,11 @@ func proxyConfigPatches(ctx context.Context, in *Input, set func(cfg map[string]
 	if len(pods) == 0 {
 		return unpatchable("the Service selects no pod the triage read: whose pod template to change is not known")
 	}
+	return proxyConfigPatchesOf(pods, set, what)
+}
+
+// proxyConfigPatchesOf is proxyConfigPatches for the workloads of pods.
+func proxyConfigPatchesOf(pods []*corev1.Pod, set func(cfg map[string]any) bool, what string) Output {
 	var out Output
 	var names []string
 	for _, w := range workloadsOf(pods) {

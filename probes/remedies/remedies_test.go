@@ -182,3 +182,146 @@ func contains(list []string, s string) bool {
 	}
 	return false
 }
+
+// A caller with a sidecar whose app runs as the proxy's UID sends the
+// plaintext: no injection gives it what it has, and the remedy says what
+// to change instead.
+func TestEnableInjectionNamesTheUIDOfACallerThatGoesAroundItsSidecar(t *testing.T) {
+	c := world(t, orders+pod("orders-1", "v1")+`---
+apiVersion: v1
+kind: Pod
+metadata: {name: web-1, namespace: shop, labels: {app: web}}
+spec:
+  containers:
+  - {name: web, image: web, securityContext: {runAsUser: 1337}}
+  - {name: istio-proxy, image: proxyv2, securityContext: {runAsUser: 1337, runAsGroup: 1337}}
+status: {phase: Running, podIP: 10.0.0.9}
+`)
+	out := remedies.EnableInjection{}.Compute(context.Background(), &remedies.Input{Cluster: c, Cause: "mtls.plaintext-to-strict", Facts: probes.Facts{},
+		Target: cluster.Target{Namespace: "shop", Service: "orders", Port: 8080, Source: &cluster.PodRef{Namespace: "shop", Name: "web-1"}}})
+	if len(out.Patches) != 0 || !strings.Contains(out.Unpatchable, "container web runs as UID 1337") || !strings.Contains(out.Unpatchable, "sidecar.app-runs-as-proxy-uid") {
+		t.Errorf("remedy %+v: want no patch, naming the container that runs as the proxy's UID", out)
+	}
+}
+
+// Probes left as they are get rewritten again by annotating the
+// Deployment's pod template (the injector reads the annotation first);
+// pods whose probes are all rewritten are no reason to patch.
+func TestRewriteProbesAnnotatesTheTemplate(t *testing.T) {
+	probed := func(name, annotations, probe string) string {
+		return `---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: ` + name + `
+  generateName: orders-6d8f7c9b5-
+  namespace: shop
+  labels: {app: orders, pod-template-hash: 6d8f7c9b5}
+  annotations: {` + annotations + `}
+  ownerReferences: [{apiVersion: apps/v1, kind: ReplicaSet, name: orders-6d8f7c9b5, uid: u1, controller: true}]
+spec:
+  containers:
+  - {name: orders, image: x, ports: [{containerPort: 8080}], readinessProbe: {httpGet: ` + probe + `}}
+  - {name: istio-proxy, image: proxyv2}
+status: {phase: Running, podIP: 10.0.0.7}
+`
+	}
+	off := `sidecar.istio.io/rewriteAppHTTPProbers: "false"`
+	c := world(t, orders+probed("orders-6d8f7c9b5-x2k9p", off, "{port: 8080, path: /ready}"))
+	out := compute(t, remedies.RewriteProbes{}, c, "probe.blocked-by-strict")
+	if len(out.Patches) != 1 || out.NotSimulated == "" {
+		t.Fatalf("remedy %+v: want one patch, not simulated", out)
+	}
+	p := out.Patches[0]
+	if p.Kind != "Deployment" || p.Name != "orders" || p.Type != patch.Merge ||
+		string(p.Patch) != `{"spec":{"template":{"metadata":{"annotations":{"sidecar.istio.io/rewriteAppHTTPProbers":"true"}}}}}` {
+		t.Errorf("patch %s %s %s %s", p.Kind, p.Name, p.Type, p.Patch)
+	}
+	c = world(t, orders+probed("orders-6d8f7c9b5-x2k9p", "", "{port: 15020, path: /app-health/orders/readyz}"))
+	if out := compute(t, remedies.RewriteProbes{}, c, "probe.blocked-by-strict"); len(out.Patches) != 0 || out.Unpatchable == "" {
+		t.Errorf("remedy %+v: every probe is rewritten, want no patch", out)
+	}
+}
+
+// The 426s' hop says whose proxy to tell to accept HTTP/1.0: the caller's
+// for its outbound, the Service's pods' for their inbound; what the
+// annotation already says is kept.
+func TestAcceptHTTP10PatchesTheProxiesThatAnswered426(t *testing.T) {
+	owned := func(name, app, hash, annotations string) string {
+		return `---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: ` + name + `
+  generateName: ` + app + `-` + hash + `-
+  namespace: shop
+  labels: {app: ` + app + `, pod-template-hash: ` + hash + `}
+  annotations: {` + annotations + `}
+  ownerReferences: [{apiVersion: apps/v1, kind: ReplicaSet, name: ` + app + `-` + hash + `, uid: u-` + app + `, controller: true}]
+spec:
+  containers: [{name: ` + app + `, image: x, ports: [{containerPort: 8080}]}, {name: istio-proxy, image: proxyv2}]
+status: {phase: Running, podIP: 10.0.0.7}
+`
+	}
+	c := world(t, orders+owned("orders-6d8f7c9b5-x2k9p", "orders", "6d8f7c9b5", `proxy.istio.io/config: "holdApplicationUntilProxyStarts: true"`)+
+		owned("frontend-7f6c9d8b4-t5qzx", "frontend", "7f6c9d8b4", ""))
+	for _, c2 := range []struct {
+		hop, deployment, patch string
+	}{
+		{"sidecar-outbound", "frontend", `{"spec":{"template":{"metadata":{"annotations":{"proxy.istio.io/config":"proxyMetadata:\n  ISTIO_META_HTTP10: \"1\"\n"}}}}}`},
+		{"sidecar-inbound", "orders", `{"spec":{"template":{"metadata":{"annotations":{"proxy.istio.io/config":"holdApplicationUntilProxyStarts: true\nproxyMetadata:\n  ISTIO_META_HTTP10: \"1\"\n"}}}}}`},
+	} {
+		out := remedies.AcceptHTTP10{}.Compute(context.Background(), &remedies.Input{Cluster: c, Cause: "http.1.0-rejected",
+			Facts:  probes.Facts{"log_http10_hops": []string{c2.hop}},
+			Target: cluster.Target{Namespace: "shop", Service: "orders", Port: 8080, Source: &cluster.PodRef{Namespace: "shop", Name: "frontend-7f6c9d8b4-t5qzx"}}})
+		if len(out.Patches) != 1 || out.NotSimulated == "" {
+			t.Fatalf("%s: remedy %+v, want one patch, not simulated", c2.hop, out)
+		}
+		if p := out.Patches[0]; p.Kind != "Deployment" || p.Name != c2.deployment || string(p.Patch) != c2.patch {
+			t.Errorf("%s: patch of %s %s: %s, want %s %s", c2.hop, p.Kind, p.Name, p.Patch, c2.deployment, c2.patch)
+		}
+	}
+}
+
+// The app's spec binds loopback: the template's argument (or variable)
+// is replaced after a test of its old value; one told by its default or a
+// config file has nothing in the spec to change.
+func TestBindAllAddressesReplacesTheSpecLoopback(t *testing.T) {
+	withApp := func(app string) string {
+		return `---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: orders-6d8f7c9b5-x2k9p
+  generateName: orders-6d8f7c9b5-
+  namespace: shop
+  labels: {app: orders, pod-template-hash: 6d8f7c9b5}
+  ownerReferences: [{apiVersion: apps/v1, kind: ReplicaSet, name: orders-6d8f7c9b5, uid: u-orders, controller: true}]
+spec:
+  containers: [{name: istio-proxy, image: proxyv2}, ` + app + `, {name: metrics, image: m}]
+status: {phase: Running, podIP: 10.0.0.7}
+`
+	}
+	for _, c := range []struct {
+		name, app, patch string
+	}{
+		{"--host VALUE", `{name: orders, image: x, args: [app:app, --host, 127.0.0.1, --port, "8080"], ports: [{containerPort: 8080}]}`,
+			`[{"op":"test","path":"/spec/template/spec/containers/0/name","value":"orders"},{"op":"test","path":"/spec/template/spec/containers/0/args/2","value":"127.0.0.1"},{"op":"replace","path":"/spec/template/spec/containers/0/args/2","value":"0.0.0.0"}]`},
+		{"--bind=HOST:PORT in command", `{name: orders, image: x, command: [gunicorn, "--bind=[::1]:8080"], ports: [{containerPort: 8080}]}`,
+			`[{"op":"test","path":"/spec/template/spec/containers/0/name","value":"orders"},{"op":"test","path":"/spec/template/spec/containers/0/command/1","value":"--bind=[::1]:8080"},{"op":"replace","path":"/spec/template/spec/containers/0/command/1","value":"--bind=[::]:8080"}]`},
+		{"env", `{name: orders, image: x, env: [{name: LOG_LEVEL, value: info}, {name: APP_HOST, value: localhost}], ports: [{containerPort: 8080}]}`,
+			`[{"op":"test","path":"/spec/template/spec/containers/0/name","value":"orders"},{"op":"test","path":"/spec/template/spec/containers/0/env/1/value","value":"localhost"},{"op":"replace","path":"/spec/template/spec/containers/0/env/1/value","value":"0.0.0.0"}]`},
+	} {
+		out := compute(t, remedies.BindAllAddresses{}, world(t, orders+withApp(c.app)), "app.localhost-bound")
+		if len(out.Patches) != 1 || out.NotSimulated == "" {
+			t.Fatalf("%s: remedy %+v, want one patch, not simulated", c.name, out)
+		}
+		if p := out.Patches[0]; p.Kind != "Deployment" || p.Name != "orders" || p.Type != "json" || string(p.Patch) != c.patch {
+			t.Errorf("%s: %s %s %s %s, want Deployment orders json\n%s", c.name, p.Kind, p.Name, p.Type, p.Patch, c.patch)
+		}
+	}
+	out := compute(t, remedies.BindAllAddresses{}, world(t, orders+withApp(`{name: orders, image: x, args: [--host, 0.0.0.0], ports: [{containerPort: 8080}]}`)), "app.localhost-bound")
+	if out.Unpatchable == "" || len(out.Patches) != 0 {
+		t.Errorf("a wildcard bind: %+v, want no patch", out)
+	}
+}

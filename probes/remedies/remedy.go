@@ -169,6 +169,10 @@ func All() []Remedy {
 		SizePool{},
 		TuneOutlier{},
 		WaypointForService{},
+		// Issue 29, the sidecar and the app's side.
+		RewriteProbes{},
+		AcceptHTTP10{},
+		BindAllAddresses{},
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Meta().ID < out[j].Meta().ID })
 	return out

@@ -61,9 +61,12 @@ func TestFlagMapping(t *testing.T) {
 			[]string{"service.port-mismatch", "startup.app-before-proxy", "sidecar.missing-upstream"}, ""},
 		{SidecarOutbound, accesslog.FailureKey{Flags: "UF,URX", Code: 503, Transport: "TLS error: 268435581:SSL routines:OPENSSL_internal:CERTIFICATE_VERIFY_FAILED"},
 			[]string{"mtls.origination-conflict", "sidecar.missing-upstream", "mtls.plaintext-to-strict"}, ""},
-		{SidecarInbound, accesslog.FailureKey{Flags: "UF", Code: 503, Transport: "delayed_connect_error:_111"}, []string{"service.port-mismatch", "startup.app-before-proxy"}, ""},
+		{SidecarInbound, accesslog.FailureKey{Flags: "UF", Code: 503, Transport: "delayed_connect_error:_111"}, []string{"service.port-mismatch", "startup.app-before-proxy", "app.localhost-bound"}, ""},
+		// The inbound dials the pod's IP: an app on loopback refuses it
+		// (real shape: istio/istio#51267, fixtures accesslog/text.log).
+		{SidecarInbound, accesslog.FailureKey{Flags: "UF", Code: 503, Details: "upstream_reset_before_response_started{remote_connection_failure,delayed_connect_error:_111}"}, []string{"service.port-mismatch", "startup.app-before-proxy", "app.localhost-bound"}, ""},
 		{SidecarInbound, accesslog.FailureKey{Flags: "UF", Code: 503}, nil, "could not connect to its own app"},
-		{SidecarInbound, accesslog.FailureKey{Flags: "NR", Details: "filter_chain_not_found", TCP: true}, []string{"mtls.plaintext-to-strict", "sidecar.missing-upstream"}, ""},
+		{SidecarInbound, accesslog.FailureKey{Flags: "NR", Details: "filter_chain_not_found", TCP: true}, []string{"mtls.plaintext-to-strict", "sidecar.missing-upstream", "sidecar.app-runs-as-proxy-uid", "probe.blocked-by-strict"}, ""},
 		{Gateway, accesslog.FailureKey{Flags: "NR", Code: 404, Details: "route_not_found"}, []string{"gateway.vs-not-bound", "gateway.host-mismatch"}, ""},
 		// A route or cluster the caller's Envoy lacks: a Service it does
 		// not see, a stale proxy, or one that rejected the push with it.
@@ -84,6 +87,9 @@ func TestFlagMapping(t *testing.T) {
 		{Waypoint, accesslog.FailureKey{Flags: "UH", Code: 503}, []string{"endpoints.none-ready", "service.no-endpoints", "service.no-selector-match", "outlier.all-ejected"}, ""},
 		{SidecarInbound, accesslog.FailureKey{Code: 403, Details: "rbac_access_denied_matched_policy[ns[shop]-policy[deny-all]-rule[0]]"}, nil, "AuthorizationPolicy at the destination's sidecar"},
 		{SidecarOutbound, accesslog.FailureKey{Code: 503, Details: "via_upstream"}, nil, ""},
+		{SidecarInbound, accesslog.FailureKey{Code: 426, Details: "low_version"}, []string{"http.1.0-rejected"}, ""},
+		{SidecarOutbound, accesslog.FailureKey{Code: 426, Details: "low_version"}, []string{"http.1.0-rejected"}, ""},
+		{Gateway, accesslog.FailureKey{Code: 426, Details: "low_version"}, []string{"http.1.0-rejected"}, ""},
 		{SidecarOutbound, accesslog.FailureKey{Flags: "UT", Code: 504, Details: "response_timeout"}, nil, "route timeout"},
 		{SidecarInbound, accesslog.FailureKey{Flags: "DPE", Code: 431, Details: "http1.headers_too_large"}, nil, "malformed HTTP request"},
 		{SidecarOutbound, accesslog.FailureKey{Flags: "UPE", Code: 502, Details: "upstream_reset_before_response_started{protocol_error}"}, nil, "HTTP protocol error"},

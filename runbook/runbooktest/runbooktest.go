@@ -55,6 +55,7 @@ func Healthy() map[string]probes.Facts {
 			"log_flag_urx": 0, "log_flag_uc": 0, "log_flag_ut": 0, "log_flag_dc": 0, "log_flag_lr": 0, "log_flag_ur": 0,
 			"log_details": []string{}, "log_transport_failures": []string{}, "log_blackhole": 0,
 			"log_blackhole_hosts": []string{}, "log_connection_refused": 0, "log_xds_rejected": 0, "log_xds_rejected_reason": "",
+			"log_http10_rejected": 0, "log_http10_hops": []string{}, "log_http10_accepted_by": []string{},
 		},
 		"proxy-status": {
 			"xds_proxy_known": true, "xds_stale_types": []string{}, "xds_cds": "SYNCED", "xds_eds": "SYNCED",
@@ -66,6 +67,7 @@ func Healthy() map[string]probes.Facts {
 			"mtls_upstream_mode": "PERMISSIVE", "mtls_upstream_mode_source": "default", "mtls_client_tls_mode": "none",
 			"mtls_auto": true, "mtls_client_sends": "mtls", "mtls_upstream_sidecar": true,
 			"mtls_source_sidecar": true, "mtls_mismatch": "none", "mtls_client_config": "visible", "mtls_undecided": 0,
+			"mtls_source_bypass": "none", "mtls_source_bypass_why": []string{},
 		},
 		"destination-rules": {
 			"dr_found": false, "dr_names": []string{}, "dr_subsets_without_pods": []string{}, "dr_subsets_without_pods_routed": []string{}, "dr_subsets_undecided": []string{}, "vs_routed_hidden_services": []string{}, "vs_routed_missing_hosts": []string{}, "dr_rules_partial": "", "dr_routes_unknown": "", "vs_found": false,
@@ -106,6 +108,18 @@ func Healthy() map[string]probes.Facts {
 		"versions": {
 			"versions_kubernetes": "v1.30.4", "versions_native_sidecar_supported": true,
 			"versions_istiod": "1.24.2", "versions_native_sidecars_enabled": false,
+		},
+		// Issue 29, the sidecar and the app's side: probes rewritten to
+		// pilot-agent.
+		"health-probes": {
+			"healthprobe_pods": 3, "healthprobe_blocked_by_strict": []string{}, "healthprobe_blocked_kinds": []string{},
+			"healthprobe_rewrite_off": "", "healthprobe_tcp_unproven": []string{}, "healthprobe_prober_missing": []string{},
+			"healthprobe_host_set": []string{}, "healthprobe_kubelet_resets": 0,
+		},
+		// Issue 29: the app listens where the sidecar dials it.
+		"app-listen": {
+			"applisten_pods": 3, "applisten_loopback": []string{}, "applisten_loopback_from_spec": []string{},
+			"applisten_inbound_refused": 0, "applisten_sidecar_loopback": []string{}, "applisten_sidecars_read": true,
 		},
 	}
 }

@@ -268,6 +268,42 @@ var Cases = []Case{
 	{File: "caller-runs-as-proxy-gid.yaml", Caller: "web/web-1", Host: "orders.shop.svc.cluster.local", Port: 8080, Check: func(t testing.TB, v *mesh.View) {
 		wantMismatches(t, v, map[string]string{"orders-v1": mesh.MismatchPlaintextStrict, "orders-v2": mesh.MismatchPlaintextStrict})
 	}},
+	// A Service port's protocol as istiod reads it (ConvertProtocol):
+	// which routes of a VirtualService apply depends on it.
+	{File: "protocol-well-known-port.yaml", Caller: "web/web-1", Host: "orders.shop.svc.cluster.local", Port: 3306, Check: func(t testing.TB, v *mesh.View) {
+		wantProtocol(t, v, mesh.ProtocolTCP)
+		wantNoBreak(t, v)
+		if cl := v.Clusters["outbound|3306||orders.shop.svc.cluster.local"]; cl == nil || !cl.Exists || cl.Serving() != 2 {
+			t.Errorf("the TCP route's cluster = %+v, want the Service's with its 2 endpoints", cl)
+		}
+	}},
+	{File: "protocol-well-known-port.yaml", Caller: "web/web-1", Host: "orders.shop.svc.cluster.local", Port: 8080, Check: func(t testing.TB, v *mesh.View) {
+		wantProtocol(t, v, mesh.ProtocolHTTP)
+		wantBreak(t, v, mesh.BreakSubsetUndefined, 100, "outbound|8080|v9|orders.shop.svc.cluster.local")
+	}},
+	{File: "protocol-kubernetes-app-protocols.yaml", Caller: "web/web-1", Host: "orders.shop.svc.cluster.local", Port: 8080, Check: func(t testing.TB, v *mesh.View) {
+		wantProtocol(t, v, mesh.ProtocolHTTP)
+		wantBreak(t, v, mesh.BreakSubsetUndefined, 100, "outbound|8080|v9|orders.shop.svc.cluster.local")
+	}},
+	{File: "protocol-kubernetes-app-protocols.yaml", Caller: "web/web-1", Host: "orders.shop.svc.cluster.local", Port: 8443, Check: func(t testing.TB, v *mesh.View) {
+		wantProtocol(t, v, mesh.ProtocolTLS)
+		wantNoBreak(t, v)
+	}},
+	{File: "protocol-kubernetes-app-protocols.yaml", Caller: "web/web-1", Host: "orders.shop.svc.cluster.local", Port: 9090, Check: func(t testing.TB, v *mesh.View) {
+		wantProtocol(t, v, mesh.ProtocolHTTP)
+		wantBreak(t, v, mesh.BreakSubsetUndefined, 100, "outbound|9090|v9|orders.shop.svc.cluster.local")
+	}},
+	{File: "protocol-udp.yaml", Caller: "web/web-1", Host: "orders.shop.svc.cluster.local", Port: 8125, Check: func(t testing.TB, v *mesh.View) {
+		wantProtocol(t, v, mesh.ProtocolUDP)
+		wantNoBreak(t, v)
+		if cl := v.Clusters["outbound|8125||orders.shop.svc.cluster.local"]; cl == nil || cl.Exists {
+			t.Errorf("the UDP port's cluster = %+v, want one istiod does not build", cl)
+		}
+	}},
+	{File: "protocol-udp.yaml", Caller: "batch/report-1", Host: "orders.shop.svc.cluster.local", Port: 8080, Check: func(t testing.TB, v *mesh.View) {
+		// The Service's TCP port stays under STRICT.
+		wantMismatches(t, v, map[string]string{"orders-v1": mesh.MismatchPlaintextStrict, "orders-v2": mesh.MismatchPlaintextStrict})
+	}},
 	// A gateway as the caller: istioctl analyze's gateway and
 	// virtualservice analyzer cases, and the binding mistakes behind
 	// ingress 404 NR, as istiod builds the gateway's routes.
@@ -455,6 +491,14 @@ func (c Case) Files() []string {
 		return []string{"base.yaml", c.Over, c.File}
 	}
 	return []string{"base.yaml", c.File}
+}
+
+// wantProtocol checks the kind of routes the view's port gets.
+func wantProtocol(t testing.TB, v *mesh.View, want string) {
+	t.Helper()
+	if v.Protocol != want {
+		t.Errorf("port %d read as %q, want %q", v.Port, v.Protocol, want)
+	}
 }
 
 // GW is the ingress gateway pod of the gateway cases.

@@ -431,3 +431,23 @@ func TestSplit(t *testing.T) {
 		t.Error("window not set")
 	}
 }
+
+// Envoy's own 426 is a refusal of HTTP/1.0; an app's 426 (via_upstream)
+// is the app's answer. Before Istio logged details, the request's
+// protocol says which.
+func TestHTTP10Rejected(t *testing.T) {
+	for _, c := range []struct {
+		e    Entry
+		want bool
+	}{
+		{Entry{ResponseCode: 426, ResponseCodeDetails: "low_version", Protocol: "HTTP/1.0"}, true},
+		{Entry{ResponseCode: 426, ResponseCodeDetails: "via_upstream", Protocol: "HTTP/1.0"}, false},
+		{Entry{ResponseCode: 426, Protocol: "HTTP/1.0"}, true},
+		{Entry{ResponseCode: 426, Protocol: "HTTP/1.1"}, false},
+		{Entry{ResponseCode: 400, ResponseCodeDetails: "low_version", Protocol: "HTTP/1.0"}, false},
+	} {
+		if got := c.e.HTTP10Rejected(); got != c.want {
+			t.Errorf("%+v: HTTP10Rejected = %v, want %v", c.e, got, c.want)
+		}
+	}
+}

@@ -104,6 +104,25 @@ func (e *Entry) Destination() string {
 	return e.DownstreamLocalAddress
 }
 
+// LowVersion is the response_code_details of Envoy's 426: its HTTP/1
+// codec refuses an HTTP/1.0 (or 0.9) request unless the listener accepts
+// HTTP/1.0 (codec_impl.cc checkProtocolVersion).
+const LowVersion = "low_version"
+
+// HTTP10Rejected reports Envoy's own 426 to an HTTP/1.0 request: details
+// low_version, or (before Istio logged details, and in Envoy's default
+// format) a 426 to a request logged as HTTP/1.0 or older. An app's own 426
+// (via_upstream) is not one.
+func (e *Entry) HTTP10Rejected() bool {
+	if e.ResponseCode != 426 {
+		return false
+	}
+	if e.ResponseCodeDetails != "" {
+		return e.ResponseCodeDetails == LowVersion
+	}
+	return e.Protocol == "HTTP/1.0" || e.Protocol == "HTTP/0.9"
+}
+
 // ConnectionRefused reports a connect that the upstream refused: Envoy logs
 // "delayed_connect_error:_111" (errno ECONNREFUSED; newer Envoy spells it
 // "delayed_connect_error:_Connection_refused"), which is what an app that

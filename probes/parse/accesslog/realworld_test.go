@@ -27,6 +27,13 @@ func realworldGroups(t *testing.T, name string) (headers []string, groups map[st
 		t.Fatal(err)
 	}
 	defer f.Close()
+	return sourceGroups(t, f)
+}
+
+// sourceGroups reads a log in the realworld layout: "## src: " headers,
+// each followed by the lines of that source.
+func sourceGroups(t *testing.T, f *os.File) (headers []string, groups map[string][]string) {
+	t.Helper()
 	groups = map[string][]string{}
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
@@ -273,6 +280,55 @@ func TestRealworldTextLines(t *testing.T) {
 				w[i].check(t, e)
 			}
 		})
+	}
+}
+
+// TestThreadLines reads the real lines no shared fixture holds, pinned
+// from the public threads testdata/SOURCES.md names.
+func TestThreadLines(t *testing.T) {
+	f, err := os.Open("testdata/threads.log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	headers, groups := sourceGroups(t, f)
+	want := map[string][]reading{
+		"SigNoz/charts#53 (2022-07-11, Istio 1.1x), the query-service's istio-proxy: 426 low_version to nginx's HTTP/1.0 proxy_pass": {
+			// No flag and no 5xx: Envoy's codec refused HTTP/1.0 itself.
+			{code: 426, details: "low_version", dest: "mon-signoz-query-service:8080", method: "GET", protocol: "HTTP/1.0", forwardedFor: "172.16.0.4"},
+		},
+	}
+	if len(headers) != len(want) {
+		t.Errorf("threads.log has %d groups, %d are expected here", len(headers), len(want))
+	}
+	for _, h := range headers {
+		t.Run(h, func(t *testing.T) {
+			w, ok := want[h]
+			if !ok || len(groups[h]) != len(w) {
+				t.Fatalf("%d lines, expected %v", len(groups[h]), w)
+			}
+			for i, line := range groups[h] {
+				e, ok := ParseLine(line)
+				if !ok {
+					t.Fatalf("line %d not read as an access-log entry: %s", i+1, line)
+				}
+				w[i].check(t, e)
+				if !e.HTTP10Rejected() {
+					t.Errorf("line %d not read as Envoy's 426 to HTTP/1.0", i+1)
+				}
+			}
+		})
+	}
+	// The tally keeps it as the failure it is: counted, its details and
+	// the line kept, though it has no flag and is no 5xx.
+	var s Summary
+	for _, line := range groups[headers[0]] {
+		s.AddLine(line)
+	}
+	s.Finish()
+	if s.HTTP10Rejected != 1 || s.Details.Counts["low_version"] != 1 || len(s.Samples) != 1 || s.Failures.Total() != 1 {
+		t.Errorf("tallied as http10 %d, details %v, %d samples, %d failures; want the 426 counted, its details and the line kept",
+			s.HTTP10Rejected, s.Details.Counts, len(s.Samples), s.Failures.Total())
 	}
 }
 

@@ -104,7 +104,8 @@ type Summary struct {
 	TCPFlags Counter `json:"tcp_flags"`
 	// Details counts response_code_details of failed entries: 5xx, or
 	// carrying a response flag (route_not_found, downstream_remote_disconnect,
-	// filter_chain_not_found).
+	// filter_chain_not_found), or a 4xx Envoy answered itself (low_version,
+	// rbac_access_denied_matched_policy).
 	Details Counter `json:"details"`
 	// TransportFailures counts upstream_transport_failure_reason of all entries.
 	TransportFailures Counter `json:"transport_failures"`
@@ -131,6 +132,9 @@ type Summary struct {
 	BlackHoleHosts    Counter `json:"blackhole_hosts"`
 	Passthrough       int     `json:"passthrough"`
 	ConnectionRefused int     `json:"connection_refused"`
+	// HTTP10Rejected counts Envoy's own 426 to HTTP/1.0 requests
+	// (Entry.HTTP10Rejected).
+	HTTP10Rejected int `json:"http10_rejected"`
 
 	// First and Last are the earliest and latest START_TIME seen (zero when
 	// no entry had a readable one).
@@ -294,7 +298,15 @@ func (s *Summary) AddEntry(e *Entry, raw string) {
 			s.PeersFailed.Add(peer)
 		}
 	}
-	notable := e.Is5xx() || flagged
+	// A 4xx Envoy answered itself (its details are not via_upstream) is a
+	// failure of the proxy's, as much as a 5xx: a 426 low_version (no
+	// flag) is the whole of an HTTP/1.0 client's outage.
+	localReply4xx := e.ResponseCode >= 400 && e.ResponseCode < 500 && e.ResponseCodeDetails != "" && e.ResponseCodeDetails != ViaUpstream
+	notable := e.Is5xx() || flagged || localReply4xx
+	if e.HTTP10Rejected() {
+		s.HTTP10Rejected++
+		notable = true
+	}
 	if notable && e.ResponseCodeDetails != "" {
 		s.Details.Add(e.ResponseCodeDetails)
 	}
@@ -407,6 +419,7 @@ func (s *Summary) Merge(o Summary) {
 	s.BlackHole += o.BlackHole
 	s.Passthrough += o.Passthrough
 	s.ConnectionRefused += o.ConnectionRefused
+	s.HTTP10Rejected += o.HTTP10Rejected
 	for _, p := range []struct{ dst, src *Counter }{
 		{&s.Flags, &o.Flags}, {&s.FlagCodes, &o.FlagCodes}, {&s.TCPFlags, &o.TCPFlags}, {&s.Details, &o.Details},
 		{&s.TransportFailures, &o.TransportFailures}, {&s.Clusters5xx, &o.Clusters5xx}, {&s.Failures, &o.Failures},
