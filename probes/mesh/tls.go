@@ -117,6 +117,66 @@ type ClientTLS struct {
 	// port-level tls, else the rule's top-level tls. It can differ from
 	// Mode, which a port-level entry without tls leaves empty.
 	EndpointMode string
+	// DRMode is the tls mode istiod's EDS takes from the DestinationRule
+	// for the cluster's subset and port (mtls_checker.go
+	// tlsModeForDestinationRule): the subset's policy for the port, else
+	// the rule's; at each level the port-level tls, else the top-level
+	// one. "" when none sets a tls mode.
+	DRMode string
+}
+
+// drTLSMode is ClientTLS.DRMode for rule, subset and port.
+func drTLSMode(rule *AppliedRule, subset string, port int32) string {
+	if rule == nil {
+		return ""
+	}
+	forPort := func(tp *networkingv1alpha3.TrafficPolicy) string {
+		mode := ""
+		if tls := tp.GetTls(); tls != nil {
+			mode = tls.GetMode().String()
+		}
+		for _, pl := range tp.GetPortLevelSettings() {
+			if pl.GetPort().GetNumber() == uint32(port) && pl.GetTls() != nil {
+				return pl.GetTls().GetMode().String()
+			}
+		}
+		return mode
+	}
+	if subset == "" {
+		return forPort(rule.TrafficPolicy)
+	}
+	s := rule.Subset(subset)
+	if s == nil {
+		return ""
+	}
+	if mode := forPort(s.GetTrafficPolicy()); mode != "" {
+		return mode
+	}
+	return forPort(rule.TrafficPolicy)
+}
+
+// EDSTLSMode is the tlsMode istiod's EDS writes into the endpoint's
+// metadata for the cluster ("istio", or "" for none), which auto mTLS's
+// transport socket match reads (checkMtlsEnabled and
+// AppendLbEndpointMetadata): the pod's own security.istio.io/tlsMode
+// label, kept when the DestinationRule's tls mode for the subset and port
+// is ISTIO_MUTUAL, stripped when it is any other mode, and, when it sets
+// none, kept unless the endpoint's own PeerAuthentication (workload and
+// port level) is DISABLE. A DestinationRule never adds it to a pod that
+// is not labelled.
+func (ct ClientTLS) EDSTLSMode(e Endpoint, accepts PeerMode) string {
+	switch {
+	case !e.TLSModeIstio:
+		return ""
+	case ct.DRMode != "":
+		if ct.DRMode == "ISTIO_MUTUAL" {
+			return "istio"
+		}
+		return ""
+	case accepts.Mode == ModeDisable:
+		return ""
+	}
+	return "istio"
 }
 
 // clientTLS reads the tls settings of a merged traffic policy; endpointMode

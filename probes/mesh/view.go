@@ -94,6 +94,9 @@ type EndpointTLS struct {
 	SendsWhy string
 	Accepts  PeerMode
 	Mismatch string
+	// TLSMode is the tlsMode istiod's EDS puts in the endpoint's metadata
+	// for the cluster (ClientTLS.EDSTLSMode), "" for none.
+	TLSMode string
 }
 
 // Serving counts the endpoints Envoy sends requests to.
@@ -310,6 +313,7 @@ func (c *Config) clusterFor(caller Caller, d Destination) *Cluster {
 	}
 	ns := sd.Service.Namespace
 	cl.TLS = clientTLS(cl.Policy, from, c.Mesh.EnableAutoMtls(), c.serviceMTLSMode(ns), edsTLSMode(rule, d.Port))
+	cl.TLS.DRMode = drTLSMode(rule, d.Subset, d.Port)
 	for _, e := range c.Endpoints(sd, d.Port) {
 		if e.ReadyUnknown != "" {
 			cl.Undecided++
@@ -360,17 +364,24 @@ func (c *Config) plainCluster(name string, sd *ServiceData, port int32, why stri
 		if e.Serving() {
 			cl.ServiceServing++
 		}
-		accepts := c.PeerAuthMode(sd.Service.Namespace, e.Labels, e.Port)
+		accepts := c.Accepts(sd.Service.Namespace, e)
 		cl.Endpoints = append(cl.Endpoints, EndpointTLS{Endpoint: e, Sends: SendsPlaintext, SendsWhy: why, Accepts: accepts,
 			Mismatch: TLSMismatch(SendsPlaintext, e, accepts)})
 	}
 	return cl
 }
 
+// Accepts is the mode endpoint e of a Service of namespace ns enforces on
+// its port (its pod's PeerAuthentication, workload and port level).
+func (c *Config) Accepts(ns string, e Endpoint) PeerMode {
+	return c.PeerAuthMode(ns, e.Labels, e.Port)
+}
+
 func (c *Config) endpointTLS(ct ClientTLS, e Endpoint, ns string) EndpointTLS {
-	accepts := c.PeerAuthMode(ns, e.Labels, e.Port)
+	accepts := c.Accepts(ns, e)
 	sends, why := ct.Sends(e, accepts)
-	return EndpointTLS{Endpoint: e, Sends: sends, SendsWhy: why, Accepts: accepts, Mismatch: TLSMismatch(sends, e, accepts)}
+	return EndpointTLS{Endpoint: e, Sends: sends, SendsWhy: why, Accepts: accepts, Mismatch: TLSMismatch(sends, e, accepts),
+		TLSMode: ct.EDSTLSMode(e, accepts)}
 }
 
 func subsetNames(a *AppliedRule) string {
