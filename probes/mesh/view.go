@@ -204,7 +204,7 @@ func (c *Config) viewFor(caller Caller, host string, port int32) (*View, error) 
 		v.Unknown = append(v.Unknown, v.RoutesUnknown)
 	}
 	if v.VirtualService != nil {
-		v.Routes = RoutesOf(v.VirtualService, port, v.Protocol)
+		v.Routes = RoutesFor(v.VirtualService, caller, port, v.Protocol)
 	}
 	if len(v.Routes) == 0 {
 		v.Routes = []Route{{Name: "default route to the Service", CatchAll: true,

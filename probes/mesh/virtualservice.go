@@ -286,19 +286,44 @@ type weighted interface {
 }
 
 // RoutesOf are the routes of vs that serve port (a service port of
-// protocol proto; 0 for every port); their destinations default to the
-// same port.
+// protocol proto; 0 for every port), for any caller: a condition on the
+// caller (source labels or namespace) is kept as a condition. Their
+// destinations default to the same port.
 func RoutesOf(vs *networkingv1.VirtualService, port int32, proto string) []Route {
+	return routesFor(vs, nil, port, proto)
+}
+
+// RoutesFor are the routes istiod writes into the caller's sidecar for vs
+// on port (BuildHTTPRoutesForVirtualService, TranslateRoute): a match
+// condition naming another port is dropped, and so is one the caller does
+// not satisfy (its sourceLabels, its sourceNamespace, or gateways that do
+// not include "mesh"); a route none of whose conditions is left is not
+// written. A condition left with nothing to test (no uri but prefix "/",
+// no header, method, authority or query) takes every request, and istiod
+// writes no route after it. A caller whose labels are not known keeps
+// source-label conditions as conditions.
+func RoutesFor(vs *networkingv1.VirtualService, caller Caller, port int32, proto string) []Route {
+	return routesFor(vs, &caller, port, proto)
+}
+
+func routesFor(vs *networkingv1.VirtualService, caller *Caller, port int32, proto string) []Route {
 	ref := vs.Namespace + "/" + vs.Name
 	var out []Route
 	switch proto {
 	case ProtocolHTTP:
 		for i, h := range vs.Spec.GetHttp() {
-			match, ok := httpMatch(h.GetMatch(), port)
+			var match string
+			var ok, catchAll bool
+			if caller == nil {
+				match, ok = httpMatch(h.GetMatch(), port)
+				catchAll = match == ""
+			} else {
+				match, catchAll, ok = sidecarHTTPMatch(h.GetMatch(), port, *caller)
+			}
 			if !ok {
 				continue
 			}
-			r := Route{VirtualService: ref, Name: fmt.Sprintf("http[%d]%s", i, match), CatchAll: match == ""}
+			r := Route{VirtualService: ref, Name: fmt.Sprintf("http[%d]%s", i, match), CatchAll: catchAll}
 			r.Destinations = destinations(h.GetRoute(), vs.Namespace, port)
 			if m := h.GetMirror(); m != nil {
 				r.Mirrors = append(r.Mirrors, destination(m, vs.Namespace, port, 100))
@@ -307,6 +332,9 @@ func RoutesOf(vs *networkingv1.VirtualService, port int32, proto string) []Route
 				r.Mirrors = append(r.Mirrors, destination(m.GetDestination(), vs.Namespace, port, 100))
 			}
 			out = append(out, r)
+			if caller != nil && catchAll {
+				break // istiod writes no route after one that takes every request
+			}
 		}
 	case ProtocolTCP:
 		for i, t := range vs.Spec.GetTcp() {
@@ -323,6 +351,68 @@ func RoutesOf(vs *networkingv1.VirtualService, port int32, proto string) []Route
 		}
 	}
 	return out
+}
+
+// sidecarHTTPMatch describes the match conditions of an HTTP route that
+// istiod keeps for the caller's sidecar on port (see RoutesFor): ok is
+// false when none is kept; catchAll when one kept takes every request.
+func sidecarHTTPMatch(matches []*networkingv1alpha3.HTTPMatchRequest, port int32, caller Caller) (desc string, catchAll, ok bool) {
+	if len(matches) == 0 {
+		return "", true, true
+	}
+	var parts []string
+	for _, m := range matches {
+		if p := m.GetPort(); p != 0 && port != 0 && int32(p) != port {
+			continue
+		}
+		var conds []string
+		switch {
+		case len(m.GetGateways()) > 0:
+			// A match naming gateways binds to them alone, whatever its
+			// source labels say (sourceMatchHTTP).
+			if !contains(m.GetGateways(), "mesh") {
+				continue
+			}
+		case !caller.labelsKnown() && (len(m.GetSourceLabels()) > 0 || m.GetSourceNamespace() != ""):
+			conds = append(conds, "source labels or namespace (the caller's are not known)")
+		case !LabelsMatch(m.GetSourceLabels(), caller.Labels) && len(m.GetSourceLabels()) > 0:
+			continue
+		case m.GetSourceNamespace() != "" && m.GetSourceNamespace() != caller.Namespace:
+			continue
+		}
+		if u := m.GetUri(); u != nil && !(u.GetPrefix() == "/" || u.GetRegex() == ".*") {
+			conds = append(conds, "uri "+stringMatch(u))
+		}
+		for k, v := range m.GetHeaders() {
+			conds = append(conds, "header "+k+" "+stringMatch(v))
+		}
+		for k, v := range m.GetWithoutHeaders() {
+			conds = append(conds, "without header "+k+" "+stringMatch(v))
+		}
+		for k, v := range m.GetQueryParams() {
+			conds = append(conds, "query "+k+" "+stringMatch(v))
+		}
+		if a := m.GetAuthority(); a != nil {
+			conds = append(conds, "authority "+stringMatch(a))
+		}
+		if mt := m.GetMethod(); mt != nil {
+			conds = append(conds, "method "+stringMatch(mt))
+		}
+		if sc := m.GetScheme(); sc != nil {
+			conds = append(conds, "scheme "+stringMatch(sc))
+		}
+		sort.Strings(conds)
+		if len(conds) == 0 {
+			// Nothing left to test: it takes every request on the port,
+			// and istiod writes no route after it.
+			return "", true, true
+		}
+		parts = append(parts, strings.Join(conds, " and "))
+	}
+	if len(parts) == 0 {
+		return "", false, false
+	}
+	return " (match " + strings.Join(parts, " or ") + ")", false, true
 }
 
 // httpMatch describes the route's match conditions that apply to port; ok

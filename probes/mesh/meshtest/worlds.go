@@ -1,0 +1,105 @@
+package meshtest
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/meshtriage/meshtriage/probes/mesh"
+)
+
+// WorldCases are worlds the generative differential (lab/worldgen,
+// lab/differential_worlds.go) found the model and a real istiod to
+// disagree on, kept as generated (world-SEED-INDEX.yaml; the mesh config
+// of their batch in Mesh), each with the check of what istiod does that
+// the model got wrong. The lab runs them against istiod like every case.
+var WorldCases = []Case{
+	{File: "world-24-00001.yaml", Caller: "w00001-b/catalog-v1-c7a9a-00001", Host: "catalog.w00001-b.svc.cluster.local", Port: 7070, Check: func(t testing.TB, v *mesh.View) {
+		wantRoutes(t, v, "outbound|7070|v2|catalog.w00001-b.svc.cluster.local 100% (every request)")
+		wantBreak(t, v, mesh.BreakSubsetUndefined, 100, "outbound|7070|v2|catalog.w00001-b.svc.cluster.local")
+		wantNoBreakOn(t, v, "outbound|7070|v9|catalog.w00001-b.svc.cluster.local")
+	}},
+	{File: "world-24-00006.yaml", Caller: "w00006-a/payments-v1-adff6-00001", Host: "ratings.w00006-a.svc.cluster.local", Port: 9090, Check: func(t testing.TB, v *mesh.View) {
+		wantRoutes(t, v,
+			"outbound|9090||ratings.w00006-a.svc.cluster.local 100% (some requests)",
+			"outbound|9090|v1|ratings.w00006-a.svc.cluster.local 25%, outbound|9090|v2|ratings.w00006-a.svc.cluster.local 12%, outbound|9090||ratings.w00006-a.svc.cluster.local 62% (every request)")
+	}},
+}
+
+func init() { Cases = append(Cases, WorldCases...) }
+
+// RouteLine is a route in words: its destinations with their share (none
+// that gets nothing beside others), its mirrors, and whether it takes
+// every request.
+func RouteLine(r mesh.Route) string {
+	var parts []string
+	for _, d := range r.Destinations {
+		pct := d.Percent
+		if len(r.Destinations) == 1 {
+			pct = 100
+		}
+		if pct > 0 {
+			parts = append(parts, fmt.Sprintf("%s %d%%", d.Cluster, pct))
+		}
+	}
+	for _, m := range r.Mirrors {
+		parts = append(parts, "mirror "+m.Cluster)
+	}
+	which := "some requests"
+	if r.CatchAll {
+		which = "every request"
+	}
+	return strings.Join(parts, ", ") + " (" + which + ")"
+}
+
+// wantRoutes checks the view's routes, in order.
+func wantRoutes(t testing.TB, v *mesh.View, want ...string) {
+	t.Helper()
+	var got []string
+	for _, r := range v.Routes {
+		got = append(got, RouteLine(r))
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("routes:\n  %s\nwant:\n  %s", strings.Join(got, "\n  "), strings.Join(want, "\n  "))
+	}
+}
+
+// wantNoBreakOn checks that no break names cluster.
+func wantNoBreakOn(t testing.TB, v *mesh.View, cluster string) {
+	t.Helper()
+	for _, b := range v.Breaks() {
+		if b.Destination.Cluster == cluster {
+			t.Errorf("break on %s: %s %d%% (%s); no request reaches it", cluster, b.Reason, b.Destination.Percent, b.Why)
+		}
+	}
+}
+
+// wantSends checks what the caller sends each endpoint of cluster, by
+// address.
+func wantSends(t testing.TB, v *mesh.View, cluster string, want map[string]string) {
+	t.Helper()
+	cl := v.Clusters[cluster]
+	if cl == nil {
+		t.Errorf("no cluster %s in the view (clusters %v)", cluster, clusterNames(v))
+		return
+	}
+	got := map[string]string{}
+	for _, e := range cl.Endpoints {
+		got[e.Address] = e.Sends
+	}
+	for addr, w := range want {
+		if got[addr] != w {
+			t.Errorf("%s: sends %q to %s, want %q", cluster, got[addr], addr, w)
+		}
+	}
+}
+
+func clusterNames(v *mesh.View) []string {
+	var out []string
+	for n := range v.Clusters {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
