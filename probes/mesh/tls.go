@@ -92,6 +92,37 @@ func (c *Config) serviceMTLSMode(ns string) PeerMode {
 	return c.PeerAuthMode(ns, nil, 0)
 }
 
+// passthroughMTLSMode is BestEffortInferServiceMTLSMode for a headless
+// Service's port (passthrough resolution): DISABLE when the port has no
+// endpoint, or one whose pod is not labelled
+// security.istio.io/tlsMode (or is labelled "disabled", or there is no
+// pod), whatever its readiness; else the namespace or mesh mode. An
+// endpoint whose pod is not known leaves it unknown ("" with From saying
+// why).
+func (c *Config) passthroughMTLSMode(sd *ServiceData, port int32) PeerMode {
+	eps := c.Endpoints(sd, port)
+	n := 0
+	for _, e := range eps {
+		switch {
+		case e.PodUnknown != "" && e.PodExpected:
+			continue // istiod holds the endpoint back until it sees the pod
+		case e.PodUnknown != "":
+			return PeerMode{From: "the pod of endpoint " + e.Address + " is not known: " + e.PodUnknown}
+		}
+		n++
+		if mode, ok := e.Labels[labelTLSMode]; !ok || mode == "disabled" {
+			return PeerMode{Mode: ModeDisable, From: "headless Service: endpoint " + e.Address + " is not labelled " + labelTLSMode + "=istio"}
+		}
+	}
+	if n == 0 {
+		return PeerMode{Mode: ModeDisable, From: "headless Service without endpoints on the port"}
+	}
+	return c.serviceMTLSMode(sd.Service.Namespace)
+}
+
+// labelTLSMode is the injector's label auto mTLS follows.
+const labelTLSMode = "security.istio.io/tlsMode"
+
 func older(cur, pa *securityv1.PeerAuthentication) *securityv1.PeerAuthentication {
 	if cur == nil || pa.CreationTimestamp.Before(&cur.CreationTimestamp) {
 		return pa
@@ -117,6 +148,11 @@ type ClientTLS struct {
 	// port-level tls, else the rule's top-level tls. It can differ from
 	// Mode, which a port-level entry without tls leaves empty.
 	EndpointMode string
+	// Passthrough: the cluster is a headless Service's (ORIGINAL_DST):
+	// Envoy connects to the address the app asked for, with no endpoint
+	// metadata to match, so every endpoint gets the cluster's one
+	// transport socket (auto mTLS's when ServiceMode allows it).
+	Passthrough bool
 	// DRMode is the tls mode istiod's EDS takes from the DestinationRule
 	// for the cluster's subset and port (mtls_checker.go
 	// tlsModeForDestinationRule): the subset's policy for the port, else
@@ -214,6 +250,9 @@ func edsTLSMode(rule *AppliedRule, port int32) string {
 // PeerAuthentication (workload and port level) is not DISABLE, or the
 // rule's tls for the port is ISTIO_MUTUAL.
 func (ct ClientTLS) Sends(e Endpoint, accepts PeerMode) (string, string) {
+	if ct.Passthrough {
+		return ct.passthroughSends()
+	}
 	if e.PodUnknown != "" {
 		return SendsUnknown, "depends on the endpoint's pod (its tlsMode label, ambient enrollment), which is not known: " + e.PodUnknown
 	}
@@ -247,6 +286,30 @@ func (ct ClientTLS) Sends(e Endpoint, accepts PeerMode) (string, string) {
 		return SendsMTLS, "auto mTLS: the endpoint's pod is labelled security.istio.io/tlsMode=istio"
 	}
 	return SendsPlaintext, "auto mTLS: the endpoint's pod is not labelled security.istio.io/tlsMode=istio"
+}
+
+// passthroughSends is what a headless Service's ORIGINAL_DST cluster
+// sends every endpoint: the DestinationRule's mode, else auto mTLS's
+// cluster-wide choice (no per-endpoint match, no HBONE: Envoy has no
+// metadata for an address it did not get from EDS).
+func (ct ClientTLS) passthroughSends() (string, string) {
+	switch ct.Mode {
+	case "ISTIO_MUTUAL":
+		return SendsMTLS, "DestinationRule tls mode ISTIO_MUTUAL (" + ct.From + ")"
+	case "SIMPLE", "MUTUAL":
+		return SendsTLS, "DestinationRule tls mode " + ct.Mode + " originates TLS with its own certificates (" + ct.From + ")"
+	case "DISABLE":
+		return SendsPlaintext, "DestinationRule tls mode DISABLE (" + ct.From + ")"
+	}
+	switch {
+	case !ct.Auto:
+		return SendsPlaintext, "no DestinationRule tls and enableAutoMtls is false"
+	case ct.ServiceMode.Mode == "":
+		return SendsUnknown, "headless Service: auto mTLS depends on every endpoint's pod: " + ct.ServiceMode.From
+	case ct.ServiceMode.Mode == ModeDisable:
+		return SendsPlaintext, "auto mTLS is off for the headless Service's cluster (" + ct.ServiceMode.From + "): one transport socket for every address, plaintext"
+	}
+	return SendsMTLS, "auto mTLS: every endpoint of the headless Service's port is labelled tlsMode=istio, so its ORIGINAL_DST cluster sends mTLS to any address"
 }
 
 // TLSMismatch judges what is sent against what the endpoint accepts. An

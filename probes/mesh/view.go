@@ -312,8 +312,14 @@ func (c *Config) clusterFor(caller Caller, d Destination) *Cluster {
 		from = rule.PolicyFrom
 	}
 	ns := sd.Service.Namespace
-	cl.TLS = clientTLS(cl.Policy, from, c.Mesh.EnableAutoMtls(), c.serviceMTLSMode(ns), edsTLSMode(rule, d.Port))
+	serviceMode := c.serviceMTLSMode(ns)
+	headless := sd.Service.Spec.ClusterIP == corev1.ClusterIPNone
+	if headless {
+		serviceMode = c.passthroughMTLSMode(sd, d.Port)
+	}
+	cl.TLS = clientTLS(cl.Policy, from, c.Mesh.EnableAutoMtls(), serviceMode, edsTLSMode(rule, d.Port))
 	cl.TLS.DRMode = drTLSMode(rule, d.Subset, d.Port)
+	cl.TLS.Passthrough = headless
 	for _, e := range c.Endpoints(sd, d.Port) {
 		if e.ReadyUnknown != "" {
 			cl.Undecided++

@@ -25,6 +25,12 @@ var WorldCases = []Case{
 			"outbound|9090||ratings.w00006-a.svc.cluster.local 100% (some requests)",
 			"outbound|9090|v1|ratings.w00006-a.svc.cluster.local 25%, outbound|9090|v2|ratings.w00006-a.svc.cluster.local 12%, outbound|9090||ratings.w00006-a.svc.cluster.local 62% (every request)")
 	}},
+	{File: "world-24-00008.yaml", Caller: "w00008-a/client-1", Host: "ratings.w00008-a.svc.cluster.local", Port: 8080, Check: func(t testing.TB, v *mesh.View) {
+		wantSends(t, v, "outbound|8080||ratings.w00008-a.svc.cluster.local", map[string]string{
+			"10.128.8.11": mesh.SendsPlaintext, // labelled tlsMode=istio, but 10.128.8.14 is not
+			"10.128.8.14": mesh.SendsPlaintext,
+		})
+	}},
 }
 
 func init() { Cases = append(Cases, WorldCases...) }
