@@ -258,6 +258,9 @@ func CompareView(v *mesh.View, pushed map[string]*PushedCluster) Comparison {
 	}
 	main := mesh.ClusterName(v.Port, "", v.Host)
 	if !v.Visibility.Visible {
+		if v.Visibility.Imported != "" {
+			return c // CompareSubsets compares the clusters an imported route destination has
+		}
 		c.Clusters++
 		if pc := pushed[main]; pc != nil {
 			c.Diffs = append(c.Diffs, fmt.Sprintf("%s: the model hides %s from the caller (%s); istiod pushed the cluster with %d endpoints",
@@ -306,10 +309,12 @@ func compareCluster(name string, mc *mesh.Cluster, pc *PushedCluster) Comparison
 // view's host and port that no route names: the Service's own cluster and
 // one for each subset of the DestinationRule that applies, each with its
 // endpoints; and it requires that istiod pushed no other cluster of that
-// host and port. Only for a sidecar caller that sees the Service.
+// host and port. Only for a sidecar caller that sees the Service, or
+// whose scope imports it as a route destination (Visibility.Imported).
 func CompareSubsets(cfg *mesh.Config, v *mesh.View, pushed map[string]*PushedCluster) Comparison {
 	var c Comparison
-	if !v.Caller.Sidecar || v.Caller.Gateway || v.Caller.Ambient || !v.Visibility.Visible || mesh.ExternalNameOf(v.Service) != "" {
+	if !v.Caller.Sidecar || v.Caller.Gateway || v.Caller.Ambient || mesh.ExternalNameOf(v.Service) != "" ||
+		!v.Visibility.Visible && v.Visibility.Imported == "" {
 		return c
 	}
 	known := map[string]bool{}

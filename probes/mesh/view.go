@@ -543,8 +543,14 @@ func (v *View) Chain() []string {
 		out = append(out, v.Gateway.Chain()...)
 	} else if v.Caller.Sidecar {
 		vis := "visible to the caller's proxy"
-		if !v.Visibility.Visible {
+		switch {
+		case !v.Visibility.Visible:
 			vis = "NOT visible: " + v.Visibility.HiddenBy + "; its traffic goes to " + v.Visibility.Fallback
+			if v.Visibility.Imported != "" {
+				vis += " (its clusters are pushed all the same, for the routes of VirtualService " + v.Visibility.Imported + ")"
+			}
+		case v.Visibility.Via != "":
+			vis = "visible to the caller's proxy although its Sidecar's egress hosts do not select it: " + v.Visibility.Via
 		}
 		policy := "ALLOW_ANY"
 		if v.Visibility.RegistryOnly {

@@ -31,6 +31,18 @@ var WorldCases = []Case{
 			"10.128.8.14": mesh.SendsPlaintext,
 		})
 	}},
+	{File: "world-24-00002.yaml", Caller: "w00002-a/cart-v1-1213d-00001", Host: "ratings.w00002-b.svc.cluster.local", Port: 7070, Check: func(t testing.TB, v *mesh.View) {
+		if v.Visibility.Visible || v.Visibility.Fallback != mesh.PassthroughCluster || v.Visibility.Imported != "w00002-a/ratings" {
+			t.Errorf("visibility %+v: want hidden by the Sidecar's egress hosts, its clusters imported by w00002-a/ratings", v.Visibility)
+		}
+	}},
+	{File: "world-24-00003.yaml", Caller: "w00003-a/stock-v1-7", Host: "search.w00003-b.svc.cluster.local", Port: 80, Check: func(t testing.TB, v *mesh.View) {
+		if !v.Visibility.Visible || !strings.Contains(v.Visibility.Via, "port 80") {
+			t.Errorf("visibility %+v: want routed on port 80 by the VirtualService the caller imports", v.Visibility)
+		}
+		wantRoutes(t, v, "outbound|80||reviews.w00003-b.svc.cluster.local 100% (every request)")
+		wantBreak(t, v, mesh.BreakNoCluster, 100, "outbound|80||reviews.w00003-b.svc.cluster.local")
+	}},
 }
 
 func init() { Cases = append(Cases, WorldCases...) }
