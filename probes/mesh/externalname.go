@@ -55,7 +55,7 @@ func (c *Config) externalNameView(v *View, caller Caller, sd *ServiceData) {
 		}
 		v.Unknown = append(v.Unknown, fmt.Sprintf("ExternalName %s aliases the Service %s, which has no port %d", v.Host, target, v.Port))
 	}
-	if se := c.visibleServiceEntry(caller, target); v.Visibility.Visible && se != nil {
+	if se := c.visibleServiceEntry(caller, target); v.Visibility.Visible && se != nil && serviceEntryHasPort(se, v.Port) {
 		name := ClusterName(v.Port, "", target)
 		v.Routes = []Route{{Name: "alias of " + target, CatchAll: true,
 			Destinations: []Destination{{Host: target, Port: v.Port, Percent: 100, Cluster: name}}}}
@@ -63,9 +63,9 @@ func (c *Config) externalNameView(v *View, caller Caller, sd *ServiceData) {
 			Why: "ServiceEntry " + se.Namespace + "/" + se.Name + ", which the alias " + v.Host + " is routed as"}
 		return
 	}
-	// istiod knows no host of that name: no route matches the alias, and
-	// the connection to the address the app resolved leaves by the
-	// caller's outbound policy.
+	// istiod knows no host of that name (on that port): no route matches
+	// the alias, and the connection to the address the app resolved
+	// leaves by the caller's outbound policy.
 	sc, _ := c.SidecarFor(caller)
 	registryOnly, from := c.OutboundPolicy(sc)
 	fb := fallbackCluster(registryOnly)

@@ -215,6 +215,14 @@ func (c *Config) viewFor(caller Caller, host string, port int32) (*View, error) 
 			v.Unmatched = v.Unmatched && !r.CatchAll
 		}
 	}
+	for i := range v.Routes {
+		for j := range v.Routes[i].Destinations {
+			c.aliasDestination(caller, &v.Routes[i].Destinations[j], port)
+		}
+		for j := range v.Routes[i].Mirrors {
+			c.aliasDestination(caller, &v.Routes[i].Mirrors[j], port)
+		}
+	}
 	for _, r := range v.Routes {
 		for _, d := range r.Destinations {
 			v.addCluster(c, caller, d, false)
@@ -224,6 +232,40 @@ func (c *Config) viewFor(caller Caller, host string, port int32) (*View, error) 
 		}
 	}
 	return v, nil
+}
+
+// aliasDestination points a route destination at the host an
+// ExternalName Service aliases, as istiod's GetDestinationCluster does
+// when the alias is among the Services of the caller's listener on
+// listenerPort (visible to the caller, with that port): the cluster is
+// the concrete host's, outbound|PORT|SUBSET|EXTERNALNAME.
+func (c *Config) aliasDestination(caller Caller, d *Destination, listenerPort int32) {
+	sd := c.Services[d.Host]
+	if sd == nil || sd.Service == nil {
+		return
+	}
+	target := ExternalNameOf(sd.Service)
+	if target == "" {
+		return
+	}
+	hasPort := false
+	for _, p := range sd.Service.Spec.Ports {
+		hasPort = hasPort || p.Port == listenerPort
+	}
+	if vis := c.VisibilityOf(caller, sd.Service, listenerPort); !hasPort || !vis.Visible || vis.Via != "" {
+		return
+	}
+	d.Host, d.Cluster = target, ClusterName(d.Port, d.Subset, target)
+}
+
+// serviceEntryHasPort reports whether se declares port.
+func serviceEntryHasPort(se *networkingv1.ServiceEntry, port int32) bool {
+	for _, p := range se.Spec.GetPorts() {
+		if int32(p.GetNumber()) == port {
+			return true
+		}
+	}
+	return false
 }
 
 func (v *View) addCluster(c *Config, caller Caller, d Destination, mirror bool) {
@@ -250,6 +292,10 @@ func (c *Config) clusterFor(caller Caller, d Destination) *Cluster {
 	sd := c.Services[d.Host]
 	if sd == nil || sd.Service == nil {
 		if se := c.visibleServiceEntry(caller, d.Host); se != nil {
+			if !serviceEntryHasPort(se, d.Port) {
+				cl.Why = fmt.Sprintf("ServiceEntry %s/%s declares no port %d", se.Namespace, se.Name, d.Port)
+				return cl
+			}
 			cl.Exists, cl.External = true, true
 			cl.Why = "ServiceEntry " + se.Namespace + "/" + se.Name
 			return cl
@@ -272,9 +318,16 @@ func (c *Config) clusterFor(caller Caller, d Destination) *Cluster {
 		}
 		return cl
 	}
+	if target := ExternalNameOf(sd.Service); target != "" {
+		cl.Why = "ExternalName Service: istiod builds no cluster for an alias (a route names its host where the alias has no port " +
+			fmt.Sprint(d.Port) + " the caller's listener serves, so it is not read as " + target + ")"
+		return cl
+	}
 	// A Service a route sends to gets its cluster (and its rules) whatever
-	// the caller's Sidecar egress hosts say; only its exportTo hides it.
-	if exportTo := c.ServiceExportTo(sd.Service); !ExportedTo(exportTo, sd.Service.Namespace, caller.Namespace) {
+	// the caller's Sidecar egress hosts say; only its exportTo hides it,
+	// and not from a caller of its own namespace (istiod takes a route
+	// destination of the caller's namespace into its scope regardless).
+	if exportTo := c.ServiceExportTo(sd.Service); !ExportedTo(exportTo, sd.Service.Namespace, caller.Namespace) && sd.Service.Namespace != caller.Namespace {
 		cl.Missing = MissingServiceHidden
 		cl.Why = fmt.Sprintf("Service %s/%s is not exported to %s (exportTo %s)", sd.Service.Namespace, sd.Service.Name, caller.Namespace, strings.Join(exportTo, ","))
 		return cl

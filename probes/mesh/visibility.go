@@ -237,6 +237,11 @@ func (c *Config) VisibilityOf(caller Caller, svc *corev1.Service, port int32) Vi
 		v.Visible = false
 		v.HiddenBy = fmt.Sprintf("Service %s/%s is exported to %s only (exportTo %s), not to %s",
 			svc.Namespace, svc.Name, describeExportTo(exportTo, svc.Namespace), strings.Join(exportTo, ","), caller.Namespace)
+		if svc.Namespace == caller.Namespace {
+			// istiod takes a route destination of the caller's own
+			// namespace into its scope whatever the Service's exportTo.
+			v.Imported = c.importedBy(caller, sc, svc, port)
+		}
 	} else if hosts, scoped := egressHosts(sc, port); scoped {
 		selected := false
 		for _, h := range hosts {
@@ -246,9 +251,11 @@ func (c *Config) VisibilityOf(caller Caller, svc *corev1.Service, port int32) Vi
 			v.Visible = false
 			v.HiddenBy = fmt.Sprintf("Sidecar %s/%s egress hosts %s do not include %s/%s", sc.Namespace, sc.Name, strings.Join(hosts, ","), svc.Namespace, host)
 			v.Imported = c.importedBy(caller, sc, svc, port)
-			if via := c.portEightyRoute(caller, sc, svc, port); via != "" {
-				v.Visible, v.HiddenBy, v.Via = true, "", via
-			}
+		}
+	}
+	if !v.Visible {
+		if via := c.portEightyRoute(caller, sc, svc, port); via != "" {
+			v.Visible, v.HiddenBy, v.Via = true, "", via
 		}
 	}
 	if !v.Visible {
@@ -270,11 +277,14 @@ func (c *Config) sidecarVirtualServices(caller Caller, sc *networkingv1.Sidecar)
 	return out
 }
 
-// importedBy names the VirtualService, imported by the caller's Sidecar,
-// one of whose route destinations is svc on port (or on no port, which
-// takes every port): istiod adds svc to the caller's scope for it
-// (collectImportedServices: HTTP routes whose match names another
-// sourceNamespace aside, TCP and TLS routes, mirrors). "" for none.
+// importedBy names the VirtualService, imported by the caller's Sidecar
+// (every one bound to sidecars and exported to the caller without a
+// Sidecar), one of whose route destinations is svc on port (or on no
+// port, which takes every port): istiod adds svc to the caller's scope
+// for it (collectImportedServices: HTTP routes whose match names another
+// sourceNamespace aside, TCP and TLS routes, mirrors). The caller must
+// see svc, unless svc is of the caller's own namespace, which istiod
+// takes whatever its exportTo. "" for none.
 func (c *Config) importedBy(caller Caller, sc *networkingv1.Sidecar, svc *corev1.Service, port int32) string {
 	host := ServiceHost(svc.Name, svc.Namespace)
 	for _, vs := range c.sidecarVirtualServices(caller, sc) {

@@ -43,7 +43,25 @@ var WorldCases = []Case{
 		wantRoutes(t, v, "outbound|80||reviews.w00003-b.svc.cluster.local 100% (every request)")
 		wantBreak(t, v, mesh.BreakNoCluster, 100, "outbound|80||reviews.w00003-b.svc.cluster.local")
 	}},
+	{File: "world-24-00010.yaml", Caller: "w00010-a/client-1", Host: "reviews.w00010-a.svc.cluster.local", Port: 5432, Check: func(t testing.TB, v *mesh.View) {
+		wantRoutes(t, v, "PassthroughCluster 100% (every request)")
+		if cl := v.Clusters["outbound|5432||api.w00010.example.com"]; cl != nil {
+			t.Errorf("cluster %+v: istiod builds none, the ServiceEntry has no port 5432", cl)
+		}
+	}},
+	{File: "world-24-00042.yaml", Mesh: batch24x1, Caller: "w00042-a/catalog-v1-3", Host: "payments.w00042-a.svc.cluster.local", Port: 3000, Check: func(t testing.TB, v *mesh.View) {
+		if v.Visibility.Visible || !strings.Contains(v.Visibility.HiddenBy, "exportTo w00042-b") || v.Visibility.Imported == "" {
+			t.Errorf("visibility %+v: want hidden by exportTo, its clusters imported as a route destination of the caller's namespace", v.Visibility)
+		}
+	}},
+	{File: "world-24-00055.yaml", Mesh: batch24x1, Caller: "w00055-b/client-2", Host: "stock.w00055-b.svc.cluster.local", Port: 7070, Check: func(t testing.TB, v *mesh.View) {
+		wantRoutes(t, v, "outbound|7070||unknown.w00055.example.org 100%, mirror outbound|7070||stock.w00055-b.svc.cluster.local (every request)")
+		wantBreak(t, v, mesh.BreakNoEntry, 100, "outbound|7070||unknown.w00055.example.org")
+	}},
 }
+
+// batch24x1 is the mesh config of batch 1 of seed 24 (worlds 30-59).
+const batch24x1 = "enableAutoMtls: false\ndefaultVirtualServiceExportTo: [\".\"]\n"
 
 func init() { Cases = append(Cases, WorldCases...) }
 
