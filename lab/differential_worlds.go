@@ -16,6 +16,7 @@ import (
 	meshv1alpha1 "istio.io/api/mesh/v1alpha1"
 	istioclient "istio.io/client-go/pkg/clientset/versioned"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -174,20 +175,57 @@ func runBatch(ctx context.Context, l *Lab, i *Istiod, ic istioclient.Interface, 
 	}
 	rep.Mesh += time.Since(t)
 
+	// EndpointSlices go in after everything else, once istiod has read
+	// the pods: istiod looks up the pod of an endpoint without targetRef
+	// by IP when it reads the slice, and never again until the slice
+	// changes, so a slice read before its pods' IPs would leave them
+	// without pods for good. A real cluster's slices come after the pods
+	// they list (the controller lists pods that have IPs); hand-made ones
+	// usually long after.
 	t = time.Now()
-	applied := make([]*Applied, len(batch.Worlds))
-	errs := make([]error, len(batch.Worlds))
-	forEach(len(batch.Worlds), opts.Parallel, func(k int) {
-		w := batch.Worlds[k]
-		applied[k], errs[k] = Apply(ctx, l, recorded.FromObjects(w.Prefix, w.Objects))
-	})
-	for _, a := range applied {
-		if a != nil {
-			out.applied = append(out.applied, a)
+	var first, slices [][]runtime.Object
+	for _, w := range batch.Worlds {
+		var objs, sl []runtime.Object
+		for _, o := range w.Objects {
+			if _, ok := o.(*discoveryv1.EndpointSlice); ok {
+				sl = append(sl, o)
+			} else {
+				objs = append(objs, o)
+			}
 		}
+		first, slices = append(first, objs), append(slices, sl)
 	}
-	if err := errors.Join(errs...); err != nil {
-		return out, err
+	for phase, objects := range [][][]runtime.Object{first, slices} {
+		applied := make([]*Applied, len(batch.Worlds))
+		errs := make([]error, len(batch.Worlds))
+		forEach(len(batch.Worlds), opts.Parallel, func(k int) {
+			if len(objects[k]) > 0 {
+				applied[k], errs[k] = Apply(ctx, l, recorded.FromObjects(fmt.Sprintf("%s-%d", batch.Worlds[k].Prefix, phase), objects[k]))
+			}
+		})
+		for _, a := range applied {
+			if a != nil {
+				out.applied = append(out.applied, a)
+			}
+		}
+		if err := errors.Join(errs...); err != nil {
+			return out, err
+		}
+		if phase == 0 {
+			known := append([]runtime.Object(nil), batch.Root...)
+			for _, objs := range first {
+				known = append(known, objs...)
+			}
+			wctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+			err := i.WaitKnows(wctx, known)
+			cancel()
+			if err != nil {
+				return out, err
+			}
+			// The pods' status (their IPs) is written after their creates,
+			// which WaitKnows does not see.
+			time.Sleep(2 * time.Second)
+		}
 	}
 	rep.Apply += time.Since(t)
 
