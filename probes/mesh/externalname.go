@@ -40,11 +40,17 @@ func (c *Config) externalNameView(v *View, caller Caller, sd *ServiceData) {
 			Why: "the caller resolves the CNAME and connects to " + target + " itself: no endpoints of the Service are involved"}
 		return
 	}
+	// The alias's own exportTo and the caller's Sidecar egress hosts do
+	// not matter: istiod adds the alias's names to the concrete host's
+	// virtual host (resolveServiceAliases), so the alias is routed exactly
+	// where the caller's proxy routes the concrete host, as that host's
+	// port (its protocol) says.
 	v.Visibility = c.VisibilityOf(caller, sd.Service, v.Port)
 	v.Clusters[own] = &Cluster{Name: own, Host: v.Host, Port: v.Port,
 		Why: "ExternalName Service: istiod builds no cluster for an alias; its requests are routed as " + target + "'s"}
-	if concrete := c.Services[target]; v.Visibility.Visible && concrete != nil && concrete.Service != nil && ExternalNameOf(concrete.Service) == "" {
+	if concrete := c.Services[target]; concrete != nil && concrete.Service != nil && ExternalNameOf(concrete.Service) == "" {
 		if sub, err := c.ViewFor(caller, target, v.Port); err == nil {
+			v.Visibility, v.Protocol = sub.Visibility, sub.Protocol
 			v.VirtualService, v.VirtualServices, v.DestinationRules, v.Rule = sub.VirtualService, sub.VirtualServices, sub.DestinationRules, sub.Rule
 			v.Routes, v.Unmatched = sub.Routes, sub.Unmatched
 			for name, cl := range sub.Clusters {
@@ -55,7 +61,9 @@ func (c *Config) externalNameView(v *View, caller Caller, sd *ServiceData) {
 		}
 		v.Unknown = append(v.Unknown, fmt.Sprintf("ExternalName %s aliases the Service %s, which has no port %d", v.Host, target, v.Port))
 	}
-	if se := c.visibleServiceEntry(caller, target); v.Visibility.Visible && se != nil && serviceEntryHasPort(se, v.Port) {
+	if se := c.visibleServiceEntry(caller, target); se != nil && serviceEntryHasPort(se, v.Port) && c.egressSelectsHost(caller, se.Namespace, target, v.Port) {
+		v.Visibility = Visibility{Visible: true, Sidecar: v.Visibility.Sidecar, RegistryOnly: v.Visibility.RegistryOnly, PolicyFrom: v.Visibility.PolicyFrom,
+			Via: "an ExternalName alias of ServiceEntry " + se.Namespace + "/" + se.Name + "'s host " + target}
 		name := ClusterName(v.Port, "", target)
 		v.Routes = []Route{{Name: "alias of " + target, CatchAll: true,
 			Destinations: []Destination{{Host: target, Port: v.Port, Percent: 100, Cluster: name}}}}

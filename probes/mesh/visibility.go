@@ -431,6 +431,22 @@ func (c *Config) httpListenerOn(caller Caller, sc *networkingv1.Sidecar, port in
 	return ""
 }
 
+// egressSelectsHost reports whether the caller's Sidecar egress hosts for
+// port select host of namespace ns (true without a Sidecar).
+func (c *Config) egressSelectsHost(caller Caller, ns, host string, port int32) bool {
+	sc, _ := c.SidecarFor(caller)
+	hosts, scoped := egressHosts(sc, port)
+	if !scoped {
+		return true
+	}
+	for _, h := range hosts {
+		if egressSelects(h, caller.Namespace, ns, host) {
+			return true
+		}
+	}
+	return false
+}
+
 func sortedServiceHosts(m map[string]*ServiceData) []string {
 	out := make([]string, 0, len(m))
 	for k := range m {

@@ -58,6 +58,17 @@ var WorldCases = []Case{
 		wantRoutes(t, v, "outbound|7070||unknown.w00055.example.org 100%, mirror outbound|7070||stock.w00055-b.svc.cluster.local (every request)")
 		wantBreak(t, v, mesh.BreakNoEntry, 100, "outbound|7070||unknown.w00055.example.org")
 	}},
+	{File: "world-24-00035.yaml", Caller: "w00035-b/cart-v1-2", Host: "billing.w00035-b.svc.cluster.local", Port: 5432, Check: func(t testing.TB, v *mesh.View) {
+		if v.Protocol != mesh.ProtocolTCP {
+			t.Errorf("protocol %s: the alias is routed as catalog's port 5432, tcp-db", v.Protocol)
+		}
+	}},
+	{File: "world-24-00112.yaml", Caller: "w00112-a/client-1", Host: "billing.w00112-b.svc.cluster.local", Port: 80, Check: func(t testing.TB, v *mesh.View) {
+		if !v.Visibility.Visible {
+			t.Errorf("visibility %+v: the alias is routed as the ServiceEntry host, whatever its own exportTo", v.Visibility)
+		}
+		wantRoutes(t, v, "outbound|80||api.w00112.example.com 100% (every request)")
+	}},
 }
 
 // batch24x1 is the mesh config of batch 1 of seed 24 (worlds 30-59).
