@@ -143,11 +143,6 @@ type ClientTLS struct {
 	// ServiceMode is the namespace/mesh PeerAuthentication mode auto mTLS
 	// consults (DISABLE turns it off for the whole cluster).
 	ServiceMode PeerMode
-	// EndpointMode is the tls mode istiod's EDS reads for the port when it
-	// decides which endpoints keep their tlsMode=istio metadata: the
-	// port-level tls, else the rule's top-level tls. It can differ from
-	// Mode, which a port-level entry without tls leaves empty.
-	EndpointMode string
 	// Passthrough: the cluster is a headless Service's (ORIGINAL_DST):
 	// Envoy connects to the address the app asked for, with no endpoint
 	// metadata to match, so every endpoint gets the cluster's one
@@ -157,7 +152,10 @@ type ClientTLS struct {
 	// for the cluster's subset and port (mtls_checker.go
 	// tlsModeForDestinationRule): the subset's policy for the port, else
 	// the rule's; at each level the port-level tls, else the top-level
-	// one. "" when none sets a tls mode.
+	// one. "" when none sets a tls mode. It decides which endpoints keep
+	// their tlsMode=istio metadata (EDSTLSMode), and can differ from Mode:
+	// a port-level entry without tls leaves the cluster's Mode empty (auto
+	// mTLS) while EDS still reads the top-level tls.
 	DRMode string
 }
 
@@ -215,10 +213,10 @@ func (ct ClientTLS) EDSTLSMode(e Endpoint, accepts PeerMode) string {
 	return "istio"
 }
 
-// clientTLS reads the tls settings of a merged traffic policy; endpointMode
-// is the mode EDS reads (see ClientTLS.EndpointMode).
-func clientTLS(tp *networkingv1alpha3.TrafficPolicy, from string, auto bool, service PeerMode, endpointMode string) ClientTLS {
-	ct := ClientTLS{Auto: auto, ServiceMode: service, EndpointMode: endpointMode}
+// clientTLS reads the tls settings of a merged traffic policy; drMode is
+// the mode EDS reads (see ClientTLS.DRMode).
+func clientTLS(tp *networkingv1alpha3.TrafficPolicy, from string, auto bool, service PeerMode, drMode string) ClientTLS {
+	ct := ClientTLS{Auto: auto, ServiceMode: service, DRMode: drMode}
 	if tls := tp.GetTls(); tls != nil {
 		// A tls block without a mode is DISABLE, the enum's zero.
 		ct.Mode, ct.From = tls.GetMode().String(), from
@@ -226,29 +224,12 @@ func clientTLS(tp *networkingv1alpha3.TrafficPolicy, from string, auto bool, ser
 	return ct
 }
 
-// edsTLSMode is the rule's tls mode for port as istiod's EDS reads it: the
-// port-level entry's tls when it sets one, else the top-level tls.
-func edsTLSMode(rule *AppliedRule, port int32) string {
-	if rule == nil || rule.TrafficPolicy == nil {
-		return ""
-	}
-	tp := rule.TrafficPolicy
-	for _, pl := range tp.GetPortLevelSettings() {
-		if pl.GetPort().GetNumber() == uint32(port) && pl.GetTls() != nil {
-			return pl.GetTls().GetMode().String()
-		}
-	}
-	if tls := tp.GetTls(); tls != nil {
-		return tls.GetMode().String()
-	}
-	return ""
-}
-
 // Sends is what the caller's proxy originates toward endpoint e, which
 // accepts accepts, and why. Auto mTLS sends mTLS only to endpoints whose
-// EDS metadata keeps tlsMode=istio: the pod is labelled so and its own
-// PeerAuthentication (workload and port level) is not DISABLE, or the
-// rule's tls for the port is ISTIO_MUTUAL.
+// EDS metadata keeps tlsMode=istio (EDSTLSMode): the pod is labelled so,
+// and the DestinationRule's tls for the subset and port is ISTIO_MUTUAL
+// or, when it sets none, the endpoint's own PeerAuthentication (workload
+// and port level) is not DISABLE.
 func (ct ClientTLS) Sends(e Endpoint, accepts PeerMode) (string, string) {
 	if ct.Passthrough {
 		return ct.passthroughSends()
@@ -278,14 +259,16 @@ func (ct ClientTLS) Sends(e Endpoint, accepts PeerMode) (string, string) {
 		return SendsPlaintext, "no DestinationRule tls and enableAutoMtls is false"
 	case ct.ServiceMode.Mode == ModeDisable:
 		return SendsPlaintext, "auto mTLS is off for the Service: its " + ct.ServiceMode.From + " PeerAuthentication is DISABLE"
-	case ct.EndpointMode == "ISTIO_MUTUAL":
-		return SendsMTLS, "auto mTLS, and the DestinationRule's top-level tls ISTIO_MUTUAL tags every endpoint istio (its port-level entry sets no tls)"
-	case e.TLSModeIstio && accepts.Mode == ModeDisable:
+	case !e.TLSModeIstio:
+		return SendsPlaintext, "auto mTLS: the endpoint's pod is not labelled security.istio.io/tlsMode=istio"
+	case ct.DRMode == "ISTIO_MUTUAL":
+		return SendsMTLS, "auto mTLS: the endpoint's pod is labelled security.istio.io/tlsMode=istio, and the DestinationRule's tls ISTIO_MUTUAL for the port keeps it in EDS"
+	case ct.DRMode != "":
+		return SendsPlaintext, "auto mTLS, but the DestinationRule's tls mode " + ct.DRMode + " for the subset and port (a port-level entry without tls gave the cluster none) makes istiod strip the endpoint's tlsMode from EDS"
+	case accepts.Mode == ModeDisable:
 		return SendsPlaintext, "auto mTLS: the endpoint's own PeerAuthentication is DISABLE (" + accepts.From + "), so istiod strips its tlsMode"
-	case e.TLSModeIstio:
-		return SendsMTLS, "auto mTLS: the endpoint's pod is labelled security.istio.io/tlsMode=istio"
 	}
-	return SendsPlaintext, "auto mTLS: the endpoint's pod is not labelled security.istio.io/tlsMode=istio"
+	return SendsMTLS, "auto mTLS: the endpoint's pod is labelled security.istio.io/tlsMode=istio"
 }
 
 // passthroughSends is what a headless Service's ORIGINAL_DST cluster

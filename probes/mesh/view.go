@@ -370,8 +370,7 @@ func (c *Config) clusterFor(caller Caller, d Destination) *Cluster {
 	if headless {
 		serviceMode = c.passthroughMTLSMode(sd, d.Port)
 	}
-	cl.TLS = clientTLS(cl.Policy, from, c.Mesh.EnableAutoMtls(), serviceMode, edsTLSMode(rule, d.Port))
-	cl.TLS.DRMode = drTLSMode(rule, d.Subset, d.Port)
+	cl.TLS = clientTLS(cl.Policy, from, c.Mesh.EnableAutoMtls(), serviceMode, drTLSMode(rule, d.Subset, d.Port))
 	cl.TLS.Passthrough = headless
 	for _, e := range c.Endpoints(sd, d.Port) {
 		if e.ReadyUnknown != "" {

@@ -69,6 +69,13 @@ var WorldCases = []Case{
 		}
 		wantRoutes(t, v, "outbound|80||api.w00112.example.com 100% (every request)")
 	}},
+	{File: "world-24-00233.yaml", Caller: "w00233-a/payments-v1-1", Host: "ratings.w00233-a.svc.cluster.local", Port: 8080, Check: func(t testing.TB, v *mesh.View) {
+		wantSends(t, v, "outbound|8080||ratings.w00233-a.svc.cluster.local", map[string]string{"10.128.233.5": mesh.SendsPlaintext})
+		wantMismatchAt(t, v, "outbound|8080||ratings.w00233-a.svc.cluster.local", "10.128.233.5", mesh.MismatchPlaintextStrict)
+	}},
+	{File: "world-24-00181.yaml", Mesh: "outboundTrafficPolicy: {mode: REGISTRY_ONLY}\n", Caller: "w00181-a/client-1", Host: "ratings.w00181-a.svc.cluster.local", Port: 7070, Check: func(t testing.TB, v *mesh.View) {
+		wantSends(t, v, "outbound|7070||ratings.w00181-a.svc.cluster.local", map[string]string{"10.128.181.3": mesh.SendsPlaintext, "10.128.181.4": mesh.SendsPlaintext})
+	}},
 }
 
 // batch24x1 is the mesh config of batch 1 of seed 24 (worlds 30-59).
@@ -140,6 +147,22 @@ func wantSends(t testing.TB, v *mesh.View, cluster string, want map[string]strin
 			t.Errorf("%s: sends %q to %s, want %q", cluster, got[addr], addr, w)
 		}
 	}
+}
+
+// wantMismatchAt checks the TLS mismatch of one endpoint of cluster.
+func wantMismatchAt(t testing.TB, v *mesh.View, cluster, addr, want string) {
+	t.Helper()
+	if cl := v.Clusters[cluster]; cl != nil {
+		for _, e := range cl.Endpoints {
+			if e.Address == addr {
+				if e.Mismatch != want {
+					t.Errorf("%s %s: mismatch %s (sends %s, accepts %s), want %s", cluster, addr, e.Mismatch, e.Sends, e.Accepts.Mode, want)
+				}
+				return
+			}
+		}
+	}
+	t.Errorf("no endpoint %s in cluster %s", addr, cluster)
 }
 
 func clusterNames(v *mesh.View) []string {
