@@ -28,6 +28,10 @@ type Config struct {
 
 	// Services are keyed by their hostname (NAME.NAMESPACE.svc.cluster.local).
 	Services map[string]*ServiceData
+	// AllServices: Services holds every Service of the cluster (a dump,
+	// the lab), not only those a triage read for its target; what depends
+	// on Services not read is otherwise unknown.
+	AllServices bool
 	// Namespaces by name: their labels carry the network of pods that do
 	// not name one.
 	Namespaces map[string]*corev1.Namespace

@@ -17,7 +17,7 @@ import (
 // nodes. The objects are taken for the whole world: a pod that is not
 // among them does not exist.
 func ConfigFromObjects(objects []runtime.Object, mc MeshConfig, rootNamespace string) *Config {
-	c := &Config{Mesh: mc, RootNamespace: rootNamespace, Services: map[string]*ServiceData{}, Namespaces: map[string]*corev1.Namespace{}}
+	c := &Config{Mesh: mc, RootNamespace: rootNamespace, Services: map[string]*ServiceData{}, Namespaces: map[string]*corev1.Namespace{}, AllServices: true}
 	pods := map[string]*corev1.Pod{} // namespace/name
 	nodes := map[string]*corev1.Node{}
 	var slices []discoveryv1.EndpointSlice

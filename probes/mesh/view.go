@@ -185,6 +185,9 @@ func (c *Config) viewFor(caller Caller, host string, port int32) (*View, error) 
 	if v.Visibility.Unknown != "" {
 		v.Unknown = append(v.Unknown, v.Visibility.Unknown)
 	}
+	if v.Visibility.Undecided != "" {
+		v.Unknown = append(v.Unknown, v.Visibility.Undecided)
+	}
 	rule, drVerdicts, unknown := c.DestinationRuleFor(caller, host, sd.Service.Namespace)
 	v.Rule, v.DestinationRules = rule, drVerdicts
 	v.Unknown = append(v.Unknown, unknown...)
@@ -193,7 +196,15 @@ func (c *Config) viewFor(caller Caller, host string, port int32) (*View, error) 
 		v.Routes = []Route{{Name: fb + ": the caller's proxy has no config for the Service", CatchAll: true,
 			Destinations: []Destination{{Host: host, Port: port, Percent: 100, Cluster: fb}}}}
 		if fb == PassthroughCluster {
-			v.Clusters[fb] = c.plainCluster(fb, sd, port, "PassthroughCluster forwards the app's bytes to the ClusterIP as they are, without mTLS")
+			cl := c.plainCluster(fb, sd, port, "PassthroughCluster forwards the app's bytes to the ClusterIP as they are, without mTLS")
+			if why := v.Visibility.Undecided; why != "" {
+				// Maybe the caller's proxy routes it after all: what it
+				// sends is not known.
+				for i := range cl.Endpoints {
+					cl.Endpoints[i].Sends, cl.Endpoints[i].SendsWhy, cl.Endpoints[i].Mismatch = SendsUnknown, why, MismatchUnknown
+				}
+			}
+			v.Clusters[fb] = cl
 		} else {
 			v.Clusters[fb] = &Cluster{Name: fb, Host: host, Port: port, Exists: true, Why: "BlackHoleCluster drops every request (502)"}
 		}

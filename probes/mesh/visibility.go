@@ -223,6 +223,10 @@ type Visibility struct {
 	Via string
 	// Unknown says why visibility could not be judged fully.
 	Unknown string
+	// Undecided says why whether the caller's proxy routes a Service it
+	// does not see is not known (Services that were not read could give it
+	// a listener that does): the fallback's TLS is then not judged.
+	Undecided string
 }
 
 // VisibilityOf works out whether the caller's proxy is given the Service's
@@ -254,8 +258,11 @@ func (c *Config) VisibilityOf(caller Caller, svc *corev1.Service, port int32) Vi
 		}
 	}
 	if !v.Visible {
-		if via := c.portEightyRoute(caller, sc, svc, port); via != "" {
+		switch via, unknown := c.portEightyRoute(caller, sc, svc, port); {
+		case via != "":
 			v.Visible, v.HiddenBy, v.Via = true, "", via
+		case unknown != "":
+			v.Undecided = unknown
 		}
 	}
 	if !v.Visible {
@@ -355,14 +362,15 @@ func vsDestinationPorts(vs *networkingv1.VirtualService, ns string) map[string]m
 // consistent with previous behavior") and writes a virtual host for
 // them; the caller's HTTP listener on port 80 (for a Service its egress
 // hosts do select) then routes svc's host by that VirtualService. "" when
-// it does not happen.
-func (c *Config) portEightyRoute(caller Caller, sc *networkingv1.Sidecar, svc *corev1.Service, port int32) string {
+// it does not happen; unknown says why that is not known (the Services
+// that would give the caller the listener were not all read).
+func (c *Config) portEightyRoute(caller Caller, sc *networkingv1.Sidecar, svc *corev1.Service, port int32) (via, unknown string) {
 	if port != 80 {
-		return ""
+		return "", ""
 	}
 	for _, sp := range svc.Spec.Ports {
 		if sp.Port == port && PortProtocol(sp) != ProtocolHTTP {
-			return ""
+			return "", ""
 		}
 	}
 	host := ServiceHost(svc.Name, svc.Namespace)
@@ -375,13 +383,16 @@ func (c *Config) portEightyRoute(caller Caller, sc *networkingv1.Sidecar, svc *c
 		}
 	}
 	if vs == nil {
-		return ""
+		return "", ""
 	}
 	listener := c.httpListenerOn(caller, sc, port)
-	if listener == "" {
-		return ""
+	switch {
+	case listener == "" && !c.AllServices:
+		return "", fmt.Sprintf("on port 80 istiod routes VirtualService %s/%s's host %s for the caller if it has an HTTP listener on port 80 (a Service its Sidecar selects with that port), and not every Service was read", vs.Namespace, vs.Name, host)
+	case listener == "":
+		return "", ""
 	}
-	return fmt.Sprintf("port 80: the caller's HTTP listener for %s routes VirtualService %s/%s's host %s too", listener, vs.Namespace, vs.Name, host)
+	return fmt.Sprintf("port 80: the caller's HTTP listener for %s routes VirtualService %s/%s's host %s too", listener, vs.Namespace, vs.Name, host), ""
 }
 
 // httpListenerOn names a Service (or ServiceEntry host) the caller's

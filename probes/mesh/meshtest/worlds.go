@@ -37,11 +37,17 @@ var WorldCases = []Case{
 		}
 	}},
 	{File: "world-24-00003.yaml", Caller: "w00003-a/stock-v1-7", Host: "search.w00003-b.svc.cluster.local", Port: 80, Check: func(t testing.TB, v *mesh.View) {
-		if !v.Visibility.Visible || !strings.Contains(v.Visibility.Via, "port 80") {
+		switch {
+		case strings.Contains(v.Visibility.Undecided, "port 80") && !v.Visibility.Visible:
+			// A triage reads the Services its target routes to, not every
+			// one that could give the caller its listener on port 80: it
+			// cannot tell (TestPortEightyRouteNeedsEveryService).
+		case !v.Visibility.Visible || !strings.Contains(v.Visibility.Via, "port 80"):
 			t.Errorf("visibility %+v: want routed on port 80 by the VirtualService the caller imports", v.Visibility)
+		default:
+			wantRoutes(t, v, "outbound|80||reviews.w00003-b.svc.cluster.local 100% (every request)")
+			wantBreak(t, v, mesh.BreakNoCluster, 100, "outbound|80||reviews.w00003-b.svc.cluster.local")
 		}
-		wantRoutes(t, v, "outbound|80||reviews.w00003-b.svc.cluster.local 100% (every request)")
-		wantBreak(t, v, mesh.BreakNoCluster, 100, "outbound|80||reviews.w00003-b.svc.cluster.local")
 	}},
 	{File: "world-24-00010.yaml", Caller: "w00010-a/client-1", Host: "reviews.w00010-a.svc.cluster.local", Port: 5432, Check: func(t testing.TB, v *mesh.View) {
 		wantRoutes(t, v, "PassthroughCluster 100% (every request)")
