@@ -392,7 +392,8 @@ func compareEndpoints(name string, mc *mesh.Cluster, pc *PushedCluster) (int, []
 // compareEndpointMetadata compares what istiod sends with an endpoint
 // besides its address: the tlsMode auto mTLS matches on, the telemetry
 // workload, the locality. An endpoint whose pod the model does not know
-// has none of them predicted.
+// has none of them predicted, nor one whose node was not read its
+// locality.
 func compareEndpointMetadata(name, key string, m mesh.EndpointTLS, e PushedEndpoint) []string {
 	if m.PodUnknown != "" {
 		return nil
@@ -404,7 +405,7 @@ func compareEndpointMetadata(name, key string, m mesh.EndpointTLS, e PushedEndpo
 	if want := ModelWorkload(m.Endpoint); want != e.Workload {
 		out = append(out, fmt.Sprintf("%s: endpoint %s: the model's workload metadata is %q; istiod sent %q", name, key, want, e.Workload))
 	}
-	if want := m.Labels[mesh.LabelRegion] + "/" + m.Labels[mesh.LabelZone] + "/" + m.Labels[mesh.LabelSubzone]; want != e.Locality {
+	if want := m.Labels[mesh.LabelRegion] + "/" + m.Labels[mesh.LabelZone] + "/" + m.Labels[mesh.LabelSubzone]; len(m.LabelsUnknown) == 0 && want != e.Locality {
 		out = append(out, fmt.Sprintf("%s: endpoint %s: the model's locality is %q; istiod sent %q", name, key, want, e.Locality))
 	}
 	return out

@@ -37,12 +37,13 @@ func (c *XDSClient) PushedListeners() map[string]*listenerv3.Listener {
 // is ever reached). Consecutive routes that send the same way are one
 // (istiod writes one Envoy route a match condition); match conditions
 // themselves are not compared. Callers whose app bypasses the sidecar
-// (the model's route is kube-proxy's), TLS ports and headless Services'
-// TCP ports are not compared.
+// (the model's route is kube-proxy's), views whose visibility the model
+// says it cannot judge, TLS ports and headless Services' TCP ports are not
+// compared.
 func CompareRoutes(v *mesh.View, routes map[string]*routev3.RouteConfiguration, listeners map[string]*listenerv3.Listener) Comparison {
 	var c Comparison
-	if !v.Caller.Sidecar || v.Caller.Gateway || v.Caller.Bypass != "" || v.Caller.Ambient {
-		return c
+	if !v.Caller.Sidecar || v.Caller.Gateway || v.Caller.Bypass != "" || v.Caller.Ambient || v.Visibility.Undecided != "" {
+		return c // the model's route is not the proxy's, or it says it does not know
 	}
 	routed := v.Visibility.Visible && !toFallback(v)
 	switch v.Protocol {

@@ -96,7 +96,7 @@ func RunDifferential(ctx context.Context, l *Lab, i *Istiod, opts DifferentialOp
 		opts.Parallel = 8
 	}
 	if opts.Quiet <= 0 {
-		opts.Quiet = time.Second
+		opts.Quiet = 300 * time.Millisecond
 	}
 	logf := opts.Logf
 	if logf == nil {
