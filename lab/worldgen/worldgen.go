@@ -162,15 +162,77 @@ const (
 	ShapeEndpointNotReadyTarget = "not-ready endpoint of a ready pod"
 )
 
+// Shapes are every input shape the generator draws, for a run to show it
+// covered them.
+var Shapes = []string{
+	ShapeSliceWithoutTargetRef,
+	ShapeAddressWithoutPod,
+	ShapeAddressOfOtherPod,
+	ShapeTLSModeMissing,
+	ShapeTLSModeWithoutSidecar,
+	ShapeRevisionLabel,
+	ShapeCanonicalLabels,
+	ShapeWorkloadNameLabel,
+	ShapeNativeSidecar,
+	ShapeClassicSidecar,
+	ShapeNoSidecar,
+	ShapePodNotReady,
+	ShapeProxyUID,
+	ShapeSubsetLabelAbsent,
+	ShapeSubsetLabelEmpty,
+	ShapeExternalName,
+	ShapeHeadless,
+	ShapeSelectorless,
+	ShapeMultiPort,
+	ShapeNamedTargetPort,
+	ShapeUnnamedPort,
+	ShapeTCPPort,
+	ShapeAppProtocol,
+	ShapeServiceExportTo,
+	ShapeRuleExportTo,
+	ShapeRuleOtherNamespace,
+	ShapeSidecarEgress,
+	ShapeSidecarRegistryOnly,
+	ShapeSidecarSelector,
+	ShapePeerAuthNamespace,
+	ShapePeerAuthWorkload,
+	ShapePeerAuthPort,
+	ShapeDRTLS,
+	ShapeDRPortTLS,
+	ShapeDRSubsetTLS,
+	ShapeDRSelector,
+	ShapeDRWildcard,
+	ShapeVSWeights,
+	ShapeVSMatch,
+	ShapeVSSourceLabels,
+	ShapeVSMirror,
+	ShapeVSOtherHost,
+	ShapeVSGateways,
+	ShapeVSTCP,
+	ShapeServiceEntry,
+	ShapeMeshConfig,
+	ShapeMeshAutoMTLSOff,
+	ShapeMeshRegistryOnly,
+	ShapeMeshDefaultExportTo,
+	ShapeRootPeerAuth,
+	ShapeRootDestinationRule,
+	ShapeRootSidecar,
+	ShapeNodeLocality,
+	ShapeTerminatingEndpoint,
+	ShapeReplicaSetOwner,
+	ShapeEndpointNotReadyTarget,
+}
+
 // NewBatch makes batch number index of a run: worlds first, first+1, ...
-// first+n-1, and, in batches that draw them, mesh-wide settings. Batch 0
-// never has mesh-wide settings, so a run always has worlds under Istio's
-// defaults.
+// first+n-1, and the batch's mesh-wide settings. Every sixth batch (0, 6,
+// ...) has none, Istio's defaults; batches 1 to 5 of every six each stress
+// one group of settings (see meshWide), with others drawn beside it, so
+// that any six batches in a row hold them all.
 func NewBatch(seed uint64, index, first, n int) *Batch {
 	r := rand.New(rand.NewPCG(seed, 1<<40|uint64(index)))
 	b := &Batch{Index: index, Shapes: map[string]int{}}
-	if index > 0 && r.IntN(2) == 0 {
-		b.meshWide(r)
+	if index%6 != 0 {
+		b.meshWide(r, index%6)
 	}
 	for i := range n {
 		w := Generate(seed, first+i)
@@ -182,19 +244,26 @@ func NewBatch(seed uint64, index, first, n int) *Batch {
 	return b
 }
 
-// meshWide draws the batch's mesh config and root-namespace rules.
-func (b *Batch) meshWide(r *rand.Rand) {
+// meshWide draws the batch's mesh config and root-namespace rules: group
+// 1 turns auto mTLS off, 2 makes the outbound policy REGISTRY_ONLY, 3 sets
+// the mesh's default exportTo of Services, VirtualServices and
+// DestinationRules to their own namespace, 4 adds a mesh-wide
+// PeerAuthentication, 5 a root-namespace DestinationRule for every host and
+// a root-namespace Sidecar; each of the others is drawn beside it now and
+// then.
+func (b *Batch) meshWide(r *rand.Rand, group int) {
+	on := func(g, oneIn int) bool { return group == g || r.IntN(oneIn) == 0 }
 	var mesh []string
-	if r.IntN(4) == 0 {
+	if on(1, 6) {
 		mesh = append(mesh, "enableAutoMtls: false")
 		b.Shapes[ShapeMeshAutoMTLSOff]++
 	}
-	if r.IntN(3) == 0 {
+	if on(2, 6) {
 		mesh = append(mesh, "outboundTrafficPolicy: {mode: REGISTRY_ONLY}")
 		b.Shapes[ShapeMeshRegistryOnly]++
 	}
 	for _, key := range []string{"defaultServiceExportTo", "defaultVirtualServiceExportTo", "defaultDestinationRuleExportTo"} {
-		if r.IntN(5) == 0 {
+		if on(3, 8) {
 			mesh = append(mesh, key+`: ["."]`)
 			b.Shapes[ShapeMeshDefaultExportTo]++
 		}
@@ -204,14 +273,14 @@ func (b *Batch) meshWide(r *rand.Rand) {
 		b.Shapes[ShapeMeshConfig]++
 	}
 	created := time.Date(2026, 10, 1, 0, 0, 0, 0, time.UTC)
-	if r.IntN(5) < 2 {
+	if on(4, 5) {
 		mode := pick(r, securityv1beta1.PeerAuthentication_MutualTLS_STRICT, securityv1beta1.PeerAuthentication_MutualTLS_PERMISSIVE,
 			securityv1beta1.PeerAuthentication_MutualTLS_DISABLE)
 		pa := peerAuthentication(RootNamespace, "default", created, mode)
 		b.Root = append(b.Root, pa)
 		b.Shapes[ShapeRootPeerAuth]++
 	}
-	if r.IntN(5) == 0 {
+	if on(5, 6) {
 		dr := &networkingv1.DestinationRule{TypeMeta: typeMeta("networking.istio.io/v1", "DestinationRule"),
 			ObjectMeta: objectMeta(RootNamespace, "mesh-default", created.Add(time.Second))}
 		dr.Spec.Host = pick(r, "*.local", "*.svc.cluster.local", "*")
@@ -220,7 +289,7 @@ func (b *Batch) meshWide(r *rand.Rand) {
 		b.Root = append(b.Root, dr)
 		b.Shapes[ShapeRootDestinationRule]++
 	}
-	if r.IntN(8) == 0 {
+	if on(5, 8) {
 		sc := &networkingv1.Sidecar{TypeMeta: typeMeta("networking.istio.io/v1", "Sidecar"),
 			ObjectMeta: objectMeta(RootNamespace, "default", created.Add(2*time.Second))}
 		sc.Spec.Egress = []*networkingv1alpha3.IstioEgressListener{{Hosts: []string{"*/*"}}}
