@@ -228,10 +228,10 @@ func (c *Config) viewFor(caller Caller, host string, port int32) (*View, error) 
 	}
 	for i := range v.Routes {
 		for j := range v.Routes[i].Destinations {
-			c.aliasDestination(caller, &v.Routes[i].Destinations[j], port)
+			c.resolveDestination(caller, &v.Routes[i].Destinations[j], port, v.Protocol)
 		}
 		for j := range v.Routes[i].Mirrors {
-			c.aliasDestination(caller, &v.Routes[i].Mirrors[j], port)
+			c.resolveDestination(caller, &v.Routes[i].Mirrors[j], port, v.Protocol)
 		}
 	}
 	for _, r := range v.Routes {
@@ -245,28 +245,52 @@ func (c *Config) viewFor(caller Caller, host string, port int32) (*View, error) 
 	return v, nil
 }
 
-// aliasDestination points a route destination at the host an
-// ExternalName Service aliases, as istiod's GetDestinationCluster does
-// when the alias is among the Services of the caller's listener on
-// listenerPort (visible to the caller, with that port): the cluster is
-// the concrete host's, outbound|PORT|SUBSET|EXTERNALNAME.
-func (c *Config) aliasDestination(caller Caller, d *Destination, listenerPort int32) {
+// resolveDestination names a route destination's cluster as istiod's
+// GetDestinationCluster does, from the Service it finds for the host: for
+// an HTTP route the Services of the caller's listener on listenerPort
+// (visible to the caller, with that port alone), for a TCP or TLS route
+// any Service in the caller's scope. A route that names no port takes the
+// Service's only port, if it has one (else the listener's); a route to an
+// ExternalName alias goes to the host the alias names
+// (outbound|PORT|SUBSET|EXTERNALNAME).
+func (c *Config) resolveDestination(caller Caller, d *Destination, listenerPort int32, proto string) {
 	sd := c.Services[d.Host]
 	if sd == nil || sd.Service == nil {
 		return
 	}
-	target := ExternalNameOf(sd.Service)
-	if target == "" {
-		return
+	svc := sd.Service
+	if proto == ProtocolHTTP {
+		hasPort := false
+		for _, p := range svc.Spec.Ports {
+			hasPort = hasPort || p.Port == listenerPort
+		}
+		if vis := c.VisibilityOf(caller, svc, listenerPort); !hasPort || !vis.Visible || vis.Via != "" {
+			return
+		}
+	} else {
+		if !c.inScope(caller, svc) {
+			return
+		}
+		if !d.PortNamed && len(svc.Spec.Ports) == 1 {
+			d.Port = svc.Spec.Ports[0].Port
+		}
 	}
-	hasPort := false
-	for _, p := range sd.Service.Spec.Ports {
-		hasPort = hasPort || p.Port == listenerPort
+	if target := ExternalNameOf(svc); target != "" {
+		d.Host = target
 	}
-	if vis := c.VisibilityOf(caller, sd.Service, listenerPort); !hasPort || !vis.Visible || vis.Via != "" {
-		return
+	d.Cluster = ClusterName(d.Port, d.Subset, d.Host)
+}
+
+// inScope reports whether svc is in the caller's sidecar scope on some
+// port: its Sidecar's egress hosts select it and it is exported to the
+// caller, or an imported VirtualService routes to it.
+func (c *Config) inScope(caller Caller, svc *corev1.Service) bool {
+	for _, p := range svc.Spec.Ports {
+		if vis := c.VisibilityOf(caller, svc, p.Port); vis.Visible && vis.Via == "" || vis.Imported != "" {
+			return true
+		}
 	}
-	d.Host, d.Cluster = target, ClusterName(d.Port, d.Subset, target)
+	return false
 }
 
 // serviceEntryHasPort reports whether se declares port.

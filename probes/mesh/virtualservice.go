@@ -34,6 +34,9 @@ type Destination struct {
 	// Percent is the share of the route's requests it gets.
 	Percent int
 	Cluster string
+	// PortNamed: the route names the port; otherwise Port is the
+	// listener's, which istiod may replace (see Config.resolveDestination).
+	PortNamed bool
 }
 
 // ClusterName is Envoy's name for a cluster: outbound|PORT|SUBSET|HOST.
@@ -507,5 +510,5 @@ func destination(d *networkingv1alpha3.Destination, ns string, port int32, pct i
 		p = int32(n)
 	}
 	host := ResolveHost(d.GetHost(), ns)
-	return Destination{Host: host, Subset: d.GetSubset(), Port: p, Percent: pct, Cluster: ClusterName(p, d.GetSubset(), host)}
+	return Destination{Host: host, Subset: d.GetSubset(), Port: p, Percent: pct, Cluster: ClusterName(p, d.GetSubset(), host), PortNamed: d.GetPort().GetNumber() != 0}
 }

@@ -82,6 +82,12 @@ var WorldCases = []Case{
 	{File: "world-24-00181.yaml", Mesh: "outboundTrafficPolicy: {mode: REGISTRY_ONLY}\n", Caller: "w00181-a/client-1", Host: "ratings.w00181-a.svc.cluster.local", Port: 7070, Check: func(t testing.TB, v *mesh.View) {
 		wantSends(t, v, "outbound|7070||ratings.w00181-a.svc.cluster.local", map[string]string{"10.128.181.3": mesh.SendsPlaintext, "10.128.181.4": mesh.SendsPlaintext})
 	}},
+	{File: "world-7-00127.yaml", Caller: "w00127-a/catalog-v1-a63ac-00006", Host: "catalog.w00127-a.svc.cluster.local", Port: 9090, Check: func(t testing.TB, v *mesh.View) {
+		if v.Protocol != mesh.ProtocolTCP {
+			t.Fatalf("protocol %s, want tcp", v.Protocol)
+		}
+		wantRoutes(t, v, "outbound|7070||api.w00127.example.com 100% (every request)")
+	}},
 }
 
 // batch24x1 is the mesh config of batch 1 of seed 24 (worlds 30-59).
