@@ -28,8 +28,8 @@ func (c *XDSClient) PushedListeners() map[string]*listenerv3.Listener {
 
 // CompareRoutes compares the routes the config model gives a sidecar
 // caller for a Service port with the ones istiod pushed: for an HTTP port
-// the virtual host of the port's route configuration whose domains hold
-// the host, for a TCP port the tcp_proxy of the listener on the Service's
+// the virtual host of the port's route configuration (PORT, or HOST:PORT
+// for a sniffed port) whose domains hold the host, for a TCP port the tcp_proxy of the listener on the Service's
 // ClusterIP and port. A host the model hides (or sends to a fallback
 // cluster) must have neither. Routes are compared in order, by what they
 // send where: the clusters and their share of the route's requests, the
@@ -48,11 +48,19 @@ func CompareRoutes(v *mesh.View, routes map[string]*routev3.RouteConfiguration, 
 	routed := v.Visibility.Visible && !toFallback(v)
 	switch v.Protocol {
 	case mesh.ProtocolHTTP:
+		// A port istiod sniffs gets a route configuration of its own,
+		// HOST:PORT, on the Service's ClusterIP listener; others share
+		// PORT's.
 		var vh *routev3.VirtualHost
-		for _, h := range routes[strconv.Itoa(int(v.Port))].GetVirtualHosts() {
-			for _, d := range h.GetDomains() {
-				if strings.EqualFold(d, v.Host) {
-					vh = h
+		for _, name := range sortedKeysOf(routes) {
+			if name != strconv.Itoa(int(v.Port)) && !strings.HasSuffix(name, ":"+strconv.Itoa(int(v.Port))) {
+				continue
+			}
+			for _, h := range routes[name].GetVirtualHosts() {
+				for _, d := range h.GetDomains() {
+					if strings.EqualFold(d, v.Host) {
+						vh = h
+					}
 				}
 			}
 		}
