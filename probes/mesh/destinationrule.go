@@ -90,13 +90,19 @@ func (c *Config) DestinationRuleFor(caller Caller, host, hostNS string) (*Applie
 			matching = append(matching, dr)
 		}
 	}
+	// The host's and the root namespace's tiers take the most specific
+	// host among all the rules the namespace exports, and only then keep
+	// those exported to the caller (getExportedDestinationRuleFromNamespace):
+	// a more specific rule exported elsewhere leaves the tier empty rather
+	// than letting a less specific one apply.
 	tiers := []struct {
-		name string
-		drs  []*networkingv1.DestinationRule
+		name     string
+		drs      []*networkingv1.DestinationRule
+		exported bool
 	}{
-		{"the caller's namespace " + caller.Namespace, c.localRules(matching, caller.Namespace)},
-		{"the host's namespace " + hostNS, c.exportedRules(matching, hostNS, caller.Namespace)},
-		{"the root namespace " + c.RootNamespace, c.exportedRules(matching, c.RootNamespace, caller.Namespace)},
+		{"the caller's namespace " + caller.Namespace, c.localRules(matching, caller.Namespace), false},
+		{"the host's namespace " + hostNS, c.exportedRules(matching, hostNS), true},
+		{"the root namespace " + c.RootNamespace, c.exportedRules(matching, c.RootNamespace), true},
 	}
 	if caller.Namespace == hostNS {
 		tiers[1].drs = nil
@@ -115,6 +121,23 @@ func (c *Config) DestinationRuleFor(caller Caller, host, hostNS string) (*Applie
 			}
 		}
 		entries := consolidate(sameHost, c.Mesh.Raw.GetDefaultDestinationRuleExportTo())
+		if tier.exported {
+			var visible []*AppliedRule
+			for _, e := range entries {
+				if set := drExportTo(e.Rules[0]); len(set) == 0 || containsAny(set, "*", caller.Namespace) {
+					visible = append(visible, e)
+				}
+			}
+			entries = visible
+			if len(entries) == 0 {
+				for _, dr := range tier.drs {
+					if ResolveHost(dr.Spec.GetHost(), dr.Namespace) != best {
+						add(dr, false, "the more specific host "+best+" of "+tier.name+" is not exported to "+caller.Namespace+", and istiod then takes no less specific one there")
+					}
+				}
+				continue // the most specific host's rules are judged "not exported" below
+			}
+		}
 		var chosen *AppliedRule
 		for _, e := range entries {
 			sel := e.Rules[0].Spec.GetWorkloadSelector().GetMatchLabels()
@@ -213,15 +236,13 @@ func (c *Config) localRules(drs []*networkingv1.DestinationRule, ns string) []*n
 	return out
 }
 
-// exportedRules are ns's rules that are not private and are exported to
-// callerNS.
-func (c *Config) exportedRules(drs []*networkingv1.DestinationRule, ns, callerNS string) []*networkingv1.DestinationRule {
+// exportedRules are ns's rules that are not private (exported to some
+// namespace; whether to the caller's is judged once the most specific host
+// is chosen).
+func (c *Config) exportedRules(drs []*networkingv1.DestinationRule, ns string) []*networkingv1.DestinationRule {
 	var out []*networkingv1.DestinationRule
 	for _, dr := range drs {
-		if dr.Namespace != ns || c.privateOnly(dr) {
-			continue
-		}
-		if set := drExportTo(dr); len(set) == 0 || containsAny(set, "*", callerNS) {
+		if dr.Namespace == ns && !c.privateOnly(dr) {
 			out = append(out, dr)
 		}
 	}

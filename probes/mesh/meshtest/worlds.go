@@ -88,6 +88,13 @@ var WorldCases = []Case{
 		}
 		wantRoutes(t, v, "outbound|7070||api.w00127.example.com 100% (every request)")
 	}},
+	{File: "world-7-00513.yaml", Caller: "w00513-b/client-2", Host: "orders.w00513-a.svc.cluster.local", Port: 8080, Check: func(t testing.TB, v *mesh.View) {
+		if v.Rule != nil {
+			t.Errorf("rule %v applies; istiod applies none", v.Rule.Names())
+		}
+		wantVerdict(t, v.DestinationRules, "w00513-a/search", false, "more specific host")
+		wantVerdict(t, v.DestinationRules, "w00513-a/orders", false, "not exported")
+	}},
 }
 
 // batch24x1 is the mesh config of batch 1 of seed 24 (worlds 30-59).
