@@ -93,7 +93,7 @@ func RunDifferential(ctx context.Context, l *Lab, i *Istiod, opts DifferentialOp
 		opts.BatchSize = 50
 	}
 	if opts.Parallel <= 0 {
-		opts.Parallel = 8
+		opts.Parallel = 16
 	}
 	if opts.Quiet <= 0 {
 		opts.Quiet = 300 * time.Millisecond

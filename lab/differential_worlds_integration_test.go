@@ -29,7 +29,7 @@ func TestDifferentialWorlds(t *testing.T) {
 		Seed:      uint64(seed),
 		Worlds:    n,
 		BatchSize: envInt(t, "MESHLAB_DIFFERENTIAL_BATCH", 50),
-		Parallel:  envInt(t, "MESHLAB_DIFFERENTIAL_PARALLEL", 8),
+		Parallel:  envInt(t, "MESHLAB_DIFFERENTIAL_PARALLEL", 16),
 		OutDir:    os.Getenv("MESHLAB_DIFFERENTIAL_OUT"),
 		Logf:      t.Logf,
 	})
