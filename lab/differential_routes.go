@@ -49,19 +49,25 @@ func CompareRoutes(v *mesh.View, routes map[string]*routev3.RouteConfiguration, 
 	switch v.Protocol {
 	case mesh.ProtocolHTTP:
 		// A port istiod sniffs gets a route configuration of its own,
-		// HOST:PORT, on the Service's ClusterIP listener; others share
-		// PORT's.
+		// HOST:PORT, on the Service's ClusterIP listener, whose one
+		// virtual host takes every domain; others share PORT's, a virtual
+		// host a Service (and its aliases' names among its domains).
+		port := strconv.Itoa(int(v.Port))
 		var vh *routev3.VirtualHost
-		for _, name := range sortedKeysOf(routes) {
-			if name != strconv.Itoa(int(v.Port)) && !strings.HasSuffix(name, ":"+strconv.Itoa(int(v.Port))) {
-				continue
-			}
-			for _, h := range routes[name].GetVirtualHosts() {
-				for _, d := range h.GetDomains() {
-					if strings.EqualFold(d, v.Host) {
-						vh = h
-					}
+		for _, h := range routes[port].GetVirtualHosts() {
+			for _, d := range h.GetDomains() {
+				if strings.EqualFold(d, v.Host) {
+					vh = h
 				}
+			}
+		}
+		own := []string{v.Host}
+		if alias := mesh.ExternalNameOf(v.Service); alias != "" {
+			own = append(own, alias)
+		}
+		for _, h := range own {
+			if rc := routes[h+":"+port]; vh == nil && rc != nil && len(rc.GetVirtualHosts()) > 0 {
+				vh = rc.GetVirtualHosts()[0]
 			}
 		}
 		c.Clusters++

@@ -94,6 +94,13 @@ func TestCompareRoutes(t *testing.T) {
 			}
 		})
 	}
+	// A sniffed port: its own route configuration HOST:PORT, one virtual
+	// host for every domain.
+	sniffed := map[string]*routev3.RouteConfiguration{ordersHost + ":8080": {Name: ordersHost + ":8080", VirtualHosts: []*routev3.VirtualHost{
+		{Name: ordersHost + ":8080", Domains: []string{"*"}, Routes: ordersRoutes()["8080"].GetVirtualHosts()[1].GetRoutes()}}}}
+	if c := CompareRoutes(routedView(canary, catchAllRoute), sniffed, nil); len(c.Diffs) != 0 {
+		t.Errorf("a sniffed port's own route configuration: %q", c.Diffs)
+	}
 	noVH := routedView(catchAllRoute)
 	noVH.Host = "ratings.shop.svc.cluster.local"
 	if c := CompareRoutes(noVH, ordersRoutes(), nil); len(c.Diffs) != 1 || !strings.Contains(c.Diffs[0], "istiod pushed no virtual host") {
