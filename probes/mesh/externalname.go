@@ -49,7 +49,29 @@ func (c *Config) externalNameView(v *View, caller Caller, sd *ServiceData) {
 	v.Clusters[own] = &Cluster{Name: own, Host: v.Host, Port: v.Port,
 		Why: "ExternalName Service: istiod builds no cluster for an alias; its requests are routed as " + target + "'s"}
 	if concrete := c.Services[target]; concrete != nil && concrete.Service != nil && ExternalNameOf(concrete.Service) == "" {
-		if sub, err := c.ViewFor(caller, target, v.Port); err == nil {
+		sub, err := c.ViewFor(caller, target, v.Port)
+		if err == nil && sub.Visibility.Via != "" {
+			// The caller's proxy routes the concrete host only through a
+			// VirtualService's virtual host for its name on port 80, which
+			// holds no alias (an alias's names join a Service's virtual
+			// host): the alias's requests, to the concrete's address, find
+			// no virtual host and leave by the outbound policy.
+			sc, _ := c.SidecarFor(caller)
+			registryOnly, from := c.OutboundPolicy(sc)
+			fb := fallbackCluster(registryOnly)
+			v.Visibility = Visibility{Visible: false, HiddenBy: "its concrete host " + target + " is routed only by " + sub.Visibility.Via + ", a virtual host without the alias's names",
+				Fallback: fb, RegistryOnly: registryOnly, PolicyFrom: from, Sidecar: sc}
+			v.Protocol = sub.Protocol
+			v.Routes = []Route{{Name: fb + ": no virtual host holds the alias " + v.Host, CatchAll: true,
+				Destinations: []Destination{{Host: target, Port: v.Port, Percent: 100, Cluster: fb}}}}
+			if fb == PassthroughCluster {
+				v.Clusters[fb] = c.plainCluster(caller, fb, concrete, v.Port, "PassthroughCluster forwards the app's bytes to "+target+"'s ClusterIP as they are, without mTLS")
+			} else {
+				v.Clusters[fb] = &Cluster{Name: fb, Host: target, Port: v.Port, Exists: true, Why: "BlackHoleCluster drops every request (502)"}
+			}
+			return
+		}
+		if err == nil {
 			v.Visibility, v.Protocol = sub.Visibility, sub.Protocol
 			v.VirtualService, v.VirtualServices, v.DestinationRules, v.Rule = sub.VirtualService, sub.VirtualServices, sub.DestinationRules, sub.Rule
 			v.Routes, v.Unmatched = sub.Routes, sub.Unmatched

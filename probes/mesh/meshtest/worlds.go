@@ -95,7 +95,16 @@ var WorldCases = []Case{
 		wantVerdict(t, v.DestinationRules, "w00513-a/search", false, "more specific host")
 		wantVerdict(t, v.DestinationRules, "w00513-a/orders", false, "not exported")
 	}},
+	{File: "world-7-00469.yaml", Mesh: batch7x9, Caller: "w00469-c/client-1", Host: "reviews.w00469-a.svc.cluster.local", Port: 80, Check: func(t testing.TB, v *mesh.View) {
+		if v.Visibility.Visible {
+			t.Errorf("visibility %+v: no virtual host holds the alias", v.Visibility)
+		}
+		wantRoutes(t, v, "BlackHoleCluster 100% (every request)")
+	}},
 }
+
+// batch7x9 is the mesh config of batch 9 of seed 7 (worlds 450-499).
+const batch7x9 = "outboundTrafficPolicy: {mode: REGISTRY_ONLY}\ndefaultServiceExportTo: [\".\"]\ndefaultVirtualServiceExportTo: [\".\"]\ndefaultDestinationRuleExportTo: [\".\"]\n"
 
 // batch24x1 is the mesh config of batch 1 of seed 24 (worlds 30-59).
 const batch24x1 = "enableAutoMtls: false\ndefaultVirtualServiceExportTo: [\".\"]\n"
