@@ -70,6 +70,12 @@ func CompareRoutes(v *mesh.View, routes map[string]*routev3.RouteConfiguration, 
 				vh = rc.GetVirtualHosts()[0]
 			}
 		}
+		if vh == nil && routed && selfOnlyHeadless(v) {
+			// A headless Service's sniffed port has a listener, and a route
+			// configuration, per endpoint address, none for the caller's
+			// own: with no other endpoint there is none to compare.
+			return c
+		}
 		c.Clusters++
 		switch {
 		case !routed && vh != nil:
@@ -112,6 +118,24 @@ func CompareRoutes(v *mesh.View, routes map[string]*routev3.RouteConfiguration, 
 		}
 	}
 	return c
+}
+
+// selfOnlyHeadless: the view is of a headless Service whose every
+// endpoint in the model is the caller itself.
+func selfOnlyHeadless(v *mesh.View) bool {
+	if v.Service == nil || v.Service.Spec.ClusterIP != "None" || v.Caller.Name == "" {
+		return false
+	}
+	n := 0
+	for _, cl := range v.Clusters {
+		for _, e := range cl.Endpoints {
+			if e.Pod != v.Caller.Name || e.Namespace != v.Caller.Namespace {
+				return false
+			}
+			n++
+		}
+	}
+	return n > 0
 }
 
 // toFallback: the model's only route goes to PassthroughCluster or

@@ -101,6 +101,15 @@ func TestCompareRoutes(t *testing.T) {
 	if c := CompareRoutes(routedView(canary, catchAllRoute), sniffed, nil); len(c.Diffs) != 0 {
 		t.Errorf("a sniffed port's own route configuration: %q", c.Diffs)
 	}
+	// A headless Service whose one endpoint is the caller: no listener, no
+	// route configuration for its own address; nothing to compare.
+	self := routedView(catchAllRoute)
+	self.Service = &corev1.Service{Spec: corev1.ServiceSpec{ClusterIP: "None"}}
+	self.Clusters = map[string]*mesh.Cluster{catchAllRoute.Destinations[0].Cluster: {Exists: true, Endpoints: []mesh.EndpointTLS{
+		{Endpoint: mesh.Endpoint{Address: "10.244.2.20", Pod: "web-1", Namespace: "web", Ready: true}}}}}
+	if c := CompareRoutes(self, map[string]*routev3.RouteConfiguration{}, nil); len(c.Diffs) != 0 || c.Clusters != 0 {
+		t.Errorf("a headless Service served by the caller alone: %+v", c)
+	}
 	noVH := routedView(catchAllRoute)
 	noVH.Host = "ratings.shop.svc.cluster.local"
 	if c := CompareRoutes(noVH, ordersRoutes(), nil); len(c.Diffs) != 1 || !strings.Contains(c.Diffs[0], "istiod pushed no virtual host") {
