@@ -141,7 +141,7 @@ func (c *Config) ViewFor(caller Caller, host string, port int32) (*View, error) 
 		v.Routes[0].Destinations[0].Cluster = DNSAlias
 		return v, nil
 	}
-	v.Clusters[KubeProxy] = c.plainCluster(KubeProxy, c.Services[host], port, why)
+	v.Clusters[KubeProxy] = c.plainCluster(caller, KubeProxy, c.Services[host], port, why)
 	return v, nil
 }
 
@@ -174,7 +174,7 @@ func (c *Config) viewFor(caller Caller, host string, port int32) (*View, error) 
 		// Service and the app's bytes go as they are.
 		v.Routes = []Route{{Name: "kube-proxy: the caller has no sidecar", CatchAll: true,
 			Destinations: []Destination{{Host: host, Port: port, Percent: 100, Cluster: KubeProxy}}}}
-		v.Clusters[KubeProxy] = c.plainCluster(KubeProxy, sd, port, "the caller has no sidecar: its app's plaintext leaves the pod as is")
+		v.Clusters[KubeProxy] = c.plainCluster(caller, KubeProxy, sd, port, "the caller has no sidecar: its app's plaintext leaves the pod as is")
 		return v, nil
 	}
 	if caller.Gateway {
@@ -196,7 +196,7 @@ func (c *Config) viewFor(caller Caller, host string, port int32) (*View, error) 
 		v.Routes = []Route{{Name: fb + ": the caller's proxy has no config for the Service", CatchAll: true,
 			Destinations: []Destination{{Host: host, Port: port, Percent: 100, Cluster: fb}}}}
 		if fb == PassthroughCluster {
-			cl := c.plainCluster(fb, sd, port, "PassthroughCluster forwards the app's bytes to the ClusterIP as they are, without mTLS")
+			cl := c.plainCluster(caller, fb, sd, port, "PassthroughCluster forwards the app's bytes to the ClusterIP as they are, without mTLS")
 			if why := v.Visibility.Undecided; why != "" {
 				// Maybe the caller's proxy routes it after all: what it
 				// sends is not known.
@@ -450,8 +450,8 @@ func (cl *Cluster) undecided(e Endpoint, why string) {
 }
 
 // plainCluster is the Service's endpoints reached without Istio config
-// (kube-proxy, PassthroughCluster): plaintext to each.
-func (c *Config) plainCluster(name string, sd *ServiceData, port int32, why string) *Cluster {
+// (kube-proxy, PassthroughCluster) by the caller: plaintext to each.
+func (c *Config) plainCluster(_ Caller, name string, sd *ServiceData, port int32, why string) *Cluster {
 	cl := &Cluster{Name: name, Host: ServiceHost(sd.Service.Name, sd.Service.Namespace), Port: port, Exists: true, Why: why}
 	for _, e := range c.Endpoints(sd, port) {
 		if e.Serving() {
