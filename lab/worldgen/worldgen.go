@@ -160,6 +160,9 @@ const (
 	ShapeTerminatingEndpoint    = "terminating endpoint"
 	ShapeReplicaSetOwner        = "pod owned by a ReplicaSet"
 	ShapeEndpointNotReadyTarget = "not-ready endpoint of a ready pod"
+	ShapeInternalTrafficLocal   = "Service internalTrafficPolicy Local"
+	ShapeSecondDestinationRule  = "second DestinationRule for a host"
+	ShapeSecondVirtualService   = "second VirtualService for a host"
 )
 
 // Shapes are every input shape the generator draws, for a run to show it
@@ -221,6 +224,9 @@ var Shapes = []string{
 	ShapeTerminatingEndpoint,
 	ShapeReplicaSetOwner,
 	ShapeEndpointNotReadyTarget,
+	ShapeInternalTrafficLocal,
+	ShapeSecondDestinationRule,
+	ShapeSecondVirtualService,
 }
 
 // NewBatch makes batch number index of a run: worlds first, first+1, ...
@@ -336,6 +342,9 @@ type gen struct {
 	svcs    []*svc
 	clients []*corev1.Pod
 	entries []string // ServiceEntry hosts
+	// drs and vss are the rules drawn for each Service, by name.
+	drs map[string]*networkingv1.DestinationRule
+	vss map[string]*networkingv1.VirtualService
 }
 
 // svc is a generated Service with what the rest of the world refers to.
@@ -358,6 +367,8 @@ func Generate(seed uint64, index int) *World {
 		r:       rand.New(rand.NewPCG(seed, uint64(index))),
 		w:       &World{Index: index, Seed: seed, Prefix: fmt.Sprintf("w%05d", index), Shapes: map[string]int{}},
 		created: time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(index) * time.Minute),
+		drs:     map[string]*networkingv1.DestinationRule{},
+		vss:     map[string]*networkingv1.VirtualService{},
 	}
 	g.namespaces()
 	g.nodesOf()
@@ -402,10 +413,85 @@ func Generate(seed uint64, index int) *World {
 			g.workloadPeerAuthentication(s)
 		}
 	}
+	// Shapes added since the first runs draw from a stream of their own,
+	// so that the worlds those runs found keep every object they had.
+	g.r = rand.New(rand.NewPCG(seed, 1<<50|uint64(index)))
+	g.extras()
 	return g.w
 }
 
 func (g *gen) shape(s string) { g.w.Shapes[s]++ }
+
+// extras: internalTrafficPolicy Local, and a second DestinationRule or
+// VirtualService for a host that has one (merged, shadowed, or apart by
+// exportTo, as istiod decides).
+func (g *gen) extras() {
+	for _, s := range g.svcs {
+		if s.kind == "selector" && g.r.IntN(12) == 0 {
+			s.s.Spec.InternalTrafficPolicy = ptr(corev1.ServiceInternalTrafficPolicyLocal)
+			g.shape(ShapeInternalTrafficLocal)
+		}
+	}
+	for _, s := range g.svcs {
+		if first := g.drs[s.s.Name]; first != nil && g.r.IntN(4) == 0 {
+			g.secondDestinationRule(s, first)
+		}
+		if first := g.vss[s.s.Name]; first != nil && g.r.IntN(4) == 0 {
+			g.secondVirtualService(s, first)
+		}
+	}
+}
+
+// secondDestinationRule writes another rule for the host first names: in
+// first's namespace mostly (istiod merges same-host rules there, oldest
+// first, when their exportTo agree), else in another.
+func (g *gen) secondDestinationRule(s *svc, first *networkingv1.DestinationRule) {
+	ns := first.Namespace
+	if g.r.IntN(4) == 0 {
+		ns = g.otherNS(ns)
+	}
+	dr := &networkingv1.DestinationRule{TypeMeta: typeMeta("networking.istio.io/v1", "DestinationRule"), ObjectMeta: objectMeta(ns, s.s.Name+"-more", g.next())}
+	dr.Spec.Host = first.Spec.Host
+	if ns != first.Namespace {
+		dr.Spec.Host = s.host()
+	}
+	switch g.r.IntN(3) {
+	case 0:
+		dr.Spec.ExportTo = first.Spec.ExportTo
+	case 1:
+		dr.Spec.ExportTo = g.exportTo(ns)
+	default:
+		dr.Spec.ExportTo = []string{"*"}
+	}
+	v := s.versions[g.r.IntN(len(s.versions))]
+	dr.Spec.Subsets = []*networkingv1alpha3.Subset{{Name: pick(g.r, "canary", v), Labels: map[string]string{"version": v}}}
+	if g.r.IntN(2) == 0 {
+		dr.Spec.TrafficPolicy = &networkingv1alpha3.TrafficPolicy{Tls: g.tlsSettings()}
+	}
+	g.shape(ShapeSecondDestinationRule)
+	g.add(dr)
+}
+
+// secondVirtualService writes another VirtualService for the host first
+// routes: one of them wins for each caller (private, exported by name,
+// public; oldest first), never both.
+func (g *gen) secondVirtualService(s *svc, first *networkingv1.VirtualService) {
+	ns := pick(g.r, first.Namespace, g.otherNS(first.Namespace))
+	vs := &networkingv1.VirtualService{TypeMeta: typeMeta("networking.istio.io/v1", "VirtualService"), ObjectMeta: objectMeta(ns, s.s.Name+"-more", g.next())}
+	vs.Spec.Hosts = []string{s.host()}
+	vs.Spec.ExportTo = g.exportTo(ns)
+	subset := pick(g.r, append([]string{""}, s.versions...)...)
+	d := &networkingv1alpha3.Destination{Host: s.host(), Subset: subset}
+	for _, p := range s.s.Spec.Ports {
+		if isTCP(p) {
+			vs.Spec.Tcp = []*networkingv1alpha3.TCPRoute{{Route: []*networkingv1alpha3.RouteDestination{{Destination: d}}}}
+		} else if len(vs.Spec.Http) == 0 {
+			vs.Spec.Http = []*networkingv1alpha3.HTTPRoute{{Route: []*networkingv1alpha3.HTTPRouteDestination{{Destination: d}}}}
+		}
+	}
+	g.shape(ShapeSecondVirtualService)
+	g.add(vs)
+}
 
 func (g *gen) add(o runtime.Object) { g.w.Objects = append(g.w.Objects, o) }
 
@@ -889,6 +975,7 @@ func (g *gen) destinationRule(s *svc) {
 			dr.Spec.Subsets = append(dr.Spec.Subsets, sub)
 		}
 	}
+	g.drs[s.s.Name] = dr
 	g.add(dr)
 }
 
@@ -977,6 +1064,7 @@ func (g *gen) virtualService(s *svc) {
 	if len(vs.Spec.Http) == 0 && len(vs.Spec.Tcp) == 0 {
 		return
 	}
+	g.vss[s.s.Name] = vs
 	g.add(vs)
 }
 
