@@ -407,7 +407,20 @@ func (c *Config) clusterFor(caller Caller, d Destination) *Cluster {
 	}
 	cl.TLS = clientTLS(cl.Policy, from, c.Mesh.EnableAutoMtls(), serviceMode, drTLSMode(rule, d.Subset, d.Port))
 	cl.TLS.Passthrough = headless
+	local := nodeLocal(sd.Service)
 	for _, e := range c.Endpoints(sd, d.Port) {
+		if local {
+			// istiod sends a Service of internalTrafficPolicy Local only
+			// the endpoints whose pod is on the caller's node
+			// (filterIstioEndpoint): none without a pod.
+			switch on, why := onCallerNode(caller, e.Labels[LabelHostname], e); {
+			case why != "":
+				cl.undecided(e, why)
+				continue
+			case !on:
+				continue
+			}
+		}
 		if e.ReadyUnknown != "" {
 			cl.Undecided++
 			cl.Unknown = append(cl.Unknown, "endpoint "+e.Address+": "+e.ReadyUnknown)
@@ -440,6 +453,23 @@ func (c *Config) clusterFor(caller Caller, d Destination) *Cluster {
 	return cl
 }
 
+// nodeLocal: the Service's internalTrafficPolicy is Local.
+func nodeLocal(svc *corev1.Service) bool {
+	return svc.Spec.InternalTrafficPolicy != nil && *svc.Spec.InternalTrafficPolicy == corev1.ServiceInternalTrafficPolicyLocal
+}
+
+// onCallerNode reports whether endpoint e, on node, is on the caller's
+// node; why says why that is not known.
+func onCallerNode(caller Caller, node string, e Endpoint) (on bool, why string) {
+	switch {
+	case caller.Node == "":
+		return false, "whether endpoint " + e.Address + " is on the caller's node (internalTrafficPolicy Local): the caller's node is not known"
+	case e.PodUnknown != "":
+		return false, "whether endpoint " + e.Address + " is on the caller's node (internalTrafficPolicy Local): " + e.PodUnknown
+	}
+	return node == caller.Node, ""
+}
+
 // undecided counts an endpoint the cluster may or may not have: one that
 // would serve leaves "the cluster has no serving endpoint" undecided.
 func (cl *Cluster) undecided(e Endpoint, why string) {
@@ -450,10 +480,22 @@ func (cl *Cluster) undecided(e Endpoint, why string) {
 }
 
 // plainCluster is the Service's endpoints reached without Istio config
-// (kube-proxy, PassthroughCluster) by the caller: plaintext to each.
-func (c *Config) plainCluster(_ Caller, name string, sd *ServiceData, port int32, why string) *Cluster {
+// (kube-proxy, PassthroughCluster): plaintext to each.
+func (c *Config) plainCluster(caller Caller, name string, sd *ServiceData, port int32, why string) *Cluster {
 	cl := &Cluster{Name: name, Host: ServiceHost(sd.Service.Name, sd.Service.Namespace), Port: port, Exists: true, Why: why}
+	local := nodeLocal(sd.Service)
 	for _, e := range c.Endpoints(sd, port) {
+		if local {
+			// kube-proxy sends a Service of internalTrafficPolicy Local
+			// only to the endpoints the slice puts on the caller's node.
+			switch on, why := onCallerNode(caller, e.Node, e); {
+			case why != "":
+				cl.undecided(e, why)
+				continue
+			case !on:
+				continue
+			}
+		}
 		if e.Serving() {
 			cl.ServiceServing++
 		}

@@ -101,6 +101,9 @@ var WorldCases = []Case{
 		}
 		wantRoutes(t, v, "BlackHoleCluster 100% (every request)")
 	}},
+	{File: "world-11-00005.yaml", Caller: "w00005-a/client-2", Host: "users.w00005-b.svc.cluster.local", Port: 3000, Check: func(t testing.TB, v *mesh.View) {
+		wantEndpoints(t, v, "outbound|3000||users.w00005-b.svc.cluster.local", "users-v1-d76b9-00000")
+	}},
 }
 
 // batch7x9 is the mesh config of batch 9 of seed 7 (worlds 450-499).
