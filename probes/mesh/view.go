@@ -211,6 +211,9 @@ func (c *Config) viewFor(caller Caller, host string, port int32) (*View, error) 
 		return v, nil
 	}
 	v.VirtualService, v.VirtualServices = c.VirtualServicesFor(caller, host)
+	if v.Protocol == ProtocolTCP {
+		v.VirtualService, v.VirtualServices = c.tcpVirtualServiceFor(caller, host, port, v.VirtualServices)
+	}
 	if v.RoutesUnknown = c.VirtualServiceUnknown(caller, host); v.RoutesUnknown != "" {
 		v.Unknown = append(v.Unknown, v.RoutesUnknown)
 	}

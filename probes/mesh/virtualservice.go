@@ -167,6 +167,54 @@ func (c *Config) virtualServicesFor(caller Caller, host string) (*networkingv1.V
 	return winner, verdicts, candidates, sc
 }
 
+// tcpVirtualServiceFor picks the VirtualService whose TCP route takes the
+// caller's connections to host on port, as istiod builds a TCP listener's
+// filter chain (buildSidecarOutboundTCPFilterChainOpts): among the
+// VirtualServices the caller's sidecar imports whose hosts match host
+// (wildcards as much as exact names: no most specific one), in istiod's
+// order (private to the caller's namespace, exported to it, public; each
+// oldest first), the first with a TCP route for the port. One without TCP
+// routes shadows nothing. The verdicts of an HTTP choice are rewritten.
+func (c *Config) tcpVirtualServiceFor(caller Caller, host string, port int32, verdicts []RuleVerdict) (*networkingv1.VirtualService, []RuleVerdict) {
+	_, _, candidates, _ := c.virtualServicesFor(caller, host)
+	sort.SliceStable(candidates, func(i, j int) bool {
+		a, b := candidates[i], candidates[j]
+		if a.tier != b.tier {
+			return a.tier < b.tier
+		}
+		if !a.vs.CreationTimestamp.Equal(&b.vs.CreationTimestamp) {
+			return a.vs.CreationTimestamp.Before(&b.vs.CreationTimestamp)
+		}
+		if a.vs.Name != b.vs.Name {
+			return a.vs.Name < b.vs.Name
+		}
+		return a.vs.Namespace < b.vs.Namespace
+	})
+	var winner *networkingv1.VirtualService
+	for _, cand := range candidates {
+		for _, t := range cand.vs.Spec.GetTcp() {
+			if len(t.GetRoute()) > 0 && l4Match(t.GetMatch(), port) {
+				winner = cand.vs
+				break
+			}
+		}
+		if winner != nil {
+			break
+		}
+	}
+	out := append([]RuleVerdict(nil), verdicts...)
+	for i := range out {
+		switch {
+		case winner != nil && out[i].Ref() == winner.Namespace+"/"+winner.Name:
+			out[i].Applies, out[i].Why = true, "applies: the first VirtualService with a TCP route for the port, in istiod's order"
+		case out[i].Applies || strings.HasPrefix(out[i].Why, "shadowed"):
+			out[i].Applies = false
+			out[i].Why = "no TCP route of it takes the port first (a TCP port takes the first VirtualService with a TCP route for it: private, exported, public, oldest first)"
+		}
+	}
+	return winner, out
+}
+
 // VirtualServiceUnknown says why the VirtualService that routes host for
 // the caller is not certain: the rules were not read in every namespace,
 // and one of a namespace not read could win. "" when it is certain.

@@ -104,6 +104,10 @@ var WorldCases = []Case{
 	{File: "world-11-00005.yaml", Caller: "w00005-a/client-2", Host: "users.w00005-b.svc.cluster.local", Port: 3000, Check: func(t testing.TB, v *mesh.View) {
 		wantEndpoints(t, v, "outbound|3000||users.w00005-b.svc.cluster.local", "users-v1-d76b9-00000")
 	}},
+	{File: "world-11-00010.yaml", Caller: "w00010-b/users-v1-0", Host: "users.w00010-b.svc.cluster.local", Port: 3000, Check: func(t testing.TB, v *mesh.View) {
+		wantRoutes(t, v, "outbound|3000|v2|users.w00010-b.svc.cluster.local 100% (every request)")
+		wantVerdict(t, v.VirtualServices, "w00010-a/users-more", true, "TCP route")
+	}},
 }
 
 // batch7x9 is the mesh config of batch 9 of seed 7 (worlds 450-499).
