@@ -50,16 +50,20 @@ func (c *Config) externalNameView(v *View, caller Caller, sd *ServiceData) {
 		Why: "ExternalName Service: istiod builds no cluster for an alias; its requests are routed as " + target + "'s"}
 	if concrete := c.Services[target]; concrete != nil && concrete.Service != nil && ExternalNameOf(concrete.Service) == "" {
 		sub, err := c.ViewFor(caller, target, v.Port)
+		if err == nil && sub.Visibility.Visible && sub.Visibility.Via == "" && !c.aliasKept(caller, concrete.Service, v.Host, v.Port) {
+			sub.Visibility.Via = "the caller's Sidecar egress hosts that import " + target + " do not name the alias " + v.Host + ", so istiod leaves it off " + target + "'s virtual host"
+		}
 		if err == nil && sub.Visibility.Via != "" {
-			// The caller's proxy routes the concrete host only through a
-			// VirtualService's virtual host for its name on port 80, which
-			// holds no alias (an alias's names join a Service's virtual
-			// host): the alias's requests, to the concrete's address, find
-			// no virtual host and leave by the outbound policy.
+			// No virtual host of the caller's proxy holds the alias's names:
+			// the concrete host is routed only through a VirtualService's
+			// virtual host for its name on port 80 (an alias's names join
+			// a Service's virtual host alone), or the caller's Sidecar
+			// leaves the alias off the Service's. The alias's requests, to
+			// the concrete's address, leave by the outbound policy.
 			sc, _ := c.SidecarFor(caller)
 			registryOnly, from := c.OutboundPolicy(sc)
 			fb := fallbackCluster(registryOnly)
-			v.Visibility = Visibility{Visible: false, HiddenBy: "its concrete host " + target + " is routed only by " + sub.Visibility.Via + ", a virtual host without the alias's names",
+			v.Visibility = Visibility{Visible: false, HiddenBy: "no virtual host of the caller's proxy holds the alias: " + sub.Visibility.Via,
 				Fallback: fb, RegistryOnly: registryOnly, PolicyFrom: from, Sidecar: sc}
 			v.Protocol = sub.Protocol
 			v.Routes = []Route{{Name: fb + ": no virtual host holds the alias " + v.Host, CatchAll: true,

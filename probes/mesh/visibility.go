@@ -442,6 +442,48 @@ func (c *Config) httpListenerOn(caller Caller, sc *networkingv1.Sidecar, port in
 	return ""
 }
 
+// aliasKept reports whether the caller's Sidecar keeps the alias
+// aliasHost on the virtual host of its concrete Service svc on port
+// (matchingAliasService): the egress hosts that import svc (those of svc's
+// namespace that match it, else the "*/" ones) must match the alias's name
+// too. Without a Sidecar every alias is kept.
+func (c *Config) aliasKept(caller Caller, svc *corev1.Service, aliasHost string, port int32) bool {
+	sc, _ := c.SidecarFor(caller)
+	hosts, scoped := egressHosts(sc, port)
+	if !scoped {
+		return true
+	}
+	host := ServiceHost(svc.Name, svc.Namespace)
+	var own, any []string
+	for _, entry := range hosts {
+		ns, dns, ok := strings.Cut(entry, "/")
+		if !ok {
+			ns, dns = "*", entry
+		}
+		if ns == "." {
+			ns = caller.Namespace
+		}
+		switch ns {
+		case svc.Namespace:
+			own = append(own, dns)
+		case "*":
+			any = append(any, dns)
+		}
+	}
+	matches := func(dnss []string, h string) bool {
+		for _, dns := range dnss {
+			if egressSelects("*/"+dns, caller.Namespace, svc.Namespace, h) {
+				return true
+			}
+		}
+		return false
+	}
+	if matches(own, host) {
+		return matches(own, aliasHost)
+	}
+	return matches(any, aliasHost)
+}
+
 // egressSelectsHost reports whether the caller's Sidecar egress hosts for
 // port select host of namespace ns (true without a Sidecar).
 func (c *Config) egressSelectsHost(caller Caller, ns, host string, port int32) bool {

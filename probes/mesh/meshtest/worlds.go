@@ -108,7 +108,16 @@ var WorldCases = []Case{
 		wantRoutes(t, v, "outbound|3000|v2|users.w00010-b.svc.cluster.local 100% (every request)")
 		wantVerdict(t, v.VirtualServices, "w00010-a/users-more", true, "TCP route")
 	}},
+	{File: "world-11-00495.yaml", Mesh: batch11x9, Caller: "w00495-a/client-1", Host: "stock.w00495-b.svc.cluster.local", Port: 9080, Check: func(t testing.TB, v *mesh.View) {
+		if v.Visibility.Visible {
+			t.Errorf("visibility %+v: the Sidecar leaves the alias off users' virtual host", v.Visibility)
+		}
+		wantRoutes(t, v, "PassthroughCluster 100% (every request)")
+	}},
 }
+
+// batch11x9 is the mesh config of batch 9 of seed 11 (worlds 450-499).
+const batch11x9 = "defaultServiceExportTo: [\".\"]\ndefaultVirtualServiceExportTo: [\".\"]\ndefaultDestinationRuleExportTo: [\".\"]\n"
 
 // batch7x9 is the mesh config of batch 9 of seed 7 (worlds 450-499).
 const batch7x9 = "outboundTrafficPolicy: {mode: REGISTRY_ONLY}\ndefaultServiceExportTo: [\".\"]\ndefaultVirtualServiceExportTo: [\".\"]\ndefaultDestinationRuleExportTo: [\".\"]\n"
