@@ -51,25 +51,50 @@ const (
 	ProtocolTLS  = "tls"
 )
 
-// PortProtocol is how Istio reads a service port: appProtocol, else the
-// port name's prefix (http, http2, grpc, https, tls, tcp, ...). A port it
-// cannot name is sniffed; the 503s this tool triages are HTTP, so it is
-// read as HTTP.
+// PortProtocol is how Istio reads a service port (ConvertProtocol):
+// appProtocol, else the port name's prefix (http, http2, grpc, https, tls,
+// tcp, ...); a port it cannot name is TCP on the well-known ports of SMTP,
+// DNS, MySQL and MongoDB, else sniffed (PortSniffed). The 503s this tool
+// triages are HTTP, so a sniffed port is read as HTTP.
 func PortProtocol(sp corev1.ServicePort) string {
-	p := ""
+	proto, _ := portProtocol(sp)
+	return proto
+}
+
+// PortSniffed reports a port whose protocol istiod detects per connection:
+// its listener is the Service's own (CLUSTERIP_PORT, or one per endpoint
+// address for a headless Service) with a route configuration HOST:PORT
+// whose one virtual host takes every domain.
+func PortSniffed(sp corev1.ServicePort) bool {
+	_, sniffed := portProtocol(sp)
+	return sniffed
+}
+
+func portProtocol(sp corev1.ServicePort) (proto string, sniffed bool) {
+	name := sp.Name
 	if sp.AppProtocol != nil {
-		p = *sp.AppProtocol
+		name = *sp.AppProtocol
+		switch name {
+		case "kubernetes.io/h2c", "kubernetes.io/ws":
+			return ProtocolHTTP, false
+		case "kubernetes.io/wss":
+			return ProtocolTLS, false
+		}
 	}
-	if p == "" {
-		p, _, _ = strings.Cut(sp.Name, "-")
-	}
-	switch strings.ToLower(p) {
-	case "tcp", "mongo", "mysql", "redis":
-		return ProtocolTCP
+	prefix, _, _ := strings.Cut(name, "-")
+	switch strings.ToLower(prefix) {
+	case "tcp", "mongo", "mysql", "redis", "udp":
+		return ProtocolTCP, false
 	case "https", "tls":
-		return ProtocolTLS
+		return ProtocolTLS, false
+	case "http", "http2", "grpc", "http_proxy":
+		return ProtocolHTTP, false
 	}
-	return ProtocolHTTP
+	switch sp.Port {
+	case 25, 53, 3306, 27017:
+		return ProtocolTCP, false
+	}
+	return ProtocolHTTP, true
 }
 
 // vsCandidate is a VirtualService that may route a host for a caller.

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/meshtriage/meshtriage/probes/mesh"
 	"github.com/meshtriage/meshtriage/probes/mesh/meshtest"
 )
@@ -43,6 +45,34 @@ func TestPortEightyRouteNeedsEveryService(t *testing.T) {
 	for _, e := range v.Clusters[mesh.PassthroughCluster].Endpoints {
 		if e.Sends != mesh.SendsUnknown || e.Mismatch != mesh.MismatchUnknown {
 			t.Errorf("endpoint %s: sends %s, mismatch %s: whether the proxy routes the host is not known, nor what it sends", e.Address, e.Sends, e.Mismatch)
+		}
+	}
+}
+
+// A Service port's protocol as istiod's ConvertProtocol reads it: a port
+// without a known name is TCP on the well-known ports (SMTP, DNS, MySQL,
+// MongoDB), otherwise sniffed (read as HTTP, on a route configuration of
+// its own).
+func TestPortProtocolAsIstiodReadsIt(t *testing.T) {
+	app := func(s string) *string { return &s }
+	for _, tc := range []struct {
+		port    corev1.ServicePort
+		proto   string
+		sniffed bool
+	}{
+		{corev1.ServicePort{Port: 3306}, mesh.ProtocolTCP, false},
+		{corev1.ServicePort{Port: 27017, Name: "db"}, mesh.ProtocolTCP, false},
+		{corev1.ServicePort{Port: 5432}, mesh.ProtocolHTTP, true},
+		{corev1.ServicePort{Port: 8080, Name: "web"}, mesh.ProtocolHTTP, true},
+		{corev1.ServicePort{Port: 8080, Name: "http-web"}, mesh.ProtocolHTTP, false},
+		{corev1.ServicePort{Port: 8080, Name: "grpc-web"}, mesh.ProtocolHTTP, false},
+		{corev1.ServicePort{Port: 9000, Name: "mysql-main"}, mesh.ProtocolTCP, false},
+		{corev1.ServicePort{Port: 443, Name: "https"}, mesh.ProtocolTLS, false},
+		{corev1.ServicePort{Port: 8080, Name: "tcp", AppProtocol: app("kubernetes.io/h2c")}, mesh.ProtocolHTTP, false},
+		{corev1.ServicePort{Port: 8080, Name: "http", AppProtocol: app("tcp")}, mesh.ProtocolTCP, false},
+	} {
+		if got, sniffed := mesh.PortProtocol(tc.port), mesh.PortSniffed(tc.port); got != tc.proto || sniffed != tc.sniffed {
+			t.Errorf("port %d %q (appProtocol %v): %s sniffed %v, want %s sniffed %v", tc.port.Port, tc.port.Name, tc.port.AppProtocol, got, sniffed, tc.proto, tc.sniffed)
 		}
 	}
 }
