@@ -20,6 +20,17 @@ func ExternalNameOf(svc *corev1.Service) string {
 	return strings.TrimSuffix(strings.ToLower(svc.Spec.ExternalName), ".")
 }
 
+// sniffedPort reports whether svc's port is one istiod sniffs: its own
+// route configuration takes every domain, so an alias needs no name there.
+func sniffedPort(svc *corev1.Service, port int32) bool {
+	for _, sp := range svc.Spec.Ports {
+		if sp.Port == port {
+			return PortSniffed(sp)
+		}
+	}
+	return false
+}
+
 // externalNameView fills v for an ExternalName Service. It has no
 // endpoints by design. istiod (since 1.21; the only behaviour since 1.24)
 // treats it as an alias: it builds no cluster or listener of its own
@@ -50,7 +61,7 @@ func (c *Config) externalNameView(v *View, caller Caller, sd *ServiceData) {
 		Why: "ExternalName Service: istiod builds no cluster for an alias; its requests are routed as " + target + "'s"}
 	if concrete := c.Services[target]; concrete != nil && concrete.Service != nil && ExternalNameOf(concrete.Service) == "" {
 		sub, err := c.ViewFor(caller, target, v.Port)
-		if err == nil && sub.Visibility.Visible && sub.Visibility.Via == "" && !c.aliasKept(caller, concrete.Service, v.Host, v.Port) {
+		if err == nil && sub.Visibility.Visible && sub.Visibility.Via == "" && !sniffedPort(concrete.Service, v.Port) && !c.aliasKept(caller, concrete.Service, v.Host, v.Port) {
 			sub.Visibility.Via = "the caller's Sidecar egress hosts that import " + target + " do not name the alias " + v.Host + ", so istiod leaves it off " + target + "'s virtual host"
 		}
 		if err == nil && sub.Visibility.Via != "" {

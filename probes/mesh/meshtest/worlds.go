@@ -114,6 +114,12 @@ var WorldCases = []Case{
 		}
 		wantRoutes(t, v, "PassthroughCluster 100% (every request)")
 	}},
+	{File: "world-11-00021.yaml", Caller: "w00021-b/catalog-v1-0", Host: "search.w00021-a.svc.cluster.local", Port: 5432, Check: func(t testing.TB, v *mesh.View) {
+		if !v.Visibility.Visible {
+			t.Errorf("visibility %+v: a sniffed port's virtual host takes every domain, the alias's too", v.Visibility)
+		}
+		wantRoutes(t, v, "outbound|5432||catalog.w00021-b.svc.cluster.local 100% (every request)")
+	}},
 }
 
 // batch11x9 is the mesh config of batch 9 of seed 11 (worlds 450-499).
