@@ -213,8 +213,10 @@ func (c *Config) viewFor(caller Caller, host string, port int32) (*View, error) 
 	v.VirtualService, v.VirtualServices = c.VirtualServicesFor(caller, host)
 	if v.Protocol == ProtocolTCP {
 		v.VirtualService, v.VirtualServices = c.tcpVirtualServiceFor(caller, host, port, v.VirtualServices)
+	} else {
+		v.VirtualService, v.VirtualServices = c.httpVirtualServiceFor(caller, host, port, v.Protocol, v.VirtualService, v.VirtualServices)
 	}
-	if v.RoutesUnknown = c.VirtualServiceUnknown(caller, host); v.RoutesUnknown != "" {
+	if v.RoutesUnknown = c.routesUnknown(caller, host, v.VirtualService); v.RoutesUnknown != "" {
 		v.Unknown = append(v.Unknown, v.RoutesUnknown)
 	}
 	if v.VirtualService != nil {

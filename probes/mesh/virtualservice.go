@@ -192,6 +192,57 @@ func (c *Config) virtualServicesFor(caller Caller, host string) (*networkingv1.V
 	return winner, verdicts, candidates, sc
 }
 
+// httpVirtualServiceFor is the VirtualService whose routes istiod writes
+// into the caller's virtual host for host on an HTTP port. istiod builds a
+// virtual host from every VirtualService of the caller's egress listener,
+// in its order (private, exported, public; oldest first), that yields a
+// route for the caller on the port (BuildSidecarVirtualHostWrapper: one
+// whose routes are all on another port or for other callers writes none),
+// and the first virtual host for the host stands (BuildSidecarOutbound-
+// VirtualHosts drops a duplicate). A VirtualService takes the Service when
+// it names the host exactly, or, with a wildcard, when it is the one
+// MostSpecificWildcardVirtualServiceIndex picks: the first of the most
+// specific host, and none when an exact one exists. So with exact hosts
+// the first that yields a route wins; a wildcard one that yields none
+// leaves the Service Istio's default route, as does an exact one when no
+// other exact one yields a route. The verdicts of the first choice are
+// rewritten when it yields none.
+func (c *Config) httpVirtualServiceFor(caller Caller, host string, port int32, proto string, first *networkingv1.VirtualService, verdicts []RuleVerdict) (*networkingv1.VirtualService, []RuleVerdict) {
+	if first == nil || len(RoutesFor(first, caller, port, proto)) > 0 {
+		return first, verdicts
+	}
+	_, _, candidates, _ := c.virtualServicesFor(caller, host)
+	var winner *networkingv1.VirtualService
+	routeless := map[string]bool{} // exact ones before the winner: no route for the caller here
+	for _, cand := range candidates {
+		if cand.specificity != exactHost {
+			break // only the first wildcard one takes the Service, and it yields no route
+		}
+		if len(RoutesFor(cand.vs, caller, port, proto)) > 0 {
+			winner = cand.vs
+			break
+		}
+		routeless[cand.vs.Namespace+"/"+cand.vs.Name] = true
+	}
+	routeless[first.Namespace+"/"+first.Name] = true
+	out := append([]RuleVerdict(nil), verdicts...)
+	for i := range out {
+		switch ref := out[i].Ref(); {
+		case winner != nil && ref == winner.Namespace+"/"+winner.Name:
+			out[i].Applies, out[i].Why = true, "applies: the first VirtualService naming the host, in istiod's order, with a route for the caller on the port"
+		case routeless[ref]:
+			out[i].Applies = false
+			out[i].Why = "no route of it is for the caller on this port, so it writes no virtual host here"
+			if winner == nil {
+				out[i].Why += ": the Service keeps Istio's default route"
+			}
+		case winner != nil && strings.HasPrefix(out[i].Why, "shadowed"):
+			out[i].Why = "shadowed by " + winner.Namespace + "/" + winner.Name + " (the first VirtualService naming the host with a route for the caller on this port)"
+		}
+	}
+	return winner, out
+}
+
 // tcpVirtualServiceFor picks the VirtualService whose TCP route takes the
 // caller's connections to host on port, as istiod builds a TCP listener's
 // filter chain (buildSidecarOutboundTCPFilterChainOpts): among the
@@ -244,28 +295,40 @@ func (c *Config) tcpVirtualServiceFor(caller Caller, host string, port int32, ve
 // the caller is not certain: the rules were not read in every namespace,
 // and one of a namespace not read could win. "" when it is certain.
 func (c *Config) VirtualServiceUnknown(caller Caller, host string) string {
+	winner, _, _, _ := c.virtualServicesFor(caller, host)
+	return c.routesUnknown(caller, host, winner)
+}
+
+// routesUnknown is VirtualServiceUnknown for the VirtualService that
+// routes host on a port (nil: Istio's default route), which need not be the
+// first VirtualService for the host (httpVirtualServiceFor,
+// tcpVirtualServiceFor).
+func (c *Config) routesUnknown(caller Caller, host string, routed *networkingv1.VirtualService) string {
 	if c.RulesRead == nil {
 		return ""
 	}
-	winner, _, candidates, sc := c.virtualServicesFor(caller, host)
-	if c.noUnreadVSApplies(sc, caller, candidates) {
+	_, _, candidates, sc := c.virtualServicesFor(caller, host)
+	if c.noUnreadVSApplies(sc, caller, routed, candidates) {
 		return ""
 	}
 	routes := "Istio's default route"
-	if winner != nil {
-		routes = "VirtualService " + winner.Namespace + "/" + winner.Name
+	if routed != nil {
+		routes = "VirtualService " + routed.Namespace + "/" + routed.Name
 	}
 	return fmt.Sprintf("%s routes %s among the rules read; a VirtualService of a namespace not read, exported to %s, could take the host", routes, host, caller.Namespace)
 }
 
 // noUnreadVSApplies: with rules read in some namespaces only, no
-// VirtualService of another could take the host from the winner: the
-// winner is an exact host private to the caller's namespace (nothing
-// ranks above it), or the caller's Sidecar imports VirtualServices only
-// from namespaces that were read.
-func (c *Config) noUnreadVSApplies(sc *networkingv1.Sidecar, caller Caller, candidates []vsCandidate) bool {
-	if len(candidates) > 0 && candidates[0].tier == 0 && candidates[0].specificity == 1<<20 {
-		return true
+// VirtualService of another could take the host from the one that routes
+// it: that one is an exact host private to the caller's namespace (nothing
+// ranks above it; with Istio's default route, one of a namespace not read
+// could still yield a route), or the caller's Sidecar imports
+// VirtualServices only from namespaces that were read.
+func (c *Config) noUnreadVSApplies(sc *networkingv1.Sidecar, caller Caller, routed *networkingv1.VirtualService, candidates []vsCandidate) bool {
+	for _, cand := range candidates {
+		if cand.vs == routed && cand.tier == 0 && cand.specificity == exactHost {
+			return true
+		}
 	}
 	if sc == nil || len(sc.Spec.GetEgress()) == 0 {
 		return false
