@@ -11,7 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/meshtriage/meshtriage/probes"
+	"github.com/meshtriage/meshtriage/probes/callerview"
 	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/cluster/recorded"
 	"github.com/meshtriage/meshtriage/probes/mesh"
@@ -119,7 +119,7 @@ func compareCaller(t *testing.T, l *Lab, i *Istiod, in modelInput, caller cluste
 	pushed := sc.XDS.Pushed()
 	target := in.target
 	target.Source = &caller
-	cfg, _, views, err := probes.CallerViews(ctx, liveCluster(t, l.Kubeconfig, in.s, 20*time.Second), target)
+	cfg, _, views, err := callerview.Read(ctx, liveCluster(t, l.Kubeconfig, in.s, 20*time.Second), target)
 	if err != nil {
 		t.Fatalf("caller %s: %v", caller, err)
 	}

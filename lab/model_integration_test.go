@@ -12,7 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
-	"github.com/meshtriage/meshtriage/probes"
+	"github.com/meshtriage/meshtriage/probes/callerview"
 	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/cluster/recorded"
 	"github.com/meshtriage/meshtriage/probes/mesh"
@@ -49,7 +49,7 @@ func TestConfigModelCasesOnTheLab(t *testing.T) {
 			target := cluster.Target{Namespace: ns, Service: svc, Port: tc.Port, Source: &source}
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			_, _, views, err := probes.CallerViews(ctx, liveCluster(t, l.Kubeconfig, s, 20*time.Second), target)
+			_, _, views, err := callerview.Read(ctx, liveCluster(t, l.Kubeconfig, s, 20*time.Second), target)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -5,24 +5,21 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/meshtriage/meshtriage/probes/cluster"
+	"github.com/meshtriage/meshtriage/probes/istioconfig"
 	"github.com/meshtriage/meshtriage/probes/mesh"
 	"github.com/meshtriage/meshtriage/probes/parse/accesslog"
 	"github.com/meshtriage/meshtriage/probes/parse/envoy"
+	"github.com/meshtriage/meshtriage/probes/proxylog"
+	"github.com/meshtriage/meshtriage/probes/readgroup"
 	"github.com/meshtriage/meshtriage/probes/vocabulary"
-	corev1 "k8s.io/api/core/v1"
+	"github.com/meshtriage/meshtriage/probes/wording"
 	"k8s.io/apimachinery/pkg/labels"
 )
-
-// AccessLogTailLines bounds an access-log read: the newest 10,000 entries,
-// about 4 MB of typical Istio TEXT entries (~400 bytes each), at most
-// 10 MB (newestLog's 1 KiB a line), the newest kept when they are longer.
-const AccessLogTailLines = 10000
 
 // AccessLogProbe tallies the source (and upstream) istio-proxy access logs:
 // entries by response flag with the code each came with, response code
@@ -71,13 +68,6 @@ func (AccessLogProbe) Meta() Meta {
 	}
 }
 
-const (
-	// accessLogWindow bounds every log read of the probe.
-	accessLogWindow = 30 * time.Minute
-	// maxUpstreamLogs caps how many upstream pods' logs are read.
-	maxUpstreamLogs = 5
-)
-
 // podLog is one pod's tally, split into the entries about the target and
 // the rest of what the proxy logged.
 type podLog struct {
@@ -95,7 +85,7 @@ type accessLogInput struct {
 	// Selector is the Service selector the upstream pods were listed by.
 	Selector map[string]string
 	// UpstreamSkipped counts upstream pods not read: no sidecar, or beyond
-	// maxUpstreamLogs.
+	// proxylog.MaxUpstreamLogs.
 	UpstreamSkipped int
 	UpstreamTotal   int
 	// Problems are reads that failed without spoiling the rest.
@@ -149,18 +139,18 @@ func fetchAccessLog(ctx context.Context, c cluster.Cluster, t cluster.Target) (a
 	// run at once and are added below in a fixed order (the caller's first).
 	// The mesh's own formats first: every log is read by them.
 	var formatProblems []string
-	in.Formats, formatProblems = readAccessLogFormats(ctx, c)
+	in.Formats, formatProblems = istioconfig.ReadAccessLogFormats(ctx, c)
 	in.Problems = append(in.Problems, formatProblems...)
 	readLog := func(pod cluster.PodRef, upstream bool) (podLog, string, error) {
 		what := fmt.Sprintf("read the %s log of %s", mesh.ProxyContainer, pod)
-		b, err := newestProxyLog(ctx, c, pod, AccessLogTailLines)
+		b, err := proxylog.NewestProxyLog(ctx, c, pod, proxylog.AccessLogTailLines)
 		if err != nil {
 			return podLog{Pod: pod, Upstream: upstream, Problem: cluster.AccessProblem(what, err)}, what, err
 		}
 		pl := podLog{Pod: pod, Upstream: upstream}
 		match := sourceEntryMatcher(t)
 		if upstream {
-			match = inboundEntry
+			match = proxylog.InboundEntry
 		}
 		pl.Target, pl.Other, _ = in.Formats.Split(bytes.NewReader(b), match)
 		return pl, "", nil
@@ -176,7 +166,7 @@ func fetchAccessLog(ctx context.Context, c cluster.Cluster, t cluster.Target) (a
 		upstream []logRead
 		// failures of the Service and pod reads, in the order made
 		lookups []logRead
-		g       readGroup
+		g       readgroup.Group
 	)
 	if t.Source != nil {
 		source = &logRead{}
@@ -208,14 +198,14 @@ func fetchAccessLog(ctx context.Context, c cluster.Cluster, t cluster.Target) (a
 			lookups = append(lookups, logRead{what: fmt.Sprintf("list pods in %s matching %s", t.Namespace, labels.SelectorFromSet(in.Selector)), err: err})
 		}
 		in.UpstreamTotal = len(pods)
-		readable := upstreamLogPods(pods)
+		readable := proxylog.UpstreamLogPods(pods)
 		in.UpstreamSkipped = len(pods) - len(readable)
-		if len(readable) > maxUpstreamLogs {
-			in.UpstreamSkipped += len(readable) - maxUpstreamLogs
-			readable = readable[:maxUpstreamLogs]
+		if len(readable) > proxylog.MaxUpstreamLogs {
+			in.UpstreamSkipped += len(readable) - proxylog.MaxUpstreamLogs
+			readable = readable[:proxylog.MaxUpstreamLogs]
 		}
 		upstream = make([]logRead, len(readable))
-		var logs readGroup
+		var logs readgroup.Group
 		for i, pod := range readable {
 			logs.Go(func() {
 				upstream[i].log, upstream[i].what, upstream[i].err = readLog(cluster.PodRef{Namespace: pod.Namespace, Name: pod.Name}, true)
@@ -258,25 +248,6 @@ func fetchAccessLog(ctx context.Context, c cluster.Cluster, t cluster.Target) (a
 	return in, "", nil
 }
 
-// upstreamLogPods are the pods worth reading, most recently started first
-// (they log the present), sidecar-less pods left out.
-func upstreamLogPods(pods []corev1.Pod) []corev1.Pod {
-	var out []corev1.Pod
-	for _, p := range pods {
-		if mesh.PodSidecar(&p) != mesh.SidecarNone {
-			out = append(out, p)
-		}
-	}
-	sort.SliceStable(out, func(i, j int) bool {
-		a, b := out[i].Status.StartTime, out[j].Status.StartTime
-		if a == nil || b == nil || a.Equal(b) {
-			return out[i].Name < out[j].Name
-		}
-		return b.Before(a)
-	})
-	return out
-}
-
 // sourceEntryMatcher selects the source's entries about the target: sent
 // to one of its outbound clusters, or addressed to its name when no cluster
 // took them (NR, NC). A pod calls many services; counting their 503s would
@@ -301,16 +272,6 @@ func sourceEntryMatcher(t cluster.Target) func(*accesslog.Entry) bool {
 	}
 }
 
-// inboundEntry selects an upstream proxy's inbound entries (inbound|PORT||,
-// InboundPassthroughCluster, and connections its inbound listener took no
-// filter chain for); its outbound entries are its own calls. An outbound
-// connection no listener matches goes to PassthroughCluster or
-// BlackHoleCluster instead, so filter_chain_not_found is always inbound.
-func inboundEntry(e *accesslog.Entry) bool {
-	return strings.HasPrefix(e.UpstreamCluster, "inbound|") || strings.HasPrefix(e.UpstreamCluster, "InboundPassthroughCluster") ||
-		e.UpstreamCluster == "" && e.ResponseCodeDetails == "filter_chain_not_found"
-}
-
 // accessLogFlags maps the flag facts to Envoy's response flags.
 var accessLogFlags = []struct{ fact, flag string }{
 	{"log_flag_uh", "UH"}, {"log_flag_uf", "UF"}, {"log_flag_uo", "UO"}, {"log_flag_nr", "NR"},
@@ -331,7 +292,7 @@ func evaluateAccessLog(t cluster.Target, in accessLogInput) Result {
 	upstreamRead := 0
 	var srcSummary, upSummary string
 	var up accesslog.Summary
-	reading := newDataplaneReading()
+	reading := proxylog.NewReading()
 	for _, l := range in.Logs {
 		side := "source (outbound)"
 		hop := vocabulary.SidecarOutbound
@@ -342,7 +303,7 @@ func evaluateAccessLog(t cluster.Target, in accessLogInput) Result {
 			side, hop = "source (gateway)", vocabulary.Gateway
 		}
 		if l.Problem == "" {
-			reading.addEnvoy(hop, l.Target.Failures)
+			reading.AddEnvoy(hop, l.Target.Failures)
 		}
 		if l.Problem != "" {
 			rows = append(rows, []string{side, l.Pod.String(), "-", "-", "-", "-", "-", "-", l.Problem})
@@ -358,15 +319,15 @@ func evaluateAccessLog(t cluster.Target, in accessLogInput) Result {
 			srcSummary = sideSummary("source "+l.Pod.Name, l.Target)
 		}
 		rows = append(rows, []string{side, l.Pod.String(), strconv.Itoa(l.Target.Entries), strconv.Itoa(l.Target.Status2xx),
-			strconv.Itoa(l.Target.Status5xx), strconv.Itoa(l.Target.Status503), dash(flagCodeText(l.Target.FlagCodes)),
-			dash(tcpText(l.Target)), dash(counterText(l.Target.Details))})
+			strconv.Itoa(l.Target.Status5xx), strconv.Itoa(l.Target.Status503), wording.Dash(flagCodeText(l.Target.FlagCodes)),
+			wording.Dash(tcpText(l.Target)), wording.Dash(counterText(l.Target.Details))})
 		if len(l.Target.Samples) > 0 {
 			raw = append(raw, fmt.Sprintf("# %s %s (%s .. %s)", side, l.Pod, timeText(l.Target.First), timeText(l.Target.Last)))
 			raw = append(raw, l.Target.Samples...)
 		}
 	}
 	if upstreamRead > 0 {
-		upSummary = sideSummary(fmt.Sprintf("upstream %d pod%s", upstreamRead, plural(upstreamRead, "", "s")), up)
+		upSummary = sideSummary(fmt.Sprintf("upstream %d pod%s", upstreamRead, wording.Plural(upstreamRead, "", "s")), up)
 	}
 	// Lines the tally set aside (the source's calls elsewhere) were still read.
 	lines := all.Lines
@@ -411,7 +372,7 @@ func evaluateAccessLog(t cluster.Target, in accessLogInput) Result {
 	switch {
 	case all.Status503 > 0:
 		status = StatusFail
-	case len(reading.unexplained) > 0:
+	case len(reading.Unexplained()) > 0:
 		// A flag, or an error Envoy answered itself, that no cause of the
 		// catalogue produces: the triage says so (an unexplained finding
 		// when nothing else is found) instead of ending in no finding.
@@ -426,7 +387,7 @@ func evaluateAccessLog(t cluster.Target, in accessLogInput) Result {
 		parts = append(parts, fmt.Sprintf("%d to BlackHoleCluster (%s)", blackhole.BlackHole, strings.Join(blackhole.BlackHoleHosts.Keys(), ", ")))
 	}
 	if in.UpstreamSkipped > 0 {
-		parts = append(parts, fmt.Sprintf("%d of %d upstream pods not read (no sidecar, or over %d)", in.UpstreamSkipped, in.UpstreamTotal, maxUpstreamLogs))
+		parts = append(parts, fmt.Sprintf("%d of %d upstream pods not read (no sidecar, or over %d)", in.UpstreamSkipped, in.UpstreamTotal, proxylog.MaxUpstreamLogs))
 	}
 	if len(in.Problems) > 0 {
 		parts = append(parts, strings.Join(in.Problems, "; "))

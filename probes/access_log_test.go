@@ -14,6 +14,7 @@ import (
 	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/cluster/recorded"
 	"github.com/meshtriage/meshtriage/probes/mesh"
+	"github.com/meshtriage/meshtriage/probes/proxylog"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -36,8 +37,8 @@ func TestAccessLogSourceAndUpstream(t *testing.T) {
 	f := evAccessLogCluster(t)
 	r := Run(context.Background(), p, f, evTarget)
 	evCheck(t, p, r)
-	if f.lastLogOptions.Container != mesh.ProxyContainer || f.lastLogOptions.Since != accessLogWindow ||
-		f.lastLogOptions.TailLines != AccessLogTailLines || f.lastLogOptions.LimitBytes != AccessLogTailLines*logLineAllowance {
+	if f.lastLogOptions.Container != mesh.ProxyContainer || f.lastLogOptions.Since != proxylog.Window ||
+		f.lastLogOptions.TailLines != proxylog.AccessLogTailLines || f.lastLogOptions.LimitBytes != proxylog.AccessLogTailLines*proxylog.LineAllowance {
 		t.Errorf("log options %+v", f.lastLogOptions)
 	}
 	want := Facts{
@@ -106,7 +107,7 @@ func TestAccessLogCapsUpstreamPods(t *testing.T) {
 	}
 	r := Run(context.Background(), p, f, evTarget)
 	evCheck(t, p, r)
-	if r.Facts["log_upstream_pods"] != maxUpstreamLogs || !strings.Contains(r.Summary, "4 of 9 upstream pods not read") {
+	if r.Facts["log_upstream_pods"] != proxylog.MaxUpstreamLogs || !strings.Contains(r.Summary, "4 of 9 upstream pods not read") {
 		t.Errorf("%s %v", r.Summary, r.Facts["log_upstream_pods"])
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	securityv1 "istio.io/client-go/pkg/apis/security/v1"
@@ -11,8 +13,13 @@ import (
 	networkingk8s "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
+	"github.com/meshtriage/meshtriage/probes/ambientpath"
 	"github.com/meshtriage/meshtriage/probes/cluster"
+	"github.com/meshtriage/meshtriage/probes/istioconfig"
 	"github.com/meshtriage/meshtriage/probes/mesh"
+	"github.com/meshtriage/meshtriage/probes/podfacts"
+	"github.com/meshtriage/meshtriage/probes/readgroup"
+	"github.com/meshtriage/meshtriage/probes/wording"
 )
 
 // AmbientPolicyProbe judges, from configuration alone, the hops an
@@ -44,7 +51,7 @@ func (AmbientPolicyProbe) Meta() Meta {
 }
 
 type ambientPolicyInput struct {
-	ambientInput
+	ambientpath.Input
 	Mesh mesh.MeshConfig
 	// NetworkPolicies by namespace; a namespace absent was not read.
 	NetworkPolicies map[string][]networkingk8s.NetworkPolicy
@@ -62,15 +69,15 @@ type ambientPolicyInput struct {
 }
 
 func (p AmbientPolicyProbe) Run(ctx context.Context, c cluster.Cluster, t cluster.Target) Result {
-	base, what, err := fetchAmbient(ctx, c, t)
+	base, what, err := ambientpath.Fetch(ctx, c, t)
 	if err != nil {
 		return ErrorResult(what, err)
 	}
-	in := ambientPolicyInput{ambientInput: base, NetworkPolicies: map[string][]networkingk8s.NetworkPolicy{}, Port: t.Port}
-	if !base.ambientOnPath() {
+	in := ambientPolicyInput{Input: base, NetworkPolicies: map[string][]networkingk8s.NetworkPolicy{}, Port: t.Port}
+	if !base.OnPath() {
 		return evaluateAmbientPolicy(t, in)
 	}
-	mc, err := ReadMeshConfig(ctx, c)
+	mc, err := istioconfig.ReadMeshConfig(ctx, c)
 	if err != nil {
 		return ErrorResult("read the mesh config", err)
 	}
@@ -83,11 +90,11 @@ func (p AmbientPolicyProbe) Run(ctx context.Context, c cluster.Cluster, t cluste
 	if base.Binding.Use.Named {
 		namespaces = append(namespaces, base.Binding.Use.Ref.Namespace)
 	}
-	namespaces = uniqueNonEmpty(namespaces...)
+	namespaces = wording.UniqueNonEmpty(namespaces...)
 	nps := make([][]networkingk8s.NetworkPolicy, len(namespaces))
 	npErrs := make([]error, len(namespaces))
 	var (
-		g                readGroup
+		g                readgroup.Group
 		apNS, apRoot     []*securityv1.AuthorizationPolicy
 		apErr, apRootErr error
 		paNS, paRoot     []*securityv1.PeerAuthentication
@@ -96,7 +103,7 @@ func (p AmbientPolicyProbe) Run(ctx context.Context, c cluster.Cluster, t cluste
 	for i, ns := range namespaces {
 		g.Go(func() { nps[i], npErrs[i] = cluster.NetworkPolicies(ctx, c, ns) })
 	}
-	// The waypoint's namespace, unless fetchAmbient read it already.
+	// The waypoint's namespace, unless ambientpath.Fetch read it already.
 	switch wpNS := base.Binding.Use.Ref.Namespace; {
 	case !base.Binding.Use.Named:
 	case wpNS == t.Namespace:
@@ -154,8 +161,8 @@ func (h hop) String() string {
 }
 
 func evaluateAmbientPolicy(t cluster.Target, in ambientPolicyInput) Result {
-	r := Result{Status: StatusPass, Facts: Facts{}, Commands: ambientPolicyCommands(t, in.ambientInput)}
-	if !in.ambientOnPath() {
+	r := Result{Status: StatusPass, Facts: Facts{}, Commands: ambientPolicyCommands(t, in.Input)}
+	if !in.OnPath() {
 		r.Status = StatusSkipped
 		r.Summary = "nothing on the path is in ambient: no HBONE hop or ztunnel policy to judge"
 		return r
@@ -165,7 +172,7 @@ func evaluateAmbientPolicy(t cluster.Target, in ambientPolicyInput) Result {
 		r.Summary = "no caller to judge the path from (name one with --from pod/NAME)"
 		return r
 	}
-	kind := callerKind(in.Source)
+	kind := ambientpath.CallerKind(in.Source)
 	if kind == mesh.CallerNone && in.Source != nil && mesh.DataPlaneOf(in.Source, nil).Pending() {
 		// Held until its node's ztunnel proxies it, then HBONE: judge the
 		// path it will take, not plaintext on the app's port.
@@ -272,7 +279,7 @@ func evaluateAmbientPolicy(t cluster.Target, in ambientPolicyInput) Result {
 	case !undecided && len(hops) > 0:
 		r.Facts["hbone_netpol_blocked"] = false
 	}
-	r.Facts["hbone_netpol_policies"] = sortedKeys(isolating)
+	r.Facts["hbone_netpol_policies"] = nonNil(slices.Sorted(maps.Keys(isolating)))
 	r.Facts["hbone_blocked_hops"] = blocked
 
 	// ztunnel's authorization at each enrolled destination.
@@ -344,16 +351,8 @@ func evaluateAmbientPolicy(t cluster.Target, in ambientPolicyInput) Result {
 	if throughWaypoint {
 		head += fmt.Sprintf(" (through waypoint %s)", in.Binding.Use.Ref)
 	}
-	switch {
-	case len(problems) > 0:
-		r.Status = StatusFail
-		r.Summary = head + "; " + strings.Join(problems, "; ")
-	case len(notes) > 0:
-		r.Status = StatusWarn
-		r.Summary = head + "; " + strings.Join(notes, "; ")
-	default:
-		r.Summary = head + ": NetworkPolicy admits every hop and ztunnel admits the connection"
-	}
+	r.Status, r.Summary = verdict{Head: head, Problems: problems, Warnings: notes,
+		Pass: head + ": NetworkPolicy admits every hop and ztunnel admits the connection"}.judge()
 	return r
 }
 
@@ -406,7 +405,7 @@ func unresolvedPortWhy(sp *corev1.ServicePort, pod *corev1.Pod) string {
 	if sp == nil {
 		return "the Service has no port: the port the connection takes is unknown"
 	}
-	tp := serviceTargetPort(*sp)
+	tp := podfacts.ServiceTargetPort(*sp)
 	return fmt.Sprintf("the Service port's targetPort %s names no port of %s/%s (no endpoint of it serves the port): the port the connection takes is unknown", tp.String(), pod.Namespace, pod.Name)
 }
 
@@ -424,15 +423,15 @@ func servicePortOf(svc *corev1.Service, port int32) *corev1.ServicePort {
 }
 
 // targetPortOn is the pod port the Service port sends to
-// (resolvedTargetPort), 0 when the Service has no port.
+// (podfacts.ResolvedTargetPort), 0 when the Service has no port.
 func targetPortOn(sp *corev1.ServicePort, pod *corev1.Pod) int32 {
 	if sp == nil {
 		return 0
 	}
-	return resolvedTargetPort(*sp, pod)
+	return podfacts.ResolvedTargetPort(*sp, pod)
 }
 
-func ambientPolicyCommands(t cluster.Target, in ambientInput) []string {
+func ambientPolicyCommands(t cluster.Target, in ambientpath.Input) []string {
 	cmds := []string{
 		fmt.Sprintf("kubectl get networkpolicy -n %s -o yaml", t.Namespace),
 		fmt.Sprintf("kubectl get authorizationpolicy -n %s -o yaml", t.Namespace),

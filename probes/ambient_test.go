@@ -35,57 +35,7 @@ func (a *ambientFake) GatewayAPIGateways(ctx context.Context, ns string) ([]*gat
 
 // The shop in ambient: web calls orders; orders-1 on worker-b, orders-2 on
 // worker-c, web on worker-a; a ztunnel on each node.
-const ambientWorld = `
-apiVersion: v1
-kind: Namespace
-metadata: {name: shop, labels: {istio.io/dataplane-mode: ambient, kubernetes.io/metadata.name: shop}}
----
-apiVersion: v1
-kind: Namespace
-metadata: {name: istio-system}
----
-apiVersion: v1
-kind: ConfigMap
-metadata: {name: istio, namespace: istio-system}
-data: {mesh: "rootNamespace: istio-system\n"}
----
-apiVersion: v1
-kind: Service
-metadata: {name: orders, namespace: shop}
-spec:
-  selector: {app: orders}
-  ports: [{name: http, port: 8080, targetPort: 8080}]
----
-apiVersion: v1
-kind: Pod
-metadata: {name: web-1, namespace: shop, labels: {app: web}, annotations: {ambient.istio.io/redirection: enabled}}
-spec: {nodeName: worker-a, serviceAccountName: web, containers: [{name: web}]}
-status: {phase: Running, podIP: 10.244.0.21, conditions: [{type: Ready, status: "True"}]}
----
-apiVersion: v1
-kind: Pod
-metadata: {name: orders-1, namespace: shop, labels: {app: orders}, annotations: {ambient.istio.io/redirection: enabled}}
-spec: {nodeName: worker-b, serviceAccountName: orders, containers: [{name: orders, ports: [{name: http, containerPort: 8080}]}]}
-status: {phase: Running, podIP: 10.244.1.7, conditions: [{type: Ready, status: "True"}]}
----
-apiVersion: v1
-kind: Pod
-metadata: {name: orders-2, namespace: shop, labels: {app: orders}, annotations: {ambient.istio.io/redirection: enabled}}
-spec: {nodeName: worker-c, serviceAccountName: orders, containers: [{name: orders, ports: [{name: http, containerPort: 8080}]}]}
-status: {phase: Running, podIP: 10.244.2.9, conditions: [{type: Ready, status: "True"}]}
----
-apiVersion: v1
-kind: Pod
-metadata: {name: ztunnel-a, namespace: istio-system, labels: {app: ztunnel}}
-spec: {nodeName: worker-a, containers: [{name: istio-proxy}]}
-status: {phase: Running, podIP: 10.244.0.3, conditions: [{type: Ready, status: "True"}]}
----
-apiVersion: v1
-kind: Pod
-metadata: {name: ztunnel-b, namespace: istio-system, labels: {app: ztunnel}}
-spec: {nodeName: worker-b, containers: [{name: istio-proxy}]}
-status: {phase: Running, podIP: 10.244.1.3, conditions: [{type: Ready, status: "True"}]}
-`
+var ambientWorld = testdataText("testdata/ambient/world.yaml")
 
 func decodeObjects(t *testing.T, docs ...string) []runtime.Object {
 	t.Helper()
@@ -337,3 +287,12 @@ status: {phase: Running, podIP: 10.244.1.30, conditions: [{type: Ready, status: 
 }
 
 var metav1Update = metav1.UpdateOptions{}
+
+// testdataText is a file of testdata, read when the tests start.
+func testdataText(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}

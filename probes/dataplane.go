@@ -8,8 +8,11 @@ import (
 	"istio.io/api/annotation"
 	"istio.io/api/label"
 
+	"github.com/meshtriage/meshtriage/probes/ambientpath"
 	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/mesh"
+	"github.com/meshtriage/meshtriage/probes/podfacts"
+	"github.com/meshtriage/meshtriage/probes/wording"
 )
 
 // DataPlaneProbe says which data plane carries the traffic: the caller's
@@ -44,7 +47,7 @@ func (DataPlaneProbe) Meta() Meta {
 }
 
 func (p DataPlaneProbe) Run(ctx context.Context, c cluster.Cluster, t cluster.Target) Result {
-	in, what, err := fetchAmbient(ctx, c, t)
+	in, what, err := ambientpath.Fetch(ctx, c, t)
 	if err != nil {
 		r := ErrorResult(what, err)
 		r.Commands = dataplaneCommands(t, in)
@@ -53,7 +56,7 @@ func (p DataPlaneProbe) Run(ctx context.Context, c cluster.Cluster, t cluster.Ta
 	return evaluateDataPlane(t, in)
 }
 
-func evaluateDataPlane(t cluster.Target, in ambientInput) Result {
+func evaluateDataPlane(t cluster.Target, in ambientpath.Input) Result {
 	r := Result{Status: StatusPass, Facts: Facts{}, Commands: dataplaneCommands(t, in)}
 	var raw, problems, warnings []string
 	notEnrolled, pending := []string{}, []string{}
@@ -61,17 +64,17 @@ func evaluateDataPlane(t cluster.Target, in ambientInput) Result {
 	r.Evidence.Columns = []string{"pod", "role", "data plane", "node", "ip"}
 	if in.Source != nil {
 		d := mesh.DataPlaneOf(in.Source, in.SourceNamespace)
-		kind := callerKind(in.Source)
+		kind := ambientpath.CallerKind(in.Source)
 		r.Facts["dataplane_source"] = kind
 		r.Facts["dataplane_source_not_enrolled"] = d.NotEnrolled()
-		r.Evidence.Rows = append(r.Evidence.Rows, []string{in.Source.Namespace + "/" + in.Source.Name, "caller", d.String(), dash(in.Source.Spec.NodeName), dash(in.Source.Status.PodIP)})
+		r.Evidence.Rows = append(r.Evidence.Rows, []string{in.Source.Namespace + "/" + in.Source.Name, "caller", d.String(), wording.Dash(in.Source.Spec.NodeName), wording.Dash(in.Source.Status.PodIP)})
 		if d.NotEnrolled() {
 			notEnrolled = append(notEnrolled, fmt.Sprintf("%s/%s (caller): %s", in.Source.Namespace, in.Source.Name, d))
 			problems = append(problems, fmt.Sprintf("the caller %s is meant for ambient (%s) but not enrolled", in.Source.Name, d.WantedBy))
 		}
 		if d.Pending() {
-			pending = append(pending, fmt.Sprintf("%s/%s (caller) on %s", in.Source.Namespace, in.Source.Name, dash(in.Source.Spec.NodeName)))
-			problems = append(problems, fmt.Sprintf("the caller %s is pending: its traffic is held until ztunnel on node %s proxies it", in.Source.Name, dash(in.Source.Spec.NodeName)))
+			pending = append(pending, fmt.Sprintf("%s/%s (caller) on %s", in.Source.Namespace, in.Source.Name, wording.Dash(in.Source.Spec.NodeName)))
+			problems = append(problems, fmt.Sprintf("the caller %s is pending: its traffic is held until ztunnel on node %s proxies it", in.Source.Name, wording.Dash(in.Source.Spec.NodeName)))
 		}
 		if in.SourceNSProblem != "" {
 			warnings = append(warnings, in.SourceNSProblem)
@@ -102,9 +105,9 @@ func evaluateDataPlane(t cluster.Target, in ambientInput) Result {
 		}
 		if d.Pending() {
 			targetPending++
-			pending = append(pending, fmt.Sprintf("%s/%s on %s", pod.Namespace, pod.Name, dash(pod.Spec.NodeName)))
+			pending = append(pending, fmt.Sprintf("%s/%s on %s", pod.Namespace, pod.Name, wording.Dash(pod.Spec.NodeName)))
 		}
-		r.Evidence.Rows = append(r.Evidence.Rows, []string{pod.Namespace + "/" + pod.Name, "target", d.String(), dash(pod.Spec.NodeName), dash(pod.Status.PodIP)})
+		r.Evidence.Rows = append(r.Evidence.Rows, []string{pod.Namespace + "/" + pod.Name, "target", d.String(), wording.Dash(pod.Spec.NodeName), wording.Dash(pod.Status.PodIP)})
 	}
 	target := mesh.DataPlaneNone
 	switch {
@@ -154,7 +157,7 @@ func evaluateDataPlane(t cluster.Target, in ambientInput) Result {
 	if b.Use.Named {
 		switch {
 		case in.WaypointPodsRead:
-			ready := readyPods(in.WaypointPods)
+			ready := podfacts.ReadyPods(in.WaypointPods)
 			r.Facts["waypoint_ready_pods"] = ready
 			var podWhy []string
 			for i := range in.WaypointPods {
@@ -162,11 +165,11 @@ func evaluateDataPlane(t cluster.Target, in ambientInput) Result {
 				ok, _ := mesh.PodReady(wp)
 				state := string(wp.Status.Phase)
 				if !ok {
-					why := podNotReadyReason(wp)
+					why := podfacts.NotReadyReason(wp)
 					state += ", not ready: " + why
 					podWhy = append(podWhy, wp.Name+": "+why)
 				}
-				r.Evidence.Rows = append(r.Evidence.Rows, []string{wp.Namespace + "/" + wp.Name, "waypoint", state, dash(wp.Spec.NodeName), dash(wp.Status.PodIP)})
+				r.Evidence.Rows = append(r.Evidence.Rows, []string{wp.Namespace + "/" + wp.Name, "waypoint", state, wording.Dash(wp.Spec.NodeName), wording.Dash(wp.Status.PodIP)})
 			}
 			raw = append(raw, fmt.Sprintf("waypoint %s: %d pods, %d ready", b.Use.Ref, len(in.WaypointPods), ready))
 			if ready == 0 && b.State == mesh.WaypointBound {
@@ -189,8 +192,8 @@ func evaluateDataPlane(t cluster.Target, in ambientInput) Result {
 	}
 	switch {
 	case b.State == mesh.WaypointBound && in.Source != nil:
-		through, why := mesh.TraversesServiceWaypoint(callerKind(in.Source), in.Service, in.Namespace)
-		if callerKind(in.Source) == mesh.DataPlaneWaypoint {
+		through, why := mesh.TraversesServiceWaypoint(ambientpath.CallerKind(in.Source), in.Service, in.Namespace)
+		if ambientpath.CallerKind(in.Source) == mesh.DataPlaneWaypoint {
 			through, why = false, "the caller is a waypoint's pod: it sends to the Service's pods directly, with the waypoint's identity"
 		}
 		r.Facts["waypoint_traversed"] = through
@@ -199,7 +202,7 @@ func evaluateDataPlane(t cluster.Target, in ambientInput) Result {
 		// No waypoint takes the Service's traffic: nobody goes through one.
 		r.Facts["waypoint_traversed"] = false
 	}
-	onPath := in.ambientOnPath()
+	onPath := in.OnPath()
 	r.Facts["dataplane_ambient"] = onPath
 
 	head := fmt.Sprintf("svc/%s: pods %s", t.Service, target)
@@ -209,19 +212,10 @@ func evaluateDataPlane(t cluster.Target, in ambientInput) Result {
 	if b.Use.Named {
 		head += fmt.Sprintf("; waypoint %s %s", b.Use.Ref, b.State)
 	}
-	switch {
-	case len(problems) > 0:
-		r.Status = StatusFail
-		if waypointPodWhy != "" {
-			problems = append(problems, waypointPodWhy)
-		}
-		r.Summary = head + "; " + strings.Join(problems, "; ")
-	case len(warnings) > 0:
-		r.Status = StatusWarn
-		r.Summary = head + "; " + strings.Join(warnings, "; ")
-	default:
-		r.Summary = head
+	if len(problems) > 0 && waypointPodWhy != "" {
+		problems = append(problems, waypointPodWhy)
 	}
+	r.Status, r.Summary = verdict{Head: head, Problems: problems, Warnings: warnings}.judge()
 	if !onPath {
 		raw = append(raw, "nothing on the path is in ambient: the sidecar steps apply")
 	}
@@ -229,7 +223,7 @@ func evaluateDataPlane(t cluster.Target, in ambientInput) Result {
 	return r
 }
 
-func dataplaneCommands(t cluster.Target, in ambientInput) []string {
+func dataplaneCommands(t cluster.Target, in ambientpath.Input) []string {
 	cmds := []string{
 		fmt.Sprintf("kubectl get namespace %s --show-labels", t.Namespace),
 		fmt.Sprintf("kubectl get pods -n %s -o custom-columns=NAME:.metadata.name,NODE:.spec.nodeName,MODE:.metadata.labels.istio\\.io/dataplane-mode,REDIRECTION:.metadata.annotations.ambient\\.istio\\.io/redirection", t.Namespace),

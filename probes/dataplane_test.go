@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/meshtriage/meshtriage/probes/ambientpath"
 	"github.com/meshtriage/meshtriage/probes/cluster"
 )
 
@@ -70,7 +71,7 @@ func TestDataPlaneWaypointCallerIsNoSidecar(t *testing.T) {
 	from := webToOrders
 	from.Source = &cluster.PodRef{Namespace: "shop", Name: "orders-waypoint-5c8d-x7k2p"}
 	pod, _ := c.GetPod(context.Background(), "shop", "orders-waypoint-5c8d-x7k2p")
-	if k := callerKind(pod); k == "sidecar" || k != "waypoint" {
+	if k := ambientpath.CallerKind(pod); k == "sidecar" || k != "waypoint" {
 		t.Errorf("callerKind(waypoint pod) = %q, want waypoint", k)
 	}
 	r := runChecked(t, DataPlaneProbe{}, c, from)

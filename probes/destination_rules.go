@@ -3,10 +3,13 @@ package probes
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
+	"github.com/meshtriage/meshtriage/probes/callerview"
 	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/mesh"
+	"github.com/meshtriage/meshtriage/probes/wording"
 	networkingv1alpha3 "istio.io/api/networking/v1alpha3"
 	"k8s.io/apimachinery/pkg/labels"
 )
@@ -51,19 +54,8 @@ func (DestinationRulesProbe) Meta() Meta {
 	}
 }
 
-// TinyPoolLimit is where a connection-pool limit stops being a capacity
-// choice and starts overflowing (503 UO) under ordinary load: the one
-// threshold the DestinationRule and the Envoy config probes judge with.
-const TinyPoolLimit = 10
-
-// poolTiny: a limit that is set (Istio writes 4294967295 for none) and
-// below TinyPoolLimit.
-func poolTiny[N int32 | uint32 | int64 | uint64 | int](v N) bool {
-	return v > 0 && v < TinyPoolLimit
-}
-
 func (p DestinationRulesProbe) Run(ctx context.Context, c cluster.Cluster, t cluster.Target) Result {
-	cv, what, err := fetchCallerView(ctx, c, t)
+	cv, what, err := callerview.Fetch(ctx, c, t)
 	if err != nil {
 		r := ErrorResult(what, err)
 		r.Commands = drCommands(t, cv.Config, nil)
@@ -87,7 +79,7 @@ func subsetRuleName(rule *mesh.AppliedRule, subset string) string {
 	return "?"
 }
 
-func evaluateDestinationRules(t cluster.Target, cv callerView) Result {
+func evaluateDestinationRules(t cluster.Target, cv callerview.View) Result {
 	r := Result{Status: StatusPass, Facts: Facts{}}
 	fqdn := t.Host()
 	main := cv.Views[0]
@@ -165,10 +157,10 @@ func evaluateDestinationRules(t cluster.Target, cv callerView) Result {
 			undefined = append(undefined, vsName+"/"+b.Destination.Subset)
 			problems = append(problems, fmt.Sprintf("%s go to %s (503 NC)", share, b.Why))
 		case mesh.BreakServiceHidden:
-			hiddenServices = appendUnique(hiddenServices, b.Destination.Host)
+			hiddenServices = wording.AppendUnique(hiddenServices, b.Destination.Host)
 			problems = append(problems, fmt.Sprintf("%s go to %s, for which the caller has no cluster: %s (503 NC)", share, b.Destination.Host, b.Why))
 		case mesh.BreakNoEntry:
-			missingHosts = appendUnique(missingHosts, b.Destination.Host)
+			missingHosts = wording.AppendUnique(missingHosts, b.Destination.Host)
 			problems = append(problems, fmt.Sprintf("%s go to %s, for which the caller has no cluster: %s (503 NC)", share, b.Destination.Host, b.Why))
 		case mesh.BreakNoCluster:
 			problems = append(problems, fmt.Sprintf("%s go to %s, for which the caller has no cluster: %s (503 NC)", share, b.Destination.Host, b.Why))
@@ -255,7 +247,7 @@ func evaluateDestinationRules(t cluster.Target, cv callerView) Result {
 
 	var warnings []string
 	for _, sub := range withoutPods {
-		if !containsString(withoutPodsRouted, sub) {
+		if !slices.Contains(withoutPodsRouted, sub) {
 			_, name, _ := strings.Cut(sub, "/")
 			warnings = append(warnings, "subset "+name+" has no serving endpoint (no route sends to it)")
 		}
@@ -285,19 +277,11 @@ func evaluateDestinationRules(t cluster.Target, cv callerView) Result {
 	if rule != nil {
 		head = "DestinationRule " + strings.Join(rule.Names(), ", ") + " applies"
 	}
-	switch {
-	case len(problems) > 0:
-		r.Status = StatusFail
-		r.Summary = strings.Join(append(problems, warnings...), "; ")
-	case len(warnings) > 0:
-		r.Status = StatusWarn
-		r.Summary = head + "; " + strings.Join(warnings, "; ")
-	default:
-		r.Summary = head
-		if vsFound {
-			r.Summary += "; VirtualService routes resolve"
-		}
+	pass := head
+	if vsFound {
+		pass += "; VirtualService routes resolve"
 	}
+	r.Status, r.Summary = verdict{Head: head, Problems: problems, Warnings: warnings, Pass: pass, FailWithWarnings: true, FailWithoutHead: true}.judge()
 	r.Commands = drCommands(t, cv.Config, emptySubsetSelectors(cv, main, withoutPodsRouted))
 	return r
 }
@@ -423,7 +407,7 @@ func describeOutlier(od *networkingv1alpha3.OutlierDetection) string {
 
 // emptySubsetSelectors are the label selectors of the routed subsets that
 // have no serving endpoint, for the commands that list their pods.
-func emptySubsetSelectors(cv callerView, v *mesh.View, routed []string) []string {
+func emptySubsetSelectors(cv callerview.View, v *mesh.View, routed []string) []string {
 	var out []string
 	for _, key := range routed {
 		_, subset, _ := strings.Cut(key, "/")
@@ -447,7 +431,7 @@ func drCommands(t cluster.Target, cfg *mesh.Config, emptySubsetSelectors []strin
 		root = cfg.RootNamespace
 	}
 	var cmds []string
-	for _, ns := range uniqueNonEmpty(t.Namespace, sourceNamespace(t), root) {
+	for _, ns := range wording.UniqueNonEmpty(t.Namespace, sourceNamespace(t), root) {
 		cmds = append(cmds, fmt.Sprintf("kubectl get destinationrules,virtualservices -n %s -o yaml", ns))
 	}
 	if t.Source != nil {
@@ -459,11 +443,10 @@ func drCommands(t cluster.Target, cfg *mesh.Config, emptySubsetSelectors []strin
 	return cmds
 }
 
-func containsString(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
+// sourceNamespace is the caller's namespace, "" when none is named.
+func sourceNamespace(t cluster.Target) string {
+	if t.Source != nil {
+		return t.Source.Namespace
 	}
-	return false
+	return ""
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/meshtriage/meshtriage/probes/cluster"
+	"github.com/meshtriage/meshtriage/probes/istioconfig"
 	"github.com/meshtriage/meshtriage/probes/mesh"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
@@ -332,8 +333,8 @@ func TestDestinationRulesProbeThroughClusterReads(t *testing.T) {
 	// rules are read in the target's and the root namespace instead, the
 	// set is partial, and what the model cannot be sure of says so.
 	namespacedRole := func(f *fakeCluster) {
-		for _, k := range ruleKinds {
-			f.forbidAllNamespaces("list", k.name)
+		for _, resource := range istioconfig.RuleResources() {
+			f.forbidAllNamespaces("list", resource)
 		}
 	}
 	t.Run("all-namespaces lists refused: the rules of the namespaces read, partial", func(t *testing.T) {

@@ -9,6 +9,8 @@ import (
 
 	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/mesh"
+	"github.com/meshtriage/meshtriage/probes/podfacts"
+	"github.com/meshtriage/meshtriage/probes/wording"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -213,7 +215,7 @@ func evaluateEndpoints(t cluster.Target, in endpointsInput) Result {
 				notReadyPods = append(notReadyPods, e.addr+": "+e.why)
 			}
 		}
-		r.Evidence.Rows = append(r.Evidence.Rows, []string{e.addr, dash(e.pod), dash(e.node), e.state, dash(e.why)})
+		r.Evidence.Rows = append(r.Evidence.Rows, []string{e.addr, wording.Dash(e.pod), wording.Dash(e.node), e.state, wording.Dash(e.why)})
 	}
 	r.Facts["endpoints_total"] = len(order)
 	r.Facts["endpoints_ready"] = ready
@@ -262,13 +264,13 @@ func evaluateEndpoints(t cluster.Target, in endpointsInput) Result {
 	}
 	switch {
 	case readyUnknown > 0:
-		warnings = append(warnings, fmt.Sprintf("the readiness of %s is not in the input (no EndpointSlice, no Ready condition)", countNoun(readyUnknown, "pod")))
+		warnings = append(warnings, fmt.Sprintf("the readiness of %s is not in the input (no EndpointSlice, no Ready condition)", wording.CountNoun(readyUnknown, "pod")))
 	case externalName != "":
 		// No endpoints by design: not a problem of this step.
 	case unknownEndpoints:
 		warnings = append(warnings, "the Service has no selector and the input holds no EndpointSlice or Endpoints: its endpoints are unknown (add `kubectl get endpointslices -o yaml` to the input)")
 	case ready == 0 && len(in.Selected) > 0:
-		problems = append(problems, fmt.Sprintf("no ready endpoint though %s selected", countNoun(len(in.Selected), "pod")))
+		problems = append(problems, fmt.Sprintf("no ready endpoint though %s selected", wording.CountNoun(len(in.Selected), "pod")))
 	case len(order) == 0 && len(svc.Spec.Selector) == 0 && svc.Spec.Type != corev1.ServiceTypeExternalName:
 		problems = append(problems, "the Service has no selector and no endpoint at all: nobody wrote its EndpointSlices or Endpoints, so every caller gets 503 UH")
 	case ready == 0:
@@ -287,16 +289,8 @@ func evaluateEndpoints(t cluster.Target, in endpointsInput) Result {
 	case ready == 1:
 		head = "1 ready endpoint"
 	}
-	switch {
-	case len(problems) > 0:
-		r.Status = StatusFail
-		r.Summary = strings.Join(append(problems, warnings...), "; ")
-	case len(warnings) > 0:
-		r.Status = StatusWarn
-		r.Summary = head + ", " + strings.Join(warnings, ", ")
-	default:
-		r.Summary = head
-	}
+	r.Status, r.Summary = verdict{Head: head, Problems: problems, Warnings: warnings,
+		FailWithWarnings: true, FailWithoutHead: true, WarnSep: ", "}.judge()
 	var notReadyNames []string
 	for _, key := range order {
 		if e := seen[key]; e.state == "not-ready" && e.pod != "" {
@@ -324,61 +318,7 @@ func notReadyReason(pod string, in endpointsInput) string {
 	if po == nil {
 		return "pod not read"
 	}
-	return podNotReadyReason(po)
-}
-
-// podNotReadyReason says why a pod is not ready: its Ready condition, then
-// the first app or proxy container that is not ready and the state the
-// kubelet reports for it (ImagePullBackOff, CrashLoopBackOff, ...), the
-// part that names a cause. The data-plane probe uses it for a waypoint's pods.
-func podNotReadyReason(po *corev1.Pod) string {
-	_, why := mesh.PodReady(po)
-	if po.DeletionTimestamp != nil {
-		why = strings.TrimSpace("deleting " + why)
-	}
-	for _, c := range append(append([]corev1.Container(nil), po.Spec.InitContainers...), po.Spec.Containers...) {
-		st, ok := mesh.ContainerStatus(po, c.Name)
-		if !ok || st.Ready {
-			continue
-		}
-		if isInit(po, c.Name) && !(c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways) {
-			if st.State.Terminated != nil && st.State.Terminated.ExitCode == 0 {
-				continue
-			}
-		}
-		return why + "; " + containerNotReady(c, st)
-	}
-	return dash(why)
-}
-
-func isInit(pod *corev1.Pod, name string) bool {
-	for _, c := range pod.Spec.InitContainers {
-		if c.Name == name {
-			return true
-		}
-	}
-	return false
-}
-
-func containerNotReady(c corev1.Container, st corev1.ContainerStatus) string {
-	s := st.State
-	switch {
-	case s.Waiting != nil:
-		out := fmt.Sprintf("container %s waiting: %s", c.Name, s.Waiting.Reason)
-		if st.RestartCount > 0 {
-			out += fmt.Sprintf(" (%d restarts)", st.RestartCount)
-		}
-		return out
-	case s.Terminated != nil:
-		return fmt.Sprintf("container %s terminated: %s exit %d", c.Name, s.Terminated.Reason, s.Terminated.ExitCode)
-	case s.Running != nil && c.ReadinessProbe != nil:
-		return fmt.Sprintf("container %s running, readiness probe failing", c.Name)
-	case s.Running != nil && st.Started != nil && !*st.Started:
-		return fmt.Sprintf("container %s running, startup probe not passed", c.Name)
-	case s.Running != nil:
-		return fmt.Sprintf("container %s running, not ready", c.Name)
-	}
-	return fmt.Sprintf("container %s not ready", c.Name)
+	return podfacts.NotReadyReason(po)
 }
 
 // checkTargetPorts compares each service port's targetPort (or only the
@@ -403,7 +343,7 @@ func checkTargetPorts(t cluster.Target, svc *corev1.Service, in endpointsInput) 
 		if t.Port != 0 && sp.Port != t.Port {
 			continue
 		}
-		tp := serviceTargetPort(sp)
+		tp := podfacts.ServiceTargetPort(sp)
 		proto := sp.Protocol
 		if proto == "" {
 			proto = corev1.ProtocolTCP
@@ -414,7 +354,7 @@ func checkTargetPorts(t cluster.Target, svc *corev1.Service, in endpointsInput) 
 			switch tp.Type {
 			case intstr.String:
 				if !podHasNamedPort(pod, tp.StrVal, proto) {
-					d := dash(declaredPorts(pod, true))
+					d := wording.Dash(declaredPorts(pod, true))
 					bad = append(bad, fmt.Sprintf("%s (declares %s)", name, d))
 					instead = appendDeclared(instead, d)
 				}

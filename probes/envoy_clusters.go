@@ -9,9 +9,9 @@ import (
 	"strings"
 
 	"github.com/meshtriage/meshtriage/probes/cluster"
-	"github.com/meshtriage/meshtriage/probes/mesh"
+	"github.com/meshtriage/meshtriage/probes/envoyadmin"
 	"github.com/meshtriage/meshtriage/probes/parse/envoy"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"github.com/meshtriage/meshtriage/probes/wording"
 )
 
 // EnvoyClustersProbe reads the source sidecar's /clusters?format=json and
@@ -50,17 +50,6 @@ func (EnvoyClustersProbe) Meta() Meta {
 	}
 }
 
-// Envoy admin paths the probes read; recorded scenarios are keyed by them.
-const (
-	adminClusters   = "/clusters?format=json"
-	adminStats      = "/stats"
-	adminListeners  = "/listeners?format=json"
-	adminConfigDump = "/config_dump"
-)
-
-// noSourceSummary is what the source-sidecar probes say without --from.
-const noSourceSummary = "no source pod: name the calling pod with --from pod/NAME"
-
 type envoyClustersInput struct {
 	// Skip says why there is no Envoy to read ("" when there is).
 	Skip string
@@ -82,47 +71,23 @@ func (p EnvoyClustersProbe) Run(ctx context.Context, c cluster.Cluster, t cluste
 	return evaluateEnvoyClusters(t, in)
 }
 
-// readSourceProxy says why a probe that reads the source's Envoy has
-// nothing to read: no source named, or a source without a sidecar (skip is
-// then the one-line reason). A pod that cannot be read for another reason
-// (RBAC on pods) is no reason to stop: the admin API may still answer.
-func readSourceProxy(ctx context.Context, c cluster.Cluster, t cluster.Target) (skip, what string, err error) {
-	if t.Source == nil {
-		return noSourceSummary, "", nil
-	}
-	pod, err := c.GetPod(ctx, t.Source.Namespace, t.Source.Name)
-	switch {
-	case err == nil && mesh.PodSidecar(pod) == mesh.SidecarNone:
-		return fmt.Sprintf("source pod %s has no %s: there is no Envoy to read, its calls leave without mTLS", t.Source, mesh.ProxyContainer), "", nil
-	case apierrors.IsNotFound(err):
-		return "", "get source pod " + t.Source.String(), err
-	}
-	return "", "", nil
-}
-
-// skippedResult is a probe result with nothing read: no facts, so the
-// runbook treats every fact of the probe as unknown.
-func skippedResult(summary string, commands []string) Result {
-	return Result{Status: StatusSkipped, Summary: summary, Facts: Facts{}, Commands: commands}
-}
-
 func fetchEnvoyClusters(ctx context.Context, c cluster.Cluster, t cluster.Target) (in envoyClustersInput, what string, err error) {
-	if in.Skip, what, err = readSourceProxy(ctx, c, t); err != nil || in.Skip != "" {
+	if in.Skip, what, err = envoyadmin.CheckSource(ctx, c, t); err != nil || in.Skip != "" {
 		return in, what, err
 	}
 	src := *t.Source
-	body, err := c.EnvoyAdmin(ctx, src, adminClusters)
+	body, err := c.EnvoyAdmin(ctx, src, envoyadmin.ClustersPath)
 	if err != nil {
-		return in, fmt.Sprintf("read Envoy %s of %s", adminClusters, src), err
+		return in, fmt.Sprintf("read Envoy %s of %s", envoyadmin.ClustersPath, src), err
 	}
 	if in.Clusters, err = envoy.ParseClusters(body); err != nil {
-		return in, fmt.Sprintf("parse Envoy %s of %s", adminClusters, src), err
+		return in, fmt.Sprintf("parse Envoy %s of %s", envoyadmin.ClustersPath, src), err
 	}
-	stats, err := c.EnvoyAdmin(ctx, src, adminStats)
+	stats, err := c.EnvoyAdmin(ctx, src, envoyadmin.StatsPath)
 	if err != nil {
 		// Host health alone answers most of the question; the counters are
 		// then unknown, as they are when Istio does not record them.
-		in.StatsProblem = cluster.AccessProblem(fmt.Sprintf("read Envoy %s of %s", adminStats, src), err)
+		in.StatsProblem = cluster.AccessProblem(fmt.Sprintf("read Envoy %s of %s", envoyadmin.StatsPath, src), err)
 		return in, "", nil
 	}
 	in.Stats = envoy.ParseStats(stats, targetStats(t))
@@ -220,7 +185,7 @@ func evaluateEnvoyClusters(t cluster.Target, in envoyClustersInput) Result {
 			f.hostRqTotal += int(h.Stats["rq_total"])
 			f.hostRqTimeout += int(h.Stats["rq_timeout"])
 			f.rqError += int(h.Stats["rq_error"])
-			f.rows = append(f.rows, []string{c.Name, h.Address, health, dash(strings.Join(flags, ",")),
+			f.rows = append(f.rows, []string{c.Name, h.Address, health, wording.Dash(strings.Join(flags, ",")),
 				strconv.FormatUint(h.Stats["cx_connect_fail"], 10), strconv.FormatUint(h.Stats["rq_error"], 10), strconv.FormatUint(h.Stats["rq_total"], 10)})
 			f.raw = append(f.raw, fmt.Sprintf("%s::%s::health_flags::%s", c.Name, h.Address, healthFlagsText(h)))
 		}
@@ -292,7 +257,7 @@ func evaluateEnvoyClusters(t cluster.Target, in envoyClustersInput) Result {
 	switch {
 	case len(targets) == 0:
 		status = StatusFail
-		summary = fmt.Sprintf("the source proxy has no outbound cluster for %s%s: requests get 503 NC/NR (Sidecar egress scope, exportTo, or a stale proxy)", t.Host(), portSuffix(t.Port))
+		summary = fmt.Sprintf("the source proxy has no outbound cluster for %s%s: requests get 503 NC/NR (Sidecar egress scope, exportTo, or a stale proxy)", t.Host(), wording.PortSuffix(t.Port))
 	case f.total == 0:
 		status = StatusFail
 		summary = fmt.Sprintf("%s: 0 upstream hosts in the source proxy: requests get 503 UH", strings.Join(f.names, ", "))
@@ -407,8 +372,8 @@ func envoyClustersCommands(t cluster.Target, clusters []string) []string {
 	}
 	src := *t.Source
 	cmds := []string{
-		pilotAgentRequest(src, "clusters?format=json"),
-		pilotAgentRequest(src, "stats") + " | grep -F '" + t.Host() + "' | grep -E 'overflow|ejections_active|cx_connect_fail'",
+		envoyadmin.PilotAgentRequest(src, "clusters?format=json"),
+		envoyadmin.PilotAgentRequest(src, "stats") + " | grep -F '" + t.Host() + "' | grep -E 'overflow|ejections_active|cx_connect_fail'",
 		fmt.Sprintf("istioctl proxy-config cluster %s.%s --fqdn %s", src.Name, src.Namespace, t.Host()),
 	}
 	for _, c := range clusters {
@@ -417,31 +382,9 @@ func envoyClustersCommands(t cluster.Target, clusters []string) []string {
 	return cmds
 }
 
-// pilotAgentRequest is the by-hand way to GET an Envoy admin path, the same
-// fallback the live Cluster uses when port-forward is refused.
-func pilotAgentRequest(pod cluster.PodRef, path string) string {
-	return fmt.Sprintf("kubectl exec -n %s %s -c %s -- pilot-agent request GET '%s'", pod.Namespace, pod.Name, mesh.ProxyContainer, path)
-}
-
-func portSuffix(port int32) string {
-	if port == 0 {
-		return ""
-	}
-	return fmt.Sprintf(" port %d", port)
-}
-
 func clusterList(names []string) string {
 	if len(names) <= 2 {
 		return strings.Join(names, ", ")
 	}
 	return fmt.Sprintf("%s and %d more clusters", names[0], len(names)-1)
-}
-
-// worse returns the more severe of two statuses.
-func worse(a, b Status) Status {
-	rank := map[Status]int{StatusSkipped: 0, StatusPass: 1, StatusWarn: 2, StatusFail: 3, StatusError: 4}
-	if rank[b] > rank[a] {
-		return b
-	}
-	return a
 }

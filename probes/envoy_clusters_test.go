@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/meshtriage/meshtriage/probes/cluster"
+	"github.com/meshtriage/meshtriage/probes/envoyadmin"
 	"github.com/meshtriage/meshtriage/probes/mesh"
 	"github.com/meshtriage/meshtriage/probes/parse/envoy"
 	corev1 "k8s.io/api/core/v1"
@@ -239,7 +240,7 @@ func TestEnvoyClustersThroughClusterReads(t *testing.T) {
 		status Status
 		inSum  string
 	}{
-		{"no source", nil, cluster.Target{Namespace: "shop", Service: "orders", Port: 8080}, StatusSkipped, noSourceSummary},
+		{"no source", nil, cluster.Target{Namespace: "shop", Service: "orders", Port: 8080}, StatusSkipped, envoyadmin.NoSourceSummary},
 		{"source without sidecar", func(f *fakeCluster) {
 			_ = f.kube.Tracker().Update(corev1.SchemeGroupVersion.WithResource("pods"), evPod("web-7d9", "web", false), "shop")
 		}, evTarget, StatusSkipped, "has no istio-proxy"},

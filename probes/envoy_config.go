@@ -4,13 +4,16 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
+	"maps"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 
 	"github.com/meshtriage/meshtriage/probes/cluster"
+	"github.com/meshtriage/meshtriage/probes/envoyadmin"
 	"github.com/meshtriage/meshtriage/probes/parse/envoy"
+	"github.com/meshtriage/meshtriage/probes/wording"
 )
 
 // EnvoyConfigProbe reads the source sidecar's /config_dump for the target's
@@ -56,36 +59,23 @@ func (p EnvoyConfigProbe) Run(ctx context.Context, c cluster.Cluster, t cluster.
 }
 
 func fetchEnvoyConfig(ctx context.Context, c cluster.Cluster, t cluster.Target) (in envoyConfigInput, what string, err error) {
-	if in.Skip, what, err = readSourceProxy(ctx, c, t); err != nil || in.Skip != "" {
+	if in.Skip, what, err = envoyadmin.CheckSource(ctx, c, t); err != nil || in.Skip != "" {
 		return in, what, err
 	}
 	src := *t.Source
-	body, err := c.EnvoyAdmin(ctx, src, adminConfigDump)
+	body, err := c.EnvoyAdmin(ctx, src, envoyadmin.ConfigDumpPath)
 	if err != nil {
-		return in, fmt.Sprintf("read Envoy %s of %s", adminConfigDump, src), err
+		return in, fmt.Sprintf("read Envoy %s of %s", envoyadmin.ConfigDumpPath, src), err
 	}
 	in.Size = len(body)
 	// The streaming decoder: a big mesh's dump is 100 MB, and unknown
 	// extensions must not fail the read (see probes/parse/envoy). Decoding one
 	// takes a second or more, so it stops when the probe's deadline does.
-	r := ctxReader{ctx: ctx, r: bytes.NewReader(body)}
+	r := envoyadmin.ContextReader(ctx, bytes.NewReader(body))
 	if in.Dump, err = envoy.StreamConfigDump(r, envoy.TargetMatcher(t.Host(), t.Port)); err != nil {
-		return in, fmt.Sprintf("parse Envoy %s of %s", adminConfigDump, src), err
+		return in, fmt.Sprintf("parse Envoy %s of %s", envoyadmin.ConfigDumpPath, src), err
 	}
 	return in, "", nil
-}
-
-// ctxReader fails reads once ctx is done.
-type ctxReader struct {
-	ctx context.Context
-	r   io.Reader
-}
-
-func (c ctxReader) Read(p []byte) (int, error) {
-	if err := c.ctx.Err(); err != nil {
-		return 0, err
-	}
-	return c.r.Read(p)
 }
 
 // mainCluster is the one the scalar facts describe: the subset-less cluster
@@ -133,18 +123,18 @@ func evaluateEnvoyConfig(t cluster.Target, in envoyConfigInput) Result {
 			outlier = fmt.Sprintf("consecutive_5xx %d, consecutive_gateway_failure %d, max_ejection %d%%, base %s",
 				c.Consecutive5xx, c.ConsecutiveGatewayFailure, c.MaxEjectionPercent, c.BaseEjectionTime)
 		}
-		rows = append(rows, []string{c.Name, state, c.TLS, dash(c.SNI), outlier, limit(c.MaxConnections), limit(c.MaxPendingRequests), secondsOrUnset(c.IdleTimeout.Seconds())})
+		rows = append(rows, []string{c.Name, state, c.TLS, wording.Dash(c.SNI), outlier, limit(c.MaxConnections), limit(c.MaxPendingRequests), secondsOrUnset(c.IdleTimeout.Seconds())})
 		raw = append(raw, fmt.Sprintf("%s: %s", c.Name, c.TLSDetail))
 	}
 	if types := in.Dump.FallbackTypes(); len(types) > 0 {
 		raw = append(raw, "extensions not known to this build (skipped, not fatal): "+strings.Join(types, ", "))
 	}
-	raw = append(raw, fmt.Sprintf("config_dump: %d bytes, %d dynamic clusters, CDS version %s", in.Size, in.Dump.DynamicClusters, dash(in.Dump.ClustersVersion)))
+	raw = append(raw, fmt.Sprintf("config_dump: %d bytes, %d dynamic clusters, CDS version %s", in.Size, in.Dump.DynamicClusters, wording.Dash(in.Dump.ClustersVersion)))
 
 	facts := Facts{
 		"config_cluster_found":                       len(active) > 0,
 		"config_tls":                                 envoy.TLSUnknown,
-		"config_tls_modes":                           sortedKeys(modes),
+		"config_tls_modes":                           nonNil(slices.Sorted(maps.Keys(modes))),
 		"config_outlier_consecutive_5xx":             0,
 		"config_outlier_consecutive_gateway_failure": 0,
 		"config_outlier_max_ejection_percent":        0,
@@ -164,7 +154,7 @@ func evaluateEnvoyConfig(t cluster.Target, in envoyConfigInput) Result {
 	}
 	if len(active) == 0 {
 		result.Status = StatusFail
-		result.Summary = fmt.Sprintf("config_dump has no active cluster for %s%s (503 NC)", t.Host(), portSuffix(t.Port))
+		result.Summary = fmt.Sprintf("config_dump has no active cluster for %s%s (503 NC)", t.Host(), wording.PortSuffix(t.Port))
 		if len(warming) > 0 {
 			result.Summary += fmt.Sprintf("; %d warming, waiting for endpoints: %s", len(warming), warming[0].Name)
 		}
@@ -184,7 +174,7 @@ func evaluateEnvoyConfig(t cluster.Target, in envoyConfigInput) Result {
 	var notes []string
 	status := StatusPass
 	if len(modes) > 1 {
-		notes = append(notes, "subsets differ: TLS "+strings.Join(sortedKeys(modes), "/"))
+		notes = append(notes, "subsets differ: TLS "+strings.Join(slices.Sorted(maps.Keys(modes)), "/"))
 	}
 	for _, c := range active {
 		if c.TLS == envoy.TLSOrigination {
@@ -244,15 +234,6 @@ func secondsOrUnset(seconds float64) string {
 	return strconv.FormatFloat(seconds, 'f', -1, 64) + "s"
 }
 
-func sortedKeys(m map[string]bool) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
-
 func envoyConfigCommands(t cluster.Target) []string {
 	if t.Source == nil {
 		return nil
@@ -260,6 +241,6 @@ func envoyConfigCommands(t cluster.Target) []string {
 	src := *t.Source
 	return []string{
 		fmt.Sprintf("istioctl proxy-config cluster %s.%s --fqdn %s -o json", src.Name, src.Namespace, t.Host()),
-		pilotAgentRequest(src, "config_dump") + fmt.Sprintf(" > %s.config_dump.json", src.Name),
+		envoyadmin.PilotAgentRequest(src, "config_dump") + fmt.Sprintf(" > %s.config_dump.json", src.Name),
 	}
 }

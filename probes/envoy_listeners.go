@@ -9,8 +9,10 @@ import (
 	"strings"
 
 	"github.com/meshtriage/meshtriage/probes/cluster"
+	"github.com/meshtriage/meshtriage/probes/envoyadmin"
 	"github.com/meshtriage/meshtriage/probes/mesh"
 	"github.com/meshtriage/meshtriage/probes/parse/envoy"
+	"github.com/meshtriage/meshtriage/probes/wording"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -57,7 +59,7 @@ func (p EnvoyListenersProbe) Run(ctx context.Context, c cluster.Cluster, t clust
 }
 
 func fetchEnvoyListeners(ctx context.Context, c cluster.Cluster, t cluster.Target) (in envoyListenersInput, what string, err error) {
-	if in.Skip, what, err = readSourceProxy(ctx, c, t); err != nil || in.Skip != "" {
+	if in.Skip, what, err = envoyadmin.CheckSource(ctx, c, t); err != nil || in.Skip != "" {
 		return in, what, err
 	}
 	if pod, err := c.GetPod(ctx, t.Source.Namespace, t.Source.Name); err == nil {
@@ -87,12 +89,12 @@ func fetchEnvoyListeners(ctx context.Context, c cluster.Cluster, t cluster.Targe
 		in.Ports = []int32{t.Port}
 	}
 	src := *t.Source
-	body, err := c.EnvoyAdmin(ctx, src, adminListeners)
+	body, err := c.EnvoyAdmin(ctx, src, envoyadmin.ListenersPath)
 	if err != nil {
-		return in, fmt.Sprintf("read Envoy %s of %s", adminListeners, src), err
+		return in, fmt.Sprintf("read Envoy %s of %s", envoyadmin.ListenersPath, src), err
 	}
 	if in.Listeners, err = envoy.ParseListeners(body); err != nil {
-		return in, fmt.Sprintf("parse Envoy %s of %s", adminListeners, src), err
+		return in, fmt.Sprintf("parse Envoy %s of %s", envoyadmin.ListenersPath, src), err
 	}
 	return in, "", nil
 }
@@ -144,7 +146,7 @@ func evaluateEnvoyListeners(t cluster.Target, in envoyListenersInput) Result {
 		status = StatusWarn
 		summary = fmt.Sprintf("service %s/%s declares no port to look for", t.Namespace, t.Service)
 	case found:
-		summary = fmt.Sprintf("%s capture%s port %s", strings.Join(names, ", "), plural(len(names), "s", ""), joinPorts(in.Ports))
+		summary = fmt.Sprintf("%s capture%s port %s", strings.Join(names, ", "), wording.Plural(len(names), "s", ""), joinPorts(in.Ports))
 	default:
 		status = StatusFail
 		summary = fmt.Sprintf("no listener for port %s in the source proxy", strings.Join(missing, ", "))
@@ -190,7 +192,7 @@ func envoyListenersCommands(t cluster.Target) []string {
 	}
 	return []string{
 		fmt.Sprintf("istioctl proxy-config listener %s.%s%s", src.Name, src.Namespace, port),
-		pilotAgentRequest(src, "listeners?format=json"),
+		envoyadmin.PilotAgentRequest(src, "listeners?format=json"),
 		fmt.Sprintf("kubectl get service -n %s %s -o jsonpath='{.spec.clusterIPs} {.spec.ports}'", t.Namespace, t.Service),
 	}
 }
@@ -201,11 +203,4 @@ func joinPorts(ports []int32) string {
 		s[i] = strconv.Itoa(int(p))
 	}
 	return strings.Join(s, ", ")
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/meshtriage/meshtriage/probes/cluster"
+	"github.com/meshtriage/meshtriage/probes/envoyadmin"
 	"github.com/meshtriage/meshtriage/probes/parse/envoy"
 )
 
@@ -85,7 +86,7 @@ func TestEnvoyListenersThroughClusterReads(t *testing.T) {
 		{"not JSON", func(f *fakeCluster) {
 			f.envoy[envoyKey(evSource, "/listeners?format=json")] = []byte("upstream connect error or disconnect/reset before headers")
 		}, evTarget, StatusError, nil, "cannot parse Envoy /listeners?format=json"},
-		{"no source", nil, cluster.Target{Namespace: "shop", Service: "orders"}, StatusSkipped, nil, noSourceSummary},
+		{"no source", nil, cluster.Target{Namespace: "shop", Service: "orders"}, StatusSkipped, nil, envoyadmin.NoSourceSummary},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

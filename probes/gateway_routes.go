@@ -6,14 +6,21 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 
+	"github.com/meshtriage/meshtriage/probes/callerview"
 	"github.com/meshtriage/meshtriage/probes/cluster"
+	"github.com/meshtriage/meshtriage/probes/envoyadmin"
+	"github.com/meshtriage/meshtriage/probes/istioconfig"
 	"github.com/meshtriage/meshtriage/probes/mesh"
 	"github.com/meshtriage/meshtriage/probes/parse/accesslog"
 	"github.com/meshtriage/meshtriage/probes/parse/envoy"
+	"github.com/meshtriage/meshtriage/probes/proxylog"
+	"github.com/meshtriage/meshtriage/probes/readgroup"
+	"github.com/meshtriage/meshtriage/probes/wording"
 )
 
 // GatewayRoutesProbe judges an ingress (or egress) gateway as the caller:
@@ -50,7 +57,7 @@ func (GatewayRoutesProbe) Meta() Meta {
 type gatewayRoutesInput struct {
 	// Skip says why the probe does not apply ("" when it does).
 	Skip string
-	CV   callerView
+	CV   callerview.View
 	// Routes are the gateway Envoy's route configurations; RoutesProblem
 	// says why they could not be read.
 	Routes        []envoy.RouteConfig
@@ -91,17 +98,17 @@ func fetchGatewayRoutes(ctx context.Context, c cluster.Cluster, t cluster.Target
 		bodyErr error
 		logs    []byte
 		logErr  error
-		g       readGroup
+		g       readgroup.Group
 		cvWhat  string
 		cvErr   error
 		formats accesslog.Formats
 	)
-	g.Go(func() { in.CV, cvWhat, cvErr = fetchCallerView(ctx, c, t) })
-	g.Go(func() { body, bodyErr = c.EnvoyAdmin(ctx, src, adminConfigDump) })
-	g.Go(func() { logs, logErr = newestProxyLog(ctx, c, src, AccessLogTailLines) })
+	g.Go(func() { in.CV, cvWhat, cvErr = callerview.Fetch(ctx, c, t) })
+	g.Go(func() { body, bodyErr = c.EnvoyAdmin(ctx, src, envoyadmin.ConfigDumpPath) })
+	g.Go(func() { logs, logErr = proxylog.NewestProxyLog(ctx, c, src, proxylog.AccessLogTailLines) })
 	// The mesh's access-log format, so a log in its own keys is read (the
 	// access-log step reports a format that cannot be read).
-	g.Go(func() { formats, _ = readAccessLogFormats(ctx, c) })
+	g.Go(func() { formats, _ = istioconfig.ReadAccessLogFormats(ctx, c) })
 	g.Wait()
 	if cvErr != nil {
 		return in, cvWhat, cvErr
@@ -111,9 +118,9 @@ func fetchGatewayRoutes(ctx context.Context, c cluster.Cluster, t cluster.Target
 		return in, "", nil
 	}
 	if bodyErr != nil {
-		in.RoutesProblem = cluster.AccessProblem(fmt.Sprintf("read Envoy %s of %s", adminConfigDump, src), bodyErr)
-	} else if rcs, err := envoy.StreamRouteConfigs(ctxReader{ctx: ctx, r: bytes.NewReader(body)}); err != nil {
-		in.RoutesProblem = cluster.AccessProblem(fmt.Sprintf("parse Envoy %s of %s", adminConfigDump, src), err)
+		in.RoutesProblem = cluster.AccessProblem(fmt.Sprintf("read Envoy %s of %s", envoyadmin.ConfigDumpPath, src), bodyErr)
+	} else if rcs, err := envoy.StreamRouteConfigs(envoyadmin.ContextReader(ctx, bytes.NewReader(body))); err != nil {
+		in.RoutesProblem = cluster.AccessProblem(fmt.Sprintf("parse Envoy %s of %s", envoyadmin.ConfigDumpPath, src), err)
 	} else {
 		in.Routes = envoy.GatewayRouteConfigs(rcs)
 	}
@@ -189,7 +196,7 @@ func evaluateGatewayRoutes(t cluster.Target, in gatewayRoutesInput) Result {
 		r.Evidence.Rows = append(r.Evidence.Rows, []string{"Gateway", g.Ref(), g.Host, g.Why})
 	}
 	for _, s := range b.Servers {
-		verdict := fmt.Sprintf("listener %d, routes %s", s.ListenerPort, dash(s.RouteName))
+		verdict := fmt.Sprintf("listener %d, routes %s", s.ListenerPort, wording.Dash(s.RouteName))
 		if s.Rejected != "" {
 			verdict = "rejected: " + s.Rejected
 		}
@@ -222,7 +229,7 @@ func evaluateGatewayRoutes(t cluster.Target, in gatewayRoutesInput) Result {
 				if len(rs) > 0 {
 					routed = true
 					for _, d := range vh.Domains {
-						if !containsString(envoyHosts, d) {
+						if !slices.Contains(envoyHosts, d) {
 							envoyHosts = append(envoyHosts, d)
 						}
 					}
@@ -311,23 +318,14 @@ func evaluateGatewayRoutes(t cluster.Target, in gatewayRoutesInput) Result {
 	if gatewayAPI {
 		head = "gateway's Envoy routes " + strings.Join(envoyHosts, ", ") + " to " + t.Host()
 	}
-	switch {
-	case len(problems) > 0:
-		r.Status = StatusFail
-		r.Summary = strings.Join(append(problems, warnings...), "; ")
-	case len(warnings) > 0:
-		r.Status = StatusWarn
-		r.Summary = head + "; " + strings.Join(warnings, "; ")
-	default:
-		r.Summary = head
-	}
+	r.Status, r.Summary = verdict{Head: head, Problems: problems, Warnings: warnings, FailWithWarnings: true, FailWithoutHead: true}.judge()
 	return r
 }
 
 func verdictsOf(b *mesh.GatewayBinding, refs []string) []string {
 	var out []string
 	for _, v := range b.VirtualServices {
-		if containsString(refs, v.Ref()) {
+		if slices.Contains(refs, v.Ref()) {
 			out = append(out, v.Ref()+": "+v.Why)
 		}
 	}

@@ -7,15 +7,14 @@ import (
 	"strings"
 	"testing"
 
-	networkingv1 "istio.io/client-go/pkg/apis/networking/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
-	"github.com/meshtriage/meshtriage/assets"
+	"github.com/meshtriage/meshtriage/probes/callerview"
 	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/cluster/manifests"
-	"github.com/meshtriage/meshtriage/probes/cluster/recorded"
+	"github.com/meshtriage/meshtriage/probes/envoyadmin"
 	"github.com/meshtriage/meshtriage/probes/mesh"
 	"github.com/meshtriage/meshtriage/probes/mesh/meshtest"
 	"github.com/meshtriage/meshtriage/probes/parse/accesslog"
@@ -24,10 +23,10 @@ import (
 
 // gatewayView is the caller view the probe reads, built from objects as
 // fetchCallerView builds it from a cluster.
-func gatewayView(t *testing.T, objs []runtime.Object, caller string, tg cluster.Target) callerView {
+func gatewayView(t *testing.T, objs []runtime.Object, caller string, tg cluster.Target) callerview.View {
 	t.Helper()
 	cfg := mesh.ConfigFromObjects(objs, mesh.MeshConfig{}, "istio-system")
-	cv := callerView{Config: cfg, Caller: meshtest.CallerOf(t, cfg, caller), CallerNamed: true}
+	cv := callerview.View{Config: cfg, Caller: meshtest.CallerOf(t, cfg, caller), CallerNamed: true}
 	if !cv.Caller.Gateway {
 		t.Fatalf("%s is not a gateway", caller)
 	}
@@ -283,7 +282,7 @@ func TestGatewayRoutesThroughClusterReads(t *testing.T) {
 	objs := meshtest.Objects(t, "mesh/testdata/model", "base.yaml", "gateway-vs-bound.yaml")
 	f := newFakeCluster(t, objs...)
 	src := cluster.PodRef{Namespace: "istio-system", Name: "istio-ingressgateway-5b7c9-x2x4t"}
-	f.envoy[envoyKey(src, adminConfigDump)] = []byte(`{"configs":[{"@type":"type.googleapis.com/envoy.admin.v3.RoutesConfigDump","dynamic_route_configs":[{"route_config":{
+	f.envoy[envoyKey(src, envoyadmin.ConfigDumpPath)] = []byte(`{"configs":[{"@type":"type.googleapis.com/envoy.admin.v3.RoutesConfigDump","dynamic_route_configs":[{"route_config":{
   "@type":"type.googleapis.com/envoy.config.route.v3.RouteConfiguration","name":"http.8080","ignore_port_in_host_matching":true,
   "virtual_hosts":[{"name":"shop.example.com:80","domains":["shop.example.com"],"routes":[{"match":{"prefix":"/"},"route":{"cluster":"outbound|8080||orders.shop.svc.cluster.local"}}]}]}}]}]}`)
 	f.logs[logKey(src, mesh.ProxyContainer)] = []byte(`[2026-12-02T03:04:05.123Z] "GET /api/orders HTTP/1.1" 404 NR route_not_found - "-" 0 0 0 - "203.0.113.7" "curl/8.7.1" "6b1f8a9e-3c8d-4f5e-9a0b-1c2d3e4f5a6b" "www.shop.example.com" "-" - - 10.244.1.40:8080 203.0.113.7:51544 - -
@@ -313,74 +312,6 @@ func TestGatewayRoutesThroughClusterReads(t *testing.T) {
 	if l.Status != StatusSkipped || len(l.Facts) != 0 || !strings.Contains(l.Summary, "is a gateway") {
 		t.Errorf("envoy-listeners on a gateway: %s %q %v", l.Status, l.Summary, l.Facts)
 	}
-}
-
-// A gateway that answers 404 NR never reaches the target's pods: the
-// caller search finds it through the VirtualService routing to the
-// target and the Gateway it names, even when the name resolves to no
-// Gateway (the mistake the triage must find).
-func TestFindCallersFindsAGatewayThroughTheVirtualService(t *testing.T) {
-	for name, why := range map[string]string{
-		"gateway-vs-not-bound":  `names "public-gateway", which is no Gateway (shop/public-gateway)`,
-		"gateway-host-mismatch": "which VirtualService shop/orders-public routing to the target names",
-	} {
-		s, err := recorded.Load(assets.FS, name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		c, err := recorded.NewCluster(s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		tg := s.Target
-		tg.Source = nil
-		res := FindCallers(context.Background(), cluster.NewCache(c), tg, CallerSearch{})
-		found := false
-		for _, cl := range res.Callers {
-			if cl.Pod.Name == "istio-ingressgateway-6b7f9c8d4-k2x7p" {
-				found = true
-				if cl.By != CallerByGateway || !strings.Contains(cl.Why, why) || !cl.Sidecar {
-					t.Errorf("%s: caller %+v, want found by %s: ...%s", name, cl, CallerByGateway, why)
-				}
-			}
-		}
-		if !found {
-			t.Errorf("%s: the gateway is not among the callers: %s", name, res.Summary())
-		}
-	}
-}
-
-// An Istio Gateway's selector matches gateway pods in every namespace (as
-// istiod reads it, without PILOT_SCOPE_GATEWAY_TO_NAMESPACE): a Helm
-// install runs the gateway in istio-ingress while the Gateway sits in the
-// app's namespace, and the caller search finds it there.
-func TestFindCallersFindsAGatewayInItsOwnNamespace(t *testing.T) {
-	objs := meshtest.Objects(t, "mesh/testdata/model", "base.yaml", "gateway-vs-bound.yaml")
-	for _, o := range objs {
-		switch o := o.(type) {
-		case *corev1.Pod:
-			if o.Name == "istio-ingressgateway-5b7c9-x2x4t" {
-				o.Namespace = "istio-ingress"
-			}
-		case *networkingv1.Gateway:
-			o.Namespace = "shop"
-		case *networkingv1.VirtualService:
-			if o.Name == "orders-public" {
-				o.Spec.Gateways = []string{"shop/public"}
-			}
-		}
-	}
-	f := newFakeCluster(t, objs...)
-	res := FindCallers(context.Background(), cluster.NewCache(f), cluster.Target{Namespace: "shop", Service: "orders", Port: 8080}, CallerSearch{})
-	for _, cl := range res.Callers {
-		if cl.Pod == (cluster.PodRef{Namespace: "istio-ingress", Name: "istio-ingressgateway-5b7c9-x2x4t"}) {
-			if cl.By != CallerByGateway || !strings.Contains(cl.Why, "pod of Gateway shop/public") {
-				t.Errorf("caller %+v, want found by %s through Gateway shop/public", cl, CallerByGateway)
-			}
-			return
-		}
-	}
-	t.Errorf("the gateway in istio-ingress is not among the callers: %s", res.Summary())
 }
 
 // A Gateway API Gateway's Deployment is routed by HTTPRoutes, which the

@@ -6,6 +6,7 @@ import (
 
 	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/mesh"
+	"github.com/meshtriage/meshtriage/probes/proxylog"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -24,7 +25,7 @@ func TestAccessLogReadsAskForTheNewestLines(t *testing.T) {
 		f := newFakeCluster(t, mtlsService(), caller)
 		f.logs[logKey(src, mesh.ProxyContainer)] = []byte("")
 		Run(context.Background(), p, f, target)
-		if f.lastLogOptions.TailLines != AccessLogTailLines || f.lastLogOptions.Container != mesh.ProxyContainer {
+		if f.lastLogOptions.TailLines != proxylog.AccessLogTailLines || f.lastLogOptions.Container != mesh.ProxyContainer {
 			t.Errorf("%s read logs with %+v", p.Meta().ID, f.lastLogOptions)
 		}
 	}

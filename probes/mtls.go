@@ -7,8 +7,10 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/meshtriage/meshtriage/probes/callerview"
 	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/mesh"
+	"github.com/meshtriage/meshtriage/probes/wording"
 )
 
 // MTLSProbe reads, from the config model, what the caller's proxy sends to
@@ -49,7 +51,7 @@ const (
 )
 
 func (p MTLSProbe) Run(ctx context.Context, c cluster.Cluster, t cluster.Target) Result {
-	cv, what, err := fetchCallerView(ctx, c, t)
+	cv, what, err := callerview.Fetch(ctx, c, t)
 	if err != nil {
 		r := ErrorResult(what, err)
 		r.Commands = mtlsCommands(t)
@@ -78,7 +80,7 @@ type judgedEndpoint struct {
 	ep      mesh.EndpointTLS
 }
 
-func evaluateMTLS(t cluster.Target, cv callerView) Result {
+func evaluateMTLS(t cluster.Target, cv callerview.View) Result {
 	res := Result{Commands: mtlsCommands(t), Facts: Facts{}}
 	var all []judgedEndpoint
 	// undecided counts the endpoints not judged: a cluster's endpoints
@@ -127,7 +129,7 @@ func evaluateMTLS(t cluster.Target, cv callerView) Result {
 	res.Evidence.Columns = []string{"port", "cluster", "endpoint", "client sends", "why", "upstream accepts", "decided by", "mismatch"}
 	for _, j := range all {
 		res.Evidence.Rows = append(res.Evidence.Rows, []string{
-			fmt.Sprint(j.view.Port), j.cluster.Name, j.ep.Address + " " + dash(j.ep.Pod), j.ep.Sends, j.ep.SendsWhy, j.ep.Accepts.Mode, j.ep.Accepts.From, j.ep.Mismatch,
+			fmt.Sprint(j.view.Port), j.cluster.Name, j.ep.Address + " " + wording.Dash(j.ep.Pod), j.ep.Sends, j.ep.SendsWhy, j.ep.Accepts.Mode, j.ep.Accepts.From, j.ep.Mismatch,
 		})
 	}
 	var raw []string
@@ -171,7 +173,7 @@ func evaluateMTLS(t cluster.Target, cv callerView) Result {
 		delete(res.Facts, "mtls_mismatch")
 		delete(res.Facts, "mtls_upstream_sidecar")
 		res.Status = StatusWarn
-		res.Summary = fmt.Sprintf("port %d: the TLS verdict is undecided for %s whose pod is not known (%s)", port, countNoun(undecided, "endpoint"), undecidedWhy[0])
+		res.Summary = fmt.Sprintf("port %d: the TLS verdict is undecided for %s whose pod is not known (%s)", port, wording.CountNoun(undecided, "endpoint"), undecidedWhy[0])
 		if judged := len(all) - countMismatch(all, mesh.MismatchUnknown); judged > 0 {
 			res.Summary += fmt.Sprintf("; %d judged: client sends %s, upstream accepts %s", judged, sends, mode)
 		}
@@ -235,31 +237,4 @@ func mtlsCommands(t cluster.Target) []string {
 		cmds = append(cmds, fmt.Sprintf("istioctl proxy-config cluster %s.%s --fqdn %s -o json", t.Source.Name, t.Source.Namespace, t.Host()))
 	}
 	return cmds
-}
-
-func controlPlane(c cluster.Cluster) string {
-	if ns := c.Info().ControlPlaneNamespace; ns != "" {
-		return ns
-	}
-	return cluster.DefaultControlPlane
-}
-
-func sourceNamespace(t cluster.Target) string {
-	if t.Source != nil {
-		return t.Source.Namespace
-	}
-	return ""
-}
-
-func uniqueNonEmpty(values ...string) []string {
-	seen := map[string]bool{}
-	var out []string
-	for _, v := range values {
-		if v != "" && !seen[v] {
-			seen[v] = true
-			out = append(out, v)
-		}
-	}
-	sort.Strings(out)
-	return out
 }

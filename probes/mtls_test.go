@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/meshtriage/meshtriage/probes/callerview"
 	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/mesh"
 	"istio.io/api/label"
@@ -224,7 +225,7 @@ type modelInput struct {
 }
 
 // view is what the probes' fetch would have built from these objects.
-func (in modelInput) view(t *testing.T, target cluster.Target) callerView {
+func (in modelInput) view(t *testing.T, target cluster.Target) callerview.View {
 	t.Helper()
 	root := in.RootNamespace
 	if root == "" {
@@ -259,7 +260,7 @@ func (in modelInput) view(t *testing.T, target cluster.Target) callerView {
 		objs = append(objs, vs)
 	}
 	cfg := mesh.ConfigFromObjects(objs, in.Mesh, root)
-	cv := callerView{Config: cfg, Caller: mesh.MeshedCallerIn(target.Namespace)}
+	cv := callerview.View{Config: cfg, Caller: mesh.MeshedCallerIn(target.Namespace)}
 	if in.Source != nil {
 		cv.Caller, cv.CallerNamed = mesh.CallerFromPod(in.Source), true
 	}

@@ -11,10 +11,11 @@ import (
 
 	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/mesh"
+	"github.com/meshtriage/meshtriage/probes/podfacts"
+	"github.com/meshtriage/meshtriage/probes/wording"
 	"istio.io/api/annotation"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
 // PortExclusionProbe reports what the target and source pods exclude from
@@ -208,23 +209,6 @@ func addrInRanges(ranges []string, addr string) bool {
 	return false
 }
 
-// resolvedTargetPort is the pod port a service port lands on: a named
-// targetPort looked up in pod's containers, 0 when it does not resolve.
-func resolvedTargetPort(sp corev1.ServicePort, pod *corev1.Pod) int32 {
-	tp := serviceTargetPort(sp)
-	if tp.Type == intstr.Int {
-		return tp.IntVal
-	}
-	for _, c := range pod.Spec.Containers {
-		for _, p := range c.Ports {
-			if p.Name == tp.StrVal {
-				return p.ContainerPort
-			}
-		}
-	}
-	return 0
-}
-
 func evaluatePortExclusion(t cluster.Target, in portExclusionInput) Result {
 	r := Result{Status: StatusPass, Facts: Facts{}, Commands: exclusionCommands(t, in.Service)}
 	svc := in.Service
@@ -259,12 +243,12 @@ func evaluatePortExclusion(t cluster.Target, in portExclusionInput) Result {
 				hit = append(hit, strconv.Itoa(int(sp.Port)))
 			}
 			for i := range pods {
-				if tp := resolvedTargetPort(sp, &pods[i]); tp != 0 && tp != sp.Port && portListed(ic.excludeOut, tp) && svc.Spec.ClusterIP == corev1.ClusterIPNone {
+				if tp := podfacts.ResolvedTargetPort(sp, &pods[i]); tp != 0 && tp != sp.Port && portListed(ic.excludeOut, tp) && svc.Spec.ClusterIP == corev1.ClusterIPNone {
 					hit = append(hit, strconv.Itoa(int(tp)))
 				}
 			}
 		}
-		hit = uniqueNonEmpty(hit...)
+		hit = wording.UniqueNonEmpty(hit...)
 		if len(ic.excludeOut) > 0 {
 			effect := "none"
 			if len(hit) > 0 && meshed {
@@ -296,7 +280,7 @@ func evaluatePortExclusion(t cluster.Target, in portExclusionInput) Result {
 				row(in.Source, "source", ic.source(annotation.SidecarTrafficExcludeOutboundIPRanges, "-x"), ic.excludeOutRanges, "covers "+a+": bypasses the source sidecar")
 			}
 			if ic.includeOutRanges != nil && !addrInRanges(*ic.includeOutRanges, a) && meshed {
-				bypasses = append(bypasses, fmt.Sprintf("%s captures only outbound ranges %s, not %s", in.Source.Name, dash(strings.Join(*ic.includeOutRanges, ",")), a))
+				bypasses = append(bypasses, fmt.Sprintf("%s captures only outbound ranges %s, not %s", in.Source.Name, wording.Dash(strings.Join(*ic.includeOutRanges, ",")), a))
 				row(in.Source, "source", ic.source(annotation.SidecarTrafficIncludeOutboundIPRanges, "-i"), *ic.includeOutRanges, "does not cover "+a+": bypasses the source sidecar")
 			}
 		}
@@ -320,7 +304,7 @@ func evaluatePortExclusion(t cluster.Target, in portExclusionInput) Result {
 		}
 		var excluded, notIncluded []string
 		for _, sp := range ports {
-			tp := resolvedTargetPort(sp, pod)
+			tp := podfacts.ResolvedTargetPort(sp, pod)
 			if tp == 0 {
 				continue
 			}
@@ -340,7 +324,7 @@ func evaluatePortExclusion(t cluster.Target, in portExclusionInput) Result {
 			row(pod, "target", ic.source(annotation.SidecarTrafficExcludeInboundPorts, "-d"), ic.excludeIn, effect)
 		}
 		if ic.includeIn != nil && len(notIncluded) > 0 && meshed {
-			bypasses = append(bypasses, fmt.Sprintf("%s captures only inbound ports %s, not %s", pod.Name, dash(strings.Join(*ic.includeIn, ",")), strings.Join(notIncluded, ",")))
+			bypasses = append(bypasses, fmt.Sprintf("%s captures only inbound ports %s, not %s", pod.Name, wording.Dash(strings.Join(*ic.includeIn, ",")), strings.Join(notIncluded, ",")))
 			row(pod, "target", ic.source(annotation.SidecarTrafficIncludeInboundPorts, "-b"), *ic.includeIn, "port "+strings.Join(notIncluded, ",")+" not captured")
 		}
 		if len(ic.excludeOutRanges) > 0 && in.Source == nil {

@@ -6,7 +6,10 @@ import (
 	"strings"
 
 	"github.com/meshtriage/meshtriage/probes/cluster"
+	"github.com/meshtriage/meshtriage/probes/envoyadmin"
+	"github.com/meshtriage/meshtriage/probes/istioconfig"
 	"github.com/meshtriage/meshtriage/probes/parse/envoy"
+	"github.com/meshtriage/meshtriage/probes/wording"
 )
 
 // ProxyStatusProbe asks istiod (/debug/syncz) whether the source proxy is
@@ -72,12 +75,12 @@ func (p ProxyStatusProbe) Run(ctx context.Context, c cluster.Cluster, t cluster.
 func fetchProxyStatus(ctx context.Context, c cluster.Cluster, t cluster.Target) (in proxyStatusInput, what string, err error) {
 	// A pod without a sidecar is not an xDS client: istiod not listing it
 	// says nothing about staleness.
-	if in.Skip, what, err = readSourceProxy(ctx, c, t); err != nil || in.Skip != "" {
+	if in.Skip, what, err = envoyadmin.CheckSource(ctx, c, t); err != nil || in.Skip != "" {
 		return in, what, err
 	}
 	in.IstiodReplicas = -1
 	var replicas []string
-	if pods, err := c.ListPods(ctx, controlPlane(c), istiodLabels); err == nil {
+	if pods, err := c.ListPods(ctx, istioconfig.ControlPlane(c), istiodLabels); err == nil {
 		running := cluster.OrderIstiods(pods)
 		in.IstiodReplicas = len(running)
 		for _, p := range running {
@@ -94,7 +97,7 @@ func fetchProxyStatus(ctx context.Context, c cluster.Cluster, t cluster.Target) 
 			if firstErr == nil {
 				firstErr, what = err, doing
 			}
-			in.Unanswered = append(in.Unanswered, fmt.Sprintf("%s: %s", replica, firstLine(err.Error())))
+			in.Unanswered = append(in.Unanswered, fmt.Sprintf("%s: %s", replica, wording.FirstLine(err.Error())))
 			if ctx.Err() != nil {
 				break
 			}
@@ -141,7 +144,7 @@ func evaluateProxyStatus(t cluster.Target, in proxyStatusInput) Result {
 			stale++
 		}
 	}
-	fleet := fmt.Sprintf("%d of %d proxies on the %s asked are not in sync", stale, len(in.Proxies), countNoun(in.Asked, "istiod replica"))
+	fleet := fmt.Sprintf("%d of %d proxies on the %s asked are not in sync", stale, len(in.Proxies), wording.CountNoun(in.Asked, "istiod replica"))
 	var raw []string
 	if len(in.Unanswered) > 0 {
 		raw = append(raw, "istiod replicas that did not answer: "+strings.Join(in.Unanswered, "; "))
@@ -205,7 +208,7 @@ func evaluateProxyStatus(t cluster.Target, in proxyStatusInput) Result {
 		Summary: summary,
 		Evidence: Evidence{
 			Columns: []string{"proxy", "CDS", "LDS", "EDS", "RDS", "version"},
-			Rows:    [][]string{{p.ProxyID, p.CDS, p.LDS, p.EDS, p.RDS, dash(p.IstioVersion)}},
+			Rows:    [][]string{{p.ProxyID, p.CDS, p.LDS, p.EDS, p.RDS, wording.Dash(p.IstioVersion)}},
 			Raw:     strings.Join(raw, "\n"),
 		},
 		Facts: replicaFacts(Facts{

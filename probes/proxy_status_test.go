@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/meshtriage/meshtriage/probes/cluster"
+	"github.com/meshtriage/meshtriage/probes/envoyadmin"
 	"github.com/meshtriage/meshtriage/probes/mesh"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -45,7 +46,7 @@ func TestProxyStatus(t *testing.T) {
 		{"istiod unreachable", "syncz.json", &evSource, &cluster.UnreachableError{What: "istiod", Err: errors.New("no running istiod pod in istio-system")}, StatusError,
 			nil, "cannot read istiod /debug/syncz: istiod unreachable: no running istiod pod"},
 		{"malformed", "", &evSource, nil, StatusError, nil, "cannot parse istiod /debug/syncz"},
-		{"no source", "syncz.json", nil, nil, StatusSkipped, nil, noSourceSummary},
+		{"no source", "syncz.json", nil, nil, StatusSkipped, nil, envoyadmin.NoSourceSummary},
 		{"source without sidecar", "syncz.json", &cluster.PodRef{Namespace: "batch", Name: "report-cron"}, nil, StatusSkipped, nil, "has no istio-proxy"},
 		{"source pod gone", "syncz.json", &cluster.PodRef{Namespace: "shop", Name: "web-gone"}, nil, StatusError, nil, "cannot get source pod shop/web-gone: not found"},
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/parse/accesslog"
 	"github.com/meshtriage/meshtriage/probes/parse/envoy"
+	"github.com/meshtriage/meshtriage/probes/proxylog"
 )
 
 // realworld is output real Envoys and istiods wrote, gathered from public
@@ -77,7 +78,7 @@ func rwTarget(namespace, service string, port int32, source string) cluster.Targ
 func accessLogRun(sample string, t cluster.Target, log []byte, upstream bool) realworldRun {
 	match := sourceEntryMatcher(t)
 	if upstream {
-		match = inboundEntry
+		match = proxylog.InboundEntry
 	}
 	pl := podLog{Pod: cluster.PodRef{Namespace: t.Namespace, Name: "pod"}, Upstream: upstream}
 	pl.Target, pl.Other, _ = accesslog.Split(bytes.NewReader(log), match)

@@ -5,7 +5,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/meshtriage/meshtriage/assets"
 	"github.com/meshtriage/meshtriage/probes"
+	"github.com/meshtriage/meshtriage/probes/cluster"
+	"github.com/meshtriage/meshtriage/probes/cluster/recorded"
 )
 
 // A waypoint without a ready pod says why its pod is not ready: the
@@ -45,4 +48,18 @@ func TestEndpointsShowsTheContainerPortOnPortMismatch(t *testing.T) {
 	if got, _ := r.Facts["endpoints_declared_ports"].([]string); len(got) != 1 || !strings.Contains(got[0], "http=8000") {
 		t.Errorf("endpoints_declared_ports %v, want the declared http=8000", r.Facts["endpoints_declared_ports"])
 	}
+}
+
+// scenarioCluster is an embedded scenario and the cluster it replays.
+func scenarioCluster(t *testing.T, name string) (*recorded.Scenario, cluster.Cluster) {
+	t.Helper()
+	s, err := recorded.Load(assets.FS, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := recorded.NewCluster(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, c
 }

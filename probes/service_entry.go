@@ -1,19 +1,17 @@
 package probes
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"fmt"
-	"net"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/meshtriage/meshtriage/probes/cluster"
+	"github.com/meshtriage/meshtriage/probes/istioconfig"
 	"github.com/meshtriage/meshtriage/probes/mesh"
-	"github.com/meshtriage/meshtriage/probes/parse/accesslog"
+	"github.com/meshtriage/meshtriage/probes/proxylog"
+	"github.com/meshtriage/meshtriage/probes/wording"
 	"istio.io/api/annotation"
 	networkingv1 "istio.io/client-go/pkg/apis/networking/v1"
 )
@@ -38,23 +36,12 @@ func (ServiceEntryProbe) Meta() Meta {
 	}
 }
 
-// seLogWindow is how far back the source's proxy log is read.
-const seLogWindow = 30 * time.Minute
-
-// blackholed is one destination the source's proxy refused to route.
-type blackholed struct {
-	Host   string // authority or SNI without port, or the original destination IP
-	Ports  []int  // original destination ports seen
-	Count  int
-	Sample string
-}
-
 type seInput struct {
 	Mesh mesh.MeshConfig
 	// Sidecar is the Sidecar resource that applies to the source, if any.
 	Sidecar *networkingv1.Sidecar
 	// Hosts are the BlackHoleCluster destinations in the source's proxy log.
-	Hosts   []blackholed
+	Hosts   []proxylog.Blackholed
 	Entries int // access-log entries read
 	SEs     []*networkingv1.ServiceEntry
 	// Partial lists reads that failed without making the result worthless.
@@ -68,18 +55,18 @@ func (p ServiceEntryProbe) Run(ctx context.Context, c cluster.Cluster, t cluster
 	in, what, err := fetchServiceEntry(ctx, c, t)
 	if err != nil {
 		r := ErrorResult(what, err)
-		r.Commands = seCommands(t, controlPlane(c), in.Mesh.RootNamespace(controlPlane(c)))
+		r.Commands = seCommands(t, istioconfig.ControlPlane(c), in.Mesh.RootNamespace(istioconfig.ControlPlane(c)))
 		return r
 	}
 	r := evaluateServiceEntry(t, in)
-	r.Commands = seCommands(t, controlPlane(c), in.Mesh.RootNamespace(controlPlane(c)))
+	r.Commands = seCommands(t, istioconfig.ControlPlane(c), in.Mesh.RootNamespace(istioconfig.ControlPlane(c)))
 	return r
 }
 
 func fetchServiceEntry(ctx context.Context, c cluster.Cluster, t cluster.Target) (seInput, string, error) {
 	var in seInput
 	var err error
-	if in.Mesh, err = ReadMeshConfig(ctx, c); err != nil {
+	if in.Mesh, err = istioconfig.ReadMeshConfig(ctx, c); err != nil {
 		return in, "read the mesh config", err
 	}
 	if t.Source == nil {
@@ -90,17 +77,17 @@ func fetchServiceEntry(ctx context.Context, c cluster.Cluster, t cluster.Target)
 	if err != nil {
 		return in, "get pod " + src.String(), err
 	}
-	root := in.Mesh.RootNamespace(controlPlane(c))
+	root := in.Mesh.RootNamespace(istioconfig.ControlPlane(c))
 	// The rules as the config model reads them (every namespace's, one
 	// list a kind, shared through the read cache): a ServiceEntry of any
 	// namespace may be exported to the caller.
-	rules, what, err := fetchMeshRules(ctx, c, uniqueNonEmpty(src.Namespace, t.Namespace, root), func(ns string) bool { return ns != src.Namespace })
+	rules, what, err := istioconfig.ReadRules(ctx, c, wording.UniqueNonEmpty(src.Namespace, t.Namespace, root), func(ns string) bool { return ns != src.Namespace })
 	if err != nil {
 		return in, what, err
 	}
-	in.Partial = append(in.Partial, rules.unknown...)
-	in.RulesPartial = rules.partial()
-	cfg := &mesh.Config{Mesh: in.Mesh, RootNamespace: root, Sidecars: rules.scs}
+	in.Partial = append(in.Partial, rules.Unknown...)
+	in.RulesPartial = rules.Partial()
+	cfg := &mesh.Config{Mesh: in.Mesh, RootNamespace: root, Sidecars: rules.Sidecars}
 	in.Sidecar, _ = cfg.SidecarFor(mesh.CallerFromPod(pod))
 	if mesh.PodSidecar(pod) == mesh.SidecarNone {
 		// No Envoy sends anything of this caller to BlackHoleCluster: an
@@ -109,74 +96,16 @@ func fetchServiceEntry(ctx context.Context, c cluster.Cluster, t cluster.Target)
 		return in, "", nil
 	}
 
-	log, err := newestLog(ctx, c, src, proxyLogOptions(seLogWindow, AccessLogTailLines))
+	log, err := proxylog.NewestLog(ctx, c, src, proxylog.ProxyOptions(proxylog.BlackholeWindow, proxylog.AccessLogTailLines))
 	if err != nil {
 		return in, fmt.Sprintf("read the %s log of %s", mesh.ProxyContainer, src), err
 	}
-	in.Hosts, in.Entries = blackholedHosts(log)
+	in.Hosts, in.Entries = proxylog.ParseBlackholed(log)
 	if len(in.Hosts) == 0 {
 		return in, "", nil
 	}
-	in.SEs = rules.ses
+	in.SEs = rules.ServiceEntries
 	return in, "", nil
-}
-
-// blackholedHosts collects the destinations of entries Istio refused to
-// route: TCP/TLS sent to BlackHoleCluster, and HTTP answered 502 by the
-// block_all route that REGISTRY_ONLY puts on outbound HTTP ports.
-func blackholedHosts(log []byte) ([]blackholed, int) {
-	byHost := map[string]*blackholed{}
-	entries := 0
-	sc := bufio.NewScanner(bytes.NewReader(log))
-	sc.Buffer(make([]byte, 0, 64<<10), accesslog.MaxLine)
-	for sc.Scan() {
-		e, ok := accesslog.ParseLine(sc.Text())
-		if !ok {
-			continue
-		}
-		entries++
-		if !e.BlackHole() && e.RouteName != "block_all" {
-			continue
-		}
-		host := hostWithoutPort(e.Destination())
-		if host == "" {
-			continue
-		}
-		b := byHost[host]
-		if b == nil {
-			b = &blackholed{Host: host, Sample: sc.Text()}
-			byHost[host] = b
-		}
-		b.Count++
-		if _, port, err := net.SplitHostPort(e.DownstreamLocalAddress); err == nil {
-			if n, err := strconv.Atoi(port); err == nil && !containsInt(b.Ports, n) {
-				b.Ports = append(b.Ports, n)
-			}
-		}
-	}
-	out := make([]blackholed, 0, len(byHost))
-	for _, b := range byHost {
-		sort.Ints(b.Ports)
-		out = append(out, *b)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Host < out[j].Host })
-	return out, entries
-}
-
-func hostWithoutPort(s string) string {
-	if h, _, err := net.SplitHostPort(s); err == nil {
-		return h
-	}
-	return strings.Trim(s, "[]")
-}
-
-func containsInt(list []int, n int) bool {
-	for _, v := range list {
-		if v == n {
-			return true
-		}
-	}
-	return false
 }
 
 func sePorts(se *networkingv1.ServiceEntry) []int {
@@ -241,7 +170,7 @@ func evaluateServiceEntry(t cluster.Target, in seInput) Result {
 			verdict = "declared and visible"
 			var missing []string
 			for _, p := range b.Ports {
-				if !containsInt(sePorts(visible[0]), p) {
+				if !slices.Contains(sePorts(visible[0]), p) {
 					missing = append(missing, strconv.Itoa(p))
 				}
 			}
@@ -256,13 +185,13 @@ func evaluateServiceEntry(t cluster.Target, in seInput) Result {
 		for _, se := range matching {
 			names = append(names, se.Namespace+"/"+se.Name)
 		}
-		r.Evidence.Rows = append(r.Evidence.Rows, []string{b.Host, intsString(b.Ports), strconv.Itoa(b.Count), dash(strings.Join(names, ",")), verdict})
+		r.Evidence.Rows = append(r.Evidence.Rows, []string{b.Host, intsString(b.Ports), strconv.Itoa(b.Count), wording.Dash(strings.Join(names, ",")), verdict})
 		raw = append(raw, b.Sample)
 	}
 	r.Facts["se_unregistered_hosts"] = unregistered
 	r.Facts["se_hidden_hosts"] = hidden
 	r.Facts["se_in_cluster_hosts"] = inCluster
-	raw = append(raw, fmt.Sprintf("%d access-log entries in the last %s of %s's %s log", in.Entries, seLogWindow, t.Source, mesh.ProxyContainer))
+	raw = append(raw, fmt.Sprintf("%d access-log entries in the last %s of %s's %s log", in.Entries, proxylog.BlackholeWindow, t.Source, mesh.ProxyContainer))
 	raw = append(raw, in.Partial...)
 	if in.RulesPartial != "" {
 		raw = append(raw, "the rule set is partial: "+in.RulesPartial+": a ServiceEntry there, exported to "+srcNS+", may declare a host listed as unregistered or hidden")
@@ -284,7 +213,7 @@ func evaluateServiceEntry(t cluster.Target, in seInput) Result {
 	switch {
 	case len(problems) > 0:
 		r.Status = StatusFail
-		r.Summary = fmt.Sprintf("%s: %s sent to BlackHoleCluster; %s", mode, countNoun(len(in.Hosts)-len(inCluster), "external host"), strings.Join(problems, "; "))
+		r.Summary = fmt.Sprintf("%s: %s sent to BlackHoleCluster; %s", mode, wording.CountNoun(len(in.Hosts)-len(inCluster), "external host"), strings.Join(problems, "; "))
 		if inClusterNote != "" {
 			r.Summary += "; " + inClusterNote
 		}
@@ -295,11 +224,8 @@ func evaluateServiceEntry(t cluster.Target, in seInput) Result {
 		r.Status = StatusWarn
 		r.Summary = mode + ": " + inClusterNote
 	default:
-		r.Summary = fmt.Sprintf("outbound policy %s; no BlackHoleCluster traffic in %s's proxy log", mode, t.Source)
-	}
-	if len(in.Partial) > 0 && r.Status == StatusPass {
-		r.Status = StatusWarn
-		r.Summary += "; " + strings.Join(in.Partial, "; ")
+		// What could not be read warns a pass.
+		r.Status, r.Summary = verdict{Head: fmt.Sprintf("outbound policy %s; no BlackHoleCluster traffic in %s's proxy log", mode, t.Source), Warnings: in.Partial}.judge()
 	}
 	return r
 }
@@ -318,7 +244,7 @@ func intsString(ns []int) string {
 	for i, n := range ns {
 		s[i] = strconv.Itoa(n)
 	}
-	return dash(strings.Join(s, ","))
+	return wording.Dash(strings.Join(s, ","))
 }
 
 func seCommands(t cluster.Target, controlPlaneNS, root string) []string {

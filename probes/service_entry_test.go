@@ -8,7 +8,9 @@ import (
 	"testing"
 
 	"github.com/meshtriage/meshtriage/probes/cluster"
+	"github.com/meshtriage/meshtriage/probes/istioconfig"
 	"github.com/meshtriage/meshtriage/probes/mesh"
+	"github.com/meshtriage/meshtriage/probes/proxylog"
 	networkingv1alpha3 "istio.io/api/networking/v1alpha3"
 	networkingv1 "istio.io/client-go/pkg/apis/networking/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -65,24 +67,9 @@ func TestMeshConfigOutboundModeDefault(t *testing.T) {
 	}
 }
 
-func TestBlackholedHostsFromProxyLog(t *testing.T) {
-	hosts, entries := blackholedHosts(readTestdata(t, "testdata/service-entry/proxy.log"))
-	if entries != 7 {
-		t.Errorf("entries = %d, want 7", entries)
-	}
-	var got []string
-	for _, h := range hosts {
-		got = append(got, h.Host+" "+intsString(h.Ports)+" x"+string(rune('0'+h.Count)))
-	}
-	want := []string{"203.0.113.7 5432 x1", "api.example.com 8443 x1", "api.stripe.com 80 x2", "github.com 443 x1"}
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("blackholed = %q, want %q", got, want)
-	}
-}
-
 func TestServiceEntryEvaluate(t *testing.T) {
 	from := cluster.Target{Namespace: "shop", Service: "orders", Source: &cluster.PodRef{Namespace: "web", Name: "web-1"}}
-	hosts, entries := blackholedHosts(readTestdata(t, "testdata/service-entry/proxy.log"))
+	hosts, entries := proxylog.ParseBlackholed(readTestdata(t, "testdata/service-entry/proxy.log"))
 	mesh := registryOnlyMesh(t)
 	cases := []struct {
 		name    string
@@ -129,7 +116,7 @@ func TestServiceEntryEvaluate(t *testing.T) {
 			// wrong fix.
 			name:   "in-cluster Service blackholed",
 			target: from,
-			in: seInput{Mesh: mesh, Entries: 3, Hosts: []blackholed{
+			in: seInput{Mesh: mesh, Entries: 3, Hosts: []proxylog.Blackholed{
 				{Host: "payments.billing.svc.cluster.local", Ports: []int{8080}, Count: 3},
 				{Host: "github.com", Ports: []int{443}, Count: 1},
 			}},
@@ -144,7 +131,7 @@ func TestServiceEntryEvaluate(t *testing.T) {
 		{
 			name:   "only an in-cluster Service blackholed",
 			target: from,
-			in: seInput{Mesh: mesh, Entries: 3, Hosts: []blackholed{
+			in: seInput{Mesh: mesh, Entries: 3, Hosts: []proxylog.Blackholed{
 				{Host: "payments.billing.svc", Ports: []int{8080}, Count: 3},
 			}},
 			status:  StatusWarn,
@@ -228,7 +215,7 @@ func TestServiceEntryProbeThroughClusterReads(t *testing.T) {
 		if r.Status != StatusFail || r.Facts["se_registry_only"] != true || !reflect.DeepEqual(r.Facts["se_unregistered_hosts"], want) {
 			t.Fatalf("%s %q %#v", r.Status, r.Summary, r.Facts)
 		}
-		if o := f.lastLogOptions; o.Container != mesh.ProxyContainer || o.Since != seLogWindow || o.TailLines != AccessLogTailLines || o.LimitBytes != AccessLogTailLines*logLineAllowance {
+		if o := f.lastLogOptions; o.Container != mesh.ProxyContainer || o.Since != proxylog.BlackholeWindow || o.TailLines != proxylog.AccessLogTailLines || o.LimitBytes != proxylog.AccessLogTailLines*proxylog.LineAllowance {
 			t.Errorf("log read unbounded: %+v", o)
 		}
 		if !strings.Contains(strings.Join(r.Commands, "\n"), "kubectl logs -n web web-1 -c istio-proxy --since=30m") {
@@ -256,8 +243,8 @@ func TestServiceEntryProbeThroughClusterReads(t *testing.T) {
 	// and "no ServiceEntry" is said with that bound.
 	t.Run("all-namespaces list refused: partial", func(t *testing.T) {
 		f := newSECluster()
-		for _, k := range ruleKinds {
-			f.forbidAllNamespaces("list", k.name)
+		for _, resource := range istioconfig.RuleResources() {
+			f.forbidAllNamespaces("list", resource)
 		}
 		r := Run(ctx, ServiceEntryProbe{}, f, target)
 		mustAllFacts(t, ServiceEntryProbe{}, r)

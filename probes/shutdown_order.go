@@ -8,7 +8,9 @@ import (
 	"time"
 
 	"github.com/meshtriage/meshtriage/probes/cluster"
+	"github.com/meshtriage/meshtriage/probes/istioconfig"
 	"github.com/meshtriage/meshtriage/probes/mesh"
+	"github.com/meshtriage/meshtriage/probes/wording"
 	meshv1alpha1 "istio.io/api/mesh/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 )
@@ -56,7 +58,7 @@ func (ShutdownOrderProbe) Run(ctx context.Context, c cluster.Cluster, t cluster.
 func fetchShutdown(ctx context.Context, c cluster.Cluster, t cluster.Target) (shutdownInput, string, error) {
 	var in shutdownInput
 	var err error
-	if in.Mesh, err = ReadMeshConfig(ctx, c); err != nil {
+	if in.Mesh, err = istioconfig.ReadMeshConfig(ctx, c); err != nil {
 		return in, "read the mesh config", err
 	}
 	svc, err := c.GetService(ctx, t.Namespace, t.Service)
@@ -97,7 +99,7 @@ func evaluateShutdown(t cluster.Target, in shutdownInput) Result {
 			grace = fmt.Sprintf("%ds", *g)
 		}
 		res.Evidence.Rows = append(res.Evidence.Rows, []string{
-			pod.Name, string(kind), dash(drain), yesNo(prestop), grace, yesNo(pod.DeletionTimestamp != nil),
+			pod.Name, string(kind), wording.Dash(drain), wording.YesNo(prestop), grace, wording.YesNo(pod.DeletionTimestamp != nil),
 		})
 	}
 	res.Facts = Facts{

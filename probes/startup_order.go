@@ -1,8 +1,6 @@
 package probes
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"fmt"
 	"sort"
@@ -10,7 +8,11 @@ import (
 	"time"
 
 	"github.com/meshtriage/meshtriage/probes/cluster"
+	"github.com/meshtriage/meshtriage/probes/istioconfig"
 	"github.com/meshtriage/meshtriage/probes/mesh"
+	"github.com/meshtriage/meshtriage/probes/podstartup"
+	"github.com/meshtriage/meshtriage/probes/readgroup"
+	"github.com/meshtriage/meshtriage/probes/wording"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -35,19 +37,8 @@ func (StartupOrderProbe) Meta() Meta {
 	}
 }
 
-// EarlyRestartWindow is how soon after creation a restart counts as a
-// startup failure; the rollout watch judges new pods with it too.
-const EarlyRestartWindow = 60 * time.Second
-
-// Windows that define "at startup".
-const (
-	startupLogWindow = 30 * time.Second
-	maxPodsWithLogs  = 5
-)
-
-// proxyReadyMarker is what pilot-agent logs once Envoy answers its readiness
-// check.
-const proxyReadyMarker = "Envoy proxy is ready"
+// maxPodsWithLogs bounds the pods whose logs are read, restarted pods first.
+const maxPodsWithLogs = 5
 
 type startupPod struct {
 	Pod *corev1.Pod
@@ -79,9 +70,9 @@ func fetchStartup(ctx context.Context, c cluster.Cluster, t cluster.Target) (sta
 	var (
 		svc           *corev1.Service
 		meshErr, sErr error
-		first         readGroup
+		first         readgroup.Group
 	)
-	first.Go(func() { in.Mesh, meshErr = ReadMeshConfig(ctx, c) })
+	first.Go(func() { in.Mesh, meshErr = istioconfig.ReadMeshConfig(ctx, c) })
 	first.Go(func() { svc, sErr = c.GetService(ctx, t.Namespace, t.Service) })
 	first.Wait()
 	if meshErr != nil {
@@ -99,7 +90,7 @@ func fetchStartup(ctx context.Context, c cluster.Cluster, t cluster.Target) (sta
 	sort.SliceStable(pods, func(i, j int) bool { return restarts(&pods[i]) > restarts(&pods[j]) })
 	in.Pods = make([]startupPod, len(pods))
 	// Every log of every pod at once: each read fills only its own field.
-	var logs readGroup
+	var logs readgroup.Group
 	for i := range pods {
 		sp := &in.Pods[i]
 		*sp = startupPod{Pod: &pods[i], AppLogs: map[string][]byte{}, AppPrevLogs: map[string][]byte{}}
@@ -112,7 +103,7 @@ func fetchStartup(ctx context.Context, c cluster.Cluster, t cluster.Target) (sta
 		appLogs := make([][]byte, len(apps))
 		prevLogs := make([][]byte, len(apps))
 		prevProblems := make([]string, len(apps))
-		var pod readGroup
+		var pod readgroup.Group
 		if mesh.PodSidecar(&pods[i]) != mesh.SidecarNone {
 			pod.Go(func() {
 				if b, err := c.Logs(ctx, ref, cluster.LogOptions{Container: mesh.ProxyContainer, LimitBytes: cluster.DefaultLogLimit}); err == nil {
@@ -174,79 +165,35 @@ func evaluateStartup(t cluster.Target, in startupInput) Result {
 
 	for _, sp := range in.Pods {
 		pod := sp.Pod
-		kind := mesh.PodSidecar(pod)
-		holdApp := holdsApplication(pod)
-		if kind == mesh.SidecarClassic && !holdApp && holdRequested(pod, meshHold) {
+		start := podstartup.Of(pod, podstartup.Logs{Proxy: sp.ProxyLog, App: sp.AppLogs, AppPrevious: sp.AppPrevLogs}, in.Mesh)
+		if start.HoldNotInjected {
 			notInjected = append(notInjected, pod.Name)
 		}
-		if kind != mesh.SidecarNone {
+		if start.Sidecar != mesh.SidecarNone {
 			meshed++
-			if kind == mesh.SidecarNative {
+			if start.Sidecar == mesh.SidecarNative {
 				native++
 			}
-			if holdApp {
+			if start.HoldApplication {
 				hold++
 			}
 		}
-		created := pod.CreationTimestamp.Time
-		proxyReady, readyKnown := proxyReadyTime(sp.ProxyLog)
-		if !readyKnown && kind != mesh.SidecarNone {
-			// Without the log, the proxy container's start is the earliest
-			// Envoy could have been ready.
-			if st, ok := mesh.ContainerStatus(pod, mesh.ProxyContainer); ok {
-				if s := firstStart(st); !s.IsZero() {
-					proxyReady = s
-				}
-			}
-		}
-		appStart := time.Time{}
-		podRestarted, podRefused, podBefore := false, false, false
-		var lastTerm string
-		for _, app := range mesh.AppContainers(pod) {
-			st, ok := mesh.ContainerStatus(pod, app.Name)
-			if !ok {
-				continue
-			}
-			s := firstStart(st)
-			if appStart.IsZero() || (!s.IsZero() && s.Before(appStart)) {
-				appStart = s
-			}
-			if kind != mesh.SidecarNone && !s.IsZero() && !proxyReady.IsZero() && appBeforeReady(s, proxyReady, readyKnown) {
-				podBefore = true
-			}
-			if term := st.LastTerminationState.Terminated; term != nil && st.RestartCount > 0 {
-				end := term.FinishedAt.Time
-				if end.IsZero() {
-					end = term.StartedAt.Time
-				}
-				if !created.IsZero() && !end.IsZero() && end.Sub(created) <= EarlyRestartWindow {
-					podRestarted = true
-					lastTerm = fmt.Sprintf("%s %s exit %d at +%s", app.Name, term.Reason, term.ExitCode, end.Sub(created).Round(time.Second))
-					reasons = append(reasons, pod.Name+": "+lastTerm)
-				} else if lastTerm == "" {
-					lastTerm = fmt.Sprintf("%s %s exit %d", app.Name, term.Reason, term.ExitCode)
-				}
-			}
-			if connectionRefusedAtStart(sp.AppPrevLogs[app.Name]) || connectionRefusedAtStart(sp.AppLogs[app.Name]) {
-				podRefused = true
-			}
-			if podRestarted && sp.AppPrevLogs[app.Name] == nil && sp.AppLogs[app.Name] == nil {
-				refusedUnread = true
-			}
-		}
-		if podBefore {
+		if start.AppBeforeProxy {
 			appBeforeProxy++
 		}
-		if podRestarted {
+		if start.EarlyRestart {
 			earlyRestarts++
 		}
-		if podRefused {
+		if start.ConnectionRefused {
 			refused++
 		}
+		reasons = append(reasons, start.RestartReasons...)
+		refusedUnread = refusedUnread || start.RefusedUnknown
 		problems = append(problems, sp.LogProblems...)
+		created := pod.CreationTimestamp.Time
 		res.Evidence.Rows = append(res.Evidence.Rows, []string{
-			pod.Name, string(kind), yesNo(holdApp), relative(proxyReady, created, readyKnown), relative(appStart, created, true),
-			fmt.Sprint(restarts(pod)), dash(lastTerm), yesNo(podRefused),
+			pod.Name, string(start.Sidecar), wording.YesNo(start.HoldApplication), relative(start.ProxyReady, created, start.ProxyReadyFromLog), relative(start.AppStarted, created, true),
+			fmt.Sprint(restarts(pod)), wording.Dash(start.LastTermination), wording.YesNo(start.ConnectionRefused),
 		})
 	}
 
@@ -278,10 +225,10 @@ func evaluateStartup(t cluster.Target, in startupInput) Result {
 		res.Summary = "no pods selected by the service: nothing to compare"
 	case earlyRestarts > 0 && !allNative && !allHold:
 		res.Status = StatusFail
-		res.Summary = fmt.Sprintf("%d pod(s) restarted within %s of creation; app starts before Envoy is ready (%d pod(s)), no holdApplicationUntilProxyStarts", earlyRestarts, EarlyRestartWindow, appBeforeProxy)
+		res.Summary = fmt.Sprintf("%d pod(s) restarted within %s of creation; app starts before Envoy is ready (%d pod(s)), no holdApplicationUntilProxyStarts", earlyRestarts, podstartup.EarlyRestartWindow, appBeforeProxy)
 	case earlyRestarts > 0:
 		res.Status = StatusWarn
-		res.Summary = fmt.Sprintf("%d pod(s) restarted within %s of creation although the app waits for the proxy: look at the app's own dependencies", earlyRestarts, EarlyRestartWindow)
+		res.Summary = fmt.Sprintf("%d pod(s) restarted within %s of creation although the app waits for the proxy: look at the app's own dependencies", earlyRestarts, podstartup.EarlyRestartWindow)
 	case appBeforeProxy > 0 && !allNative && !allHold:
 		res.Status = StatusWarn
 		res.Summary = fmt.Sprintf("app starts before Envoy is ready on %d pod(s): outbound calls at startup can fail", appBeforeProxy)
@@ -290,106 +237,6 @@ func evaluateStartup(t cluster.Target, in startupInput) Result {
 		res.Summary = "no early restarts; start order is safe"
 	}
 	return res
-}
-
-// holdsApplication reports whether the pod was injected with
-// holdApplicationUntilProxyStarts. The injector turns it into a postStart
-// hook running `pilot-agent wait` on istio-proxy, and that hook is what holds
-// the app: the pod annotation and the mesh default are read only at
-// injection, so a pod injected before they were set (the usual state right
-// after the fix is applied and before the rollout restart) is not held
-// whatever they say now.
-func holdsApplication(pod *corev1.Pod) bool {
-	c, ok := mesh.ProxyContainerSpec(pod)
-	if !ok || c.Lifecycle == nil || c.Lifecycle.PostStart == nil || c.Lifecycle.PostStart.Exec == nil {
-		return false
-	}
-	cmd := strings.Join(c.Lifecycle.PostStart.Exec.Command, " ")
-	return strings.Contains(cmd, "pilot-agent") && strings.Contains(cmd, "wait")
-}
-
-// holdRequested reports whether the pod's annotation, else the mesh
-// default, asks for holdApplicationUntilProxyStarts: what a pod injected now
-// would get.
-func holdRequested(pod *corev1.Pod, meshDefault bool) bool {
-	if a := mesh.PodProxyConfigAnnotation(pod); a != "" {
-		if pc, err := mesh.ParseProxyConfig(a); err == nil && pc.GetHoldApplicationUntilProxyStarts() != nil {
-			return pc.GetHoldApplicationUntilProxyStarts().GetValue()
-		}
-	}
-	return meshDefault
-}
-
-// proxyReadyTime finds pilot-agent's "Envoy proxy is ready" line; its first
-// field is an RFC 3339 timestamp.
-func proxyReadyTime(log []byte) (time.Time, bool) {
-	sc := bufio.NewScanner(bytes.NewReader(log))
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if !strings.Contains(line, proxyReadyMarker) {
-			continue
-		}
-		if ts, ok := leadingTimestamp(line); ok {
-			return ts, true
-		}
-	}
-	return time.Time{}, false
-}
-
-// connectionRefusedAtStart looks for "connection refused" in the first
-// seconds of a container log (timestamped lines), or its first lines when the
-// app does not timestamp its output.
-func connectionRefusedAtStart(log []byte) bool {
-	sc := bufio.NewScanner(bytes.NewReader(log))
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	var first time.Time
-	for n := 0; sc.Scan(); n++ {
-		line := sc.Text()
-		ts, ok := leadingTimestamp(line)
-		if ok && first.IsZero() {
-			first = ts
-		}
-		within := (ok && ts.Sub(first) <= startupLogWindow) || (!ok && n < 50)
-		if !within {
-			if ok {
-				return false
-			}
-			continue
-		}
-		if strings.Contains(strings.ToLower(line), "connection refused") {
-			return true
-		}
-	}
-	return false
-}
-
-func leadingTimestamp(line string) (time.Time, bool) {
-	field := line
-	if i := strings.IndexAny(line, " \t"); i > 0 {
-		field = line[:i]
-	}
-	field = strings.Trim(field, "[]")
-	for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04:05.000000Z", "2006/01/02 15:04:05"} {
-		if ts, err := time.Parse(layout, field); err == nil {
-			return ts, true
-		}
-	}
-	return time.Time{}, false
-}
-
-// firstStart is when the container's first recorded instance started.
-func firstStart(st corev1.ContainerStatus) time.Time {
-	if t := st.LastTerminationState.Terminated; t != nil && !t.StartedAt.IsZero() {
-		return t.StartedAt.Time
-	}
-	if st.State.Running != nil {
-		return st.State.Running.StartedAt.Time
-	}
-	if t := st.State.Terminated; t != nil {
-		return t.StartedAt.Time
-	}
-	return time.Time{}
 }
 
 func restarts(pod *corev1.Pod) int32 {
@@ -420,24 +267,11 @@ func startupCommands(t cluster.Target, pods []startupPod) []string {
 		p := pods[0].Pod
 		cmds = append(cmds,
 			fmt.Sprintf("kubectl get pod -n %s %s -o jsonpath='{range .status.containerStatuses[*]}{.name}{\"\\t\"}{.state.running.startedAt}{\"\\t\"}{.lastState.terminated.reason}{\"\\n\"}{end}'", p.Namespace, p.Name),
-			fmt.Sprintf("kubectl logs -n %s %s -c %s | grep '%s'", p.Namespace, p.Name, mesh.ProxyContainer, proxyReadyMarker),
+			fmt.Sprintf("kubectl logs -n %s %s -c %s | grep '%s'", p.Namespace, p.Name, mesh.ProxyContainer, podstartup.ProxyReadyMarker),
 		)
 		if apps := mesh.AppContainers(p); len(apps) > 0 {
 			cmds = append(cmds, fmt.Sprintf("kubectl logs -n %s %s -c %s --previous | head -50", p.Namespace, p.Name, apps[0].Name))
 		}
 	}
 	return cmds
-}
-
-// appBeforeReady says whether an app container that started at appStart
-// could have run before Envoy was ready. With pilot-agent's ready line the
-// comparison is exact. Without it, ready is only the proxy container's start,
-// and container status times have whole seconds: an app started in the same
-// second as the proxy container started before Envoy could answer, because
-// Envoy is never ready the second it starts.
-func appBeforeReady(appStart, ready time.Time, readyFromLog bool) bool {
-	if readyFromLog {
-		return appStart.Before(ready)
-	}
-	return !appStart.After(ready)
 }

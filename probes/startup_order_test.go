@@ -1,12 +1,14 @@
 package probes
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/mesh"
+	"github.com/meshtriage/meshtriage/probes/podstartup"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 	"istio.io/api/annotation"
 	meshv1alpha1 "istio.io/api/mesh/v1alpha1"
@@ -130,41 +132,6 @@ func TestStartupOrderLateRestartIsNotAStartupRace(t *testing.T) {
 	}
 }
 
-func TestConnectionRefusedOnlyCountsAtStartup(t *testing.T) {
-	late := "2026-12-02T03:00:00Z INFO up\n2026-12-02T03:05:00Z ERROR dial tcp: connect: connection refused\n"
-	if connectionRefusedAtStart([]byte(late)) {
-		t.Error("a refusal five minutes in is not a startup refusal")
-	}
-	if !connectionRefusedAtStart([]byte("booting\nError: connect ECONNREFUSED... connection refused\n")) {
-		t.Error("untimestamped early refusal missed")
-	}
-}
-
-// Without pilot-agent's log, whole-second container times are all there is:
-// an app started in the proxy container's start second counts as started
-// before Envoy was ready, a later one does not, and the ready line, when
-// present, is compared exactly.
-func TestAppBeforeReadyAtSecondPrecision(t *testing.T) {
-	second := podCreated.Add(time.Second)
-	cases := []struct {
-		name         string
-		app, ready   time.Time
-		readyFromLog bool
-		want         bool
-	}{
-		{"same second, no log", second, second, false, true},
-		{"a second later, no log", second.Add(time.Second), second, false, false},
-		{"a second earlier, no log", podCreated, second, false, true},
-		{"same instant as the ready line", second, second, true, false},
-		{"before the ready line", second, second.Add(time.Millisecond), true, true},
-	}
-	for _, c := range cases {
-		if got := appBeforeReady(c.app, c.ready, c.readyFromLog); got != c.want {
-			t.Errorf("%s: appBeforeReady = %v, want %v", c.name, got, c.want)
-		}
-	}
-}
-
 // A pod that restarted at startup, whose app logs could not be read: "no
 // connection refused" is not known, so the fact is left unknown rather
 // than 0, and the runbook can say the previous log would confirm the race.
@@ -180,5 +147,38 @@ func TestStartupOrderUnreadLogLeavesConnectionRefusedUnknown(t *testing.T) {
 	in.Pods[0].AppPrevLogs = map[string][]byte{"orders-api": []byte("2026-12-02T03:00:00.900Z INFO starting\n")}
 	if res := evaluateStartup(cluster.Target{Namespace: "shop", Service: "orders-api"}, in); res.Facts["startup_connection_refused"] != 0 {
 		t.Errorf("with the previous log read and no refusal: startup_connection_refused = %v, want 0", res.Facts["startup_connection_refused"])
+	}
+}
+
+// The rollout watch judges a pod with podstartup.Of, the probe each of
+// the Service's pods: on one pod they agree.
+func TestPodStartAgreesWithTheProbe(t *testing.T) {
+	target := cluster.Target{Namespace: "shop"}
+	race := ordersPod(true)
+	logs := podstartup.Logs{
+		Proxy:       []byte(ordersProxyLog),
+		AppPrevious: map[string][]byte{"orders-api": []byte(ordersPreviousLog)},
+	}
+	got := podstartup.Of(race, logs, mesh.MeshConfig{})
+	res := evaluateStartup(target, startupInput{Pods: []startupPod{{Pod: race, ProxyLog: logs.Proxy, AppLogs: map[string][]byte{}, AppPrevLogs: logs.AppPrevious}}})
+	if !got.AppBeforeProxy || !got.EarlyRestart || !got.ConnectionRefused || got.HoldApplication || res.Status != StatusFail {
+		t.Errorf("the orders-api race: %+v; the probe: %s %q", got, res.Status, res.Summary)
+	}
+	if res.Facts["startup_app_before_proxy"] != 1 || res.Facts["startup_early_restarts"] != 1 || res.Facts["startup_connection_refused"] != 1 {
+		t.Errorf("the probe's facts %v disagree with the pod's start %+v", res.Facts, got)
+	}
+	if len(got.RestartReasons) != 1 || len(res.Evidence.Rows) != 1 || len(res.Evidence.Rows[0]) != len(res.Evidence.Columns) {
+		t.Errorf("reasons %q, rows %q", got.RestartReasons, res.Evidence.Rows)
+	}
+
+	held := ordersPod(false)
+	held.Spec.Containers[1].Lifecycle = &corev1.Lifecycle{PostStart: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{"pilot-agent", "wait"}}}}
+	got = podstartup.Of(held, podstartup.Logs{}, mesh.MeshConfig{})
+	res = evaluateStartup(target, startupInput{Pods: []startupPod{{Pod: held}}})
+	if got.EarlyRestart || got.ConnectionRefused || !got.HoldApplication || res.Status != StatusPass || got.Sidecar != mesh.SidecarClassic {
+		t.Errorf("a held pod: %+v; the probe: %s %q", got, res.Status, res.Summary)
+	}
+	if !slices.Contains(res.Evidence.Columns, "proxy ready") {
+		t.Errorf("columns %q", res.Evidence.Columns)
 	}
 }

@@ -9,13 +9,15 @@ import (
 
 	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/mesh"
+	"github.com/meshtriage/meshtriage/probes/podfacts"
+	"github.com/meshtriage/meshtriage/probes/readgroup"
+	"github.com/meshtriage/meshtriage/probes/wording"
 	"istio.io/api/annotation"
 	"istio.io/api/label"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
 // TargetProbe resolves the Service and the pods it selects, and whether those
@@ -103,7 +105,7 @@ func fetchTarget(ctx context.Context, c cluster.Cluster, t cluster.Target) (targ
 			pods           []corev1.Pod
 			slices         []discoveryv1.EndpointSlice
 			podErr, epsErr error
-			g              readGroup
+			g              readgroup.Group
 		)
 		if len(svc.Spec.Selector) > 0 {
 			g.Go(func() { pods, podErr = c.ListPods(ctx, t.Namespace, svc.Spec.Selector) })
@@ -170,8 +172,8 @@ func evaluateTarget(t cluster.Target, in targetInput) Result {
 	r.Facts["target_port_found"] = portFound
 
 	raw = append(raw, fmt.Sprintf("service %s/%s type %s clusterIP %s selector %s ports %s",
-		svc.Namespace, svc.Name, svc.Spec.Type, dash(svc.Spec.ClusterIP),
-		dash(labels.SelectorFromSet(selector).String()), strings.Join(servicePortStrings(svc), ",")))
+		svc.Namespace, svc.Name, svc.Spec.Type, wording.Dash(svc.Spec.ClusterIP),
+		wording.Dash(labels.SelectorFromSet(selector).String()), strings.Join(servicePortStrings(svc), ",")))
 
 	nsInjection := ""
 	if in.NamespaceProblem != "" {
@@ -200,7 +202,7 @@ func evaluateTarget(t cluster.Target, in targetInput) Result {
 			injection = podInjection(nsInjection, pod)
 		}
 		r.Evidence.Rows = append(r.Evidence.Rows, []string{
-			pod.Name, string(pod.Status.Phase), yesNo(ready), string(kind), dash(pod.Spec.NodeName), dash(pod.Status.PodIP), injection,
+			pod.Name, string(pod.Status.Phase), wording.YesNo(ready), string(kind), wording.Dash(pod.Spec.NodeName), wording.Dash(pod.Status.PodIP), injection,
 		})
 	}
 	r.Facts["target_pods_selected"] = len(pods)
@@ -263,17 +265,8 @@ func evaluateTarget(t cluster.Target, in targetInput) Result {
 		warnings = append(warnings, in.NamespaceProblem)
 	}
 
-	head := fmt.Sprintf("svc/%s: %s selected, %d with sidecar", t.Service, countNoun(len(pods), "pod"), withSidecar)
-	switch {
-	case len(problems) > 0:
-		r.Status = StatusFail
-		r.Summary = head + "; " + strings.Join(append(problems, warnings...), "; ")
-	case len(warnings) > 0:
-		r.Status = StatusWarn
-		r.Summary = head + "; " + strings.Join(warnings, "; ")
-	default:
-		r.Summary = head
-	}
+	head := fmt.Sprintf("svc/%s: %s selected, %d with sidecar", t.Service, wording.CountNoun(len(pods), "pod"), withSidecar)
+	r.Status, r.Summary = verdict{Head: head, Problems: problems, Warnings: warnings, FailWithWarnings: true}.judge()
 	r.Evidence.Raw = strings.Join(raw, "\n")
 	return r
 }
@@ -287,19 +280,10 @@ func servicePortStrings(svc *corev1.Service) []string {
 		if proto == "" {
 			proto = corev1.ProtocolTCP
 		}
-		tp := serviceTargetPort(sp)
+		tp := podfacts.ServiceTargetPort(sp)
 		out = append(out, fmt.Sprintf("%d/%s/%s", sp.Port, tp.String(), proto))
 	}
 	return out
-}
-
-// serviceTargetPort is sp.TargetPort with the API default applied.
-func serviceTargetPort(sp corev1.ServicePort) intstr.IntOrString {
-	tp := sp.TargetPort
-	if (tp.Type == intstr.Int && tp.IntVal == 0) || (tp.Type == intstr.String && tp.StrVal == "") {
-		return intstr.FromInt32(sp.Port)
-	}
-	return tp
 }
 
 // podInjection says whether the injector would give pod a sidecar, following
@@ -352,12 +336,4 @@ func targetCommands(t cluster.Target, svc *corev1.Service) []string {
 		cmds = append(cmds, fmt.Sprintf("kubectl get pod -n %s %s -o jsonpath='{.spec.initContainers[*].name} {.spec.containers[*].name}'", t.Source.Namespace, t.Source.Name))
 	}
 	return cmds
-}
-
-// countNoun renders "1 pod", "3 pods".
-func countNoun(n int, noun string) string {
-	if n == 1 {
-		return fmt.Sprintf("%d %s", n, noun)
-	}
-	return fmt.Sprintf("%d %ss", n, noun)
 }

@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/meshtriage/meshtriage/probes/cluster"
+	"github.com/meshtriage/meshtriage/probes/istioconfig"
+	"github.com/meshtriage/meshtriage/probes/wording"
 	"istio.io/api/label"
 	corev1 "k8s.io/api/core/v1"
 )
@@ -59,14 +61,14 @@ func (p VersionsProbe) Run(ctx context.Context, c cluster.Cluster, t cluster.Tar
 	in, what, err := fetchVersions(ctx, c)
 	if err != nil {
 		r := ErrorResult(what, err)
-		r.Commands = versionsCommands(controlPlane(c))
+		r.Commands = versionsCommands(istioconfig.ControlPlane(c))
 		return r
 	}
 	return evaluateVersions(in)
 }
 
 func fetchVersions(ctx context.Context, c cluster.Cluster) (versionsInput, string, error) {
-	in := versionsInput{ControlPlane: controlPlane(c)}
+	in := versionsInput{ControlPlane: istioconfig.ControlPlane(c)}
 	var err error
 	if in.Kubernetes, err = c.ServerVersion(ctx); err != nil {
 		return in, "read the Kubernetes server version", err
@@ -159,8 +161,7 @@ func evaluateVersions(in versionsInput) Result {
 	if in.IstiodProblem != "" {
 		warnings = append(warnings, in.IstiodProblem)
 		raw = append(raw, in.IstiodProblem+": istiod version unknown")
-		r.Status = StatusWarn
-		r.Summary = head + "; " + strings.Join(warnings, "; ")
+		r.Status, r.Summary = verdict{Head: head, Warnings: warnings}.judge()
 		r.Evidence.Raw = strings.Join(raw, "\n")
 		return r
 	}
@@ -193,7 +194,7 @@ func evaluateVersions(in versionsInput) Result {
 		}
 		tags = append(tags, tag)
 		rev := pod.Labels[label.IoIstioRev.Name]
-		r.Evidence.Rows = append(r.Evidence.Rows, []string{pod.Name, dash(rev), dash(image), string(pod.Status.Phase), why})
+		r.Evidence.Rows = append(r.Evidence.Rows, []string{pod.Name, wording.Dash(rev), wording.Dash(image), string(pod.Status.Phase), why})
 	}
 
 	enabled := false
@@ -215,9 +216,9 @@ func evaluateVersions(in versionsInput) Result {
 	case len(pods) == 0:
 		warnings = append(warnings, fmt.Sprintf("no istiod pod (app=%s) in %s", istiodAppLabel, in.ControlPlane))
 	default:
-		head += "; istiod " + dash(version) + ", native sidecars " + map[bool]string{true: "on", false: "off"}[enabled]
+		head += "; istiod " + wording.Dash(version) + ", native sidecars " + map[bool]string{true: "on", false: "off"}[enabled]
 		raw = append(raw, "istiod "+pods[0].Name+": "+modeWhy)
-		if distinct := uniqueNonEmpty(tags...); len(distinct) > 1 {
+		if distinct := wording.UniqueNonEmpty(tags...); len(distinct) > 1 {
 			raw = append(raw, "istiod pods run different versions: "+strings.Join(distinct, ", ")+" (revisions or a rollout in progress)")
 		}
 		if version == "" {
@@ -228,12 +229,7 @@ func evaluateVersions(in versionsInput) Result {
 		warnings = append(warnings, "istiod injects native sidecars but Kubernetes is older than 1.29")
 	}
 	r.Evidence.Raw = strings.Join(raw, "\n")
-	if len(warnings) > 0 {
-		r.Status = StatusWarn
-		r.Summary = head + "; " + strings.Join(warnings, "; ")
-	} else {
-		r.Summary = head
-	}
+	r.Status, r.Summary = verdict{Head: head, Warnings: warnings}.judge()
 	return r
 }
 

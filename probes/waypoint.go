@@ -5,16 +5,23 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/meshtriage/meshtriage/probes/ambientpath"
 	"github.com/meshtriage/meshtriage/probes/cluster"
+	"github.com/meshtriage/meshtriage/probes/istioconfig"
 	"github.com/meshtriage/meshtriage/probes/parse/accesslog"
 	"github.com/meshtriage/meshtriage/probes/parse/clustername"
 	"github.com/meshtriage/meshtriage/probes/parse/envoy"
+	"github.com/meshtriage/meshtriage/probes/proxylog"
+	"github.com/meshtriage/meshtriage/probes/readgroup"
 	"github.com/meshtriage/meshtriage/probes/vocabulary"
+	"github.com/meshtriage/meshtriage/probes/wording"
 )
 
 // WaypointProbe reads the waypoint the Service is bound to: an Envoy, read
@@ -56,19 +63,19 @@ type waypointPodRead struct {
 }
 
 type waypointInput struct {
-	ambientInput
+	ambientpath.Input
 	Reads []waypointPodRead
 	// FormatProblems: the mesh's access-log format could not be read.
 	FormatProblems []string
 }
 
 func (p WaypointProbe) Run(ctx context.Context, c cluster.Cluster, t cluster.Target) Result {
-	base, what, err := fetchAmbient(ctx, c, t)
+	base, what, err := ambientpath.Fetch(ctx, c, t)
 	if err != nil {
 		return ErrorResult(what, err)
 	}
-	in := waypointInput{ambientInput: base}
-	formats, formatProblems := readAccessLogFormats(ctx, c)
+	in := waypointInput{Input: base}
+	formats, formatProblems := istioconfig.ReadAccessLogFormats(ctx, c)
 	in.FormatProblems = formatProblems
 	var running []*corev1.Pod
 	for i := range base.WaypointPods {
@@ -77,7 +84,7 @@ func (p WaypointProbe) Run(ctx context.Context, c cluster.Cluster, t cluster.Tar
 		}
 	}
 	in.Reads = make([]waypointPodRead, len(running))
-	var g readGroup
+	var g readgroup.Group
 	for i, wp := range running {
 		ref := cluster.PodRef{Namespace: wp.Namespace, Name: wp.Name}
 		in.Reads[i].Pod = ref
@@ -91,7 +98,7 @@ func (p WaypointProbe) Run(ctx context.Context, c cluster.Cluster, t cluster.Tar
 			}
 		})
 		g.Go(func() {
-			data, err := newestProxyLog(ctx, c, ref, waypointTailLines)
+			data, err := proxylog.NewestProxyLog(ctx, c, ref, proxylog.WaypointTailLines)
 			if err != nil {
 				in.Reads[i].LogErr = cluster.AccessProblem("read the log of waypoint "+ref.String(), err)
 				return
@@ -193,7 +200,7 @@ func between(s, open, close string) string {
 }
 
 func evaluateWaypoint(t cluster.Target, in waypointInput) Result {
-	r := Result{Status: StatusPass, Facts: Facts{}, Commands: waypointCommands(t, in.ambientInput)}
+	r := Result{Status: StatusPass, Facts: Facts{}, Commands: waypointCommands(t, in.Input)}
 	if !in.Binding.Use.Named {
 		// No waypoint, so none refused anything: the one fact a rule
 		// reads whatever the waypoint.
@@ -215,7 +222,7 @@ func evaluateWaypoint(t cluster.Target, in waypointInput) Result {
 	}
 	var problems, notes, raw []string
 	notes = append(notes, in.FormatProblems...)
-	reading := newDataplaneReading()
+	reading := proxylog.NewReading()
 	read, total, healthy := 0, 0, 0
 	present := false
 	var logs waypointLog
@@ -252,7 +259,7 @@ func evaluateWaypoint(t cluster.Target, in waypointInput) Result {
 			continue
 		}
 		logsRead++
-		reading.addEnvoy(vocabulary.Waypoint, rd.Log.Failures)
+		reading.AddEnvoy(vocabulary.Waypoint, rd.Log.Failures)
 		logs.Entries += rd.Log.Entries
 		logs.Status503 += rd.Log.Status503
 		logs.RBACDenied += rd.Log.RBACDenied
@@ -271,7 +278,7 @@ func evaluateWaypoint(t cluster.Target, in waypointInput) Result {
 		r.Facts["waypoint_hosts_healthy"] = healthy
 		switch {
 		case !present:
-			problems = append(problems, fmt.Sprintf("the waypoint has no inbound-vip cluster for %s%s: the Service is not bound to it, or it is not in sync", t.Host(), portSuffix(t.Port)))
+			problems = append(problems, fmt.Sprintf("the waypoint has no inbound-vip cluster for %s%s: the Service is not bound to it, or it is not in sync", t.Host(), wording.PortSuffix(t.Port)))
 		case healthy == 0:
 			problems = append(problems, fmt.Sprintf("the waypoint's cluster for %s has %d hosts, none healthy: 503 UH", t.Host(), total))
 		}
@@ -279,57 +286,29 @@ func evaluateWaypoint(t cluster.Target, in waypointInput) Result {
 	if logsRead > 0 {
 		r.Facts["waypoint_log_entries"] = logs.Entries
 		r.Facts["waypoint_log_503"] = logs.Status503
-		r.Facts["waypoint_log_flags"] = nonNil(countKeys(logs.Flags))
+		r.Facts["waypoint_log_flags"] = nonNil(wording.Counts(logs.Flags))
 		r.Facts["waypoint_rbac_denied"] = logs.RBACDenied
-		r.Facts["waypoint_rbac_policies"] = nonNil(sortedKeysInt(logs.Policies))
+		r.Facts["waypoint_rbac_policies"] = nonNil(slices.Sorted(maps.Keys(logs.Policies)))
 		r.Facts["waypoint_unexplained"] = nonNil(reading.Unexplained())
 		if u := reading.Summary(); u != "" {
 			problems = append(problems, u)
 		}
 		raw = append(raw, reading.Raw()...)
 		if logs.RBACDenied > 0 {
-			problems = append(problems, fmt.Sprintf("the waypoint refused %d requests by AuthorizationPolicy (403; %s)", logs.RBACDenied, strings.Join(sortedKeysInt(logs.Policies), ", ")))
+			problems = append(problems, fmt.Sprintf("the waypoint refused %d requests by AuthorizationPolicy (403; %s)", logs.RBACDenied, strings.Join(slices.Sorted(maps.Keys(logs.Policies)), ", ")))
 		}
 		if logs.Status503 > 0 {
-			problems = append(problems, fmt.Sprintf("the waypoint answered %d 503s for svc/%s (%s)", logs.Status503, t.Service, strings.Join(countKeys(logs.Flags), ", ")))
+			problems = append(problems, fmt.Sprintf("the waypoint answered %d 503s for svc/%s (%s)", logs.Status503, t.Service, strings.Join(wording.Counts(logs.Flags), ", ")))
 		}
 	}
 	head := fmt.Sprintf("waypoint %s: %d/%d hosts healthy", in.Binding.Use.Ref, healthy, total)
-	switch {
-	case len(problems) > 0:
-		r.Status = StatusFail
-		r.Summary = head + "; " + strings.Join(problems, "; ")
-	case len(notes) > 0:
-		r.Status = StatusWarn
-		r.Summary = head + "; " + strings.Join(notes, "; ")
-	default:
-		r.Summary = fmt.Sprintf("%s, %d requests for svc/%s in its log, no 503 or 403", head, logs.Entries, t.Service)
-	}
+	r.Status, r.Summary = verdict{Head: head, Problems: problems, Warnings: notes,
+		Pass: fmt.Sprintf("%s, %d requests for svc/%s in its log, no 503 or 403", head, logs.Entries, t.Service)}.judge()
 	r.Evidence.Raw = strings.Join(raw, "\n")
 	return r
 }
 
-// countKeys renders counts as KEY=N, most frequent first.
-func countKeys(m map[string]int) []string {
-	keys := sortedKeysInt(m)
-	sort.SliceStable(keys, func(i, j int) bool { return m[keys[i]] > m[keys[j]] })
-	out := make([]string, len(keys))
-	for i, k := range keys {
-		out[i] = fmt.Sprintf("%s=%d", k, m[k])
-	}
-	return out
-}
-
-func sortedKeysInt(m map[string]int) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
-
-func waypointCommands(t cluster.Target, in ambientInput) []string {
+func waypointCommands(t cluster.Target, in ambientpath.Input) []string {
 	ref := in.Binding.Use.Ref
 	if !in.Binding.Use.Named {
 		return []string{fmt.Sprintf("kubectl get service %s -n %s --show-labels", t.Service, t.Namespace)}

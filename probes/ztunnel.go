@@ -1,7 +1,6 @@
 package probes
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"fmt"
@@ -9,11 +8,14 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/meshtriage/meshtriage/probes/ambientpath"
 	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/mesh"
 	"github.com/meshtriage/meshtriage/probes/parse/ztunnel"
+	"github.com/meshtriage/meshtriage/probes/proxylog"
+	"github.com/meshtriage/meshtriage/probes/readgroup"
+	"github.com/meshtriage/meshtriage/probes/wording"
 )
 
 // ZtunnelProbe reads ambient mode's node proxies where the traffic passes:
@@ -53,16 +55,6 @@ func (ZtunnelProbe) Meta() Meta {
 	}
 }
 
-// The node proxies' log reads (newestProxyLog keeps their newest lines).
-const (
-	// ztunnelTailLines bounds one ztunnel's log read: it logs every
-	// connection of its node, not only the Service's, 520-650 bytes a line.
-	ztunnelTailLines = 5000
-	// waypointTailLines bounds one waypoint pod's: Envoy access lines of
-	// every Service bound to it, 400-600 bytes each.
-	waypointTailLines = AccessLogTailLines
-)
-
 type ztunnelLog struct {
 	Pod     cluster.PodRef
 	Node    string
@@ -71,14 +63,17 @@ type ztunnelLog struct {
 }
 
 type ztunnelInput struct {
-	ambientInput
+	ambientpath.Input
 	// Ztunnels are the Running, Ready ztunnel pods of the nodes the
 	// traffic passes, by node; NotReady says, by node, why the ztunnel
 	// that runs there without one Ready does not count; Nodes are those
-	// nodes, with what runs there.
-	Ztunnels map[string]*corev1.Pod
-	NotReady map[string]string
-	Nodes    map[string][]string
+	// nodes, with what runs there. StatusUnknown names, by node, the
+	// ztunnel the input holds without a status (a dump of specs): whether
+	// it runs is not known.
+	Ztunnels      map[string]*corev1.Pod
+	NotReady      map[string]string
+	StatusUnknown map[string]string
+	Nodes         map[string][]string
 	// NodesNeedZtunnel: nodes with a pod of the path that only ztunnel
 	// there carries: enrolled, or pending (captured and held until a
 	// ztunnel proxies it).
@@ -100,12 +95,12 @@ type ztunnelInput struct {
 const maxRejectedSources = 5
 
 func (p ZtunnelProbe) Run(ctx context.Context, c cluster.Cluster, t cluster.Target) Result {
-	base, what, err := fetchAmbient(ctx, c, t)
+	base, what, err := ambientpath.Fetch(ctx, c, t)
 	if err != nil {
 		return ErrorResult(what, err)
 	}
-	in := ztunnelInput{ambientInput: base, Ztunnels: map[string]*corev1.Pod{}, NotReady: map[string]string{}, Nodes: map[string][]string{}, NodesNeedZtunnel: map[string]bool{}}
-	if !base.ambientOnPath() {
+	in := ztunnelInput{Input: base, Ztunnels: map[string]*corev1.Pod{}, NotReady: map[string]string{}, StatusUnknown: map[string]string{}, Nodes: map[string][]string{}, NodesNeedZtunnel: map[string]bool{}}
+	if !base.OnPath() {
 		return evaluateZtunnel(t, in)
 	}
 	// The nodes the traffic passes, and what of the path runs there.
@@ -129,7 +124,7 @@ func (p ZtunnelProbe) Run(ctx context.Context, c cluster.Cluster, t cluster.Targ
 	for i := range base.WaypointPods {
 		addNode(&base.WaypointPods[i], "waypoint", nil)
 	}
-	pods, problem, err := listZtunnels(ctx, c, base.ControlPlane)
+	pods, problem, err := ambientpath.ListZtunnels(ctx, c, base.ControlPlane)
 	if err != nil {
 		r := ErrorResult("list ztunnel pods in "+base.ControlPlane, err)
 		r.Commands = ztunnelCommands(t, in)
@@ -140,13 +135,17 @@ func (p ZtunnelProbe) Run(ctx context.Context, c cluster.Cluster, t cluster.Targ
 	for i := range pods {
 		zp := &pods[i]
 		node := zp.Spec.NodeName
+		if _, on := in.Nodes[node]; on && zp.DeletionTimestamp == nil && zp.Status.Phase == "" && len(zp.Status.Conditions) == 0 {
+			in.StatusUnknown[node] = zp.Name
+			continue
+		}
 		if _, on := in.Nodes[node]; !on || zp.Status.Phase != corev1.PodRunning || zp.DeletionTimestamp != nil {
 			continue
 		}
 		// Not Ready: it does not carry the node's pods (yet).
 		if ready, why := mesh.PodReady(zp); !ready {
 			if in.NotReady[node] == "" {
-				in.NotReady[node] = zp.Name + " not ready: " + dash(why)
+				in.NotReady[node] = zp.Name + " not ready: " + wording.Dash(why)
 			}
 			continue
 		}
@@ -157,13 +156,13 @@ func (p ZtunnelProbe) Run(ctx context.Context, c cluster.Cluster, t cluster.Targ
 	nodes := sortedNodeNames(in.Ztunnels)
 	in.Logs = make([]ztunnelLog, len(nodes))
 	keep := ztunnelKeep(t, base)
-	var g readGroup
+	var g readgroup.Group
 	for i, node := range nodes {
 		zp := in.Ztunnels[node]
 		ref := cluster.PodRef{Namespace: zp.Namespace, Name: zp.Name}
 		in.Logs[i] = ztunnelLog{Pod: ref, Node: node}
 		g.Go(func() {
-			data, err := newestProxyLog(ctx, c, ref, ztunnelTailLines)
+			data, err := proxylog.NewestProxyLog(ctx, c, ref, proxylog.ZtunnelTailLines)
 			if err != nil {
 				in.Logs[i].Problem = cluster.AccessProblem("read the log of "+ref.String(), err)
 				return
@@ -236,7 +235,7 @@ func sidecarRejections(ctx context.Context, c cluster.Cluster, logs []ztunnelLog
 
 // ztunnelKeep keeps the entries about the Service: its hostname, or an
 // address of its pods or of its waypoint's pods.
-func ztunnelKeep(t cluster.Target, in ambientInput) func(*ztunnel.Entry) bool {
+func ztunnelKeep(t cluster.Target, in ambientpath.Input) func(*ztunnel.Entry) bool {
 	ips := map[string]bool{}
 	for i := range in.Pods {
 		if ip := in.Pods[i].Status.PodIP; ip != "" {
@@ -265,15 +264,21 @@ func sortedNodeNames(m map[string]*corev1.Pod) []string {
 
 func evaluateZtunnel(t cluster.Target, in ztunnelInput) Result {
 	r := Result{Status: StatusPass, Facts: Facts{}, Commands: ztunnelCommands(t, in)}
-	if !in.ambientOnPath() {
+	if !in.OnPath() {
 		r.Status = StatusSkipped
 		r.Summary = "nothing on the path is in ambient: no ztunnel carries this traffic"
 		return r
 	}
 	var problems, notes, raw []string
 	without, whys := []string{}, []string{}
+	unknown := 0
 	for _, node := range pathNodes(in.Nodes) {
 		if in.NodesNeedZtunnel[node] && in.Ztunnels[node] == nil {
+			if zp := in.StatusUnknown[node]; zp != "" {
+				notes = append(notes, fmt.Sprintf("ztunnel %s on %s has no status in the input: whether it runs is not known", zp, node))
+				unknown++
+				continue
+			}
 			without = append(without, node)
 			why := node
 			if nr := in.NotReady[node]; nr != "" {
@@ -286,6 +291,8 @@ func evaluateZtunnel(t cluster.Target, in ztunnelInput) Result {
 	switch {
 	case in.ListProblem != "":
 		notes = append(notes, in.ListProblem)
+	case unknown > 0 && len(without) == 0:
+		// Every node we could judge has one; the others are not known.
 	default:
 		r.Facts["ztunnel_nodes_without"] = without
 	}
@@ -328,8 +335,8 @@ func evaluateZtunnel(t cluster.Target, in ztunnelInput) Result {
 		r.Facts["ztunnel_denied_by"] = nonNil(ztunnel.Keys(all.DeniedBy))
 		r.Facts["ztunnel_rejected_sources"] = nonNil(ztunnel.Keys(all.FailedSources))
 		r.Facts["ztunnel_failures"] = nonNil(ztunnel.Keys(all.Failures))
-		reading := newDataplaneReading()
-		reading.addZtunnel(all.Errors)
+		reading := proxylog.NewReading()
+		reading.AddZtunnel(all.Errors)
 		r.Facts["ztunnel_unexplained"] = nonNil(reading.Unexplained())
 		if failed := all.Entries - all.Completed; failed > 0 {
 			p := fmt.Sprintf("%d of %d connections to svc/%s failed: %s", failed, all.Entries, t.Service, strings.Join(ztunnel.Keys(all.Failures), ", "))
@@ -353,7 +360,7 @@ func evaluateZtunnel(t cluster.Target, in ztunnelInput) Result {
 			w, found := in.Dump.WorkloadByIP(in.Pods[i].Status.PodIP)
 			switch {
 			case !found:
-				raw = append(raw, fmt.Sprintf("ztunnel %s does not know pod %s (%s)", in.DumpFrom, in.Pods[i].Name, dash(in.Pods[i].Status.PodIP)))
+				raw = append(raw, fmt.Sprintf("ztunnel %s does not know pod %s (%s)", in.DumpFrom, in.Pods[i].Name, wording.Dash(in.Pods[i].Status.PodIP)))
 			case w.Protocol == "TCP":
 				plaintext++
 				raw = append(raw, fmt.Sprintf("ztunnel %s reaches pod %s in plaintext TCP: it is not in ambient", in.DumpFrom, in.Pods[i].Name))
@@ -363,7 +370,7 @@ func evaluateZtunnel(t cluster.Target, in ztunnelInput) Result {
 		}
 		r.Facts["ztunnel_target_plaintext"] = plaintext
 		if ok {
-			raw = append(raw, fmt.Sprintf("ztunnel %s holds svc %s with waypoint %s", in.DumpFrom, t.Host(), dash(svc.Waypoint)))
+			raw = append(raw, fmt.Sprintf("ztunnel %s holds svc %s with waypoint %s", in.DumpFrom, t.Host(), wording.Dash(svc.Waypoint)))
 		} else {
 			raw = append(raw, fmt.Sprintf("ztunnel %s holds no service %s", in.DumpFrom, t.Host()))
 		}
@@ -372,18 +379,11 @@ func evaluateZtunnel(t cluster.Target, in ztunnelInput) Result {
 	}
 
 	head := fmt.Sprintf("%d ztunnel(s) read", read)
-	switch {
-	case len(problems) > 0:
-		r.Status = StatusFail
-		r.Summary = head + "; " + strings.Join(problems, "; ")
-	case len(notes) > 0:
-		r.Status = StatusWarn
-		r.Summary = head + "; " + strings.Join(notes, "; ")
-	case read == 0 && len(in.Ztunnels) == 0:
-		r.Status = StatusWarn
-		r.Summary = "no ztunnel pod on the nodes of the path"
-	default:
-		r.Summary = fmt.Sprintf("%s: %d connections to svc/%s, none failed", head, all.Entries, t.Service)
+	r.Status, r.Summary = verdict{Head: head, Problems: problems, Warnings: notes,
+		Pass: fmt.Sprintf("%s: %d connections to svc/%s, none failed", head, all.Entries, t.Service)}.judge()
+	if r.Status == StatusPass && read == 0 && len(in.Ztunnels) == 0 {
+		// Nothing failed because nothing was read.
+		r.Status, r.Summary = StatusWarn, "no ztunnel pod on the nodes of the path"
 	}
 	r.Evidence.Raw = strings.Join(raw, "\n")
 	return r
@@ -428,123 +428,4 @@ func ztunnelCommands(t cluster.Target, in ztunnelInput) []string {
 		cmds = append(cmds, fmt.Sprintf("kubectl logs -n %s %s --since=30m   # node %s", zp.Namespace, zp.Name, node))
 	}
 	return cmds
-}
-
-// CallerByZtunnelLog: a caller seen in the access lines of the ztunnels
-// on the target's nodes (src.workload of connections to the target): how
-// an ambient caller, which has no sidecar and no Envoy log, is found.
-const CallerByZtunnelLog = "ztunnel-log"
-
-// ztunnelCaller is a pod the target's ztunnels saw connect to it.
-type ztunnelCaller struct {
-	Pod           *corev1.Pod
-	Failed, Total int
-}
-
-// listZtunnels lists ztunnel's pods in the control plane's namespace and,
-// when it has none, in every namespace: ztunnel need not share istiod's
-// (GKE installs it in kube-system). err is the first list's failure;
-// problem says the wider list could not be read, so that which nodes have
-// a ztunnel is unknown.
-func listZtunnels(ctx context.Context, c cluster.Cluster, controlPlane string) (pods []corev1.Pod, problem string, err error) {
-	sel := map[string]string{"app": mesh.ZtunnelApp}
-	pods, err = c.ListPods(ctx, controlPlane, sel)
-	if err != nil || len(pods) > 0 {
-		return pods, "", err
-	}
-	all, aerr := c.ListPods(ctx, metav1.NamespaceAll, sel)
-	if aerr != nil {
-		return nil, "no ztunnel pod in " + controlPlane + "; " + cluster.AccessProblem("list ztunnel pods in every namespace", aerr) + ": which nodes have one is unknown", nil
-	}
-	return all, "", nil
-}
-
-// ztunnelCallers reads the ztunnel logs of the target pods' nodes and
-// returns the pods whose connections to the target they logged, most
-// failures first. It never fails: what it cannot read is in problems.
-func ztunnelCallers(ctx context.Context, c cluster.Cluster, t cluster.Target, targetPods []corev1.Pod) (out []ztunnelCaller, problems []string) {
-	enrolled := map[string]bool{}
-	ips := map[string]bool{}
-	for i := range targetPods {
-		if mesh.DataPlaneOf(&targetPods[i], nil).Enrolled() {
-			enrolled[targetPods[i].Spec.NodeName] = true
-			ips[targetPods[i].Status.PodIP] = true
-		}
-	}
-	if len(enrolled) == 0 {
-		return nil, nil // no ztunnel terminates the target's connections
-	}
-	ns := controlPlane(c)
-	zs, problem, err := listZtunnels(ctx, c, ns)
-	if err != nil {
-		return nil, []string{cluster.AccessProblem("list ztunnel pods in "+ns, err)}
-	}
-	if problem != "" {
-		problems = append(problems, problem)
-	}
-	type peer struct{ failed, total int }
-	peers := map[[2]string]*peer{}
-	host := t.Host()
-	for i := range zs {
-		if !enrolled[zs[i].Spec.NodeName] {
-			continue
-		}
-		ref := cluster.PodRef{Namespace: zs[i].Namespace, Name: zs[i].Name}
-		data, err := newestProxyLog(ctx, c, ref, ztunnelTailLines)
-		if err != nil {
-			problems = append(problems, cluster.AccessProblem("read the log of "+ref.String(), err))
-			continue
-		}
-		sc := bufio.NewScanner(bytes.NewReader(data))
-		sc.Buffer(make([]byte, 64<<10), 1<<20)
-		for sc.Scan() {
-			e, ok := ztunnel.ParseLine(sc.Text())
-			if !ok || e.Opened() || e.SrcWorkload == "" || e.SrcNamespace == "" || !(e.DstService == host || ips[e.TargetIP()]) {
-				continue
-			}
-			k := [2]string{e.SrcNamespace, e.SrcWorkload}
-			if peers[k] == nil {
-				peers[k] = &peer{}
-			}
-			peers[k].total++
-			if e.Failure() != "" {
-				peers[k].failed++
-			}
-		}
-	}
-	for k, p := range peers {
-		pod, err := c.GetPod(ctx, k[0], k[1])
-		if err != nil {
-			continue // gone since: nothing to read
-		}
-		if mesh.IsWaypointPod(pod) {
-			continue // a hop of ambient callers' requests, not a caller
-		}
-		out = append(out, ztunnelCaller{Pod: pod, Failed: p.failed, Total: p.total})
-	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].Failed != out[j].Failed {
-			return out[i].Failed > out[j].Failed
-		}
-		if out[i].Total != out[j].Total {
-			return out[i].Total > out[j].Total
-		}
-		return out[i].Pod.Name < out[j].Pod.Name
-	})
-	return out, problems
-}
-
-// addZtunnelCallers adds the callers the target's ztunnels saw.
-func addZtunnelCallers(in callerSearchInput, add func(pod *corev1.Pod, by, why string, errs, reqs float64)) []string {
-	if !in.ZtunnelSearched {
-		return nil
-	}
-	for _, zc := range in.ZtunnelCallers {
-		why := fmt.Sprintf("%d connections to the target in its ztunnels' logs", zc.Total)
-		if zc.Failed > 0 {
-			why = fmt.Sprintf("%d failed of %d connections to the target in its ztunnels' logs", zc.Failed, zc.Total)
-		}
-		add(zc.Pod, CallerByZtunnelLog, why, float64(zc.Failed), float64(zc.Total))
-	}
-	return []string{"the ztunnel logs of the target's nodes"}
 }

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	k8stesting "k8s.io/client-go/testing"
 
+	"github.com/meshtriage/meshtriage/probes/callersearch"
 	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/cluster/recorded"
 )
@@ -35,13 +36,7 @@ func TestZtunnelNodesWithoutCountPendingPods(t *testing.T) {
 
 // The Service's waypoint, on worker-b: an Envoy in an istio-proxy
 // container, which PodSidecar calls a classic sidecar.
-const ordersWaypointPod = `
-apiVersion: v1
-kind: Pod
-metadata: {name: orders-waypoint-5c8d-x7k2p, namespace: shop, labels: {gateway.networking.k8s.io/gateway-name: orders-waypoint, gateway.istio.io/managed: istio.io-mesh-controller}}
-spec: {nodeName: worker-b, serviceAccountName: orders-waypoint, containers: [{name: istio-proxy, args: [proxy, waypoint, --domain, shop.svc.cluster.local]}]}
-status: {phase: Running, podIP: 10.244.1.30, conditions: [{type: Ready, status: "True"}]}
-`
+var ordersWaypointPod = testdataText("testdata/ambient/waypoint-pod.yaml")
 
 // ztunnelLine is an access line of ztunnel about a connection to orders-1
 // (10.244.1.7 on worker-b) from src (NAMESPACE/POD) at srcIP.
@@ -72,27 +67,6 @@ func TestZtunnelWaypointRejectionsAreNotSidecarRejections(t *testing.T) {
 	r := runChecked(t, ZtunnelProbe{}, c, webToOrders)
 	if r.Facts["ztunnel_rejections"] != 1 || r.Facts["ztunnel_sidecar_rejections"] != 0 {
 		t.Errorf("rejections %v, of sidecars %v: the waypoint is no sidecar", r.Facts["ztunnel_rejections"], r.Facts["ztunnel_sidecar_rejections"])
-	}
-}
-
-// The caller search reads the target's ztunnels for who connects to it:
-// the waypoint is a hop of ambient callers' traffic, not a caller.
-func TestZtunnelCallersLeaveOutTheWaypoint(t *testing.T) {
-	c := newAmbientFake(t, ordersWaypointPod)
-	c.logs = map[string][]byte{logKey(ztunnelB, "istio-proxy"): []byte(
-		ztunnelLine("2026-12-02T05:11:20.000000Z", "shop/orders-waypoint-5c8d-x7k2p", "10.244.1.30", "orders-waypoint", "inbound", "") +
-			ztunnelLine("2026-12-02T05:11:21.000000Z", "shop/web-1", "10.244.0.21", "web", "inbound", ""))}
-	pods, err := c.ListPods(context.Background(), "shop", map[string]string{"app": "orders"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, problems := ztunnelCallers(context.Background(), c, webToOrders, pods)
-	var names []string
-	for _, zc := range got {
-		names = append(names, zc.Pod.Name)
-	}
-	if !reflect.DeepEqual(names, []string{"web-1"}) {
-		t.Errorf("callers %v (problems %v), want web-1 alone", names, problems)
 	}
 }
 
@@ -147,11 +121,16 @@ func TestZtunnelLogReadKeepsTheNewestLines(t *testing.T) {
 				t.Errorf("the newest line, a refusal, was not read: rejections %v, entries %v", r.Facts["ztunnel_rejections"], r.Facts["ztunnel_entries"])
 			}
 			// The caller search reads the same logs.
-			pods, _ := c.ListPods(context.Background(), "shop", map[string]string{"app": "orders"})
-			callers, _ := ztunnelCallers(context.Background(), c, webToOrders, pods)
-			if len(callers) != 1 || callers[0].Failed != 1 {
+			res := callersearch.Find(context.Background(), c, cluster.Target{Namespace: "shop", Service: "orders", Port: 8080}, callersearch.Options{})
+			var callers []callersearch.Caller
+			for _, cl := range append(res.Callers, res.Others...) {
+				if cl.By == callersearch.ByZtunnelLog {
+					callers = append(callers, cl)
+				}
+			}
+			if len(callers) != 1 || callers[0].Pod.Name != "web-1" || !strings.HasPrefix(callers[0].Why, "1 failed of ") {
 				for _, zc := range callers {
-					t.Logf("caller %s: %d failed of %d", zc.Pod.Name, zc.Failed, zc.Total)
+					t.Logf("caller %s: %s", zc.Pod, zc.Why)
 				}
 				t.Errorf("caller search: %d callers, want web-1 with its one failure", len(callers))
 			}

@@ -116,6 +116,24 @@ var causeCases = []struct {
 		"envoy-clusters": {"envoy_cluster_present": false},
 		"access-log":     {"log_503": 20, "log_5xx": 20, "log_flag_uc": 0},
 	}, runbook.ConfidenceHigh},
+	// A route to a Service exportTo hides from the caller: istiod builds
+	// no cluster for it (503 NC), however visible the target itself is.
+	{"config.not-visible", map[string]probes.Facts{
+		"destination-rules": {"dr_found": true, "vs_found": true, "vs_routed_hidden_services": []string{"orders-v2.shop.svc.cluster.local"}},
+		"access-log":        {"log_503": 10, "log_5xx": 10, "log_flag_nc": 10},
+	}, runbook.ConfidenceHigh},
+	// A route to a host no visible Service or ServiceEntry declares.
+	{"serviceentry.missing", map[string]probes.Facts{
+		"destination-rules": {"dr_found": true, "vs_found": true, "vs_routed_missing_hosts": []string{"payments.example.com"}},
+		"access-log":        {"log_503": 10, "log_5xx": 10, "log_flag_nc": 10},
+	}, runbook.ConfidenceHigh},
+	// The same with the rules of some namespaces unread: a ServiceEntry
+	// there may declare it.
+	{"serviceentry.missing", map[string]probes.Facts{
+		"destination-rules": {"dr_found": true, "vs_found": true, "vs_routed_missing_hosts": []string{"payments.example.com"},
+			"dr_rules_partial": "the Istio rules of namespaces other than shop were not read"},
+		"access-log": {"log_503": 10, "log_5xx": 10, "log_flag_nc": 10},
+	}, runbook.ConfidenceMedium},
 	// A gateway caller: the VirtualService that routes to the target is
 	// bound to the mesh only, so the gateway answers 404 NR.
 	{"gateway.vs-not-bound", map[string]probes.Facts{

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/meshtriage/meshtriage/probes"
+	"github.com/meshtriage/meshtriage/probes/callersearch"
 	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/cluster/recorded"
 	"github.com/meshtriage/meshtriage/runbook"
@@ -36,7 +37,7 @@ type captureOptions struct {
 }
 
 func newCaptureCmd(g *globalOptions) *cobra.Command {
-	o := &captureOptions{g: g, probeTimeout: probes.DefaultTimeout, metricsWindow: probes.DefaultMetricsInterval, maxCallers: probes.DefaultMaxCallers}
+	o := &captureOptions{g: g, probeTimeout: probes.DefaultTimeout, metricsWindow: probes.DefaultMetricsInterval, maxCallers: callersearch.DefaultMax}
 	cmd := &cobra.Command{
 		Use:   "capture svc/NAME [--port P] [--from pod/NAME] -o FILE.tar.gz",
 		Short: "Triage unattended and keep what the probes read, to triage it again offline",
@@ -157,7 +158,7 @@ func (o *captureOptions) run(ctx context.Context) error {
 	if o.targetRef.Source == nil && o.maxCallers > 0 {
 		// The search's reads are recorded like the probes': a replay
 		// without --from finds the same callers.
-		if _, err := tr.SearchCallers(ctx, probes.CallerSearch{Max: o.maxCallers}); err != nil {
+		if _, err := tr.SearchCallers(ctx, callersearch.Options{Max: o.maxCallers}); err != nil {
 			return triageErr("%w", err)
 		}
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/meshtriage/meshtriage/probes"
+	"github.com/meshtriage/meshtriage/probes/callersearch"
 	"github.com/meshtriage/meshtriage/runbook"
 	"github.com/meshtriage/meshtriage/runbook/incidentlog"
 	"github.com/meshtriage/meshtriage/runbook/report"
@@ -42,7 +43,7 @@ type checkOptions struct {
 }
 
 func newCheckCmd(g *globalOptions) *cobra.Command {
-	o := &checkOptions{g: g, output: "text", probeTimeout: probes.DefaultTimeout, maxCallers: probes.DefaultMaxCallers}
+	o := &checkOptions{g: g, output: "text", probeTimeout: probes.DefaultTimeout, maxCallers: callersearch.DefaultMax}
 	cmd := &cobra.Command{
 		Use:   "check svc/NAME [--port P] [--from pod/NAME]",
 		Short: "Run the 503 runbook unattended and print the findings",
@@ -133,7 +134,7 @@ func (o *checkOptions) run(ctx context.Context, args []string) error {
 	}
 	defer tr.Close()
 	if target.Source == nil && o.maxCallers > 0 {
-		search := probes.CallerSearch{Max: o.maxCallers, Window: o.verify.prometheus.window}
+		search := callersearch.Options{Max: o.maxCallers, Window: o.verify.prometheus.window}
 		search.Prometheus.URL = o.verify.prometheus.url
 		if _, err := tr.SearchCallers(ctx, search); err != nil && !interrupted() {
 			tr.End("could not triage")

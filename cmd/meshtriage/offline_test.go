@@ -258,3 +258,32 @@ func TestCaptureRefusesBadOutput(t *testing.T) {
 		t.Errorf("capture left files behind: %v", entries)
 	}
 }
+
+// A dump with every Gateway API kind (GatewayClass, HTTPRoute, GRPCRoute,
+// ReferenceGrant, TCPRoute, TLSRoute) triages: it used to exit 1 with "no
+// kind is registered for the type v1.HTTPRoute in scheme". A kind the
+// triage does not read is named once on stderr, however many documents of
+// it there are.
+func TestCheckManifestsOfAGatewayAPIDump(t *testing.T) {
+	r := runWith(t, "", "check", "-f", filepath.Join("..", "..", "probes", "cluster", "manifests", "testdata", "gateway-api"),
+		"-n", "shop", "svc/orders", "-o", "json")
+	if r.code == 1 {
+		t.Fatalf("exit 1 on a valid Gateway API dump:\n%s", r.stderr)
+	}
+	rep := parseReport(t, r)
+	if rep.facts("target")["target_pods_selected"] != float64(1) {
+		t.Errorf("target facts %v: the dump's pod is not read", rep.facts("target"))
+	}
+	seen := map[string]int{}
+	for _, line := range strings.Split(r.stderr, "\n") {
+		if _, kind, ok := strings.Cut(line, "("); ok && strings.Contains(line, "skipped") {
+			kind, _, _ = strings.Cut(kind, ")")
+			seen[kind]++
+		}
+	}
+	for kind, n := range seen {
+		if n > 1 {
+			t.Errorf("%s named %d times on stderr:\n%s", kind, n, r.stderr)
+		}
+	}
+}

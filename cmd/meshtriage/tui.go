@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/meshtriage/meshtriage/probes"
+	"github.com/meshtriage/meshtriage/probes/callersearch"
 	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/cluster/live"
 	"github.com/meshtriage/meshtriage/runbook"
@@ -178,7 +179,7 @@ func openGuided(ctx context.Context, src triage.Source, t cluster.Target, opts t
 		return nil, nil, err
 	}
 	if t.Source == nil {
-		if _, err := tr.Guide(ctx, probes.CallerSearch{Max: probes.DefaultMaxCallers}); err != nil {
+		if _, err := tr.Guide(ctx, callersearch.Options{Max: callersearch.DefaultMax}); err != nil {
 			tr.Close()
 			return nil, nil, fmt.Errorf("caller search: %w", err)
 		}

@@ -21,6 +21,7 @@ import (
 	"github.com/meshtriage/meshtriage/probes"
 	"github.com/meshtriage/meshtriage/probes/actions"
 	"github.com/meshtriage/meshtriage/probes/cluster"
+	"github.com/meshtriage/meshtriage/probes/prometheus"
 	"github.com/meshtriage/meshtriage/probes/watch"
 	"github.com/meshtriage/meshtriage/runbook/incidentlog"
 	"github.com/meshtriage/meshtriage/runbook/triage"
@@ -201,7 +202,7 @@ func (o *watchOptions) meter(ctx context.Context, c cluster.Cluster, t cluster.T
 		return nil, "503 rate not measured: " + cluster.AccessProblem("get service "+t.Namespace+"/"+t.Service, err)
 	}
 	if o.prometheus.url != "" {
-		return &watch.PrometheusMeter{Prom: probes.Prometheus{URL: o.prometheus.url}, Target: t, Window: o.prometheus.window}, ""
+		return &watch.PrometheusMeter{Prom: prometheus.Client{URL: o.prometheus.url}, Target: t, Window: o.prometheus.window}, ""
 	}
 	note := ""
 	if t.Source == nil {
@@ -305,7 +306,7 @@ type promFlags struct {
 // does not need (its baseline is the rollout's start).
 func (p *promFlags) add(f *pflag.FlagSet, usage string, baseline bool) {
 	f.StringVar(&p.url, "prometheus", "", usage)
-	f.DurationVar(&p.window, "prometheus-window", probes.DefaultPrometheusWindow, "the rate() window of the Prometheus queries")
+	f.DurationVar(&p.window, "prometheus-window", prometheus.DefaultWindow, "the rate() window of the Prometheus queries")
 	p.before = probes.DefaultPrometheusBefore
 	if baseline {
 		f.DurationVar(&p.before, "prometheus-before", probes.DefaultPrometheusBefore, "how far back the Prometheus baseline is read")

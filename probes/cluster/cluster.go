@@ -97,6 +97,11 @@ const (
 // their apimachinery type.
 var ErrNotFound = errors.New("not found")
 
+// ErrNotInInput: a source made from exported documents holds nothing of
+// what was asked (a namespace the user did not export), which says
+// nothing of the cluster.
+var ErrNotInInput = errors.New("not in the input")
+
 // UnreachableError says a pod's Envoy admin or istiod could not be reached.
 type UnreachableError struct {
 	What string // "Envoy admin of default/web-1", "istiod"
@@ -162,6 +167,21 @@ func PodsWithIP(ctx context.Context, c Cluster, namespace, ip string) ([]corev1.
 // selector-less Service's endpoints: none read is not none.
 type EndpointsHolder interface {
 	HoldsEndpoints() bool
+}
+
+// PodsHolder is a source made from an input that says whether the input
+// holds any pod of a namespace ("" for any namespace): a dump of the
+// application's namespaces says nothing of the control plane's pods.
+type PodsHolder interface {
+	HoldsPods(namespace string) bool
+}
+
+// InputLacksPods reports a source whose input holds no pod of namespace
+// ("": of any namespace); false for a live cluster, which answers for
+// itself.
+func InputLacksPods(c Cluster, namespace string) bool {
+	h, ok := Uncached(c).(PodsHolder)
+	return ok && !h.HoldsPods(namespace)
 }
 
 // InputLacksEndpoints reports a source whose input holds no EndpointSlice

@@ -26,6 +26,8 @@ func AccessProblem(what string, err error) string {
 		return fmt.Sprintf("cannot %s: not found", what)
 	case errors.As(err, &unreachable):
 		return fmt.Sprintf("cannot %s: %v", what, err)
+	case errors.Is(err, ErrNotInInput):
+		return fmt.Sprintf("cannot %s: %v", what, err)
 	case errors.Is(err, ErrNotFound):
 		return fmt.Sprintf("cannot %s: no data recorded", what)
 	default:

@@ -6,8 +6,8 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/meshtriage/meshtriage/probes"
 	"github.com/meshtriage/meshtriage/probes/patch"
+	"github.com/meshtriage/meshtriage/probes/proxylog"
 )
 
 // AddServiceEntry registers each external host the caller's sidecar sent
@@ -33,11 +33,11 @@ func (AddServiceEntry) Compute(ctx context.Context, in *Input) Output {
 	if len(unregistered) == 0 {
 		return unpatchable("the service-entry step names no unregistered external host")
 	}
-	hosts, err := probes.BlackholedHosts(ctx, in.Cluster, *in.Target.Source)
+	hosts, err := proxylog.BlackholedHosts(ctx, in.Cluster, *in.Target.Source)
 	if err != nil {
 		return unpatchable("the caller's sidecar log could not be read again: %v", err)
 	}
-	byHost := map[string]probes.BlackholedHost{}
+	byHost := map[string]proxylog.BlackholedHost{}
 	for _, h := range hosts {
 		byHost[h.Host] = h
 	}

@@ -3,7 +3,7 @@
 // direction's commands name (the real Gateway, waypoint, Deployment and
 // container). One remedy a file, as istioctl's analyzers are: each
 // declares what it fixes and reads what it needs through the session's
-// read cache, through the config model (probes.CallerViews) and the
+// read cache, through the config model (callerview.Read) and the
 // objects the probes read, so it sees what the triage saw. A remedy makes
 // the smallest change that fixes the cause and leaves the rest of the
 // object as it is; it never guesses a value it cannot read: it says, in
@@ -23,6 +23,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/meshtriage/meshtriage/probes"
+	"github.com/meshtriage/meshtriage/probes/callerview"
 	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/mesh"
 	"github.com/meshtriage/meshtriage/probes/patch"
@@ -70,7 +71,7 @@ type model struct {
 // through the session's cache (so it is what the probes judged).
 func (in *Input) Model(ctx context.Context) (*mesh.Config, mesh.Caller, []*mesh.View, error) {
 	in.once.Do(func() {
-		in.model.cfg, in.model.caller, in.model.views, in.model.err = probes.CallerViews(ctx, in.Cluster, in.Target)
+		in.model.cfg, in.model.caller, in.model.views, in.model.err = callerview.Read(ctx, in.Cluster, in.Target)
 	})
 	return in.model.cfg, in.model.caller, in.model.views, in.model.err
 }

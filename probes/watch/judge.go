@@ -19,13 +19,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/meshtriage/meshtriage/probes"
 	"github.com/meshtriage/meshtriage/probes/mesh"
+	"github.com/meshtriage/meshtriage/probes/podstartup"
 )
 
 // EarlyRestartWindow is the startup-order probe's window, one threshold
 // for the triage and the rollout gate.
-const EarlyRestartWindow = probes.EarlyRestartWindow
+const EarlyRestartWindow = podstartup.EarlyRestartWindow
 
 // RateTolerance is how much the 503 rate may grow over its baseline during
 // the rollout before it counts as a regression; with no 503 before, any 503
@@ -118,7 +118,7 @@ type PodState struct {
 	// creation, whatever the termination record says.
 	RestartedEarly bool
 	// Startup is the startup-order verdict on the pod's latest state.
-	Startup   *probes.PodStartup
+	Startup   *podstartup.Start
 	evaluated string // the state signature Startup was computed for
 	pod       corev1.Pod
 }
@@ -199,7 +199,7 @@ func (j *Judge) Old(o Observation) []corev1.Pod {
 }
 
 // SetBaseline records whether the old pods started their app before Envoy.
-func (j *Judge) SetBaseline(verdicts []probes.PodStartup) {
+func (j *Judge) SetBaseline(verdicts []podstartup.Start) {
 	if len(verdicts) == 0 {
 		return
 	}
@@ -296,7 +296,7 @@ func (j *Judge) signature(st *PodState) string {
 }
 
 // SetStartup records the startup verdict of a pod Due returned.
-func (j *Judge) SetStartup(uid types.UID, v probes.PodStartup) {
+func (j *Judge) SetStartup(uid types.UID, v podstartup.Start) {
 	if st, ok := j.pods[uid]; ok {
 		st.Startup = &v
 		st.evaluated = j.signature(st)
@@ -475,7 +475,7 @@ func (j *Judge) podReport(st *PodState) PodReport {
 	return pr
 }
 
-func startOrder(v *probes.PodStartup) string {
+func startOrder(v *podstartup.Start) string {
 	switch {
 	case v.Sidecar == mesh.SidecarNone:
 		return "no sidecar"

@@ -11,6 +11,7 @@ import (
 
 	"github.com/meshtriage/meshtriage/probes"
 	"github.com/meshtriage/meshtriage/probes/cluster"
+	"github.com/meshtriage/meshtriage/probes/prometheus"
 )
 
 // SidecarMeter measures the rate with the metrics probe: one run (two
@@ -152,9 +153,9 @@ func (m *SidecarMeter) End(ctx context.Context) (Rate, error) {
 // PrometheusMeter asks Prometheus: the rate over Window before the rollout,
 // and the rate over the rollout's own duration at its end.
 type PrometheusMeter struct {
-	Prom   probes.Prometheus
+	Prom   prometheus.Client
 	Target cluster.Target
-	// Window of the baseline (probes.DefaultPrometheusWindow).
+	// Window of the baseline (prometheus.DefaultWindow).
 	Window time.Duration
 	Now    func() time.Time
 
@@ -176,10 +177,10 @@ func (m *PrometheusMeter) now() time.Time {
 func (m *PrometheusMeter) Before(ctx context.Context) (Rate, error) {
 	window := m.Window
 	if window <= 0 {
-		window = probes.DefaultPrometheusWindow
+		window = prometheus.DefaultWindow
 	}
 	at := m.now()
-	var rr probes.RequestRates
+	var rr prometheus.RequestRates
 	for _, reporter := range []string{"source", "destination"} {
 		var err error
 		if rr, err = m.Prom.RequestRates(ctx, m.Target, reporter, window, at); err != nil {
@@ -211,7 +212,7 @@ func (m *PrometheusMeter) End(ctx context.Context) (Rate, error) {
 	return promRate(rr, window), nil
 }
 
-func promRate(rr probes.RequestRates, window time.Duration) Rate {
+func promRate(rr prometheus.RequestRates, window time.Duration) Rate {
 	return Rate{
 		Source:    fmt.Sprintf("Prometheus, reporter=%s", rr.Reporter),
 		Requests:  rr.Total(),

@@ -8,8 +8,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/meshtriage/meshtriage/probes"
 	"github.com/meshtriage/meshtriage/probes/mesh"
+	"github.com/meshtriage/meshtriage/probes/podstartup"
 )
 
 // The rollout script: times are offsets from t0, the moment the watch
@@ -97,8 +97,8 @@ var (
 // logsFor is what the pods log in the script: Envoy is ready a second after
 // its container starts, and the app of a pod that restarted was refused by
 // its database at startup.
-func logsFor(p corev1.Pod) probes.PodStartupLogs {
-	logs := probes.PodStartupLogs{App: map[string][]byte{}, AppPrevious: map[string][]byte{}}
+func logsFor(p corev1.Pod) podstartup.Logs {
+	logs := podstartup.Logs{App: map[string][]byte{}, AppPrevious: map[string][]byte{}}
 	if st, ok := mesh.ContainerStatus(&p, mesh.ProxyContainer); ok && st.State.Running != nil {
 		ready := st.State.Running.StartedAt.Add(time.Second).UTC().Format("2006-01-02T15:04:05.000000Z")
 		logs.Proxy = []byte(ready + "\tinfo\tEnvoy proxy is ready\n")
@@ -114,9 +114,9 @@ func logsFor(p corev1.Pod) probes.PodStartupLogs {
 func play(steps []step) *Judge {
 	first := steps[0].observation()
 	j := NewJudge("shop", "orders", first)
-	var base []probes.PodStartup
+	var base []podstartup.Start
 	for _, p := range j.Old(first) {
-		base = append(base, probes.EvaluatePodStartup(&p, logsFor(p), mesh.MeshConfig{}))
+		base = append(base, podstartup.Of(&p, logsFor(p), mesh.MeshConfig{}))
 	}
 	j.SetBaseline(base)
 	judgeDue(j)
@@ -129,6 +129,6 @@ func play(steps []step) *Judge {
 
 func judgeDue(j *Judge) {
 	for _, p := range j.Due() {
-		j.SetStartup(p.UID, probes.EvaluatePodStartup(&p, logsFor(p), mesh.MeshConfig{}))
+		j.SetStartup(p.UID, podstartup.Of(&p, logsFor(p), mesh.MeshConfig{}))
 	}
 }

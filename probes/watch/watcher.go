@@ -11,9 +11,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
-	"github.com/meshtriage/meshtriage/probes"
 	"github.com/meshtriage/meshtriage/probes/cluster"
+	"github.com/meshtriage/meshtriage/probes/istioconfig"
 	"github.com/meshtriage/meshtriage/probes/mesh"
+	"github.com/meshtriage/meshtriage/probes/podstartup"
 )
 
 // Deployments reads a Deployment; the live cluster implements it. A narrow
@@ -87,7 +88,7 @@ func Watch(ctx context.Context, cfg Config) (Report, error) {
 	if err != nil {
 		return Report{Namespace: cfg.Namespace, Deployment: cfg.Deployment, Regressions: []string{}}, err
 	}
-	meshCfg, err := probes.ReadMeshConfig(ctx, cfg.Cluster)
+	meshCfg, err := istioconfig.ReadMeshConfig(ctx, cfg.Cluster)
 	if err != nil {
 		// The mesh default only decides holdApplicationUntilProxyStarts for
 		// pods without the injector's hook; the pods themselves still tell.
@@ -95,7 +96,7 @@ func Watch(ctx context.Context, cfg Config) (Report, error) {
 	}
 	w.mesh = meshCfg
 	j := NewJudge(cfg.Namespace, cfg.Deployment, first)
-	var baseline []probes.PodStartup
+	var baseline []podstartup.Start
 	for i, p := range j.Old(first) {
 		if i == 2 {
 			break
@@ -205,9 +206,9 @@ func (w *watcher) observe(ctx context.Context) (Observation, error) {
 
 // evaluate reads a pod's logs and judges its start as the startup-order
 // probe would.
-func (w *watcher) evaluate(ctx context.Context, p corev1.Pod) probes.PodStartup {
+func (w *watcher) evaluate(ctx context.Context, p corev1.Pod) podstartup.Start {
 	ref := cluster.PodRef{Namespace: p.Namespace, Name: p.Name}
-	logs := probes.PodStartupLogs{App: map[string][]byte{}, AppPrevious: map[string][]byte{}}
+	logs := podstartup.Logs{App: map[string][]byte{}, AppPrevious: map[string][]byte{}}
 	c := w.cfg.Cluster
 	if mesh.PodSidecar(&p) != mesh.SidecarNone {
 		if b, err := c.Logs(ctx, ref, cluster.LogOptions{Container: mesh.ProxyContainer, LimitBytes: 1 << 20}); err == nil {
@@ -224,7 +225,7 @@ func (w *watcher) evaluate(ctx context.Context, p corev1.Pod) probes.PodStartup 
 			}
 		}
 	}
-	return probes.EvaluatePodStartup(&p, logs, w.mesh)
+	return podstartup.Of(&p, logs, w.mesh)
 }
 
 func oneLine(err error) string {

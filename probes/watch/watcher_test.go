@@ -16,9 +16,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/meshtriage/meshtriage/probes"
 	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/mesh"
+	"github.com/meshtriage/meshtriage/probes/prometheus"
 )
 
 // scriptedCluster plays a rollout script one step per poll; after the last
@@ -247,7 +247,7 @@ func TestPrometheusMeterAsksOverTheRolloutsOwnWindow(t *testing.T) {
 	}))
 	defer srv.Close()
 	clock := t0
-	m := &PrometheusMeter{Prom: probes.Prometheus{URL: srv.URL}, Target: cluster.Target{Namespace: "shop", Service: "orders"}, Now: func() time.Time { return clock }}
+	m := &PrometheusMeter{Prom: prometheus.Client{URL: srv.URL}, Target: cluster.Target{Namespace: "shop", Service: "orders"}, Now: func() time.Time { return clock }}
 	before, err := m.Before(context.Background())
 	if err != nil || before.Errors503 != 0.25 || !strings.Contains(before.Source, "destination") {
 		t.Fatalf("before %+v %v", before, err)

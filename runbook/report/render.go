@@ -6,7 +6,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/meshtriage/meshtriage/probes"
+	"github.com/meshtriage/meshtriage/probes/callersearch"
 	"github.com/meshtriage/meshtriage/runbook"
 )
 
@@ -278,7 +278,7 @@ func Text(w io.Writer, r Report) error {
 }
 
 // callerSearchLine says who the caller search read, and where it looked.
-func callerSearchLine(cs probes.CallerSearchResult) string {
+func callerSearchLine(cs callersearch.Result) string {
 	if len(cs.Callers) == 0 {
 		return "no caller found (searched " + strings.Join(cs.Searched, "; ") + "): Envoy checks ran from the service side only"
 	}

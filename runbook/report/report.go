@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/meshtriage/meshtriage/probes"
+	"github.com/meshtriage/meshtriage/probes/callersearch"
 	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/runbook"
 )
@@ -29,7 +30,7 @@ type Report struct {
 	Skipped []runbook.SkippedRule `json:"skipped,omitempty"`
 	// CallerSearch is set when no caller was named and check looked for
 	// them: who was read, why, and what the search could not see.
-	CallerSearch *probes.CallerSearchResult `json:"caller_search,omitempty"`
+	CallerSearch *callersearch.Result `json:"caller_search,omitempty"`
 	// Verdict is the run's outcome: VerdictFindings, VerdictUndecided (no
 	// finding, but the checks that decide the path did not all run: the
 	// hypotheses are open) or VerdictClean (the path was judged, and
@@ -292,7 +293,7 @@ func ChecksNotRun(r Report) []NotRun {
 
 // CallerRun is the triage from one caller the caller search read.
 type CallerRun struct {
-	Caller  probes.Caller
+	Caller  callersearch.Caller
 	Session *runbook.Session
 }
 
@@ -301,7 +302,7 @@ type CallerRun struct {
 // found from several is one finding, at the highest confidence, with the
 // evidence of each and the callers it holds for; a step whose result from
 // a caller differs from the service side's is listed again for that caller.
-func FromSessions(service *runbook.Session, search probes.CallerSearchResult, runs []CallerRun) Report {
+func FromSessions(service *runbook.Session, search callersearch.Result, runs []CallerRun) Report {
 	r := FromSession(service)
 	r.CallerSearch = &search
 	index := map[string]int{}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/meshtriage/meshtriage/probes"
+	"github.com/meshtriage/meshtriage/probes/callersearch"
 	"github.com/meshtriage/meshtriage/runbook"
 )
 
@@ -29,7 +30,7 @@ func TestSearchCallersTriagesFromEachAndNotesIt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := tr.SearchCallers(t.Context(), probes.CallerSearch{})
+	res, err := tr.SearchCallers(t.Context(), callersearch.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +83,7 @@ func TestSearchCallersRefusesANamedCaller(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tr.Close()
-	if _, err := tr.SearchCallers(t.Context(), probes.CallerSearch{}); err == nil {
+	if _, err := tr.SearchCallers(t.Context(), callersearch.Options{}); err == nil {
 		t.Error("searched for callers although --from named one")
 	}
 }

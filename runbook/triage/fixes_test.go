@@ -18,6 +18,7 @@ import (
 
 	"github.com/meshtriage/meshtriage/assets"
 	"github.com/meshtriage/meshtriage/probes"
+	"github.com/meshtriage/meshtriage/probes/callersearch"
 	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/cluster/manifests"
 	"github.com/meshtriage/meshtriage/probes/cluster/recorded"
@@ -59,7 +60,7 @@ func check(t *testing.T, src triage.Source, target cluster.Target, searchCallers
 	}
 	defer tr.Close()
 	if searchCallers {
-		if _, err := tr.SearchCallers(ctx, probes.CallerSearch{Max: 2}); err != nil {
+		if _, err := tr.SearchCallers(ctx, callersearch.Options{Max: 2}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -199,6 +199,7 @@ func Manifests(paths []string, opts manifests.Options, info cluster.ClusterInfo)
 	}
 	s := recorded.FromObjects(strings.Join(paths, ","), set.Objects)
 	s.ImpliedNamespaces = set.ImpliedNamespaces
+	s.Dump = true
 	if info.Server == "" {
 		info.Server = s.Source
 	}

@@ -24,6 +24,7 @@ import (
 	"github.com/meshtriage/meshtriage/assets"
 	"github.com/meshtriage/meshtriage/probes"
 	"github.com/meshtriage/meshtriage/probes/actions"
+	"github.com/meshtriage/meshtriage/probes/callersearch"
 	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/remedies"
 	"github.com/meshtriage/meshtriage/runbook"
@@ -74,7 +75,7 @@ type Triage struct {
 	Target  cluster.Target
 	// Search and Callers are set by SearchCallers: the caller search of a
 	// triage without a named caller, and a session from each caller read.
-	Search  *probes.CallerSearchResult
+	Search  *callersearch.Result
 	Callers []report.CallerRun
 	// LogFallback says where the log went instead of the default
 	// directory, and why; "" when it went there.
@@ -206,14 +207,14 @@ func open(ctx context.Context, src Source, target cluster.Target, opts Options, 
 // with the service-side session. Each caller's session writes to the
 // incident log as part of the triage's record (session_started names the
 // triage's session as its parent).
-func (t *Triage) SearchCallers(ctx context.Context, s probes.CallerSearch) (probes.CallerSearchResult, error) {
+func (t *Triage) SearchCallers(ctx context.Context, s callersearch.Options) (callersearch.Result, error) {
 	if t.Target.Source != nil {
-		return probes.CallerSearchResult{}, errors.New("the caller is named: nothing to search")
+		return callersearch.Result{}, errors.New("the caller is named: nothing to search")
 	}
 	if t.Search != nil {
 		return *t.Search, errors.New("the callers were searched already")
 	}
-	res := probes.FindCallers(ctx, t.Cluster, t.Target, s)
+	res := callersearch.Find(ctx, t.Cluster, t.Target, s)
 	t.Search = &res
 	for _, c := range res.Callers {
 		sess, err := t.subSession(&cluster.PodRef{Namespace: c.Pod.Namespace, Name: c.Pod.Name}, c.Pod.String())
@@ -248,7 +249,7 @@ func (t *Triage) subSession(source *cluster.PodRef, name string) (*runbook.Sessi
 // Session, the one the on-call drives and the log records, while the
 // service side and the other callers run beside it (Sessions) and their
 // findings merge into Report as check's do. Call it before Start.
-func (t *Triage) Guide(ctx context.Context, s probes.CallerSearch) (probes.CallerSearchResult, error) {
+func (t *Triage) Guide(ctx context.Context, s callersearch.Options) (callersearch.Result, error) {
 	res, err := t.SearchCallers(ctx, s)
 	if err != nil || len(t.Callers) == 0 {
 		return res, err

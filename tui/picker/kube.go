@@ -11,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/meshtriage/meshtriage/probes"
+	"github.com/meshtriage/meshtriage/probes/callersearch"
 	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/mesh"
 )
@@ -114,7 +114,7 @@ func appName(pod *corev1.Pod) string {
 }
 
 // SearchCatalog is a KubeCatalog that also ranks the target's callers with
-// the caller search of `check` (probes.FindCallers) over Cluster.
+// the caller search of `check` (callersearch.Find) over Cluster.
 type SearchCatalog struct {
 	KubeCatalog
 	Cluster cluster.Cluster
@@ -126,7 +126,7 @@ const pickerCallers = 10
 
 // Callers lists the callers the search finds, most likely first.
 func (s SearchCatalog) Callers(ctx context.Context, namespace, service string) ([]PodSummary, error) {
-	res := probes.FindCallers(ctx, cluster.NewCache(s.Cluster), cluster.Target{Namespace: namespace, Service: service}, probes.CallerSearch{Max: pickerCallers})
+	res := callersearch.Find(ctx, cluster.NewCache(s.Cluster), cluster.Target{Namespace: namespace, Service: service}, callersearch.Options{Max: pickerCallers})
 	var out []PodSummary
 	for _, c := range append(res.Callers, res.Others...) {
 		side := mesh.SidecarNone

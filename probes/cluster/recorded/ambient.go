@@ -2,6 +2,7 @@ package recorded
 
 import (
 	"context"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sort"
 
 	securityv1 "istio.io/client-go/pkg/apis/security/v1"
@@ -51,6 +52,9 @@ func (c *Cluster) GatewayAPIGateways(ctx context.Context, namespace string) ([]*
 		return nil, err
 	}
 	if err := c.failed(readGateways(namespace)); err != nil {
+		return nil, err
+	}
+	if err := c.notExported(namespace, "Gateway (gateway.networking.k8s.io)", func(o runtime.Object) bool { _, ok := o.(*gatewayv1.Gateway); return ok }); err != nil {
 		return nil, err
 	}
 	var out []*gatewayv1.Gateway

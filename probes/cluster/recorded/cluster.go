@@ -174,6 +174,17 @@ func (c *Cluster) HoldsEndpoints() bool {
 	return false
 }
 
+// HoldsPods reports whether the recording holds a pod of namespace (""
+// for any).
+func (c *Cluster) HoldsPods(namespace string) bool {
+	for _, obj := range c.s.Objects {
+		if p, ok := obj.(*corev1.Pod); ok && (namespace == "" || p.Namespace == namespace) {
+			return true
+		}
+	}
+	return false
+}
+
 // Scenario is the recorded data this cluster serves.
 func (c *Cluster) Scenario() *Scenario { return c.s }
 

@@ -21,6 +21,7 @@ import (
 
 	"github.com/meshtriage/meshtriage/assets"
 	"github.com/meshtriage/meshtriage/probes"
+	"github.com/meshtriage/meshtriage/probes/callersearch"
 	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/cluster/recorded"
 	"github.com/meshtriage/meshtriage/runbook"
@@ -374,7 +375,7 @@ func TestCaptureReplaysTheCallerSearch(t *testing.T) {
 			target := s.Target
 			target.Source = nil
 			rec := recorded.NewRecorder(live)
-			first := probes.FindCallers(context.Background(), cluster.NewCache(rec), target, probes.CallerSearch{})
+			first := callersearch.Find(context.Background(), cluster.NewCache(rec), target, callersearch.Options{})
 			if len(first.Callers) == 0 || len(first.Problems) > 0 {
 				t.Fatalf("through the recorder the search found no caller or could not read something: %s", first.Summary())
 			}
@@ -382,7 +383,7 @@ func TestCaptureReplaysTheCallerSearch(t *testing.T) {
 				t.Errorf("reads the recording has no file for: %v", u)
 			}
 			c, _ := replay(t, rec, target, nil)
-			again := probes.FindCallers(context.Background(), cluster.NewCache(c), target, probes.CallerSearch{})
+			again := callersearch.Find(context.Background(), cluster.NewCache(c), target, callersearch.Options{})
 			if first.Summary() != again.Summary() {
 				t.Errorf("callers live: %s\nreplayed: %s", first.Summary(), again.Summary())
 			}

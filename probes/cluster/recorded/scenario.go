@@ -102,6 +102,10 @@ type Scenario struct {
 	// keyed by ReadKey: they fail the same way on replay, so that a read
 	// RBAC refused is not taken for an empty answer.
 	Failures map[string]Failure
+	// Dump marks a scenario made from documents the user exported (check
+	// -f): it holds what they chose to export, so a namespace it holds
+	// nothing of was not exported, not empty.
+	Dump bool
 	// ImpliedNamespaces are namespaces objects are in but whose Namespace
 	// object was not recorded: they exist, their labels are unknown.
 	ImpliedNamespaces []string

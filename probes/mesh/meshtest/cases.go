@@ -232,6 +232,9 @@ var Cases = []Case{
 	{File: "sidecar-without-tlsmode-label.yaml", Caller: "web/web-1", Host: "orders.shop.svc.cluster.local", Port: 8080, Check: func(t testing.TB, v *mesh.View) {
 		wantMismatches(t, v, map[string]string{"orders-v2": mesh.MismatchPlaintextStrict})
 	}},
+	{File: "classic-sidecar-without-tlsmode-label.yaml", Caller: "web/web-1", Host: "orders.shop.svc.cluster.local", Port: 8080, Check: func(t testing.TB, v *mesh.View) {
+		wantMismatches(t, v, map[string]string{"orders-v2": mesh.MismatchPlaintextStrict})
+	}},
 	// ExternalName Services are aliases: no endpoints, no cluster of their
 	// own; istiod routes them as the host they name.
 	{File: "externalname-external.yaml", Caller: "web/web-1", Host: "payments.shop.svc.cluster.local", Port: 443, Check: func(t testing.TB, v *mesh.View) {

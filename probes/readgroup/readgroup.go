@@ -1,12 +1,15 @@
-package probes
+// Package readgroup runs a probe's reads that do not depend on one another
+// at once: against a remote cluster they then cost one round trip
+// together, not one each (BENCHMARKS.md, latency). It is errgroup's shape
+// without the errors (each read keeps its own) and with panics carried to
+// the caller.
+package readgroup
 
 import "sync"
 
-// readGroup runs a probe's reads that do not depend on one another at
-// once: against a remote cluster they then cost one round trip together,
-// not one each (BENCHMARKS.md, latency). Each read writes only its own
-// variables; Wait returns when all are done.
-type readGroup struct {
+// Group runs reads at once. Each read writes only its own variables; Wait
+// returns when all are done. The zero Group is ready to use.
+type Group struct {
 	wg       sync.WaitGroup
 	mu       sync.Mutex
 	panicked bool
@@ -14,7 +17,7 @@ type readGroup struct {
 }
 
 // Go runs read in its own goroutine.
-func (g *readGroup) Go(read func()) {
+func (g *Group) Go(read func()) {
 	g.wg.Add(1)
 	go func() {
 		defer g.wg.Done()
@@ -34,7 +37,7 @@ func (g *readGroup) Go(read func()) {
 // Wait waits for every read. A read that panicked panics again here, in the
 // probe's own goroutine, where probes.Run recovers it: a probe never takes
 // the process down.
-func (g *readGroup) Wait() {
+func (g *Group) Wait() {
 	g.wg.Wait()
 	if g.panicked {
 		panic(g.value)

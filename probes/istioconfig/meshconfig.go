@@ -1,4 +1,9 @@
-package probes
+// Package istioconfig reads the mesh's Istio configuration as istiod reads
+// it: the mesh config from istiod's namespace (Istio's defaults when there
+// is none), its access-log formats, and the rules (DestinationRules,
+// VirtualServices, PeerAuthentications, Sidecars, ServiceEntries) of every
+// namespace, one list a kind.
+package istioconfig
 
 import (
 	"context"
@@ -10,14 +15,19 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 )
 
+// ControlPlane is the namespace istiod runs in, where its mesh config is:
+// the cluster's, else Istio's default.
+func ControlPlane(c cluster.Cluster) string {
+	if ns := c.Info().ControlPlaneNamespace; ns != "" {
+		return ns
+	}
+	return cluster.DefaultControlPlane
+}
+
 // ReadMeshConfig fetches and parses the mesh config. An absent ConfigMap is
 // not an error (Istio then runs on defaults); an unreadable one is.
 func ReadMeshConfig(ctx context.Context, c cluster.Cluster) (mesh.MeshConfig, error) {
-	ns := c.Info().ControlPlaneNamespace
-	if ns == "" {
-		ns = cluster.DefaultControlPlane
-	}
-	cm, err := c.GetConfigMap(ctx, ns, mesh.MeshConfigMap)
+	cm, err := c.GetConfigMap(ctx, ControlPlane(c), mesh.MeshConfigMap)
 	if apierrors.IsNotFound(err) {
 		return mesh.MeshConfig{}, nil
 	}
@@ -77,9 +87,9 @@ func AccessLogFormats(mc mesh.MeshConfig) (accesslog.Formats, []string) {
 	return out, problems
 }
 
-// readAccessLogFormats reads the mesh config for its access-log formats.
+// ReadAccessLogFormats reads the mesh config for its access-log formats.
 // An unreadable mesh config leaves the built-in layouts, and says so.
-func readAccessLogFormats(ctx context.Context, c cluster.Cluster) (accesslog.Formats, []string) {
+func ReadAccessLogFormats(ctx context.Context, c cluster.Cluster) (accesslog.Formats, []string) {
 	mc, err := ReadMeshConfig(ctx, c)
 	if err != nil {
 		return nil, []string{cluster.AccessProblem("read the mesh config for its access-log format", err) + ": lines are read by Istio's default layouts"}

@@ -1,4 +1,9 @@
-package probes
+// Package ambientpath is what the ambient probes (dataplane,
+// ambient-policy, ztunnel, waypoint) read in common: the Service, its
+// namespace and pods, the caller and its namespace, the waypoint the
+// Service names with its Gateway and pods, and the ztunnel pods; and
+// whether ztunnel or a waypoint carries any of the traffic.
+package ambientpath
 
 import (
 	"context"
@@ -7,18 +12,21 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/meshtriage/meshtriage/probes/cluster"
+	"github.com/meshtriage/meshtriage/probes/istioconfig"
 	"github.com/meshtriage/meshtriage/probes/mesh"
+	"github.com/meshtriage/meshtriage/probes/readgroup"
 )
 
-// ambientInput is what the ambient probes (dataplane, ambient-policy,
+// Input is what the ambient probes (dataplane, ambient-policy,
 // ztunnel, waypoint) read in common: the Service, its namespace and pods,
 // the caller and its namespace, and the waypoint the Service names with
 // its Gateway and pods. Each probe fetches it; the read cache makes the
 // reads happen once per wave.
-type ambientInput struct {
+type Input struct {
 	Service          *corev1.Service
 	Namespace        *corev1.Namespace
 	NamespaceProblem string
@@ -37,12 +45,12 @@ type ambientInput struct {
 	WaypointPodsRead bool
 }
 
-// fetchAmbient fails only when the Service or its pods cannot be read.
-func fetchAmbient(ctx context.Context, c cluster.Cluster, t cluster.Target) (ambientInput, string, error) {
-	in := ambientInput{ControlPlane: controlPlane(c)}
+// Fetch fails only when the Service or its pods cannot be read.
+func Fetch(ctx context.Context, c cluster.Cluster, t cluster.Target) (Input, string, error) {
+	in := Input{ControlPlane: istioconfig.ControlPlane(c)}
 	var (
 		svcErr, nsErr, srcErr error
-		g                     readGroup
+		g                     readgroup.Group
 	)
 	g.Go(func() { in.Service, svcErr = c.GetService(ctx, t.Namespace, t.Service) })
 	g.Go(func() { in.Namespace, nsErr = c.GetNamespace(ctx, t.Namespace) })
@@ -73,7 +81,7 @@ func fetchAmbient(ctx context.Context, c cluster.Cluster, t cluster.Target) (amb
 		gwsErr   error
 		wpPods   []corev1.Pod
 		wpErr    error
-		second   readGroup
+		second   readgroup.Group
 		named    = in.Binding.Use.Named
 		wp       = in.Binding.Use.Ref
 		sourceNS = in.Source != nil && in.Source.Namespace != t.Namespace
@@ -126,10 +134,10 @@ func fetchAmbient(ctx context.Context, c cluster.Cluster, t cluster.Target) (amb
 	return in, "", nil
 }
 
-// callerKind is what the caller is to the data plane: ambient (enrolled),
+// CallerKind is what the caller is to the data plane: ambient (enrolled),
 // sidecar, gateway, waypoint (a waypoint's pod, whose istio-proxy is no
 // sidecar), or none (outside the mesh, not enrolled, or pending).
-func callerKind(pod *corev1.Pod) string {
+func CallerKind(pod *corev1.Pod) string {
 	if gw, _ := mesh.GatewayPod(pod); gw {
 		return mesh.CallerGateway
 	}
@@ -145,21 +153,10 @@ func callerKind(pod *corev1.Pod) string {
 	return mesh.CallerNone
 }
 
-// readyPods counts the Running, Ready pods.
-func readyPods(pods []corev1.Pod) int {
-	n := 0
-	for i := range pods {
-		if ready, _ := mesh.PodReady(&pods[i]); ready && pods[i].Status.Phase == corev1.PodRunning {
-			n++
-		}
-	}
-	return n
-}
-
-// ambientOnPath: ztunnel or a waypoint carries some of the traffic: the
+// OnPath: ztunnel or a waypoint carries some of the traffic: the
 // caller or a pod of the Service is in ambient (enrolled or meant to be),
 // or the Service names a waypoint.
-func (in ambientInput) ambientOnPath() bool {
+func (in Input) OnPath() bool {
 	if in.Binding.Use.Named {
 		return true
 	}
@@ -174,4 +171,27 @@ func (in ambientInput) ambientOnPath() bool {
 		}
 	}
 	return false
+}
+
+// ListZtunnels lists ztunnel's pods in the control plane's namespace and,
+// when it has none, in every namespace: ztunnel need not share istiod's
+// (GKE installs it in kube-system). err is the first list's failure;
+// problem says the wider list could not be read, so that which nodes have
+// a ztunnel is unknown.
+func ListZtunnels(ctx context.Context, c cluster.Cluster, controlPlane string) (pods []corev1.Pod, problem string, err error) {
+	sel := map[string]string{"app": mesh.ZtunnelApp}
+	pods, err = c.ListPods(ctx, controlPlane, sel)
+	if err != nil || len(pods) > 0 {
+		return pods, "", err
+	}
+	all, aerr := c.ListPods(ctx, metav1.NamespaceAll, sel)
+	if aerr != nil {
+		return nil, "no ztunnel pod in " + controlPlane + "; " + cluster.AccessProblem("list ztunnel pods in every namespace", aerr) + ": which nodes have one is unknown", nil
+	}
+	// A dump of the application's namespaces holds no ztunnel because it
+	// holds nothing of the control plane: not read is not absent.
+	if len(all) == 0 && cluster.InputLacksPods(c, controlPlane) {
+		return nil, "the input holds no pod of " + controlPlane + " and no ztunnel pod: which nodes run a ztunnel is not known", nil
+	}
+	return all, "", nil
 }

@@ -1,4 +1,22 @@
-package probes
+// Package callersearch is the caller search: it answers "whose sidecar
+// sees the 503s?" when the on-call did not name a caller (--from). Without
+// a caller the Envoy checks (hosts, outlier ejections, the caller's config
+// and log) cannot run, and they are where half the causes show. It looks,
+// most telling first:
+//
+//  1. Prometheus, when given: istio_requests_total reported by the callers'
+//     sidecars, by source workload, 503s first;
+//  2. the target's inbound access log: the downstream address of each entry
+//     is the calling pod's IP, 5xx first;
+//  3. the target's own pods, when their own outbound calls fail (the 5xx
+//     callers see may be a broken dependency's);
+//  4. the configuration: meshed pods in the namespaces whose
+//     VirtualServices or DestinationRules name the host, the target's own
+//     namespace first.
+//
+// It reads at most Max sidecars, one pod per workload, and says where each
+// candidate came from, so a finding can name the callers it holds for.
+package callersearch
 
 import (
 	"bytes"
@@ -18,30 +36,16 @@ import (
 	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/mesh"
 	"github.com/meshtriage/meshtriage/probes/parse/accesslog"
+	"github.com/meshtriage/meshtriage/probes/prometheus"
+	"github.com/meshtriage/meshtriage/probes/proxylog"
+	"github.com/meshtriage/meshtriage/probes/readgroup"
+	"github.com/meshtriage/meshtriage/probes/wording"
 )
 
-// The caller search answers "whose sidecar sees the 503s?" when the on-call
-// did not name a caller (--from). Without a caller the Envoy checks (hosts,
-// outlier ejections, the caller's config and log) cannot run, and they are
-// where half the causes show. It looks, most telling first:
-//
-//  1. Prometheus, when given: istio_requests_total reported by the callers'
-//     sidecars, by source workload, 503s first;
-//  2. the target's inbound access log: the downstream address of each entry
-//     is the calling pod's IP, 5xx first;
-//  3. the target's own pods, when their own outbound calls fail (the 5xx
-//     callers see may be a broken dependency's);
-//  4. the configuration: meshed pods in the namespaces whose
-//     VirtualServices or DestinationRules name the host, the target's own
-//     namespace first.
-//
-// It reads at most Max sidecars, one pod per workload, and says where each
-// candidate came from, so a finding can name the callers it holds for.
-
-// DefaultMaxCallers is how many callers' sidecars a triage without --from
+// DefaultMax is how many callers' sidecars a triage without --from
 // reads: each costs an Envoy admin read and a log read, and three workloads
 // cover most incidents' callers.
-const DefaultMaxCallers = 3
+const DefaultMax = 3
 
 // meshedPods selects the pods the sidecar injector labelled: every injected
 // pod carries security.istio.io/tlsMode=istio, so a namespace's candidate
@@ -50,22 +54,22 @@ var meshedPods = map[string]string{label.SecurityTlsMode.Name: "istio"}
 
 // How a candidate was found, most telling first.
 const (
-	CallerByPrometheus = "prometheus"
-	CallerByInboundLog = "inbound-log"
-	// CallerByOwnOutbound: a target pod whose own calls fail; the target's
+	ByPrometheus = "prometheus"
+	ByInboundLog = "inbound-log"
+	// ByOwnOutbound: a target pod whose own calls fail; the target's
 	// 5xx may be its dependency's.
-	CallerByOwnOutbound = "own-outbound"
-	CallerByConfig      = "config"
+	ByOwnOutbound = "own-outbound"
+	ByConfig      = "config"
 )
 
-// CallerSearch bounds the search.
-type CallerSearch struct {
-	// Max is how many callers' sidecars to read; DefaultMaxCallers when 0.
+// Options bounds the search.
+type Options struct {
+	// Max is how many callers' sidecars to read; DefaultMax when 0.
 	Max int
 	// Prometheus, when its URL is set, is asked first.
-	Prometheus Prometheus
+	Prometheus prometheus.Client
 	// Window is the rate() range of the Prometheus query;
-	// DefaultPrometheusWindow when zero.
+	// prometheus.DefaultWindow when zero.
 	Window time.Duration
 	// Now is when the Prometheus query is evaluated; time.Now when zero.
 	Now time.Time
@@ -87,8 +91,8 @@ type Caller struct {
 	requests float64
 }
 
-// CallerSearchResult is what the search found and read.
-type CallerSearchResult struct {
+// Result is what the search found and read.
+type Result struct {
 	// Callers are the callers whose sidecars a triage reads, most likely
 	// first, at most Max, one pod per workload.
 	Callers []Caller `json:"callers"`
@@ -102,7 +106,7 @@ type CallerSearchResult struct {
 }
 
 // Summary is the search in one line for a report or a log note.
-func (r CallerSearchResult) Summary() string {
+func (r Result) Summary() string {
 	if len(r.Callers) == 0 {
 		s := "no caller found (searched " + strings.Join(r.Searched, "; ") + ")"
 		if len(r.Problems) > 0 {
@@ -162,14 +166,14 @@ type workloadRate struct {
 	Rate503, Rate       float64
 }
 
-// FindCallers searches for the target's callers. It never fails: what it
+// Find searches for the target's callers. It never fails: what it
 // could not read is in Problems, and an empty Callers says the triage goes
 // on from the service side only.
-func FindCallers(ctx context.Context, c cluster.Cluster, t cluster.Target, s CallerSearch) CallerSearchResult {
+func Find(ctx context.Context, c cluster.Cluster, t cluster.Target, s Options) Result {
 	in := callerSearchInput{Target: t, Host: t.Host(), PodsIn: map[string][]corev1.Pod{}, PeerPods: map[string]*corev1.Pod{}, ConfigWhy: map[string]string{}}
 	max := s.Max
 	if max <= 0 {
-		max = DefaultMaxCallers
+		max = DefaultMax
 	}
 	problem := func(what string, err error) {
 		in.Problems = append(in.Problems, cluster.AccessProblem(what, err))
@@ -177,7 +181,7 @@ func FindCallers(ctx context.Context, c cluster.Cluster, t cluster.Target, s Cal
 	// The first wave depends on nothing: the target's pods and their logs,
 	// Prometheus, and the rules of every namespace.
 	var (
-		first             readGroup
+		first             readgroup.Group
 		logs              [][]byte
 		logErrs           []error
 		logPods           []cluster.PodRef
@@ -205,18 +209,18 @@ func FindCallers(ctx context.Context, c cluster.Cluster, t cluster.Target, s Cal
 			return
 		}
 		in.TargetPods = pods
-		readable := upstreamLogPods(pods)
-		if len(readable) > maxUpstreamLogs {
-			readable = readable[:maxUpstreamLogs]
+		readable := proxylog.UpstreamLogPods(pods)
+		if len(readable) > proxylog.MaxUpstreamLogs {
+			readable = readable[:proxylog.MaxUpstreamLogs]
 		}
 		logs, logErrs = make([][]byte, len(readable)), make([]error, len(readable))
-		var g readGroup
+		var g readgroup.Group
 		for i, p := range readable {
 			ref := cluster.PodRef{Namespace: p.Namespace, Name: p.Name}
 			logPods = append(logPods, ref)
 			// The access-log probe's read: the same options, so the read
 			// cache serves it to that probe afterwards.
-			g.Go(func() { logs[i], logErrs[i] = newestProxyLog(ctx, c, ref, AccessLogTailLines) })
+			g.Go(func() { logs[i], logErrs[i] = proxylog.NewestProxyLog(ctx, c, ref, proxylog.AccessLogTailLines) })
 		}
 		g.Wait()
 	})
@@ -224,7 +228,7 @@ func FindCallers(ctx context.Context, c cluster.Cluster, t cluster.Target, s Cal
 		in.PromAsked = true
 		in.Window = s.Window
 		if in.Window <= 0 {
-			in.Window = DefaultPrometheusWindow
+			in.Window = prometheus.DefaultWindow
 		}
 		at := s.Now
 		if at.IsZero() {
@@ -281,7 +285,7 @@ func FindCallers(ctx context.Context, c cluster.Cluster, t cluster.Target, s Cal
 			problem(fmt.Sprintf("read the %s log of %s", mesh.ProxyContainer, logPods[i]), logErrs[i])
 			continue
 		}
-		inbound, outbound, _ := accesslog.Split(bytes.NewReader(b), inboundEntry)
+		inbound, outbound, _ := accesslog.Split(bytes.NewReader(b), proxylog.InboundEntry)
 		in.Inbound.Merge(inbound)
 		in.LogsRead++
 		if failed := outbound.Status5xx + outbound.BlackHole + outbound.TCPFlags.Total(); failed > 0 {
@@ -326,11 +330,11 @@ func FindCallers(ctx context.Context, c cluster.Cluster, t cluster.Target, s Cal
 	peerErrs := make([]error, len(peerIPs))
 	namespaces := in.ConfigNSs
 	for _, r := range in.PromRates {
-		namespaces = appendUnique(namespaces, r.Namespace)
+		namespaces = wording.AppendUnique(namespaces, r.Namespace)
 	}
 	nsPods := make([][]corev1.Pod, len(namespaces))
 	nsErrs := make([]error, len(namespaces))
-	var second readGroup
+	var second readgroup.Group
 	for i, ip := range peerIPs {
 		second.Go(func() { peerPods[i], peerErrs[i] = cluster.PodsByIP(ctx, c, ip) })
 	}
@@ -390,15 +394,6 @@ func firstErr(errs []error) int {
 	return 0
 }
 
-func appendUnique(list []string, s string) []string {
-	for _, x := range list {
-		if x == s {
-			return list
-		}
-	}
-	return append(list, s)
-}
-
 func podWithIP(podsIn map[string][]corev1.Pod, ip string) *corev1.Pod {
 	for _, pods := range podsIn {
 		for i := range pods {
@@ -439,8 +434,8 @@ func topPeers(in callerSearchInput, n int) []string {
 
 // rankCallers orders the candidates, most telling evidence first, and
 // picks at most max of them to read, one pod per workload.
-func rankCallers(in callerSearchInput, max int) CallerSearchResult {
-	var out CallerSearchResult
+func rankCallers(in callerSearchInput, max int) Result {
+	var out Result
 	out.Problems = in.Problems
 	targetPod := map[string]bool{}
 	for _, p := range in.TargetPods {
@@ -470,10 +465,10 @@ func rankCallers(in callerSearchInput, max int) CallerSearchResult {
 			return rates[i].Rate > rates[j].Rate
 		})
 		for _, r := range rates {
-			why := fmt.Sprintf("%s 503/s of %s req/s to the target (Prometheus, %s)", formatRate(r.Rate503), formatRate(r.Rate), fmtWindow(in.Window))
+			why := fmt.Sprintf("%s 503/s of %s req/s to the target (Prometheus, %s)", wording.Rate(r.Rate503), wording.Rate(r.Rate), fmtWindow(in.Window))
 			for _, pod := range readyFirst(in.PodsIn[r.Namespace]) {
 				if mesh.WorkloadName(&pod) == r.Workload {
-					add(&pod, CallerByPrometheus, why, r.Rate503, r.Rate)
+					add(&pod, ByPrometheus, why, r.Rate503, r.Rate)
 				}
 			}
 		}
@@ -491,7 +486,7 @@ func rankCallers(in callerSearchInput, max int) CallerSearchResult {
 			if bad > 0 {
 				why = fmt.Sprintf("%d failed of %d requests from %s in the target's inbound log", bad, n, ip)
 			}
-			add(pod, CallerByInboundLog, why, float64(bad), float64(n))
+			add(pod, ByInboundLog, why, float64(bad), float64(n))
 		}
 	}
 
@@ -502,7 +497,7 @@ func rankCallers(in callerSearchInput, max int) CallerSearchResult {
 	for _, o := range own {
 		for i := range in.TargetPods {
 			if p := &in.TargetPods[i]; p.Namespace == o.Pod.Namespace && p.Name == o.Pod.Name {
-				add(p, CallerByOwnOutbound, o.Why, float64(o.Failed), 0)
+				add(p, ByOwnOutbound, o.Why, float64(o.Failed), 0)
 			}
 		}
 	}
@@ -515,7 +510,7 @@ func rankCallers(in callerSearchInput, max int) CallerSearchResult {
 			if targetPod[pod.Namespace+"/"+pod.Name] {
 				continue
 			}
-			add(&pod, CallerByConfig, "meshed pod in "+ns+": "+in.ConfigWhy[ns], 0, 0)
+			add(&pod, ByConfig, "meshed pod in "+ns+": "+in.ConfigWhy[ns], 0, 0)
 		}
 	}
 
@@ -594,16 +589,16 @@ func vsDestinations(vs *networkingv1.VirtualService) []string {
 	return out
 }
 
-// CallerRatesQuery is the PromQL for the target's request rates by source
+// RatesQuery is the PromQL for the target's request rates by source
 // workload and code, as the on-call would type it.
-func CallerRatesQuery(t cluster.Target, window time.Duration) string {
+func RatesQuery(t cluster.Target, window time.Duration) string {
 	return fmt.Sprintf(`sum by (source_workload, source_workload_namespace, response_code) (rate(istio_requests_total{reporter="source",destination_service=%q}[%s]))`,
 		t.Host(), fmtWindow(window))
 }
 
 // callerRates asks Prometheus for the target's callers by workload.
-func callerRates(ctx context.Context, p Prometheus, t cluster.Target, window time.Duration, at time.Time) ([]workloadRate, error) {
-	vec, err := p.Query(ctx, CallerRatesQuery(t, window), at)
+func callerRates(ctx context.Context, p prometheus.Client, t cluster.Target, window time.Duration, at time.Time) ([]workloadRate, error) {
+	vec, err := p.Query(ctx, RatesQuery(t, window), at)
 	if err != nil {
 		return nil, err
 	}

@@ -1,20 +1,21 @@
-package probes
+package proxylog
 
 import (
+	"cmp"
 	"fmt"
-	"sort"
 	"strings"
 
 	"github.com/meshtriage/meshtriage/probes/parse/accesslog"
 	"github.com/meshtriage/meshtriage/probes/parse/ztunnel"
 	"github.com/meshtriage/meshtriage/probes/vocabulary"
+	"github.com/meshtriage/meshtriage/probes/wording"
 )
 
-// dataplaneReading is what the vocabulary makes of the failures a probe
-// saw: those the catalogue has causes for, and those it has none for,
-// each named with its hop. It is the shared helper of the probes that read
-// Envoy access logs and ztunnel's (access-log, waypoint, ztunnel).
-type dataplaneReading struct {
+// Reading is what the vocabulary makes of the failures a probe saw: those
+// the catalogue has causes for, and those it has none for, each named
+// with its hop. The probes that read Envoy access logs and ztunnel's
+// (access-log, waypoint, ztunnel) state it in their facts and summaries.
+type Reading struct {
 	// unexplained counts, by their line, the failures no cause of the
 	// catalogue produces; explained the ones some do, with the causes.
 	unexplained map[string]int
@@ -26,12 +27,13 @@ type dataplaneReading struct {
 	benign map[string]int
 }
 
-func newDataplaneReading() *dataplaneReading {
-	return &dataplaneReading{unexplained: map[string]int{}, texts: map[string]string{}, explained: map[string]int{}, causes: map[string][]string{}, benign: map[string]int{}}
+// NewReading is an empty reading.
+func NewReading() *Reading {
+	return &Reading{unexplained: map[string]int{}, texts: map[string]string{}, explained: map[string]int{}, causes: map[string][]string{}, benign: map[string]int{}}
 }
 
-// addEnvoy reads a tally's failed entries as seen on hop.
-func (r *dataplaneReading) addEnvoy(hop vocabulary.Hop, c accesslog.Counter) {
+// AddEnvoy reads a tally's failed entries as seen on hop.
+func (r *Reading) AddEnvoy(hop vocabulary.Hop, c accesslog.Counter) {
 	v := vocabulary.Default()
 	for _, key := range c.Keys() {
 		n := c.Counts[key]
@@ -65,7 +67,7 @@ func envoyFailureName(flag string, k accesslog.FailureKey) string {
 		code = "TCP"
 	}
 	name := flag + " " + code
-	if why := cmpOr(k.Transport, k.Details); why != "" {
+	if why := cmp.Or(k.Transport, k.Details); why != "" {
 		if len(why) > 120 {
 			why = why[:120] + "..."
 		}
@@ -74,15 +76,8 @@ func envoyFailureName(flag string, k accesslog.FailureKey) string {
 	return name
 }
 
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
-}
-
-// addZtunnel reads a ztunnel tally's failed entries.
-func (r *dataplaneReading) addZtunnel(errors map[string]int) {
+// AddZtunnel reads a ztunnel tally's failed entries.
+func (r *Reading) AddZtunnel(errors map[string]int) {
 	v := vocabulary.Default()
 	for key, n := range errors {
 		k := ztunnel.ParseErrorKey(key)
@@ -109,16 +104,16 @@ func (r *dataplaneReading) addZtunnel(errors map[string]int) {
 
 // Unexplained lists the failures no cause explains, as "LINE=COUNT", most
 // frequent first: the fact a probe states them by.
-func (r *dataplaneReading) Unexplained() []string { return countKeys(r.unexplained) }
+func (r *Reading) Unexplained() []string { return wording.Counts(r.unexplained) }
 
 // Summary says the unexplained failures with what they mean, for a probe's
 // summary line: an unexplained finding shows it as it is.
-func (r *dataplaneReading) Summary() string {
+func (r *Reading) Summary() string {
 	if len(r.unexplained) == 0 {
 		return ""
 	}
 	var parts []string
-	for i, k := range sortedByCount(r.unexplained) {
+	for i, k := range wording.ByCount(r.unexplained) {
 		if i == 3 {
 			parts = append(parts, fmt.Sprintf("%d more", len(r.unexplained)-3))
 			break
@@ -129,30 +124,16 @@ func (r *dataplaneReading) Summary() string {
 }
 
 // Raw lists every reading with its causes or meaning, for the evidence.
-func (r *dataplaneReading) Raw() []string {
+func (r *Reading) Raw() []string {
 	var out []string
-	for _, k := range sortedByCount(r.explained) {
+	for _, k := range wording.ByCount(r.explained) {
 		out = append(out, fmt.Sprintf("vocabulary: %s x%d: produced by %s", k, r.explained[k], strings.Join(r.causes[k], ", ")))
 	}
-	for _, k := range sortedByCount(r.unexplained) {
+	for _, k := range wording.ByCount(r.unexplained) {
 		out = append(out, fmt.Sprintf("vocabulary: %s x%d: unexplained: %s", k, r.unexplained[k], r.texts[k]))
 	}
-	for _, k := range sortedByCount(r.benign) {
+	for _, k := range wording.ByCount(r.benign) {
 		out = append(out, fmt.Sprintf("vocabulary: %s x%d: no data-plane failure: %s", k, r.benign[k], r.texts[k]))
 	}
 	return out
-}
-
-func sortedByCount(m map[string]int) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Slice(keys, func(i, j int) bool {
-		if m[keys[i]] != m[keys[j]] {
-			return m[keys[i]] > m[keys[j]]
-		}
-		return keys[i] < keys[j]
-	})
-	return keys
 }

@@ -1,4 +1,4 @@
-package probes
+package callersearch
 
 import (
 	"fmt"
@@ -13,11 +13,11 @@ import (
 	"github.com/meshtriage/meshtriage/probes/mesh"
 )
 
-// CallerByGateway: an ingress or egress gateway whose Gateway a
+// ByGateway: an ingress or egress gateway whose Gateway a
 // VirtualService routing to the target names. A gateway that answers 404
 // NR never reaches the target's pods, so no inbound log shows it: the
 // routing configuration is where it is found.
-const CallerByGateway = "gateway"
+const ByGateway = "gateway"
 
 // gatewayCandidate is a Gateway whose pods may call the target, and the
 // namespace its pods are listed in.
@@ -102,7 +102,7 @@ func addGatewayCallers(in callerSearchInput, add func(pod *corev1.Pod, by, why s
 		pods := readyFirst(gc.Pods)
 		for i := range pods {
 			if ok, _ := mesh.GatewayPod(&pods[i]); ok {
-				add(&pods[i], CallerByGateway, gc.Why, 0, 0)
+				add(&pods[i], ByGateway, gc.Why, 0, 0)
 			}
 		}
 	}

@@ -1,4 +1,9 @@
-package probes
+// Package callerview is the caller's view: what the config model
+// (probes/mesh) says the caller's proxy is given for each port of the
+// target, and the reads it is built from, made as istiod makes them. The
+// probes that judge configuration (mtls, destination-rules,
+// gateway-routes), the fixes and the lab's differential test read it.
+package callerview
 
 import (
 	"cmp"
@@ -12,16 +17,20 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/meshtriage/meshtriage/probes/cluster"
+	"github.com/meshtriage/meshtriage/probes/istioconfig"
 	"github.com/meshtriage/meshtriage/probes/mesh"
+	"github.com/meshtriage/meshtriage/probes/readgroup"
+	"github.com/meshtriage/meshtriage/probes/wording"
 )
 
-// callerView is what the config model says the caller's proxy is given for
+// View is what the config model says the caller's proxy is given for
 // the target's ports, and the reads it was built from. The probes that
 // judge configuration (mtls, destination-rules) read it; the read cache
 // makes the reads happen once per wave however many probes ask.
-type callerView struct {
+type View struct {
 	Config *mesh.Config
 	Caller mesh.Caller
 	// CallerNamed: the on-call named the caller (--from); otherwise the
@@ -32,14 +41,14 @@ type callerView struct {
 	Views []*mesh.View
 }
 
-// fetchCallerView reads what the model needs: the mesh config; the Istio
+// Fetch reads what the model needs: the mesh config; the Istio
 // rules of the caller's, the target's and the root namespace (the root's
 // may be unreadable: mesh-wide rules are then unknown); the Service, its
 // endpoints, their pods, and their nodes when a subset selects on the
 // locality labels; and the same for every other Service a route of the
 // target's sends to.
-func fetchCallerView(ctx context.Context, c cluster.Cluster, t cluster.Target) (callerView, string, error) {
-	var out callerView
+func Fetch(ctx context.Context, c cluster.Cluster, t cluster.Target) (View, string, error) {
+	var out View
 	// The mesh config, the Service and the caller depend on nothing: one
 	// round trip for the three.
 	var (
@@ -49,10 +58,10 @@ func fetchCallerView(ctx context.Context, c cluster.Cluster, t cluster.Target) (
 		mcErr      error
 		svcErr     error
 		podErr     error
-		first      readGroup
+		first      readgroup.Group
 		sourceRead = t.Source != nil
 	)
-	first.Go(func() { mc, mcErr = ReadMeshConfig(ctx, c) })
+	first.Go(func() { mc, mcErr = istioconfig.ReadMeshConfig(ctx, c) })
 	first.Go(func() { svc, svcErr = c.GetService(ctx, t.Namespace, t.Service) })
 	if sourceRead {
 		first.Go(func() { pod, podErr = c.GetPod(ctx, t.Source.Namespace, t.Source.Name) })
@@ -61,7 +70,7 @@ func fetchCallerView(ctx context.Context, c cluster.Cluster, t cluster.Target) (
 	if mcErr != nil {
 		return out, "read the mesh config", mcErr
 	}
-	cfg := &mesh.Config{Mesh: mc, RootNamespace: mc.RootNamespace(controlPlane(c)), Services: map[string]*mesh.ServiceData{}, Namespaces: map[string]*corev1.Namespace{}}
+	cfg := &mesh.Config{Mesh: mc, RootNamespace: mc.RootNamespace(istioconfig.ControlPlane(c)), Services: map[string]*mesh.ServiceData{}, Namespaces: map[string]*corev1.Namespace{}}
 	out.Config = cfg
 	if svcErr != nil {
 		return out, fmt.Sprintf("get service %s/%s", t.Namespace, t.Service), svcErr
@@ -76,10 +85,10 @@ func fetchCallerView(ctx context.Context, c cluster.Cluster, t cluster.Target) (
 	// Then the rules (every namespace's, one list a kind) and the Service's
 	// endpoints, all at once; they are added to the model in a fixed order,
 	// so errors and unknowns read the same whatever answered first.
-	namespaces := uniqueNonEmpty(out.Caller.Namespace, t.Namespace, cfg.RootNamespace)
+	namespaces := wording.UniqueNonEmpty(out.Caller.Namespace, t.Namespace, cfg.RootNamespace)
 	optional := func(ns string) bool { return ns != t.Namespace && ns != out.Caller.Namespace }
 	var (
-		rules     *meshRules
+		rules     *istioconfig.Rules
 		rulesWhat string
 		rulesErr  error
 		sd        *mesh.ServiceData
@@ -87,23 +96,23 @@ func fetchCallerView(ctx context.Context, c cluster.Cluster, t cluster.Target) (
 		sdWhat    string
 		sdErr     error
 		gwReads   gatewayReads
-		second    readGroup
+		second    readgroup.Group
 	)
-	second.Go(func() { rules, rulesWhat, rulesErr = fetchMeshRules(ctx, c, namespaces, optional) })
+	second.Go(func() { rules, rulesWhat, rulesErr = istioconfig.ReadRules(ctx, c, namespaces, optional) })
 	second.Go(func() { sd, sdNS, sdWhat, sdErr = fetchServiceData(ctx, c, svc) })
 	if out.Caller.Gateway {
-		second.Go(func() { gwReads = fetchGatewayConfig(ctx, c, pod, []string{metav1NamespaceAll}) })
+		second.Go(func() { gwReads = fetchGatewayConfig(ctx, c, pod, []string{metav1.NamespaceAll}) })
 	}
 	second.Wait()
 	if rulesErr != nil {
 		return out, rulesWhat, rulesErr
 	}
-	rules.into(cfg)
+	rules.Into(cfg)
 	if what, err := addServiceData(cfg, svc, sd, sdNS, sdWhat, sdErr); err != nil {
 		return out, what, err
 	}
 	if out.Caller.Gateway {
-		if gwReads.problems[metav1NamespaceAll] == "" {
+		if gwReads.problems[metav1.NamespaceAll] == "" {
 			// Every namespace's Gateways: the model needs no list of them.
 			addGatewayConfig(cfg, gwReads)
 			cfg.GatewayNamespaces = nil
@@ -126,13 +135,13 @@ func fetchCallerView(ctx context.Context, c cluster.Cluster, t cluster.Target) (
 	}
 	var others []string
 	for _, host := range hosts {
-		if _, _, ok := serviceOfHost(host); ok && cfg.Services[host] == nil && !containsString(others, host) {
+		if _, _, ok := serviceOfHost(host); ok && cfg.Services[host] == nil && !slices.Contains(others, host) {
 			others = append(others, host)
 		}
 	}
 	otherSvcs := make([]*corev1.Service, len(others))
 	otherErrs := make([]error, len(others))
-	var third readGroup
+	var third readgroup.Group
 	for i, host := range others {
 		name, ns, _ := serviceOfHost(host)
 		third.Go(func() { otherSvcs[i], otherErrs[i] = c.GetService(ctx, ns, name) })
@@ -159,10 +168,10 @@ func fetchCallerView(ctx context.Context, c cluster.Cluster, t cluster.Target) (
 		nss := make([]*corev1.Namespace, len(found))
 		whats := make([]string, len(found))
 		errs := make([]error, len(found))
-		var fourth readGroup
+		var fourth readgroup.Group
 		var moreWhat string
 		var moreErr error
-		fourth.Go(func() { moreWhat, moreErr = rules.more(ctx, c, otherNamespaces, func(string) bool { return true }) })
+		fourth.Go(func() { moreWhat, moreErr = rules.More(ctx, c, otherNamespaces, func(string) bool { return true }) })
 		for i, other := range found {
 			fourth.Go(func() { datas[i], nss[i], whats[i], errs[i] = fetchServiceData(ctx, c, other) })
 		}
@@ -170,7 +179,7 @@ func fetchCallerView(ctx context.Context, c cluster.Cluster, t cluster.Target) (
 		if moreErr != nil {
 			return out, moreWhat, moreErr
 		}
-		rules.into(cfg)
+		rules.Into(cfg)
 		for i, other := range found {
 			if what, err := addServiceData(cfg, other, datas[i], nss[i], whats[i], errs[i]); err != nil {
 				cfg.Unknown = append(cfg.Unknown, cluster.AccessProblem(what, err))
@@ -204,7 +213,7 @@ func fetchServiceData(ctx context.Context, c cluster.Cluster, svc *corev1.Servic
 	var (
 		pods              []corev1.Pod
 		slicesErr, podErr error
-		g                 readGroup
+		g                 readgroup.Group
 	)
 	g.Go(func() { sd.Slices, slicesErr = c.EndpointSlices(ctx, svc.Namespace, svc.Name) })
 	if len(svc.Spec.Selector) > 0 {
@@ -280,7 +289,7 @@ func findEndpointPods(ctx context.Context, c cluster.Cluster, sd *mesh.ServiceDa
 	}
 	pods := make([][]corev1.Pod, len(lookups))
 	errs := make([]error, len(lookups))
-	var g readGroup
+	var g readgroup.Group
 	for i, l := range lookups {
 		g.Go(func() {
 			if l.name != "" {
@@ -403,12 +412,13 @@ func serviceOfHost(host string) (name, ns string, ok bool) {
 	return parts[0], parts[1], true
 }
 
-// CallerViews is the config model's answer for a target, read through c
-// as the probes read it: what the caller's proxy (t.Source, or a meshed pod
-// of the target's namespace) is given for each port judged. The lab
+// Read is the config model's answer for a target, read through c as the
+// probes read it: what the caller's proxy (t.Source, or a meshed pod of
+// the target's namespace) is given for each port judged, an error naming
+// what could not be read. The fixes compute patches from it; the lab
 // compares it with what a real istiod pushes.
-func CallerViews(ctx context.Context, c cluster.Cluster, t cluster.Target) (*mesh.Config, mesh.Caller, []*mesh.View, error) {
-	cv, what, err := fetchCallerView(ctx, c, t)
+func Read(ctx context.Context, c cluster.Cluster, t cluster.Target) (*mesh.Config, mesh.Caller, []*mesh.View, error) {
+	cv, what, err := Fetch(ctx, c, t)
 	if err != nil {
 		return nil, mesh.Caller{}, nil, fmt.Errorf("%s: %w", what, err)
 	}

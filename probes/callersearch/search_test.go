@@ -1,4 +1,4 @@
-package probes_test
+package callersearch_test
 
 import (
 	"context"
@@ -10,9 +10,10 @@ import (
 	"time"
 
 	"github.com/meshtriage/meshtriage/assets"
-	"github.com/meshtriage/meshtriage/probes"
+	"github.com/meshtriage/meshtriage/probes/callersearch"
 	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/cluster/recorded"
+	"github.com/meshtriage/meshtriage/probes/prometheus"
 )
 
 // Every embedded scenario names the caller that saw the 503s. With that
@@ -24,21 +25,15 @@ func TestFindCallersFindsEachScenariosCaller(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, name := range names {
-		s, err := recorded.Load(assets.FS, name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if s.Target.Source == nil {
+		target, caller, c := withoutCaller(t, name)
+		if caller == nil {
 			continue
 		}
+		want := *caller
 		t.Run(name, func(t *testing.T) {
-			_, c := scenarioCluster(t, name)
-			target := s.Target
-			want := *target.Source
-			target.Source = nil
-			res := probes.FindCallers(context.Background(), cluster.NewCache(c), target, probes.CallerSearch{})
-			if len(res.Callers) == 0 || len(res.Callers) > probes.DefaultMaxCallers {
-				t.Fatalf("read %d callers, want 1..%d: %s", len(res.Callers), probes.DefaultMaxCallers, res.Summary())
+			res := callersearch.Find(context.Background(), cluster.NewCache(c), target, callersearch.Options{})
+			if len(res.Callers) == 0 || len(res.Callers) > callersearch.DefaultMax {
+				t.Fatalf("read %d callers, want 1..%d: %s", len(res.Callers), callersearch.DefaultMax, res.Summary())
 			}
 			for _, got := range res.Callers {
 				if got.Pod == want {
@@ -56,15 +51,13 @@ func TestFindCallersFindsEachScenariosCaller(t *testing.T) {
 // The outlier incident's caller shows in the target's inbound log with the
 // 500s that got every host ejected: the log ranks it, not the namespace.
 func TestFindCallersRanksInboundPeersByTheir5xx(t *testing.T) {
-	s, c := scenarioCluster(t, "outlier-all-ejected")
-	target := s.Target
-	target.Source = nil
-	res := probes.FindCallers(context.Background(), c, target, probes.CallerSearch{Max: 1})
+	target, _, c := withoutCaller(t, "outlier-all-ejected")
+	res := callersearch.Find(context.Background(), c, target, callersearch.Options{Max: 1})
 	if len(res.Callers) != 1 {
 		t.Fatalf("callers %+v, want one", res.Callers)
 	}
 	got := res.Callers[0]
-	if got.Pod.Name != "web-5b7d9c6f4-q8w2e" || got.By != probes.CallerByInboundLog || !strings.HasPrefix(got.Why, "3 failed of ") {
+	if got.Pod.Name != "web-5b7d9c6f4-q8w2e" || got.By != callersearch.ByInboundLog || !strings.HasPrefix(got.Why, "3 failed of ") {
 		t.Errorf("caller %+v; want web-5b7d9c6f4-q8w2e from the inbound log with its 3 5xx", got)
 	}
 }
@@ -73,10 +66,8 @@ func TestFindCallersRanksInboundPeersByTheir5xx(t *testing.T) {
 // first, even when another workload sends more requests; traffic from
 // outside the mesh (source_workload "unknown") is no caller to read.
 func TestFindCallersAsksPrometheusFirst(t *testing.T) {
-	s, c := scenarioCluster(t, "healthy")
-	target := s.Target
-	web := *target.Source
-	target.Source = nil
+	target, caller, c := withoutCaller(t, "healthy")
+	web := *caller
 	var query string
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		query = r.FormValue("query")
@@ -87,11 +78,11 @@ func TestFindCallersAsksPrometheusFirst(t *testing.T) {
 {"metric":{"source_workload":"web","source_workload_namespace":"%s","response_code":"200"},"value":[1,"7.5"]}]}}`, web.Namespace, web.Namespace)
 	}))
 	defer srv.Close()
-	res := probes.FindCallers(context.Background(), c, target, probes.CallerSearch{Prometheus: probes.Prometheus{URL: srv.URL}, Now: time.Unix(1, 0)})
+	res := callersearch.Find(context.Background(), c, target, callersearch.Options{Prometheus: prometheus.Client{URL: srv.URL}, Now: time.Unix(1, 0)})
 	if !strings.Contains(query, `destination_service="`+target.Host()+`"`) || !strings.Contains(query, "source_workload") {
 		t.Errorf("query %s: want the target's series by source workload", query)
 	}
-	if len(res.Callers) == 0 || res.Callers[0].Pod != web || res.Callers[0].By != probes.CallerByPrometheus || !strings.HasPrefix(res.Callers[0].Why, "2.50 503/s of 10.0 req/s") {
+	if len(res.Callers) == 0 || res.Callers[0].Pod != web || res.Callers[0].By != callersearch.ByPrometheus || !strings.HasPrefix(res.Callers[0].Why, "2.50 503/s of 10.0 req/s") {
 		t.Fatalf("first caller %+v, want %s from Prometheus at 2.5 503/s of 10 req/s: %s", res.Callers, web, res.Summary())
 	}
 	if !strings.Contains(strings.Join(res.Searched, "; "), "Prometheus") {
@@ -99,8 +90,9 @@ func TestFindCallersAsksPrometheusFirst(t *testing.T) {
 	}
 }
 
-// scenarioCluster is an embedded scenario and the cluster it replays.
-func scenarioCluster(t *testing.T, name string) (*recorded.Scenario, cluster.Cluster) {
+// withoutCaller is an embedded scenario's cluster, and its target with the
+// caller it names (nil when none) taken away for the search to find.
+func withoutCaller(t *testing.T, name string) (cluster.Target, *cluster.PodRef, cluster.Cluster) {
 	t.Helper()
 	s, err := recorded.Load(assets.FS, name)
 	if err != nil {
@@ -110,5 +102,7 @@ func scenarioCluster(t *testing.T, name string) (*recorded.Scenario, cluster.Clu
 	if err != nil {
 		t.Fatal(err)
 	}
-	return s, c
+	target, caller := s.Target, s.Target.Source
+	target.Source = nil
+	return target, caller, c
 }

@@ -1,4 +1,4 @@
-package probes
+package proxylog
 
 import (
 	"context"
@@ -13,12 +13,12 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
-// newestLog's promise: what it leaves out is the oldest lines, never the
+// NewestLog's promise: what it leaves out is the oldest lines, never the
 // newest, whatever the lines' lengths. The recorded cluster applies the
 // API server's order: the tail, then the byte limit from its oldest line.
 func TestNewestLogKeepsTheNewestLines(t *testing.T) {
 	pod := cluster.PodRef{Namespace: "shop", Name: "web-1"}
-	huge := strings.Repeat("x", 20*logLineAllowance) + "\n"
+	huge := strings.Repeat("x", 20*LineAllowance) + "\n"
 	newest := func(n int) string {
 		var b strings.Builder
 		for i := range n {
@@ -29,7 +29,7 @@ func TestNewestLogKeepsTheNewestLines(t *testing.T) {
 	for name, log := range map[string]string{
 		"a huge line oldest in the tail":     huge + newest(9),
 		"a huge line among the oldest":       "old-1\nold-2\nold-3\n" + huge + newest(6),
-		"lines each longer than allowed":     strings.Repeat(strings.Repeat("y", 2*logLineAllowance)+"\n", 5) + newest(5),
+		"lines each longer than allowed":     strings.Repeat(strings.Repeat("y", 2*LineAllowance)+"\n", 5) + newest(5),
 		"short lines, well within the limit": newest(10),
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -40,7 +40,7 @@ func TestNewestLogKeepsTheNewestLines(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := newestLog(context.Background(), c, pod, cluster.LogOptions{Container: mesh.ProxyContainer, TailLines: 10})
+			got, err := NewestLog(context.Background(), c, pod, cluster.LogOptions{Container: mesh.ProxyContainer, TailLines: 10})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,7 +1,9 @@
-package probes
+package callerview
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -11,6 +13,7 @@ import (
 
 	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/mesh"
+	"github.com/meshtriage/meshtriage/probes/readgroup"
 )
 
 // gatewayReads is what the config model needs besides the rules when the
@@ -31,7 +34,7 @@ func fetchGatewayConfig(ctx context.Context, c cluster.Cluster, pod *corev1.Pod,
 	r := gatewayReads{gateways: map[string][]*networkingv1.Gateway{}, problems: map[string]string{}}
 	lists := make([][]*networkingv1.Gateway, len(namespaces))
 	errs := make([]error, len(namespaces))
-	var g readGroup
+	var g readgroup.Group
 	for i, ns := range namespaces {
 		g.Go(func() { lists[i], errs[i] = cluster.Gateways(ctx, c, ns) })
 	}
@@ -67,11 +70,11 @@ func addGatewayConfig(cfg *mesh.Config, r gatewayReads) {
 	if cfg.GatewayNamespaces == nil {
 		cfg.GatewayNamespaces = map[string]bool{}
 	}
-	for _, ns := range sortedKeysOf(r.gateways) {
+	for _, ns := range slices.Sorted(maps.Keys(r.gateways)) {
 		cfg.GatewayNamespaces[ns] = true
 		cfg.Gateways = append(cfg.Gateways, r.gateways[ns]...)
 	}
-	for _, ns := range sortedKeysOf(r.problems) {
+	for _, ns := range slices.Sorted(maps.Keys(r.problems)) {
 		cfg.Unknown = append(cfg.Unknown, r.problems[ns]+": its Gateways are not judged")
 	}
 	for _, svc := range r.services {
@@ -88,7 +91,7 @@ func gatewayNamespacesNamed(cfg *mesh.Config) []string {
 	for _, vs := range cfg.VirtualServices {
 		for _, g := range vs.Spec.GetGateways() {
 			ref := mesh.ResolveGatewayName(g, vs.Namespace)
-			if ns, _, ok := strings.Cut(ref, "/"); ok && !cfg.GatewayNamespaces[ns] && !containsString(out, ns) {
+			if ns, _, ok := strings.Cut(ref, "/"); ok && !cfg.GatewayNamespaces[ns] && !slices.Contains(out, ns) {
 				out = append(out, ns)
 			}
 		}
@@ -104,7 +107,7 @@ func gatewayNamespacesNamed(cfg *mesh.Config) []string {
 func gatewayServiceNames(pod *corev1.Pod) []string {
 	var names []string
 	add := func(n string) {
-		if n != "" && !containsString(names, n) {
+		if n != "" && !slices.Contains(names, n) {
 			names = append(names, n)
 		}
 	}
@@ -125,13 +128,4 @@ func gatewayServiceNames(pod *corev1.Pod) []string {
 		add(strings.Join(parts[:len(parts)-2], "-"))
 	}
 	return names
-}
-
-func sortedKeysOf[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
