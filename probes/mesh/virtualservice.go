@@ -192,6 +192,20 @@ func (c *Config) virtualServicesFor(caller Caller, host string) (*networkingv1.V
 	return winner, verdicts, candidates, sc
 }
 
+// VirtualServicesThatMayRoute are the VirtualServices that may write the
+// caller's routes for host on some port: every one the caller's sidecar
+// imports whose hosts cover host, in istiod's order. The one that routes a
+// port need not be the first (httpVirtualServiceFor, tcpVirtualServiceFor),
+// so a triage reads the Services all of them send to.
+func (c *Config) VirtualServicesThatMayRoute(caller Caller, host string) []*networkingv1.VirtualService {
+	_, _, candidates, _ := c.virtualServicesFor(caller, host)
+	out := make([]*networkingv1.VirtualService, len(candidates))
+	for i, cand := range candidates {
+		out[i] = cand.vs
+	}
+	return out
+}
+
 // httpVirtualServiceFor is the VirtualService whose routes istiod writes
 // into the caller's virtual host for host on an HTTP port. istiod builds a
 // virtual host from every VirtualService of the caller's egress listener,

@@ -183,6 +183,11 @@ var Cases = []Case{
 		wantVerdict(t, v.VirtualServices, "shop/orders", true, "applies")
 		wantVerdict(t, v.VirtualServices, "web/orders-for-report", false, "no route of it is for the caller")
 	}},
+	{File: "vs-next-routes-to-other-service.yaml", Caller: "web/web-1", Host: "orders.shop.svc.cluster.local", Port: 8080, Check: func(t testing.TB, v *mesh.View) {
+		wantRoutes(t, v, "outbound|8080||ratings.shop.svc.cluster.local 100% (every request)")
+		wantNoBreak(t, v)
+		wantEndpoints(t, v, "outbound|8080||ratings.shop.svc.cluster.local", "ratings-1")
+	}},
 	{File: "vs-wildcard-without-route-for-port.yaml", Caller: "web/web-1", Host: "orders.shop.svc.cluster.local", Port: 8080, Check: func(t testing.TB, v *mesh.View) {
 		wantRoutes(t, v, "outbound|8080||orders.shop.svc.cluster.local 100% (every request)")
 		wantNoBreak(t, v)
