@@ -331,13 +331,20 @@ func (c *Config) clusterFor(caller Caller, d Destination) *Cluster {
 	cl := &Cluster{Name: d.Cluster, Host: d.Host, Subset: d.Subset, Port: d.Port}
 	sd := c.Services[d.Host]
 	if sd == nil || sd.Service == nil {
-		if se := c.visibleServiceEntry(caller, d.Host); se != nil {
+		se, imported := c.visibleServiceEntry(caller, d.Host), ""
+		if se == nil {
+			se, imported = c.ownServiceEntryImported(caller, d.Host, d.Port)
+		}
+		if se != nil {
 			if !serviceEntryHasPort(se, d.Port) {
 				cl.Why = fmt.Sprintf("ServiceEntry %s/%s declares no port %d", se.Namespace, se.Name, d.Port)
 				return cl
 			}
 			cl.Exists, cl.External = true, true
 			cl.Why = "ServiceEntry " + se.Namespace + "/" + se.Name
+			if imported != "" {
+				cl.Why += " of the caller's namespace, taken into its scope for the routes of VirtualService " + imported + " whatever its exportTo"
+			}
 			return cl
 		}
 		if why := c.ServicesUnknown[d.Host]; why != "" {
@@ -543,6 +550,27 @@ func (c *Config) visibleServiceEntry(caller Caller, host string) *networkingv1.S
 		}
 	}
 	return nil
+}
+
+// ownServiceEntryImported is a ServiceEntry of the caller's namespace that
+// declares host, with the VirtualService the caller imports whose routes
+// send to host on port (or on no port): istiod takes a route destination
+// into the caller's scope from the caller's own namespace before any other
+// and whatever its exportTo (collectImportedServices looks the host up in
+// the config namespace first; only another namespace's must be visible),
+// so the ServiceEntry's cluster is pushed though it is not exported there.
+func (c *Config) ownServiceEntryImported(caller Caller, host string, port int32) (*networkingv1.ServiceEntry, string) {
+	for _, se := range c.ServiceEntries {
+		if se.Namespace != caller.Namespace || !ServiceEntryDeclares(se, host) {
+			continue
+		}
+		sc, _ := c.SidecarFor(caller)
+		if vs := c.hostImportedBy(caller, sc, host, port); vs != "" {
+			return se, vs
+		}
+		return nil, ""
+	}
+	return nil, ""
 }
 
 // What is missing for a cluster istiod does not build.

@@ -293,7 +293,11 @@ func (c *Config) sidecarVirtualServices(caller Caller, sc *networkingv1.Sidecar)
 // see svc, unless svc is of the caller's own namespace, which istiod
 // takes whatever its exportTo. "" for none.
 func (c *Config) importedBy(caller Caller, sc *networkingv1.Sidecar, svc *corev1.Service, port int32) string {
-	host := ServiceHost(svc.Name, svc.Namespace)
+	return c.hostImportedBy(caller, sc, ServiceHost(svc.Name, svc.Namespace), port)
+}
+
+// hostImportedBy is importedBy for a host, a Service's or a ServiceEntry's.
+func (c *Config) hostImportedBy(caller Caller, sc *networkingv1.Sidecar, host string, port int32) string {
 	for _, vs := range c.sidecarVirtualServices(caller, sc) {
 		// A destination naming other ports imports only those
 		// (serviceMatchingVirtualServicePorts).

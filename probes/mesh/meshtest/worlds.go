@@ -120,7 +120,17 @@ var WorldCases = []Case{
 		}
 		wantRoutes(t, v, "outbound|5432||catalog.w00021-b.svc.cluster.local 100% (every request)")
 	}},
+	{File: "world-101-00148.yaml", Mesh: batch101x2, Caller: "w00148-a/ratings-v1-1", Host: "ratings.w00148-a.svc.cluster.local", Port: 80, Check: func(t testing.TB, v *mesh.View) {
+		wantRoutes(t, v, "outbound|80||api.w00148.example.com 100% (every request)")
+		if cl := v.Clusters["outbound|80||api.w00148.example.com"]; cl == nil || !cl.Exists {
+			t.Errorf("cluster %+v: istiod pushes the ServiceEntry of the caller's namespace a route sends to, whatever its exportTo", cl)
+		}
+		wantNoBreak(t, v)
+	}},
 }
+
+// batch101x2 is the mesh config of batch 2 of seed 101 (worlds 100-149).
+const batch101x2 = "outboundTrafficPolicy: {mode: REGISTRY_ONLY}\ndefaultServiceExportTo: [\".\"]\ndefaultDestinationRuleExportTo: [\".\"]\n"
 
 // batch11x9 is the mesh config of batch 9 of seed 11 (worlds 450-499).
 const batch11x9 = "defaultServiceExportTo: [\".\"]\ndefaultVirtualServiceExportTo: [\".\"]\ndefaultDestinationRuleExportTo: [\".\"]\n"
