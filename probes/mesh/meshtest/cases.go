@@ -198,6 +198,16 @@ var Cases = []Case{
 		wantRoutes(t, v, "outbound|8080||orders.shop.svc.cluster.local 100% (every request)")
 		wantNoBreak(t, v)
 	}},
+	{File: "dr-selector-then-wider-exportto.yaml", Caller: "shop/orders-v1", Host: "orders.shop.svc.cluster.local", Port: 8080, Check: func(t testing.TB, v *mesh.View) {
+		wantNoBreak(t, v)
+		wantVerdict(t, v.DestinationRules, "shop/orders-from-v1", true, "applies")
+		wantVerdict(t, v.DestinationRules, "shop/orders-all", true, "applies")
+		wantEndpoints(t, v, "outbound|8080|v2|orders.shop.svc.cluster.local", "orders-v2")
+	}},
+	{File: "dr-selector-then-wider-exportto.yaml", Caller: "web/web-1", Host: "orders.shop.svc.cluster.local", Port: 8080, Check: func(t testing.TB, v *mesh.View) {
+		wantNoBreak(t, v)
+		wantVerdict(t, v.DestinationRules, "shop/orders-all", true, "applies")
+	}},
 	{File: "workload-disable-under-auto-mtls.yaml", Caller: "web/web-1", Host: "orders.shop.svc.cluster.local", Port: 8080, Check: func(t testing.TB, v *mesh.View) {
 		wantMismatches(t, v, nil)
 	}},

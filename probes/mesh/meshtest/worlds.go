@@ -127,7 +127,33 @@ var WorldCases = []Case{
 		}
 		wantNoBreak(t, v)
 	}},
+	{File: "world-404-01173.yaml", Mesh: batch404x23, Caller: "w01173-b/client-1", Host: "users.w01173-a.svc.cluster.local", Port: 8080, Check: func(t testing.TB, v *mesh.View) {
+		wantVerdict(t, v.DestinationRules, "w01173-b/users", true, "applies")
+		wantVerdict(t, v.DestinationRules, "w01173-b/users-more", true, "applies")
+		if v.Rule == nil || v.Rule.Subset("canary") == nil || v.Rule.Subset("v2") == nil {
+			t.Errorf("rule %+v: want users with users-more's subset canary merged in", v.Rule)
+		}
+		wantSends(t, v, "outbound|8080||users.w01173-a.svc.cluster.local", map[string]string{"10.132.149.3": mesh.SendsMTLS})
+	}},
+	{File: "world-404-01173.yaml", Mesh: batch404x23, Caller: "w01173-b/catalog-v1-9", Host: "users.w01173-a.svc.cluster.local", Port: 8080, Check: func(t testing.TB, v *mesh.View) {
+		if v.Rule != nil {
+			t.Errorf("rule %v applies; users-more was merged into users' entry, whose selector leaves catalog out", v.Rule.Names())
+		}
+		wantSends(t, v, "outbound|8080||users.w01173-a.svc.cluster.local", map[string]string{"10.132.149.3": mesh.SendsPlaintext})
+	}},
+	{File: "world-404-01794.yaml", Mesh: batch404x35, Caller: "w01794-a/billing-v2-3", Host: "catalog.w01794-a.svc.cluster.local", Port: 8080, Check: func(t testing.TB, v *mesh.View) {
+		wantVerdict(t, v.DestinationRules, "w01794-a/catalog-more", true, "applies")
+		if v.Rule == nil || v.Rule.Subset("v1") == nil {
+			t.Errorf("rule %+v: want catalog-more's entry, with subset v1", v.Rule)
+		}
+	}},
 }
+
+// batch404x35 is the mesh config of batch 35 of seed 404 (worlds 1750-1799).
+const batch404x35 = "outboundTrafficPolicy: {mode: REGISTRY_ONLY}\ndefaultVirtualServiceExportTo: [\".\"]\n"
+
+// batch404x23 is the mesh config of batch 23 of seed 404 (worlds 1150-1199).
+const batch404x23 = "outboundTrafficPolicy: {mode: REGISTRY_ONLY}\n"
 
 // batch101x2 is the mesh config of batch 2 of seed 101 (worlds 100-149).
 const batch101x2 = "outboundTrafficPolicy: {mode: REGISTRY_ONLY}\ndefaultServiceExportTo: [\".\"]\ndefaultDestinationRuleExportTo: [\".\"]\n"
