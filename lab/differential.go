@@ -30,6 +30,11 @@ type PushedCluster struct {
 	// Endpoints are the cluster's hosts with what the caller's Envoy does
 	// with each; an EDS cluster whose endpoints have not arrived has none.
 	Endpoints []PushedEndpoint
+	// Sends is what the caller's Envoy sends to an endpoint that carries
+	// no metadata: to every host of an ORIGINAL_DST cluster (a headless
+	// Service's), which Envoy connects to at the address the app asked
+	// for, without endpoints from istiod.
+	Sends, SendsWhy string
 }
 
 // PushedEndpoint is one host of a pushed cluster.
@@ -45,6 +50,15 @@ type PushedEndpoint struct {
 	// model's terms (mesh.SendsMTLS, SendsPlaintext, SendsTLS), from the
 	// transport socket Envoy picks for it; SendsWhy names that socket.
 	Sends, SendsWhy string
+	// TLSMode is the tlsMode of the endpoint's transport socket match
+	// metadata ("" when it has none).
+	TLSMode string
+	// Workload is the telemetry metadata istiod sends with the endpoint
+	// (istio.workload: workload;namespace;canonical name;canonical
+	// revision;cluster).
+	Workload string
+	// Locality is its locality's region/zone/subzone.
+	Locality string
 }
 
 // Key is ADDRESS:PORT.
@@ -67,6 +81,7 @@ func (c *XDSClient) Pushed() map[string]*PushedCluster {
 		}
 		port, _ := strconv.ParseInt(parts[1], 10, 32)
 		pc := &PushedCluster{Name: cl.GetName(), Port: int32(port), Subset: parts[2], Host: parts[3], Type: cl.GetType().String()}
+		pc.Sends, pc.SendsWhy = endpointSends(cl, &endpointv3.LbEndpoint{}, &endpointv3.LocalityLbEndpoints{})
 		var cla *endpointv3.ClusterLoadAssignment
 		switch cl.GetType() {
 		case clusterv3.Cluster_EDS:
@@ -87,6 +102,8 @@ func (c *XDSClient) Pushed() map[string]*PushedCluster {
 				if tunnelled {
 					sends, why = hboneSends(sends, why)
 				}
+				md := lb.GetMetadata().GetFilterMetadata()
+				loc := le.GetLocality()
 				pc.Endpoints = append(pc.Endpoints, PushedEndpoint{
 					Address:  addr,
 					Port:     port,
@@ -94,6 +111,9 @@ func (c *XDSClient) Pushed() map[string]*PushedCluster {
 					Serving:  health == corev3.HealthStatus_HEALTHY || health == corev3.HealthStatus_UNKNOWN || health == corev3.HealthStatus_DEGRADED,
 					Sends:    sends,
 					SendsWhy: why,
+					TLSMode:  md[transportSocketMatchKey].GetFields()["tlsMode"].GetStringValue(),
+					Workload: md["istio"].GetFields()["workload"].GetStringValue(),
+					Locality: loc.GetRegion() + "/" + loc.GetZone() + "/" + loc.GetSubZone(),
 				})
 			}
 		}
@@ -238,6 +258,9 @@ func CompareView(v *mesh.View, pushed map[string]*PushedCluster) Comparison {
 	}
 	main := mesh.ClusterName(v.Port, "", v.Host)
 	if !v.Visibility.Visible {
+		if v.Visibility.Imported != "" {
+			return c // CompareSubsets compares the clusters an imported route destination has
+		}
 		c.Clusters++
 		if pc := pushed[main]; pc != nil {
 			c.Diffs = append(c.Diffs, fmt.Sprintf("%s: the model hides %s from the caller (%s); istiod pushed the cluster with %d endpoints",
@@ -253,28 +276,83 @@ func CompareView(v *mesh.View, pushed map[string]*PushedCluster) Comparison {
 	}
 	sort.Strings(names)
 	for _, name := range names {
-		mc, pc := v.Clusters[name], pushed[name]
-		c.Clusters++
-		switch {
-		case mc.Exists && pc == nil:
-			c.Diffs = append(c.Diffs, fmt.Sprintf("%s: the model says istiod builds it; istiod pushed no such cluster", name))
-		case !mc.Exists && pc != nil:
-			c.Diffs = append(c.Diffs, fmt.Sprintf("%s: the model says istiod builds no such cluster (%s); istiod pushed it with %d endpoints", name, mc.Why, len(pc.Endpoints)))
-		case mc.Exists && !mc.External:
-			n, diffs := compareEndpoints(name, mc, pc)
-			c.Endpoints += n
-			c.Diffs = append(c.Diffs, diffs...)
+		c.add(compareCluster(name, v.Clusters[name], pushed[name]))
+	}
+	return c
+}
+
+func (c *Comparison) add(o Comparison) {
+	c.Clusters += o.Clusters
+	c.Endpoints += o.Endpoints
+	c.Diffs = append(c.Diffs, o.Diffs...)
+}
+
+// compareCluster compares one cluster of the model with what istiod
+// pushed of that name (nil: none).
+func compareCluster(name string, mc *mesh.Cluster, pc *PushedCluster) Comparison {
+	c := Comparison{Clusters: 1}
+	switch {
+	case mc.ExistsUnknown != "":
+	case mc.Exists && pc == nil:
+		c.Diffs = append(c.Diffs, fmt.Sprintf("%s: the model says istiod builds it; istiod pushed no such cluster", name))
+	case !mc.Exists && pc != nil:
+		c.Diffs = append(c.Diffs, fmt.Sprintf("%s: the model says istiod builds no such cluster (%s); istiod pushed it with %d endpoints", name, mc.Why, len(pc.Endpoints)))
+	case mc.Exists && !mc.External:
+		n, diffs := compareEndpoints(name, mc, pc)
+		c.Endpoints += n
+		c.Diffs = append(c.Diffs, diffs...)
+	}
+	return c
+}
+
+// CompareSubsets compares the clusters istiod builds the caller for the
+// view's host and port that no route names: the Service's own cluster and
+// one for each subset of the DestinationRule that applies, each with its
+// endpoints; and it requires that istiod pushed no other cluster of that
+// host and port. Only for a sidecar caller that sees the Service, or
+// whose scope imports it as a route destination (Visibility.Imported).
+func CompareSubsets(cfg *mesh.Config, v *mesh.View, pushed map[string]*PushedCluster) Comparison {
+	var c Comparison
+	if !v.Caller.Sidecar || v.Caller.Gateway || v.Caller.Ambient || mesh.ExternalNameOf(v.Service) != "" ||
+		!v.Visibility.Visible && v.Visibility.Imported == "" {
+		return c
+	}
+	known := map[string]bool{}
+	subsets := []string{""}
+	if v.Rule != nil {
+		for _, s := range v.Rule.Subsets {
+			subsets = append(subsets, s.GetName())
+		}
+	}
+	for _, s := range subsets {
+		name := mesh.ClusterName(v.Port, s, v.Host)
+		if known[name] {
+			continue
+		}
+		known[name] = true
+		if _, routed := v.Clusters[name]; routed {
+			continue // CompareView compared it
+		}
+		c.add(compareCluster(name, cfg.SubsetCluster(v.Caller, v.Host, v.Port, s), pushed[name]))
+	}
+	prefix := fmt.Sprintf("outbound|%d|", v.Port)
+	for _, name := range sortedKeysOf(pushed) {
+		if strings.HasPrefix(name, prefix) && strings.HasSuffix(name, "|"+v.Host) && !known[name] && v.Clusters[name] == nil {
+			c.Clusters++
+			c.Diffs = append(c.Diffs, fmt.Sprintf("%s: istiod pushed it with %d endpoints; the model knows no such subset of %s", name, len(pushed[name].Endpoints), v.Host))
 		}
 	}
 	return c
 }
 
 func compareEndpoints(name string, mc *mesh.Cluster, pc *PushedCluster) (int, []string) {
-	type modelled struct{ sends, why string }
-	model := map[string]modelled{}
+	if pc.Type == clusterv3.Cluster_ORIGINAL_DST.String() {
+		return compareOriginalDst(name, mc, pc)
+	}
+	model := map[string]mesh.EndpointTLS{}
 	for _, e := range mc.Endpoints {
 		if e.Serving() {
-			model[fmt.Sprintf("%s:%d", e.Address, e.Port)] = modelled{e.Sends, e.SendsWhy}
+			model[fmt.Sprintf("%s:%d", e.Address, e.Port)] = e
 		}
 	}
 	pushed := map[string]PushedEndpoint{}
@@ -294,8 +372,11 @@ func compareEndpoints(name string, mc *mesh.Cluster, pc *PushedCluster) (int, []
 			out = append(out, fmt.Sprintf("%s: endpoint %s serves in the model; istiod pushed it %s", name, k, all[k].Health))
 		case !ok:
 			out = append(out, fmt.Sprintf("%s: endpoint %s serves in the model; istiod pushed no such endpoint", name, k))
-		case e.Sends != m.sends:
-			out = append(out, fmt.Sprintf("%s: endpoint %s: the model sends %s (%s); the caller's Envoy sends %s (%s)", name, k, m.sends, m.why, e.Sends, e.SendsWhy))
+		case e.Sends != m.Sends:
+			out = append(out, fmt.Sprintf("%s: endpoint %s: the model sends %s (%s); the caller's Envoy sends %s (%s)", name, k, m.Sends, m.SendsWhy, e.Sends, e.SendsWhy))
+		}
+		if ok {
+			out = append(out, compareEndpointMetadata(name, k, m, e)...)
 		}
 	}
 	compared := len(model)
@@ -306,6 +387,60 @@ func compareEndpoints(name string, mc *mesh.Cluster, pc *PushedCluster) (int, []
 		}
 	}
 	return compared, out
+}
+
+// compareEndpointMetadata compares what istiod sends with an endpoint
+// besides its address: the tlsMode auto mTLS matches on, the telemetry
+// workload, the locality. An endpoint whose pod the model does not know
+// has none of them predicted, nor one whose node was not read its
+// locality.
+func compareEndpointMetadata(name, key string, m mesh.EndpointTLS, e PushedEndpoint) []string {
+	if m.PodUnknown != "" {
+		return nil
+	}
+	var out []string
+	if m.TLSMode != e.TLSMode {
+		out = append(out, fmt.Sprintf("%s: endpoint %s: the model's EDS tlsMode is %q; istiod sent %q", name, key, m.TLSMode, e.TLSMode))
+	}
+	if want := ModelWorkload(m.Endpoint); want != e.Workload {
+		out = append(out, fmt.Sprintf("%s: endpoint %s: the model's workload metadata is %q; istiod sent %q", name, key, want, e.Workload))
+	}
+	if want := m.Labels[mesh.LabelRegion] + "/" + m.Labels[mesh.LabelZone] + "/" + m.Labels[mesh.LabelSubzone]; len(m.LabelsUnknown) == 0 && want != e.Locality {
+		out = append(out, fmt.Sprintf("%s: endpoint %s: the model's locality is %q; istiod sent %q", name, key, want, e.Locality))
+	}
+	return out
+}
+
+// ModelWorkload is the istio.workload metadata the model's endpoint e
+// carries: workload;namespace;canonical name;canonical revision;cluster,
+// the revision left empty when it is Istio's default "latest"
+// (AppendLbEndpointMetadata).
+func ModelWorkload(e mesh.Endpoint) string {
+	canonical, revision := mesh.CanonicalService(e.Labels, e.Workload)
+	if revision == "latest" {
+		revision = ""
+	}
+	cluster := e.Labels[mesh.LabelCluster]
+	return strings.Join([]string{e.Workload, e.Namespace, canonical, revision, cluster}, ";")
+}
+
+// compareOriginalDst compares a cluster istiod pushes as ORIGINAL_DST (a
+// headless Service's): Envoy connects to whatever address the app asked
+// for, so istiod sends no endpoints; what goes to each of the model's
+// serving endpoints is the cluster's own transport socket.
+func compareOriginalDst(name string, mc *mesh.Cluster, pc *PushedCluster) (int, []string) {
+	var out []string
+	n := 0
+	for _, e := range mc.Endpoints {
+		if !e.Serving() {
+			continue
+		}
+		n++
+		if e.Sends != pc.Sends {
+			out = append(out, fmt.Sprintf("%s (ORIGINAL_DST): endpoint %s:%d: the model sends %s (%s); the caller's Envoy sends %s (%s)", name, e.Address, e.Port, e.Sends, e.SendsWhy, pc.Sends, pc.SendsWhy))
+		}
+	}
+	return n, out
 }
 
 func sortedKeysOf[V any](m map[string]V) []string {

@@ -81,11 +81,12 @@ func modelInputs(t *testing.T) []modelInput {
 
 // The config model against a real istiod: for every scenario and every
 // config-model case the lab can load, and each caller with a sidecar, the
-// clusters the model says istiod gives the caller for the target's ports,
-// their serving endpoints and the TLS the caller sends each of them must be
-// what istiod pushed to that caller's sidecar. A difference is a bug in the
-// model, or a limit to write down in ARCHITECTURE.md ("The config model and
-// its limits").
+// clusters the model says istiod gives the caller for the target's ports
+// (those its routes name and every subset's), their serving endpoints
+// with their metadata, the TLS the caller sends each of them, and the
+// routes with their weights must be what istiod pushed to that caller's
+// sidecar. A difference is a bug in the model, or a limit to write down in
+// ARCHITECTURE.md ("The config model and its limits").
 func TestConfigModelAgainstIstiod(t *testing.T) {
 	l, i := istiodLab(t)
 	for _, in := range modelInputs(t) {
@@ -118,7 +119,7 @@ func compareCaller(t *testing.T, l *Lab, i *Istiod, in modelInput, caller cluste
 	pushed := sc.XDS.Pushed()
 	target := in.target
 	target.Source = &caller
-	_, _, views, err := callerview.Read(ctx, liveCluster(t, l.Kubeconfig, in.s, 20*time.Second), target)
+	cfg, _, views, err := callerview.Read(ctx, liveCluster(t, l.Kubeconfig, in.s, 20*time.Second), target)
 	if err != nil {
 		t.Fatalf("caller %s: %v", caller, err)
 	}
@@ -126,9 +127,11 @@ func compareCaller(t *testing.T, l *Lab, i *Istiod, in modelInput, caller cluste
 		t.Fatalf("caller %s: the model gave no view", caller)
 	}
 	clusters, endpoints, diffs := 0, 0, 0
-	pushedRoutes := sc.XDS.PushedRoutes()
+	pushedRoutes, listeners := sc.XDS.PushedRoutes(), sc.XDS.PushedListeners()
 	for _, v := range views {
 		c := CompareView(v, pushed)
+		c.add(CompareSubsets(cfg, v, pushed))
+		c.add(CompareRoutes(v, pushedRoutes, listeners))
 		if v.Gateway != nil {
 			// A gateway's routes are the model's too: which hosts reach
 			// the target, on which route configurations.

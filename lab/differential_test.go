@@ -122,11 +122,22 @@ func TestPushedReadsTransportSocketsAsEnvoy(t *testing.T) {
 // and istiod agree.
 func TestCompareViewReportsEachDifference(t *testing.T) {
 	pushed := map[string]*PushedCluster{ordersCluster: {Name: ordersCluster, Port: 8080, Host: "orders.shop.svc.cluster.local", Endpoints: []PushedEndpoint{
-		{Address: "10.244.1.17", Port: 8080, Health: "HEALTHY", Serving: true, Sends: mesh.SendsMTLS},
-		{Address: "10.244.2.18", Port: 8080, Health: "UNHEALTHY", Serving: false, Sends: mesh.SendsMTLS},
+		{Address: "10.244.1.17", Port: 8080, Health: "HEALTHY", Serving: true, Sends: mesh.SendsMTLS, TLSMode: "istio",
+			Workload: "orders-v1;shop;orders;v1;Kubernetes", Locality: "eu-west-1/eu-west-1a/"},
+		{Address: "10.244.2.18", Port: 8080, Health: "UNHEALTHY", Serving: false, Sends: mesh.SendsMTLS, TLSMode: "istio", Workload: ";;;;", Locality: "//"},
 	}}}
 	endpoint := func(addr string, ready bool, sends string) mesh.EndpointTLS {
-		return mesh.EndpointTLS{Endpoint: mesh.Endpoint{Address: addr, Port: 8080, Ready: ready}, Sends: sends}
+		e := mesh.EndpointTLS{Endpoint: mesh.Endpoint{Address: addr, Port: 8080, Ready: ready}, Sends: sends, TLSMode: "istio"}
+		if addr == "10.244.1.17" {
+			e.Namespace, e.Workload = "shop", "orders-v1"
+			e.Labels = map[string]string{"app": "orders", "version": "v1", mesh.LabelCluster: "Kubernetes", mesh.LabelRegion: "eu-west-1", mesh.LabelZone: "eu-west-1a"}
+		}
+		return e
+	}
+	withMetadata := func(e mesh.EndpointTLS, tlsMode, version string) mesh.EndpointTLS {
+		e.TLSMode = tlsMode
+		e.Labels = map[string]string{"app": "orders", "version": version, mesh.LabelCluster: "Kubernetes", mesh.LabelRegion: "eu-west-1", mesh.LabelZone: "eu-west-1a"}
+		return e
 	}
 	view := func(clusters ...*mesh.Cluster) *mesh.View {
 		v := &mesh.View{Caller: mesh.Caller{Namespace: "shop", Name: "web-1", Sidecar: true}, Host: "orders.shop.svc.cluster.local", Port: 8080,
@@ -152,6 +163,10 @@ func TestCompareViewReportsEachDifference(t *testing.T) {
 			&mesh.Cluster{Name: ordersCluster, Exists: true, Endpoints: []mesh.EndpointTLS{endpoint("10.244.1.17", true, mesh.SendsMTLS)}},
 			&mesh.Cluster{Name: "outbound|8080|v2|orders.shop.svc.cluster.local", Exists: true}), []string{"v2|orders.shop.svc.cluster.local: the model says istiod builds it; istiod pushed no such cluster"}},
 		{"model says no cluster, istiod built it", view(&mesh.Cluster{Name: ordersCluster, Exists: false, Why: "hidden"}), []string{"the model says istiod builds no such cluster (hidden)"}},
+		{"endpoint metadata differs", view(&mesh.Cluster{Name: ordersCluster, Exists: true, Endpoints: []mesh.EndpointTLS{
+			withMetadata(endpoint("10.244.1.17", true, mesh.SendsMTLS), "", "v2")}}), []string{
+			`10.244.1.17:8080: the model's EDS tlsMode is ""; istiod sent "istio"`,
+			`10.244.1.17:8080: the model's workload metadata is "orders-v1;shop;orders;v2;Kubernetes"; istiod sent "orders-v1;shop;orders;v1;Kubernetes"`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := CompareView(tc.view, pushed)

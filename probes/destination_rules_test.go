@@ -421,7 +421,7 @@ func TestDestinationRulesMeshRouteBackends(t *testing.T) {
 	tg := cluster.Target{Namespace: "shop", Service: "orders", Port: 8080, Source: &cluster.PodRef{Namespace: "web", Name: "web-1"}}
 	for file, want := range map[string]Facts{
 		"gamma-route-backend-not-found.yaml": {"mesh_route_broken_percent": 10, "vs_routed_missing_hosts": []string{},
-			"mesh_route_backend_not_found": []string{"HTTPRoute shop/orders-canary shop.orders-canary.0 (match uri prefix /): orders-canary.shop.svc.cluster.local:8080"}},
+			"mesh_route_backend_not_found": []string{"HTTPRoute shop/orders-canary shop.orders-canary.0: orders-canary.shop.svc.cluster.local:8080"}},
 		"gamma-route-other-namespace.yaml": {"mesh_route_broken_percent": 0, "mesh_route_backend_not_found": []string{}},
 	} {
 		objs := meshtest.Objects(t, "mesh/testdata/model", "base.yaml", file)

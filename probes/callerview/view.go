@@ -390,23 +390,24 @@ func subsetsUseLocality(cfg *mesh.Config) bool {
 	return false
 }
 
-// routedHosts are the hosts the routes of host's VirtualService send to.
+// routedHosts are the hosts the routes of host's VirtualServices send to:
+// of every one that may route a port of host for the caller, since the
+// one that does need not be the first (it has no route for the caller
+// there, or no TCP route).
 func routedHosts(cfg *mesh.Config, caller mesh.Caller, host string) []string {
 	if caller.Gateway {
 		return cfg.GatewayRoutedHosts(host)
 	}
-	vs, _ := cfg.VirtualServicesFor(caller, host)
-	if vs == nil {
-		return nil
-	}
 	seen := map[string]bool{}
 	var out []string
-	for _, proto := range []string{mesh.ProtocolHTTP, mesh.ProtocolTCP, mesh.ProtocolTLS} {
-		for _, r := range mesh.RoutesOf(vs, 0, proto) {
-			for _, d := range append(r.Destinations, r.Mirrors...) {
-				if !seen[d.Host] {
-					seen[d.Host] = true
-					out = append(out, d.Host)
+	for _, vs := range cfg.VirtualServicesThatMayRoute(caller, host) {
+		for _, proto := range []string{mesh.ProtocolHTTP, mesh.ProtocolTCP, mesh.ProtocolTLS} {
+			for _, r := range mesh.RoutesOf(vs, 0, proto) {
+				for _, d := range append(r.Destinations, r.Mirrors...) {
+					if !seen[d.Host] {
+						seen[d.Host] = true
+						out = append(out, d.Host)
+					}
 				}
 			}
 		}

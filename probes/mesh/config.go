@@ -106,6 +106,9 @@ type Caller struct {
 	Namespace string
 	// Name is the pod's name, "" for "a meshed pod in namespace N".
 	Name string
+	// Node is the pod's node ("" when not known): a Service of
+	// internalTrafficPolicy Local reaches only endpoints on it.
+	Node string
 	// Labels are the caller pod's labels; nil when the caller is not a
 	// known pod, so rules that select workloads cannot be judged for it.
 	Labels map[string]string
@@ -150,7 +153,7 @@ func callerFromPod(p *corev1.Pod) Caller {
 		labels = map[string]string{}
 	}
 	gateway, _ := GatewayPod(p)
-	c := Caller{Namespace: p.Namespace, Name: p.Name, Labels: labels, Sidecar: PodSidecar(p) != SidecarNone, Gateway: gateway, Ports: map[string]int32{}}
+	c := Caller{Namespace: p.Namespace, Name: p.Name, Node: p.Spec.NodeName, Labels: labels, Sidecar: PodSidecar(p) != SidecarNone, Gateway: gateway, Ports: map[string]int32{}}
 	for _, ct := range p.Spec.Containers {
 		for _, cp := range ct.Ports {
 			if cp.Name != "" {

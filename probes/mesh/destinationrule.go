@@ -90,13 +90,19 @@ func (c *Config) DestinationRuleFor(caller Caller, host, hostNS string) (*Applie
 			matching = append(matching, dr)
 		}
 	}
+	// The host's and the root namespace's tiers take the most specific
+	// host among all the rules the namespace exports, and only then keep
+	// those exported to the caller (getExportedDestinationRuleFromNamespace):
+	// a more specific rule exported elsewhere leaves the tier empty rather
+	// than letting a less specific one apply.
 	tiers := []struct {
-		name string
-		drs  []*networkingv1.DestinationRule
+		name     string
+		drs      []*networkingv1.DestinationRule
+		exported bool
 	}{
-		{"the caller's namespace " + caller.Namespace, c.localRules(matching, caller.Namespace)},
-		{"the host's namespace " + hostNS, c.exportedRules(matching, hostNS, caller.Namespace)},
-		{"the root namespace " + c.RootNamespace, c.exportedRules(matching, c.RootNamespace, caller.Namespace)},
+		{"the caller's namespace " + caller.Namespace, c.localRules(matching, caller.Namespace), false},
+		{"the host's namespace " + hostNS, c.exportedRules(matching, hostNS), true},
+		{"the root namespace " + c.RootNamespace, c.exportedRules(matching, c.RootNamespace), true},
 	}
 	if caller.Namespace == hostNS {
 		tiers[1].drs = nil
@@ -115,17 +121,34 @@ func (c *Config) DestinationRuleFor(caller Caller, host, hostNS string) (*Applie
 			}
 		}
 		entries := consolidate(sameHost, c.Mesh.Raw.GetDefaultDestinationRuleExportTo())
+		if tier.exported {
+			var visible []*AppliedRule
+			for _, e := range entries {
+				if set := drExportTo(e.Rules[0]); len(set) == 0 || containsAny(set, "*", caller.Namespace) {
+					visible = append(visible, e)
+				}
+			}
+			entries = visible
+			if len(entries) == 0 {
+				for _, dr := range tier.drs {
+					if ResolveHost(dr.Spec.GetHost(), dr.Namespace) != best {
+						add(dr, false, "the more specific host "+best+" of "+tier.name+" is not exported to "+caller.Namespace+", and istiod then takes no less specific one there")
+					}
+				}
+				continue // the most specific host's rules are judged "not exported" below
+			}
+		}
 		var chosen *AppliedRule
 		for _, e := range entries {
 			sel := e.Rules[0].Spec.GetWorkloadSelector().GetMatchLabels()
-			if len(sel) == 0 {
+			if !hasSelector(e.Rules[0]) {
 				chosen = e // the last (newest) entry without selector
 				continue
 			}
 			if e.Rules[0].Namespace != caller.Namespace {
 				continue
 			}
-			if !caller.labelsKnown() {
+			if len(sel) > 0 && !caller.labelsKnown() {
 				unknown = append(unknown, fmt.Sprintf("DestinationRule %s/%s selects workloads (%s) and the caller is not a known pod", e.Rules[0].Namespace, e.Rules[0].Name, labels.SelectorFromSet(sel)))
 				continue
 			}
@@ -187,7 +210,7 @@ func (c *Config) DestinationRuleFor(caller Caller, host, hostNS string) (*Applie
 // drExportTo is a rule's effective exportTo set: a workload-selector rule
 // is always private to its namespace.
 func drExportTo(dr *networkingv1.DestinationRule) []string {
-	if len(dr.Spec.GetWorkloadSelector().GetMatchLabels()) > 0 {
+	if hasSelector(dr) {
 		return []string{"."}
 	}
 	return dr.Spec.GetExportTo()
@@ -213,15 +236,13 @@ func (c *Config) localRules(drs []*networkingv1.DestinationRule, ns string) []*n
 	return out
 }
 
-// exportedRules are ns's rules that are not private and are exported to
-// callerNS.
-func (c *Config) exportedRules(drs []*networkingv1.DestinationRule, ns, callerNS string) []*networkingv1.DestinationRule {
+// exportedRules are ns's rules that are not private (exported to some
+// namespace; whether to the caller's is judged once the most specific host
+// is chosen).
+func (c *Config) exportedRules(drs []*networkingv1.DestinationRule, ns string) []*networkingv1.DestinationRule {
 	var out []*networkingv1.DestinationRule
 	for _, dr := range drs {
-		if dr.Namespace != ns || c.privateOnly(dr) {
-			continue
-		}
-		if set := drExportTo(dr); len(set) == 0 || containsAny(set, "*", callerNS) {
+		if dr.Namespace == ns && !c.privateOnly(dr) {
 			out = append(out, dr)
 		}
 	}
@@ -265,16 +286,24 @@ func mostSpecific(drs []*networkingv1.DestinationRule, host string) string {
 	return best
 }
 
-// consolidate merges same-host rules as istiod does since 1.24: oldest
-// first (selector rules ahead), a rule joins an earlier entry when both
-// have no selector (or the same one) and its exportTo equals, or is a
-// superset of, the entry's non-empty one; it adds the subsets the entry
-// lacks and its trafficPolicy only if the entry has none. Otherwise it
-// stays an entry of its own.
+// consolidate merges same-host rules as istiod's mergeDestinationRule does
+// (ENABLE_ENHANCED_DESTINATIONRULE_MERGE, on by default). Rules with a
+// workloadSelector come first, then the oldest; each is held against every
+// earlier entry in turn. An entry is skipped when its exportTo (as
+// written; a selector rule's is ".") neither equals the rule's nor is a
+// non-empty subset of it, or when both have a selector and they differ;
+// the rule merges into every other entry (the subsets the entry lacks, its
+// trafficPolicy when the entry has none), also where only one of the two
+// has a selector. Whether it also becomes an entry of its own is what the
+// last entry held against it decided (istiod overwrites the flag each
+// time): yes after a skipped entry, or a superset exportTo with a selector
+// on one side only; no otherwise. So a rule without selector merged into a
+// selector rule's entry of equal exportTo is no rule for the callers that
+// selector leaves out.
 func consolidate(drs []*networkingv1.DestinationRule, meshDefault []string) []*AppliedRule {
 	sorted := append([]*networkingv1.DestinationRule(nil), drs...)
 	sort.SliceStable(sorted, func(i, j int) bool {
-		si, sj := len(sorted[i].Spec.GetWorkloadSelector().GetMatchLabels()) > 0, len(sorted[j].Spec.GetWorkloadSelector().GetMatchLabels()) > 0
+		si, sj := hasSelector(sorted[i]), hasSelector(sorted[j])
 		if si != sj {
 			return si
 		}
@@ -288,23 +317,40 @@ func consolidate(drs []*networkingv1.DestinationRule, meshDefault []string) []*A
 	})
 	var entries []*AppliedRule
 	for _, dr := range sorted {
-		merged := false
+		appendSeparately := true
 		for _, e := range entries {
 			first := e.Rules[0]
-			if !sameSelector(first, dr) || !exportToJoins(drExportTo(first), drExportTo(dr)) {
+			entryExport, ruleExport := drExportTo(first), drExportTo(dr)
+			switch {
+			case sameSet(entryExport, ruleExport):
+				appendSeparately = false
+			case len(entryExport) > 0 && supersetOf(ruleExport, entryExport):
+				appendSeparately = true // merged, and an entry of its own too
+			default:
+				appendSeparately = true
 				continue
 			}
+			bothWith, bothWithout := hasSelector(first) && hasSelector(dr), !hasSelector(first) && !hasSelector(dr)
+			if bothWith && !sameSelector(first, dr) {
+				appendSeparately = true
+				continue
+			}
+			if bothWithout || bothWith {
+				appendSeparately = false
+			}
 			e.merge(dr)
-			merged = true
-			break
 		}
-		if !merged {
+		if appendSeparately {
 			e := &AppliedRule{}
 			e.merge(dr)
 			entries = append(entries, e)
 		}
 	}
 	return entries
+}
+
+func hasSelector(dr *networkingv1.DestinationRule) bool {
+	return dr.Spec.GetWorkloadSelector() != nil
 }
 
 func sameSelector(a, b *networkingv1.DestinationRule) bool {
@@ -320,23 +366,15 @@ func sameSelector(a, b *networkingv1.DestinationRule) bool {
 	return true
 }
 
-// exportToJoins: a later rule merges into an entry when their exportTo
-// sets are equal, or the entry's is non-empty and the later's a superset.
-func exportToJoins(entry, later []string) bool {
-	if len(entry) == len(later) {
-		equal := true
-		for _, e := range entry {
-			equal = equal && contains(later, e)
-		}
-		if equal {
-			return true
-		}
-	}
-	if len(entry) == 0 {
-		return false
-	}
-	for _, e := range entry {
-		if !contains(later, e) {
+// sameSet: a and b hold the same values (as sets).
+func sameSet(a, b []string) bool {
+	return supersetOf(a, b) && supersetOf(b, a)
+}
+
+// supersetOf: every value of b is in a.
+func supersetOf(a, b []string) bool {
+	for _, v := range b {
+		if !contains(a, v) {
 			return false
 		}
 	}

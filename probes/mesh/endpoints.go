@@ -70,6 +70,10 @@ type Endpoint struct {
 	// HBONE: ztunnel and sidecars reach the pod through an HBONE tunnel
 	// (AcceptsHBONE).
 	HBONE bool
+	// Namespace and Workload are the pod's namespace and workload as
+	// istiod's endpoint builder names them (EndpointWorkloadName); "" for
+	// an address without a known pod.
+	Namespace, Workload string
 }
 
 // Meshed reports an endpoint a proxy terminates mTLS for: a sidecar, or
@@ -308,6 +312,7 @@ func (c *Config) describeEndpoint(e *Endpoint, pod *corev1.Pod, sd *ServiceData)
 		e.TLSModeIstio = pod.Labels[label.SecurityTlsMode.Name] == "istio"
 		e.Ambient = e.Sidecar == SidecarNone && DataPlaneOf(pod, nil).Enrolled()
 		e.HBONE = AcceptsHBONE(pod)
+		e.Namespace, e.Workload = pod.Namespace, EndpointWorkloadName(pod)
 		if e.Node == "" {
 			e.Node = pod.Spec.NodeName
 		}

@@ -32,12 +32,16 @@ func HostCovers(host, ns, fqdn string) bool {
 	return strings.HasPrefix(h, "*") && (h == "*" || strings.HasSuffix(strings.ToLower(fqdn), strings.ToLower(h[1:])))
 }
 
+// exactHost is the specificity of a host without a wildcard: above any
+// wildcard's length.
+const exactHost = 1 << 20
+
 // hostSpecificity orders matching hosts as Istio's most specific match: the
 // exact name beats any wildcard, a longer wildcard a shorter one.
 func hostSpecificity(host, ns string) int {
 	h := ResolveHost(host, ns)
 	if !strings.HasPrefix(h, "*") {
-		return 1 << 20
+		return exactHost
 	}
 	return len(h)
 }

@@ -53,6 +53,19 @@ func TestPartialRulesConcludeNoAbsence(t *testing.T) {
 			t.Errorf("web's own exact, private VirtualService wins over any other: %s", u)
 		}
 	})
+	t.Run("an exact host private to the caller's namespace with no route for the caller can be beaten", func(t *testing.T) {
+		// web's own VirtualService writes no virtual host for web-1, so any
+		// exact one with a route could take the host: one of a namespace
+		// not read too.
+		c := load(t, "vs-first-without-route-for-caller.yaml", "web", "shop", "istio-system")
+		v, err := c.ViewFor(web, orders, 8080)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(v.RoutesUnknown, "shop/orders routes") {
+			t.Errorf("RoutesUnknown %q: want shop/orders named, and not certain", v.RoutesUnknown)
+		}
+	})
 	t.Run("no DestinationRule read in the root namespace: a subset is undecided, not undefined", func(t *testing.T) {
 		c := load(t, "vs-host-not-destination.yaml", "web", "shop")
 		v, err := c.ViewFor(web, "ratings.shop.svc.cluster.local", 8080)

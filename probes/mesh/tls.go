@@ -92,6 +92,37 @@ func (c *Config) serviceMTLSMode(ns string) PeerMode {
 	return c.PeerAuthMode(ns, nil, 0)
 }
 
+// passthroughMTLSMode is BestEffortInferServiceMTLSMode for a headless
+// Service's port (passthrough resolution): DISABLE when the port has no
+// endpoint, or one whose pod is not labelled
+// security.istio.io/tlsMode (or is labelled "disabled", or there is no
+// pod), whatever its readiness; else the namespace or mesh mode. An
+// endpoint whose pod is not known leaves it unknown ("" with From saying
+// why).
+func (c *Config) passthroughMTLSMode(sd *ServiceData, port int32) PeerMode {
+	eps := c.Endpoints(sd, port)
+	n := 0
+	for _, e := range eps {
+		switch {
+		case e.PodUnknown != "" && e.PodExpected:
+			continue // istiod holds the endpoint back until it sees the pod
+		case e.PodUnknown != "":
+			return PeerMode{From: "the pod of endpoint " + e.Address + " is not known: " + e.PodUnknown}
+		}
+		n++
+		if mode, ok := e.Labels[labelTLSMode]; !ok || mode == "disabled" {
+			return PeerMode{Mode: ModeDisable, From: "headless Service: endpoint " + e.Address + " is not labelled " + labelTLSMode + "=istio"}
+		}
+	}
+	if n == 0 {
+		return PeerMode{Mode: ModeDisable, From: "headless Service without endpoints on the port"}
+	}
+	return c.serviceMTLSMode(sd.Service.Namespace)
+}
+
+// labelTLSMode is the injector's label auto mTLS follows.
+const labelTLSMode = "security.istio.io/tlsMode"
+
 func older(cur, pa *securityv1.PeerAuthentication) *securityv1.PeerAuthentication {
 	if cur == nil || pa.CreationTimestamp.Before(&cur.CreationTimestamp) {
 		return pa
@@ -112,17 +143,80 @@ type ClientTLS struct {
 	// ServiceMode is the namespace/mesh PeerAuthentication mode auto mTLS
 	// consults (DISABLE turns it off for the whole cluster).
 	ServiceMode PeerMode
-	// EndpointMode is the tls mode istiod's EDS reads for the port when it
-	// decides which endpoints keep their tlsMode=istio metadata: the
-	// port-level tls, else the rule's top-level tls. It can differ from
-	// Mode, which a port-level entry without tls leaves empty.
-	EndpointMode string
+	// Passthrough: the cluster is a headless Service's (ORIGINAL_DST):
+	// Envoy connects to the address the app asked for, with no endpoint
+	// metadata to match, so every endpoint gets the cluster's one
+	// transport socket (auto mTLS's when ServiceMode allows it).
+	Passthrough bool
+	// DRMode is the tls mode istiod's EDS takes from the DestinationRule
+	// for the cluster's subset and port (mtls_checker.go
+	// tlsModeForDestinationRule): the subset's policy for the port, else
+	// the rule's; at each level the port-level tls, else the top-level
+	// one. "" when none sets a tls mode. It decides which endpoints keep
+	// their tlsMode=istio metadata (EDSTLSMode), and can differ from Mode:
+	// a port-level entry without tls leaves the cluster's Mode empty (auto
+	// mTLS) while EDS still reads the top-level tls.
+	DRMode string
 }
 
-// clientTLS reads the tls settings of a merged traffic policy; endpointMode
-// is the mode EDS reads (see ClientTLS.EndpointMode).
-func clientTLS(tp *networkingv1alpha3.TrafficPolicy, from string, auto bool, service PeerMode, endpointMode string) ClientTLS {
-	ct := ClientTLS{Auto: auto, ServiceMode: service, EndpointMode: endpointMode}
+// drTLSMode is ClientTLS.DRMode for rule, subset and port.
+func drTLSMode(rule *AppliedRule, subset string, port int32) string {
+	if rule == nil {
+		return ""
+	}
+	forPort := func(tp *networkingv1alpha3.TrafficPolicy) string {
+		mode := ""
+		if tls := tp.GetTls(); tls != nil {
+			mode = tls.GetMode().String()
+		}
+		for _, pl := range tp.GetPortLevelSettings() {
+			if pl.GetPort().GetNumber() == uint32(port) && pl.GetTls() != nil {
+				return pl.GetTls().GetMode().String()
+			}
+		}
+		return mode
+	}
+	if subset == "" {
+		return forPort(rule.TrafficPolicy)
+	}
+	s := rule.Subset(subset)
+	if s == nil {
+		return ""
+	}
+	if mode := forPort(s.GetTrafficPolicy()); mode != "" {
+		return mode
+	}
+	return forPort(rule.TrafficPolicy)
+}
+
+// EDSTLSMode is the tlsMode istiod's EDS writes into the endpoint's
+// metadata for the cluster ("istio", or "" for none), which auto mTLS's
+// transport socket match reads (checkMtlsEnabled and
+// AppendLbEndpointMetadata): the pod's own security.istio.io/tlsMode
+// label, kept when the DestinationRule's tls mode for the subset and port
+// is ISTIO_MUTUAL, stripped when it is any other mode, and, when it sets
+// none, kept unless the endpoint's own PeerAuthentication (workload and
+// port level) is DISABLE. A DestinationRule never adds it to a pod that
+// is not labelled.
+func (ct ClientTLS) EDSTLSMode(e Endpoint, accepts PeerMode) string {
+	switch {
+	case !e.TLSModeIstio:
+		return ""
+	case ct.DRMode != "":
+		if ct.DRMode == "ISTIO_MUTUAL" {
+			return "istio"
+		}
+		return ""
+	case accepts.Mode == ModeDisable:
+		return ""
+	}
+	return "istio"
+}
+
+// clientTLS reads the tls settings of a merged traffic policy; drMode is
+// the mode EDS reads (see ClientTLS.DRMode).
+func clientTLS(tp *networkingv1alpha3.TrafficPolicy, from string, auto bool, service PeerMode, drMode string) ClientTLS {
+	ct := ClientTLS{Auto: auto, ServiceMode: service, DRMode: drMode}
 	if tls := tp.GetTls(); tls != nil {
 		// A tls block without a mode is DISABLE, the enum's zero.
 		ct.Mode, ct.From = tls.GetMode().String(), from
@@ -130,30 +224,16 @@ func clientTLS(tp *networkingv1alpha3.TrafficPolicy, from string, auto bool, ser
 	return ct
 }
 
-// edsTLSMode is the rule's tls mode for port as istiod's EDS reads it: the
-// port-level entry's tls when it sets one, else the top-level tls.
-func edsTLSMode(rule *AppliedRule, port int32) string {
-	if rule == nil || rule.TrafficPolicy == nil {
-		return ""
-	}
-	tp := rule.TrafficPolicy
-	for _, pl := range tp.GetPortLevelSettings() {
-		if pl.GetPort().GetNumber() == uint32(port) && pl.GetTls() != nil {
-			return pl.GetTls().GetMode().String()
-		}
-	}
-	if tls := tp.GetTls(); tls != nil {
-		return tls.GetMode().String()
-	}
-	return ""
-}
-
 // Sends is what the caller's proxy originates toward endpoint e, which
 // accepts accepts, and why. Auto mTLS sends mTLS only to endpoints whose
-// EDS metadata keeps tlsMode=istio: the pod is labelled so and its own
-// PeerAuthentication (workload and port level) is not DISABLE, or the
-// rule's tls for the port is ISTIO_MUTUAL.
+// EDS metadata keeps tlsMode=istio (EDSTLSMode): the pod is labelled so,
+// and the DestinationRule's tls for the subset and port is ISTIO_MUTUAL
+// or, when it sets none, the endpoint's own PeerAuthentication (workload
+// and port level) is not DISABLE.
 func (ct ClientTLS) Sends(e Endpoint, accepts PeerMode) (string, string) {
+	if ct.Passthrough {
+		return ct.passthroughSends()
+	}
 	if e.PodUnknown != "" {
 		return SendsUnknown, "depends on the endpoint's pod (its tlsMode label, ambient enrollment), which is not known: " + e.PodUnknown
 	}
@@ -179,14 +259,40 @@ func (ct ClientTLS) Sends(e Endpoint, accepts PeerMode) (string, string) {
 		return SendsPlaintext, "no DestinationRule tls and enableAutoMtls is false"
 	case ct.ServiceMode.Mode == ModeDisable:
 		return SendsPlaintext, "auto mTLS is off for the Service: its " + ct.ServiceMode.From + " PeerAuthentication is DISABLE"
-	case ct.EndpointMode == "ISTIO_MUTUAL":
-		return SendsMTLS, "auto mTLS, and the DestinationRule's top-level tls ISTIO_MUTUAL tags every endpoint istio (its port-level entry sets no tls)"
-	case e.TLSModeIstio && accepts.Mode == ModeDisable:
+	case !e.TLSModeIstio:
+		return SendsPlaintext, "auto mTLS: the endpoint's pod is not labelled security.istio.io/tlsMode=istio"
+	case ct.DRMode == "ISTIO_MUTUAL":
+		return SendsMTLS, "auto mTLS: the endpoint's pod is labelled security.istio.io/tlsMode=istio, and the DestinationRule's tls ISTIO_MUTUAL for the port keeps it in EDS"
+	case ct.DRMode != "":
+		return SendsPlaintext, "auto mTLS, but the DestinationRule's tls mode " + ct.DRMode + " for the subset and port (a port-level entry without tls gave the cluster none) makes istiod strip the endpoint's tlsMode from EDS"
+	case accepts.Mode == ModeDisable:
 		return SendsPlaintext, "auto mTLS: the endpoint's own PeerAuthentication is DISABLE (" + accepts.From + "), so istiod strips its tlsMode"
-	case e.TLSModeIstio:
-		return SendsMTLS, "auto mTLS: the endpoint's pod is labelled security.istio.io/tlsMode=istio"
 	}
-	return SendsPlaintext, "auto mTLS: the endpoint's pod is not labelled security.istio.io/tlsMode=istio"
+	return SendsMTLS, "auto mTLS: the endpoint's pod is labelled security.istio.io/tlsMode=istio"
+}
+
+// passthroughSends is what a headless Service's ORIGINAL_DST cluster
+// sends every endpoint: the DestinationRule's mode, else auto mTLS's
+// cluster-wide choice (no per-endpoint match, no HBONE: Envoy has no
+// metadata for an address it did not get from EDS).
+func (ct ClientTLS) passthroughSends() (string, string) {
+	switch ct.Mode {
+	case "ISTIO_MUTUAL":
+		return SendsMTLS, "DestinationRule tls mode ISTIO_MUTUAL (" + ct.From + ")"
+	case "SIMPLE", "MUTUAL":
+		return SendsTLS, "DestinationRule tls mode " + ct.Mode + " originates TLS with its own certificates (" + ct.From + ")"
+	case "DISABLE":
+		return SendsPlaintext, "DestinationRule tls mode DISABLE (" + ct.From + ")"
+	}
+	switch {
+	case !ct.Auto:
+		return SendsPlaintext, "no DestinationRule tls and enableAutoMtls is false"
+	case ct.ServiceMode.Mode == "":
+		return SendsUnknown, "headless Service: auto mTLS depends on every endpoint's pod: " + ct.ServiceMode.From
+	case ct.ServiceMode.Mode == ModeDisable:
+		return SendsPlaintext, "auto mTLS is off for the headless Service's cluster (" + ct.ServiceMode.From + "): one transport socket for every address, plaintext"
+	}
+	return SendsMTLS, "auto mTLS: every endpoint of the headless Service's port is labelled tlsMode=istio, so its ORIGINAL_DST cluster sends mTLS to any address"
 }
 
 // TLSMismatch judges what is sent against what the endpoint accepts. An

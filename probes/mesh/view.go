@@ -94,6 +94,9 @@ type EndpointTLS struct {
 	SendsWhy string
 	Accepts  PeerMode
 	Mismatch string
+	// TLSMode is the tlsMode istiod's EDS puts in the endpoint's metadata
+	// for the cluster (ClientTLS.EDSTLSMode), "" for none.
+	TLSMode string
 }
 
 // Serving counts the endpoints Envoy sends requests to.
@@ -138,7 +141,7 @@ func (c *Config) ViewFor(caller Caller, host string, port int32) (*View, error) 
 		v.Routes[0].Destinations[0].Cluster = DNSAlias
 		return v, nil
 	}
-	v.Clusters[KubeProxy] = c.plainCluster(KubeProxy, c.Services[host], port, why)
+	v.Clusters[KubeProxy] = c.plainCluster(caller, KubeProxy, c.Services[host], port, why)
 	return v, nil
 }
 
@@ -171,7 +174,7 @@ func (c *Config) viewFor(caller Caller, host string, port int32) (*View, error) 
 		// Service and the app's bytes go as they are.
 		v.Routes = []Route{{Name: "kube-proxy: the caller has no sidecar", CatchAll: true,
 			Destinations: []Destination{{Host: host, Port: port, Percent: 100, Cluster: KubeProxy}}}}
-		v.Clusters[KubeProxy] = c.plainCluster(KubeProxy, sd, port, "the caller has no sidecar: its app's plaintext leaves the pod as is")
+		v.Clusters[KubeProxy] = c.plainCluster(caller, KubeProxy, sd, port, "the caller has no sidecar: its app's plaintext leaves the pod as is")
 		return v, nil
 	}
 	if caller.Gateway {
@@ -182,6 +185,9 @@ func (c *Config) viewFor(caller Caller, host string, port int32) (*View, error) 
 	if v.Visibility.Unknown != "" {
 		v.Unknown = append(v.Unknown, v.Visibility.Unknown)
 	}
+	if v.Visibility.Undecided != "" {
+		v.Unknown = append(v.Unknown, v.Visibility.Undecided)
+	}
 	rule, drVerdicts, unknown := c.DestinationRuleFor(caller, host, sd.Service.Namespace)
 	v.Rule, v.DestinationRules = rule, drVerdicts
 	v.Unknown = append(v.Unknown, unknown...)
@@ -190,7 +196,15 @@ func (c *Config) viewFor(caller Caller, host string, port int32) (*View, error) 
 		v.Routes = []Route{{Name: fb + ": the caller's proxy has no config for the Service", CatchAll: true,
 			Destinations: []Destination{{Host: host, Port: port, Percent: 100, Cluster: fb}}}}
 		if fb == PassthroughCluster {
-			v.Clusters[fb] = c.plainCluster(fb, sd, port, "PassthroughCluster forwards the app's bytes to the ClusterIP as they are, without mTLS")
+			cl := c.plainCluster(caller, fb, sd, port, "PassthroughCluster forwards the app's bytes to the ClusterIP as they are, without mTLS")
+			if why := v.Visibility.Undecided; why != "" {
+				// Maybe the caller's proxy routes it after all: what it
+				// sends is not known.
+				for i := range cl.Endpoints {
+					cl.Endpoints[i].Sends, cl.Endpoints[i].SendsWhy, cl.Endpoints[i].Mismatch = SendsUnknown, why, MismatchUnknown
+				}
+			}
+			v.Clusters[fb] = cl
 		} else {
 			v.Clusters[fb] = &Cluster{Name: fb, Host: host, Port: port, Exists: true, Why: "BlackHoleCluster drops every request (502)"}
 		}
@@ -207,11 +221,16 @@ func (c *Config) viewFor(caller Caller, host string, port int32) (*View, error) 
 		return v, nil
 	}
 	v.VirtualService, v.VirtualServices = c.VirtualServicesFor(caller, host)
-	if v.RoutesUnknown = c.VirtualServiceUnknown(caller, host); v.RoutesUnknown != "" {
+	if v.Protocol == ProtocolTCP {
+		v.VirtualService, v.VirtualServices = c.tcpVirtualServiceFor(caller, host, port, v.VirtualServices)
+	} else {
+		v.VirtualService, v.VirtualServices = c.httpVirtualServiceFor(caller, host, port, v.Protocol, v.VirtualService, v.VirtualServices)
+	}
+	if v.RoutesUnknown = c.routesUnknown(caller, host, v.VirtualService); v.RoutesUnknown != "" {
 		v.Unknown = append(v.Unknown, v.RoutesUnknown)
 	}
 	if v.VirtualService != nil {
-		v.Routes = RoutesOf(v.VirtualService, port, v.Protocol)
+		v.Routes = RoutesFor(v.VirtualService, caller, port, v.Protocol)
 	}
 	if len(v.Routes) == 0 {
 		v.Routes = []Route{{Name: "default route to the Service", CatchAll: true,
@@ -220,6 +239,14 @@ func (c *Config) viewFor(caller Caller, host string, port int32) (*View, error) 
 		v.Unmatched = true
 		for _, r := range v.Routes {
 			v.Unmatched = v.Unmatched && !r.CatchAll
+		}
+	}
+	for i := range v.Routes {
+		for j := range v.Routes[i].Destinations {
+			c.resolveDestination(caller, &v.Routes[i].Destinations[j], port, v.Protocol)
+		}
+		for j := range v.Routes[i].Mirrors {
+			c.resolveDestination(caller, &v.Routes[i].Mirrors[j], port, v.Protocol)
 		}
 	}
 	for _, r := range v.Routes {
@@ -231,6 +258,64 @@ func (c *Config) viewFor(caller Caller, host string, port int32) (*View, error) 
 		}
 	}
 	return v, nil
+}
+
+// resolveDestination names a route destination's cluster as istiod's
+// GetDestinationCluster does, from the Service it finds for the host: for
+// an HTTP route the Services of the caller's listener on listenerPort
+// (visible to the caller, with that port alone), for a TCP or TLS route
+// any Service in the caller's scope. A route that names no port takes the
+// Service's only port, if it has one (else the listener's); a route to an
+// ExternalName alias goes to the host the alias names
+// (outbound|PORT|SUBSET|EXTERNALNAME).
+func (c *Config) resolveDestination(caller Caller, d *Destination, listenerPort int32, proto string) {
+	sd := c.Services[d.Host]
+	if sd == nil || sd.Service == nil {
+		return
+	}
+	svc := sd.Service
+	if proto == ProtocolHTTP {
+		hasPort := false
+		for _, p := range svc.Spec.Ports {
+			hasPort = hasPort || p.Port == listenerPort
+		}
+		if vis := c.VisibilityOf(caller, svc, listenerPort); !hasPort || !vis.Visible || vis.Via != "" {
+			return
+		}
+	} else {
+		if !c.inScope(caller, svc) {
+			return
+		}
+		if !d.PortNamed && len(svc.Spec.Ports) == 1 {
+			d.Port = svc.Spec.Ports[0].Port
+		}
+	}
+	if target := ExternalNameOf(svc); target != "" {
+		d.Host = target
+	}
+	d.Cluster = ClusterName(d.Port, d.Subset, d.Host)
+}
+
+// inScope reports whether svc is in the caller's sidecar scope on some
+// port: its Sidecar's egress hosts select it and it is exported to the
+// caller, or an imported VirtualService routes to it.
+func (c *Config) inScope(caller Caller, svc *corev1.Service) bool {
+	for _, p := range svc.Spec.Ports {
+		if vis := c.VisibilityOf(caller, svc, p.Port); vis.Visible && vis.Via == "" || vis.Imported != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// serviceEntryHasPort reports whether se declares port.
+func serviceEntryHasPort(se *networkingv1.ServiceEntry, port int32) bool {
+	for _, p := range se.Spec.GetPorts() {
+		if int32(p.GetNumber()) == port {
+			return true
+		}
+	}
+	return false
 }
 
 func (v *View) addCluster(c *Config, caller Caller, d Destination, mirror bool) {
@@ -260,9 +345,20 @@ func (c *Config) clusterFor(caller Caller, d Destination) *Cluster {
 	}
 	sd := c.Services[d.Host]
 	if sd == nil || sd.Service == nil {
-		if se := c.visibleServiceEntry(caller, d.Host); se != nil {
+		se, imported := c.visibleServiceEntry(caller, d.Host), ""
+		if se == nil {
+			se, imported = c.ownServiceEntryImported(caller, d.Host, d.Port)
+		}
+		if se != nil {
+			if !serviceEntryHasPort(se, d.Port) {
+				cl.Why = fmt.Sprintf("ServiceEntry %s/%s declares no port %d", se.Namespace, se.Name, d.Port)
+				return cl
+			}
 			cl.Exists, cl.External = true, true
 			cl.Why = "ServiceEntry " + se.Namespace + "/" + se.Name
+			if imported != "" {
+				cl.Why += " of the caller's namespace, taken into its scope for the routes of VirtualService " + imported + " whatever its exportTo"
+			}
 			return cl
 		}
 		if why := c.ServicesUnknown[d.Host]; why != "" {
@@ -283,9 +379,16 @@ func (c *Config) clusterFor(caller Caller, d Destination) *Cluster {
 		}
 		return cl
 	}
+	if target := ExternalNameOf(sd.Service); target != "" {
+		cl.Why = "ExternalName Service: istiod builds no cluster for an alias (a route names its host where the alias has no port " +
+			fmt.Sprint(d.Port) + " the caller's listener serves, so it is not read as " + target + ")"
+		return cl
+	}
 	// A Service a route sends to gets its cluster (and its rules) whatever
-	// the caller's Sidecar egress hosts say; only its exportTo hides it.
-	if exportTo := c.ServiceExportTo(sd.Service); !ExportedTo(exportTo, sd.Service.Namespace, caller.Namespace) {
+	// the caller's Sidecar egress hosts say; only its exportTo hides it,
+	// and not from a caller of its own namespace (istiod takes a route
+	// destination of the caller's namespace into its scope regardless).
+	if exportTo := c.ServiceExportTo(sd.Service); !ExportedTo(exportTo, sd.Service.Namespace, caller.Namespace) && sd.Service.Namespace != caller.Namespace {
 		cl.Missing = MissingServiceHidden
 		cl.Why = fmt.Sprintf("Service %s/%s is not exported to %s (exportTo %s)", sd.Service.Namespace, sd.Service.Name, caller.Namespace, strings.Join(exportTo, ","))
 		return cl
@@ -323,8 +426,27 @@ func (c *Config) clusterFor(caller Caller, d Destination) *Cluster {
 		from = rule.PolicyFrom
 	}
 	ns := sd.Service.Namespace
-	cl.TLS = clientTLS(cl.Policy, from, c.Mesh.EnableAutoMtls(), c.serviceMTLSMode(ns), edsTLSMode(rule, d.Port))
+	serviceMode := c.serviceMTLSMode(ns)
+	headless := sd.Service.Spec.ClusterIP == corev1.ClusterIPNone
+	if headless {
+		serviceMode = c.passthroughMTLSMode(sd, d.Port)
+	}
+	cl.TLS = clientTLS(cl.Policy, from, c.Mesh.EnableAutoMtls(), serviceMode, drTLSMode(rule, d.Subset, d.Port))
+	cl.TLS.Passthrough = headless
+	local := nodeLocal(sd.Service)
 	for _, e := range c.Endpoints(sd, d.Port) {
+		if local {
+			// istiod sends a Service of internalTrafficPolicy Local only
+			// the endpoints whose pod is on the caller's node
+			// (filterIstioEndpoint): none without a pod.
+			switch on, why := onCallerNode(caller, e.Labels[LabelHostname], e); {
+			case why != "":
+				cl.undecided(e, why)
+				continue
+			case !on:
+				continue
+			}
+		}
 		if e.ReadyUnknown != "" {
 			cl.Undecided++
 			cl.Unknown = append(cl.Unknown, "endpoint "+e.Address+": "+e.ReadyUnknown)
@@ -357,6 +479,23 @@ func (c *Config) clusterFor(caller Caller, d Destination) *Cluster {
 	return cl
 }
 
+// nodeLocal: the Service's internalTrafficPolicy is Local.
+func nodeLocal(svc *corev1.Service) bool {
+	return svc.Spec.InternalTrafficPolicy != nil && *svc.Spec.InternalTrafficPolicy == corev1.ServiceInternalTrafficPolicyLocal
+}
+
+// onCallerNode reports whether endpoint e, on node, is on the caller's
+// node; why says why that is not known.
+func onCallerNode(caller Caller, node string, e Endpoint) (on bool, why string) {
+	switch {
+	case caller.Node == "":
+		return false, "whether endpoint " + e.Address + " is on the caller's node (internalTrafficPolicy Local): the caller's node is not known"
+	case e.PodUnknown != "":
+		return false, "whether endpoint " + e.Address + " is on the caller's node (internalTrafficPolicy Local): " + e.PodUnknown
+	}
+	return node == caller.Node, ""
+}
+
 // undecided counts an endpoint the cluster may or may not have: one that
 // would serve leaves "the cluster has no serving endpoint" undecided.
 func (cl *Cluster) undecided(e Endpoint, why string) {
@@ -368,23 +507,42 @@ func (cl *Cluster) undecided(e Endpoint, why string) {
 
 // plainCluster is the Service's endpoints reached without Istio config
 // (kube-proxy, PassthroughCluster): plaintext to each.
-func (c *Config) plainCluster(name string, sd *ServiceData, port int32, why string) *Cluster {
+func (c *Config) plainCluster(caller Caller, name string, sd *ServiceData, port int32, why string) *Cluster {
 	cl := &Cluster{Name: name, Host: ServiceHost(sd.Service.Name, sd.Service.Namespace), Port: port, Exists: true, Why: why}
+	local := nodeLocal(sd.Service)
 	for _, e := range c.Endpoints(sd, port) {
+		if local {
+			// kube-proxy sends a Service of internalTrafficPolicy Local
+			// only to the endpoints the slice puts on the caller's node.
+			switch on, why := onCallerNode(caller, e.Node, e); {
+			case why != "":
+				cl.undecided(e, why)
+				continue
+			case !on:
+				continue
+			}
+		}
 		if e.Serving() {
 			cl.ServiceServing++
 		}
-		accepts := c.PeerAuthMode(sd.Service.Namespace, e.Labels, e.Port)
+		accepts := c.Accepts(sd.Service.Namespace, e)
 		cl.Endpoints = append(cl.Endpoints, EndpointTLS{Endpoint: e, Sends: SendsPlaintext, SendsWhy: why, Accepts: accepts,
 			Mismatch: TLSMismatch(SendsPlaintext, e, accepts)})
 	}
 	return cl
 }
 
+// Accepts is the mode endpoint e of a Service of namespace ns enforces on
+// its port (its pod's PeerAuthentication, workload and port level).
+func (c *Config) Accepts(ns string, e Endpoint) PeerMode {
+	return c.PeerAuthMode(ns, e.Labels, e.Port)
+}
+
 func (c *Config) endpointTLS(ct ClientTLS, e Endpoint, ns string) EndpointTLS {
-	accepts := c.PeerAuthMode(ns, e.Labels, e.Port)
+	accepts := c.Accepts(ns, e)
 	sends, why := ct.Sends(e, accepts)
-	return EndpointTLS{Endpoint: e, Sends: sends, SendsWhy: why, Accepts: accepts, Mismatch: TLSMismatch(sends, e, accepts)}
+	return EndpointTLS{Endpoint: e, Sends: sends, SendsWhy: why, Accepts: accepts, Mismatch: TLSMismatch(sends, e, accepts),
+		TLSMode: ct.EDSTLSMode(e, accepts)}
 }
 
 func subsetNames(a *AppliedRule) string {
@@ -406,6 +564,27 @@ func (c *Config) visibleServiceEntry(caller Caller, host string) *networkingv1.S
 		}
 	}
 	return nil
+}
+
+// ownServiceEntryImported is a ServiceEntry of the caller's namespace that
+// declares host, with the VirtualService the caller imports whose routes
+// send to host on port (or on no port): istiod takes a route destination
+// into the caller's scope from the caller's own namespace before any other
+// and whatever its exportTo (collectImportedServices looks the host up in
+// the config namespace first; only another namespace's must be visible),
+// so the ServiceEntry's cluster is pushed though it is not exported there.
+func (c *Config) ownServiceEntryImported(caller Caller, host string, port int32) (*networkingv1.ServiceEntry, string) {
+	for _, se := range c.ServiceEntries {
+		if se.Namespace != caller.Namespace || !ServiceEntryDeclares(se, host) {
+			continue
+		}
+		sc, _ := c.SidecarFor(caller)
+		if vs := c.hostImportedBy(caller, sc, host, port); vs != "" {
+			return se, vs
+		}
+		return nil, ""
+	}
+	return nil, ""
 }
 
 // What is missing for a cluster istiod does not build.
@@ -559,8 +738,14 @@ func (v *View) Chain() []string {
 		out = append(out, v.Gateway.Chain()...)
 	} else if v.Caller.Sidecar {
 		vis := "visible to the caller's proxy"
-		if !v.Visibility.Visible {
+		switch {
+		case !v.Visibility.Visible:
 			vis = "NOT visible: " + v.Visibility.HiddenBy + "; its traffic goes to " + v.Visibility.Fallback
+			if v.Visibility.Imported != "" {
+				vis += " (its clusters are pushed all the same, for the routes of VirtualService " + v.Visibility.Imported + ")"
+			}
+		case v.Visibility.Via != "":
+			vis = "visible to the caller's proxy although its Sidecar's egress hosts do not select it: " + v.Visibility.Via
 		}
 		policy := "ALLOW_ANY"
 		if v.Visibility.RegistryOnly {

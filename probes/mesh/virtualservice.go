@@ -65,6 +65,9 @@ type Destination struct {
 	// Percent is the share of the route's requests it gets.
 	Percent int
 	Cluster string
+	// PortNamed: the route names the port; otherwise Port is the
+	// listener's, which istiod may replace (see Config.resolveDestination).
+	PortNamed bool
 }
 
 // ClusterName is Envoy's name for a cluster: outbound|PORT|SUBSET|HOST.
@@ -89,15 +92,31 @@ const (
 // the 503s this tool triages are HTTP); TCP routes for TCP, MySQL, Mongo
 // and Redis; TLS routes for HTTPS and TLS; none for UDP.
 func PortProtocol(sp corev1.ServicePort) string {
+	proto, _ := portProtocol(sp)
+	return proto
+}
+
+// PortSniffed reports a port whose protocol istiod detects per connection:
+// its listener is the Service's own (CLUSTERIP_PORT, or one per endpoint
+// address for a headless Service) with a route configuration HOST:PORT
+// whose one virtual host takes every domain.
+func PortSniffed(sp corev1.ServicePort) bool {
+	_, sniffed := portProtocol(sp)
+	return sniffed
+}
+
+func portProtocol(sp corev1.ServicePort) (proto string, sniffed bool) {
 	switch ReadPortProtocol(sp).Protocol {
 	case "TCP", "Mongo", "Redis", "MySQL":
-		return ProtocolTCP
+		return ProtocolTCP, false
 	case "HTTPS", "TLS":
-		return ProtocolTLS
+		return ProtocolTLS, false
 	case "UDP":
-		return ProtocolUDP
+		return ProtocolUDP, false
+	case ProtocolSniffed:
+		return ProtocolHTTP, true
 	}
-	return ProtocolHTTP
+	return ProtocolHTTP, false
 }
 
 // PortReading is istiod's reading of a Service port.
@@ -287,32 +306,157 @@ func (c *Config) virtualServicesFor(caller Caller, host string) (*networkingv1.V
 	return winner, verdicts, candidates, sc
 }
 
+// VirtualServicesThatMayRoute are the VirtualServices that may write the
+// caller's routes for host on some port: every one the caller's sidecar
+// imports whose hosts cover host, in istiod's order. The one that routes a
+// port need not be the first (httpVirtualServiceFor, tcpVirtualServiceFor),
+// so a triage reads the Services all of them send to.
+func (c *Config) VirtualServicesThatMayRoute(caller Caller, host string) []*networkingv1.VirtualService {
+	_, _, candidates, _ := c.virtualServicesFor(caller, host)
+	out := make([]*networkingv1.VirtualService, len(candidates))
+	for i, cand := range candidates {
+		out[i] = cand.vs
+	}
+	return out
+}
+
+// httpVirtualServiceFor is the VirtualService whose routes istiod writes
+// into the caller's virtual host for host on an HTTP port. istiod builds a
+// virtual host from every VirtualService of the caller's egress listener,
+// in its order (private, exported, public; oldest first), that yields a
+// route for the caller on the port (BuildSidecarVirtualHostWrapper: one
+// whose routes are all on another port or for other callers writes none),
+// and the first virtual host for the host stands (BuildSidecarOutbound-
+// VirtualHosts drops a duplicate). A VirtualService takes the Service when
+// it names the host exactly, or, with a wildcard, when it is the one
+// MostSpecificWildcardVirtualServiceIndex picks: the first of the most
+// specific host, and none when an exact one exists. So with exact hosts
+// the first that yields a route wins; a wildcard one that yields none
+// leaves the Service Istio's default route, as does an exact one when no
+// other exact one yields a route. The verdicts of the first choice are
+// rewritten when it yields none.
+func (c *Config) httpVirtualServiceFor(caller Caller, host string, port int32, proto string, first *networkingv1.VirtualService, verdicts []RuleVerdict) (*networkingv1.VirtualService, []RuleVerdict) {
+	if first == nil || len(RoutesFor(first, caller, port, proto)) > 0 {
+		return first, verdicts
+	}
+	_, _, candidates, _ := c.virtualServicesFor(caller, host)
+	var winner *networkingv1.VirtualService
+	routeless := map[string]bool{} // exact ones before the winner: no route for the caller here
+	for _, cand := range candidates {
+		if cand.specificity != exactHost {
+			break // only the first wildcard one takes the Service, and it yields no route
+		}
+		if len(RoutesFor(cand.vs, caller, port, proto)) > 0 {
+			winner = cand.vs
+			break
+		}
+		routeless[cand.vs.Namespace+"/"+cand.vs.Name] = true
+	}
+	routeless[first.Namespace+"/"+first.Name] = true
+	out := append([]RuleVerdict(nil), verdicts...)
+	for i := range out {
+		switch ref := out[i].Ref(); {
+		case winner != nil && ref == winner.Namespace+"/"+winner.Name:
+			out[i].Applies, out[i].Why = true, "applies: the first VirtualService naming the host, in istiod's order, with a route for the caller on the port"
+		case routeless[ref]:
+			out[i].Applies = false
+			out[i].Why = "no route of it is for the caller on this port, so it writes no virtual host here"
+			if winner == nil {
+				out[i].Why += ": the Service keeps Istio's default route"
+			}
+		case winner != nil && strings.HasPrefix(out[i].Why, "shadowed"):
+			out[i].Why = "shadowed by " + winner.Namespace + "/" + winner.Name + " (the first VirtualService naming the host with a route for the caller on this port)"
+		}
+	}
+	return winner, out
+}
+
+// tcpVirtualServiceFor picks the VirtualService whose TCP route takes the
+// caller's connections to host on port, as istiod builds a TCP listener's
+// filter chain (buildSidecarOutboundTCPFilterChainOpts): among the
+// VirtualServices the caller's sidecar imports whose hosts match host
+// (wildcards as much as exact names: no most specific one), in istiod's
+// order (private to the caller's namespace, exported to it, public; each
+// oldest first), the first with a TCP route for the port. One without TCP
+// routes shadows nothing. The verdicts of an HTTP choice are rewritten.
+func (c *Config) tcpVirtualServiceFor(caller Caller, host string, port int32, verdicts []RuleVerdict) (*networkingv1.VirtualService, []RuleVerdict) {
+	_, _, candidates, _ := c.virtualServicesFor(caller, host)
+	sort.SliceStable(candidates, func(i, j int) bool {
+		a, b := candidates[i], candidates[j]
+		if a.tier != b.tier {
+			return a.tier < b.tier
+		}
+		if !a.vs.CreationTimestamp.Equal(&b.vs.CreationTimestamp) {
+			return a.vs.CreationTimestamp.Before(&b.vs.CreationTimestamp)
+		}
+		if a.vs.Name != b.vs.Name {
+			return a.vs.Name < b.vs.Name
+		}
+		return a.vs.Namespace < b.vs.Namespace
+	})
+	var winner *networkingv1.VirtualService
+	for _, cand := range candidates {
+		for _, t := range cand.vs.Spec.GetTcp() {
+			if len(t.GetRoute()) > 0 && l4Match(t.GetMatch(), port) {
+				winner = cand.vs
+				break
+			}
+		}
+		if winner != nil {
+			break
+		}
+	}
+	out := append([]RuleVerdict(nil), verdicts...)
+	for i := range out {
+		switch {
+		case winner != nil && out[i].Ref() == winner.Namespace+"/"+winner.Name:
+			out[i].Applies, out[i].Why = true, "applies: the first VirtualService with a TCP route for the port, in istiod's order"
+		case out[i].Applies || strings.HasPrefix(out[i].Why, "shadowed"):
+			out[i].Applies = false
+			out[i].Why = "no TCP route of it takes the port first (a TCP port takes the first VirtualService with a TCP route for it: private, exported, public, oldest first)"
+		}
+	}
+	return winner, out
+}
+
 // VirtualServiceUnknown says why the VirtualService that routes host for
 // the caller is not certain: the rules were not read in every namespace,
 // and one of a namespace not read could win. "" when it is certain.
 func (c *Config) VirtualServiceUnknown(caller Caller, host string) string {
+	winner, _, _, _ := c.virtualServicesFor(caller, host)
+	return c.routesUnknown(caller, host, winner)
+}
+
+// routesUnknown is VirtualServiceUnknown for the VirtualService that
+// routes host on a port (nil: Istio's default route), which need not be the
+// first VirtualService for the host (httpVirtualServiceFor,
+// tcpVirtualServiceFor).
+func (c *Config) routesUnknown(caller Caller, host string, routed *networkingv1.VirtualService) string {
 	if c.RulesRead == nil {
 		return ""
 	}
-	winner, _, candidates, sc := c.virtualServicesFor(caller, host)
-	if c.noUnreadVSApplies(sc, caller, candidates) {
+	_, _, candidates, sc := c.virtualServicesFor(caller, host)
+	if c.noUnreadVSApplies(sc, caller, routed, candidates) {
 		return ""
 	}
 	routes := "Istio's default route"
-	if winner != nil {
-		routes = "VirtualService " + winner.Namespace + "/" + winner.Name
+	if routed != nil {
+		routes = "VirtualService " + routed.Namespace + "/" + routed.Name
 	}
 	return fmt.Sprintf("%s routes %s among the rules read; a VirtualService of a namespace not read, exported to %s, could take the host", routes, host, caller.Namespace)
 }
 
 // noUnreadVSApplies: with rules read in some namespaces only, no
-// VirtualService of another could take the host from the winner: the
-// winner is an exact host private to the caller's namespace (nothing
-// ranks above it), or the caller's Sidecar imports VirtualServices only
-// from namespaces that were read.
-func (c *Config) noUnreadVSApplies(sc *networkingv1.Sidecar, caller Caller, candidates []vsCandidate) bool {
-	if len(candidates) > 0 && candidates[0].tier == 0 && candidates[0].specificity == 1<<20 {
-		return true
+// VirtualService of another could take the host from the one that routes
+// it: that one is an exact host private to the caller's namespace (nothing
+// ranks above it; with Istio's default route, one of a namespace not read
+// could still yield a route), or the caller's Sidecar imports
+// VirtualServices only from namespaces that were read.
+func (c *Config) noUnreadVSApplies(sc *networkingv1.Sidecar, caller Caller, routed *networkingv1.VirtualService, candidates []vsCandidate) bool {
+	for _, cand := range candidates {
+		if cand.vs == routed && cand.tier == 0 && cand.specificity == exactHost {
+			return true
+		}
 	}
 	if sc == nil || len(sc.Spec.GetEgress()) == 0 {
 		return false
@@ -409,19 +553,44 @@ type weighted interface {
 }
 
 // RoutesOf are the routes of vs that serve port (a service port of
-// protocol proto; 0 for every port); their destinations default to the
-// same port.
+// protocol proto; 0 for every port), for any caller: a condition on the
+// caller (source labels or namespace) is kept as a condition. Their
+// destinations default to the same port.
 func RoutesOf(vs *networkingv1.VirtualService, port int32, proto string) []Route {
+	return routesFor(vs, nil, port, proto)
+}
+
+// RoutesFor are the routes istiod writes into the caller's sidecar for vs
+// on port (BuildHTTPRoutesForVirtualService, TranslateRoute): a match
+// condition naming another port is dropped, and so is one the caller does
+// not satisfy (its sourceLabels, its sourceNamespace, or gateways that do
+// not include "mesh"); a route none of whose conditions is left is not
+// written. A condition left with nothing to test (no uri but prefix "/",
+// no header, method, authority or query) takes every request, and istiod
+// writes no route after it. A caller whose labels are not known keeps
+// source-label conditions as conditions.
+func RoutesFor(vs *networkingv1.VirtualService, caller Caller, port int32, proto string) []Route {
+	return routesFor(vs, &caller, port, proto)
+}
+
+func routesFor(vs *networkingv1.VirtualService, caller *Caller, port int32, proto string) []Route {
 	ref := vs.Namespace + "/" + vs.Name
 	var out []Route
 	switch proto {
 	case ProtocolHTTP:
 		for i, h := range vs.Spec.GetHttp() {
-			match, ok := httpMatch(h.GetMatch(), port)
+			var match string
+			var ok, catchAll bool
+			if caller == nil {
+				match, ok = httpMatch(h.GetMatch(), port)
+				catchAll = match == ""
+			} else {
+				match, catchAll, ok = sidecarHTTPMatch(h.GetMatch(), port, *caller)
+			}
 			if !ok {
 				continue
 			}
-			r := Route{VirtualService: ref, Name: fmt.Sprintf("http[%d]%s", i, match), CatchAll: match == "" || catchAllOnPort(h.GetMatch(), port)}
+			r := Route{VirtualService: ref, Name: fmt.Sprintf("http[%d]%s", i, match), CatchAll: catchAll}
 			semanticRoute(vs, h, &r)
 			r.Destinations = destinations(h.GetRoute(), vs.Namespace, port)
 			if m := h.GetMirror(); m != nil {
@@ -431,6 +600,9 @@ func RoutesOf(vs *networkingv1.VirtualService, port int32, proto string) []Route
 				r.Mirrors = append(r.Mirrors, destination(m.GetDestination(), vs.Namespace, port, 100))
 			}
 			out = append(out, r)
+			if caller != nil && catchAll {
+				break // istiod writes no route after one that takes every request
+			}
 		}
 	case ProtocolTCP:
 		for i, t := range vs.Spec.GetTcp() {
@@ -449,21 +621,66 @@ func RoutesOf(vs *networkingv1.VirtualService, port int32, proto string) []Route
 	return out
 }
 
-// catchAllOnPort reports a match that takes every request on port: uri
-// prefix "/" and nothing else, its port aside (a port condition is the
-// listener's, not Envoy's route's).
-func catchAllOnPort(matches []*networkingv1alpha3.HTTPMatchRequest, port int32) bool {
+// sidecarHTTPMatch describes the match conditions of an HTTP route that
+// istiod keeps for the caller's sidecar on port (see RoutesFor): ok is
+// false when none is kept; catchAll when one kept takes every request.
+func sidecarHTTPMatch(matches []*networkingv1alpha3.HTTPMatchRequest, port int32, caller Caller) (desc string, catchAll, ok bool) {
+	if len(matches) == 0 {
+		return "", true, true
+	}
+	var parts []string
 	for _, m := range matches {
-		if p := int32(m.GetPort()); p != 0 && port != 0 && p != port {
+		if p := m.GetPort(); p != 0 && port != 0 && int32(p) != port {
 			continue
 		}
-		cp := m.DeepCopy()
-		cp.Port = 0
-		if isCatchAllMatch(cp) {
-			return true
+		var conds []string
+		switch {
+		case len(m.GetGateways()) > 0:
+			// A match naming gateways binds to them alone, whatever its
+			// source labels say (sourceMatchHTTP).
+			if !contains(m.GetGateways(), "mesh") {
+				continue
+			}
+		case !caller.labelsKnown() && (len(m.GetSourceLabels()) > 0 || m.GetSourceNamespace() != ""):
+			conds = append(conds, "source labels or namespace (the caller's are not known)")
+		case !LabelsMatch(m.GetSourceLabels(), caller.Labels) && len(m.GetSourceLabels()) > 0:
+			continue
+		case m.GetSourceNamespace() != "" && m.GetSourceNamespace() != caller.Namespace:
+			continue
 		}
+		if u := m.GetUri(); u != nil && !(u.GetPrefix() == "/" || u.GetRegex() == ".*") {
+			conds = append(conds, "uri "+stringMatch(u))
+		}
+		for k, v := range m.GetHeaders() {
+			conds = append(conds, "header "+k+" "+stringMatch(v))
+		}
+		for k, v := range m.GetWithoutHeaders() {
+			conds = append(conds, "without header "+k+" "+stringMatch(v))
+		}
+		for k, v := range m.GetQueryParams() {
+			conds = append(conds, "query "+k+" "+stringMatch(v))
+		}
+		if a := m.GetAuthority(); a != nil {
+			conds = append(conds, "authority "+stringMatch(a))
+		}
+		if mt := m.GetMethod(); mt != nil {
+			conds = append(conds, "method "+stringMatch(mt))
+		}
+		if sc := m.GetScheme(); sc != nil {
+			conds = append(conds, "scheme "+stringMatch(sc))
+		}
+		sort.Strings(conds)
+		if len(conds) == 0 {
+			// Nothing left to test: it takes every request on the port,
+			// and istiod writes no route after it.
+			return "", true, true
+		}
+		parts = append(parts, strings.Join(conds, " and "))
 	}
-	return false
+	if len(parts) == 0 {
+		return "", false, false
+	}
+	return " (match " + strings.Join(parts, " or ") + ")", false, true
 }
 
 // httpMatch describes the route's match conditions that apply to port; ok
@@ -563,5 +780,5 @@ func destination(d *networkingv1alpha3.Destination, ns string, port int32, pct i
 		p = int32(n)
 	}
 	host := ResolveHost(d.GetHost(), ns)
-	return Destination{Host: host, Subset: d.GetSubset(), Port: p, Percent: pct, Cluster: ClusterName(p, d.GetSubset(), host)}
+	return Destination{Host: host, Subset: d.GetSubset(), Port: p, Percent: pct, Cluster: ClusterName(p, d.GetSubset(), host), PortNamed: d.GetPort().GetNumber() != 0}
 }

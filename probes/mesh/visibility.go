@@ -210,8 +210,23 @@ type Visibility struct {
 	PolicyFrom   string
 	// Sidecar is the Sidecar resource that applies to the caller, if any.
 	Sidecar *networkingv1.Sidecar
+	// Imported, for a Service the caller's Sidecar egress hosts do not
+	// select, names the VirtualService (imported by those egress hosts)
+	// whose routes send to the Service's port: istiod then adds the
+	// Service to the caller's scope (collectImportedServices) and pushes
+	// its clusters, for that VirtualService's routes, although the
+	// caller's own traffic to the Service is not routed to them.
+	Imported string
+	// Via says why a Service the egress hosts do not select is routed
+	// anyway: on port 80 istiod writes a virtual host for the hosts of
+	// every VirtualService the caller imports, Service or not.
+	Via string
 	// Unknown says why visibility could not be judged fully.
 	Unknown string
+	// Undecided says why whether the caller's proxy routes a Service it
+	// does not see is not known (Services that were not read could give it
+	// a listener that does): the fallback's TLS is then not judged.
+	Undecided string
 }
 
 // VisibilityOf works out whether the caller's proxy is given the Service's
@@ -226,6 +241,11 @@ func (c *Config) VisibilityOf(caller Caller, svc *corev1.Service, port int32) Vi
 		v.Visible = false
 		v.HiddenBy = fmt.Sprintf("Service %s/%s is exported to %s only (exportTo %s), not to %s",
 			svc.Namespace, svc.Name, describeExportTo(exportTo, svc.Namespace), strings.Join(exportTo, ","), caller.Namespace)
+		if svc.Namespace == caller.Namespace {
+			// istiod takes a route destination of the caller's own
+			// namespace into its scope whatever the Service's exportTo.
+			v.Imported = c.importedBy(caller, sc, svc, port)
+		}
 	} else if hosts, scoped := egressHosts(sc, port); scoped {
 		selected := false
 		for _, h := range hosts {
@@ -234,12 +254,263 @@ func (c *Config) VisibilityOf(caller Caller, svc *corev1.Service, port int32) Vi
 		if !selected {
 			v.Visible = false
 			v.HiddenBy = fmt.Sprintf("Sidecar %s/%s egress hosts %s do not include %s/%s", sc.Namespace, sc.Name, strings.Join(hosts, ","), svc.Namespace, host)
+			v.Imported = c.importedBy(caller, sc, svc, port)
+		}
+	}
+	if !v.Visible {
+		switch via, unknown := c.portEightyRoute(caller, sc, svc, port); {
+		case via != "":
+			v.Visible, v.HiddenBy, v.Via = true, "", via
+		case unknown != "":
+			v.Undecided = unknown
 		}
 	}
 	if !v.Visible {
 		v.Fallback = fallbackCluster(v.RegistryOnly)
 	}
 	return v
+}
+
+// sidecarVirtualServices are the VirtualServices the caller's sidecar
+// imports: bound to sidecars, exported to its namespace, and selected by
+// its Sidecar's egress hosts (all of them without a Sidecar).
+func (c *Config) sidecarVirtualServices(caller Caller, sc *networkingv1.Sidecar) []*networkingv1.VirtualService {
+	var out []*networkingv1.VirtualService
+	for _, vs := range c.VirtualServices {
+		if _, visible := c.vsTier(vs, caller.Namespace); visible && bindsSidecars(vs.Spec.GetGateways()) && egressImportsVS(sc, vs, caller.Namespace) {
+			out = append(out, vs)
+		}
+	}
+	return out
+}
+
+// importedBy names the VirtualService, imported by the caller's Sidecar
+// (every one bound to sidecars and exported to the caller without a
+// Sidecar), one of whose route destinations is svc on port (or on no
+// port, which takes every port): istiod adds svc to the caller's scope
+// for it (collectImportedServices: HTTP routes whose match names another
+// sourceNamespace aside, TCP and TLS routes, mirrors). The caller must
+// see svc, unless svc is of the caller's own namespace, which istiod
+// takes whatever its exportTo. "" for none.
+func (c *Config) importedBy(caller Caller, sc *networkingv1.Sidecar, svc *corev1.Service, port int32) string {
+	return c.hostImportedBy(caller, sc, ServiceHost(svc.Name, svc.Namespace), port)
+}
+
+// hostImportedBy is importedBy for a host, a Service's or a ServiceEntry's.
+func (c *Config) hostImportedBy(caller Caller, sc *networkingv1.Sidecar, host string, port int32) string {
+	for _, vs := range c.sidecarVirtualServices(caller, sc) {
+		// A destination naming other ports imports only those
+		// (serviceMatchingVirtualServicePorts).
+		if ports := vsDestinationPorts(vs, caller.Namespace)[host]; ports[0] || ports[port] {
+			return vs.Namespace + "/" + vs.Name
+		}
+	}
+	return ""
+}
+
+// vsDestinationPorts are the hosts (resolved) a VirtualService's routes
+// and mirrors send to, with the ports they name (0: none named), as
+// virtualServiceDestinationsFilteredBySourceNamespace reads them for
+// proxies of namespace ns.
+func vsDestinationPorts(vs *networkingv1.VirtualService, ns string) map[string]map[int32]bool {
+	out := map[string]map[int32]bool{}
+	add := func(d *networkingv1alpha3.Destination) {
+		if d == nil {
+			return
+		}
+		h := ResolveHost(d.GetHost(), vs.Namespace)
+		if out[h] == nil {
+			out[h] = map[int32]bool{}
+		}
+		out[h][int32(d.GetPort().GetNumber())] = true
+	}
+	for _, h := range vs.Spec.GetHttp() {
+		matched := true
+		for _, m := range h.GetMatch() {
+			if m.GetSourceNamespace() != "" {
+				if m.GetSourceNamespace() == ns {
+					matched = true
+					break
+				}
+				matched = false
+			}
+		}
+		if !matched {
+			continue
+		}
+		for _, r := range h.GetRoute() {
+			add(r.GetDestination())
+		}
+		add(h.GetMirror())
+		for _, m := range h.GetMirrors() {
+			add(m.GetDestination())
+		}
+	}
+	for _, t := range vs.Spec.GetTcp() {
+		for _, r := range t.GetRoute() {
+			add(r.GetDestination())
+		}
+	}
+	for _, t := range vs.Spec.GetTls() {
+		for _, r := range t.GetRoute() {
+			add(r.GetDestination())
+		}
+	}
+	return out
+}
+
+// portEightyRoute says why the caller's requests to svc on port 80 are
+// routed although its Sidecar's egress hosts do not select svc: istiod
+// keeps, on port 80 alone, the VirtualServices whose hosts are no Service
+// of the listener (BuildSidecarOutboundVirtualHosts: "hack to keep
+// consistent with previous behavior") and writes a virtual host for
+// them; the caller's HTTP listener on port 80 (for a Service its egress
+// hosts do select) then routes svc's host by that VirtualService. "" when
+// it does not happen; unknown says why that is not known (the Services
+// that would give the caller the listener were not all read).
+func (c *Config) portEightyRoute(caller Caller, sc *networkingv1.Sidecar, svc *corev1.Service, port int32) (via, unknown string) {
+	if port != 80 {
+		return "", ""
+	}
+	for _, sp := range svc.Spec.Ports {
+		if sp.Port == port && PortProtocol(sp) != ProtocolHTTP {
+			return "", ""
+		}
+	}
+	host := ServiceHost(svc.Name, svc.Namespace)
+	var vs *networkingv1.VirtualService
+	for _, cand := range c.sidecarVirtualServices(caller, sc) {
+		for _, h := range cand.Spec.GetHosts() {
+			if HostCovers(h, cand.Namespace, host) {
+				vs = cand
+			}
+		}
+	}
+	if vs == nil {
+		return "", ""
+	}
+	listener := c.httpListenerOn(caller, sc, port)
+	switch {
+	case listener == "" && !c.AllServices:
+		return "", fmt.Sprintf("on port 80 istiod routes VirtualService %s/%s's host %s for the caller if it has an HTTP listener on port 80 (a Service its Sidecar selects with that port), and not every Service was read", vs.Namespace, vs.Name, host)
+	case listener == "":
+		return "", ""
+	}
+	return fmt.Sprintf("port 80: the caller's HTTP listener for %s routes VirtualService %s/%s's host %s too", listener, vs.Namespace, vs.Name, host), ""
+}
+
+// httpListenerOn names a Service (or ServiceEntry host) the caller's
+// egress hosts select that has an HTTP (or sniffed) port number port:
+// the caller then has an HTTP listener there. "" for none.
+func (c *Config) httpListenerOn(caller Caller, sc *networkingv1.Sidecar, port int32) string {
+	hosts, scoped := egressHosts(sc, port)
+	selects := func(ns, host string) bool {
+		if !scoped {
+			return true
+		}
+		for _, h := range hosts {
+			if egressSelects(h, caller.Namespace, ns, host) {
+				return true
+			}
+		}
+		return false
+	}
+	for _, name := range sortedServiceHosts(c.Services) {
+		sd := c.Services[name]
+		if sd.Service == nil || ExternalNameOf(sd.Service) != "" || !ExportedTo(c.ServiceExportTo(sd.Service), sd.Service.Namespace, caller.Namespace) ||
+			!selects(sd.Service.Namespace, name) {
+			continue
+		}
+		for _, sp := range sd.Service.Spec.Ports {
+			if sp.Port == port && PortProtocol(sp) == ProtocolHTTP {
+				return name
+			}
+		}
+	}
+	for _, se := range c.ServiceEntries {
+		if !c.ServiceEntryExportedTo(se, caller.Namespace) {
+			continue
+		}
+		for _, p := range se.Spec.GetPorts() {
+			proto := strings.ToLower(p.GetProtocol())
+			if int32(p.GetNumber()) != port || !(proto == "http" || proto == "http2" || proto == "grpc" || proto == "") {
+				continue
+			}
+			for _, h := range se.Spec.GetHosts() {
+				if selects(se.Namespace, h) {
+					return h
+				}
+			}
+		}
+	}
+	return ""
+}
+
+// aliasKept reports whether the caller's Sidecar keeps the alias
+// aliasHost on the virtual host of its concrete Service svc on port
+// (matchingAliasService): the egress hosts that import svc (those of svc's
+// namespace that match it, else the "*/" ones) must match the alias's name
+// too. Without a Sidecar every alias is kept.
+func (c *Config) aliasKept(caller Caller, svc *corev1.Service, aliasHost string, port int32) bool {
+	sc, _ := c.SidecarFor(caller)
+	hosts, scoped := egressHosts(sc, port)
+	if !scoped {
+		return true
+	}
+	host := ServiceHost(svc.Name, svc.Namespace)
+	var own, any []string
+	for _, entry := range hosts {
+		ns, dns, ok := strings.Cut(entry, "/")
+		if !ok {
+			ns, dns = "*", entry
+		}
+		if ns == "." {
+			ns = caller.Namespace
+		}
+		switch ns {
+		case svc.Namespace:
+			own = append(own, dns)
+		case "*":
+			any = append(any, dns)
+		}
+	}
+	matches := func(dnss []string, h string) bool {
+		for _, dns := range dnss {
+			if egressSelects("*/"+dns, caller.Namespace, svc.Namespace, h) {
+				return true
+			}
+		}
+		return false
+	}
+	if matches(own, host) {
+		return matches(own, aliasHost)
+	}
+	return matches(any, aliasHost)
+}
+
+// egressSelectsHost reports whether the caller's Sidecar egress hosts for
+// port select host of namespace ns (true without a Sidecar).
+func (c *Config) egressSelectsHost(caller Caller, ns, host string, port int32) bool {
+	sc, _ := c.SidecarFor(caller)
+	hosts, scoped := egressHosts(sc, port)
+	if !scoped {
+		return true
+	}
+	for _, h := range hosts {
+		if egressSelects(h, caller.Namespace, ns, host) {
+			return true
+		}
+	}
+	return false
+}
+
+func sortedServiceHosts(m map[string]*ServiceData) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }
 
 func describeExportTo(exportTo []string, ns string) string {

@@ -43,3 +43,37 @@ func WorkloadName(pod *corev1.Pod) string {
 // cronJobRun is a Job a CronJob made: its name, a dash and the scheduled
 // time in minutes since the epoch.
 var cronJobRun = regexp.MustCompile(`^(.+)-\d{8,10}$`)
+
+// EndpointWorkloadName is the workload name istiod's endpoint builder gives
+// a pod's endpoints (GetWorkloadMetaFromPod, which EDS sends in the
+// endpoint's istio metadata for telemetry): the
+// service.istio.io/workload-name label, else WorkloadName.
+func EndpointWorkloadName(pod *corev1.Pod) string {
+	if name, ok := pod.Labels["service.istio.io/workload-name"]; ok {
+		return name
+	}
+	return WorkloadName(pod)
+}
+
+// CanonicalService is a workload's canonical service name and revision as
+// Istio derives them (pkg/kube/labels CanonicalService): the
+// service.istio.io/canonical-name label, else app.kubernetes.io/name, else
+// app, else the workload name; the canonical-revision label, else
+// app.kubernetes.io/version, else version, else "latest". A label present
+// with an empty value is taken as it is.
+func CanonicalService(labels map[string]string, workload string) (name, revision string) {
+	name, revision = workload, "latest"
+	for _, k := range []string{"service.istio.io/canonical-name", "app.kubernetes.io/name", "app"} {
+		if v, ok := labels[k]; ok {
+			name = v
+			break
+		}
+	}
+	for _, k := range []string{"service.istio.io/canonical-revision", "app.kubernetes.io/version", "version"} {
+		if v, ok := labels[k]; ok {
+			revision = v
+			break
+		}
+	}
+	return name, revision
+}

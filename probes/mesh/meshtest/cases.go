@@ -180,6 +180,37 @@ var Cases = []Case{
 		wantNoBreak(t, v)
 		wantVerdict(t, v.VirtualServices, "web/orders-from-web", false, "shadowed by shop/orders")
 	}},
+	{File: "vs-first-without-route-for-caller.yaml", Caller: "web/web-1", Host: "orders.shop.svc.cluster.local", Port: 8080, Check: func(t testing.TB, v *mesh.View) {
+		wantRoutes(t, v, "outbound|8080|v9|orders.shop.svc.cluster.local 100% (every request)")
+		wantBreak(t, v, mesh.BreakSubsetUndefined, 100, "outbound|8080|v9|orders.shop.svc.cluster.local")
+		wantVerdict(t, v.VirtualServices, "shop/orders", true, "applies")
+		wantVerdict(t, v.VirtualServices, "web/orders-for-report", false, "no route of it is for the caller")
+	}},
+	{File: "vs-next-routes-to-other-service.yaml", Caller: "web/web-1", Host: "orders.shop.svc.cluster.local", Port: 8080, Check: func(t testing.TB, v *mesh.View) {
+		wantRoutes(t, v, "outbound|8080||ratings.shop.svc.cluster.local 100% (every request)")
+		wantNoBreak(t, v)
+		wantEndpoints(t, v, "outbound|8080||ratings.shop.svc.cluster.local", "ratings-1")
+	}},
+	{File: "vs-wildcard-without-route-for-port.yaml", Caller: "web/web-1", Host: "orders.shop.svc.cluster.local", Port: 8080, Check: func(t testing.TB, v *mesh.View) {
+		wantRoutes(t, v, "outbound|8080||orders.shop.svc.cluster.local 100% (every request)")
+		wantNoBreak(t, v)
+		wantVerdict(t, v.VirtualServices, "shop/shop-apis", false, "default route")
+		wantVerdict(t, v.VirtualServices, "web/all-services", false, "shadowed by shop/shop-apis")
+	}},
+	{File: "vs-exact-without-route-shadows-wildcard.yaml", Caller: "web/web-1", Host: "orders.shop.svc.cluster.local", Port: 8080, Check: func(t testing.TB, v *mesh.View) {
+		wantRoutes(t, v, "outbound|8080||orders.shop.svc.cluster.local 100% (every request)")
+		wantNoBreak(t, v)
+	}},
+	{File: "dr-selector-then-wider-exportto.yaml", Caller: "shop/orders-v1", Host: "orders.shop.svc.cluster.local", Port: 8080, Check: func(t testing.TB, v *mesh.View) {
+		wantNoBreak(t, v)
+		wantVerdict(t, v.DestinationRules, "shop/orders-from-v1", true, "applies")
+		wantVerdict(t, v.DestinationRules, "shop/orders-all", true, "applies")
+		wantEndpoints(t, v, "outbound|8080|v2|orders.shop.svc.cluster.local", "orders-v2")
+	}},
+	{File: "dr-selector-then-wider-exportto.yaml", Caller: "web/web-1", Host: "orders.shop.svc.cluster.local", Port: 8080, Check: func(t testing.TB, v *mesh.View) {
+		wantNoBreak(t, v)
+		wantVerdict(t, v.DestinationRules, "shop/orders-all", true, "applies")
+	}},
 	{File: "workload-disable-under-auto-mtls.yaml", Caller: "web/web-1", Host: "orders.shop.svc.cluster.local", Port: 8080, Check: func(t testing.TB, v *mesh.View) {
 		wantMismatches(t, v, nil)
 	}},
