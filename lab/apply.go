@@ -190,7 +190,25 @@ func statusRecorded(gvk schema.GroupVersionKind, status any) bool {
 	case gvk.Group == gatewayv1.GroupName:
 		switch gvk.Kind {
 		case "Gateway", "HTTPRoute", "GRPCRoute", "TLSRoute", "TCPRoute":
-			return true
+			// A typed object without a recorded status converts to an
+			// empty one (a route's parents null), which the API server
+			// rejects: only a status with something in it was recorded.
+			m, _ := status.(map[string]any)
+			for _, v := range m {
+				switch v := v.(type) {
+				case []any:
+					if len(v) > 0 {
+						return true
+					}
+				case map[string]any:
+					if len(v) > 0 {
+						return true
+					}
+				case nil:
+				default:
+					return true
+				}
+			}
 		}
 		return false
 	case gvk.Group == "" && gvk.Kind == "Service":
@@ -288,6 +306,12 @@ func (a *Applied) create(ctx context.Context, mapper meta.RESTMapper, u *unstruc
 	created, err := client.Create(ctx, u, metav1.CreateOptions{})
 	if apierrors.IsAlreadyExists(err) && gvk.Kind == "ServiceAccount" {
 		// Kept from an earlier scenario along with its namespace.
+		return nil
+	}
+	if apierrors.IsAlreadyExists(err) && gvk.Group == gatewayv1.GroupName && gvk.Kind == "GatewayClass" {
+		// A running istiod creates its default GatewayClasses (istio,
+		// istio-waypoint) once the Gateway API CRDs are served: the
+		// scenario's recorded one is that same class.
 		return nil
 	}
 	if err != nil {

@@ -186,7 +186,7 @@ func TestCaptureRoundTripOnTheLab(t *testing.T) {
 			if !slices.Equal(captured.causes(), want.causes()) {
 				t.Errorf("capture found %v, check --scenario %v", captured.causes(), want.causes())
 			}
-			if !strings.Contains(c.stdout, "findings: "+findingsLine(captured.causes())) {
+			if got := findingsOnLine(c.stdout); !slices.Equal(got, captured.causes()) {
 				t.Errorf("capture's findings line differs from its log's %v:\n%s", captured.causes(), c.stdout)
 			}
 
@@ -247,12 +247,21 @@ func reportFromLog(t *testing.T, logPath, capture string) checkReport {
 	return rep
 }
 
-func findingsLine(causes []string) string {
-	if len(causes) == 0 {
-		return "none"
+// findingsOnLine are the causes capture's "findings:" line names, sorted
+// as checkReport.causes sorts them (the line keeps the report's order).
+func findingsOnLine(stdout string) []string {
+	out := []string{}
+	for _, line := range strings.Split(stdout, "\n") {
+		rest, ok := strings.CutPrefix(line, "findings: ")
+		if !ok || rest == "none" {
+			continue
+		}
+		out = append(out, strings.Split(rest, ", ")...)
 	}
-	return strings.Join(causes, ", ")
+	sort.Strings(out)
+	return out
 }
+
 
 // istioctlBinary is the istioctl the lab builds (lab/tools/istioctl),
 // built on first use by the benchmarks' helper.

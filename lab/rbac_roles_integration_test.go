@@ -127,6 +127,18 @@ var ruleLists = map[string]bool{
 	"peerauthentications.security.istio.io": true,
 }
 
+// gatewayAPILists are the Gateway API kinds a triage lists across all
+// namespaces when its caller or target may sit behind a Gateway API
+// gateway or route (istiod reads them mesh-wide; GatewayClasses are
+// cluster-scoped): a namespaced Role cannot grant those lists, and the
+// gateway step then says its verdicts are partial or unjudged.
+var gatewayAPILists = map[string]bool{
+	"gateways.gateway.networking.k8s.io": true, "httproutes.gateway.networking.k8s.io": true,
+	"grpcroutes.gateway.networking.k8s.io": true, "tlsroutes.gateway.networking.k8s.io": true,
+	"tcproutes.gateway.networking.k8s.io": true, "referencegrants.gateway.networking.k8s.io": true,
+	"gatewayclasses.gateway.networking.k8s.io": true,
+}
+
 // refusalsOf are the refused requests of ServiceAccount meshtriage/name
 // since mark.
 func refusalsOf(t *testing.T, l *Lab, name string, since int) []AuditEvent {
@@ -201,7 +213,7 @@ func TestNamespacedReadOnlyRoleSufficesForATriage(t *testing.T) {
 			refused := map[string]int{}
 			for _, e := range refusalsOf(t, l, sa, before) {
 				what := fmt.Sprintf("%s %s (%s)", e.Verb, e.Resource(), e.RequestURI)
-				gatewayList := e.Resource() == "gateways.networking.istio.io" && s.Target.Source != nil
+				gatewayList := e.Resource() == "gateways.networking.istio.io" && s.Target.Source != nil || gatewayAPILists[e.Resource()]
 				switch {
 				case e.Verb != "list" || e.ObjectRef == nil || e.ObjectRef.Namespace != "" || !ruleLists[e.Resource()] && !gatewayList:
 					t.Errorf("audit: refused %s: the Role lacks a permission a probe uses", what)
@@ -212,6 +224,11 @@ func TestNamespacedReadOnlyRoleSufficesForATriage(t *testing.T) {
 			for kind := range ruleLists {
 				if refused[kind] != 1 {
 					t.Errorf("the list of %s across all namespaces was refused %d times, want once a triage (the read cache keeps the refusal)", kind, refused[kind])
+				}
+			}
+			for kind := range gatewayAPILists {
+				if n := refused[kind]; n > 1 {
+					t.Errorf("the list of %s across all namespaces was refused %d times, want at most once (the read cache keeps the refusal)", kind, n)
 				}
 			}
 			if n := refused["gateways.networking.istio.io"]; n > 1 {
