@@ -262,7 +262,6 @@ func findingsOnLine(stdout string) []string {
 	return out
 }
 
-
 // istioctlBinary is the istioctl the lab builds (lab/tools/istioctl),
 // built on first use by the benchmarks' helper.
 func istioctlBinary(t *testing.T) string {
