@@ -451,6 +451,9 @@ func TestRealworldTally(t *testing.T) {
 		"refused":     {s.ConnectionRefused, 6},
 		"blackhole":   {s.BlackHole, 5},
 		"passthrough": {s.Passthrough, 5},
+		// No sample is a 426 low_version: none is an HTTP/1.0 refusal,
+		// the 500 without a flag and the 502/504s included.
+		"http10": {s.HTTP10Rejected, 0},
 	}
 	for name, v := range ints {
 		if v[0] != v[1] {
@@ -494,6 +497,7 @@ func TestRealworldTally(t *testing.T) {
 		"TCP UF":   {s.TCPFlags.Counts["UF"], 1},
 		"UO 503":   {s.FlagCodes.Counts["UO 503"], 1},
 		"UH 503":   {s.FlagCodes.Counts["UH 503"], 1},
+		"http10":   {s.HTTP10Rejected, 0},
 	}
 	for name, v := range ints {
 		if v[0] != v[1] {

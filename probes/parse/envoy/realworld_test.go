@@ -209,6 +209,11 @@ func TestRealworldSyncz(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("1.10 syncz:\n%s", strings.Join(got, "\n"))
 	}
+	for _, p := range ps {
+		if r := p.RejectedTypes(); len(r) != 0 || p.ControlPlaneVersion != "" {
+			t.Errorf("1.10 syncz %s: rejected %v, control plane %q: no entry carries resources or a control plane version", p.ProxyID, r, p.ControlPlaneVersion)
+		}
+	}
 	if p, ok := FindProxy(ps, "httpbin2-5547847fc4-2dvqx", "default"); !ok || p.CDS != Synced {
 		t.Errorf("FindProxy %+v %v", p, ok)
 	}
@@ -451,5 +456,17 @@ func TestHostHealthFlags(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// The real istio-proxy logs (access log lines, with the warnings and
+// pilot-agent lines the samples keep) hold no rejected xDS update: no
+// "gRPC config for ... rejected" or "delta config ... rejected" line, so a
+// triage reading them reports none.
+func TestRealworldLogsHoldNoXDSRejection(t *testing.T) {
+	for _, name := range []string{"accesslog/text.log", "accesslog/json.log"} {
+		if r := ParseXDSRejections(readRealworld(t, name)); len(r) != 0 {
+			t.Errorf("%s: %d rejections read, the first %+v", name, len(r), r[0])
+		}
 	}
 }
