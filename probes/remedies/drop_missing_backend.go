@@ -30,13 +30,9 @@ func (DropMissingBackend) Compute(ctx context.Context, in *Input) Output {
 	if why != "" {
 		return unpatchable("%s", why)
 	}
-	logRoutes, _ := in.Facts["gateway_log_nc500_routes"].([]string)
 	var out Output
 	var notes, stuck []string
-	for _, rv := range routes {
-		if api != nil && (!rv.AttachedTo(api.Gateway) || !rv.SendsTo(in.Target.Host()) && !rv.NamedIn(logRoutes)) {
-			continue
-		}
+	for _, rv := range routesWithBrokenBackendsOf(in, api, routes) {
 		missing := map[int][]mesh.BackendVerdict{}
 		for _, b := range rv.InvalidBackends(forMesh) {
 			if b.Invalid == mesh.BackendNotFound {

@@ -30,13 +30,9 @@ func (FixBackendPort) Compute(ctx context.Context, in *Input) Output {
 	if why != "" {
 		return unpatchable("%s", why)
 	}
-	logRoutes, _ := in.Facts["gateway_log_nc500_routes"].([]string)
 	var out Output
 	var notes []string
-	for _, rv := range routes {
-		if api != nil && (!rv.AttachedTo(api.Gateway) || !rv.SendsTo(in.Target.Host()) && !rv.NamedIn(logRoutes)) {
-			continue
-		}
+	for _, rv := range routesWithBrokenBackendsOf(in, api, routes) {
 		obj, ref, ok := routeObject(cfg, rv.Route)
 		if !ok {
 			continue

@@ -101,6 +101,24 @@ func apiRoutesFor(ctx context.Context, in *Input) (*mesh.Config, *mesh.GatewayAP
 	return cfg, nil, out, true, ""
 }
 
+// routesWithBrokenBackendsOf keeps the routes of apiRoutesFor whose
+// backends a fix may change: every mesh route of the target (already
+// chosen by its parent), and for a gateway the routes attached to it that
+// send to the target or whose 500 NCs the gateway logged.
+func routesWithBrokenBackendsOf(in *Input, api *mesh.GatewayAPIBinding, routes []mesh.RouteVerdict) []mesh.RouteVerdict {
+	if api == nil {
+		return routes
+	}
+	logRoutes, _ := in.Facts["gateway_log_nc500_routes"].([]string)
+	var out []mesh.RouteVerdict
+	for _, rv := range routes {
+		if rv.AttachedTo(api.Gateway) && (rv.SendsTo(in.Target.Host()) || rv.NamedIn(logRoutes)) {
+			out = append(out, rv)
+		}
+	}
+	return out
+}
+
 // ruleBackendsPath is the JSON pointer of a rule's backendRef.
 func backendRefPath(rule, ref int, field ...any) string {
 	return patch.Pointer(append([]any{"spec", "rules", rule, "backendRefs", ref}, field...)...)

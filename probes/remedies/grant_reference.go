@@ -47,11 +47,7 @@ func (GrantReference) Compute(ctx context.Context, in *Input) Output {
 			grants = append(grants, g)
 		}
 	}
-	logRoutes, _ := in.Facts["gateway_log_nc500_routes"].([]string)
-	for _, rv := range routes {
-		if !rv.AttachedTo(api.Gateway) || !rv.SendsTo(in.Target.Host()) && !rv.NamedIn(logRoutes) {
-			continue
-		}
+	for _, rv := range routesWithBrokenBackendsOf(in, api, routes) {
 		for _, b := range rv.InvalidBackends(false) {
 			if b.Invalid == mesh.BackendRefNotAllowed && b.Kind == "Service" {
 				add(grant{ns: b.Namespace, fromKind: rv.Kind, fromNS: rv.Namespace, toKind: "Service", toName: b.Name})
