@@ -240,35 +240,21 @@ func isCatchAllRoute(r *routev3.Route) bool {
 
 // tcpSig reads the tcp_proxy of a TCP listener's filter chain.
 func tcpSig(l *listenerv3.Listener) (routeSig, bool) {
-	chains := l.GetFilterChains()
-	if dc := l.GetDefaultFilterChain(); dc != nil {
-		chains = append(chains, dc)
-	}
-	for _, fc := range chains {
-		for _, f := range fc.GetFilters() {
-			tc := f.GetTypedConfig()
-			if tc == nil || !tc.MessageIs(&tcpproxyv3.TcpProxy{}) {
-				continue
-			}
-			var tp tcpproxyv3.TcpProxy
-			if err := tc.UnmarshalTo(&tp); err != nil {
-				continue
-			}
-			var dests []string
-			if cl := tp.GetCluster(); cl != "" {
-				dests = append(dests, cl+" 100%")
-			}
-			total := uint32(0)
-			for _, wc := range tp.GetWeightedClusters().GetClusters() {
-				total += wc.GetWeight()
-			}
-			for _, wc := range tp.GetWeightedClusters().GetClusters() {
-				if pct := wc.GetWeight() * 100 / max(total, 1); pct > 0 {
-					dests = append(dests, fmt.Sprintf("%s %d%%", wc.GetName(), pct))
-				}
-			}
-			return routeSig{sends: sig(dests, nil), catchAll: true}, true
+	for _, tp := range listenerFilters[tcpproxyv3.TcpProxy](l) {
+		var dests []string
+		if cl := tp.GetCluster(); cl != "" {
+			dests = append(dests, cl+" 100%")
 		}
+		total := uint32(0)
+		for _, wc := range tp.GetWeightedClusters().GetClusters() {
+			total += wc.GetWeight()
+		}
+		for _, wc := range tp.GetWeightedClusters().GetClusters() {
+			if pct := wc.GetWeight() * 100 / max(total, 1); pct > 0 {
+				dests = append(dests, fmt.Sprintf("%s %d%%", wc.GetName(), pct))
+			}
+		}
+		return routeSig{sends: sig(dests, nil), catchAll: true}, true
 	}
 	return routeSig{}, false
 }

@@ -460,29 +460,37 @@ func edsNames(clusters map[string]*XDSResource) []string {
 	return slices.Compact(names)
 }
 
+// listenerFilters are the network filters of l's filter chains (the
+// default chain last) whose typed config is an M, decoded; a filter of
+// another type, or one that does not decode, is left out.
+func listenerFilters[M any, PM interface {
+	*M
+	proto.Message
+}](l *listenerv3.Listener) []PM {
+	chains := l.GetFilterChains()
+	if dc := l.GetDefaultFilterChain(); dc != nil {
+		chains = append(chains, dc)
+	}
+	var out []PM
+	for _, fc := range chains {
+		for _, f := range fc.GetFilters() {
+			m := PM(new(M))
+			if tc := f.GetTypedConfig(); tc != nil && tc.MessageIs(m) && tc.UnmarshalTo(m) == nil {
+				out = append(out, m)
+			}
+		}
+	}
+	return out
+}
+
 // rdsNames are the route configurations the listeners' HTTP connection
 // managers ask for by name (RDS), sorted.
 func rdsNames(listeners map[string]*XDSResource) []string {
 	var names []string
 	for _, r := range listeners {
-		l := r.Message.(*listenerv3.Listener)
-		chains := l.GetFilterChains()
-		if dc := l.GetDefaultFilterChain(); dc != nil {
-			chains = append(chains, dc)
-		}
-		for _, fc := range chains {
-			for _, f := range fc.GetFilters() {
-				tc := f.GetTypedConfig()
-				if tc == nil || !tc.MessageIs(&hcmv3.HttpConnectionManager{}) {
-					continue
-				}
-				var hcm hcmv3.HttpConnectionManager
-				if err := tc.UnmarshalTo(&hcm); err != nil {
-					continue
-				}
-				if n := hcm.GetRds().GetRouteConfigName(); n != "" {
-					names = append(names, n)
-				}
+		for _, hcm := range listenerFilters[hcmv3.HttpConnectionManager](r.Message.(*listenerv3.Listener)) {
+			if n := hcm.GetRds().GetRouteConfigName(); n != "" {
+				names = append(names, n)
 			}
 		}
 	}
