@@ -380,6 +380,13 @@ func (c *Config) portEightyRoute(caller Caller, sc *networkingv1.Sidecar, svc *c
 	host := ServiceHost(svc.Name, svc.Namespace)
 	var vs *networkingv1.VirtualService
 	for _, cand := range c.sidecarVirtualServices(caller, sc) {
+		// A VirtualService none of whose routes istiod keeps for the
+		// caller on the port (each names another port or source) gives no
+		// virtual host (buildSidecarVirtualHostsForVirtualService returns
+		// nothing for it when BuildHTTPRoutesForVirtualService has none).
+		if len(RoutesFor(cand, caller, port, ProtocolHTTP)) == 0 {
+			continue
+		}
 		for _, h := range cand.Spec.GetHosts() {
 			if HostCovers(h, cand.Namespace, host) {
 				vs = cand

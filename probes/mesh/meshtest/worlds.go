@@ -147,7 +147,15 @@ var WorldCases = []Case{
 			t.Errorf("rule %+v: want catalog-more's entry, with subset v1", v.Rule)
 		}
 	}},
+	{File: "world-707-00471.yaml", Mesh: batch707x9, Caller: "w00471-b/client-1", Host: "billing.w00471-a.svc.cluster.local", Port: 80, Check: func(t testing.TB, v *mesh.View) {
+		if v.Visibility.Visible || v.Visibility.Via != "" {
+			t.Errorf("visibility %+v: want hidden by exportTo; the VirtualService the caller imports keeps no route on port 80 for it, so istiod writes no virtual host", v.Visibility)
+		}
+	}},
 }
+
+// batch707x9 is the mesh config of batch 9 of seed 707 (worlds 450-499).
+const batch707x9 = "defaultServiceExportTo: [\".\"]\ndefaultVirtualServiceExportTo: [\".\"]\ndefaultDestinationRuleExportTo: [\".\"]\n"
 
 // batch404x35 is the mesh config of batch 35 of seed 404 (worlds 1750-1799).
 const batch404x35 = "outboundTrafficPolicy: {mode: REGISTRY_ONLY}\ndefaultVirtualServiceExportTo: [\".\"]\n"
