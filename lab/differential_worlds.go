@@ -408,6 +408,14 @@ func setMeshConfig(ctx context.Context, l *Lab, i *Istiod, text string) error {
 	if err != nil {
 		return fmt.Errorf("mesh config: %w", err)
 	}
+	return waitMeshConfig(ctx, i, text)
+}
+
+// waitMeshConfig waits until istiod serves the mesh config text (in the
+// settings the generator and the cases vary): istiod takes a new
+// ConfigMap istio a while after the API server has it, and a push made
+// before would be compared with a model of the new one.
+func waitMeshConfig(ctx context.Context, i *Istiod, text string) error {
 	want, err := mesh.ParseMeshConfig(text)
 	if err != nil {
 		return err

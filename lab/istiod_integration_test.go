@@ -77,7 +77,16 @@ func applyToIstiod(t *testing.T, l *Lab, i *Istiod, s *recorded.Scenario) *Appli
 	istiodMu.Lock()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	a, err := Apply(ctx, l, s)
+	// The scenario's mesh config first: istiod gives a VirtualService or
+	// DestinationRule without exportTo the mesh default it had when it read
+	// the object, and a later mesh change that leaves the object as it was
+	// pushes nothing new for it.
+	meshText, rest := scenarioMeshConfig(s)
+	if err := setMeshConfig(ctx, l, i, meshText); err != nil {
+		istiodMu.Unlock()
+		t.Fatal(err)
+	}
+	a, err := Apply(ctx, l, rest)
 	if err != nil {
 		istiodMu.Unlock()
 		t.Fatal(err)
@@ -89,6 +98,9 @@ func applyToIstiod(t *testing.T, l *Lab, i *Istiod, s *recorded.Scenario) *Appli
 		if err := a.Delete(ctx); err != nil {
 			t.Errorf("delete scenario %s: %v", s.Name, err)
 		}
+		if err := setMeshConfig(ctx, l, i, ""); err != nil {
+			t.Errorf("scenario %s: put back the default mesh config: %v", s.Name, err)
+		}
 	})
 	for _, pod := range IstiodPods(s) {
 		i.ServeAs(pod)
@@ -97,6 +109,22 @@ func applyToIstiod(t *testing.T, l *Lab, i *Istiod, s *recorded.Scenario) *Appli
 		t.Fatal(err)
 	}
 	return a
+}
+
+// scenarioMeshConfig is the mesh config a scenario brings in the ConfigMap
+// istiod reads ("" for none: istiod's defaults), and the scenario without
+// that ConfigMap, to apply after it.
+func scenarioMeshConfig(s *recorded.Scenario) (string, *recorded.Scenario) {
+	text, rest := "", *s
+	rest.Objects = nil
+	for _, obj := range s.Objects {
+		if cm, ok := obj.(*corev1.ConfigMap); ok && cm.Name == mesh.MeshConfigMap && cm.Namespace == cluster.DefaultControlPlane {
+			text = cm.Data["mesh"]
+			continue
+		}
+		rest.Objects = append(rest.Objects, obj)
+	}
+	return text, &rest
 }
 
 func scenarioPodByRef(t *testing.T, s *recorded.Scenario, ref cluster.PodRef) *corev1.Pod {
