@@ -76,7 +76,7 @@ test-integration:
 N ?= 2000
 SEED ?= 24
 BATCH ?= 50
-DIFFERENTIAL_OUT ?= lab/.cache/differential
+DIFFERENTIAL_OUT ?= $(CURDIR)/lab/.cache/differential
 .PHONY: differential
 differential:
 	$(GO) run ./lab/cmd/meshlab build
