@@ -33,9 +33,15 @@ type Config struct {
 	// on Services not read is otherwise unknown.
 	AllServices bool
 	// NetworkGatewaysRead: every Service labelled topology.istio.io/network
-	// was read into Services (without AllServices, the network gateways
-	// are otherwise not known).
-	NetworkGatewaysRead bool
+	// was read, into NetworkGatewayServices (without AllServices, the
+	// network gateways are otherwise not known; NetworkGatewaysUnknown says
+	// why they were not read).
+	NetworkGatewaysRead    bool
+	NetworkGatewayServices []*corev1.Service
+	NetworkGatewaysUnknown string
+	// SystemNamespaceUnknown says why istiod's namespace, whose network
+	// label is the network of pods that name none, could not be read.
+	SystemNamespaceUnknown string
 	// Namespaces by name: their labels carry the network of pods that do
 	// not name one.
 	Namespaces map[string]*corev1.Namespace

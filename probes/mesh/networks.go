@@ -3,6 +3,7 @@ package mesh
 import (
 	"fmt"
 	"net"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -64,8 +65,21 @@ func ParseMeshNetworks(text string) (*meshv1alpha1.MeshNetworks, error) {
 // says why the list may lack some: the Services or meshNetworks were not
 // all read, or a NodePort gateway whose node addresses are not modelled.
 func (c *Config) NetworkGateways() (gws []NetworkGateway, unknown []string) {
-	if !c.AllServices && !c.NetworkGatewaysRead {
-		unknown = append(unknown, "the Services labelled "+label.TopologyNetwork.Name+" (network gateways) were not read")
+	services := c.NetworkGatewayServices
+	switch {
+	case c.AllServices:
+		services = nil
+		for _, name := range sortedServiceHosts(c.Services) {
+			if svc := c.Services[name].Service; svc != nil {
+				services = append(services, svc)
+			}
+		}
+	case !c.NetworkGatewaysRead:
+		why := c.NetworkGatewaysUnknown
+		if why == "" {
+			why = "not read"
+		}
+		unknown = append(unknown, "the Services labelled "+label.TopologyNetwork.Name+" (network gateways): "+why)
 	}
 	if c.Mesh.Found && !c.Mesh.NetworksRead {
 		unknown = append(unknown, "the mesh's meshNetworks were not read")
@@ -74,9 +88,8 @@ func (c *Config) NetworkGateways() (gws []NetworkGateway, unknown []string) {
 	if clusterID == "" {
 		clusterID = DefaultClusterID
 	}
-	for _, name := range sortedServiceHosts(c.Services) {
-		svc := c.Services[name].Service
-		if svc == nil || svc.Labels[label.TopologyNetwork.Name] == "" {
+	for _, svc := range services {
+		if svc.Labels[label.TopologyNetwork.Name] == "" {
 			continue
 		}
 		gw, ok := gatewayPorts(svc)
@@ -179,6 +192,10 @@ func (c *Config) splitHorizon(caller Caller, cl *Cluster) {
 	folded := map[via]EndpointTLS{}
 	for _, e := range cl.Endpoints {
 		nw := e.Labels[LabelNetwork]
+		if slices.Contains(e.LabelsUnknown, LabelNetwork) {
+			cl.undecided(e.Endpoint, "endpoint "+e.Address+": its network is not known (istiod's namespace, whose label names it, was not read: "+c.SystemNamespaceUnknown+")")
+			continue
+		}
 		remote := nw != "" && nw != caller.Network
 		switch {
 		case !remote && caller.Network != "":
