@@ -542,7 +542,7 @@ func readModelConfig(ctx context.Context, l *Lab, ic istioclient.Interface, mesh
 	if err != nil {
 		return nil, nil, err
 	}
-	mc := mesh.MeshConfig{Raw: raw, Found: true}
+	mc := mesh.MeshConfig{Raw: raw, Found: true, NetworksRead: true} // the generator writes no meshNetworks
 	return mesh.ConfigFromObjects(objs, mc, mc.RootNamespace(cluster.DefaultControlPlane)), pods, nil
 }
 

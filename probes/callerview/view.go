@@ -97,11 +97,13 @@ func Fetch(ctx context.Context, c cluster.Cluster, t cluster.Target) (View, stri
 		sdErr     error
 		gwReads   gatewayReads
 		gwAPI     *mesh.GatewayAPIConfig
+		nets      networkReads
 		second    readgroup.Group
 	)
 	second.Go(func() { rules, rulesWhat, rulesErr = istioconfig.ReadRules(ctx, c, namespaces, optional) })
 	second.Go(func() { gwAPI = istioconfig.ReadGatewayAPI(ctx, c, namespaces) })
 	second.Go(func() { sd, sdNS, sdWhat, sdErr = fetchServiceData(ctx, c, svc) })
+	second.Go(func() { nets = fetchNetworks(ctx, c) })
 	if out.Caller.Gateway {
 		second.Go(func() { gwReads = fetchGatewayConfig(ctx, c, pod, []string{metav1.NamespaceAll}) })
 	}
@@ -111,6 +113,7 @@ func Fetch(ctx context.Context, c cluster.Cluster, t cluster.Target) (View, stri
 	}
 	rules.Into(cfg)
 	cfg.GatewayAPI = gwAPI
+	nets.into(cfg)
 	if what, err := addServiceData(cfg, svc, sd, sdNS, sdWhat, sdErr); err != nil {
 		return out, what, err
 	}
@@ -215,6 +218,52 @@ func Fetch(ctx context.Context, c cluster.Cluster, t cluster.Target) (View, stri
 		return out, fmt.Sprintf("find port %d of service %s/%s", t.Port, t.Namespace, t.Service), fmt.Errorf("no such port: %w", cluster.ErrNotFound)
 	}
 	return out, "", nil
+}
+
+// networkReads are what split-horizon EDS needs: the network label of
+// istiod's namespace (the network of pods that name none) and the
+// Services labelled with a network (the gateways).
+type networkReads struct {
+	system      *corev1.Namespace
+	systemName  string
+	systemErr   error
+	gateways    []corev1.Service
+	gatewaysErr error
+}
+
+// fetchNetworks reads them at once: one GET and one label-selected list.
+func fetchNetworks(ctx context.Context, c cluster.Cluster) networkReads {
+	r := networkReads{systemName: istioconfig.ControlPlane(c)}
+	var g readgroup.Group
+	g.Go(func() { r.system, r.systemErr = c.GetNamespace(ctx, r.systemName) })
+	g.Go(func() { r.gateways, r.gatewaysErr = cluster.NetworkGatewayServices(ctx, c) })
+	g.Wait()
+	return r
+}
+
+// into adds them to cfg; what was not read is said so, never taken as
+// no network or no gateway.
+func (r networkReads) into(cfg *mesh.Config) {
+	cfg.SystemNamespace = r.systemName
+	switch {
+	case r.systemErr == nil:
+		cfg.Namespaces[r.system.Name] = r.system
+	case apierrors.IsNotFound(r.systemErr) && !cluster.IsMissingKind(r.systemErr):
+		// no such namespace: no network label
+	default:
+		cfg.SystemNamespaceUnknown = cluster.AccessProblem("get namespace "+r.systemName, r.systemErr)
+	}
+	switch {
+	case r.gatewaysErr == nil:
+		cfg.NetworkGatewaysRead = true
+		for i := range r.gateways {
+			cfg.NetworkGatewayServices = append(cfg.NetworkGatewayServices, &r.gateways[i])
+		}
+	case errors.Is(r.gatewaysErr, cluster.ErrNotFound):
+		cfg.NetworkGatewaysUnknown = strings.TrimSuffix(r.gatewaysErr.Error(), ": "+cluster.ErrNotFound.Error())
+	default:
+		cfg.NetworkGatewaysUnknown = cluster.AccessProblem("list the Services labelled "+mesh.LabelNetwork, r.gatewaysErr)
+	}
 }
 
 // fetchServiceData reads a Service's EndpointSlices, its pods and its

@@ -291,6 +291,14 @@ func (c *Cache) PodsByIP(ctx context.Context, ip string) ([]corev1.Pod, error) {
 		cloneValues[corev1.Pod])
 }
 
+// NetworkGatewayServices reads through when the cached cluster can list
+// them.
+func (c *Cache) NetworkGatewayServices(ctx context.Context) ([]corev1.Service, error) {
+	return read(ctx, c, cacheKey{op: "network-gateway-services"},
+		func(ctx context.Context) ([]corev1.Service, error) { return NetworkGatewayServices(ctx, c.c) },
+		cloneValues[corev1.Service])
+}
+
 // PodsWithIP reads through when the cached cluster can search a
 // namespace's pods by IP.
 func (c *Cache) PodsWithIP(ctx context.Context, namespace, ip string) ([]corev1.Pod, error) {

@@ -161,6 +161,24 @@ func PodsWithIP(ctx context.Context, c Cluster, namespace, ip string) ([]corev1.
 	return nil, fmt.Errorf("%w: this source cannot search pods by IP", ErrNotFound)
 }
 
+// NetworkGatewayLister lists, across namespaces, the Services labelled
+// topology.istio.io/network: the network gateways istiod finds for
+// split-horizon EDS. One label-selected list. Optional, like NodeGetter;
+// a source that cannot say it holds every one answers ErrNotFound when it
+// finds none.
+type NetworkGatewayLister interface {
+	NetworkGatewayServices(ctx context.Context) ([]corev1.Service, error)
+}
+
+// NetworkGatewayServices lists the network-labelled Services through c
+// when c can; ErrNotFound when the source cannot.
+func NetworkGatewayServices(ctx context.Context, c Cluster) ([]corev1.Service, error) {
+	if f, ok := c.(NetworkGatewayLister); ok {
+		return f.NetworkGatewayServices(ctx)
+	}
+	return nil, fmt.Errorf("%w: this source cannot list Services by label across namespaces", ErrNotFound)
+}
+
 // EndpointsHolder is a source made from an input (a dump, a recording)
 // that says whether the input holds any EndpointSlice or Endpoints at all.
 // One without them (`kubectl get all` leaves them out) says nothing of a

@@ -38,7 +38,13 @@ func ReadMeshConfig(ctx context.Context, c cluster.Cluster) (mesh.MeshConfig, er
 	if err != nil {
 		return mesh.MeshConfig{}, err
 	}
-	return mesh.MeshConfig{Raw: mc, Found: true}, nil
+	// meshNetworks, in the same ConfigMap: its gateways are network
+	// gateways too (split-horizon EDS).
+	networks, err := mesh.ParseMeshNetworks(cm.Data["meshNetworks"])
+	if err != nil {
+		return mesh.MeshConfig{}, err
+	}
+	return mesh.MeshConfig{Raw: mc, Found: true, Networks: networks, NetworksRead: true}, nil
 }
 
 // AccessLogFormats are the access-log formats the mesh config declares,

@@ -32,6 +32,16 @@ type Config struct {
 	// the lab), not only those a triage read for its target; what depends
 	// on Services not read is otherwise unknown.
 	AllServices bool
+	// NetworkGatewaysRead: every Service labelled topology.istio.io/network
+	// was read, into NetworkGatewayServices (without AllServices, the
+	// network gateways are otherwise not known; NetworkGatewaysUnknown says
+	// why they were not read).
+	NetworkGatewaysRead    bool
+	NetworkGatewayServices []*corev1.Service
+	NetworkGatewaysUnknown string
+	// SystemNamespaceUnknown says why istiod's namespace, whose network
+	// label is the network of pods that name none, could not be read.
+	SystemNamespaceUnknown string
 	// Namespaces by name: their labels carry the network of pods that do
 	// not name one.
 	Namespaces map[string]*corev1.Namespace
@@ -137,6 +147,11 @@ type Caller struct {
 	// Ports are the caller pod's named container ports (a Service's named
 	// targetPort lands on one); nil when the pod is not known.
 	Ports map[string]int32
+	// Network is the network its proxy tells istiod it is on
+	// (ISTIO_META_NETWORK, which the injector sets; istiod reads nothing
+	// else for a proxy), "" for none. NetworkUnknown says why it is not
+	// known (not a known pod).
+	Network, NetworkUnknown string
 }
 
 // CallerFromPod is the caller a pod is.
@@ -154,6 +169,7 @@ func callerFromPod(p *corev1.Pod) Caller {
 	}
 	gateway, _ := GatewayPod(p)
 	c := Caller{Namespace: p.Namespace, Name: p.Name, Node: p.Spec.NodeName, Labels: labels, Sidecar: PodSidecar(p) != SidecarNone, Gateway: gateway, Ports: map[string]int32{}}
+	c.Network, c.NetworkUnknown = proxyNetwork(p)
 	for _, ct := range p.Spec.Containers {
 		for _, cp := range ct.Ports {
 			if cp.Name != "" {
@@ -174,7 +190,7 @@ func callerFromPod(p *corev1.Pod) Caller {
 // MeshedCallerIn is "some meshed pod in namespace ns": what a triage assumes
 // when it does not know who sees the 503s.
 func MeshedCallerIn(ns string) Caller {
-	return Caller{Namespace: ns, Sidecar: true}
+	return Caller{Namespace: ns, Sidecar: true, NetworkUnknown: "the caller is not a known pod"}
 }
 
 func (c Caller) String() string {

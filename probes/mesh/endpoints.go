@@ -332,12 +332,16 @@ func (c *Config) describeEndpoint(e *Endpoint, pod *corev1.Pod, sd *ServiceData)
 	// endpoint is on no named network: a subset selecting network "" takes
 	// it.
 	e.Labels[LabelNetwork] = c.network(pod)
+	if (pod == nil || pod.Labels[LabelNetwork] == "") && c.SystemNamespaceUnknown != "" {
+		// istiod's namespace, whose label names the network, was not read
+		e.LabelsUnknown = append(e.LabelsUnknown, LabelNetwork)
+	}
 	if pod == nil {
 		return // no pod: no locality
 	}
 	region, zone, subzone, known := c.locality(pod, sd.Nodes[node])
 	if !known {
-		e.LabelsUnknown = []string{LabelRegion, LabelZone, LabelSubzone}
+		e.LabelsUnknown = append(e.LabelsUnknown, LabelRegion, LabelZone, LabelSubzone)
 		return
 	}
 	for k, v := range map[string]string{LabelRegion: region, LabelZone: zone, LabelSubzone: subzone} {

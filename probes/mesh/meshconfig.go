@@ -16,6 +16,10 @@ type MeshConfig struct {
 	Raw *meshv1alpha1.MeshConfig
 	// Found is false when the ConfigMap is absent; the defaults still apply.
 	Found bool
+	// Networks is the ConfigMap's meshNetworks (nil for none), read when
+	// NetworksRead: its gateways are network gateways too.
+	Networks     *meshv1alpha1.MeshNetworks
+	NetworksRead bool
 }
 
 // EnableAutoMtls is true unless the mesh turns it off (Istio's default).

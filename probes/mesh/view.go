@@ -97,6 +97,10 @@ type EndpointTLS struct {
 	// TLSMode is the tlsMode istiod's EDS puts in the endpoint's metadata
 	// for the cluster (ClientTLS.EDSTLSMode), "" for none.
 	TLSMode string
+	// Via is the network gateway this endpoint is, standing for the
+	// endpoints of another network (split-horizon EDS); nil for a
+	// workload's own address.
+	Via *NetworkGateway
 }
 
 // Serving counts the endpoints Envoy sends requests to.
@@ -476,6 +480,7 @@ func (c *Config) clusterFor(caller Caller, d Destination) *Cluster {
 		}
 		cl.Endpoints = append(cl.Endpoints, c.endpointTLS(cl.TLS, e, ns))
 	}
+	c.splitHorizon(caller, cl)
 	return cl
 }
 

@@ -117,6 +117,16 @@ func (r Reader) PodsByIP(ctx context.Context, ip string) ([]corev1.Pod, error) {
 	return out, nil
 }
 
+// NetworkGatewayServices lists the Services of every namespace labelled
+// topology.istio.io/network: one request, selected by the API server.
+func (r Reader) NetworkGatewayServices(ctx context.Context) ([]corev1.Service, error) {
+	l, err := r.Kube.CoreV1().Services(metav1.NamespaceAll).List(ctx, metav1.ListOptions{LabelSelector: mesh.LabelNetwork})
+	if err != nil {
+		return nil, err
+	}
+	return l.Items, nil
+}
+
 // PodsWithIP lists the pods of one namespace whose status.podIP is ip:
 // one request with the field selector, in the namespace the endpoint is
 // in (a namespaced role allows it), filtered here too for servers and

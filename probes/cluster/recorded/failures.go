@@ -84,6 +84,7 @@ func readConfigMap(ns, n string) string    { return "get configmap " + ns + "/" 
 func readIstioList(kind, ns string) string { return "list " + kind + " " + ns }
 
 func readNode(name string) string   { return "get node " + name }
+func readNetworkGateways() string   { return "list services labelled topology.istio.io/network" }
 func readPodsByIP(ip string) string { return "list pods with IP " + ip }
 func readPodsWithIP(ns, ip string) string {
 	return "list pods in " + ns + " with IP " + ip

@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/meshtriage/meshtriage/probes/cluster"
+	"github.com/meshtriage/meshtriage/probes/mesh"
 )
 
 // The object reads answer from the fake clientsets, unless the recording
@@ -67,6 +68,20 @@ func (c *Cluster) PodsByIP(ctx context.Context, ip string) ([]corev1.Pod, error)
 		return nil, err
 	}
 	return c.Reader.PodsByIP(ctx, ip)
+}
+
+// NetworkGatewayServices answers from the recorded Services; when none is
+// labelled it answers ErrNotFound, not "none": an input holds the Services
+// it holds, not necessarily the east-west gateway's.
+func (c *Cluster) NetworkGatewayServices(ctx context.Context) ([]corev1.Service, error) {
+	if err := c.failed(readNetworkGateways()); err != nil {
+		return nil, err
+	}
+	svcs, err := c.Reader.NetworkGatewayServices(ctx)
+	if err == nil && len(svcs) == 0 {
+		return nil, fmt.Errorf("no Service labelled %s in the input, which may not hold every Service: %w", mesh.LabelNetwork, cluster.ErrNotFound)
+	}
+	return svcs, err
 }
 
 // PodsWithIP answers from the recorded pods; when none has the IP it

@@ -182,6 +182,12 @@ func (r *Recorder) PodsByIP(ctx context.Context, ip string) ([]corev1.Pod, error
 	return record(r, readPodsByIP(ip), v, err, values[corev1.Pod])
 }
 
+// NetworkGatewayServices keeps the network gateways the config model read.
+func (r *Recorder) NetworkGatewayServices(ctx context.Context) ([]corev1.Service, error) {
+	v, err := cluster.NetworkGatewayServices(ctx, r.c)
+	return record(r, readNetworkGateways(), v, err, values[corev1.Service])
+}
+
 // PodsWithIP keeps the pods the config model found behind an endpoint
 // address without targetRef.
 func (r *Recorder) PodsWithIP(ctx context.Context, namespace, ip string) ([]corev1.Pod, error) {

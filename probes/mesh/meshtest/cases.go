@@ -37,6 +37,14 @@ type Case struct {
 // files; the lab loads the same files into a real API server and reads them
 // back as a triage does.
 var Cases = []Case{
+	{File: "multinetwork-eastwest-gateway.yaml", Caller: "web/web-1", Host: "orders.shop.svc.cluster.local", Port: 8080, Check: func(t testing.TB, v *mesh.View) {
+		wantEndpoints(t, v, "outbound|8080||orders.shop.svc.cluster.local", "orders-v1", "orders-v4", "")
+		wantGatewayEndpoint(t, v, "outbound|8080||orders.shop.svc.cluster.local", "172.18.2.10", 15443, "network2")
+	}},
+	{File: "multinetwork-eastwest-gateway.yaml", Caller: "web/web-2", Host: "orders.shop.svc.cluster.local", Port: 8080, Check: func(t testing.TB, v *mesh.View) {
+		wantEndpoints(t, v, "outbound|8080||orders.shop.svc.cluster.local", "orders-v1", "orders-v4", "")
+		wantGatewayEndpoint(t, v, "outbound|8080||orders.shop.svc.cluster.local", "172.18.2.10", 15443, "network2")
+	}},
 	{File: "vs-host-not-destination.yaml", Caller: "web/web-1", Host: "ratings.shop.svc.cluster.local", Port: 8080, Check: func(t testing.TB, v *mesh.View) {
 		wantBreak(t, v, mesh.BreakSubsetUndefined, 100, "outbound|8080|v9|orders.shop.svc.cluster.local")
 	}},
@@ -574,7 +582,8 @@ func MeshConfig(t testing.TB, text string) mesh.MeshConfig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return mesh.MeshConfig{Raw: raw, Found: true}
+	// A case's mesh text is the whole ConfigMap: no meshNetworks.
+	return mesh.MeshConfig{Raw: raw, Found: true, NetworksRead: true}
 }
 
 // CallerFrom is the case's caller: a pod of objs when one is named so
@@ -786,4 +795,25 @@ func wantGatewayRoute(t testing.TB, v *mesh.View, route, domain string) {
 		}
 	}
 	t.Errorf("no virtual host %s in route %s: %+v", domain, route, v.Gateway.VirtualHosts)
+}
+
+// wantGatewayEndpoint: the cluster holds network's gateway at addr:port,
+// standing for that network's endpoints, with the tlsMode istio a gateway
+// routes by.
+func wantGatewayEndpoint(t testing.TB, v *mesh.View, cluster, addr string, port int32, network string) {
+	t.Helper()
+	cl := v.Clusters[cluster]
+	if cl == nil {
+		t.Errorf("no cluster %s in the view", cluster)
+		return
+	}
+	for _, e := range cl.Endpoints {
+		if e.Via != nil && e.Address == addr && e.Port == port && e.Via.Network == network {
+			if e.TLSMode != "istio" || e.Sends != mesh.SendsMTLS {
+				t.Errorf("gateway endpoint %s:%d: tlsMode %q, sends %s; want istio, mTLS", addr, port, e.TLSMode, e.Sends)
+			}
+			return
+		}
+	}
+	t.Errorf("%s has no endpoint %s:%d through network %s's gateway (unknown: %v)", cluster, addr, port, network, cl.Unknown)
 }
