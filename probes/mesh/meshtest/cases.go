@@ -3,6 +3,7 @@
 package meshtest
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -465,6 +466,25 @@ var Cases = []Case{
 		}
 		if !rejected {
 			t.Errorf("servers %+v: want listener port 8080 rejected (no Service port 8080)", v.Gateway.Servers)
+		}
+	}},
+	{File: "gatewayapi-two-listeners.yaml", Over: "gatewayapi-base.yaml", Caller: APIGW, Host: "orders.shop.svc.cluster.local", Port: 8080, Check: func(t testing.TB, v *mesh.View) {
+		wantGatewayHosts(t, v, "admin.example.com:8080", "api.example.com:80", "shop.example.com:80")
+		wantGatewayRoute(t, v, "http.80", "api.example.com")
+		wantGatewayRoute(t, v, "http.8080", "admin.example.com")
+		wantAPIParent(t, v, "HTTPRoute shop/orders", true, "")
+		wantAPIParent(t, v, "HTTPRoute web/admin-from-web", false, mesh.ReasonNotAllowedByListeners)
+		wantAPIParent(t, v, "HTTPRoute shop/orders-other", false, mesh.ReasonNoMatchingParent)
+		split := ""
+		for _, r := range v.Routes {
+			if r.EnvoyName == "shop.orders.0" {
+				for _, d := range r.Destinations {
+					split += fmt.Sprintf("%s %d%% ", d.Cluster, d.Percent)
+				}
+			}
+		}
+		if want := "outbound|8080||orders-v2.shop.svc.cluster.local 75% outbound|8080||orders.shop.svc.cluster.local 25% "; split != want {
+			t.Errorf("rule shop.orders.0 sends %q, want %q", split, want)
 		}
 	}},
 	{File: "gatewayapi-cert-ref-not-permitted.yaml", Over: "gatewayapi-base.yaml", Caller: APIGW, Host: "orders.shop.svc.cluster.local", Port: 8080, Check: func(t testing.TB, v *mesh.View) {
