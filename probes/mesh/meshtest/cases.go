@@ -487,6 +487,19 @@ var Cases = []Case{
 			t.Errorf("rule shop.orders.0 sends %q, want %q", split, want)
 		}
 	}},
+	{File: "gatewayapi-grpcroute.yaml", Over: "gatewayapi-base.yaml", Caller: APIGW, Host: "orders.shop.svc.cluster.local", Port: 8080, Check: func(t testing.TB, v *mesh.View) {
+		wantGatewayHosts(t, v, "grpc.example.com:80", "shop.example.com:80")
+		wantGatewayRoute(t, v, "http.80", "web-grpc.example.com")
+		wantAPIParent(t, v, "GRPCRoute shop/orders-grpc", true, "")
+		wantAPIBackend(t, v, "GRPCRoute web/orders-from-web", mesh.BackendRefNotAllowed, mesh.UnknownServiceCluster)
+	}},
+	{File: "gatewayapi-https.yaml", Over: "gatewayapi-base.yaml", Caller: APIGW, Host: "orders.shop.svc.cluster.local", Port: 8080, Check: func(t testing.TB, v *mesh.View) {
+		wantGatewayHosts(t, v, "shop.example.com:443", "shop.example.com:80")
+		l := v.Gateway.API.Gateway.Listeners[1]
+		if strings.Join(l.Credentials, ",") != "kubernetes-gateway://shop/shop-cert" || !l.CertificatesUnread {
+			t.Errorf("listener %+v: want credential kubernetes-gateway://shop/shop-cert, its Secret not read", l)
+		}
+	}},
 	{File: "gatewayapi-cert-ref-not-permitted.yaml", Over: "gatewayapi-base.yaml", Caller: APIGW, Host: "orders.shop.svc.cluster.local", Port: 8080, Check: func(t testing.TB, v *mesh.View) {
 		wantAPIParent(t, v, "HTTPRoute shop/orders", true, "")
 		wantGatewayHosts(t, v)
