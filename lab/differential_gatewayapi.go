@@ -2,12 +2,14 @@ package lab
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
+	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/meshtriage/meshtriage/probes/mesh"
@@ -158,6 +160,38 @@ func CompareGatewayProxy(m GatewayProxyModel, routes map[string]*routev3.RouteCo
 		}
 	}
 
+	// TLS: the SDS names of the certificates a terminating listener the
+	// model programs serves, against those of the filter chains LDS holds
+	// on its port (the lab's xDS is plaintext: names, not secrets).
+	if api := b.API; api != nil && api.Gateway != nil {
+		for _, l := range api.Gateway.Listeners {
+			if len(l.Credentials) == 0 || l.NotProgrammed != "" || l.NoServer {
+				continue
+			}
+			port := int32(0)
+			for _, s := range b.Servers {
+				if s.Gateway == l.Internal && s.Rejected == "" {
+					port = s.ListenerPort
+				}
+			}
+			if port == 0 {
+				continue
+			}
+			c.Endpoints++
+			var pushed []string
+			for _, pl := range listeners {
+				if pl.GetAddress().GetSocketAddress().GetPortValue() == uint32(port) {
+					pushed = append(pushed, sdsNames(pl)...)
+				}
+			}
+			sort.Strings(pushed)
+			pushed = slices.Compact(pushed)
+			model := append([]string(nil), l.Credentials...)
+			sort.Strings(model)
+			c.Diffs = append(c.Diffs, compareSets(fmt.Sprintf("%s: SDS name", l.Ref()), model, pushed)...)
+		}
+	}
+
 	// Clusters the routes name: the model's existence against CDS.
 	for _, name := range sortedKeysOf(m.ClusterExists) {
 		exists := m.ClusterExists[name]
@@ -174,6 +208,23 @@ func CompareGatewayProxy(m GatewayProxyModel, routes map[string]*routev3.RouteCo
 		}
 	}
 	return c
+}
+
+// sdsNames are the SDS secret names of the certificates a listener's
+// filter chains serve (their DownstreamTlsContext).
+func sdsNames(l *listenerv3.Listener) []string {
+	var out []string
+	for _, fc := range l.GetFilterChains() {
+		ts := fc.GetTransportSocket().GetTypedConfig()
+		ctx := &tlsv3.DownstreamTlsContext{}
+		if ts == nil || !ts.MessageIs(ctx) || ts.UnmarshalTo(ctx) != nil {
+			continue
+		}
+		for _, sc := range ctx.GetCommonTlsContext().GetTlsCertificateSdsSecretConfigs() {
+			out = append(out, sc.GetName())
+		}
+	}
+	return out
 }
 
 func modelGatewayRouteSigs(routes []mesh.Route) []gatewayRouteSig {
