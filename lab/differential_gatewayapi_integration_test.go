@@ -8,11 +8,16 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/meshtriage/meshtriage/probes/callerview"
 	"github.com/meshtriage/meshtriage/probes/cluster/recorded"
 	"github.com/meshtriage/meshtriage/probes/mesh"
+	"github.com/meshtriage/meshtriage/probes/mesh/meshtest"
 )
 
 // gatewayAPIInputs are the scenarios and config-model cases whose caller
@@ -142,4 +147,108 @@ func readGatewayModel(ctx context.Context, t *testing.T, l *Lab, s *recorded.Sce
 		t.Fatalf("read the model: %v", err)
 	}
 	return modelRead{cfg: cfg, caller: caller}
+}
+
+// The waypoints against a real istiod: for every scenario with a
+// waypoint's pod, and waypoint-bindings.yaml (a Service bound by its
+// namespace's label, one opted out, one naming a missing waypoint, one in
+// a namespace the waypoint does not admit, one naming a waypoint for
+// workloads only, one with no label), loaded without the Gateway API status (istiod writes
+// the waypoint's address), the pod connects as waypoint~IP~POD.NS, and
+// the Service ports istiod gives it inbound-vip clusters for must be
+// those of the Services the model binds to it (CompareWaypointServices),
+// read from every Service, Namespace and Gateway the API server serves.
+func TestWaypointAgainstIstiod(t *testing.T) {
+	l, i := istiodLab(t)
+	compared := 0
+	inputs := map[string]*recorded.Scenario{}
+	for _, name := range scenarioNames(t) {
+		inputs["scenario/"+name] = loadScenario(t, name)
+	}
+	world := recorded.FromObjects("model/waypoint-bindings.yaml", withCreationOrder(meshtest.Objects(t, "../probes/mesh/testdata/model", "base.yaml", "waypoint-bindings.yaml")))
+	world.Name = "model-waypoint-bindings"
+	inputs["model/waypoint-bindings"] = world
+	for _, name := range sortedKeysOf(inputs) {
+		s := inputs[name]
+		var waypoints []*corev1.Pod
+		for _, obj := range s.Objects {
+			if pod, ok := obj.(*corev1.Pod); ok && mesh.IsWaypointPod(pod) && pod.Status.PodIP != "" {
+				waypoints = append(waypoints, pod)
+			}
+		}
+		if len(waypoints) == 0 {
+			continue
+		}
+		compared++
+		t.Run(name, func(t *testing.T) {
+			s := withoutGatewayAPIStatus(s)
+			applyToIstiod(t, l, i, s)
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			for _, pod := range waypoints {
+				sc, err := i.ConnectSidecar(ctx, pod)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !strings.HasPrefix(sc.XDS.Node.GetId(), mesh.ProxyTypeWaypoint+"~") {
+					t.Fatalf("connected as %s, not as a waypoint", sc.XDS.Node.GetId())
+				}
+				ref := mesh.WaypointRef{Namespace: pod.Namespace, Name: mesh.GatewayAPIName(pod)}
+				var c Comparison
+				for deadline := time.Now().Add(30 * time.Second); ; {
+					if err := sc.XDS.WaitQuiet(ctx, 500*time.Millisecond); err != nil {
+						t.Fatal(err)
+					}
+					services, namespaces, gateways := servedWaypointInputs(ctx, t, l)
+					c = CompareWaypointServices(services, namespaces, gateways, ref, sortedKeysOf(sc.XDS.TypeState(ClusterType).Resources))
+					if len(c.Diffs) == 0 || time.Now().After(deadline) {
+						break
+					}
+					time.Sleep(time.Second)
+				}
+				sc.Close()
+				for _, d := range c.Diffs {
+					t.Error(d)
+				}
+				t.Logf("waypoint %s: compared %d Service ports", ref, c.Clusters)
+				if c.Clusters == 0 {
+					t.Errorf("waypoint %s: nothing compared: no Service port bound to it on either side", ref)
+				}
+			}
+		})
+	}
+	if compared == 0 {
+		t.Fatal("no scenario has a waypoint's pod")
+	}
+}
+
+// servedWaypointInputs are the Services, Namespaces and Gateways the lab's
+// API server serves.
+func servedWaypointInputs(ctx context.Context, t *testing.T, l *Lab) ([]corev1.Service, map[string]*corev1.Namespace, []*gatewayv1.Gateway) {
+	t.Helper()
+	svcs, err := l.Kube.CoreV1().Services("").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nss, err := l.Kube.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	namespaces := map[string]*corev1.Namespace{}
+	for k := range nss.Items {
+		namespaces[nss.Items[k].Name] = &nss.Items[k]
+	}
+	list, err := l.Dynamic.Resource(schema.GroupVersionResource{Group: gatewayv1.GroupName, Version: "v1", Resource: "gateways"}).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var gateways []*gatewayv1.Gateway
+	for _, u := range list.Items {
+		gw := &gatewayv1.Gateway{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, gw); err != nil {
+			t.Fatal(err)
+		}
+		gateways = append(gateways, gw)
+	}
+	return svcs.Items, namespaces, gateways
 }
