@@ -500,6 +500,21 @@ var Cases = []Case{
 			t.Errorf("listener %+v: want credential kubernetes-gateway://shop/shop-cert, its Secret not read", l)
 		}
 	}},
+	{File: "waypoint-routes.yaml", Over: "waypoint-bindings.yaml", Caller: "meshed shop", Host: "orders.shop.svc.cluster.local", Port: 8080, Check: func(t testing.TB, v *mesh.View) {
+		var sends []string
+		for _, r := range v.Routes {
+			var dests []string
+			for _, d := range r.Destinations {
+				dests = append(dests, fmt.Sprintf("%s %d%%", d.Cluster, d.Percent))
+			}
+			sends = append(sends, strings.Join(dests, " + "))
+		}
+		// The longer path prefix first, as the Gateway API orders rules.
+		want := "outbound|9080||reviews.web.svc.cluster.local 100%; outbound|8080||orders-v2.shop.svc.cluster.local 90% + outbound|8080||orders.shop.svc.cluster.local 10%; outbound|8080||orders.shop.svc.cluster.local 100%"
+		if got := strings.Join(sends, "; "); got != want {
+			t.Errorf("mesh routes %s, want %s", got, want)
+		}
+	}},
 	{File: "gatewayapi-cert-ref-not-permitted.yaml", Over: "gatewayapi-base.yaml", Caller: APIGW, Host: "orders.shop.svc.cluster.local", Port: 8080, Check: func(t testing.TB, v *mesh.View) {
 		wantAPIParent(t, v, "HTTPRoute shop/orders", true, "")
 		wantGatewayHosts(t, v)
