@@ -15,6 +15,7 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/meshtriage/meshtriage/probes/callerview"
+	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/cluster/recorded"
 	"github.com/meshtriage/meshtriage/probes/mesh"
 	"github.com/meshtriage/meshtriage/probes/mesh/meshtest"
@@ -168,6 +169,9 @@ func TestWaypointAgainstIstiod(t *testing.T) {
 	world := recorded.FromObjects("model/waypoint-bindings.yaml", withCreationOrder(meshtest.Objects(t, "../probes/mesh/testdata/model", "base.yaml", "waypoint-bindings.yaml")))
 	world.Name = "model-waypoint-bindings"
 	inputs["model/waypoint-bindings"] = world
+	routes := recorded.FromObjects("model/waypoint-routes.yaml", withCreationOrder(meshtest.Objects(t, "../probes/mesh/testdata/model", "base.yaml", "waypoint-bindings.yaml", "waypoint-routes.yaml")))
+	routes.Name = "model-waypoint-routes"
+	inputs["model/waypoint-routes"] = routes
 	for _, name := range sortedKeysOf(inputs) {
 		s := inputs[name]
 		var waypoints []*corev1.Pod
@@ -194,23 +198,26 @@ func TestWaypointAgainstIstiod(t *testing.T) {
 					t.Fatalf("connected as %s, not as a waypoint", sc.XDS.Node.GetId())
 				}
 				ref := mesh.WaypointRef{Namespace: pod.Namespace, Name: mesh.GatewayAPIName(pod)}
-				var c Comparison
+				cfg := mesh.ConfigFromObjects(s.Objects, mesh.MeshConfig{}, cluster.DefaultControlPlane)
+				var c, routes Comparison
 				for deadline := time.Now().Add(30 * time.Second); ; {
 					if err := sc.XDS.WaitQuiet(ctx, 500*time.Millisecond); err != nil {
 						t.Fatal(err)
 					}
 					services, namespaces, gateways := servedWaypointInputs(ctx, t, l)
-					c = CompareWaypointServices(services, namespaces, gateways, ref, sortedKeysOf(sc.XDS.TypeState(ClusterType).Resources))
-					if len(c.Diffs) == 0 || time.Now().After(deadline) {
+					var bound map[string]bool
+					c, bound = CompareWaypointServices(services, namespaces, gateways, ref, sortedKeysOf(sc.XDS.TypeState(ClusterType).Resources))
+					routes = CompareWaypointRoutes(cfg, bound, sc.XDS.PushedListeners())
+					if len(c.Diffs)+len(routes.Diffs) == 0 || time.Now().After(deadline) {
 						break
 					}
 					time.Sleep(time.Second)
 				}
 				sc.Close()
-				for _, d := range c.Diffs {
+				for _, d := range append(c.Diffs, routes.Diffs...) {
 					t.Error(d)
 				}
-				t.Logf("waypoint %s: compared %d Service ports", ref, c.Clusters)
+				t.Logf("waypoint %s: compared %d Service ports and the routes of %d", ref, c.Clusters, routes.Clusters)
 				if c.Clusters == 0 {
 					t.Errorf("waypoint %s: nothing compared: no Service port bound to it on either side", ref)
 				}
