@@ -515,6 +515,13 @@ var Cases = []Case{
 			t.Errorf("mesh routes %s, want %s", got, want)
 		}
 	}},
+	{File: "gatewayapi-unsupported-protocol.yaml", Over: "gatewayapi-base.yaml", Caller: APIGW, Host: "orders.shop.svc.cluster.local", Port: 8080, Check: func(t testing.TB, v *mesh.View) {
+		wantGatewayHosts(t, v, "shop.example.com:80")
+		wantAPIParent(t, v, "HTTPRoute shop/orders", true, "")
+		if l := v.Gateway.API.Gateway.Listeners[1]; l.NotProgrammedReason != "UnsupportedProtocol" {
+			t.Errorf("listener %+v: want UnsupportedProtocol", l)
+		}
+	}},
 	{File: "gatewayapi-cert-ref-not-permitted.yaml", Over: "gatewayapi-base.yaml", Caller: APIGW, Host: "orders.shop.svc.cluster.local", Port: 8080, Check: func(t testing.TB, v *mesh.View) {
 		wantAPIParent(t, v, "HTTPRoute shop/orders", true, "")
 		wantGatewayHosts(t, v)
