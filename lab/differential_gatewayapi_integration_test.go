@@ -199,7 +199,7 @@ func TestWaypointAgainstIstiod(t *testing.T) {
 				}
 				ref := mesh.WaypointRef{Namespace: pod.Namespace, Name: mesh.GatewayAPIName(pod)}
 				cfg := mesh.ConfigFromObjects(s.Objects, mesh.MeshConfig{}, cluster.DefaultControlPlane)
-				var c, routes Comparison
+				var c, routes, status Comparison
 				for deadline := time.Now().Add(30 * time.Second); ; {
 					if err := sc.XDS.WaitQuiet(ctx, 500*time.Millisecond); err != nil {
 						t.Fatal(err)
@@ -208,16 +208,19 @@ func TestWaypointAgainstIstiod(t *testing.T) {
 					var bound map[string]bool
 					c, bound = CompareWaypointServices(services, namespaces, gateways, ref, sortedKeysOf(sc.XDS.TypeState(ClusterType).Resources))
 					routes = CompareWaypointRoutes(cfg, bound, sc.XDS.PushedListeners())
-					if len(c.Diffs)+len(routes.Diffs) == 0 || time.Now().After(deadline) {
+					// The mesh routes' status istiod wrote, against the
+					// model's verdicts on the objects served.
+					status = CompareGatewayAPIStatus(servedRoutesConfig(ctx, t, l, services, namespaces, gateways))
+					if len(c.Diffs)+len(routes.Diffs)+len(status.Diffs) == 0 || time.Now().After(deadline) {
 						break
 					}
 					time.Sleep(time.Second)
 				}
 				sc.Close()
-				for _, d := range append(c.Diffs, routes.Diffs...) {
+				for _, d := range append(append(c.Diffs, routes.Diffs...), status.Diffs...) {
 					t.Error(d)
 				}
-				t.Logf("waypoint %s: compared %d Service ports and the routes of %d", ref, c.Clusters, routes.Clusters)
+				t.Logf("waypoint %s: compared %d Service ports, the routes of %d, %d route parents' status", ref, c.Clusters, routes.Clusters, status.Clusters)
 				if c.Clusters == 0 {
 					t.Errorf("waypoint %s: nothing compared: no Service port bound to it on either side", ref)
 				}
@@ -258,4 +261,33 @@ func servedWaypointInputs(ctx context.Context, t *testing.T, l *Lab) ([]corev1.S
 		gateways = append(gateways, gw)
 	}
 	return svcs.Items, namespaces, gateways
+}
+
+// servedRoutesConfig is the model built from the Services, Namespaces and
+// Gateways given and the HTTPRoutes the API server serves, with the status
+// istiod wrote.
+func servedRoutesConfig(ctx context.Context, t *testing.T, l *Lab, services []corev1.Service, namespaces map[string]*corev1.Namespace, gateways []*gatewayv1.Gateway) *mesh.Config {
+	t.Helper()
+	var objs []runtime.Object
+	for k := range services {
+		objs = append(objs, &services[k])
+	}
+	for _, ns := range namespaces {
+		objs = append(objs, ns)
+	}
+	for _, gw := range gateways {
+		objs = append(objs, gw)
+	}
+	list, err := l.Dynamic.Resource(schema.GroupVersionResource{Group: gatewayv1.GroupName, Version: "v1", Resource: "httproutes"}).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, u := range list.Items {
+		r := &gatewayv1.HTTPRoute{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, r); err != nil {
+			t.Fatal(err)
+		}
+		objs = append(objs, r)
+	}
+	return mesh.ConfigFromObjects(objs, mesh.MeshConfig{}, cluster.DefaultControlPlane)
 }
