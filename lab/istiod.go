@@ -124,7 +124,13 @@ func StartIstiod(ctx context.Context, l *Lab) (_ *Istiod, err error) {
 			// with ambient pods runs istiod so, and only then does a sidecar
 			// send HBONE to an ambient endpoint (features.EnableHBONESend),
 			// which is what the model predicts for one.
-			env: []string{"POD_NAMESPACE=" + ns, "POD_NAME=istiod-meshlab", "REVISION=default", "PILOT_ENABLE_AMBIENT=true"},
+			// PILOT_ENABLE_GATEWAY_API_DEPLOYMENT_CONTROLLER off: the
+			// scenarios carry what its deployment controller would create
+			// for a Gateway (the Service NAME-CLASS, the pod, its
+			// EndpointSlice), as a cluster holds them; left on, istiod
+			// would apply its own Deployment and Service over them.
+			env: []string{"POD_NAMESPACE=" + ns, "POD_NAME=istiod-meshlab", "REVISION=default", "PILOT_ENABLE_AMBIENT=true",
+				"PILOT_ENABLE_GATEWAY_API_DEPLOYMENT_CONTROLLER=false"},
 		}, "istiod", i.Log, bin, "discovery",
 			"--kubeconfig="+l.Kubeconfig,
 			"--grpcAddr="+i.GRPCAddr,

@@ -67,7 +67,7 @@ func (s *Sidecar) Close() { s.XDS.Close() }
 
 // SidecarNode is the Envoy node pilot-agent would send for pod's
 // istio-proxy: the ID sidecar~IP~POD.NS~NS.svc.cluster.local (router~ for
-// a gateway), the service
+// a gateway, waypoint~ for a waypoint), the service
 // cluster, and the metadata istiod reads (pilot/pkg/model NodeMetadata),
 // taken from where pilot-agent takes them: the ISTIO_META_* and
 // ISTIO_METAJSON_* variables the injector put on the container (CLUSTER_ID,
@@ -143,9 +143,13 @@ func SidecarNode(pod *corev1.Pod, istioVersion string) (*corev3.Node, error) {
 	}
 	// A gateway's pilot-agent runs `proxy router`: istiod gives a router
 	// node its Gateways' listeners and routes, not a sidecar's.
+	// A waypoint's runs `proxy waypoint`: istiod gives it the inbound-vip
+	// clusters and main_internal listener of the Services bound to it.
 	proxyType := mesh.ProxyTypeSidecar
 	if gateway, _ := mesh.GatewayPod(pod); gateway {
 		proxyType = mesh.ProxyTypeRouter
+	} else if mesh.IsWaypointPod(pod) {
+		proxyType = mesh.ProxyTypeWaypoint
 	}
 	return &corev3.Node{
 		Id:            fmt.Sprintf("%s~%s~%s.%s~%s.svc.cluster.local", proxyType, ips[0], pod.Name, pod.Namespace, pod.Namespace),

@@ -12,6 +12,7 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/meshtriage/meshtriage/probes/mesh"
+	"github.com/meshtriage/meshtriage/probes/mesh/meshtest"
 )
 
 func namespace(name string, labels map[string]string) *corev1.Namespace {
@@ -319,5 +320,35 @@ func TestGatewayThatWorksAsAWaypoint(t *testing.T) {
 	kgw.Spec.Listeners = []gatewayv1.Listener{{Name: "proxy", Port: 15088, Protocol: mesh.ProxyProtocolListener}}
 	if b := mesh.BindServiceWaypoint(svc, ns, []*gatewayv1.Gateway{kgw}, true); b.State == mesh.WaypointNotAGW {
 		t.Errorf("a kgateway-waypoint Gateway: %s (%s), want a waypoint", b.State, b.Why)
+	}
+}
+
+// waypoint-bindings.yaml, the lab's waypoint differential input: each
+// Service's binding as the file says, which istiod's inbound-vip clusters
+// for the waypoint then prove (TestWaypointAgainstIstiod).
+func TestWaypointBindingsWorld(t *testing.T) {
+	objs := meshtest.Objects(t, "testdata/model", "base.yaml", "waypoint-bindings.yaml")
+	namespaces := map[string]*corev1.Namespace{}
+	var gateways []*gatewayv1.Gateway
+	for _, o := range objs {
+		switch o := o.(type) {
+		case *corev1.Namespace:
+			namespaces[o.Name] = o
+		case *gatewayv1.Gateway:
+			gateways = append(gateways, o)
+		}
+	}
+	want := map[string]string{"shop/orders": mesh.WaypointBound, "shop/billing": mesh.WaypointOptedOut, "shop/cart": mesh.WaypointMissing,
+		"shop/inventory": mesh.WaypointNotService, "web/search": mesh.WaypointDenied, "web/reviews": mesh.WaypointNone,
+		"shop/shop-waypoint": mesh.WaypointNone, "shop/workload-only": mesh.WaypointNone}
+	for _, o := range objs {
+		svc, ok := o.(*corev1.Service)
+		if !ok {
+			continue
+		}
+		b := mesh.BindServiceWaypoint(svc, namespaces[svc.Namespace], gateways, true)
+		if w := want[svc.Namespace+"/"+svc.Name]; b.State != w {
+			t.Errorf("Service %s/%s: binding %s (%s), want %s", svc.Namespace, svc.Name, b.State, b.Why, w)
+		}
 	}
 }

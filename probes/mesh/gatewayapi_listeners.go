@@ -131,6 +131,53 @@ func (l APIListener) Programmed() (programmed, known bool, why string) {
 	return true, true, ""
 }
 
+// ListenerCondition is one condition of a listener's status: its type
+// (Accepted, Programmed, ResolvedRefs), status and reason; Unknown says
+// why the model does not decide it ("" when it does).
+type ListenerCondition struct{ Type, Status, Reason, Unknown string }
+
+// refNotPermittedSecretFirst: why a certificateRef refused for want of a
+// ReferenceGrant has no one ResolvedRefs reason. istiod up to the lab's
+// (istio.io/istio eed52ebb66ad, buildTLS) looks the Secret up before the
+// grant: a missing Secret is InvalidCertificateRef (Accepted stays True),
+// an existing one RefNotPermitted (Accepted False NoValidCACertificate);
+// master since istio/istio#61303 checks the grant first (RefNotPermitted
+// either way). meshtriage reads no Secrets.
+const refNotPermittedSecretFirst = "istiod releases look the Secret up before the ReferenceGrant: RefNotPermitted when it exists, InvalidCertificateRef when it does not, and Secrets are not read"
+
+// Conditions are the Accepted, Programmed and ResolvedRefs conditions
+// istiod's buildListener writes for the listener, from what the model
+// finds: a TLS certificateRef it refuses is ResolvedRefs False with the
+// refusal's reason and Programmed False Invalid ("Bad TLS
+// configuration"), and a reference not permitted is also Accepted False
+// NoValidCACertificate (see refNotPermittedSecretFirst for when it is
+// not); an unsupported protocol is Accepted False UnsupportedProtocol
+// while Programmed stays True (istiod sets no error on it).
+// NotProgrammedReason is the reason of the condition that says why, not
+// necessarily Programmed's. known is false where the model decides none
+// (no server, certificates not read).
+func (l APIListener) Conditions() (conds []ListenerCondition, known bool) {
+	if l.NoServer || l.CertificatesUnread && l.NotProgrammed == "" {
+		return nil, false
+	}
+	accepted := ListenerCondition{Type: string(gatewayv1.ListenerConditionAccepted), Status: string(metav1.ConditionTrue), Reason: string(gatewayv1.ListenerReasonAccepted)}
+	programmed := ListenerCondition{Type: string(gatewayv1.ListenerConditionProgrammed), Status: string(metav1.ConditionTrue), Reason: string(gatewayv1.ListenerReasonProgrammed)}
+	resolved := ListenerCondition{Type: string(gatewayv1.ListenerConditionResolvedRefs), Status: string(metav1.ConditionTrue), Reason: string(gatewayv1.ListenerReasonResolvedRefs)}
+	switch reason := l.NotProgrammedReason; reason {
+	case "":
+	case string(gatewayv1.ListenerReasonUnsupportedProtocol):
+		accepted.Status, accepted.Reason = string(metav1.ConditionFalse), reason
+	default: // buildTLS's error
+		resolved.Status, resolved.Reason = string(metav1.ConditionFalse), reason
+		programmed.Status, programmed.Reason = string(metav1.ConditionFalse), string(gatewayv1.GatewayReasonInvalid)
+		if reason == string(gatewayv1.ListenerReasonRefNotPermitted) {
+			accepted.Status, accepted.Reason = string(metav1.ConditionFalse), string(gatewayv1.ListenerReasonNoValidCACertificate)
+			accepted.Unknown, resolved.Unknown = refNotPermittedSecretFirst, refNotPermittedSecretFirst
+		}
+	}
+	return []ListenerCondition{accepted, programmed, resolved}, true
+}
+
 // admits reports whether the listener admits routes of namespace ns
 // (namespacesFromSelector); known is false when a selector decides and
 // the namespace's labels were not read.

@@ -172,3 +172,43 @@ func TestGatewayAPIListenerCertificateStatus(t *testing.T) {
 		t.Errorf("listener programmed %v known %v (%s): istiod reports it not Programmed", p, known, why)
 	}
 }
+
+// The listener conditions istiod's buildListener writes, as the lab's
+// istiod wrote them (TestGatewayAPIAgainstIstiod): a certificateRef to
+// another namespace without a ReferenceGrant is Programmed False Invalid;
+// its ResolvedRefs and Accepted depend on whether the Secret exists (the
+// lab's istiod, its Secret absent, wrote ResolvedRefs False
+// InvalidCertificateRef and Accepted True, where the model said
+// RefNotPermitted); an unsupported protocol leaves Programmed True.
+func TestGatewayAPIListenerConditions(t *testing.T) {
+	conds := func(l mesh.APIListener) string {
+		cs, known := l.Conditions()
+		if !known {
+			return "unknown"
+		}
+		var out []string
+		for _, c := range cs {
+			if c.Unknown != "" {
+				out = append(out, c.Type+" unknown")
+				continue
+			}
+			out = append(out, c.Type+" "+c.Status+" "+c.Reason)
+		}
+		return strings.Join(out, ", ")
+	}
+	for _, tc := range []struct {
+		file string
+		edit func(*mesh.Config)
+		want string
+	}{
+		{"", nil, "Accepted True Accepted, Programmed True Programmed, ResolvedRefs True ResolvedRefs"},
+		{"gatewayapi-cert-ref-not-permitted.yaml", nil, "Accepted unknown, Programmed False Invalid, ResolvedRefs unknown"},
+		{"", func(c *mesh.Config) { c.GatewayAPI.Gateways[0].Spec.Listeners[0].Protocol = "UDP" },
+			"Accepted False UnsupportedProtocol, Programmed True Programmed, ResolvedRefs True ResolvedRefs"},
+	} {
+		l := gatewayAPIView(t, tc.file, tc.edit).Gateway.API.Gateway.Listeners[0]
+		if got := conds(l); got != tc.want {
+			t.Errorf("%s: listener %s conditions %s, want %s", tc.file, l.Ref(), got, tc.want)
+		}
+	}
+}

@@ -3,6 +3,7 @@
 package meshtest
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -473,6 +474,60 @@ var Cases = []Case{
 		}
 		if !rejected {
 			t.Errorf("servers %+v: want listener port 8080 rejected (no Service port 8080)", v.Gateway.Servers)
+		}
+	}},
+	{File: "gatewayapi-two-listeners.yaml", Over: "gatewayapi-base.yaml", Caller: APIGW, Host: "orders.shop.svc.cluster.local", Port: 8080, Check: func(t testing.TB, v *mesh.View) {
+		wantGatewayHosts(t, v, "admin.example.com:8080", "api.example.com:80", "shop.example.com:80")
+		wantGatewayRoute(t, v, "http.80", "api.example.com")
+		wantGatewayRoute(t, v, "http.8080", "admin.example.com")
+		wantAPIParent(t, v, "HTTPRoute shop/orders", true, "")
+		wantAPIParent(t, v, "HTTPRoute web/admin-from-web", false, mesh.ReasonNotAllowedByListeners)
+		wantAPIParent(t, v, "HTTPRoute shop/orders-other", false, mesh.ReasonNoMatchingParent)
+		split := ""
+		for _, r := range v.Routes {
+			if r.EnvoyName == "shop.orders.0" {
+				for _, d := range r.Destinations {
+					split += fmt.Sprintf("%s %d%% ", d.Cluster, d.Percent)
+				}
+			}
+		}
+		if want := "outbound|8080||orders-v2.shop.svc.cluster.local 75% outbound|8080||orders.shop.svc.cluster.local 25% "; split != want {
+			t.Errorf("rule shop.orders.0 sends %q, want %q", split, want)
+		}
+	}},
+	{File: "gatewayapi-grpcroute.yaml", Over: "gatewayapi-base.yaml", Caller: APIGW, Host: "orders.shop.svc.cluster.local", Port: 8080, Check: func(t testing.TB, v *mesh.View) {
+		wantGatewayHosts(t, v, "grpc.example.com:80", "shop.example.com:80")
+		wantGatewayRoute(t, v, "http.80", "web-grpc.example.com")
+		wantAPIParent(t, v, "GRPCRoute shop/orders-grpc", true, "")
+		wantAPIBackend(t, v, "GRPCRoute web/orders-from-web", mesh.BackendRefNotAllowed, mesh.UnknownServiceCluster)
+	}},
+	{File: "gatewayapi-https.yaml", Over: "gatewayapi-base.yaml", Caller: APIGW, Host: "orders.shop.svc.cluster.local", Port: 8080, Check: func(t testing.TB, v *mesh.View) {
+		wantGatewayHosts(t, v, "shop.example.com:443", "shop.example.com:80")
+		l := v.Gateway.API.Gateway.Listeners[1]
+		if strings.Join(l.Credentials, ",") != "kubernetes-gateway://shop/shop-cert" || !l.CertificatesUnread {
+			t.Errorf("listener %+v: want credential kubernetes-gateway://shop/shop-cert, its Secret not read", l)
+		}
+	}},
+	{File: "waypoint-routes.yaml", Over: "waypoint-bindings.yaml", Caller: "meshed shop", Host: "orders.shop.svc.cluster.local", Port: 8080, Check: func(t testing.TB, v *mesh.View) {
+		var sends []string
+		for _, r := range v.Routes {
+			var dests []string
+			for _, d := range r.Destinations {
+				dests = append(dests, fmt.Sprintf("%s %d%%", d.Cluster, d.Percent))
+			}
+			sends = append(sends, strings.Join(dests, " + "))
+		}
+		// The longer path prefix first, as the Gateway API orders rules.
+		want := "outbound|9080||reviews.web.svc.cluster.local 100%; outbound|8080||orders-v2.shop.svc.cluster.local 90% + outbound|8080||orders.shop.svc.cluster.local 10%; outbound|8080||orders.shop.svc.cluster.local 100%"
+		if got := strings.Join(sends, "; "); got != want {
+			t.Errorf("mesh routes %s, want %s", got, want)
+		}
+	}},
+	{File: "gatewayapi-unsupported-protocol.yaml", Over: "gatewayapi-base.yaml", Caller: APIGW, Host: "orders.shop.svc.cluster.local", Port: 8080, Check: func(t testing.TB, v *mesh.View) {
+		wantGatewayHosts(t, v, "shop.example.com:80")
+		wantAPIParent(t, v, "HTTPRoute shop/orders", true, "")
+		if l := v.Gateway.API.Gateway.Listeners[1]; l.NotProgrammedReason != "UnsupportedProtocol" {
+			t.Errorf("listener %+v: want UnsupportedProtocol", l)
 		}
 	}},
 	{File: "gatewayapi-cert-ref-not-permitted.yaml", Over: "gatewayapi-base.yaml", Caller: APIGW, Host: "orders.shop.svc.cluster.local", Port: 8080, Check: func(t testing.TB, v *mesh.View) {
