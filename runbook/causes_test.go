@@ -171,7 +171,7 @@ var causeCases = []struct {
 	{"gateway.backend-not-found", map[string]probes.Facts{
 		"destination-rules": {"dr_found": false, "vs_found": true, "mesh_route_backend_not_found": []string{"HTTPRoute shop/orders-canary shop.orders-canary.0: orders-canary.shop.svc.cluster.local:8080"},
 			"mesh_route_broken_percent": 10},
-		"access-log": {"log_5xx": 10, "log_flag_nc": 10},
+		"access-log": {"log_5xx": 10, "log_flag_nc": 10, "log_nc500": 10},
 	}, runbook.ConfidenceHigh},
 	{"gateway.backend-port-missing", gatewayAPICase(probes.Facts{
 		"gateway_api_backend_port_missing": []string{"HTTPRoute shop/orders rule 0: Service shop/orders:80"},
@@ -179,7 +179,7 @@ var causeCases = []struct {
 	{"gateway.backend-port-missing", map[string]probes.Facts{
 		"destination-rules": {"vs_found": true, "mesh_route_backend_port_missing": []string{"HTTPRoute shop/orders shop.orders.0: orders.shop.svc.cluster.local:80"},
 			"mesh_route_broken_percent": 100},
-		"access-log": {"log_5xx": 30, "log_flag_nc": 30},
+		"access-log": {"log_5xx": 30, "log_flag_nc": 30, "log_nc500": 30},
 	}, runbook.ConfidenceHigh},
 	{"gateway.ref-not-permitted", gatewayAPICase(probes.Facts{
 		"gateway_api_ref_not_permitted": []string{"HTTPRoute web/orders rule 0: Service shop/orders:8080"},
