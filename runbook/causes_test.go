@@ -185,7 +185,15 @@ var causeCases = []struct {
 		"gateway_api_ref_not_permitted": []string{"HTTPRoute web/orders rule 0: Service shop/orders:8080"},
 		"gateway_api_backend_source":    "model", "gateway_api_broken_share": 100, "gateway_route_to_target": false}), runbook.ConfidenceHigh},
 	{"gateway.tls-credential-missing", gatewayAPICase(probes.Facts{
-		"gateway_tls_credential_missing": []string{"shop/public listener https (port 443 HTTPS): invalid certificate reference /Secret/shop-cert., secret shop/shop-cert not found"}}), runbook.ConfidenceHigh},
+		"gateway_tls_credential_missing": []string{"shop/public listener https (port 443 HTTPS): invalid certificate reference /Secret/shop-cert., secret shop/shop-cert not found"},
+		"gateway_tls_credential_source":  "status", "gateway_tls_credential_secrets": []string{"shop/shop-cert"}}), runbook.ConfidenceHigh},
+	// An Istio Gateway's credentialName: the gateway's Envoy holds its SDS
+	// secret warming; no Secret is read, so never more than medium.
+	{"gateway.tls-credential-missing", gatewayAPICase(probes.Facts{
+		"gateway_api_gateway":            "",
+		"gateway_tls_credential_missing": []string{"istio-system/shop-gateway servers[1] (port 443 HTTPS): SDS secret kubernetes://shop-cert is warming in the gateway's Envoy"},
+		"gateway_tls_credential_source":  "envoy", "gateway_tls_credential_secrets": []string{"istio-system/shop-cert"},
+		"gateway_envoy_secrets_warming": []string{"kubernetes://shop-cert"}}), runbook.ConfidenceMedium},
 	{"gateway.listener-unreachable", gatewayAPICase(probes.Facts{
 		"gateway_api_gateway":          "",
 		"gateway_listener_unreachable": []string{"istio-system/public servers[0] (port 9080 HTTP): no port of the gateway's Service istio-system/istio-ingressgateway is 9080 or targets it"}}), runbook.ConfidenceHigh},

@@ -69,6 +69,7 @@ var scenarios = []Scenario{
 	gatewayAPIRouteNotAttached,
 	gatewayAPIRefNotPermitted,
 	gatewayListenerUnreachable,
+	gatewayTLSCredentialMissing,
 	// issue 29, control plane and ambient.
 	xdsRejectedAfterUpgrade,
 	// Issue 29, the sidecar and the app's side.
