@@ -70,6 +70,7 @@ var scenarios = []Scenario{
 	gatewayAPIRefNotPermitted,
 	gatewayListenerUnreachable,
 	gatewayTLSCredentialMissing,
+	meshRouteBackendNotFound,
 	// issue 29, control plane and ambient.
 	xdsRejectedAfterUpgrade,
 	// Issue 29, the sidecar and the app's side.
