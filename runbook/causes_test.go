@@ -231,6 +231,24 @@ var causeCases = []struct {
 			"waypoint_ready_pods": 1, "waypoint_bound_condition": "False: UnsupportedTrafficType"},
 		"ambient-policy": {"authz_denied": true, "authz_waypoint_admitted": true, "authz_reason": "allow policies exist, but none allowed"},
 	}), runbook.ConfidenceHigh},
+	// The Gateway API routes a waypoint applies for the Service: an
+	// ambient caller's requests take them there.
+	{"gateway.backend-not-found", ambientCase(map[string]probes.Facts{
+		"dataplane": {"waypoint_named": true, "waypoint_name": "shop/orders-waypoint", "waypoint_state": "bound",
+			"waypoint_ready_pods": 1, "waypoint_traversed": true},
+		"waypoint": {"waypoint_pods_read": 1, "waypoint_rbac_denied": 0, "waypoint_api_routes": []string{"HTTPRoute shop/orders-canary"},
+			"waypoint_api_backend_not_found":    []string{"HTTPRoute shop/orders-canary rule 0: Service shop/orders-canary:8080"},
+			"waypoint_api_backend_port_missing": []string{}, "waypoint_api_backend_source": "status", "waypoint_api_broken_share": 20,
+			"waypoint_api_partial": "", "waypoint_log_nc500": 98, "waypoint_log_nc500_routes": []string{"shop.orders-canary.0"}},
+	}), runbook.ConfidenceHigh},
+	{"gateway.backend-port-missing", ambientCase(map[string]probes.Facts{
+		"dataplane": {"waypoint_named": true, "waypoint_name": "shop/orders-waypoint", "waypoint_state": "bound",
+			"waypoint_ready_pods": 1, "waypoint_traversed": true},
+		"waypoint": {"waypoint_pods_read": 1, "waypoint_rbac_denied": 0, "waypoint_api_routes": []string{"HTTPRoute shop/orders"},
+			"waypoint_api_backend_not_found": []string{}, "waypoint_api_backend_port_missing": []string{"HTTPRoute shop/orders rule 0: Service shop/orders:80"},
+			"waypoint_api_backend_source": "model", "waypoint_api_broken_share": 100,
+			"waypoint_api_partial": "the GRPCRoutes of namespace shop were not read", "waypoint_log_nc500": 40}},
+	), runbook.ConfidenceMedium},
 	{"ambient.pod-not-enrolled", ambientCase(map[string]probes.Facts{
 		"dataplane": {"dataplane_source": "none", "dataplane_source_not_enrolled": true,
 			"dataplane_not_enrolled_pods": []string{"shop/web-1 (caller): ambient, NOT enrolled"}},

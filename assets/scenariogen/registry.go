@@ -71,6 +71,7 @@ var scenarios = []Scenario{
 	gatewayListenerUnreachable,
 	gatewayTLSCredentialMissing,
 	meshRouteBackendNotFound,
+	waypointRouteBackendNotFound,
 	// issue 29, control plane and ambient.
 	xdsRejectedAfterUpgrade,
 	// Issue 29, the sidecar and the app's side.
