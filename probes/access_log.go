@@ -70,6 +70,8 @@ func (AccessLogProbe) Meta() Meta {
 			{"log_http10_rejected", FactInt, "requests Envoy refused with its own 426 because they were HTTP/1.0 (details low_version; no flag, no 5xx): the listener does not accept HTTP/1.0 (istiod sets accept_http_10 only with PILOT_HTTP10 or the proxy's ISTIO_META_HTTP10=1)"},
 			{"log_http10_hops", FactList, "the hops whose proxy answered 426 low_version: sidecar-outbound (the caller's sidecar), sidecar-inbound (the destination's), gateway"},
 			{"log_http10_accepted_by", FactList, "pods whose proxy logged 426 low_version and is now told to accept HTTP/1.0 (ISTIO_META_HTTP10=1 in istio-proxy's env or its proxy.istio.io/config proxyMetadata), with where: the 426s came before the change, or from a proxy not yet restarted"},
+			{"log_nc500", FactInt, "entries the caller's proxy answered 500 NC (cluster_not_found): a Gateway API route (gateway semantics) to a cluster istiod does not build; a sidecar's about the target, a gateway's whatever their host (such an entry names no cluster, so its log alone does not tell the Service its route meant; the gateway step ties them to routes by route_name)"},
+			{"log_nc500_routes", FactList, "route names (route_name) of the log_nc500 entries, most frequent first"},
 			{"log_custom_format", FactBool, "the mesh config declares an access-log format of its own (meshConfig.accessLogFormat, or an envoyFileAccessLog provider's), by which the log was read"},
 		},
 	}
@@ -87,6 +89,9 @@ type podLog struct {
 	AcceptsHTTP10 string
 	Target        accesslog.Summary
 	Other         accesslog.Summary
+	// NC500 counts, by route name, the caller's 500 NC entries: those
+	// about the target, and on a gateway every one that names no cluster.
+	NC500 accesslog.Counter
 	// Rejections are the xDS updates the caller's Envoy said it rejected
 	// (the caller's log only).
 	Rejections []envoy.XDSRejection
@@ -154,22 +159,18 @@ func fetchAccessLog(ctx context.Context, c cluster.Cluster, t cluster.Target) (a
 	var formatProblems []string
 	in.Formats, formatProblems = istioconfig.ReadAccessLogFormats(ctx, c)
 	in.Problems = append(in.Problems, formatProblems...)
-	readLog := func(pod cluster.PodRef, podIP string, upstream bool) (podLog, string, error) {
+	readLog := func(pod cluster.PodRef, podIP string, upstream, gateway bool) (podLog, string, error) {
 		what := fmt.Sprintf("read the %s log of %s", mesh.ProxyContainer, pod)
 		b, err := proxylog.NewestProxyLog(ctx, c, pod, proxylog.AccessLogTailLines)
 		if err != nil {
 			return podLog{Pod: pod, Upstream: upstream, Problem: cluster.AccessProblem(what, err)}, what, err
 		}
-		pl := podLog{Pod: pod, Upstream: upstream}
-		match := sourceEntryMatcher(t)
 		if upstream {
-			match = proxylog.InboundEntryAt(podIP)
+			pl := podLog{Pod: pod, Upstream: true}
+			pl.Target, pl.Other, _ = in.Formats.Split(bytes.NewReader(b), proxylog.InboundEntryAt(podIP))
+			return pl, "", nil
 		}
-		pl.Target, pl.Other, _ = in.Formats.Split(bytes.NewReader(b), match)
-		if !upstream {
-			pl.Rejections = envoy.ParseXDSRejections(b)
-		}
-		return pl, "", nil
+		return splitCallerLog(in.Formats, pod, b, t, gateway), "", nil
 	}
 	type logRead struct {
 		log     podLog
@@ -194,9 +195,13 @@ func fetchAccessLog(ctx context.Context, c cluster.Cluster, t cluster.Target) (a
 				return
 			}
 			// RBAC on pods need not stop a log read.
-			source.log, source.what, source.err = readLog(src, "", false)
+			var gateway bool
 			if err == nil {
-				source.log.Gateway, _ = mesh.GatewayPod(pod)
+				gateway, _ = mesh.GatewayPod(pod)
+			}
+			source.log, source.what, source.err = readLog(src, "", false, gateway)
+			if err == nil {
+				source.log.Gateway = gateway
 				if ok, where := podfacts.ProxyAcceptsHTTP10(pod); ok {
 					source.log.AcceptsHTTP10 = where
 				}
@@ -227,7 +232,7 @@ func fetchAccessLog(ctx context.Context, c cluster.Cluster, t cluster.Target) (a
 		var logs readgroup.Group
 		for i, pod := range readable {
 			logs.Go(func() {
-				upstream[i].log, upstream[i].what, upstream[i].err = readLog(cluster.PodRef{Namespace: pod.Namespace, Name: pod.Name}, pod.Status.PodIP, true)
+				upstream[i].log, upstream[i].what, upstream[i].err = readLog(cluster.PodRef{Namespace: pod.Namespace, Name: pod.Name}, pod.Status.PodIP, true, false)
 				if ok, where := podfacts.ProxyAcceptsHTTP10(&pod); ok {
 					upstream[i].log.AcceptsHTTP10 = where
 				}
@@ -294,6 +299,32 @@ func sourceEntryMatcher(t cluster.Target) func(*accesslog.Entry) bool {
 	}
 }
 
+// splitCallerLog tallies the caller's log: the entries about the target
+// (sourceEntryMatcher), the rest, the xDS updates its Envoy rejected, and
+// its 500 NC entries by route name. Under Gateway API semantics a route to
+// a cluster istiod does not build answers 500 NC (cluster_not_found), not
+// 503: a sidecar's such entries about the target count; a gateway's entry
+// names no cluster and the public host, not the Service its route meant,
+// so every one of a gateway counts, and the gateway step ties them to the
+// target's routes by route_name.
+func splitCallerLog(fs accesslog.Formats, pod cluster.PodRef, b []byte, t cluster.Target, gateway bool) podLog {
+	pl := podLog{Pod: pod, Gateway: gateway}
+	about := sourceEntryMatcher(t)
+	match := func(e *accesslog.Entry) bool {
+		ok := about(e)
+		if e.ResponseCode == 500 && e.HasFlag("NC") && (ok || gateway && noCluster(e)) {
+			pl.NC500.Add(wording.Dash(e.RouteName))
+		}
+		return ok
+	}
+	pl.Target, pl.Other, _ = fs.Split(bytes.NewReader(b), match)
+	pl.Rejections = envoy.ParseXDSRejections(b)
+	return pl
+}
+
+// noCluster: the entry names no upstream cluster (NC: Envoy found none).
+func noCluster(e *accesslog.Entry) bool { return e.UpstreamCluster == "" || e.UpstreamCluster == "-" }
+
 // accessLogFlags maps the flag facts to Envoy's response flags.
 var accessLogFlags = []struct{ fact, flag string }{
 	{"log_flag_uh", "UH"}, {"log_flag_uf", "UF"}, {"log_flag_uo", "UO"}, {"log_flag_nr", "NR"},
@@ -316,6 +347,7 @@ func evaluateAccessLog(t cluster.Target, in accessLogInput) Result {
 	var srcSummary, upSummary string
 	var up accesslog.Summary
 	var rejections []envoy.XDSRejection
+	var nc500 accesslog.Counter // the caller's 500 NC entries, by route name (one caller a log)
 	reading := proxylog.NewReading()
 	for _, l := range in.Logs {
 		side := "source (outbound)"
@@ -347,7 +379,7 @@ func evaluateAccessLog(t cluster.Target, in accessLogInput) Result {
 			blackhole.Merge(l.Target)
 			blackhole.Merge(l.Other)
 			srcSummary = sideSummary("source "+l.Pod.Name, l.Target)
-			rejections = l.Rejections
+			rejections, nc500 = l.Rejections, l.NC500
 		}
 		rows = append(rows, []string{side, l.Pod.String(), strconv.Itoa(l.Target.Entries), strconv.Itoa(l.Target.Status2xx),
 			strconv.Itoa(l.Target.Status5xx), strconv.Itoa(l.Target.Status503), wording.Dash(flagCodeText(l.Target.FlagCodes)),
@@ -387,6 +419,8 @@ func evaluateAccessLog(t cluster.Target, in accessLogInput) Result {
 		"log_http10_rejected":     all.HTTP10Rejected,
 		"log_http10_hops":         nonNil(http10Hops),
 		"log_http10_accepted_by":  nonNil(http10Accepted),
+		"log_nc500":               nc500.Total(),
+		"log_nc500_routes":        nonNil(nc500.Keys()),
 	}
 	if n := len(rejections); n > 0 {
 		newest := rejections[n-1]
@@ -413,8 +447,13 @@ func evaluateAccessLog(t cluster.Target, in accessLogInput) Result {
 	if u := reading.Summary(); u != "" {
 		parts = append([]string{u}, parts...)
 	}
+	if n := nc500.Total(); n > 0 {
+		parts = append([]string{fmt.Sprintf("%s answered 500 NC (cluster_not_found: a Gateway API route to a cluster istiod does not build), route %s", wording.CountNoun(n, "request"), counterText(nc500))}, parts...)
+	}
 	switch {
-	case all.Status503 > 0:
+	case all.Status503 > 0, all.Flags.Counts["NC"] > 0, nc500.Total() > 0:
+		// NC, whatever its code (503 for a VirtualService, 500 under
+		// Gateway API semantics), fails every request it answers.
 		status = StatusFail
 	case len(reading.Unexplained()) > 0:
 		// A flag, or an error Envoy answered itself, that no cause of the
@@ -513,10 +552,10 @@ func timeText(t time.Time) string {
 func accessLogCommands(t cluster.Target, selector map[string]string) []string {
 	var cmds []string
 	if t.Source != nil {
-		cmds = append(cmds, fmt.Sprintf("kubectl logs -n %s %s -c %s --since=30m | grep ' 503 '", t.Source.Namespace, t.Source.Name, mesh.ProxyContainer))
+		cmds = append(cmds, fmt.Sprintf("kubectl logs -n %s %s -c %s --since=30m | grep -E ' 503 | NC '", t.Source.Namespace, t.Source.Name, mesh.ProxyContainer))
 	}
 	if len(selector) > 0 {
-		cmds = append(cmds, fmt.Sprintf("kubectl logs -n %s -l %s -c %s --since=30m --prefix | grep 'inbound|' | grep ' 503 '", t.Namespace, labels.SelectorFromSet(selector), mesh.ProxyContainer))
+		cmds = append(cmds, fmt.Sprintf("kubectl logs -n %s -l %s -c %s --since=30m --prefix | grep 'inbound|' | grep -E ' 503 | NC '", t.Namespace, labels.SelectorFromSet(selector), mesh.ProxyContainer))
 	}
 	return cmds
 }

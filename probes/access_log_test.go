@@ -78,8 +78,8 @@ func TestAccessLogSourceAndUpstream(t *testing.T) {
 		t.Errorf("raw:\n%s", r.Evidence.Raw)
 	}
 	wantCmds := []string{
-		"kubectl logs -n shop web-7d9 -c istio-proxy --since=30m | grep ' 503 '",
-		"kubectl logs -n shop -l app=orders -c istio-proxy --since=30m --prefix | grep 'inbound|' | grep ' 503 '",
+		"kubectl logs -n shop web-7d9 -c istio-proxy --since=30m | grep -E ' 503 | NC '",
+		"kubectl logs -n shop -l app=orders -c istio-proxy --since=30m --prefix | grep 'inbound|' | grep -E ' 503 | NC '",
 	}
 	if !reflect.DeepEqual(r.Commands, wantCmds) {
 		t.Errorf("commands %q", r.Commands)
@@ -271,3 +271,49 @@ func TestAccessLogUnexplainedFlag(t *testing.T) {
 // accessLogUT504 is web-7d9's outbound 504 UT to orders, in Istio's
 // default format.
 const accessLogUT504 = `[2026-12-02T03:04:05.123Z] "GET /api/orders HTTP/1.1" 504 UT response_timeout - "-" 0 24 15001 - "-" "curl/8.5.0" "1f0c" "orders.shop:8080" "10.244.1.7:8080" outbound|8080||orders.shop.svc.cluster.local 10.244.0.21:40112 10.96.12.4:8080 10.244.0.21:51702 - default` + "\n"
+
+// The one NC line of the real access logs (text.log: an ingress gateway's
+// 503 NC cluster_not_found, read in place) and the shape the same gateway
+// writes under Gateway API semantics, where istiod sets the route's
+// cluster_not_found_response_code to 500: only the 500 is a Gateway API
+// backend's, a gateway's counts whatever its host (it names no cluster), a
+// sidecar's when it is about the target; NC fails the step whatever its
+// code.
+func TestAccessLogCountsNC500OnGatewayAndSidecar(t *testing.T) {
+	real := realworldLogGroup(t, "text.log", "503 NC cluster_not_found and 503 UC on ingress gateway")
+	var ncLine string
+	for _, l := range strings.Split(string(real), "\n") {
+		if strings.Contains(l, " 503 NC cluster_not_found ") {
+			ncLine = l
+		}
+	}
+	if ncLine == "" {
+		t.Fatal("text.log's ingress gateway group holds no 503 NC line")
+	}
+	as500 := strings.Replace(ncLine, " 503 NC ", " 500 NC ", 1)
+	const gwHost = `"istio-ingressgateway.istio-system.svc.cluster.local"`
+	aboutTarget := strings.Replace(as500, gwHost, `"service-ext.default.svc.cluster.local"`, 1)
+	target := rwTarget("default", "service-ext", 8080, "caller")
+	for _, c := range []struct {
+		name       string
+		line       string
+		gateway    bool
+		nc500, nc  int
+		wantStatus Status
+	}{
+		{"real 503 NC on the gateway", ncLine, true, 0, 0, StatusWarn},
+		{"500 NC on the gateway, another host", as500, true, 1, 0, StatusFail},
+		{"500 NC on a sidecar, another host", as500, false, 0, 0, StatusWarn},
+		{"500 NC on a sidecar, about the target", aboutTarget, false, 1, 1, StatusFail},
+		{"500 NC on the gateway, about the target", aboutTarget, true, 1, 1, StatusFail},
+	} {
+		pl := splitCallerLog(nil, *target.Source, []byte(c.line+"\n"), target, c.gateway)
+		r := evaluateAccessLog(target, accessLogInput{Logs: []podLog{pl}})
+		if r.Facts["log_nc500"] != c.nc500 || r.Facts["log_flag_nc"] != c.nc || r.Status != c.wantStatus {
+			t.Errorf("%s: log_nc500 %v, log_flag_nc %v, status %s; want %d, %d, %s (%s)", c.name, r.Facts["log_nc500"], r.Facts["log_flag_nc"], r.Status, c.nc500, c.nc, c.wantStatus, r.Summary)
+		}
+		if c.nc500 > 0 && !reflect.DeepEqual(r.Facts["log_nc500_routes"], []string{"-"}) {
+			t.Errorf("%s: log_nc500_routes %v, want [-] (the real line names no route)", c.name, r.Facts["log_nc500_routes"])
+		}
+	}
+}

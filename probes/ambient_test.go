@@ -277,7 +277,13 @@ status: {phase: Running, podIP: 10.244.1.30, conditions: [{type: Ready, status: 
 	r := runChecked(t, WaypointProbe{}, c, webToOrders)
 	want := Facts{"waypoint_pods_read": 1, "waypoint_cluster_present": true, "waypoint_hosts_total": 2, "waypoint_hosts_healthy": 1,
 		"waypoint_log_entries": 3, "waypoint_log_503": 1, "waypoint_log_flags": []string{"UH=1"}, "waypoint_rbac_denied": 1,
-		"waypoint_rbac_policies": []string{"shop/orders-readonly"}, "waypoint_unexplained": []string{}}
+		"waypoint_rbac_policies": []string{"shop/orders-readonly"}, "waypoint_unexplained": []string{},
+		"waypoint_log_nc500": 0, "waypoint_log_nc500_routes": []string{},
+		// The fake serves no Gateway API route: the routes the waypoint
+		// applies are not known, so nothing is concluded from their absence.
+		"waypoint_api_routes": []string{}, "waypoint_api_backend_not_found": []string{}, "waypoint_api_backend_port_missing": []string{},
+		"waypoint_api_backend_source": "", "waypoint_api_broken_share": 0,
+		"waypoint_api_partial": "the HTTPRoutes of namespace shop were not read; the GRPCRoutes of namespace shop were not read"}
 	if !reflect.DeepEqual(r.Facts, want) || r.Status != StatusFail {
 		t.Errorf("%s %s\nfacts %v\nwant  %v", r.Status, r.Summary, r.Facts, want)
 	}

@@ -158,7 +158,19 @@ func evaluateDataPlane(t cluster.Target, in ambientpath.Input) Result {
 		switch {
 		case in.WaypointPodsRead:
 			ready := podfacts.ReadyPods(in.WaypointPods)
-			r.Facts["waypoint_ready_pods"] = ready
+			// A pod without status (a dump without it) is neither ready
+			// nor not: none ready among such pods is not known.
+			noStatus := 0
+			for i := range in.WaypointPods {
+				if in.WaypointPods[i].Status.Phase == "" && len(in.WaypointPods[i].Status.Conditions) == 0 {
+					noStatus++
+				}
+			}
+			if ready > 0 || noStatus == 0 {
+				r.Facts["waypoint_ready_pods"] = ready
+			} else {
+				warnings = append(warnings, fmt.Sprintf("%d of the %d pods of waypoint %s have no status: whether one is ready is not known", noStatus, len(in.WaypointPods), b.Use.Ref))
+			}
 			var podWhy []string
 			for i := range in.WaypointPods {
 				wp := &in.WaypointPods[i]
@@ -172,7 +184,7 @@ func evaluateDataPlane(t cluster.Target, in ambientpath.Input) Result {
 				r.Evidence.Rows = append(r.Evidence.Rows, []string{wp.Namespace + "/" + wp.Name, "waypoint", state, wording.Dash(wp.Spec.NodeName), wording.Dash(wp.Status.PodIP)})
 			}
 			raw = append(raw, fmt.Sprintf("waypoint %s: %d pods, %d ready", b.Use.Ref, len(in.WaypointPods), ready))
-			if ready == 0 && b.State == mesh.WaypointBound {
+			if ready == 0 && noStatus == 0 && b.State == mesh.WaypointBound {
 				problems = append(problems, fmt.Sprintf("waypoint %s is bound but has no ready pod: the traffic sent to it finds no one", b.Use.Ref))
 			}
 			if ready == 0 && len(podWhy) > 0 {

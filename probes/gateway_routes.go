@@ -62,6 +62,9 @@ func (GatewayRoutesProbe) Meta() Meta {
 			{"gateway_api_backend_source", FactString, "where the backend verdicts come from: status (istiod's ResolvedRefs at the route's generation agrees), model, disagree or stale, as for gateway_api_unattached_source; \"\" when no backend is invalid"},
 			{"gateway_api_broken_share", FactInt, "the largest share (%) of a route rule's requests that go to invalid backendRefs"},
 			{"gateway_tls_credential_missing", FactList, "listeners of the caller's Gateway that istiod reports not programmed for their certificate (ResolvedRefs False InvalidCertificateRef at the Gateway's generation): the Secret is missing or holds no key pair"},
+			{"gateway_tls_credential_source", FactString, "where gateway_tls_credential_missing comes from: status (istiod's listener status at the Gateway's generation), envoy (an Istio Gateway server's credentialName whose SDS secret the gateway's Envoy holds warming: istiod sent none; meshtriage reads no Secrets, so the model cannot prove the Secret absent); \"\" when the list is empty"},
+			{"gateway_tls_credential_secrets", FactList, "the Secrets (namespace/name) the TLS credentials of gateway_tls_credential_missing name, where istiod reads them: an Istio Gateway's credentialName in the gateway pod's namespace, a Gateway API certificateRef in its own"},
+			{"gateway_envoy_secrets_warming", FactList, "SDS secrets the gateway's Envoy holds warming (config_dump dynamic_warming_secrets): asked for and never sent"},
 			{"gateway_tls_credential_stale", FactList, "as gateway_tls_credential_missing, from a status of an older generation of the Gateway"},
 			{"gateway_listener_unreachable", FactList, "the gateway's servers and listeners no request reaches: an Istio Gateway port that no port of the gateway's Service is or targets (IST0162), a Gateway API listener port that is no port of its Service (AddressNotUsable), as SERVER: WHY"},
 			{"gateway_log_nc500", FactInt, "entries of the gateway's access log answered 500 NC (cluster_not_found): a route to a cluster istiod does not build, under Gateway API semantics"},
@@ -85,6 +88,10 @@ type gatewayRoutesInput struct {
 	NC500      []accesslog.Entry
 	LogLines   int
 	LogProblem string
+	// SecretsWarming are the SDS secrets the gateway's Envoy holds
+	// warming; SecretsProblem says why they could not be read.
+	SecretsWarming []string
+	SecretsProblem string
 }
 
 func (p GatewayRoutesProbe) Run(ctx context.Context, c cluster.Cluster, t cluster.Target) Result {
@@ -141,6 +148,13 @@ func fetchGatewayRoutes(ctx context.Context, c cluster.Cluster, t cluster.Target
 		in.RoutesProblem = cluster.AccessProblem(fmt.Sprintf("parse Envoy %s of %s", envoyadmin.ConfigDumpPath, src), err)
 	} else {
 		in.Routes = envoy.GatewayRouteConfigs(rcs)
+	}
+	if bodyErr != nil {
+		in.SecretsProblem = in.RoutesProblem
+	} else if dump, err := envoy.StreamConfigDump(envoyadmin.ContextReader(ctx, bytes.NewReader(body)), func(string) bool { return false }); err != nil {
+		in.SecretsProblem = cluster.AccessProblem(fmt.Sprintf("parse the SDS secrets of Envoy %s of %s", envoyadmin.ConfigDumpPath, src), err)
+	} else {
+		in.SecretsWarming = dump.WarmingSecrets
 	}
 	if logErr != nil {
 		in.LogProblem = cluster.AccessProblem(fmt.Sprintf("read the %s log of %s", mesh.ProxyContainer, src), logErr)
@@ -288,6 +302,9 @@ func evaluateGatewayRoutes(t cluster.Target, in gatewayRoutesInput) Result {
 	if !gatewayAPI {
 		apiProblems = gatewayAPIFacts(r, t, b, main, nc500Routes, in.LogProblem == "")
 	}
+	if in.SecretsProblem == "" {
+		apiProblems = append(apiProblems, warmingCredentialFacts(r, t, b, in.SecretsWarming)...)
+	}
 
 	// Runtime: the hosts the gateway answered 404 NR.
 	var nrHosts, unrouted []string
@@ -401,7 +418,7 @@ func gatewayAPIFacts(r Result, t cluster.Target, b *mesh.GatewayBinding, v *mesh
 	gw := api.GatewayRef()
 	r.Facts["gateway_api_gateway"] = gw
 	r.Facts["gateway_api_partial"] = strings.Join(api.Unknown, "; ")
-	var unattached, notFound, portMissing, refused, tlsMissing, tlsStale, unreachable []string
+	var unattached, notFound, portMissing, refused, tlsMissing, tlsSecrets, tlsStale, unreachable []string
 	why, source, backendSource := "", "", ""
 	share := 0
 	var problems []string
@@ -456,6 +473,9 @@ func gatewayAPIFacts(r Result, t cluster.Target, b *mesh.GatewayBinding, v *mesh
 				continue
 			}
 			tlsMissing = append(tlsMissing, entry)
+			for _, cred := range l.Credentials {
+				tlsSecrets = append(tlsSecrets, strings.TrimPrefix(cred, "kubernetes-gateway://"))
+			}
 			problems = append(problems, l.Ref()+" is not programmed (no TLS listener for it): "+rr.Message)
 		}
 	}
@@ -479,8 +499,55 @@ func gatewayAPIFacts(r Result, t cluster.Target, b *mesh.GatewayBinding, v *mesh
 	r.Facts["gateway_api_backend_source"] = backendSource
 	r.Facts["gateway_api_broken_share"] = share
 	r.Facts["gateway_tls_credential_missing"] = nonNil(tlsMissing)
+	r.Facts["gateway_tls_credential_secrets"] = nonNil(tlsSecrets)
+	r.Facts["gateway_tls_credential_source"] = ""
+	if len(tlsMissing) > 0 {
+		r.Facts["gateway_tls_credential_source"] = "status"
+	}
 	r.Facts["gateway_tls_credential_stale"] = nonNil(tlsStale)
 	r.Facts["gateway_listener_unreachable"] = nonNil(unreachable)
+	return problems
+}
+
+// warmingCredentialFacts sets the facts of the gateway's TLS servers whose
+// credential its Envoy holds warming and returns the problems they are.
+// An Istio Gateway's credentialName NAME is the SDS resource
+// kubernetes://NAME, which istiod reads from the gateway pod's namespace;
+// when it finds no Secret it sends nothing and Envoy keeps the secret
+// warming: each connection on that filter chain is reset. meshtriage
+// reads no Secrets: the warming secret is the evidence, istiod's status
+// (Gateway API listeners) stays the stronger one and keeps its source.
+func warmingCredentialFacts(r Result, t cluster.Target, b *mesh.GatewayBinding, warming []string) []string {
+	r.Facts["gateway_envoy_secrets_warming"] = nonNil(slices.Clone(warming))
+	var missing, secrets, problems []string
+	for _, s := range b.Servers {
+		if s.Credential == "" || s.Rejected != "" || !slices.Contains(warming, s.Credential) {
+			continue
+		}
+		ns, name := t.Source.Namespace, strings.TrimPrefix(s.Credential, "kubernetes://")
+		if rest, ok := strings.CutPrefix(s.Credential, "kubernetes-gateway://"); ok {
+			ns, name, _ = strings.Cut(rest, "/")
+		}
+		secret := ns + "/" + name
+		entry := fmt.Sprintf("%s: SDS secret %s is warming in the gateway's Envoy: istiod sent no Secret %s (namespace %s, the gateway pod's)", s.Ref(), s.Credential, name, ns)
+		if strings.HasPrefix(s.Credential, "kubernetes-gateway://") {
+			entry = fmt.Sprintf("%s: SDS secret %s is warming in the gateway's Envoy: istiod sent no Secret %s", s.Ref(), s.Credential, secret)
+		}
+		missing = append(missing, entry)
+		if !slices.Contains(secrets, secret) {
+			secrets = append(secrets, secret)
+		}
+		problems = append(problems, entry+": TLS connections on that server are reset")
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	if src, _ := r.Facts["gateway_tls_credential_source"].(string); src == "status" {
+		return nil // istiod's own word already says it
+	}
+	r.Facts["gateway_tls_credential_missing"] = missing
+	r.Facts["gateway_tls_credential_secrets"] = secrets
+	r.Facts["gateway_tls_credential_source"] = "envoy"
 	return problems
 }
 

@@ -134,12 +134,17 @@ func TestGatewayRoutesRealIngressGateway(t *testing.T) {
 	tg := cluster.Target{Namespace: "vanilla-playground", Service: "hello-openshift", Port: 8080,
 		Source: &cluster.PodRef{Namespace: "istio-system", Name: "istio-ingressgateway-74ddf8dd9f-6p8p2"}}
 	cv := gatewayView(t, ossm2Objects(t, "external-gateway"), "istio-system/istio-ingressgateway-74ddf8dd9f-6p8p2", tg)
-	rcs, err := envoy.StreamRouteConfigs(bytes.NewReader(realworldFile(t, "config_dump/ossm2_ingressgateway.json")))
+	dumpFile := realworldFile(t, "config_dump/ossm2_ingressgateway.json")
+	rcs, err := envoy.StreamRouteConfigs(bytes.NewReader(dumpFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dump, err := envoy.StreamConfigDump(bytes.NewReader(dumpFile), func(string) bool { return false })
 	if err != nil {
 		t.Fatal(err)
 	}
 	nr, lines := nrEntries(t, realworldLogGroup(t, "text.log", "German blog, 2021-12-11, 404 NR on ingress gateway"))
-	r := evaluateGatewayRoutes(tg, gatewayRoutesInput{CV: cv, Routes: envoy.GatewayRouteConfigs(rcs), NR: nr, LogLines: lines})
+	r := evaluateGatewayRoutes(tg, gatewayRoutesInput{CV: cv, Routes: envoy.GatewayRouteConfigs(rcs), NR: nr, LogLines: lines, SecretsWarming: dump.WarmingSecrets})
 	if err := CheckFacts(GatewayRoutesProbe{}.Meta(), r); err != nil {
 		t.Fatal(err)
 	}
@@ -154,6 +159,9 @@ func TestGatewayRoutesRealIngressGateway(t *testing.T) {
 		"gateway_api_unattached_source": "", "gateway_api_backend_not_found": []string{}, "gateway_api_backend_port_missing": []string{},
 		"gateway_api_ref_not_permitted": []string{}, "gateway_api_backend_source": "", "gateway_api_broken_share": 0,
 		"gateway_tls_credential_missing": []string{}, "gateway_tls_credential_stale": []string{}, "gateway_listener_unreachable": []string{},
+		"gateway_tls_credential_secrets": []string{}, "gateway_tls_credential_source": "",
+		// Its SDS secrets are its own certificate and root, both active.
+		"gateway_envoy_secrets_warming": []string{},
 	}
 	if !reflect.DeepEqual(r.Facts, want) {
 		t.Errorf("facts\n got %v\nwant %v", r.Facts, want)

@@ -107,14 +107,11 @@ func accessLogRun(sample string, t cluster.Target, log []byte, upstream bool) re
 // accessLogRunAt reads log as accessLogRun does, an upstream's as the log
 // of the pod with podIP.
 func accessLogRunAt(sample string, t cluster.Target, log []byte, upstream bool, podIP string) realworldRun {
-	match := sourceEntryMatcher(t)
+	pod := cluster.PodRef{Namespace: t.Namespace, Name: "pod"}
+	pl := splitCallerLog(nil, pod, log, t, false)
 	if upstream {
-		match = proxylog.InboundEntryAt(podIP)
-	}
-	pl := podLog{Pod: cluster.PodRef{Namespace: t.Namespace, Name: "pod"}, Upstream: upstream}
-	pl.Target, pl.Other, _ = accesslog.Split(bytes.NewReader(log), match)
-	if !upstream {
-		pl.Rejections = envoy.ParseXDSRejections(log)
+		pl = podLog{Pod: pod, Upstream: true}
+		pl.Target, pl.Other, _ = accesslog.Split(bytes.NewReader(log), proxylog.InboundEntryAt(podIP))
 	}
 	return realworldRun{sample: sample, probe: AccessLogProbe{}, target: t,
 		result: evaluateAccessLog(t, accessLogInput{Logs: []podLog{pl}})}

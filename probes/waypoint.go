@@ -13,8 +13,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/meshtriage/meshtriage/probes/ambientpath"
+	"github.com/meshtriage/meshtriage/probes/callerview"
 	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/istioconfig"
+	"github.com/meshtriage/meshtriage/probes/mesh"
 	"github.com/meshtriage/meshtriage/probes/parse/accesslog"
 	"github.com/meshtriage/meshtriage/probes/parse/clustername"
 	"github.com/meshtriage/meshtriage/probes/parse/envoy"
@@ -47,6 +49,14 @@ func (WaypointProbe) Meta() Meta {
 			{"waypoint_log_flags", FactList, "response flags of the waypoint's failed entries for the Service, as FLAG=COUNT"},
 			{"waypoint_rbac_denied", FactInt, "requests the waypoint refused by AuthorizationPolicy (403, rbac_access_denied_matched_policy)"},
 			{"waypoint_rbac_policies", FactList, "the policies those refusals name, NAMESPACE/NAME (\"none\": no ALLOW policy matched)"},
+			{"waypoint_api_routes", FactList, "Gateway API routes the waypoint applies for the Service: a Service parentRef naming it, in the Service's or the waypoint's namespace (HTTPRoute NS/NAME)"},
+			{"waypoint_api_backend_not_found", FactList, "backendRefs of those routes naming a Service that does not exist (BackendNotFound), as ROUTE rule N: KIND NS/NAME:PORT: the waypoint has no cluster for them, 500 NC"},
+			{"waypoint_api_backend_port_missing", FactList, "such backendRefs naming a port the Service does not have (istiod keeps ResolvedRefs True): no cluster, 500 NC"},
+			{"waypoint_api_backend_source", FactString, "where the backend verdicts come from: status (istiod's ResolvedRefs for the Service parent at the route's generation agrees), model (no status), disagree, stale; \"\" when no backend is invalid"},
+			{"waypoint_api_broken_share", FactInt, "the largest share (%) of a route rule's requests that go to invalid backendRefs"},
+			{"waypoint_api_partial", FactString, "why the routes the waypoint applies may not all have been read (\"\" when they were)"},
+			{"waypoint_log_nc500", FactInt, "entries of the waypoint's access log for the Service answered 500 NC (cluster_not_found): a Gateway API route to a cluster istiod does not build"},
+			{"waypoint_log_nc500_routes", FactList, "route names (route_name) of those entries, most frequent first"},
 			{"waypoint_unexplained", FactList, "failures in the waypoint's log for the Service that the vocabulary knows no cause of the catalogue for, with flag, code and details, as LINE=COUNT"},
 		},
 	}
@@ -64,7 +74,11 @@ type waypointPodRead struct {
 
 type waypointInput struct {
 	ambientpath.Input
-	Reads []waypointPodRead
+	// Routes is the config model (its Gateway API routes), read when the
+	// Service is bound to a waypoint; RoutesProblem says why it was not.
+	Routes        *mesh.Config
+	RoutesProblem string
+	Reads         []waypointPodRead
 	// FormatProblems: the mesh's access-log format could not be read.
 	FormatProblems []string
 }
@@ -75,6 +89,15 @@ func (p WaypointProbe) Run(ctx context.Context, c cluster.Cluster, t cluster.Tar
 		return ErrorResult(what, err)
 	}
 	in := waypointInput{Input: base}
+	if base.Binding.State == mesh.WaypointBound {
+		// The routes the waypoint applies for the Service: the model's
+		// Gateway API routes, read as for any caller.
+		if cv, what, err := callerview.Fetch(ctx, c, t); err != nil {
+			in.RoutesProblem = cluster.AccessProblem(what, err)
+		} else {
+			in.Routes = cv.Config
+		}
+	}
 	formats, formatProblems := istioconfig.ReadAccessLogFormats(ctx, c)
 	in.FormatProblems = formatProblems
 	var running []*corev1.Pod
@@ -114,7 +137,10 @@ func (p WaypointProbe) Run(ctx context.Context, c cluster.Cluster, t cluster.Tar
 type waypointLog struct {
 	Entries, Status503, RBACDenied int
 	Flags, Policies                map[string]int
-	Samples                        []string
+	// NC500 counts the 500 NC entries (cluster_not_found under Gateway API
+	// semantics) by route name.
+	NC500   map[string]int
+	Samples []string
 	// Failures counts the failed entries as the vocabulary reads them.
 	Failures accesslog.Counter
 }
@@ -123,7 +149,7 @@ type waypointLog struct {
 // inbound-vip cluster, or (a request refused before routing has none) with
 // its hostname as authority.
 func tallyWaypointLog(data []byte, t cluster.Target, formats accesslog.Formats) waypointLog {
-	l := waypointLog{Flags: map[string]int{}, Policies: map[string]int{}}
+	l := waypointLog{Flags: map[string]int{}, Policies: map[string]int{}, NC500: map[string]int{}}
 	var kept accesslog.Summary
 	host := t.Host()
 	sc := bufio.NewScanner(bytes.NewReader(data))
@@ -141,6 +167,10 @@ func tallyWaypointLog(data []byte, t cluster.Target, formats accesslog.Formats) 
 		failed := false
 		if e.ResponseCode == 503 {
 			l.Status503++
+			failed = true
+		}
+		if e.ResponseCode == 500 && e.HasFlag("NC") {
+			l.NC500[wording.Dash(e.RouteName)]++
 			failed = true
 		}
 		if p, ok := rbacPolicy(e.ResponseCodeDetails); ok && e.ResponseCode == 403 {
@@ -216,8 +246,16 @@ func evaluateWaypoint(t cluster.Target, in waypointInput) Result {
 		// Nothing runs: nothing was refused there (the dataplane step says
 		// why the waypoint has no pod).
 		r.Facts["waypoint_pods_read"], r.Facts["waypoint_rbac_denied"] = 0, 0
+		// Its routes are configuration: judged whether a pod runs or not.
+		var problems []string
+		if in.Routes != nil {
+			problems = waypointRouteFacts(r, t, in)
+		}
 		r.Status = StatusWarn
 		r.Summary = fmt.Sprintf("waypoint %s has no running pod to read (%d pods; %s)", in.Binding.Use.Ref, len(in.WaypointPods), in.Binding.State)
+		if len(problems) > 0 {
+			r.Status, r.Summary = StatusFail, r.Summary+"; "+strings.Join(problems, "; ")
+		}
 		return r
 	}
 	var problems, notes, raw []string
@@ -226,7 +264,7 @@ func evaluateWaypoint(t cluster.Target, in waypointInput) Result {
 	read, total, healthy := 0, 0, 0
 	present := false
 	var logs waypointLog
-	logs.Flags, logs.Policies = map[string]int{}, map[string]int{}
+	logs.Flags, logs.Policies, logs.NC500 = map[string]int{}, map[string]int{}, map[string]int{}
 	logsRead := 0
 	r.Evidence.Columns = []string{"waypoint pod", "cluster", "hosts", "healthy", "tunnels to"}
 	for _, rd := range in.Reads {
@@ -269,6 +307,9 @@ func evaluateWaypoint(t cluster.Target, in waypointInput) Result {
 		for k, v := range rd.Log.Policies {
 			logs.Policies[k] += v
 		}
+		for k, v := range rd.Log.NC500 {
+			logs.NC500[k] += v
+		}
 		raw = append(raw, rd.Log.Samples...)
 	}
 	r.Facts["waypoint_pods_read"] = read
@@ -300,12 +341,108 @@ func evaluateWaypoint(t cluster.Target, in waypointInput) Result {
 		if logs.Status503 > 0 {
 			problems = append(problems, fmt.Sprintf("the waypoint answered %d 503s for svc/%s (%s)", logs.Status503, t.Service, strings.Join(wording.Counts(logs.Flags), ", ")))
 		}
+		nc500 := 0
+		for _, n := range logs.NC500 {
+			nc500 += n
+		}
+		r.Facts["waypoint_log_nc500"] = nc500
+		r.Facts["waypoint_log_nc500_routes"] = nonNil(wording.ByCount(logs.NC500))
+		if nc500 > 0 {
+			problems = append(problems, fmt.Sprintf("the waypoint answered %d requests for svc/%s 500 NC (cluster_not_found: a Gateway API route to a cluster istiod does not build; %s)", nc500, t.Service, strings.Join(wording.Counts(logs.NC500), ", ")))
+		}
+	}
+	if in.Routes != nil {
+		problems = append(problems, waypointRouteFacts(r, t, in)...)
+	} else if in.RoutesProblem != "" {
+		notes = append(notes, in.RoutesProblem)
 	}
 	head := fmt.Sprintf("waypoint %s: %d/%d hosts healthy", in.Binding.Use.Ref, healthy, total)
 	r.Status, r.Summary = verdict{Head: head, Problems: problems, Warnings: notes,
 		Pass: fmt.Sprintf("%s, %d requests for svc/%s in its log, no 503 or 403", head, logs.Entries, t.Service)}.judge()
 	r.Evidence.Raw = strings.Join(raw, "\n")
 	return r
+}
+
+// waypointRouteFacts judges the Gateway API routes the waypoint applies
+// for the Service (core/listener_waypoint.go getVirtualServiceForWaypoint:
+// mesh routes of the Service's or the waypoint's namespace whose parent
+// is the Service), as istiod converts them for a mesh parent, and sets
+// their facts; it returns the problems they are. A backendRef istiod
+// cannot resolve, or to a port its Service lacks, is routed to a cluster
+// the waypoint does not have: 500 NC.
+func waypointRouteFacts(r Result, t cluster.Target, in waypointInput) []string {
+	cfg, ref := in.Routes, in.Binding.Use.Ref
+	var partial []string
+	for _, kind := range []string{mesh.KindHTTPRoute, mesh.KindGRPCRoute} {
+		for _, ns := range wording.UniqueNonEmpty(t.Namespace, ref.Namespace) {
+			if !cfg.GatewayAPI.Known(kind, ns) {
+				partial = append(partial, fmt.Sprintf("the %ss of namespace %s were not read", kind, ns))
+			}
+		}
+	}
+	var routes, notFound, portMissing, problems []string
+	source, share := "", 0
+	for _, rv := range cfg.APIRoutes() {
+		if rv.Namespace != t.Namespace && rv.Namespace != ref.Namespace {
+			continue
+		}
+		var parent *mesh.ParentVerdict
+		for i, p := range rv.Parents {
+			if p.Mesh && p.ParentKind == "Service" && p.ParentNamespace == t.Namespace && p.ParentName == t.Service {
+				parent = &rv.Parents[i]
+			}
+		}
+		if parent == nil {
+			continue
+		}
+		routes = append(routes, rv.Route)
+		for _, bv := range rv.InvalidBackends(true) {
+			entry := fmt.Sprintf("%s rule %d: %s %s/%s:%d", rv.Route, bv.Rule, bv.Kind, bv.Namespace, bv.Name, bv.Port)
+			switch bv.Invalid {
+			case mesh.BackendNotFound, mesh.BackendInvalidKind:
+				notFound = append(notFound, entry)
+			case mesh.BackendPortMissing:
+				portMissing = append(portMissing, entry)
+			default:
+				continue
+			}
+			problems = append(problems, fmt.Sprintf("%s (%d%% of the rule's requests): %s, the waypoint answers 500 NC", entry, bv.Percent, bv.Why))
+			if src := meshParentBackendSource(parent, bv); source == "" || src != "status" && src != "model" {
+				source = src
+			}
+		}
+		if sh := rv.BrokenShare(true); sh > share {
+			share = sh
+		}
+	}
+	r.Facts["waypoint_api_routes"] = nonNil(routes)
+	r.Facts["waypoint_api_backend_not_found"] = nonNil(notFound)
+	r.Facts["waypoint_api_backend_port_missing"] = nonNil(portMissing)
+	r.Facts["waypoint_api_backend_source"] = source
+	r.Facts["waypoint_api_broken_share"] = share
+	r.Facts["waypoint_api_partial"] = strings.Join(partial, "; ")
+	for _, rt := range routes {
+		r.Evidence.Rows = append(r.Evidence.Rows, []string{ref.String(), rt, "", "", "applied for svc/" + t.Service})
+	}
+	return problems
+}
+
+// meshParentBackendSource says where the verdict on an invalid backend of
+// a route on the Service parent comes from: status when istiod's
+// ResolvedRefs at the route's generation agrees (False for a reference it
+// cannot resolve, True for a port the Service lacks, which it does not
+// check), model without one, disagree or stale otherwise.
+func meshParentBackendSource(p *mesh.ParentVerdict, b mesh.BackendVerdict) string {
+	st := p.StatusResolvedRefs
+	switch {
+	case st == nil:
+		return "model"
+	case st.Stale:
+		return "stale"
+	case st.Status == "False" && b.Invalid != mesh.BackendPortMissing, st.Status == "True" && b.Invalid == mesh.BackendPortMissing:
+		return "status"
+	}
+	return "disagree"
 }
 
 func waypointCommands(t cluster.Target, in ambientpath.Input) []string {

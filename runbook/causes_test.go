@@ -171,7 +171,7 @@ var causeCases = []struct {
 	{"gateway.backend-not-found", map[string]probes.Facts{
 		"destination-rules": {"dr_found": false, "vs_found": true, "mesh_route_backend_not_found": []string{"HTTPRoute shop/orders-canary shop.orders-canary.0: orders-canary.shop.svc.cluster.local:8080"},
 			"mesh_route_broken_percent": 10},
-		"access-log": {"log_5xx": 10, "log_flag_nc": 10},
+		"access-log": {"log_5xx": 10, "log_flag_nc": 10, "log_nc500": 10},
 	}, runbook.ConfidenceHigh},
 	{"gateway.backend-port-missing", gatewayAPICase(probes.Facts{
 		"gateway_api_backend_port_missing": []string{"HTTPRoute shop/orders rule 0: Service shop/orders:80"},
@@ -179,13 +179,21 @@ var causeCases = []struct {
 	{"gateway.backend-port-missing", map[string]probes.Facts{
 		"destination-rules": {"vs_found": true, "mesh_route_backend_port_missing": []string{"HTTPRoute shop/orders shop.orders.0: orders.shop.svc.cluster.local:80"},
 			"mesh_route_broken_percent": 100},
-		"access-log": {"log_5xx": 30, "log_flag_nc": 30},
+		"access-log": {"log_5xx": 30, "log_flag_nc": 30, "log_nc500": 30},
 	}, runbook.ConfidenceHigh},
 	{"gateway.ref-not-permitted", gatewayAPICase(probes.Facts{
 		"gateway_api_ref_not_permitted": []string{"HTTPRoute web/orders rule 0: Service shop/orders:8080"},
 		"gateway_api_backend_source":    "model", "gateway_api_broken_share": 100, "gateway_route_to_target": false}), runbook.ConfidenceHigh},
 	{"gateway.tls-credential-missing", gatewayAPICase(probes.Facts{
-		"gateway_tls_credential_missing": []string{"shop/public listener https (port 443 HTTPS): invalid certificate reference /Secret/shop-cert., secret shop/shop-cert not found"}}), runbook.ConfidenceHigh},
+		"gateway_tls_credential_missing": []string{"shop/public listener https (port 443 HTTPS): invalid certificate reference /Secret/shop-cert., secret shop/shop-cert not found"},
+		"gateway_tls_credential_source":  "status", "gateway_tls_credential_secrets": []string{"shop/shop-cert"}}), runbook.ConfidenceHigh},
+	// An Istio Gateway's credentialName: the gateway's Envoy holds its SDS
+	// secret warming; no Secret is read, so never more than medium.
+	{"gateway.tls-credential-missing", gatewayAPICase(probes.Facts{
+		"gateway_api_gateway":            "",
+		"gateway_tls_credential_missing": []string{"istio-system/shop-gateway servers[1] (port 443 HTTPS): SDS secret kubernetes://shop-cert is warming in the gateway's Envoy"},
+		"gateway_tls_credential_source":  "envoy", "gateway_tls_credential_secrets": []string{"istio-system/shop-cert"},
+		"gateway_envoy_secrets_warming": []string{"kubernetes://shop-cert"}}), runbook.ConfidenceMedium},
 	{"gateway.listener-unreachable", gatewayAPICase(probes.Facts{
 		"gateway_api_gateway":          "",
 		"gateway_listener_unreachable": []string{"istio-system/public servers[0] (port 9080 HTTP): no port of the gateway's Service istio-system/istio-ingressgateway is 9080 or targets it"}}), runbook.ConfidenceHigh},
@@ -223,6 +231,24 @@ var causeCases = []struct {
 			"waypoint_ready_pods": 1, "waypoint_bound_condition": "False: UnsupportedTrafficType"},
 		"ambient-policy": {"authz_denied": true, "authz_waypoint_admitted": true, "authz_reason": "allow policies exist, but none allowed"},
 	}), runbook.ConfidenceHigh},
+	// The Gateway API routes a waypoint applies for the Service: an
+	// ambient caller's requests take them there.
+	{"gateway.backend-not-found", ambientCase(map[string]probes.Facts{
+		"dataplane": {"waypoint_named": true, "waypoint_name": "shop/orders-waypoint", "waypoint_state": "bound",
+			"waypoint_ready_pods": 1, "waypoint_traversed": true},
+		"waypoint": {"waypoint_pods_read": 1, "waypoint_rbac_denied": 0, "waypoint_api_routes": []string{"HTTPRoute shop/orders-canary"},
+			"waypoint_api_backend_not_found":    []string{"HTTPRoute shop/orders-canary rule 0: Service shop/orders-canary:8080"},
+			"waypoint_api_backend_port_missing": []string{}, "waypoint_api_backend_source": "status", "waypoint_api_broken_share": 20,
+			"waypoint_api_partial": "", "waypoint_log_nc500": 98, "waypoint_log_nc500_routes": []string{"shop.orders-canary.0"}},
+	}), runbook.ConfidenceHigh},
+	{"gateway.backend-port-missing", ambientCase(map[string]probes.Facts{
+		"dataplane": {"waypoint_named": true, "waypoint_name": "shop/orders-waypoint", "waypoint_state": "bound",
+			"waypoint_ready_pods": 1, "waypoint_traversed": true},
+		"waypoint": {"waypoint_pods_read": 1, "waypoint_rbac_denied": 0, "waypoint_api_routes": []string{"HTTPRoute shop/orders"},
+			"waypoint_api_backend_not_found": []string{}, "waypoint_api_backend_port_missing": []string{"HTTPRoute shop/orders rule 0: Service shop/orders:80"},
+			"waypoint_api_backend_source": "model", "waypoint_api_broken_share": 100,
+			"waypoint_api_partial": "the GRPCRoutes of namespace shop were not read", "waypoint_log_nc500": 40}},
+	), runbook.ConfidenceMedium},
 	{"ambient.pod-not-enrolled", ambientCase(map[string]probes.Facts{
 		"dataplane": {"dataplane_source": "none", "dataplane_source_not_enrolled": true,
 			"dataplane_not_enrolled_pods": []string{"shop/web-1 (caller): ambient, NOT enrolled"}},

@@ -33,7 +33,7 @@ var gatewayAPIHealthy = map[string]probes.Facts{
 		"gateway_api_gateway": "shop/public", "gateway_api_partial": "", "gateway_api_unattached": []string{}, "gateway_api_unattached_why": "",
 		"gateway_api_unattached_source": "", "gateway_api_backend_not_found": []string{}, "gateway_api_backend_port_missing": []string{},
 		"gateway_api_ref_not_permitted": []string{}, "gateway_api_backend_source": "", "gateway_api_broken_share": 0,
-		"gateway_tls_credential_missing": []string{}, "gateway_tls_credential_stale": []string{}, "gateway_listener_unreachable": []string{},
+		"gateway_tls_credential_missing": []string{}, "gateway_tls_credential_source": "", "gateway_tls_credential_secrets": []string{}, "gateway_envoy_secrets_warming": []string{}, "gateway_tls_credential_stale": []string{}, "gateway_listener_unreachable": []string{},
 		"gateway_log_nc500": 0, "gateway_log_nc500_routes": []string{},
 	},
 }

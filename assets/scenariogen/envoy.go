@@ -549,6 +549,8 @@ type Sidecar struct {
 	NodeType string
 	// CDSRejected counts the CDS updates it rejected.
 	CDSRejected int
+	// WarmingSecrets are SDS secrets it asked for and was never sent.
+	WarmingSecrets []string
 }
 
 // files are the admin endpoints' outputs by file name.
@@ -703,11 +705,22 @@ func (s *Sidecar) configDump() Object {
 		return Object{{"name", name}, {"version_info", "0"}, {"last_updated", accessLogTime(p.ProxyStarted.Add(time.Duration(afterMs) * time.Millisecond))},
 			{"secret", Object{{"@type", "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.Secret"}, {"name", name}, body}}}
 	}
-	configs = append(configs, Object{{"@type", "type.googleapis.com/envoy.admin.v3.SecretsConfigDump"}, {"dynamic_active_secrets", []Object{
+	secrets := Object{{"@type", "type.googleapis.com/envoy.admin.v3.SecretsConfigDump"}, {"dynamic_active_secrets", []Object{
 		secret("default", 540, Field{"tls_certificate", Object{{"certificate_chain", Object{{"inline_bytes", certChain}}},
 			{"private_key", Object{{"inline_bytes", "W3JlZGFjdGVkXQ=="}}}}}),
 		secret("ROOTCA", 541, Field{"validation_context", Object{{"trusted_ca", Object{{"inline_bytes", rootCA}}}}}),
-	}}})
+	}}}
+	if len(s.WarmingSecrets) > 0 {
+		// A secret asked for and never sent: no version, the time of the
+		// request, a Secret with its name alone.
+		var warming []Object
+		for _, name := range s.WarmingSecrets {
+			warming = append(warming, Object{{"name", name}, {"version_info", "uninitialized"}, {"last_updated", started},
+				{"secret", Object{{"@type", "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.Secret"}, {"name", name}}}})
+		}
+		secrets = append(secrets, Field{"dynamic_warming_secrets", warming})
+	}
+	configs = append(configs, secrets)
 	return Object{{"configs", configs}}
 }
 

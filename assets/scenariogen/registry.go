@@ -69,6 +69,9 @@ var scenarios = []Scenario{
 	gatewayAPIRouteNotAttached,
 	gatewayAPIRefNotPermitted,
 	gatewayListenerUnreachable,
+	gatewayTLSCredentialMissing,
+	meshRouteBackendNotFound,
+	waypointRouteBackendNotFound,
 	// issue 29, control plane and ambient.
 	xdsRejectedAfterUpgrade,
 	// Issue 29, the sidecar and the app's side.

@@ -310,6 +310,9 @@ type EnvoyState struct {
 	// CDSRejected counts the CDS updates the Envoy rejected since it
 	// started (cluster_manager.cds.update_rejected).
 	CDSRejected int
+	// WarmingSecrets are SDS secrets the Envoy asked for and was never
+	// sent (config_dump dynamic_warming_secrets).
+	WarmingSecrets []string
 }
 
 // recordSidecar saves pod's Envoy admin output: clusters plus the
@@ -320,7 +323,7 @@ func (s *Shop) recordSidecar(p *Pod, clusters []*Cluster, state EnvoyState) *Sid
 		ls = listeners()
 	}
 	sc := &Sidecar{Pod: p, Now: s.now, Version: s.xdsVersion, Clusters: append(clusters, backgroundClusters()...), Listeners: ls, Routes: state.Routes,
-		AltStatNames: s.shapes.AltStatNames, CDSRejected: state.CDSRejected}
+		AltStatNames: s.shapes.AltStatNames, CDSRejected: state.CDSRejected, WarmingSecrets: state.WarmingSecrets}
 	s.sidecars = append(s.sidecars, sc)
 	return sc
 }

@@ -631,7 +631,8 @@ func TestScenarioPatchesClearTheirCauseOnCheckManifests(t *testing.T) {
 		"outlier-gateway-errors", "circuit-breaker-overflow", "port-mismatch", "gateway-vs-not-bound", "gateway-host-mismatch",
 		"mtls-to-pod-without-sidecar", "mtls-plaintext-to-strict", "ambient-hbone-networkpolicy",
 		"missing-serviceentry", "idle-timeout-uc",
-		"gatewayapi-backend-port-missing", "gatewayapi-route-not-attached", "gatewayapi-ref-not-permitted", "gateway-listener-unreachable"} {
+		"gatewayapi-backend-port-missing", "gatewayapi-route-not-attached", "gatewayapi-ref-not-permitted", "gateway-listener-unreachable",
+		"mesh-route-backend-not-found", "waypoint-route-backend-not-found"} {
 		if proved[name] == 0 && !t.Failed() {
 			t.Errorf("%s: no patch proven on check --manifests", name)
 		}

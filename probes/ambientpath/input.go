@@ -123,15 +123,28 @@ func Fetch(ctx context.Context, c cluster.Cluster, t cluster.Target) (Input, str
 			in.GatewaysProblem = cluster.AccessProblem("list gateways.gateway.networking.k8s.io in "+wp.Namespace, gwsErr)
 		}
 		in.Binding = mesh.BindServiceWaypoint(in.Service, in.Namespace, gws, known)
-		if wpErr != nil {
+		switch {
+		case wpErr != nil:
 			in.WaypointProblem = cluster.AccessProblem("list pods of waypoint "+wp.String(), wpErr)
-		} else {
+		case len(wpPods) == 0 && inputOnly(c):
+			// Not read is not absent: a dump or recording that holds no
+			// pod of the waypoint may have left them out (a dump of the
+			// caller's pods only); a live cluster answers for itself.
+			in.WaypointProblem = "the input holds no pod of waypoint " + wp.String() + ": whether it has a ready one is not known"
+		default:
 			in.WaypointPods, in.WaypointPodsRead = wpPods, true
 			sort.Slice(in.WaypointPods, func(i, j int) bool { return in.WaypointPods[i].Name < in.WaypointPods[j].Name })
 			in.Binding = mesh.GatewaySandwich(in.Binding, in.WaypointPods)
 		}
 	}
 	return in, "", nil
+}
+
+// inputOnly: c serves an input (a dump, a recording), which answers only
+// for what it holds, not a live cluster.
+func inputOnly(c cluster.Cluster) bool {
+	_, ok := cluster.Uncached(c).(cluster.PodsHolder)
+	return ok
 }
 
 // CallerKind is what the caller is to the data plane: ambient (enrolled),

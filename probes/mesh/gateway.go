@@ -153,6 +153,11 @@ type GatewayServer struct {
 	Port, ListenerPort int32
 	Protocol           string // upper case: HTTP, HTTPS, HTTP2, GRPC, TLS, TCP
 	TLSMode            string // "" without tls
+	// Credential is the SDS resource the server's TLS names
+	// (credentials.ToResourceName: credentialName NAME is
+	// kubernetes://NAME, which istiod looks up in the gateway pod's
+	// namespace); "" without credentialName.
+	Credential string
 	// Hosts as istiod reads them: "./h" is the Gateway's namespace, "*/h"
 	// is h.
 	Hosts []string
@@ -168,6 +173,24 @@ type GatewayServer struct {
 	// pod is its port or leads to it; "" when one does, or no Service was
 	// read.
 	Unreachable string
+}
+
+// credentialResource is the SDS name istiod gives a credentialName
+// (pilot/pkg/model/credentials.ToResourceName): a typed name as written
+// (kubernetes://, kubernetes-gateway://, configmap://), builtin:// the
+// proxy's own certificate, anything else kubernetes://NAME.
+func credentialResource(name string) string {
+	switch {
+	case name == "":
+		return ""
+	case strings.HasPrefix(name, "builtin://"):
+		return "default"
+	case strings.HasPrefix(name, "invalid://"):
+		return "invalid://"
+	case strings.HasPrefix(name, "kubernetes://"), strings.HasPrefix(name, "kubernetes-gateway://"), strings.HasPrefix(name, "configmap://"):
+		return name
+	}
+	return "kubernetes://" + name
 }
 
 // Ref names the server: namespace/name servers[i] port P.
@@ -686,6 +709,7 @@ func (c *Config) gatewayServers(caller Caller, selecting []*networkingv1.Gateway
 				Protocol: strings.ToUpper(p.GetProtocol()), Hosts: sanitizeServerHosts(s.GetHosts(), gw.Namespace)}
 			if s.GetTls() != nil {
 				gs.TLSMode = s.GetTls().GetMode().String()
+				gs.Credential = credentialResource(s.GetTls().GetCredentialName())
 			}
 			var why string
 			if gw.Annotations[AnnotationGatewayService] != "" {

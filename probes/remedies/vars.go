@@ -27,24 +27,26 @@ func unknown(words, why string) Var { return Var{Words: words, Why: why} }
 // runbook's fix texts, commands and verifications may name besides the
 // target's.
 var VarDocs = map[string]string{
-	"PORT":                   "the target port, or the Service's only port when none was named",
-	"SELECTOR":               "the Service's selector as kubectl -l takes it",
-	"SERVICE_WORKLOADS":      "the workloads of the Service's pods as kind/name, space-separated (kubectl rollout restart takes them all)",
-	"SERVICE_DEPLOYMENT":     "the Deployment of the Service's pods as deployment/NAME, when one Deployment owns them all",
-	"APP_CONTAINER":          "the app container of the Service's pods (not istio-proxy)",
-	"NOT_READY_POD":          "a pod of the Service whose endpoint is not ready",
-	"SOURCE_WORKLOAD":        "the caller's workload as kind/name",
-	"SOURCE_PRINCIPAL":       "the caller's identity as ztunnel and AuthorizationPolicy see it (TRUST-DOMAIN/ns/NS/sa/SA)",
-	"GATEWAY":                "the Istio Gateway that selects the gateway pod, as namespace/name",
-	"GATEWAY_NAME":           "that Gateway's name",
-	"GATEWAY_NAMESPACE":      "that Gateway's namespace",
-	"WAYPOINT":               "the waypoint the Service's (or its namespace's) istio.io/use-waypoint names",
-	"WAYPOINT_NAMESPACE":     "that waypoint's namespace",
-	"NOT_ENROLLED_WORKLOAD":  "the workload of a pod meant for ambient that the CNI did not enroll, as kind/name",
-	"NOT_ENROLLED_NAMESPACE": "that pod's namespace",
-	"EXTERNAL_HOST":          "an external host the caller sent to BlackHoleCluster",
-	"ZTUNNEL_NODES":          "the nodes of the path without a Running, Ready ztunnel, space-separated",
-	"ISTIO_NAMESPACE":        "istiod's namespace",
+	"PORT":                     "the target port, or the Service's only port when none was named",
+	"SELECTOR":                 "the Service's selector as kubectl -l takes it",
+	"SERVICE_WORKLOADS":        "the workloads of the Service's pods as kind/name, space-separated (kubectl rollout restart takes them all)",
+	"SERVICE_DEPLOYMENT":       "the Deployment of the Service's pods as deployment/NAME, when one Deployment owns them all",
+	"APP_CONTAINER":            "the app container of the Service's pods (not istio-proxy)",
+	"NOT_READY_POD":            "a pod of the Service whose endpoint is not ready",
+	"SOURCE_WORKLOAD":          "the caller's workload as kind/name",
+	"SOURCE_PRINCIPAL":         "the caller's identity as ztunnel and AuthorizationPolicy see it (TRUST-DOMAIN/ns/NS/sa/SA)",
+	"GATEWAY":                  "the Istio Gateway that selects the gateway pod, as namespace/name",
+	"GATEWAY_NAME":             "that Gateway's name",
+	"GATEWAY_NAMESPACE":        "that Gateway's namespace",
+	"WAYPOINT":                 "the waypoint the Service's (or its namespace's) istio.io/use-waypoint names",
+	"WAYPOINT_NAMESPACE":       "that waypoint's namespace",
+	"NOT_ENROLLED_WORKLOAD":    "the workload of a pod meant for ambient that the CNI did not enroll, as kind/name",
+	"NOT_ENROLLED_NAMESPACE":   "that pod's namespace",
+	"EXTERNAL_HOST":            "an external host the caller sent to BlackHoleCluster",
+	"ZTUNNEL_NODES":            "the nodes of the path without a Running, Ready ztunnel, space-separated",
+	"ISTIO_NAMESPACE":          "istiod's namespace",
+	"TLS_CREDENTIAL_SECRET":    "the certificate Secret a gateway's TLS server or listener names and istiod does not find",
+	"TLS_CREDENTIAL_NAMESPACE": "the namespace istiod reads that Secret from (an Istio Gateway's credentialName: the gateway pod's)",
 }
 
 // VarNames are VarDocs' names, sorted.
@@ -116,6 +118,7 @@ func Vars(ctx context.Context, in *Input) map[string]Var {
 	sourceVars(ctx, in, out)
 	gatewayVars(in.Facts, out)
 	waypointVars(in.Facts, out)
+	credentialVars(in.Facts, out)
 	notEnrolledVars(ctx, in, out)
 	out["EXTERNAL_HOST"] = firstOf(in.Facts, "an external host", "the triage saw no request to an unregistered external host",
 		"se_unregistered_hosts", "se_hidden_hosts", "log_blackhole_hosts")
@@ -208,6 +211,21 @@ func waypointVars(facts probes.Facts, out map[string]Var) {
 		return
 	}
 	out["WAYPOINT"], out["WAYPOINT_NAMESPACE"] = known(name), known(ns)
+}
+
+// credentialVars: the gateway step lists the missing credentials' Secrets
+// as namespace/name, where istiod reads them; the first speaks.
+func credentialVars(facts probes.Facts, out map[string]Var) {
+	secrets, _ := facts["gateway_tls_credential_secrets"].([]string)
+	if len(secrets) > 0 {
+		if ns, name, ok := splitRef(secrets[0]); ok {
+			out["TLS_CREDENTIAL_SECRET"], out["TLS_CREDENTIAL_NAMESPACE"] = known(name), known(ns)
+			return
+		}
+	}
+	why := "the gateway step names no missing TLS credential's Secret"
+	out["TLS_CREDENTIAL_SECRET"] = unknown("the certificate Secret the server names", why)
+	out["TLS_CREDENTIAL_NAMESPACE"] = unknown("the namespace istiod reads it from", why)
 }
 
 // notEnrolledVars: the dataplane step lists "NS/NAME[ (caller)]: why".

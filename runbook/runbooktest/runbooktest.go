@@ -56,6 +56,7 @@ func Healthy() map[string]probes.Facts {
 			"log_details": []string{}, "log_transport_failures": []string{}, "log_blackhole": 0,
 			"log_blackhole_hosts": []string{}, "log_connection_refused": 0, "log_xds_rejected": 0, "log_xds_rejected_reason": "",
 			"log_http10_rejected": 0, "log_http10_hops": []string{}, "log_http10_accepted_by": []string{},
+			"log_nc500": 0, "log_nc500_routes": []string{},
 		},
 		"proxy-status": {
 			"xds_proxy_known": true, "xds_stale_types": []string{}, "xds_cds": "SYNCED", "xds_eds": "SYNCED",

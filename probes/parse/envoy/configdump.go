@@ -43,6 +43,12 @@ type ConfigDump struct {
 	// Fallbacks counts, by type name, the Any types decoded as empty
 	// messages in the clusters that were decoded.
 	Fallbacks map[string]int
+	// ActiveSecrets and WarmingSecrets are the SDS secret names of the
+	// SecretsConfigDump's dynamic_active_secrets and
+	// dynamic_warming_secrets, in document order. A secret Envoy asked for
+	// and was never sent stays warming: an Istio gateway's
+	// kubernetes://NAME whose Secret istiod cannot find.
+	ActiveSecrets, WarmingSecrets []string
 }
 
 // Active returns the named active cluster.
@@ -70,6 +76,7 @@ var defaultUnmarshal = proto.UnmarshalOptions{DiscardUnknown: true}
 var (
 	clustersDumpURL  = typePrefix + string((&adminv3.ClustersConfigDump{}).ProtoReflect().Descriptor().FullName())
 	endpointsDumpURL = typePrefix + string((&adminv3.EndpointsConfigDump{}).ProtoReflect().Descriptor().FullName())
+	secretsDumpURL   = typePrefix + string((&adminv3.SecretsConfigDump{}).ProtoReflect().Descriptor().FullName())
 )
 
 // DecodeConfigDump decodes the whole document with protojson and
@@ -109,6 +116,17 @@ func DecodeConfigDump(data []byte, match func(name string) bool) (ConfigDump, er
 					out.Clusters = append(out.Clusters, cc)
 					countEmptyAnys(c.ProtoReflect(), out.Fallbacks)
 				}
+			}
+		case secretsDumpURL:
+			var scd adminv3.SecretsConfigDump
+			if err := cfg.UnmarshalTo(&scd); err != nil {
+				return ConfigDump{}, fmt.Errorf("config_dump secrets: %w", err)
+			}
+			for _, ds := range scd.GetDynamicActiveSecrets() {
+				out.ActiveSecrets = append(out.ActiveSecrets, ds.GetName())
+			}
+			for _, ds := range scd.GetDynamicWarmingSecrets() {
+				out.WarmingSecrets = append(out.WarmingSecrets, ds.GetName())
 			}
 		case endpointsDumpURL:
 			var ecd adminv3.EndpointsConfigDump
@@ -261,6 +279,10 @@ func (s *streamer) root() error {
 					return s.array(func() error { return s.dynamicCluster(warming) })
 				case "dynamic_endpoint_configs":
 					return s.array(s.dynamicEndpoints)
+				case "dynamic_active_secrets":
+					return s.array(func() error { return s.dynamicSecret(&s.out.ActiveSecrets) })
+				case "dynamic_warming_secrets":
+					return s.array(func() error { return s.dynamicSecret(&s.out.WarmingSecrets) })
 				}
 				return s.skip()
 			})
@@ -291,6 +313,21 @@ func (s *streamer) dynamicCluster(warming bool) error {
 		s.out.Clusters = append(s.out.Clusters, cc)
 		return nil
 	})
+}
+
+// dynamicSecret reads a SecretsConfigDump.DynamicSecret ({"name",
+// "version_info", "last_updated", "secret": {...}}) and adds its name to
+// names; the secret itself (redacted key material) is not kept.
+func (s *streamer) dynamicSecret(names *[]string) error {
+	if err := s.dec.Decode(&s.raw); err != nil {
+		return err
+	}
+	var ds adminv3.SecretsConfigDump_DynamicSecret
+	if err := tolerant(nil).Unmarshal(s.raw, &ds); err != nil {
+		return fmt.Errorf("secret: %w", err)
+	}
+	*names = append(*names, ds.GetName())
+	return nil
 }
 
 // dynamicEndpoints reads {"endpoint_config": {...}, ...}.

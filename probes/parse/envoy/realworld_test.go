@@ -470,3 +470,71 @@ func TestRealworldLogsHoldNoXDSRejection(t *testing.T) {
 		}
 	}
 }
+
+// The SDS secrets of every real config_dump with a SecretsConfigDump: each
+// proxy (two sidecars, an OSSM ingress gateway, the envoy fixture's
+// sidecar) holds its workload certificate and root active, none warming;
+// both decoders agree. wrapped_istio8846_outlier.json has no secrets
+// section: nothing is read from it.
+func TestRealworldConfigDumpSecrets(t *testing.T) {
+	none := func(string) bool { return false }
+	for _, file := range []string{
+		"realworld/config_dump/ossm2_hello_openshift_sidecar.json",
+		"realworld/config_dump/ossm2_ingressgateway.json",
+		"realworld/config_dump/slime_scout.json",
+		"realworld/config_dump/wrapped_istio8846_outlier.json",
+		"envoy/config_dump.json",
+	} {
+		t.Run(file, func(t *testing.T) {
+			data := readRealworld(t, "../"+file)
+			streamed, err := StreamConfigDump(bytes.NewReader(data), none)
+			if err != nil {
+				t.Fatal(err)
+			}
+			whole, err := DecodeConfigDump(data, none)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := []string{"default", "ROOTCA"}
+			if strings.Contains(file, "wrapped") {
+				want = nil
+			}
+			if !reflect.DeepEqual(streamed.ActiveSecrets, want) || len(streamed.WarmingSecrets) != 0 {
+				t.Errorf("streamed: active %q, warming %q; want active %q, none warming", streamed.ActiveSecrets, streamed.WarmingSecrets, want)
+			}
+			if !reflect.DeepEqual(streamed.ActiveSecrets, whole.ActiveSecrets) || !reflect.DeepEqual(streamed.WarmingSecrets, whole.WarmingSecrets) {
+				t.Errorf("the decoders disagree: whole active %q, warming %q", whole.ActiveSecrets, whole.WarmingSecrets)
+			}
+		})
+	}
+}
+
+// A gateway whose credentialName Secret istiod cannot find: Envoy asked
+// for kubernetes://shop-cert and was sent nothing, so the secret stays in
+// dynamic_warming_secrets (SecretsConfigDump's shape: a DynamicSecret with
+// its name and no secret yet).
+func TestConfigDumpWarmingSecret(t *testing.T) {
+	doc := `{"configs": [
+	 {"@type": "type.googleapis.com/envoy.admin.v3.SecretsConfigDump",
+	  "dynamic_active_secrets": [
+	   {"name": "default", "version_info": "2026-12-04T08:30:00Z/3", "last_updated": "2026-12-04T08:30:00Z",
+	    "secret": {"@type": "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.Secret", "name": "default",
+	     "tls_certificate": {"certificate_chain": {"inline_bytes": "W3JlZGFjdGVkXQ=="}, "private_key": {"inline_bytes": "W3JlZGFjdGVkXQ=="}}}}],
+	  "dynamic_warming_secrets": [
+	   {"name": "kubernetes://shop-cert", "version_info": "uninitialized", "last_updated": "2026-12-04T08:31:00Z",
+	    "secret": {"@type": "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.Secret", "name": "kubernetes://shop-cert"}}]}]}`
+	none := func(string) bool { return false }
+	streamed, err := StreamConfigDump(strings.NewReader(doc), none)
+	if err != nil {
+		t.Fatal(err)
+	}
+	whole, err := DecodeConfigDump([]byte(doc), none)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []ConfigDump{streamed, whole} {
+		if !reflect.DeepEqual(d.ActiveSecrets, []string{"default"}) || !reflect.DeepEqual(d.WarmingSecrets, []string{"kubernetes://shop-cert"}) {
+			t.Errorf("active %q, warming %q", d.ActiveSecrets, d.WarmingSecrets)
+		}
+	}
+}
