@@ -70,4 +70,5 @@ var Causes = []string{
 	"probe.rewrite-mismatch",
 	"http.1.0-rejected",
 	"app.localhost-bound",
+	"protocol.server-first",
 }

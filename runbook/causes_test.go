@@ -314,6 +314,17 @@ var causeCases = []struct {
 		"access-log": {"log_http10_rejected": 40, "log_http10_hops": []string{"sidecar-outbound"}, "log_details": []string{"low_version"},
 			"log_http10_accepted_by": []string{"shop/frontend-1: istio-proxy env ISTIO_META_HTTP10=1"}},
 	}, runbook.ConfidenceLow},
+	// MySQL behind a port named http-mysql, and the caller says the
+	// handshake never came.
+	{"protocol.server-first", map[string]probes.Facts{
+		"port-protocol": {"portproto_server_first": []string{"3306 http-mysql: HTTP by name; port 3306 is MySQL's"}, "portproto_server_first_ports": []string{"3306"},
+			"portproto_client_errors": 12, "portproto_caller_logs_read": true},
+	}, runbook.ConfidenceMedium},
+	// The port and the image alone.
+	{"protocol.server-first", map[string]probes.Facts{
+		"port-protocol": {"portproto_server_first": []string{"3306 http-mysql: HTTP by name; port 3306 is MySQL's"}, "portproto_server_first_ports": []string{"3306"},
+			"portproto_caller_logs_read": false},
+	}, runbook.ConfidenceLow},
 }
 
 // gatewayAPICase is over on top of a healthy Gateway API gateway caller

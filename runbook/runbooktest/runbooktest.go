@@ -121,6 +121,11 @@ func Healthy() map[string]probes.Facts {
 			"applisten_pods": 3, "applisten_loopback": []string{}, "applisten_loopback_from_spec": []string{},
 			"applisten_inbound_refused": 0, "applisten_sidecar_loopback": []string{}, "applisten_sidecars_read": true,
 		},
+		// Issue 29: the port is what its server speaks.
+		"port-protocol": {
+			"portproto_ports": []string{"8080 http: HTTP by name"}, "portproto_server_first": []string{}, "portproto_server_first_ports": []string{},
+			"portproto_client_errors": 0, "portproto_caller_logs_read": true,
+		},
 	}
 }
 
