@@ -71,4 +71,6 @@ var Causes = []string{
 	"http.1.0-rejected",
 	"app.localhost-bound",
 	"protocol.server-first",
+	// Issue 29, the ambient platform.
+	"ambient.platform-cilium-socket-lb",
 }

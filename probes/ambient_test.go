@@ -2,6 +2,7 @@ package probes
 
 import (
 	"context"
+	"errors"
 	"os"
 	"reflect"
 	"strings"
@@ -87,9 +88,37 @@ status:
 		r := runChecked(t, DataPlaneProbe{}, newAmbientFake(t), webToOrders)
 		want := Facts{"dataplane_ambient": true, "dataplane_source": "ambient", "dataplane_source_not_enrolled": false, "dataplane_target": "ambient",
 			"dataplane_target_ambient": 2, "dataplane_target_not_enrolled": 0, "dataplane_not_enrolled_pods": []string{}, "waypoint_named": false,
-			"waypoint_name": "", "waypoint_state": "none", "waypoint_bound_condition": "", "waypoint_traversed": false, "waypoint_ready_pods": 0}
+			"waypoint_name": "", "waypoint_state": "none", "waypoint_bound_condition": "", "waypoint_traversed": false, "waypoint_ready_pods": 0,
+			"cilium_socket_lb": "not-cilium"}
 		if !reflect.DeepEqual(r.Facts, want) || r.Status != StatusPass {
 			t.Errorf("%s %s\nfacts %v\nwant  %v", r.Status, r.Summary, r.Facts, want)
+		}
+	})
+	// Cilium's Helm chart with kubeProxyReplacement and socketLB left at
+	// its default: socket LB in the pods' namespaces, which ambient's
+	// prerequisites forbid; with hostNamespaceOnly it is in the hosts'.
+	t.Run("cilium socket LB in the pods' namespaces", func(t *testing.T) {
+		cm := func(hostnsOnly string) string {
+			return `
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: cilium-config, namespace: kube-system}
+data: {kube-proxy-replacement: "true", cni-exclusive: "false", enable-bpf-masquerade: "false"` + hostnsOnly + `}
+`
+		}
+		r := runChecked(t, DataPlaneProbe{}, newAmbientFake(t, cm("")), webToOrders)
+		if r.Facts["cilium_socket_lb"] != "pod-namespaces" || r.Status != StatusWarn || !strings.Contains(r.Evidence.Raw, `kube-proxy-replacement="true"`) {
+			t.Errorf("%s %s: %v\n%s", r.Status, r.Summary, r.Facts["cilium_socket_lb"], r.Evidence.Raw)
+		}
+		// Not read is not "not Cilium".
+		unread := Result{Facts: Facts{}}
+		judgeCiliumSocketLB(&unread, nil, errors.New(`configmaps "cilium-config" is forbidden: User "oncall" cannot get resource "configmaps" in API group "" in the namespace "kube-system"`))
+		if _, ok := unread.Facts["cilium_socket_lb"]; ok || !strings.Contains(unread.Evidence.Raw, "unknown") {
+			t.Errorf("unread: %v %q", unread.Facts, unread.Evidence.Raw)
+		}
+		r = runChecked(t, DataPlaneProbe{}, newAmbientFake(t, cm(`, bpf-lb-sock-hostns-only: "true"`)), webToOrders)
+		if r.Facts["cilium_socket_lb"] != "host-namespace-only" || r.Status != StatusPass {
+			t.Errorf("hostns-only: %s %v", r.Status, r.Facts["cilium_socket_lb"])
 		}
 	})
 	t.Run("the waypoint exists but no pod of it is ready", func(t *testing.T) {

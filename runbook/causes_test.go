@@ -320,6 +320,15 @@ var causeCases = []struct {
 		"port-protocol": {"portproto_server_first": []string{"3306 http-mysql: HTTP by name; port 3306 is MySQL's"}, "portproto_server_first_ports": []string{"3306"},
 			"portproto_client_errors": 12, "portproto_caller_logs_read": true},
 	}, runbook.ConfidenceMedium},
+	// Cilium's socket LB in the pods' namespaces with a Service bound to a
+	// waypoint: the waypoint is skipped.
+	{"ambient.platform-cilium-socket-lb", ambientCase(map[string]probes.Facts{
+		"dataplane": {"cilium_socket_lb": "pod-namespaces", "waypoint_state": "bound", "waypoint_name": "shop/orders-waypoint", "waypoint_ready_pods": 1, "waypoint_traversed": true},
+	}), runbook.ConfidenceMedium},
+	// Without a waypoint, only the prerequisite is unmet.
+	{"ambient.platform-cilium-socket-lb", ambientCase(map[string]probes.Facts{
+		"dataplane": {"cilium_socket_lb": "pod-namespaces"},
+	}), runbook.ConfidenceLow},
 	// The port and the image alone.
 	{"protocol.server-first", map[string]probes.Facts{
 		"port-protocol": {"portproto_server_first": []string{"3306 http-mysql: HTTP by name; port 3306 is MySQL's"}, "portproto_server_first_ports": []string{"3306"},

@@ -285,7 +285,7 @@ func AmbientHealthy() map[string]probes.Facts {
 			"target_namespace_injection": "none"},
 		"dataplane": {"dataplane_ambient": true, "dataplane_source": "ambient", "dataplane_target": "ambient", "dataplane_target_ambient": 3,
 			"waypoint_named": true, "waypoint_name": "shop/web-waypoint", "waypoint_state": "bound", "waypoint_ready_pods": 1,
-			"waypoint_bound_condition": "True", "waypoint_traversed": true},
+			"waypoint_bound_condition": "True", "waypoint_traversed": true, "cilium_socket_lb": "not-cilium"},
 		"ambient-policy": {"hbone_netpol_blocked": false, "hbone_netpol_policies": []string{}, "hbone_blocked_hops": []string{},
 			"authz_denied": false, "authz_denied_by": "", "authz_reason": "", "authz_waypoint_admitted": true,
 			"authz_policies": []string{"ALLOW shop/web-via-waypoint"}, "authz_waypoint_policies": []string{}},
