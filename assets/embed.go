@@ -73,4 +73,5 @@ var Causes = []string{
 	"protocol.server-first",
 	// Issue 29, the ambient platform.
 	"ambient.platform-cilium-socket-lb",
+	"ambient.platform-eks-sg-strict",
 }

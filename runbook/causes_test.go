@@ -329,6 +329,10 @@ var causeCases = []struct {
 	{"ambient.platform-cilium-socket-lb", ambientCase(map[string]probes.Facts{
 		"dataplane": {"cilium_socket_lb": "pod-namespaces"},
 	}), runbook.ConfidenceLow},
+	// Branch-ENI ambient pods unready under the VPC CNI's strict mode.
+	{"ambient.platform-eks-sg-strict", ambientCase(map[string]probes.Facts{
+		"dataplane": {"eks_sg_strict_unready": []string{"shop/orders-1", "shop/orders-2"}},
+	}), runbook.ConfidenceMedium},
 	// The port and the image alone.
 	{"protocol.server-first", map[string]probes.Facts{
 		"port-protocol": {"portproto_server_first": []string{"3306 http-mysql: HTTP by name; port 3306 is MySQL's"}, "portproto_server_first_ports": []string{"3306"},
