@@ -70,4 +70,8 @@ var Causes = []string{
 	"probe.rewrite-mismatch",
 	"http.1.0-rejected",
 	"app.localhost-bound",
+	"protocol.server-first",
+	// Issue 29, the ambient platform.
+	"ambient.platform-cilium-socket-lb",
+	"ambient.platform-eks-sg-strict",
 }

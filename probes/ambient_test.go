@@ -2,6 +2,7 @@ package probes
 
 import (
 	"context"
+	"errors"
 	"os"
 	"reflect"
 	"strings"
@@ -66,6 +67,50 @@ func runChecked(t *testing.T, p Probe, c cluster.Cluster, target cluster.Target)
 	return r
 }
 
+// EKS security groups for pods in strict mode (the VPC CNI's default when
+// POD_SECURITY_GROUP_ENFORCING_MODE is unset) drop ambient's link-local
+// probe SNAT: the ambient pod with a branch ENI that is not Ready is
+// named; its Ready twin, the pod without a branch ENI, and the same pods
+// under standard mode are not.
+func TestEKSSecurityGroupsStrict(t *testing.T) {
+	pod := func(name string, eni, ready bool) corev1.Pod {
+		p := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: name,
+			Labels:      map[string]string{"istio.io/dataplane-mode": "ambient"},
+			Annotations: map[string]string{"ambient.istio.io/redirection": "enabled"}},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "orders", Image: "orders"}}}}
+		if eni {
+			p.Annotations["vpc.amazonaws.com/pod-eni"] = `[{"eniId":"eni-0b3f2a1c9d8e7f654","ifAddress":"02:4f:1a:2b:3c:4d","privateIp":"192.168.101.37","vlanId":1,"subnetCidr":"192.168.96.0/19"}]`
+		}
+		status := corev1.ConditionFalse
+		if ready {
+			status = corev1.ConditionTrue
+		}
+		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: status}}
+		return p
+	}
+	pods := []corev1.Pod{pod("orders-1", true, false), pod("orders-2", true, true), pod("orders-3", false, false)}
+	awsNode := func(env ...corev1.EnvVar) []corev1.Pod {
+		return []corev1.Pod{{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "aws-node-7xk2p"},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "aws-node", Image: "602401143452.dkr.ecr.us-west-2.amazonaws.com/amazon-k8s-cni:v1.19.2-eksbuild.1",
+				Env: append([]corev1.EnvVar{{Name: "ENABLE_POD_ENI", Value: "true"}}, env...)}}}}}
+	}
+	r := Result{Facts: Facts{}}
+	judgeEKSSecurityGroups(&r, pods, nil, awsNode(), nil)
+	if got := r.Facts["eks_sg_strict_unready"]; !reflect.DeepEqual(got, []string{"shop/orders-1"}) || !strings.Contains(r.Evidence.Raw, "unset: the VPC CNI's default") {
+		t.Errorf("strict by default: %v\n%s", got, r.Evidence.Raw)
+	}
+	r = Result{Facts: Facts{}}
+	judgeEKSSecurityGroups(&r, pods, nil, awsNode(corev1.EnvVar{Name: "POD_SECURITY_GROUP_ENFORCING_MODE", Value: "standard"}), nil)
+	if got := r.Facts["eks_sg_strict_unready"]; !reflect.DeepEqual(got, []string{}) {
+		t.Errorf("standard: %v", got)
+	}
+	r = Result{Facts: Facts{}}
+	judgeEKSSecurityGroups(&r, pods, nil, nil, errors.New("forbidden"))
+	if _, ok := r.Facts["eks_sg_strict_unready"]; ok {
+		t.Errorf("not read is not none: %v", r.Facts)
+	}
+}
+
 func TestDataPlaneProbe(t *testing.T) {
 	waypoint := `
 apiVersion: gateway.networking.k8s.io/v1
@@ -87,9 +132,37 @@ status:
 		r := runChecked(t, DataPlaneProbe{}, newAmbientFake(t), webToOrders)
 		want := Facts{"dataplane_ambient": true, "dataplane_source": "ambient", "dataplane_source_not_enrolled": false, "dataplane_target": "ambient",
 			"dataplane_target_ambient": 2, "dataplane_target_not_enrolled": 0, "dataplane_not_enrolled_pods": []string{}, "waypoint_named": false,
-			"waypoint_name": "", "waypoint_state": "none", "waypoint_bound_condition": "", "waypoint_traversed": false, "waypoint_ready_pods": 0}
+			"waypoint_name": "", "waypoint_state": "none", "waypoint_bound_condition": "", "waypoint_traversed": false, "waypoint_ready_pods": 0,
+			"cilium_socket_lb": "not-cilium", "eks_sg_strict_unready": []string{}}
 		if !reflect.DeepEqual(r.Facts, want) || r.Status != StatusPass {
 			t.Errorf("%s %s\nfacts %v\nwant  %v", r.Status, r.Summary, r.Facts, want)
+		}
+	})
+	// Cilium's Helm chart with kubeProxyReplacement and socketLB left at
+	// its default: socket LB in the pods' namespaces, which ambient's
+	// prerequisites forbid; with hostNamespaceOnly it is in the hosts'.
+	t.Run("cilium socket LB in the pods' namespaces", func(t *testing.T) {
+		cm := func(hostnsOnly string) string {
+			return `
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: cilium-config, namespace: kube-system}
+data: {kube-proxy-replacement: "true", cni-exclusive: "false", enable-bpf-masquerade: "false"` + hostnsOnly + `}
+`
+		}
+		r := runChecked(t, DataPlaneProbe{}, newAmbientFake(t, cm("")), webToOrders)
+		if r.Facts["cilium_socket_lb"] != "pod-namespaces" || r.Status != StatusWarn || !strings.Contains(r.Evidence.Raw, `kube-proxy-replacement="true"`) {
+			t.Errorf("%s %s: %v\n%s", r.Status, r.Summary, r.Facts["cilium_socket_lb"], r.Evidence.Raw)
+		}
+		// Not read is not "not Cilium".
+		unread := Result{Facts: Facts{}}
+		judgeCiliumSocketLB(&unread, nil, errors.New(`configmaps "cilium-config" is forbidden: User "oncall" cannot get resource "configmaps" in API group "" in the namespace "kube-system"`))
+		if _, ok := unread.Facts["cilium_socket_lb"]; ok || !strings.Contains(unread.Evidence.Raw, "unknown") {
+			t.Errorf("unread: %v %q", unread.Facts, unread.Evidence.Raw)
+		}
+		r = runChecked(t, DataPlaneProbe{}, newAmbientFake(t, cm(`, bpf-lb-sock-hostns-only: "true"`)), webToOrders)
+		if r.Facts["cilium_socket_lb"] != "host-namespace-only" || r.Status != StatusPass {
+			t.Errorf("hostns-only: %s %v", r.Status, r.Facts["cilium_socket_lb"])
 		}
 	})
 	t.Run("the waypoint exists but no pod of it is ready", func(t *testing.T) {

@@ -18,6 +18,7 @@ import (
 	"github.com/meshtriage/meshtriage/probes/istioconfig"
 	"github.com/meshtriage/meshtriage/probes/mesh"
 	"github.com/meshtriage/meshtriage/probes/parse/accesslog"
+	"github.com/meshtriage/meshtriage/probes/parse/netstat"
 	"github.com/meshtriage/meshtriage/probes/podfacts"
 	"github.com/meshtriage/meshtriage/probes/proxylog"
 	"github.com/meshtriage/meshtriage/probes/readgroup"
@@ -42,10 +43,10 @@ func (AppListenProbe) Meta() Meta {
 	return Meta{
 		ID:    "app-listen",
 		Title: "Where the app listens: the pod's address, where the sidecar's inbound dials it, or loopback only",
-		Reads: []string{"services", "pods", "pods/log (app containers from their start, istio-proxy)", "sidecars"},
+		Reads: []string{"services", "pods", "pods/log (app containers from their start, istio-proxy)", "sidecars", "netstat (an istioctl bug-report's, where the source holds it)"},
 		Facts: []FactSpec{
 			{"applisten_pods", FactInt, "pods of the Service with a sidecar whose app containers' start-up logs and specs were read for where they listen"},
-			{"applisten_loopback", FactList, "pods whose app listens for the target port on loopback only (127.0.0.1, localhost, ::1), as POD CONTAINER: the app's own log line or the spec's argument or environment variable; a log that also names the pod's or the wildcard address for the port counts as not loopback only"},
+			{"applisten_loopback", FactList, "pods whose app listens for the target port on loopback only (127.0.0.1, localhost, ::1), as POD CONTAINER: the app's own log line or the spec's argument or environment variable, or as POD netstat: the pod's LISTEN row (an istioctl bug-report's netstat, which overrides both); a log that also names the pod's or the wildcard address for the port counts as not loopback only"},
 			{"applisten_loopback_from_spec", FactList, "of those, the ones only the pod spec says (an argument or environment variable naming a loopback address), as POD CONTAINER: WHERE=VALUE"},
 			{"applisten_inbound_refused", FactInt, "requests and connections the pods' inbound refused on the target port (UF, delayed connect error 111 on inbound|PORT|| or the inbound passthrough): the sidecar dialled the pod's IP and nothing listens there"},
 			{"applisten_sidecar_loopback", FactList, "Sidecar resources whose ingress listener for the port sends to a loopback defaultEndpoint, which serves an app bound to loopback, as NAMESPACE/NAME PORT->ENDPOINT"},
@@ -69,6 +70,9 @@ type appListenPod struct {
 	// ProxyLogRead is false when the log was not read.
 	Refused      int
 	ProxyLogRead bool
+	// Netstat is `netstat -natpw` of the pod's network namespace, where
+	// the source holds it (an istioctl bug-report); nil when not read.
+	Netstat []byte
 }
 
 type appListenInput struct {
@@ -128,6 +132,13 @@ func fetchAppListen(ctx context.Context, c cluster.Cluster, t cluster.Target) (a
 				}
 			})
 		}
+		podReads.Go(func() {
+			// The kernel's own list of the pod's sockets, where the source
+			// holds one; a source that cannot read it leaves it unread.
+			if b, err := cluster.Netstat(ctx, c, ref); err == nil {
+				ap.Netstat = b
+			}
+		})
 		podReads.Go(func() {
 			b, err := proxylog.NewestProxyLog(ctx, c, ref, proxylog.AccessLogTailLines)
 			if err != nil {
@@ -204,6 +215,15 @@ func evaluateAppListen(t cluster.Target, in appListenInput) Result {
 			if ep := loopbackIngress(sc, pod, ap.Port); ep != "" {
 				served = append(served, fmt.Sprintf("%s/%s %d->%s", sc.Namespace, sc.Name, ap.Port, ep))
 			}
+		}
+		// The pod's sockets, as netstat lists them, are what the kernel
+		// does now: they override what the app said and what it was told.
+		if where, line := listenFromNetstat(ap.Netstat, ap.Port); where != "" {
+			if where == listenLoopback {
+				loopback = append(loopback, pod.Name+" netstat: "+line)
+			}
+			r.Evidence.Rows = append(r.Evidence.Rows, []string{pod.Name, "-", strconv.Itoa(int(ap.Port)), where, "its netstat: " + line, refusedText})
+			continue
 		}
 		for _, app := range mesh.AppContainers(pod) {
 			where, line := listenFromLog(ap.AppLogs[app.Name], ap.Port)
@@ -306,6 +326,22 @@ func listenFromLog(log []byte, port int32) (where, line string) {
 		return listenLoopback, loopbackLine
 	}
 	return "", ""
+}
+
+// listenFromNetstat reads where the pod's sockets listen for port in a
+// netstat's LISTEN rows: loopback only when every row for the port is a
+// loopback address; "" when no row names the port (or none was read).
+func listenFromNetstat(out []byte, port int32) (where, line string) {
+	rows := netstat.OnPort(netstat.Listeners(out), port)
+	if len(rows) == 0 {
+		return "", ""
+	}
+	for _, l := range rows {
+		if !l.Loopback() {
+			return listenPod, l.Line
+		}
+	}
+	return listenLoopback, rows[0].Line
 }
 
 // listenFromSpec reads the container's arguments and environment for a

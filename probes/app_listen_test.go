@@ -2,7 +2,9 @@ package probes
 
 import (
 	"bytes"
+	"context"
 	"reflect"
+	"strings"
 	"testing"
 
 	apinetworking "istio.io/api/networking/v1alpha3"
@@ -10,7 +12,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/meshtriage/meshtriage/assets"
 	"github.com/meshtriage/meshtriage/probes/cluster"
+	"github.com/meshtriage/meshtriage/probes/cluster/recorded"
 	"github.com/meshtriage/meshtriage/probes/parse/accesslog"
 )
 
@@ -126,5 +130,59 @@ func TestEvaluateAppListen(t *testing.T) {
 	in.Pods[0].AppLogs["orders"] = []byte("INFO:     Uvicorn running on http://0.0.0.0:8080 (Press CTRL+C to quit)\n")
 	if r = evaluateAppListen(appListenTarget, in); len(r.Facts["applisten_loopback"].([]string)) != 0 {
 		t.Errorf("wildcard: %v", r.Facts)
+	}
+}
+
+// netstatLoopback is `netstat -natpw` in an orders pod's istio-proxy as an
+// istioctl bug-report holds it: Flask on 127.0.0.1:8080 (PID "-", the
+// app's UID), Envoy's and pilot-agent's own sockets.
+const netstatLoopback = `Active Internet connections (servers and established)
+Proto Recv-Q Send-Q Local Address           Foreign Address         State       PID/Program name
+tcp        0      0 127.0.0.1:8080          0.0.0.0:*               LISTEN      -
+tcp        0      0 0.0.0.0:15021           0.0.0.0:*               LISTEN      16/envoy
+tcp        0      0 0.0.0.0:15006           0.0.0.0:*               LISTEN      16/envoy
+tcp        0      0 127.0.0.1:15000         0.0.0.0:*               LISTEN      16/envoy
+tcp6       0      0 :::15020                :::*                    LISTEN      1/pilot-agent
+`
+
+// A bug report's netstat is the kernel's word on where the app listens:
+// app-localhost-bound with its apps' start-up lines gone (an app that
+// says nothing) is still read as loopback only, from the pods' LISTEN
+// rows; a netstat that lists the wildcard overrides a log that says
+// loopback; a source with no netstat leaves the log to speak.
+func TestAppListenReadsABugReportsNetstat(t *testing.T) {
+	s, err := recorded.Load(assets.FS, "app-localhost-bound")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Netstat = map[cluster.PodRef][]byte{}
+	for k := range s.Logs {
+		if k.Container == "orders" {
+			s.Logs[k] = []byte("2026-12-03T09:22:54.100Z INFO orders 3.1.0\n")
+			s.Netstat[k.Pod] = []byte(netstatLoopback)
+		}
+	}
+	c, err := recorded.NewCluster(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := AppListenProbe{}.Run(context.Background(), cluster.NewCache(c), s.Target)
+	got, _ := r.Facts["applisten_loopback"].([]string)
+	if len(got) != 3 || !strings.HasSuffix(got[0], " netstat: tcp        0      0 127.0.0.1:8080          0.0.0.0:*               LISTEN      -") || r.Status != StatusFail {
+		t.Fatalf("loopback %q, status %s: %s", got, r.Status, r.Summary)
+	}
+	if fromSpec := r.Facts["applisten_loopback_from_spec"].([]string); len(fromSpec) != 0 {
+		t.Errorf("from spec %q: netstat is no spec", fromSpec)
+	}
+
+	in := appListenInput{Pods: []appListenPod{{Pod: listeningPod(nil), Port: 8080,
+		AppLogs: map[string][]byte{"orders": []byte(" * Running on http://127.0.0.1:8080\n")},
+		Netstat: []byte(strings.Replace(netstatLoopback, "127.0.0.1:8080 ", "0.0.0.0:8080   ", 1))}}}
+	if r := evaluateAppListen(appListenTarget, in); len(r.Facts["applisten_loopback"].([]string)) != 0 {
+		t.Errorf("netstat's wildcard against the log's loopback: %v", r.Facts["applisten_loopback"])
+	}
+	in.Pods[0].Netstat = nil
+	if r := evaluateAppListen(appListenTarget, in); len(r.Facts["applisten_loopback"].([]string)) != 1 {
+		t.Errorf("no netstat, the log's loopback: %v", r.Facts["applisten_loopback"])
 	}
 }

@@ -7,6 +7,8 @@ import (
 
 	"istio.io/api/annotation"
 	"istio.io/api/label"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/meshtriage/meshtriage/probes/ambientpath"
 	"github.com/meshtriage/meshtriage/probes/cluster"
@@ -26,7 +28,7 @@ func (DataPlaneProbe) Meta() Meta {
 	return Meta{
 		ID:    "dataplane",
 		Title: "Data plane: sidecar, ambient (ztunnel, waypoint) or none",
-		Reads: []string{"services", "pods", "namespaces", "gateways.gateway.networking.k8s.io"},
+		Reads: []string{"services", "pods", "namespaces", "gateways.gateway.networking.k8s.io", "configmaps (kube-system/cilium-config)", "pods (kube-system, k8s-app=aws-node)"},
 		Facts: []FactSpec{
 			{"dataplane_ambient", FactBool, "ztunnel or a waypoint carries some of the traffic: the caller or a pod of the Service is in ambient (enrolled or meant to be), or the Service names a waypoint"},
 			{"dataplane_source", FactString, "the caller's data plane: sidecar, ambient (enrolled: ztunnel carries it), gateway, waypoint (a waypoint's pod: its Envoy is no sidecar), none (outside the mesh, not enrolled, or pending: no ztunnel carries it yet); absent without a caller"},
@@ -41,6 +43,8 @@ func (DataPlaneProbe) Meta() Meta {
 			{"waypoint_state", FactString, "istiod's binding of the Service to its waypoint: none, bound, opted-out, missing (no such Gateway), not-ready (no status address), not-service (waypoint-for excludes service traffic), denied (allowedRoutes refuse the namespace), not-waypoint (the Gateway named is no waypoint: istiod binds it once it has an address, and connections sent there fail)"},
 			{"waypoint_ready_pods", FactInt, "Running, Ready pods of the waypoint named (0 when none is named)"},
 			{"waypoint_bound_condition", FactString, "the Service's istio.io/WaypointBound status condition as istiod wrote it: True, False: REASON, or \"\" when absent"},
+			{"cilium_socket_lb", FactString, "Cilium's socket load-balancing (kube-system/cilium-config, read when ambient is on the path): pod-namespaces (kube-proxy-replacement or bpf-lb-sock on, bpf-lb-sock-hostns-only not \"true\": a connect() to a ClusterIP is rewritten to a pod before ztunnel sees it), host-namespace-only, off, not-cilium (no such ConfigMap); absent when it could not be read"},
+			{"eks_sg_strict_unready", FactList, "pods of the Service in ambient with a branch ENI (vpc.amazonaws.com/pod-eni) that are not Ready while the VPC CNI's aws-node runs security groups for pods in strict mode (POD_SECURITY_GROUP_ENFORCING_MODE strict or unset, ENABLE_POD_ENI true), which drops the link-local SNAT of ambient's kubelet probes; [] when no aws-node pod runs, absent when they could not be read"},
 			{"waypoint_traversed", FactBool, "the caller's requests to the Service go through a waypoint bound to it (ambient callers do; sidecars do not; gateways only with istio.io/ingress-use-waypoint); false when none is bound"},
 		},
 	}
@@ -53,7 +57,146 @@ func (p DataPlaneProbe) Run(ctx context.Context, c cluster.Cluster, t cluster.Ta
 		r.Commands = dataplaneCommands(t, in)
 		return r
 	}
-	return evaluateDataPlane(t, in)
+	r := evaluateDataPlane(t, in)
+	if in.OnPath() {
+		cm, err := c.GetConfigMap(ctx, ciliumNamespace, ciliumConfigMap)
+		judgeCiliumSocketLB(&r, cm, err)
+		awsNode, err := c.ListPods(ctx, awsNodeNamespace, awsNodeSelector)
+		judgeEKSSecurityGroups(&r, in.Pods, in.Namespace, awsNode, err)
+	}
+	return r
+}
+
+// The Amazon VPC CNI's agents: the aws-node DaemonSet's pods.
+var (
+	awsNodeNamespace = "kube-system"
+	awsNodeSelector  = map[string]string{"k8s-app": "aws-node"}
+)
+
+// podENIAnnotation is what the VPC resource controller writes on a pod
+// given its own branch ENI (security groups for pods).
+const podENIAnnotation = "vpc.amazonaws.com/pod-eni"
+
+// judgeEKSSecurityGroups: ambient SNATs the kubelet's probes of a pod to
+// the link-local 169.254.7.127 (istio-cni's HOST_PROBE_SNAT_IP); the VPC
+// CNI in security-groups-for-pods strict mode sends a branch-ENI pod's
+// traffic through the VPC, which drops link-local packets, so every
+// kubelet probe of such a pod fails (istio/istio#53105,
+// aws/amazon-vpc-cni-k8s#2797, Istio's EKS platform prerequisites).
+// POD_SECURITY_GROUP_ENFORCING_MODE unset is the VPC CNI's default,
+// strict, and is said so. The pods judged are the Service's enrolled in
+// ambient that carry a branch ENI and are not Ready.
+func judgeEKSSecurityGroups(r *Result, pods []corev1.Pod, ns *corev1.Namespace, awsNode []corev1.Pod, err error) {
+	r.Commands = append(r.Commands, "kubectl get daemonset -n kube-system aws-node -o jsonpath='{.spec.template.spec.containers[?(@.name==\"aws-node\")].env}'")
+	if err != nil {
+		r.Evidence.Raw = strings.TrimLeft(r.Evidence.Raw+"\n"+cluster.AccessProblem("list pods in kube-system matching k8s-app=aws-node", err)+": whether the VPC CNI drops ambient's probe SNAT is unknown", "\n")
+		return
+	}
+	if len(awsNode) == 0 {
+		r.Facts["eks_sg_strict_unready"] = []string{}
+		return
+	}
+	var agent *corev1.Container
+	for i := range awsNode[0].Spec.Containers {
+		if awsNode[0].Spec.Containers[i].Name == "aws-node" {
+			agent = &awsNode[0].Spec.Containers[i]
+		}
+	}
+	if agent == nil {
+		return
+	}
+	env := map[string]string{}
+	set := map[string]bool{}
+	for _, e := range agent.Env {
+		env[e.Name], set[e.Name] = e.Value, true
+	}
+	mode := env["POD_SECURITY_GROUP_ENFORCING_MODE"]
+	if !set["POD_SECURITY_GROUP_ENFORCING_MODE"] {
+		mode = "strict (unset: the VPC CNI's default)"
+	}
+	strict := strings.HasPrefix(mode, "strict")
+	podENI := strings.EqualFold(env["ENABLE_POD_ENI"], "true")
+	line := fmt.Sprintf("aws-node %s (%s): ENABLE_POD_ENI=%q POD_SECURITY_GROUP_ENFORCING_MODE=%s", awsNode[0].Name, agent.Image, env["ENABLE_POD_ENI"], mode)
+	r.Evidence.Raw = strings.TrimLeft(r.Evidence.Raw+"\n"+line, "\n")
+	unready := []string{}
+	for i := range pods {
+		pod := &pods[i]
+		if !strict || !podENI || pod.Annotations[podENIAnnotation] == "" || !mesh.DataPlaneOf(pod, ns).Enrolled() || podReady(pod) {
+			continue
+		}
+		unready = append(unready, pod.Namespace+"/"+pod.Name)
+	}
+	r.Facts["eks_sg_strict_unready"] = unready
+	if len(unready) > 0 {
+		r.Status = worse(r.Status, StatusWarn)
+		r.Summary += fmt.Sprintf("; %s in ambient with a branch ENI not ready under the VPC CNI's strict security-group mode, which drops ambient's link-local probe SNAT", wording.CountNoun(len(unready), "pod"))
+	}
+}
+
+func podReady(pod *corev1.Pod) bool {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// Where Cilium keeps its agents' configuration (its Helm chart's
+// ConfigMap).
+const ciliumNamespace, ciliumConfigMap = "kube-system", "cilium-config"
+
+// Cilium's socket load-balancing, as cilium_socket_lb names it.
+const (
+	ciliumAbsent        = "not-cilium"
+	ciliumSocketLBOff   = "off"
+	ciliumHostNSOnly    = "host-namespace-only"
+	ciliumPodNamespaces = "pod-namespaces"
+)
+
+// ciliumSocketLB reads cilium-config: with kube-proxy replacement (or
+// bpf-lb-sock) on, Cilium's socket LB rewrites a connect() to a ClusterIP
+// into one to a backend pod in the pod's own network namespace, before
+// ztunnel sees it, unless bpf-lb-sock-hostns-only is "true" (Helm
+// socketLB.hostNamespaceOnly). Istio's ambient prerequisites for Cilium
+// ask for it; without it service-addressed traffic reaches ztunnel
+// addressed to a pod, so a Service's waypoint and service-level policy
+// are skipped.
+func ciliumSocketLB(data map[string]string) string {
+	on := func(k string) bool {
+		v := strings.ToLower(strings.TrimSpace(data[k]))
+		return v == "true" || v == "strict" || v == "enabled"
+	}
+	if !on("kube-proxy-replacement") && !on("bpf-lb-sock") {
+		return ciliumSocketLBOff
+	}
+	if on("bpf-lb-sock-hostns-only") {
+		return ciliumHostNSOnly
+	}
+	return ciliumPodNamespaces
+}
+
+// judgeCiliumSocketLB adds what cilium-config says of socket LB to the
+// data-plane result; a ConfigMap not read leaves the fact unknown, not
+// "not Cilium".
+func judgeCiliumSocketLB(r *Result, cm *corev1.ConfigMap, err error) {
+	r.Commands = append(r.Commands, fmt.Sprintf("kubectl get configmap -n %s %s -o jsonpath='{.data.kube-proxy-replacement} {.data.bpf-lb-sock} {.data.bpf-lb-sock-hostns-only}'", ciliumNamespace, ciliumConfigMap))
+	switch {
+	case apierrors.IsNotFound(err):
+		r.Facts["cilium_socket_lb"] = ciliumAbsent
+		return
+	case err != nil:
+		r.Evidence.Raw = strings.TrimLeft(r.Evidence.Raw+"\n"+cluster.AccessProblem("get configmap "+ciliumNamespace+"/"+ciliumConfigMap, err)+": whether Cilium's socket LB bypasses ztunnel is unknown", "\n")
+		return
+	}
+	state := ciliumSocketLB(cm.Data)
+	r.Facts["cilium_socket_lb"] = state
+	line := fmt.Sprintf("cilium-config: kube-proxy-replacement=%q bpf-lb-sock=%q bpf-lb-sock-hostns-only=%q: socket LB %s", cm.Data["kube-proxy-replacement"], cm.Data["bpf-lb-sock"], cm.Data["bpf-lb-sock-hostns-only"], state)
+	r.Evidence.Raw = strings.TrimLeft(r.Evidence.Raw+"\n"+line, "\n")
+	if state == ciliumPodNamespaces {
+		r.Status = worse(r.Status, StatusWarn)
+		r.Summary += "; Cilium's socket LB rewrites ClusterIP connections in the pods' namespaces (bpf-lb-sock-hostns-only is not \"true\"), before ztunnel sees them"
+	}
 }
 
 func evaluateDataPlane(t cluster.Target, in ambientpath.Input) Result {

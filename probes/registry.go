@@ -31,6 +31,7 @@ func All() []Probe {
 		// Issue 29, the sidecar and the app's side.
 		HealthProbesProbe{},
 		AppListenProbe{},
+		PortProtocolProbe{},
 	}
 }
 

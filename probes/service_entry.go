@@ -100,7 +100,11 @@ func fetchServiceEntry(ctx context.Context, c cluster.Cluster, t cluster.Target)
 	if err != nil {
 		return in, fmt.Sprintf("read the %s log of %s", mesh.ProxyContainer, src), err
 	}
-	in.Hosts, in.Entries = proxylog.ParseBlackholed(log)
+	// The mesh's own access-log format: a JSON log under its keys is no
+	// entry to the built-in layouts.
+	formats, problems := istioconfig.AccessLogFormats(in.Mesh)
+	in.Partial = append(in.Partial, problems...)
+	in.Hosts, in.Entries = proxylog.ParseBlackholed(log, formats)
 	if len(in.Hosts) == 0 {
 		return in, "", nil
 	}

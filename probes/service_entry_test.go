@@ -69,7 +69,7 @@ func TestMeshConfigOutboundModeDefault(t *testing.T) {
 
 func TestServiceEntryEvaluate(t *testing.T) {
 	from := cluster.Target{Namespace: "shop", Service: "orders", Source: &cluster.PodRef{Namespace: "web", Name: "web-1"}}
-	hosts, entries := proxylog.ParseBlackholed(readTestdata(t, "testdata/service-entry/proxy.log"))
+	hosts, entries := proxylog.ParseBlackholed(readTestdata(t, "testdata/service-entry/proxy.log"), nil)
 	mesh := registryOnlyMesh(t)
 	cases := []struct {
 		name    string

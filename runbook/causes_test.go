@@ -340,6 +340,30 @@ var causeCases = []struct {
 		"access-log": {"log_http10_rejected": 40, "log_http10_hops": []string{"sidecar-outbound"}, "log_details": []string{"low_version"},
 			"log_http10_accepted_by": []string{"shop/frontend-1: istio-proxy env ISTIO_META_HTTP10=1"}},
 	}, runbook.ConfidenceLow},
+	// MySQL behind a port named http-mysql, and the caller says the
+	// handshake never came.
+	{"protocol.server-first", map[string]probes.Facts{
+		"port-protocol": {"portproto_server_first": []string{"3306 http-mysql: HTTP by name; port 3306 is MySQL's"}, "portproto_server_first_ports": []string{"3306"},
+			"portproto_client_errors": 12, "portproto_caller_logs_read": true},
+	}, runbook.ConfidenceMedium},
+	// Cilium's socket LB in the pods' namespaces with a Service bound to a
+	// waypoint: the waypoint is skipped.
+	{"ambient.platform-cilium-socket-lb", ambientCase(map[string]probes.Facts{
+		"dataplane": {"cilium_socket_lb": "pod-namespaces", "waypoint_state": "bound", "waypoint_name": "shop/orders-waypoint", "waypoint_ready_pods": 1, "waypoint_traversed": true},
+	}), runbook.ConfidenceMedium},
+	// Without a waypoint, only the prerequisite is unmet.
+	{"ambient.platform-cilium-socket-lb", ambientCase(map[string]probes.Facts{
+		"dataplane": {"cilium_socket_lb": "pod-namespaces"},
+	}), runbook.ConfidenceLow},
+	// Branch-ENI ambient pods unready under the VPC CNI's strict mode.
+	{"ambient.platform-eks-sg-strict", ambientCase(map[string]probes.Facts{
+		"dataplane": {"eks_sg_strict_unready": []string{"shop/orders-1", "shop/orders-2"}},
+	}), runbook.ConfidenceMedium},
+	// The port and the image alone.
+	{"protocol.server-first", map[string]probes.Facts{
+		"port-protocol": {"portproto_server_first": []string{"3306 http-mysql: HTTP by name; port 3306 is MySQL's"}, "portproto_server_first_ports": []string{"3306"},
+			"portproto_caller_logs_read": false},
+	}, runbook.ConfidenceLow},
 }
 
 // gatewayAPICase is over on top of a healthy Gateway API gateway caller

@@ -78,6 +78,7 @@ var scenarios = []Scenario{
 	appRunsAsProxyUID,
 	probeRewriteOffStrict,
 	http10Nginx426,
+	protocolMySQLNamedHTTP,
 	appLocalhostBound,
 }
 

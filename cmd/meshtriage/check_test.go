@@ -62,7 +62,7 @@ func TestCheckExitCodes(t *testing.T) {
 				t.Errorf("stdout does not say %q:\n%s", want, r.stdout)
 			}
 		}
-		want := "from the service side, 7 of 16 checks of the path could not run: envoy-clusters, access-log, metrics, envoy-listeners, envoy-config, proxy-status, service-entry"
+		want := "from the service side, 7 of 17 checks of the path could not run: envoy-clusters, access-log, metrics, envoy-listeners, envoy-config, proxy-status, service-entry"
 		if !strings.Contains(r.stderr, want) {
 			t.Errorf("stderr %q does not say %q", r.stderr, want)
 		}

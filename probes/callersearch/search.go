@@ -35,6 +35,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/meshtriage/meshtriage/probes/cluster"
+	"github.com/meshtriage/meshtriage/probes/istioconfig"
 	"github.com/meshtriage/meshtriage/probes/mesh"
 	"github.com/meshtriage/meshtriage/probes/parse/accesslog"
 	"github.com/meshtriage/meshtriage/probes/prometheus"
@@ -196,7 +197,12 @@ func Find(ctx context.Context, c cluster.Cluster, t cluster.Target, s Options) R
 		promErr           error
 		svcWhat, podsWhat string
 		svcErr, podsErr   error
+		formats           accesslog.Formats
+		formatProblems    []string
 	)
+	// The mesh's own access-log format: a JSON log under its keys is no
+	// entry to the built-in layouts.
+	first.Go(func() { formats, formatProblems = istioconfig.ReadAccessLogFormats(ctx, c) })
 	first.Go(func() {
 		svc, err := c.GetService(ctx, t.Namespace, t.Service)
 		if err != nil {
@@ -295,12 +301,13 @@ func Find(ctx context.Context, c cluster.Cluster, t cluster.Target, s Options) R
 	if drErr != nil {
 		problem("list destinationrules in all namespaces", drErr)
 	}
+	in.Problems = append(in.Problems, formatProblems...)
 	for i, b := range logs {
 		if logErrs[i] != nil {
 			problem(fmt.Sprintf("read the %s log of %s", mesh.ProxyContainer, logPods[i]), logErrs[i])
 			continue
 		}
-		inbound, outbound, _ := accesslog.Split(bytes.NewReader(b), proxylog.InboundEntry)
+		inbound, outbound, _ := formats.Split(bytes.NewReader(b), proxylog.InboundEntry)
 		in.Inbound.Merge(inbound)
 		in.LogsRead++
 		if failed := outbound.Status5xx + outbound.BlackHole + outbound.TCPFlags.Total(); failed > 0 {

@@ -299,6 +299,13 @@ func (c *Cache) NetworkGatewayServices(ctx context.Context) ([]corev1.Service, e
 		cloneValues[corev1.Service])
 }
 
+// Netstat reads through when the cached cluster holds pods' netstat.
+func (c *Cache) Netstat(ctx context.Context, pod PodRef) ([]byte, error) {
+	return read(ctx, c, cacheKey{op: "netstat", namespace: pod.Namespace, name: pod.Name},
+		func(ctx context.Context) ([]byte, error) { return Netstat(ctx, c.c, pod) },
+		cloneBytes)
+}
+
 // PodsWithIP reads through when the cached cluster can search a
 // namespace's pods by IP.
 func (c *Cache) PodsWithIP(ctx context.Context, namespace, ip string) ([]corev1.Pod, error) {

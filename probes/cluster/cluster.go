@@ -142,6 +142,27 @@ func PodsByIP(ctx context.Context, c Cluster, ip string) ([]corev1.Pod, error) {
 	return nil, fmt.Errorf("%w: this source cannot find pods by IP", ErrNotFound)
 }
 
+// SocketLister says which sockets a pod's network namespace holds: the
+// `netstat -natpw` istioctl's bug-report runs in each proxy's istio-proxy
+// container (proxies/NS/POD/netstat). Reading it live is an exec, which the
+// read-only role does not grant, so only inputs that hold it (a bug report)
+// are one. Optional, like NodeGetter.
+type SocketLister interface {
+	Netstat(ctx context.Context, pod PodRef) ([]byte, error)
+}
+
+// ErrNoNetstat: the source holds no netstat of the pod, or cannot read one.
+var ErrNoNetstat = fmt.Errorf("%w: no netstat of the pod (an istioctl bug-report holds one per proxy; live it is `kubectl exec POD -c istio-proxy -- netstat -ltn`)", ErrNotFound)
+
+// Netstat reads pod's netstat through c when c can; ErrNoNetstat when the
+// source cannot.
+func Netstat(ctx context.Context, c Cluster, pod PodRef) ([]byte, error) {
+	if f, ok := c.(SocketLister); ok {
+		return f.Netstat(ctx, pod)
+	}
+	return nil, ErrNoNetstat
+}
+
 // PodIPSearcher finds the pods of one namespace that have an IP: how istiod
 // finds the pod behind an endpoint address whose EndpointSlice entry names
 // none (getPod without targetRef). Optional, like NodeGetter. An empty

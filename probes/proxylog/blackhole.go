@@ -30,14 +30,15 @@ type Blackholed struct {
 
 // ParseBlackholed collects the destinations of entries Istio refused to
 // route: TCP/TLS sent to BlackHoleCluster, and HTTP answered 502 by the
-// block_all route that REGISTRY_ONLY puts on outbound HTTP ports.
-func ParseBlackholed(log []byte) ([]Blackholed, int) {
+// block_all route that REGISTRY_ONLY puts on outbound HTTP ports. Lines
+// are read by the mesh's access-log formats, then the built-in layouts.
+func ParseBlackholed(log []byte, formats accesslog.Formats) ([]Blackholed, int) {
 	byHost := map[string]*Blackholed{}
 	entries := 0
 	sc := bufio.NewScanner(bytes.NewReader(log))
 	sc.Buffer(make([]byte, 0, 64<<10), accesslog.MaxLine)
 	for sc.Scan() {
-		e, ok := accesslog.ParseLine(sc.Text())
+		e, ok := formats.ParseLine(sc.Text())
 		if !ok {
 			continue
 		}
@@ -91,16 +92,17 @@ type BlackholedHost struct {
 // BlackholedHosts reads the caller's istio-proxy log as the service-entry
 // probe does and lists the hosts it refused to route: for probes/remedies,
 // which compute fixes from what the probes saw. It is the probe's own
-// read, so the session's read cache answers it with what the probe judged.
-func BlackholedHosts(ctx context.Context, c cluster.Cluster, src cluster.PodRef) ([]BlackholedHost, error) {
+// read, so the session's read cache answers it with what the probe judged;
+// formats are the mesh's access-log formats (istioconfig.ReadAccessLogFormats).
+func BlackholedHosts(ctx context.Context, c cluster.Cluster, src cluster.PodRef, formats accesslog.Formats) ([]BlackholedHost, error) {
 	log, err := NewestLog(ctx, c, src, ProxyOptions(BlackholeWindow, AccessLogTailLines))
 	if err != nil {
 		return nil, err
 	}
-	hosts, _ := ParseBlackholed(log)
+	hosts, _ := ParseBlackholed(log, formats)
 	out := make([]BlackholedHost, 0, len(hosts))
 	for _, h := range hosts {
-		e, _ := accesslog.ParseLine(h.Sample)
+		e, _ := formats.ParseLine(h.Sample)
 		out = append(out, BlackholedHost{Host: h.Host, Ports: h.Ports, TLS: e.TCP && e.RequestedServerName != "", Count: h.Count})
 	}
 	return out, nil

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/meshtriage/meshtriage/probes/istioconfig"
 	"github.com/meshtriage/meshtriage/probes/patch"
 	"github.com/meshtriage/meshtriage/probes/proxylog"
 )
@@ -33,7 +34,8 @@ func (AddServiceEntry) Compute(ctx context.Context, in *Input) Output {
 	if len(unregistered) == 0 {
 		return unpatchable("the service-entry step names no unregistered external host")
 	}
-	hosts, err := proxylog.BlackholedHosts(ctx, in.Cluster, *in.Target.Source)
+	formats, _ := istioconfig.ReadAccessLogFormats(ctx, in.Cluster)
+	hosts, err := proxylog.BlackholedHosts(ctx, in.Cluster, *in.Target.Source, formats)
 	if err != nil {
 		return unpatchable("the caller's sidecar log could not be read again: %v", err)
 	}

@@ -325,3 +325,30 @@ status: {phase: Running, podIP: 10.0.0.7}
 		t.Errorf("a wildcard bind: %+v, want no patch", out)
 	}
 }
+
+// MySQL on a port named http-mysql: appProtocol tcp is added to that port
+// only (istiod reads it before the name), guarded by the port's number.
+func TestDeclareTCPSetsAppProtocolOnTheServerFirstPort(t *testing.T) {
+	c := world(t, `apiVersion: v1
+kind: Service
+metadata: {name: mysql, namespace: shop}
+spec:
+  selector: {app: mysql}
+  ports: [{name: http-metrics, port: 9104, targetPort: 9104}, {name: http-mysql, port: 3306, targetPort: 3306}]
+`)
+	in := &remedies.Input{Cluster: c, Target: cluster.Target{Namespace: "shop", Service: "mysql", Port: 3306}, Cause: "protocol.server-first",
+		Facts: probes.Facts{"portproto_server_first_ports": []string{"3306"}}}
+	out := remedies.DeclareTCP{}.Compute(context.Background(), in)
+	if len(out.Patches) != 1 || out.Patches[0].Type != patch.JSON {
+		t.Fatalf("out = %+v", out)
+	}
+	body := string(out.Patches[0].Patch)
+	want := `[{"op":"test","path":"/spec/ports/1/port","value":3306},{"op":"add","path":"/spec/ports/1/appProtocol","value":"tcp"}]`
+	if body != want {
+		t.Errorf("patch %s, want %s", body, want)
+	}
+	in.Facts = probes.Facts{"portproto_server_first_ports": []string{}}
+	if out := (remedies.DeclareTCP{}).Compute(context.Background(), in); len(out.Patches) != 0 || out.Unpatchable == "" {
+		t.Errorf("no server-first port: %+v", out)
+	}
+}

@@ -172,6 +172,7 @@ func All() []Remedy {
 		// Issue 29, the sidecar and the app's side.
 		RewriteProbes{},
 		AcceptHTTP10{},
+		DeclareTCP{},
 		BindAllAddresses{},
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Meta().ID < out[j].Meta().ID })

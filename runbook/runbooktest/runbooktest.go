@@ -122,6 +122,11 @@ func Healthy() map[string]probes.Facts {
 			"applisten_pods": 3, "applisten_loopback": []string{}, "applisten_loopback_from_spec": []string{},
 			"applisten_inbound_refused": 0, "applisten_sidecar_loopback": []string{}, "applisten_sidecars_read": true,
 		},
+		// Issue 29: the port is what its server speaks.
+		"port-protocol": {
+			"portproto_ports": []string{"8080 http: HTTP by name"}, "portproto_server_first": []string{}, "portproto_server_first_ports": []string{},
+			"portproto_client_errors": 0, "portproto_caller_logs_read": true,
+		},
 	}
 }
 
@@ -281,7 +286,8 @@ func AmbientHealthy() map[string]probes.Facts {
 			"target_namespace_injection": "none"},
 		"dataplane": {"dataplane_ambient": true, "dataplane_source": "ambient", "dataplane_target": "ambient", "dataplane_target_ambient": 3,
 			"waypoint_named": true, "waypoint_name": "shop/web-waypoint", "waypoint_state": "bound", "waypoint_ready_pods": 1,
-			"waypoint_bound_condition": "True", "waypoint_traversed": true},
+			"waypoint_bound_condition": "True", "waypoint_traversed": true, "cilium_socket_lb": "not-cilium",
+			"eks_sg_strict_unready": []string{}},
 		"ambient-policy": {"hbone_netpol_blocked": false, "hbone_netpol_policies": []string{}, "hbone_blocked_hops": []string{},
 			"authz_denied": false, "authz_denied_by": "", "authz_reason": "", "authz_waypoint_admitted": true,
 			"authz_policies": []string{"ALLOW shop/web-via-waypoint"}, "authz_waypoint_policies": []string{}},

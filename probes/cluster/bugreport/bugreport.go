@@ -16,11 +16,12 @@
 //	proxies/NS/POD/config_dump?include_eds
 //	proxies/NS/POD/stats/prometheus Envoy /stats/prometheus (one sample)
 //	proxies/NS/POD/istio-proxy.log  the proxy's log, the previous one appended
+//	proxies/NS/POD/netstat          `netstat -natpw` in istio-proxy: where the app listens
 //	istio/NS/POD/debug/syncz        istiod's syncz, per replica
 //	istio/NS/POD/discovery.log      istiod's log
 //
 // and more that no probe reads (secrets as a table, events, nodes, certs,
-// memory, netstat, core dumps, analyze), which is left in the archive.
+// memory, core dumps, analyze), which is left in the archive.
 // istioctl writes a proxy's Envoy files only when every admin path it asks
 // for answered, and collects a pod only when a Deployment or DaemonSet owns
 // it; its --include with namespaces asks kubectl for "-n istio-system,NS",
@@ -152,7 +153,7 @@ func wanted(name string) bool {
 	case hasDir(name, "proxies"):
 		base := path.Base(name)
 		return base == "clusters" || base == "listeners" || strings.HasPrefix(base, "config_dump") ||
-			strings.HasSuffix(name, "stats/prometheus") || base == "istio-proxy.log"
+			strings.HasSuffix(name, "stats/prometheus") || base == "istio-proxy.log" || base == "netstat"
 	case hasDir(name, "istio"):
 		return strings.HasSuffix(name, "debug/syncz") || path.Base(name) == "discovery.log"
 	}
@@ -241,6 +242,8 @@ func convert(files recorded.Files, root string) (recorded.Files, []string, error
 				out[dir+"/config_dump.json"] = data
 			case file == "stats/prometheus":
 				out[dir+"/stats_prometheus.txt"] = data
+			case file == "netstat":
+				out[path.Join("netstat", ns, pod, "netstat.txt")] = data
 			case file == "istio-proxy.log":
 				current, previous := splitPrevious(data)
 				out[path.Join("logs", ns, pod, "istio-proxy.log")] = current

@@ -189,6 +189,15 @@ metadata:
   resourceVersion: ""
 `
 
+// netstatOfWeb is `netstat -natpw` in web-1's istio-proxy, as istioctl
+// runs it (content.go GetNetstat): the app's socket with PID "-".
+const netstatOfWeb = `Active Internet connections (servers and established)
+Proto Recv-Q Send-Q Local Address           Foreign Address         State       PID/Program name
+tcp        0      0 127.0.0.1:8080          0.0.0.0:*               LISTEN      -
+tcp        0      0 0.0.0.0:15021           0.0.0.0:*               LISTEN      16/envoy
+tcp6       0      0 :::15020                :::*                    LISTEN      1/pilot-agent
+`
+
 func fullReport() map[string]string {
 	return map[string]string{
 		"versions":                                   "CLI version:\n...",
@@ -207,7 +216,7 @@ func fullReport() map[string]string {
 		"proxies/shop/web-1/config_dump?include_eds": `{"configs": []}`,
 		"proxies/shop/web-1/stats/prometheus":        "istio_requests_total{response_code=\"503\"} 7\n",
 		"proxies/shop/web-1/certs":                   `{"certificates": []}`,
-		"proxies/shop/web-1/netstat":                 "Active Internet connections",
+		"proxies/shop/web-1/netstat":                 netstatOfWeb,
 		"proxies/shop/web-1/istio-proxy.log": previousPresent + "2026-12-02T03:20:00.000Z\tinfo\tEnvoy proxy is ready\n" +
 			previousMarker + "2026-12-02T03:10:00.000Z\terror\tcrashed\n",
 		"istio/istio-system/istiod-1/debug/syncz":   `[{"proxy": "web-1.shop"}]`,
@@ -273,6 +282,14 @@ func TestOpenReadsIstioctlLayout(t *testing.T) {
 	}
 	if _, err := c.EnvoyAdmin(ctx, web, "/stats/prometheus"); !errors.Is(err, cluster.ErrNotFound) {
 		t.Errorf("a second sample of the counters: %v, want not recorded (a bug report holds one)", err)
+	}
+	// The proxy's netstat, read through the session's cache as the
+	// app-listen probe reads it; a pod without one is not read, not empty.
+	if got, err := cluster.Netstat(ctx, cluster.NewCache(c), web); err != nil || string(got) != netstatOfWeb {
+		t.Errorf("netstat: %q %v", got, err)
+	}
+	if _, err := cluster.Netstat(ctx, cluster.NewCache(c), cluster.PodRef{Namespace: "shop", Name: "orders-1"}); !errors.Is(err, cluster.ErrNoNetstat) {
+		t.Errorf("netstat of a pod the bug report lacks: %v", err)
 	}
 	if ns, err := c.GetNamespace(ctx, "shop"); err != nil || ns.Labels["istio-injection"] != "enabled" {
 		t.Errorf("namespace: %v %v", ns, err)

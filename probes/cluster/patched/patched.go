@@ -409,6 +409,14 @@ func (c *Cluster) Logs(ctx context.Context, pod cluster.PodRef, opts cluster.Log
 	return c.base.Logs(ctx, pod, opts)
 }
 
+// Netstat (cluster.SocketLister): a runtime read, not simulated.
+func (c *Cluster) Netstat(ctx context.Context, pod cluster.PodRef) ([]byte, error) {
+	if c.configOnly {
+		return nil, fmt.Errorf("netstat of %s: %w", pod, ErrNotSimulated)
+	}
+	return cluster.Netstat(ctx, c.base, pod)
+}
+
 func (c *Cluster) Istiod(ctx context.Context, replica, path string) ([]byte, error) {
 	if c.configOnly {
 		return nil, &cluster.UnreachableError{What: "istiod", Err: ErrNotSimulated}

@@ -1,6 +1,7 @@
 package recorded
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"slices"
@@ -201,6 +202,19 @@ func (c *Cluster) ServerVersion(ctx context.Context) (string, error) {
 		return "", fmt.Errorf("server version: %w", cluster.ErrNotFound)
 	}
 	return c.Reader.ServerVersion(ctx)
+}
+
+// Netstat answers a pod's recorded netstat (cluster.SocketLister);
+// cluster.ErrNoNetstat when the recording holds none of it.
+func (c *Cluster) Netstat(ctx context.Context, pod cluster.PodRef) ([]byte, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	data, ok := c.s.Netstat[pod]
+	if !ok {
+		return nil, cluster.ErrNoNetstat
+	}
+	return bytes.Clone(data), nil
 }
 
 // EnvoyAdmin answers from the recorded admin responses, after the checks a

@@ -2,24 +2,32 @@ package recorded
 
 import (
 	"bytes"
+	"regexp"
 	"time"
 )
+
+// jsonTimeValue is a JSON string value shaped as an RFC 3339 time.
+var jsonTimeValue = regexp.MustCompile(`"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d)"`)
 
 // lineTime reads the timestamp a log line starts with: RFC 3339 as Envoy,
 // pilot-agent and most apps write it (bracketed in access-log lines), or Go's
 // default log prefix "2006/01/02 15:04:05" (read as UTC). A JSON line (an
-// access log with accessLogEncoding: JSON) is stamped by its start_time.
+// access log with accessLogEncoding: JSON) is stamped by its start_time, or,
+// under the mesh's own keys (meshConfig.accessLogFormat), by the first
+// string value that is an RFC 3339 time.
 func lineTime(line []byte) (time.Time, bool) {
 	line = bytes.TrimLeft(line, " ")
 	if len(line) > 0 && line[0] == '{' {
 		const key = `"start_time":"`
-		i := bytes.Index(line, []byte(key))
-		if i < 0 {
+		if i := bytes.Index(line, []byte(key)); i >= 0 {
+			line = line[i+len(key):]
+			if end := bytes.IndexByte(line, '"'); end >= 0 {
+				line = line[:end]
+			}
+		} else if m := jsonTimeValue.Find(line); m != nil {
+			line = m[1 : len(m)-1]
+		} else {
 			return time.Time{}, false
-		}
-		line = line[i+len(key):]
-		if end := bytes.IndexByte(line, '"'); end >= 0 {
-			line = line[:end]
 		}
 	}
 	if len(line) > 0 && line[0] == '[' {

@@ -12,6 +12,9 @@ func TestLineTime(t *testing.T) {
 		// accessLogEncoding: JSON, keys sorted: start_time is not first.
 		`{"authority":"orders:8080","response_code":503,"start_time":"2026-12-02T20:34:52.681Z","upstream_cluster":"outbound|8080||orders.shop.svc.cluster.local;"}`: "2026-12-02T20:34:52.681Z",
 		"2026/12/02 20:34:52 listening": "2026-12-02T20:34:52Z",
+		// The mesh's own JSON keys (accessLogFormat): the first string
+		// value that is an RFC 3339 time, whatever its key.
+		`{"code":503,"upstream":{"cluster":"outbound|8080||orders.shop.svc.cluster.local"},"when":"2026-12-02T20:34:52.681Z"}`: "2026-12-02T20:34:52.681Z",
 	} {
 		got, ok := lineTime([]byte(line))
 		w, _ := time.Parse(time.RFC3339Nano, want)

@@ -16,6 +16,7 @@
 //	envoy/NS/POD/stats_prometheus.2.txt    the same path read a second time (counters moved on)
 //	logs/NS/POD/CONTAINER.log              the container's log
 //	logs/NS/POD/CONTAINER.previous.log     the previous (crashed) instance's log
+//	netstat/NS/POD/netstat.txt             `netstat -natpw` in the pod's istio-proxy (an istioctl bug-report's)
 //	istiod/syncz.json                      istiod GET /debug/syncz (any replica)
 //	istiod/version.txt                     istiod GET /version (its build: 1.24.2-SHA-Clean)
 //	istiod/edsz/PROXY.json                 istiod GET /debug/edsz?proxyID=PROXY (POD.NS)
@@ -82,6 +83,9 @@ type Scenario struct {
 	// a probe requests, e.g. "/clusters?format=json".
 	Envoy map[cluster.PodRef]map[string][]byte
 	Logs  map[LogKey][]byte
+	// Netstat holds `netstat -natpw` run in a pod's istio-proxy, as an
+	// istioctl bug-report holds it (cluster.SocketLister).
+	Netstat map[cluster.PodRef][]byte
 	// Istiod holds recorded istiod debug responses keyed by path ("/debug/syncz").
 	Istiod map[string][]byte
 	// IstiodReplicas holds the responses of named istiod replicas (pod
@@ -321,6 +325,9 @@ func loadRecorded(dir fs.FS, s *Scenario) error {
 	if err := loadLogs(dir, s); err != nil {
 		return err
 	}
+	if err := loadNetstat(dir, s); err != nil {
+		return err
+	}
 	return loadIstiod(dir, s)
 }
 
@@ -478,6 +485,19 @@ func loadLogs(dir fs.FS, s *Scenario) error {
 			return fmt.Errorf("logs/%s/%s/%s: want CONTAINER.log or CONTAINER.previous.log", pod.Namespace, pod.Name, file)
 		}
 		s.Logs[key] = data
+		return nil
+	})
+}
+
+func loadNetstat(dir fs.FS, s *Scenario) error {
+	return walkPodFiles(dir, "netstat", func(pod cluster.PodRef, file string, data []byte) error {
+		if file != "netstat.txt" {
+			return fmt.Errorf("netstat/%s/%s/%s: want netstat.txt", pod.Namespace, pod.Name, file)
+		}
+		if s.Netstat == nil {
+			s.Netstat = map[cluster.PodRef][]byte{}
+		}
+		s.Netstat[pod] = data
 		return nil
 	})
 }

@@ -168,3 +168,72 @@ func TestFailureKeys(t *testing.T) {
 		t.Errorf("%+v %v", k, flags)
 	}
 }
+
+// istioJSONFormat is Istio's own JSON accessLogFormat keys
+// (pilot/pkg/model/telemetry_logging.go EnvoyJSONLogFormatIstio), as a
+// mesh that declares them spells them.
+const istioJSONFormat = `{"start_time":"%START_TIME%","route_name":"%ROUTE_NAME%","method":"%REQ(:METHOD)%",` +
+	`"path":"%REQ(X-ENVOY-ORIGINAL-PATH?:PATH)%","protocol":"%PROTOCOL%","response_code":"%RESPONSE_CODE%",` +
+	`"response_flags":"%RESPONSE_FLAGS%","response_code_details":"%RESPONSE_CODE_DETAILS%",` +
+	`"connection_termination_details":"%CONNECTION_TERMINATION_DETAILS%","bytes_received":"%BYTES_RECEIVED%",` +
+	`"bytes_sent":"%BYTES_SENT%","duration":"%DURATION%","upstream_service_time":"%RESP(X-ENVOY-UPSTREAM-SERVICE-TIME)%",` +
+	`"x_forwarded_for":"%REQ(X-FORWARDED-FOR)%","user_agent":"%REQ(USER-AGENT)%","request_id":"%REQ(X-REQUEST-ID)%",` +
+	`"authority":"%REQ(:AUTHORITY)%","upstream_host":"%UPSTREAM_HOST%","upstream_cluster":"%UPSTREAM_CLUSTER%",` +
+	`"upstream_local_address":"%UPSTREAM_LOCAL_ADDRESS%","downstream_local_address":"%DOWNSTREAM_LOCAL_ADDRESS%",` +
+	`"downstream_remote_address":"%DOWNSTREAM_REMOTE_ADDRESS%","requested_server_name":"%REQUESTED_SERVER_NAME%",` +
+	`"upstream_transport_failure_reason":"%UPSTREAM_TRANSPORT_FAILURE_REASON%"}`
+
+// TestRealworldJSONByTheDeclaredFormat: the real JSON lines under Istio's
+// keys (Istio 1.3's all-string values, 1.9+'s typed ones and null) read by
+// the format a mesh declares read as the built-in reader reads them; a
+// real line under keys the format does not name is no entry of it.
+func TestRealworldJSONByTheDeclaredFormat(t *testing.T) {
+	headers, groups := realworldGroups(t, "json.log")
+	fs := mustFormat(t, "JSON", istioJSONFormat)
+	read, other := 0, 0
+	for _, h := range headers {
+		for _, line := range groups[h] {
+			builtin, ok := ParseLine(line)
+			if !ok {
+				t.Errorf("%s: the built-in reader reads no entry in %.60s", h, line)
+				continue
+			}
+			var byFormat Entry
+			doc, ok := decodeObject(line)
+			ok = ok && fs[0].parseJSON(doc, &byFormat)
+			if !strings.Contains(line, `"response_code"`) {
+				if ok {
+					t.Errorf("%s: Istio's keys read a line without them: %.60s", h, line)
+				}
+				other++
+				continue
+			}
+			if !ok {
+				t.Errorf("%s: the declared format reads no entry in %.60s", h, line)
+				continue
+			}
+			read++
+			type key struct {
+				Code                                     int
+				Flags, Details, Cluster, Host, Authority string
+				Local, Remote, Method, Transport, SNI    string
+				Sent, Ms                                 int64
+				TCP                                      bool
+			}
+			k := func(e Entry) key {
+				if !strings.Contains(line, `"authority":`) {
+					e.Authority = "" // Envoy Gateway's ":authority", a key Istio's format does not name
+				}
+				return key{e.ResponseCode, e.Flags, e.ResponseCodeDetails, e.UpstreamCluster, e.UpstreamHost, e.Authority,
+					e.DownstreamLocalAddress, e.DownstreamRemoteAddress, e.Method, e.UpstreamTransportFailure, e.RequestedServerName,
+					e.BytesSent, e.DurationMs, e.TCP}
+			}
+			if k(builtin) != k(byFormat) {
+				t.Errorf("%s:\n built-in %+v\n format   %+v", h, k(builtin), k(byFormat))
+			}
+		}
+	}
+	if read < 6 || other < 1 {
+		t.Errorf("%d lines under Istio's keys read, %d under others: the fixture changed", read, other)
+	}
+}
