@@ -230,24 +230,11 @@ func sdsNames(l *listenerv3.Listener) []string {
 func modelGatewayRouteSigs(routes []mesh.Route) []gatewayRouteSig {
 	var out []gatewayRouteSig
 	for _, r := range routes {
-		var dests, mirrors []string
-		for _, d := range r.Destinations {
-			pct := d.Percent
-			if len(r.Destinations) == 1 {
-				pct = 100
-			}
-			if pct > 0 {
-				dests = append(dests, fmt.Sprintf("%s %d%%", d.Cluster, pct))
-			}
-		}
-		for _, d := range r.Mirrors {
-			mirrors = append(mirrors, "mirror "+d.Cluster)
-		}
 		absent := r.ClusterNotFound
 		if absent == 0 {
 			absent = 503
 		}
-		out = append(out, gatewayRouteSig{name: r.EnvoyName, sends: sig(dests, mirrors), catchAll: r.CatchAll, clusterAbsent: absent})
+		out = append(out, gatewayRouteSig{name: r.EnvoyName, sends: modelRouteSends(r, clusterOf), catchAll: r.CatchAll, clusterAbsent: absent})
 	}
 	return out
 }

@@ -172,22 +172,32 @@ func (r routeSig) String() string {
 func modelRouteSigs(v *mesh.View) []routeSig {
 	var out []routeSig
 	for _, r := range v.Routes {
-		var dests, mirrors []string
-		for _, d := range r.Destinations {
-			pct := d.Percent
-			if len(r.Destinations) == 1 {
-				pct = 100
-			}
-			if pct > 0 {
-				dests = append(dests, fmt.Sprintf("%s %d%%", d.Cluster, pct))
-			}
-		}
-		for _, m := range r.Mirrors {
-			mirrors = append(mirrors, "mirror "+m.Cluster)
-		}
-		out = append(out, routeSig{sends: sig(dests, mirrors), catchAll: r.CatchAll})
+		out = append(out, routeSig{sends: modelRouteSends(r, clusterOf), catchAll: r.CatchAll})
 	}
 	return out
+}
+
+// clusterOf is a destination's cluster as the model names it.
+func clusterOf(d mesh.Destination) string { return d.Cluster }
+
+// modelRouteSends is where the model's route sends, in routeSig's words:
+// each destination's cluster (as cluster names it for the proxy compared)
+// with its share, a lone one taking 100%, and its mirrors.
+func modelRouteSends(r mesh.Route, cluster func(mesh.Destination) string) string {
+	var dests, mirrors []string
+	for _, d := range r.Destinations {
+		pct := d.Percent
+		if len(r.Destinations) == 1 {
+			pct = 100
+		}
+		if pct > 0 {
+			dests = append(dests, fmt.Sprintf("%s %d%%", cluster(d), pct))
+		}
+	}
+	for _, m := range r.Mirrors {
+		mirrors = append(mirrors, "mirror "+cluster(m))
+	}
+	return sig(dests, mirrors)
 }
 
 func sig(dests, mirrors []string) string {

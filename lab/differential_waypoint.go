@@ -104,20 +104,8 @@ func CompareWaypointRoutes(cfg *mesh.Config, bound map[string]bool, listeners ma
 		}
 		var model []routeSig
 		for _, r := range v.Routes {
-			var dests, mirrors []string
-			for _, d := range r.Destinations {
-				pct := d.Percent
-				if len(r.Destinations) == 1 {
-					pct = 100
-				}
-				if pct > 0 {
-					dests = append(dests, fmt.Sprintf("%s %d%%", waypointCluster(cfg, bound, d), pct))
-				}
-			}
-			for _, m := range r.Mirrors {
-				mirrors = append(mirrors, "mirror "+waypointCluster(cfg, bound, m))
-			}
-			model = append(model, routeSig{sends: sig(dests, mirrors), catchAll: r.CatchAll})
+			sends := modelRouteSends(r, func(d mesh.Destination) string { return waypointCluster(cfg, bound, d) })
+			model = append(model, routeSig{sends: sends, catchAll: r.CatchAll})
 		}
 		c.Diffs = append(c.Diffs, compareRouteSigs(name, model, pushed)...)
 	}

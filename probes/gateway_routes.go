@@ -439,7 +439,7 @@ func gatewayAPIFacts(r Result, t cluster.Target, b *mesh.GatewayBinding, v *mesh
 			continue
 		}
 		for _, bv := range rv.InvalidBackends(false) {
-			entry := fmt.Sprintf("%s rule %d: %s %s/%s:%d", rv.Route, bv.Rule, bv.Kind, bv.Namespace, bv.Name, bv.Port)
+			entry := bv.Entry(rv.Route)
 			switch bv.Invalid {
 			case mesh.BackendNotFound, mesh.BackendInvalidKind:
 				notFound = append(notFound, entry)

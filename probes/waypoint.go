@@ -397,7 +397,7 @@ func waypointRouteFacts(r Result, t cluster.Target, in waypointInput) []string {
 		}
 		routes = append(routes, rv.Route)
 		for _, bv := range rv.InvalidBackends(true) {
-			entry := fmt.Sprintf("%s rule %d: %s %s/%s:%d", rv.Route, bv.Rule, bv.Kind, bv.Namespace, bv.Name, bv.Port)
+			entry := bv.Entry(rv.Route)
 			switch bv.Invalid {
 			case mesh.BackendNotFound, mesh.BackendInvalidKind:
 				notFound = append(notFound, entry)

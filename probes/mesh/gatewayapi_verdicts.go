@@ -1,6 +1,7 @@
 package mesh
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 
@@ -190,6 +191,12 @@ func routeHostnames(r apiRoute) []gatewayv1.Hostname {
 		return []gatewayv1.Hostname{"*"}
 	}
 	return r.Hostnames
+}
+
+// Entry names the backend of the route named route in a fact's list: "NS/ROUTE rule N:
+// KIND NS/NAME:PORT".
+func (b BackendVerdict) Entry(route string) string {
+	return fmt.Sprintf("%s rule %d: %s %s/%s:%d", route, b.Rule, b.Kind, b.Namespace, b.Name, b.Port)
 }
 
 // InvalidBackends are the route's backendRefs (not mirrors) istiod
