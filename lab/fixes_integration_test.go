@@ -106,7 +106,8 @@ func TestFixPatchesClearTheirCauseInTheLab(t *testing.T) {
 	l := sharedLab(t)
 	for _, name := range []string{"subset-no-pods", "gateway-subset-no-pods", "vs-undefined-subset", "port-mismatch",
 		"gateway-vs-not-bound", "mtls-to-pod-without-sidecar", "mtls-plaintext-to-strict", "ambient-hbone-networkpolicy",
-		"gatewayapi-backend-port-missing", "gatewayapi-route-not-attached", "gatewayapi-ref-not-permitted", "gateway-listener-unreachable"} {
+		"gatewayapi-backend-port-missing", "gatewayapi-route-not-attached", "gatewayapi-ref-not-permitted", "gateway-listener-unreachable",
+		"mesh-route-backend-not-found", "waypoint-route-backend-not-found", "protocol-mysql-named-http"} {
 		t.Run(name, func(t *testing.T) {
 			s := loadScenario(t, name)
 			applyShared(t, l, s)

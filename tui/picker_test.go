@@ -98,11 +98,15 @@ func TestPickerChoosesTarget(t *testing.T) {
 	// Filter to the namespace, as an on-call with 200 namespaces would.
 	h.key("/")
 	h.key("sho")
+	// The list filters in a command of its own: the choice must wait for
+	// its matches, or a loaded machine chooses from the unfiltered list.
+	h.waitGone("payments")
 	h.key("enter")
 	h.key("enter")
 	h.waitFor("Choose a service in shop", "3 pods · 3/3 with sidecar · 9080/TCP", "no selector (endpoints managed by hand)", "1 pod · 0/1 with sidecar")
 	h.key("/")
 	h.key("revi")
+	h.waitGone("ratings")
 	h.key("enter")
 	h.key("enter")
 	h.waitFor("Choose a source pod in shop", "(no source pod)", "sidecar native · app=productpage")
