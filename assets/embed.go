@@ -74,4 +74,6 @@ var Causes = []string{
 	// Issue 29, the ambient platform.
 	"ambient.platform-cilium-socket-lb",
 	"ambient.platform-eks-sg-strict",
+	// Issue 29, the ambient rollout.
+	"ambient.drain-before-removal",
 }

@@ -33,6 +33,10 @@ func (ShutdownOrderProbe) Meta() Meta {
 			{"shutdown_drain_configured", FactBool, "every classic-sidecar pod has terminationDrainDuration above the 5 s default, EXIT_ON_ZERO_ACTIVE_CONNECTIONS or a proxy preStop"},
 			{"shutdown_app_prestop", FactBool, "every classic-sidecar pod's app containers have a preStop hook"},
 			{"shutdown_pods_terminating", FactInt, "target pods being deleted now (a rollout in progress)"},
+			{"shutdown_ambient_pods", FactInt, "target pods ztunnel carries (ambient: the CNI's redirection annotation enabled or pending)"},
+			{"shutdown_ambient_app_prestop", FactBool, "every ambient pod's app containers have a preStop hook (false when there is no ambient pod)"},
+			{"shutdown_terminating_ips", FactList, "pod IPs of the target pods being deleted now"},
+			{"shutdown_pod_ips", FactList, "pod IPs of every target pod read (an IP outside it belongs to no pod of the Service any more)"},
 			{"shutdown_at_risk", FactBool, "some pod has a classic sidecar without drain settings that outlast the 5 s default (an app preStop does not keep the proxy up)"},
 		},
 	}
@@ -75,6 +79,8 @@ func evaluateShutdown(t cluster.Target, in shutdownInput) Result {
 	res := Result{Commands: shutdownCommands(t)}
 	res.Evidence.Columns = []string{"pod", "sidecar", "drain", "app preStop", "grace period", "terminating"}
 	classic, drained, prestopped, terminating, atRisk := 0, 0, 0, 0, 0
+	ambient, ambientPrestopped := 0, 0
+	terminatingIPs, podIPs := []string{}, []string{}
 	for i := range in.Pods {
 		pod := &in.Pods[i]
 		kind := mesh.PodSidecar(pod)
@@ -82,6 +88,21 @@ func evaluateShutdown(t cluster.Target, in shutdownInput) Result {
 		prestop := appsHavePreStop(pod)
 		if pod.DeletionTimestamp != nil {
 			terminating++
+			if ip := pod.Status.PodIP; ip != "" {
+				terminatingIPs = append(terminatingIPs, ip)
+			}
+		}
+		if ip := pod.Status.PodIP; ip != "" {
+			podIPs = append(podIPs, ip)
+		}
+		// ztunnel drains a pod's connections when the pod goes: nothing
+		// keeps its app up until istiod's removal of it reaches the
+		// callers but the app's own preStop.
+		if d := mesh.DataPlaneOf(pod, nil); d.Mode == mesh.DataPlaneAmbient && (d.Enrolled() || d.Pending()) {
+			ambient++
+			if prestop {
+				ambientPrestopped++
+			}
 		}
 		if kind == mesh.SidecarClassic {
 			classic++
@@ -103,15 +124,21 @@ func evaluateShutdown(t cluster.Target, in shutdownInput) Result {
 		})
 	}
 	res.Facts = Facts{
-		"shutdown_classic_sidecar":  classic > 0,
-		"shutdown_drain_configured": classic > 0 && drained == classic,
-		"shutdown_app_prestop":      classic > 0 && prestopped == classic,
-		"shutdown_pods_terminating": terminating,
-		"shutdown_at_risk":          atRisk > 0,
+		"shutdown_classic_sidecar":     classic > 0,
+		"shutdown_drain_configured":    classic > 0 && drained == classic,
+		"shutdown_app_prestop":         classic > 0 && prestopped == classic,
+		"shutdown_pods_terminating":    terminating,
+		"shutdown_at_risk":             atRisk > 0,
+		"shutdown_ambient_pods":        ambient,
+		"shutdown_ambient_app_prestop": ambient > 0 && ambientPrestopped == ambient,
+		"shutdown_terminating_ips":     terminatingIPs,
+		"shutdown_pod_ips":             podIPs,
 	}
 	res.Evidence.Raw = "A classic sidecar receives SIGTERM together with the app and drains for terminationDrainDuration (5 s when unset) " +
 		"before exiting, whatever preStop the app has; requests the app is still serving, and calls the app makes while draining, then fail. " +
-		"Native sidecars (Kubernetes 1.29+) stop after the app containers."
+		"Native sidecars (Kubernetes 1.29+) stop after the app containers. " +
+		"In ambient, ztunnel drains a pod's connections when it ends, before istiod's removal of it reaches every gateway, waypoint and ztunnel: " +
+		"only a preStop on the app keeps it serving meanwhile."
 	switch {
 	case len(in.Pods) == 0:
 		res.Status = StatusSkipped
@@ -125,6 +152,9 @@ func evaluateShutdown(t cluster.Target, in shutdownInput) Result {
 		if terminating > 0 {
 			res.Summary += fmt.Sprintf(" (%d terminating now)", terminating)
 		}
+	case ambient > 0 && ambientPrestopped < ambient && terminating > 0:
+		res.Status = StatusWarn
+		res.Summary = fmt.Sprintf("%d pod(s) terminating in ambient whose app has no preStop: connections routed to them before istiod's removal reaches the callers are refused", terminating)
 	case classic == 0:
 		res.Status = StatusPass
 		res.Summary = "no classic sidecars: shutdown order is handled by Kubernetes (native sidecar) or there is no proxy"

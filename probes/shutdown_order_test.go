@@ -1,6 +1,7 @@
 package probes
 
 import (
+	"reflect"
 	"testing"
 	"time"
 
@@ -80,6 +81,66 @@ func TestShutdownOrder(t *testing.T) {
 			}
 			if res.Facts["shutdown_pods_terminating"] != tc.terming {
 				t.Errorf("terminating = %v, want %d", res.Facts["shutdown_pods_terminating"], tc.terming)
+			}
+			if res.Status != tc.status {
+				t.Errorf("status = %s: %s", res.Status, res.Summary)
+			}
+		})
+	}
+}
+
+// Ambient pods have no proxy of their own to drain: what the step reads of
+// them is whether the app has a preStop and which of them are ending, by
+// IP, for the ztunnel and gateway failures to be matched against.
+func TestShutdownOrderAmbient(t *testing.T) {
+	now := metav1.NewTime(time.Date(2026, 12, 5, 1, 0, 0, 0, time.UTC))
+	ambientPod := func(name, ip string, mutate func(*corev1.Pod)) corev1.Pod {
+		return shutdownPod(name, func(p *corev1.Pod) {
+			p.Spec.Containers = p.Spec.Containers[:1]
+			p.Annotations = map[string]string{annotation.AmbientRedirection.Name: mesh.RedirectionEnabled}
+			p.Status.PodIP = ip
+			if mutate != nil {
+				mutate(p)
+			}
+		})
+	}
+	preStop := func(p *corev1.Pod) {
+		p.Spec.Containers[0].Lifecycle = &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Sleep: &corev1.SleepAction{Seconds: 5}}}
+	}
+	ending := func(p *corev1.Pod) { p.DeletionTimestamp = &now }
+	cases := []struct {
+		name     string
+		pods     []corev1.Pod
+		prestop  bool
+		ambient  int
+		ips      []string
+		status   Status
+		terminal []string
+	}{
+		{"rollout without preStop", []corev1.Pod{ambientPod("o-old", "10.0.1.7", ending), ambientPod("o-new", "10.0.1.9", nil)},
+			false, 2, []string{"10.0.1.7", "10.0.1.9"}, StatusWarn, []string{"10.0.1.7"}},
+		{"rollout with preStop", []corev1.Pod{ambientPod("o-old", "10.0.1.7", func(p *corev1.Pod) { ending(p); preStop(p) }), ambientPod("o-new", "10.0.1.9", preStop)},
+			true, 2, []string{"10.0.1.7", "10.0.1.9"}, StatusPass, []string{"10.0.1.7"}},
+		{"no rollout, no preStop", []corev1.Pod{ambientPod("o", "10.0.1.9", nil)},
+			false, 1, []string{"10.0.1.9"}, StatusPass, []string{}},
+		// Not enrolled by the CNI: ztunnel does not carry it.
+		{"no redirection annotation", []corev1.Pod{shutdownPod("o", func(p *corev1.Pod) { p.Spec.Containers = p.Spec.Containers[:1] })},
+			false, 0, []string{}, StatusPass, []string{}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			res := evaluateShutdown(cluster.Target{Namespace: "shop", Service: "orders"}, shutdownInput{Pods: tc.pods})
+			if err := CheckFacts(ShutdownOrderProbe{}.Meta(), res); err != nil {
+				t.Fatal(err)
+			}
+			if res.Facts["shutdown_ambient_pods"] != tc.ambient || res.Facts["shutdown_ambient_app_prestop"] != tc.prestop {
+				t.Errorf("ambient %v prestop %v, want %d %v", res.Facts["shutdown_ambient_pods"], res.Facts["shutdown_ambient_app_prestop"], tc.ambient, tc.prestop)
+			}
+			if !reflect.DeepEqual(res.Facts["shutdown_terminating_ips"], tc.terminal) || !reflect.DeepEqual(res.Facts["shutdown_pod_ips"], tc.ips) {
+				t.Errorf("terminating %v pods %v", res.Facts["shutdown_terminating_ips"], res.Facts["shutdown_pod_ips"])
+			}
+			if res.Facts["shutdown_at_risk"] != false {
+				t.Errorf("at risk without a classic sidecar")
 			}
 			if res.Status != tc.status {
 				t.Errorf("status = %s: %s", res.Status, res.Summary)

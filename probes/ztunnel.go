@@ -46,6 +46,8 @@ func (ZtunnelProbe) Meta() Meta {
 			{"ztunnel_denied_by", FactList, "the policies rejections name (\"explicitly denied by: NS/NAME\"), most frequent first, as NAME=COUNT"},
 			{"ztunnel_rejected_sources", FactList, "workloads (else addresses) whose connections failed, as NAME=COUNT"},
 			{"ztunnel_refused", FactInt, "connections to the app's port refused (nothing listens)"},
+			{"ztunnel_refused_tunnel_ips", FactList, "pod IPs whose HBONE port 15008 refused the caller's ztunnel (os error 111: nothing listens there any more, as when the pod has ended), most refused first"},
+			{"ztunnel_drained", FactInt, "connections ztunnel closed by a drain (ClosedFromDrain, DrainTimeOut): the pod or its ztunnel shutting down"},
 			{"ztunnel_failures", FactList, "failed connections by kind, as KIND=COUNT"},
 			{"ztunnel_unexplained", FactList, "failed connections whose error (ztunnel's Error variant, on the caller's or the destination's ztunnel) the vocabulary knows no cause of the catalogue for, as LINE=COUNT"},
 			{"ztunnel_config_read", FactBool, "the config_dump of a ztunnel on the path was read"},
@@ -332,6 +334,8 @@ func evaluateZtunnel(t cluster.Target, in ztunnelInput) Result {
 			r.Facts["ztunnel_sidecar_rejections"] = in.SidecarRejected
 		}
 		r.Facts["ztunnel_refused"] = all.Failures[ztunnel.FailureRefused]
+		r.Facts["ztunnel_refused_tunnel_ips"] = nonNil(countKeysOnly(all.RefusedTunnels))
+		r.Facts["ztunnel_drained"] = all.Drained
 		r.Facts["ztunnel_denied_by"] = nonNil(ztunnel.Keys(all.DeniedBy))
 		r.Facts["ztunnel_rejected_sources"] = nonNil(ztunnel.Keys(all.FailedSources))
 		r.Facts["ztunnel_failures"] = nonNil(ztunnel.Keys(all.Failures))
@@ -387,6 +391,16 @@ func evaluateZtunnel(t cluster.Target, in ztunnelInput) Result {
 	}
 	r.Evidence.Raw = strings.Join(raw, "\n")
 	return r
+}
+
+// countKeysOnly lists a count map's keys, most frequent first, without the
+// counts: values a rule compares with other facts' (pod IPs).
+func countKeysOnly(m map[string]int) []string {
+	out := ztunnel.Keys(m)
+	for i, k := range out {
+		out[i] = k[:strings.LastIndexByte(k, '=')]
+	}
+	return out
 }
 
 func waypointNote(wp string) string {

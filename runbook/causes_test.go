@@ -359,6 +359,15 @@ var causeCases = []struct {
 	{"ambient.platform-eks-sg-strict", ambientCase(map[string]probes.Facts{
 		"dataplane": {"eks_sg_strict_unready": []string{"shop/orders-1", "shop/orders-2"}},
 	}), runbook.ConfidenceMedium},
+	// An ambient rollout: the callers' ztunnels refused on 15008 of a
+	// terminating pod, whose app has no preStop.
+	{"ambient.drain-before-removal", ambientCase(map[string]probes.Facts{
+		"shutdown-order": {"shutdown_classic_sidecar": false, "shutdown_at_risk": false, "shutdown_ambient_pods": 3, "shutdown_pods_terminating": 1,
+			"shutdown_terminating_ips": []string{"10.0.1.11"}},
+		"endpoints": {"endpoints_terminating": 1},
+		"ztunnel": {"ztunnel_entries": 40, "ztunnel_completed": 36, "ztunnel_refused": 4, "ztunnel_refused_tunnel_ips": []string{"10.0.1.11"},
+			"ztunnel_failures": []string{"connection-refused=4"}},
+	}), runbook.ConfidenceMedium},
 	// The port and the image alone.
 	{"protocol.server-first", map[string]probes.Facts{
 		"port-protocol": {"portproto_server_first": []string{"3306 http-mysql: HTTP by name; port 3306 is MySQL's"}, "portproto_server_first_ports": []string{"3306"},
@@ -757,5 +766,72 @@ func TestBlockedReadinessLeavesEndpointsNoneReadyAConsequence(t *testing.T) {
 	}
 	if findings[0].Confidence != runbook.ConfidenceHigh {
 		t.Errorf("probe.blocked-by-strict at %s, want high: istiod builds no plaintext chain under STRICT", findings[0].Confidence)
+	}
+}
+
+// The ambient drain race is a finding only where failures went to pods that
+// had ended, during a rollout, with no app preStop: the configuration
+// alone, failures to running pods, or an app that has its preStop are not.
+func TestAmbientDrainNeedsFailuresToEndingPods(t *testing.T) {
+	rollout := probes.Facts{"shutdown_classic_sidecar": false, "shutdown_at_risk": false, "shutdown_ambient_pods": 3,
+		"shutdown_pods_terminating": 1, "shutdown_terminating_ips": []string{"10.0.1.11"},
+		"shutdown_pod_ips": []string{"10.0.1.11", "10.0.1.12", "10.0.1.13"}}
+	refused := func(ips ...string) probes.Facts {
+		return probes.Facts{"ztunnel_entries": 40, "ztunnel_completed": 40 - len(ips), "ztunnel_refused": len(ips),
+			"ztunnel_refused_tunnel_ips": ips, "ztunnel_failures": []string{"connection-refused=1"}}
+	}
+	withPreStop := probes.Facts{}
+	for k, v := range rollout {
+		withPreStop[k] = v
+	}
+	withPreStop["shutdown_ambient_app_prestop"] = true
+	gatewayRollout := probes.Facts{}
+	for k, v := range rollout {
+		gatewayRollout[k] = v
+	}
+	gatewayRollout["shutdown_terminating_ips"] = []string{}
+	gatewayRollout["shutdown_pod_ips"] = []string{"10.0.1.12", "10.0.1.13", "10.0.1.14"}
+	noRollout := probes.Facts{}
+	for k, v := range gatewayRollout {
+		noRollout[k] = v
+	}
+	noRollout["shutdown_pods_terminating"] = 0
+	for _, c := range []struct {
+		name string
+		over map[string]probes.Facts
+		want []string
+	}{
+		{"rollout without failures", map[string]probes.Facts{"shutdown-order": rollout, "ztunnel": refused()}, nil},
+		{"refused by a running pod", map[string]probes.Facts{"shutdown-order": rollout, "ztunnel": refused("10.0.1.12")}, nil},
+		{"refused by the terminating pod", map[string]probes.Facts{"shutdown-order": rollout, "ztunnel": refused("10.0.1.11")},
+			[]string{"ambient.drain-before-removal"}},
+		{"the app has a preStop", map[string]probes.Facts{"shutdown-order": withPreStop, "ztunnel": refused("10.0.1.11")}, nil},
+		// The gateway tunnelled to an IP no pod of the Service has any more,
+		// while another old pod is still terminating.
+		{"gateway 503 to a vanished pod", map[string]probes.Facts{"shutdown-order": gatewayRollout, "ztunnel": refused(),
+			"target": {"target_source_gateway": true}, "dataplane": {"dataplane_source": "gateway"},
+			"access-log": {"log_503": 6, "log_5xx": 6, "log_flag_uf": 6, "log_tunnel_failed_ips": []string{"10.0.1.11"}}},
+			[]string{"ambient.drain-before-removal"}},
+		{"gateway 503 to a running pod", map[string]probes.Facts{"shutdown-order": gatewayRollout, "ztunnel": refused(),
+			"target": {"target_source_gateway": true}, "dataplane": {"dataplane_source": "gateway"},
+			"access-log": {"log_503": 6, "log_5xx": 6, "log_flag_uf": 6, "log_tunnel_failed_ips": []string{"10.0.1.12"}}},
+			nil},
+		{"gateway 503 to a vanished pod, no rollout", map[string]probes.Facts{"shutdown-order": noRollout, "ztunnel": refused(),
+			"target": {"target_source_gateway": true}, "dataplane": {"dataplane_source": "gateway"},
+			"access-log": {"log_503": 6, "log_5xx": 6, "log_flag_uf": 6, "log_tunnel_failed_ips": []string{"10.0.1.11"}}},
+			nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			findings := autoFindings(t, ambientCase(c.over))
+			got := causeIDs(findings)
+			for _, f := range findings {
+				if f.Cause == "ambient.drain-before-removal" && f.Confidence != runbook.ConfidenceMedium {
+					t.Errorf("confidence %s, want medium: the race is timing, not configuration", f.Confidence)
+				}
+			}
+			if !reflect.DeepEqual(got, c.want) {
+				t.Fatalf("findings = %v, want %v", got, c.want)
+			}
+		})
 	}
 }

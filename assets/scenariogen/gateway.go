@@ -214,6 +214,14 @@ type IngressCall struct {
 	// Code defaults to 200; Flags, Details and Route to the success's.
 	Code                  int
 	Flags, Details, Route string
+	// TransportFailure is upstream_transport_failure_reason ("" for none).
+	TransportFailure string
+	// Tunnel: To is in ambient, so the gateway reaches it through an HBONE
+	// tunnel (upstream host envoy://connect_originate/IP:8080, upstream
+	// local address the internal client's) and no sidecar logs it; ToIP
+	// is the address it tunnelled to when To is a pod already gone.
+	Tunnel bool
+	ToIP   string
 }
 
 // ingressCall logs a request through the gateway: its line in the
@@ -230,7 +238,11 @@ func (s *Shop) ingressCall(gw *Pod, c IngressCall) {
 	if c.Service != "" {
 		cluster = fmt.Sprintf("outbound|8080|%s|%s.shop.svc.%s", c.Subset, c.Service, meshDomain)
 	}
-	if c.To != nil {
+	switch {
+	case c.Tunnel:
+		upstreamHost = "envoy://connect_originate/" + firstNonEmpty(c.ToIP, c.To.IP) + ":8080"
+		upstreamLocal = "envoy://internal_client_address/"
+	case c.To != nil:
 		upstreamHost = c.To.IP + ":8080"
 		upstreamLocal = fmt.Sprintf("%s:%d", gw.IP, 30000+rng.IntN(30000))
 	}
@@ -249,14 +261,14 @@ func (s *Shop) ingressCall(gw *Pod, c IngressCall) {
 		UpstreamHost: upstreamHost, Cluster: cluster, UpstreamLocal: upstreamLocal,
 		DownstreamLocal: gw.IP + ":8080", DownstreamRemote: gatewayClient + ":" + strconv.Itoa(port),
 		Authority: c.Host, ForwardedFor: client, UserAgent: "Mozilla/5.0", RequestID: requestID,
-		TxBytes: tx, DurationMs: duration, Route: firstNonEmpty(c.Route, "-"),
+		TxBytes: tx, DurationMs: duration, Route: firstNonEmpty(c.Route, "-"), TransportFailure: c.TransportFailure,
 	}))
 	service, namespace := c.Host, "unknown"
 	if c.Service != "" {
 		service, namespace = c.Service, "shop"
 	}
 	s.requests = append(s.requests, request{gw, c.At, code, flags, service, namespace, c.To})
-	if c.To != nil {
+	if c.To != nil && !c.Tunnel {
 		s.world.log(c.To.Namespace, c.To.Name, "istio-proxy", false, s.accessLine(AccessEntry{
 			Start: c.At.Add(time.Millisecond), Method: "GET", Path: c.Path, Code: code, Flags: "-", Details: "via_upstream",
 			UpstreamHost: upstreamHost, Cluster: "inbound|8080||", UpstreamLocal: fmt.Sprintf("127.0.0.6:%d", 30000+rng.IntN(30000)),

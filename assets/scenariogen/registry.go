@@ -61,6 +61,7 @@ var scenarios = []Scenario{
 	idleResetLegacyLogFormat,
 	ambientHBONENetworkPolicy,
 	ambientWaypointNotReady,
+	ambientRolloutDrain,
 	ambientSidecarBypassesWaypoint,
 	gatewayVSNotBound,
 	gatewaySubsetNoPods,

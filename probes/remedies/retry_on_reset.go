@@ -21,7 +21,7 @@ const retryOn = "connect-failure,refused-stream,reset"
 func (RetryOnReset) Meta() Meta {
 	return Meta{
 		ID:     "retry-on-reset",
-		Causes: []string{"upstream.idle-reset"},
+		Causes: []string{"upstream.idle-reset", "ambient.drain-before-removal"},
 		Does:   "adds reset to the retryOn of the VirtualService's routes to the target, or creates one with that retry policy",
 	}
 }

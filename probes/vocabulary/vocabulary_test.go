@@ -95,6 +95,12 @@ func TestFlagMapping(t *testing.T) {
 		{SidecarOutbound, accesslog.FailureKey{Flags: "UPE", Code: 502, Details: "upstream_reset_before_response_started{protocol_error}"}, nil, "HTTP protocol error"},
 		{SidecarOutbound, accesslog.FailureKey{Flags: "FI", Code: 503, Details: "fault_filter_abort"}, nil, "fault injection aborted"},
 		{SidecarOutbound, accesslog.FailureKey{Flags: "URX", Code: 503, Details: "via_upstream"}, nil, "retries (HTTP) or connect attempts (TCP) ran out"},
+		// A gateway tunnels to ambient pods: one that ended before istiod's
+		// removal of it reached the gateway refuses or resets (istio/istio#58514).
+		{Gateway, accesslog.FailureKey{Flags: "UC", Code: 503, Details: "upstream_reset_before_response_started{connection_termination}"},
+			[]string{"upstream.idle-reset", "shutdown.proxy-exits-first", "mtls.plaintext-to-strict", "ambient.drain-before-removal"}, ""},
+		{Gateway, accesslog.FailureKey{Flags: "UF", Code: 503, Details: "upstream_reset_before_response_started{remote_connection_failure,delayed_connect_error:_111}"},
+			[]string{"service.port-mismatch", "startup.app-before-proxy", "sidecar.missing-upstream", "ambient.drain-before-removal"}, ""},
 	} {
 		got := v.Entry(c.hop, c.key)
 		var causes []string
@@ -141,7 +147,12 @@ func TestZtunnelMapping(t *testing.T) {
 		{ZtunnelSource, true, "unknown waypoint: shop/waypoint", []string{"ambient.waypoint-missing", "ambient.waypoint-not-ready"}, false},
 		{ZtunnelSource, true, "pool draining", nil, true},
 		{ZtunnelSource, true, "unsupported feature: HBONE double tunnel", nil, true},
-		{ZtunnelDestination, false, "connection closed due to connection drain", nil, true},
+		// A pod ending drains its connections (istio/istio#58514); the
+		// caller's connects to its 15008 are refused meanwhile.
+		{ZtunnelDestination, false, "connection closed due to connection drain", []string{"ambient.drain-before-removal"}, false},
+		{ZtunnelDestination, false, "connection failed to drain within the timeout", []string{"ambient.drain-before-removal"}, false},
+		{ZtunnelSource, true, "io error: Connection refused (os error 111)",
+			[]string{"ambient.pod-not-enrolled", "ambient.ztunnel-unavailable", "ambient.waypoint-not-bound", "ambient.drain-before-removal"}, false},
 		{ZtunnelSource, true, "send: io error: Broken pipe (os error 32)", nil, true},
 	} {
 		k := ztunnel.ClassifyError(c.text)

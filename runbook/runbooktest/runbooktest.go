@@ -54,7 +54,7 @@ func Healthy() map[string]probes.Facts {
 			"log_flag_uh": 0, "log_flag_uf": 0, "log_flag_uo": 0, "log_flag_nr": 0, "log_flag_nc": 0,
 			"log_flag_urx": 0, "log_flag_uc": 0, "log_flag_ut": 0, "log_flag_dc": 0, "log_flag_lr": 0, "log_flag_ur": 0,
 			"log_details": []string{}, "log_transport_failures": []string{}, "log_blackhole": 0,
-			"log_blackhole_hosts": []string{}, "log_connection_refused": 0, "log_xds_rejected": 0, "log_xds_rejected_reason": "",
+			"log_blackhole_hosts": []string{}, "log_connection_refused": 0, "log_tunnel_failed_ips": []string{}, "log_xds_rejected": 0, "log_xds_rejected_reason": "",
 			"log_http10_rejected": 0, "log_http10_hops": []string{}, "log_http10_accepted_by": []string{},
 			"log_nc500": 0, "log_nc500_routes": []string{},
 		},
@@ -96,7 +96,8 @@ func Healthy() map[string]probes.Facts {
 		},
 		"shutdown-order": {
 			"shutdown_classic_sidecar": true, "shutdown_drain_configured": false, "shutdown_app_prestop": false,
-			"shutdown_pods_terminating": 0, "shutdown_at_risk": true,
+			"shutdown_pods_terminating": 0, "shutdown_at_risk": true, "shutdown_ambient_pods": 0, "shutdown_ambient_app_prestop": false,
+			"shutdown_terminating_ips": []string{}, "shutdown_pod_ips": []string{"10.0.1.11", "10.0.1.12", "10.0.1.13"},
 		},
 		"metrics": {
 			"metrics_reporter": "source", "metrics_requests": 5000, "metrics_503": 0,
@@ -294,11 +295,14 @@ func AmbientHealthy() map[string]probes.Facts {
 		"ztunnel": {"ztunnel_pods": 2, "ztunnel_nodes_without": []string{}, "ztunnel_entries": 180, "ztunnel_completed": 180,
 			"ztunnel_hbone_timeouts": 0, "ztunnel_rejections": 0, "ztunnel_strict_rejections": 0, "ztunnel_sidecar_rejections": 0, "ztunnel_unauthorized": 0,
 			"ztunnel_denied_by": []string{}, "ztunnel_rejected_sources": []string{}, "ztunnel_refused": 0, "ztunnel_failures": []string{},
+			"ztunnel_refused_tunnel_ips": []string{}, "ztunnel_drained": 0,
 			"ztunnel_config_read": true, "ztunnel_service_waypoint": "shop/web-waypoint.shop.svc.cluster.local", "ztunnel_target_plaintext": 0},
 		"waypoint": {"waypoint_pods_read": 1, "waypoint_cluster_present": true, "waypoint_hosts_total": 3, "waypoint_hosts_healthy": 3,
 			"waypoint_log_entries": 180, "waypoint_log_503": 0, "waypoint_log_flags": []string{}, "waypoint_rbac_denied": 0,
 			"waypoint_rbac_policies": []string{}},
 		"mtls": {"mtls_source_sidecar": false, "mtls_upstream_sidecar": false, "mtls_client_config": "no-sidecar"},
+		"shutdown-order": {"shutdown_classic_sidecar": false, "shutdown_drain_configured": false, "shutdown_app_prestop": false,
+			"shutdown_at_risk": false, "shutdown_ambient_pods": 3},
 	})
 }
 

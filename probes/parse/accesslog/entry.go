@@ -104,6 +104,31 @@ func (e *Entry) Destination() string {
 	return e.DownstreamLocalAddress
 }
 
+// ConnectOriginate is the prefix of the upstream host Envoy logs for a
+// request it sent through an HBONE tunnel: the internal listener
+// connect_originate that istiod builds on gateways, waypoints and sidecars
+// of an ambient mesh, followed by the pod's IP:PORT
+// ("envoy://connect_originate/10.0.1.7:8080", istio/ztunnel#1662).
+const ConnectOriginate = "envoy://connect_originate/"
+
+// TunnelPodIP is the pod IP of an upstream host that is an HBONE tunnel
+// (ConnectOriginate), "" for any other upstream host.
+func (e *Entry) TunnelPodIP() string {
+	addr, ok := strings.CutPrefix(e.UpstreamHost, ConnectOriginate)
+	if !ok {
+		return ""
+	}
+	// IPv6 is bracketed: [fd00::7]:8080.
+	if i := strings.LastIndexByte(addr, ':'); i > 0 {
+		addr = addr[:i]
+	}
+	addr = strings.TrimSuffix(strings.TrimPrefix(addr, "["), "]")
+	if addr == "" || strings.ContainsAny(addr, "/ ") {
+		return ""
+	}
+	return addr
+}
+
 // LowVersion is the response_code_details of Envoy's 426: its HTTP/1
 // codec refuses an HTTP/1.0 (or 0.9) request unless the listener accepts
 // HTTP/1.0 (codec_impl.cc checkProtocolVersion).

@@ -111,6 +111,11 @@ type Summary struct {
 	TransportFailures Counter `json:"transport_failures"`
 	// Clusters5xx counts the upstream cluster of 5xx entries.
 	Clusters5xx Counter `json:"clusters_5xx"`
+	// TunnelFailed counts the pod IPs of 5xx entries whose upstream host is
+	// an HBONE tunnel (envoy://connect_originate/IP:PORT, how a gateway,
+	// waypoint or sidecar in an ambient mesh reaches a pod through its
+	// ztunnel): which pods the failures went to.
+	TunnelFailed Counter `json:"tunnel_failed"`
 	// Peers counts the downstream remote address's host of every entry, and
 	// PeersFailed that of failed ones (a 5xx, or a TCP connection that ended
 	// with a response flag, such as plaintext refused by a STRICT inbound:
@@ -291,6 +296,9 @@ func (s *Summary) AddEntry(e *Entry, raw string) {
 		if e.UpstreamCluster != "" {
 			s.Clusters5xx.Add(e.UpstreamCluster)
 		}
+		if ip := e.TunnelPodIP(); ip != "" {
+			s.TunnelFailed.Add(ip)
+		}
 	}
 	if peer := addressHost(e.DownstreamRemoteAddress); peer != "" {
 		s.Peers.Add(peer)
@@ -422,7 +430,7 @@ func (s *Summary) Merge(o Summary) {
 	s.HTTP10Rejected += o.HTTP10Rejected
 	for _, p := range []struct{ dst, src *Counter }{
 		{&s.Flags, &o.Flags}, {&s.FlagCodes, &o.FlagCodes}, {&s.TCPFlags, &o.TCPFlags}, {&s.Details, &o.Details},
-		{&s.TransportFailures, &o.TransportFailures}, {&s.Clusters5xx, &o.Clusters5xx}, {&s.Failures, &o.Failures},
+		{&s.TransportFailures, &o.TransportFailures}, {&s.Clusters5xx, &o.Clusters5xx}, {&s.TunnelFailed, &o.TunnelFailed}, {&s.Failures, &o.Failures},
 		{&s.BlackHoleHosts, &o.BlackHoleHosts}, {&s.Peers, &o.Peers}, {&s.PeersFailed, &o.PeersFailed},
 	} {
 		p.dst.merge(*p.src)

@@ -436,6 +436,15 @@ type Summary struct {
 	// the rest in ErrorsOther).
 	Errors      map[string]int `json:"errors,omitempty"`
 	ErrorsOther int            `json:"errors_other,omitempty"`
+	// RefusedTunnels counts, by the pod IP the tunnel was for, the
+	// caller's connects to a pod's HBONE port 15008 that were refused
+	// (connection refused, os error 111): nothing listens on the pod's
+	// 15008 any more, as when the pod ended before istiod's removal of it
+	// reached the caller (istio/istio#58514).
+	RefusedTunnels map[string]int `json:"refused_tunnels,omitempty"`
+	// Drained counts the connections ztunnel closed by a drain
+	// (ClosedFromDrain, DrainTimeOut): the pod or ztunnel shutting down.
+	Drained int `json:"drained,omitempty"`
 	// Opened counts the debug-level "connection opened" lines of kept
 	// entries: not outcomes, so neither Entries nor Completed.
 	Opened int `json:"opened,omitempty"`
@@ -524,7 +533,16 @@ func (s *Summary) Add(line string, keep func(*Entry) bool) {
 		return
 	}
 	inc(&s.Failures, f)
-	if k := e.Key().String(); s.Errors[k] > 0 || len(s.Errors) < MaxErrorKeys {
+	if f == FailureRefused && e.Hop() == "source" && e.DstPort() == HBONEPort {
+		if ip := e.TargetIP(); ip != "" {
+			inc(&s.RefusedTunnels, ip)
+		}
+	}
+	key := e.Key()
+	if key.Kind == "ClosedFromDrain" || key.Kind == "DrainTimeOut" {
+		s.Drained++
+	}
+	if k := key.String(); s.Errors[k] > 0 || len(s.Errors) < MaxErrorKeys {
 		inc(&s.Errors, k)
 	} else {
 		s.ErrorsOther++
@@ -557,6 +575,7 @@ func (s *Summary) Merge(o Summary) {
 	s.Entries += o.Entries
 	s.Completed += o.Completed
 	s.Opened += o.Opened
+	s.Drained += o.Drained
 	s.ErrorsOther += o.ErrorsOther
 	for k, v := range o.Errors {
 		if s.Errors[k] > 0 || len(s.Errors) < MaxErrorKeys {
@@ -570,7 +589,7 @@ func (s *Summary) Merge(o Summary) {
 	}
 	for _, p := range []struct{ dst, src *map[string]int }{
 		{&s.Failures, &o.Failures}, {&s.DeniedBy, &o.DeniedBy}, {&s.Rejections, &o.Rejections}, {&s.FailedSources, &o.FailedSources},
-		{&s.RejectedPods, &o.RejectedPods},
+		{&s.RejectedPods, &o.RejectedPods}, {&s.RefusedTunnels, &o.RefusedTunnels},
 	} {
 		for k, v := range *p.src {
 			if *p.dst == nil {
