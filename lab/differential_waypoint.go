@@ -114,14 +114,22 @@ func CompareWaypointRoutes(cfg *mesh.Config, bound map[string]bool, listeners ma
 
 // waypointCluster names a route destination's cluster as a waypoint does.
 func waypointCluster(cfg *mesh.Config, bound map[string]bool, d mesh.Destination) string {
-	if d.Cluster == mesh.UnknownServiceCluster || !bound[fmt.Sprintf("%s:%d", d.Host, d.Port)] {
+	if d.Cluster == mesh.UnknownServiceCluster {
 		return d.Cluster
 	}
-	subset := "tcp"
-	if sd := cfg.Services[d.Host]; sd != nil && sd.Service != nil {
+	sd := cfg.Services[d.Host]
+	known := sd != nil && sd.Service != nil
+	if !known && !cfg.ServicesAbsent[d.Host] || known && !bound[fmt.Sprintf("%s:%d", d.Host, d.Port)] {
+		return d.Cluster
+	}
+	// getWaypointDestinationCluster and portToSubset: a Service the
+	// waypoint serves, or none at all, is inbound-vip, its subset the
+	// port's protocol; a port (or Service) istiod does not know is http.
+	subset := "http"
+	if known {
 		for _, sp := range sd.Service.Spec.Ports {
-			if sp.Port == d.Port && mesh.PortProtocol(sp) == mesh.ProtocolHTTP {
-				subset = "http"
+			if sp.Port == d.Port && mesh.PortProtocol(sp) != mesh.ProtocolHTTP {
+				subset = "tcp"
 			}
 		}
 	}

@@ -118,6 +118,7 @@ func fetchPortProtocol(ctx context.Context, c cluster.Cluster, t cluster.Target)
 			in.Pods = pods
 		})
 	}
+	var caller *corev1.Pod
 	if t.Source != nil {
 		src := *t.Source
 		g.Go(func() {
@@ -125,26 +126,48 @@ func fetchPortProtocol(ctx context.Context, c cluster.Cluster, t cluster.Target)
 			if err != nil {
 				return // the target step says the caller is not there
 			}
-			apps := mesh.AppContainers(pod)
-			logs := make([][]byte, len(apps))
-			var reads readgroup.Group
-			for i, app := range apps {
-				reads.Go(func() {
-					logs[i], _ = proxylog.NewestLog(ctx, c, src, cluster.LogOptions{Container: app.Name, Since: proxylog.Window, LimitBytes: callerAppLogBytes})
-				})
-			}
-			reads.Wait()
-			in.CallerLogs = map[string][]byte{}
-			for i, app := range apps {
-				if logs[i] != nil {
-					in.CallerLogs[app.Name] = logs[i]
-					in.CallerLogsRead = true
-				}
-			}
+			caller = pod
 		})
 	}
 	g.Wait()
+	// The caller's words matter only when a port is suspect: read its app
+	// logs then alone, so a triage of any other port reads the same
+	// (nothing) whether its source holds them or not.
+	if caller == nil || !anyServerFirstSuspect(t, in) {
+		return in, "", nil
+	}
+	src := *t.Source
+	apps := mesh.AppContainers(caller)
+	logs := make([][]byte, len(apps))
+	var reads readgroup.Group
+	for i, app := range apps {
+		reads.Go(func() {
+			logs[i], _ = proxylog.NewestLog(ctx, c, src, cluster.LogOptions{Container: app.Name, Since: proxylog.Window, LimitBytes: callerAppLogBytes})
+		})
+	}
+	reads.Wait()
+	in.CallerLogs = map[string][]byte{}
+	for i, app := range apps {
+		if logs[i] != nil {
+			in.CallerLogs[app.Name] = logs[i]
+			in.CallerLogsRead = true
+		}
+	}
 	return in, "", nil
+}
+
+// anyServerFirstSuspect: a port judged is read as HTTP or sniffed and
+// shows a sign of a server that speaks first.
+func anyServerFirstSuspect(t cluster.Target, in portProtocolInput) bool {
+	for _, sp := range in.Service.Spec.Ports {
+		if t.Port != 0 && sp.Port != t.Port {
+			continue
+		}
+		if envoyWaitsForClient(mesh.ReadPortProtocol(sp).Protocol) && len(serverFirstSigns(sp, in.Pods)) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 func evaluatePortProtocol(t cluster.Target, in portProtocolInput) Result {
