@@ -119,7 +119,11 @@ func waypointCluster(cfg *mesh.Config, bound map[string]bool, d mesh.Destination
 	}
 	sd := cfg.Services[d.Host]
 	known := sd != nil && sd.Service != nil
-	if !known && !cfg.ServicesAbsent[d.Host] || known && !bound[fmt.Sprintf("%s:%d", d.Host, d.Port)] {
+	entry := false
+	for _, se := range cfg.ServiceEntries {
+		entry = entry || mesh.ServiceEntryDeclares(se, d.Host)
+	}
+	if !known && (entry || cfg.ServicesUnknown[d.Host] != "") || known && !bound[fmt.Sprintf("%s:%d", d.Host, d.Port)] {
 		return d.Cluster
 	}
 	// getWaypointDestinationCluster and portToSubset: a Service the
