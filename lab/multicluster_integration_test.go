@@ -1,0 +1,283 @@
+//go:build integration
+
+package lab
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/meshtriage/meshtriage/probes/cluster"
+	"github.com/meshtriage/meshtriage/probes/cluster/recorded"
+	"github.com/meshtriage/meshtriage/probes/mesh/meshtest"
+)
+
+// Names of the two-cluster lab (testdata/multicluster).
+const (
+	remoteClusterID = "cluster2"
+	mcOrdersCluster = "outbound|8080||orders.shop.svc.cluster.local"
+	eastWestIP      = "172.18.2.10"
+	networkLabel    = "topology.istio.io/network"
+)
+
+// multiClusterLab is two labs, each its own etcd, API server and fake
+// kubelet, and a primary istiod on the first, started with the remote
+// timeout short (a remote that never syncs holds istiod's readiness that
+// long). Each cluster's objects of testdata/multicluster are applied.
+type multiClusterLab struct {
+	c1, c2 *Lab
+	istiod *Istiod
+	caller *corev1.Pod
+}
+
+func startMultiClusterLab(t *testing.T) *multiClusterLab {
+	t.Helper()
+	m := &multiClusterLab{c1: StartT(t, Options{}), c2: StartT(t, Options{})}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	i, err := StartIstiodEnv(ctx, m.c1, "PILOT_REMOTE_CLUSTER_TIMEOUT=15s")
+	if err != nil {
+		t.Fatalf("start istiod: %v", err)
+	}
+	m.istiod = i
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("istiod log tail:\n%s", tail(i.Log, 60))
+		}
+		i.Stop()
+	})
+	objs1 := meshtest.Objects(t, "testdata/multicluster", "cluster1.yaml")
+	objs2 := meshtest.Objects(t, "testdata/multicluster", "cluster2.yaml")
+	if _, err := Apply(ctx, m.c1, recorded.FromObjects("multicluster/cluster1", objs1)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Apply(ctx, m.c2, recorded.FromObjects("multicluster/cluster2", objs2)); err != nil {
+		t.Fatal(err)
+	}
+	if err := i.WaitKnows(ctx, objs1); err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range objs1 {
+		if p, ok := o.(*corev1.Pod); ok && p.Name == "web-1" {
+			m.caller = p
+		}
+	}
+	return m
+}
+
+// TestMultiClusterAgainstIstiod: a primary istiod reads a second cluster
+// only through a remote secret, and then gives a caller of the first
+// cluster the second's endpoints of the same Service: the pods' own
+// addresses on a flat network, the east-west gateway's address once the
+// clusters are on two networks and the second has a gateway. Without the
+// secret, istiod lists no such cluster and pushes none of its endpoints:
+// what multicluster.remote-secret-missing stands on.
+func TestMultiClusterAgainstIstiod(t *testing.T) {
+	start := time.Now()
+	m := startMultiClusterLab(t)
+	t.Logf("two clusters and istiod up in %s", time.Since(start).Round(time.Second))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	sc, err := m.istiod.ConnectSidecar(ctx, m.caller)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sc.Close()
+
+	local := "10.244.1.10:8080 tlsMode=istio cluster=Kubernetes"
+	t.Run("without the remote secret", func(t *testing.T) {
+		clusters := clusterzIDs(t, m.istiod)
+		if !slices.Equal(clusters, []string{IstiodClusterID + " synced"}) {
+			t.Errorf("clusterz = %v, want only the config cluster", clusters)
+		}
+		waitPushedEndpoints(t, sc, local)
+		if shards := shardKeys(t, m.istiod, "orders.shop.svc.cluster.local", "shop"); !slices.Equal(shards, []string{"Kubernetes/" + IstiodClusterID}) {
+			t.Errorf("endpointShardz shards of orders = %v, want only the config cluster's", shards)
+		}
+	})
+	if t.Failed() {
+		return
+	}
+
+	if err := m.istiod.AddRemote(ctx, m.c2, remoteClusterID); err != nil {
+		t.Fatal(err)
+	}
+	t.Run("flat network", func(t *testing.T) {
+		wctx, wcancel := context.WithTimeout(ctx, time.Minute)
+		defer wcancel()
+		if err := m.istiod.WaitClusterz(wctx, remoteClusterID, "synced"); err != nil {
+			t.Fatal(err)
+		}
+		if secret := clusterzSecret(t, m.istiod, remoteClusterID); secret != "istio-system/istio-remote-secret-"+remoteClusterID {
+			t.Errorf("clusterz secretName of %s = %q", remoteClusterID, secret)
+		}
+		// No network anywhere: every endpoint is on every proxy's network,
+		// so the remote pods come as they are, mTLS or not.
+		waitPushedEndpoints(t, sc, local,
+			"10.245.1.10:8080 tlsMode=istio cluster="+remoteClusterID,
+			"10.245.1.11:8080 tlsMode= cluster="+remoteClusterID)
+		if shards := shardKeys(t, m.istiod, "orders.shop.svc.cluster.local", "shop"); !slices.Equal(shards, []string{"Kubernetes/" + IstiodClusterID, "Kubernetes/" + remoteClusterID}) {
+			t.Errorf("endpointShardz shards of orders = %v, want both clusters'", shards)
+		}
+	})
+
+	t.Run("east-west gateway", func(t *testing.T) {
+		// Each cluster's istio-system names its network (the endpoints'
+		// network, §1.3), and cluster 2 has a gateway for network2: a
+		// Service labelled with it, with port 15443 and an external
+		// address.
+		labelNamespace(t, m.c1, cluster.DefaultControlPlane, networkLabel, "network1")
+		labelNamespace(t, m.c2, cluster.DefaultControlPlane, networkLabel, "network2")
+		gw := &corev1.Service{
+			ObjectMeta: metav1.ObjectMeta{Name: "istio-eastwestgateway", Namespace: cluster.DefaultControlPlane,
+				Labels: map[string]string{"istio": "eastwestgateway", networkLabel: "network2"}},
+			Spec: corev1.ServiceSpec{
+				Selector: map[string]string{"istio": "eastwestgateway"},
+				Ports: []corev1.ServicePort{
+					{Name: "status-port", Port: 15021, TargetPort: intstr.FromInt32(15021)},
+					{Name: "tls", Port: 15443, TargetPort: intstr.FromInt32(15443)},
+				},
+				ExternalIPs: []string{eastWestIP},
+			},
+		}
+		if _, err := m.c2.Kube.CoreV1().Services(gw.Namespace).Create(ctx, gw, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		// The caller is on network1 with cluster 1's pod: direct. Cluster
+		// 2's mTLS pod through the gateway, its plaintext one dropped (the
+		// gateway routes by the SNI of Istio's mTLS only).
+		waitPushedEndpoints(t, sc, local,
+			eastWestIP+":15443 tlsMode=istio cluster="+remoteClusterID)
+	})
+
+	if err := m.istiod.RemoveRemote(ctx, remoteClusterID); err != nil {
+		t.Fatal(err)
+	}
+	t.Run("remote secret deleted", func(t *testing.T) {
+		wctx, wcancel := context.WithTimeout(ctx, time.Minute)
+		defer wcancel()
+		if err := m.istiod.WaitClusterz(wctx, remoteClusterID, ""); err != nil {
+			t.Fatal(err)
+		}
+		waitPushedEndpoints(t, sc, local)
+	})
+}
+
+// waitPushedEndpoints waits until the caller holds exactly want as the
+// endpoints of orders' cluster (ADDRESS:PORT, the tlsMode of its transport
+// socket match and the cluster its istio.workload metadata ends with), or
+// fails after 30 s with what it holds.
+func waitPushedEndpoints(t *testing.T, sc *Sidecar, want ...string) {
+	t.Helper()
+	slices.Sort(want)
+	deadline := time.Now().Add(30 * time.Second)
+	var got []string
+	for {
+		got = got[:0]
+		if pc := sc.XDS.Pushed()[mcOrdersCluster]; pc != nil {
+			for _, e := range pc.Endpoints {
+				got = append(got, describePushedEndpoint(e))
+			}
+		}
+		slices.Sort(got)
+		if slices.Equal(got, want) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s endpoints after 30 s:\n  %s\nwant:\n  %s", mcOrdersCluster, strings.Join(got, "\n  "), strings.Join(want, "\n  "))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func describePushedEndpoint(e PushedEndpoint) string {
+	workloadCluster := e.Workload[strings.LastIndex(e.Workload, ";")+1:]
+	return fmt.Sprintf("%s tlsMode=%s cluster=%s", e.Key(), e.TLSMode, workloadCluster)
+}
+
+// clusterzIDs is /debug/clusterz as "ID STATUS", in istiod's order.
+func clusterzIDs(t *testing.T, i *Istiod) []string {
+	t.Helper()
+	var clusters []struct {
+		ID         string `json:"id"`
+		SyncStatus string `json:"syncStatus"`
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := i.getJSON(ctx, "/debug/clusterz", &clusters); err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, c := range clusters {
+		out = append(out, c.ID+" "+c.SyncStatus)
+	}
+	return out
+}
+
+func clusterzSecret(t *testing.T, i *Istiod, id string) string {
+	t.Helper()
+	var clusters []struct {
+		ID         string `json:"id"`
+		SecretName string `json:"secretName"`
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := i.getJSON(ctx, "/debug/clusterz", &clusters); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range clusters {
+		if c.ID == id {
+			return c.SecretName
+		}
+	}
+	return ""
+}
+
+// shardKeys are the shard keys (PROVIDER/CLUSTER) of host in namespace in
+// istiod's endpoint index, sorted.
+func shardKeys(t *testing.T, i *Istiod, host, namespace string) []string {
+	t.Helper()
+	var index map[string]map[string]struct {
+		Shards map[string]any
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := i.getJSON(ctx, "/debug/endpointShardz", &index); err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for k := range index[host][namespace].Shards {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// labelNamespace sets a label on a namespace of l, creating it if absent.
+func labelNamespace(t *testing.T, l *Lab, name, key, value string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	ns, err := l.Kube.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		ns, err = l.Kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ns.Labels == nil {
+		ns.Labels = map[string]string{}
+	}
+	ns.Labels[key] = value
+	if _, err := l.Kube.CoreV1().Namespaces().Update(ctx, ns, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
