@@ -2,7 +2,6 @@ package lab
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -10,6 +9,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	istiodparse "github.com/meshtriage/meshtriage/probes/parse/istiod"
 )
 
 // Multi-cluster meshes (issue 30): a primary istiod on one lab reads a
@@ -88,25 +89,17 @@ func (i *Istiod) RemoveRemote(ctx context.Context, clusterID string) error {
 func (i *Istiod) WaitClusterz(ctx context.Context, clusterID, status string) error {
 	var last []byte
 	for {
-		body, err := i.Get(ctx, "/debug/clusterz")
+		body, err := i.Get(ctx, istiodparse.ClusterzPath)
 		if err != nil {
 			return err
 		}
 		last = body
-		var clusters []struct {
-			ID         string `json:"id"`
-			SyncStatus string `json:"syncStatus"`
+		clusters, err := istiodparse.ParseClusterz(body)
+		if err != nil {
+			return err
 		}
-		if err := json.Unmarshal(body, &clusters); err != nil {
-			return fmt.Errorf("istiod /debug/clusterz: %w", err)
-		}
-		got := ""
-		for _, c := range clusters {
-			if c.ID == clusterID {
-				got = c.SyncStatus
-			}
-		}
-		if got == status {
+		c, _ := clusters.Find(clusterID)
+		if c.SyncStatus == status {
 			return nil
 		}
 		select {

@@ -5,6 +5,8 @@ package lab
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -18,6 +20,7 @@ import (
 	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/cluster/recorded"
 	"github.com/meshtriage/meshtriage/probes/mesh/meshtest"
+	istiodparse "github.com/meshtriage/meshtriage/probes/parse/istiod"
 )
 
 // Names of the two-cluster lab (testdata/multicluster).
@@ -99,8 +102,11 @@ func TestMultiClusterAgainstIstiod(t *testing.T) {
 			t.Errorf("clusterz = %v, want only the config cluster", clusters)
 		}
 		waitPushedEndpoints(t, sc, local)
-		if shards := shardKeys(t, m.istiod, "orders.shop.svc.cluster.local", "shop"); !slices.Equal(shards, []string{"Kubernetes/" + IstiodClusterID}) {
-			t.Errorf("endpointShardz shards of orders = %v, want only the config cluster's", shards)
+		captureDebug(t, m.istiod, "no-remote")
+		wantShards(t, m.istiod,
+			"Kubernetes/Kubernetes 10.244.1.10:8080 network= cluster=Kubernetes tlsMode=istio Healthy")
+		if gws := networkz(t, m.istiod); len(gws) != 0 {
+			t.Errorf("networkz = %v, want no gateway", gws)
 		}
 	})
 	if t.Failed() {
@@ -116,17 +122,20 @@ func TestMultiClusterAgainstIstiod(t *testing.T) {
 		if err := m.istiod.WaitClusterz(wctx, remoteClusterID, "synced"); err != nil {
 			t.Fatal(err)
 		}
-		if secret := clusterzSecret(t, m.istiod, remoteClusterID); secret != "istio-system/istio-remote-secret-"+remoteClusterID {
-			t.Errorf("clusterz secretName of %s = %q", remoteClusterID, secret)
+		c2, _ := clusterz(t, m.istiod).Find(remoteClusterID)
+		if ns, name := c2.Secret(); ns != cluster.DefaultControlPlane || name != "istio-remote-secret-"+remoteClusterID {
+			t.Errorf("clusterz secretName of %s = %q", remoteClusterID, c2.SecretName)
 		}
 		// No network anywhere: every endpoint is on every proxy's network,
 		// so the remote pods come as they are, mTLS or not.
 		waitPushedEndpoints(t, sc, local,
 			"10.245.1.10:8080 tlsMode=istio cluster="+remoteClusterID,
 			"10.245.1.11:8080 tlsMode= cluster="+remoteClusterID)
-		if shards := shardKeys(t, m.istiod, "orders.shop.svc.cluster.local", "shop"); !slices.Equal(shards, []string{"Kubernetes/" + IstiodClusterID, "Kubernetes/" + remoteClusterID}) {
-			t.Errorf("endpointShardz shards of orders = %v, want both clusters'", shards)
-		}
+		captureDebug(t, m.istiod, "flat")
+		wantShards(t, m.istiod,
+			"Kubernetes/Kubernetes 10.244.1.10:8080 network= cluster=Kubernetes tlsMode=istio Healthy",
+			"Kubernetes/cluster2 10.245.1.10:8080 network= cluster=cluster2 tlsMode=istio Healthy",
+			"Kubernetes/cluster2 10.245.1.11:8080 network= cluster=cluster2 tlsMode=disabled Healthy")
 	})
 
 	t.Run("east-west gateway", func(t *testing.T) {
@@ -156,6 +165,16 @@ func TestMultiClusterAgainstIstiod(t *testing.T) {
 		// gateway routes by the SNI of Istio's mTLS only).
 		waitPushedEndpoints(t, sc, local,
 			eastWestIP+":15443 tlsMode=istio cluster="+remoteClusterID)
+		captureDebug(t, m.istiod, "eastwest")
+		if gws := networkz(t, m.istiod); !slices.Equal(gws, []string{"network2 cluster2 " + eastWestIP + ":15443 hbone=0"}) {
+			t.Errorf("networkz = %v", gws)
+		}
+		// istiod's index keeps every endpoint with its network: the
+		// gateway and the mTLS filter are applied per caller at push.
+		wantShards(t, m.istiod,
+			"Kubernetes/Kubernetes 10.244.1.10:8080 network=network1 cluster=Kubernetes tlsMode=istio Healthy",
+			"Kubernetes/cluster2 10.245.1.10:8080 network=network2 cluster=cluster2 tlsMode=istio Healthy",
+			"Kubernetes/cluster2 10.245.1.11:8080 network=network2 cluster=cluster2 tlsMode=disabled Healthy")
 	})
 
 	if err := m.istiod.RemoveRemote(ctx, remoteClusterID); err != nil {
@@ -168,7 +187,43 @@ func TestMultiClusterAgainstIstiod(t *testing.T) {
 			t.Fatal(err)
 		}
 		waitPushedEndpoints(t, sc, local)
+		wantShards(t, m.istiod,
+			"Kubernetes/Kubernetes 10.244.1.10:8080 network=network1 cluster=Kubernetes tlsMode=istio Healthy")
 	})
+}
+
+// wantShards requires orders' endpoints in istiod's index to be want
+// (shardEndpoints' lines). The caller's EDS is awaited first: istiod
+// indexes endpoints before it pushes them.
+func wantShards(t *testing.T, i *Istiod, want ...string) {
+	t.Helper()
+	slices.Sort(want)
+	if got := shardEndpoints(t, i); !slices.Equal(got, want) {
+		t.Errorf("endpointShardz of orders:\n  %s\nwant:\n  %s", strings.Join(got, "\n  "), strings.Join(want, "\n  "))
+	}
+}
+
+// captureDebug writes istiod's clusterz, networkz and endpointShardz as
+// they are at this step into $MESHLAB_CAPTURE_DIR (when set), named
+// STEP-clusterz.json and so on: how probes/parse/istiod's testdata was
+// taken.
+func captureDebug(t *testing.T, i *Istiod, step string) {
+	t.Helper()
+	dir := os.Getenv("MESHLAB_CAPTURE_DIR")
+	if dir == "" {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, name := range []string{"clusterz", "networkz", "endpointShardz"} {
+		body, err := i.Get(ctx, "/debug/"+name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, step+"-"+name+".json"), body, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 // waitPushedEndpoints waits until the caller holds exactly want as the
@@ -203,62 +258,82 @@ func describePushedEndpoint(e PushedEndpoint) string {
 	return fmt.Sprintf("%s tlsMode=%s cluster=%s", e.Key(), e.TLSMode, workloadCluster)
 }
 
-// clusterzIDs is /debug/clusterz as "ID STATUS", in istiod's order.
-func clusterzIDs(t *testing.T, i *Istiod) []string {
+// clusterz is istiod's /debug/clusterz through the product's parser.
+func clusterz(t *testing.T, i *Istiod) istiodparse.Clusters {
 	t.Helper()
-	var clusters []struct {
-		ID         string `json:"id"`
-		SyncStatus string `json:"syncStatus"`
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := i.getJSON(ctx, "/debug/clusterz", &clusters); err != nil {
+	body, err := i.Get(ctx, istiodparse.ClusterzPath)
+	if err != nil {
 		t.Fatal(err)
 	}
+	clusters, err := istiodparse.ParseClusterz(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return clusters
+}
+
+// clusterzIDs is clusterz as "ID STATUS", in istiod's order.
+func clusterzIDs(t *testing.T, i *Istiod) []string {
+	t.Helper()
 	var out []string
-	for _, c := range clusters {
+	for _, c := range clusterz(t, i) {
 		out = append(out, c.ID+" "+c.SyncStatus)
 	}
 	return out
 }
 
-func clusterzSecret(t *testing.T, i *Istiod, id string) string {
+// networkz is istiod's /debug/networkz through the product's parser, as
+// "NETWORK CLUSTER ADDR:PORT hbone=PORT".
+func networkz(t *testing.T, i *Istiod) []string {
 	t.Helper()
-	var clusters []struct {
-		ID         string `json:"id"`
-		SecretName string `json:"secretName"`
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := i.getJSON(ctx, "/debug/clusterz", &clusters); err != nil {
+	body, err := i.Get(ctx, istiodparse.NetworkzPath)
+	if err != nil {
 		t.Fatal(err)
 	}
-	for _, c := range clusters {
-		if c.ID == id {
-			return c.SecretName
-		}
+	gws, err := istiodparse.ParseNetworkz(body)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return ""
+	var out []string
+	for _, g := range gws {
+		out = append(out, fmt.Sprintf("%s %s %s:%d hbone=%d", g.Network, g.Cluster, g.Addr, g.Port, g.HBONEPort))
+	}
+	slices.Sort(out)
+	return out
 }
 
-// shardKeys are the shard keys (PROVIDER/CLUSTER) of host in namespace in
-// istiod's endpoint index, sorted.
-func shardKeys(t *testing.T, i *Istiod, host, namespace string) []string {
+// shardEndpoints are the endpoints of orders in istiod's endpoint index
+// through the product's parser, one per endpoint as "SHARD ADDRESS:PORT
+// network=NETWORK cluster=CLUSTER tlsMode=MODE HEALTH", sorted.
+func shardEndpoints(t *testing.T, i *Istiod) []string {
 	t.Helper()
-	var index map[string]map[string]struct {
-		Shards map[string]any
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := i.getJSON(ctx, "/debug/endpointShardz", &index); err != nil {
+	body, err := i.Get(ctx, istiodparse.EndpointShardzPath)
+	if err != nil {
 		t.Fatal(err)
 	}
-	var keys []string
-	for k := range index[host][namespace].Shards {
-		keys = append(keys, k)
+	services, err := istiodparse.ParseEndpointShardz(body, func(host, ns string) bool {
+		return host == "orders.shop.svc.cluster.local" && ns == "shop"
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
-	slices.Sort(keys)
-	return keys
+	var out []string
+	for _, s := range services {
+		for _, sh := range s.Shards {
+			for _, e := range sh.Endpoints {
+				out = append(out, fmt.Sprintf("%s %s:%d network=%s cluster=%s tlsMode=%s %s",
+					sh.Key(), e.Address(), e.EndpointPort, e.Network, e.ClusterID, e.TLSMode, e.HealthStatus))
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // labelNamespace sets a label on a namespace of l, creating it if absent.
