@@ -75,11 +75,17 @@ func (cs Clusters) Find(id string) (Cluster, bool) {
 	return Cluster{}, false
 }
 
-// ParseClusterz reads /debug/clusterz: a JSON list of clusters.
+// ParseClusterz reads /debug/clusterz: a JSON list of clusters. istiod
+// always lists its own cluster, so an empty list is refused rather than
+// read as "no remote cluster": a cluster not listed must mean istiod does
+// not read it, never that the answer was not clusterz.
 func ParseClusterz(data []byte) (Clusters, error) {
 	var out Clusters
 	if err := decode("clusterz", data, '[', &out); err != nil {
 		return nil, err
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("clusterz: lists no cluster, not even istiod's own: %q", firstBytes(data, 80))
 	}
 	for i, c := range out {
 		if c.ID == "" {

@@ -154,6 +154,11 @@ func TestParseRefusesWhatIsNotIstiodsJSON(t *testing.T) {
 			t.Errorf("endpointShardz %q: no error", in)
 		}
 	}
+	for _, in := range []string{"null", "[]"} {
+		if _, err := ParseClusterz([]byte(in)); err == nil {
+			t.Errorf("clusterz %q (not even the config cluster): no error", in)
+		}
+	}
 	if _, err := ParseClusterz([]byte(`[{"secretName":"a/b"}]`)); err == nil {
 		t.Error("clusterz entry without id: no error")
 	}
