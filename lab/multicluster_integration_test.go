@@ -39,6 +39,8 @@ type multiClusterLab struct {
 	c1, c2 *Lab
 	istiod *Istiod
 	caller *corev1.Pod
+	// s1 is cluster 1's input, as a triage of it would be given.
+	s1 *recorded.Scenario
 }
 
 func startMultiClusterLab(t *testing.T) *multiClusterLab {
@@ -59,7 +61,8 @@ func startMultiClusterLab(t *testing.T) *multiClusterLab {
 	})
 	objs1 := meshtest.Objects(t, "testdata/multicluster", "cluster1.yaml")
 	objs2 := meshtest.Objects(t, "testdata/multicluster", "cluster2.yaml")
-	if _, err := Apply(ctx, m.c1, recorded.FromObjects("multicluster/cluster1", objs1)); err != nil {
+	m.s1 = recorded.FromObjects("multicluster/cluster1", objs1)
+	if _, err := Apply(ctx, m.c1, m.s1); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := Apply(ctx, m.c2, recorded.FromObjects("multicluster/cluster2", objs2)); err != nil {
@@ -72,6 +75,9 @@ func startMultiClusterLab(t *testing.T) *multiClusterLab {
 		if p, ok := o.(*corev1.Pod); ok && p.Name == "web-1" {
 			m.caller = p
 		}
+	}
+	for _, pod := range IstiodPods(m.s1) {
+		i.ServeAs(pod)
 	}
 	return m
 }
@@ -132,6 +138,7 @@ func TestMultiClusterAgainstIstiod(t *testing.T) {
 			"10.245.1.10:8080 tlsMode=istio cluster="+remoteClusterID,
 			"10.245.1.11:8080 tlsMode= cluster="+remoteClusterID)
 		captureDebug(t, m.istiod, "flat")
+		productReads(t, m, remoteClusterID+" synced", []string{"Kubernetes/Kubernetes", "Kubernetes/" + remoteClusterID})
 		wantShards(t, m.istiod,
 			"Kubernetes/Kubernetes 10.244.1.10:8080 network= cluster=Kubernetes tlsMode=istio Healthy",
 			"Kubernetes/cluster2 10.245.1.10:8080 network= cluster=cluster2 tlsMode=istio Healthy",
@@ -187,9 +194,49 @@ func TestMultiClusterAgainstIstiod(t *testing.T) {
 			t.Fatal(err)
 		}
 		waitPushedEndpoints(t, sc, local)
+		productReads(t, m, "", []string{"Kubernetes/Kubernetes"})
 		wantShards(t, m.istiod,
 			"Kubernetes/Kubernetes 10.244.1.10:8080 network=network1 cluster=Kubernetes tlsMode=istio Healthy")
 	})
+}
+
+// productReads reads clusterz, networkz and endpointShardz as a triage of
+// cluster 1 would: the product's helpers (cluster.IstiodClusters, ...)
+// through the live cluster, reaching istiod's pod through
+// pods/portforward. It requires cluster2 "ID STATUS" in clusterz (none:
+// "") and orders' shards to be shards.
+func productReads(t *testing.T, m *multiClusterLab, remote string, shards []string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c := liveCluster(t, m.c1.Kubeconfig, m.s1, 20*time.Second)
+	clusters, err := cluster.IstiodClusters(ctx, c, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := ""
+	if c2, ok := clusters.Find(remoteClusterID); ok {
+		got = c2.ID + " " + c2.SyncStatus
+	}
+	if got != remote {
+		t.Errorf("clusterz through the product: %s = %q, want %q", remoteClusterID, got, remote)
+	}
+	if _, err := cluster.IstiodNetworkGateways(ctx, c, ""); err != nil {
+		t.Error(err)
+	}
+	services, err := cluster.IstiodEndpointShards(ctx, c, "", func(host, ns string) bool { return host == "orders.shop.svc.cluster.local" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for _, s := range services {
+		for _, sh := range s.Shards {
+			keys = append(keys, sh.Key())
+		}
+	}
+	if !slices.Equal(keys, shards) {
+		t.Errorf("endpointShardz through the product: orders' shards %v, want %v", keys, shards)
+	}
 }
 
 // wantShards requires orders' endpoints in istiod's index to be want
