@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -101,7 +102,7 @@ func TestMultiClusterAgainstIstiod(t *testing.T) {
 	}
 	defer sc.Close()
 
-	local := "10.244.1.10:8080 tlsMode=istio cluster=Kubernetes"
+	local := "10.244.1.10:8080 weight=1 tlsMode=istio cluster=Kubernetes"
 	t.Run("without the remote secret", func(t *testing.T) {
 		clusters := clusterzIDs(t, m.istiod)
 		if !slices.Equal(clusters, []string{IstiodClusterID + " synced"}) {
@@ -135,14 +136,16 @@ func TestMultiClusterAgainstIstiod(t *testing.T) {
 		// No network anywhere: every endpoint is on every proxy's network,
 		// so the remote pods come as they are, mTLS or not.
 		waitPushedEndpoints(t, sc, local,
-			"10.245.1.10:8080 tlsMode=istio cluster="+remoteClusterID,
-			"10.245.1.11:8080 tlsMode= cluster="+remoteClusterID)
+			"10.245.1.10:8080 weight=1 tlsMode=istio cluster="+remoteClusterID,
+			"10.245.1.11:8080 weight=1 tlsMode= cluster="+remoteClusterID,
+			"10.245.1.12:8080 weight=1 tlsMode=istio cluster="+remoteClusterID)
 		captureDebug(t, m.istiod, "flat")
 		productReads(t, m, remoteClusterID+" synced", []string{"Kubernetes/Kubernetes", "Kubernetes/" + remoteClusterID})
 		wantShards(t, m.istiod,
 			"Kubernetes/Kubernetes 10.244.1.10:8080 network= cluster=Kubernetes tlsMode=istio Healthy",
 			"Kubernetes/cluster2 10.245.1.10:8080 network= cluster=cluster2 tlsMode=istio Healthy",
-			"Kubernetes/cluster2 10.245.1.11:8080 network= cluster=cluster2 tlsMode=disabled Healthy")
+			"Kubernetes/cluster2 10.245.1.11:8080 network= cluster=cluster2 tlsMode=disabled Healthy",
+			"Kubernetes/cluster2 10.245.1.12:8080 network= cluster=cluster2 tlsMode=istio Healthy")
 	})
 
 	t.Run("east-west gateway", func(t *testing.T) {
@@ -168,10 +171,11 @@ func TestMultiClusterAgainstIstiod(t *testing.T) {
 			t.Fatal(err)
 		}
 		// The caller is on network1 with cluster 1's pod: direct. Cluster
-		// 2's mTLS pod through the gateway, its plaintext one dropped (the
-		// gateway routes by the SNI of Istio's mTLS only).
+		// 2's two mTLS pods as one endpoint, the gateway's, with their
+		// summed weight (one gateway: no scaling); its plaintext one
+		// dropped (the gateway routes by the SNI of Istio's mTLS only).
 		waitPushedEndpoints(t, sc, local,
-			eastWestIP+":15443 tlsMode=istio cluster="+remoteClusterID)
+			eastWestIP+":15443 weight=2 tlsMode=istio cluster="+remoteClusterID)
 		captureDebug(t, m.istiod, "eastwest")
 		if gws := networkz(t, m.istiod); !slices.Equal(gws, []string{"network2 cluster2 " + eastWestIP + ":15443 hbone=0"}) {
 			t.Errorf("networkz = %v", gws)
@@ -181,7 +185,8 @@ func TestMultiClusterAgainstIstiod(t *testing.T) {
 		wantShards(t, m.istiod,
 			"Kubernetes/Kubernetes 10.244.1.10:8080 network=network1 cluster=Kubernetes tlsMode=istio Healthy",
 			"Kubernetes/cluster2 10.245.1.10:8080 network=network2 cluster=cluster2 tlsMode=istio Healthy",
-			"Kubernetes/cluster2 10.245.1.11:8080 network=network2 cluster=cluster2 tlsMode=disabled Healthy")
+			"Kubernetes/cluster2 10.245.1.11:8080 network=network2 cluster=cluster2 tlsMode=disabled Healthy",
+			"Kubernetes/cluster2 10.245.1.12:8080 network=network2 cluster=cluster2 tlsMode=istio Healthy")
 	})
 
 	if err := m.istiod.RemoveRemote(ctx, remoteClusterID); err != nil {
@@ -284,9 +289,10 @@ func waitPushedEndpoints(t *testing.T, sc *Sidecar, want ...string) {
 	var got []string
 	for {
 		got = got[:0]
+		weights := pushedWeights(sc, mcOrdersCluster)
 		if pc := sc.XDS.Pushed()[mcOrdersCluster]; pc != nil {
 			for _, e := range pc.Endpoints {
-				got = append(got, describePushedEndpoint(e))
+				got = append(got, describePushedEndpoint(e, weights[e.Key()]))
 			}
 		}
 		slices.Sort(got)
@@ -300,9 +306,31 @@ func waitPushedEndpoints(t *testing.T, sc *Sidecar, want ...string) {
 	}
 }
 
-func describePushedEndpoint(e PushedEndpoint) string {
+func describePushedEndpoint(e PushedEndpoint, weight uint32) string {
 	workloadCluster := e.Workload[strings.LastIndex(e.Workload, ";")+1:]
-	return fmt.Sprintf("%s tlsMode=%s cluster=%s", e.Key(), e.TLSMode, workloadCluster)
+	return fmt.Sprintf("%s weight=%d tlsMode=%s cluster=%s", e.Key(), weight, e.TLSMode, workloadCluster)
+}
+
+// pushedWeights are the load-balancing weights istiod sent with the
+// endpoints of the EDS cluster name (ADDRESS:PORT → weight; 0 when it sent
+// none, which Envoy takes as 1): a gateway's endpoint carries the summed
+// weight of the remote endpoints it stands for.
+func pushedWeights(sc *Sidecar, name string) map[string]uint32 {
+	c := sc.XDS
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := map[string]uint32{}
+	res := c.types[EndpointType].Resources[name]
+	if res == nil {
+		return out
+	}
+	for _, le := range res.Message.(*endpointv3.ClusterLoadAssignment).GetEndpoints() {
+		for _, lb := range le.GetLbEndpoints() {
+			addr, port, _ := endpointAddress(lb)
+			out[fmt.Sprintf("%s:%d", addr, port)] = lb.GetLoadBalancingWeight().GetValue()
+		}
+	}
+	return out
 }
 
 // clusterz is istiod's /debug/clusterz through the product's parser.

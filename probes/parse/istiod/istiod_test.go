@@ -83,7 +83,7 @@ func TestParseEndpointShardz(t *testing.T) {
 		t.Errorf("service accounts = %v", s.ServiceAccounts)
 	}
 	c2, ok := s.Shard("cluster2")
-	if !ok || c2.Provider != "Kubernetes" || len(c2.Endpoints) != 2 {
+	if !ok || c2.Provider != "Kubernetes" || len(c2.Endpoints) != 3 {
 		t.Fatalf("cluster2 shard = %+v, %v", c2, ok)
 	}
 	mtls := c2.Endpoints[0]
