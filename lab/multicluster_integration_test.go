@@ -13,6 +13,7 @@ import (
 	"time"
 
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
+	istioclient "istio.io/client-go/pkg/clientset/versioned"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/cluster/recorded"
+	"github.com/meshtriage/meshtriage/probes/mesh"
 	"github.com/meshtriage/meshtriage/probes/mesh/meshtest"
 	istiodparse "github.com/meshtriage/meshtriage/probes/parse/istiod"
 )
@@ -109,6 +111,7 @@ func TestMultiClusterAgainstIstiod(t *testing.T) {
 			t.Errorf("clusterz = %v, want only the config cluster", clusters)
 		}
 		waitPushedEndpoints(t, sc, local)
+		compareWithModel(t, m, sc)
 		captureDebug(t, m.istiod, "no-remote")
 		wantShards(t, m.istiod,
 			"Kubernetes/Kubernetes 10.244.1.10:8080 network= cluster=Kubernetes tlsMode=istio Healthy")
@@ -139,6 +142,7 @@ func TestMultiClusterAgainstIstiod(t *testing.T) {
 			"10.245.1.10:8080 weight=1 tlsMode=istio cluster="+remoteClusterID,
 			"10.245.1.11:8080 weight=1 tlsMode= cluster="+remoteClusterID,
 			"10.245.1.12:8080 weight=1 tlsMode=istio cluster="+remoteClusterID)
+		compareWithModel(t, m, sc)
 		captureDebug(t, m.istiod, "flat")
 		productReads(t, m, remoteClusterID+" synced", []string{"Kubernetes/Kubernetes", "Kubernetes/" + remoteClusterID})
 		wantShards(t, m.istiod,
@@ -176,6 +180,7 @@ func TestMultiClusterAgainstIstiod(t *testing.T) {
 		// dropped (the gateway routes by the SNI of Istio's mTLS only).
 		waitPushedEndpoints(t, sc, local,
 			eastWestIP+":15443 weight=2 tlsMode=istio cluster="+remoteClusterID)
+		compareWithModel(t, m, sc)
 		captureDebug(t, m.istiod, "eastwest")
 		if gws := networkz(t, m.istiod); !slices.Equal(gws, []string{"network2 cluster2 " + eastWestIP + ":15443 hbone=0"}) {
 			t.Errorf("networkz = %v", gws)
@@ -199,6 +204,7 @@ func TestMultiClusterAgainstIstiod(t *testing.T) {
 			t.Fatal(err)
 		}
 		waitPushedEndpoints(t, sc, local)
+		compareWithModel(t, m, sc)
 		productReads(t, m, "", []string{"Kubernetes/Kubernetes"})
 		wantShards(t, m.istiod,
 			"Kubernetes/Kubernetes 10.244.1.10:8080 network=network1 cluster=Kubernetes tlsMode=istio Healthy")
@@ -252,6 +258,71 @@ func wantShards(t *testing.T, i *Istiod, want ...string) {
 	slices.Sort(want)
 	if got := shardEndpoints(t, i); !slices.Equal(got, want) {
 		t.Errorf("endpointShardz of orders:\n  %s\nwant:\n  %s", strings.Join(got, "\n  "), strings.Join(want, "\n  "))
+	}
+}
+
+// compareWithModel compares orders' endpoints istiod pushed to the caller
+// (address, port, tlsMode, cluster, direct or through a gateway) with the
+// config model's, composed cluster by cluster as istiod concatenates its
+// shards: for each cluster clusterz lists synced, the model of everything
+// that cluster's API server serves (its own system namespace's network
+// label, its own network gateways), with that cluster's ID. probes/mesh
+// models one cluster: this composition is the lab's, not the product's,
+// and holds only where a cluster's gateways serve its own endpoints (see
+// lab/README.md). The weight is not compared: the model has none.
+func compareWithModel(t *testing.T, m *multiClusterLab, sc *Sidecar) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	labs := map[string]*Lab{IstiodClusterID: m.c1, remoteClusterID: m.c2}
+	var model []string
+	for _, c := range clusterz(t, m.istiod) {
+		l := labs[c.ID]
+		if l == nil || c.SyncStatus != istiodparse.SyncStatusSynced {
+			t.Fatalf("clusterz lists %s %s, which the lab does not run", c.ID, c.SyncStatus)
+		}
+		ic, err := istioclient.NewForConfig(l.Config)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg, _, err := readModelConfig(ctx, l, ic, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.ClusterID = c.ID
+		v, err := cfg.ViewFor(mesh.CallerFromPod(m.caller), "orders.shop.svc.cluster.local", 8080)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, cl := range v.Clusters {
+			if cl.Name != mcOrdersCluster {
+				continue
+			}
+			for _, e := range cl.Endpoints {
+				path := "direct"
+				if e.Via != nil {
+					path = "gateway"
+				}
+				model = append(model, fmt.Sprintf("%s:%d tlsMode=%s workload=%s %s", e.Address, e.Port, e.TLSMode, ModelWorkload(e.Endpoint), path))
+			}
+		}
+	}
+	var pushed []string
+	if pc := sc.XDS.Pushed()[mcOrdersCluster]; pc != nil {
+		for _, e := range pc.Endpoints {
+			// istiod writes a gateway's endpoint with the telemetry of no
+			// workload, only the gateway's cluster (;;;;CLUSTER).
+			path := "direct"
+			if strings.HasPrefix(e.Workload, ";") {
+				path = "gateway"
+			}
+			pushed = append(pushed, fmt.Sprintf("%s tlsMode=%s workload=%s %s", e.Key(), e.TLSMode, e.Workload, path))
+		}
+	}
+	slices.Sort(model)
+	slices.Sort(pushed)
+	if !slices.Equal(model, pushed) {
+		t.Errorf("orders' endpoints for the caller:\nistiod pushed:\n  %s\nthe model, cluster by cluster:\n  %s", strings.Join(pushed, "\n  "), strings.Join(model, "\n  "))
 	}
 }
 
