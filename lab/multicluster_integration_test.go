@@ -18,6 +18,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/cluster/recorded"
@@ -51,7 +53,7 @@ func startMultiClusterLab(t *testing.T) *multiClusterLab {
 	m := &multiClusterLab{c1: StartT(t, Options{}), c2: StartT(t, Options{})}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	i, err := StartIstiodEnv(ctx, m.c1, "PILOT_REMOTE_CLUSTER_TIMEOUT=15s")
+	i, err := StartIstiodEnv(ctx, m.c1, "PILOT_REMOTE_CLUSTER_TIMEOUT=5s")
 	if err != nil {
 		t.Fatalf("start istiod: %v", err)
 	}
@@ -208,6 +210,86 @@ func TestMultiClusterAgainstIstiod(t *testing.T) {
 		productReads(t, m, "", []string{"Kubernetes/Kubernetes"})
 		wantShards(t, m.istiod,
 			"Kubernetes/Kubernetes 10.244.1.10:8080 network=network1 cluster=Kubernetes tlsMode=istio Healthy")
+	})
+
+	t.Run("remote secrets istiod cannot use", func(t *testing.T) {
+		// What clusterz shows for the secrets behind remote-secret-missing
+		// and -stale: one in another namespace (#49780) and one whose
+		// kubeconfig reads a token file (sanitizeKubeConfig refuses it) are
+		// never listed; one keyed by istiod's own cluster ID is ignored;
+		// one whose token the API server refuses is listed, syncing, then
+		// timeout once PILOT_REMOTE_CLUSTER_TIMEOUT passes. Secrets are
+		// handled in order, so once the last is listed the others have
+		// been read.
+		kubeconfig := func(edit func(*clientcmdapi.AuthInfo)) []byte {
+			raw, err := m.c2.RemoteKubeconfig(remoteClusterID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg, err := clientcmd.Load(raw)
+			if err != nil {
+				t.Fatal(err)
+			}
+			edit(cfg.AuthInfos[remoteClusterID])
+			out, err := clientcmd.Write(*cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return out
+		}
+		keep := func(*clientcmdapi.AuthInfo) {}
+		secrets := []struct {
+			namespace, name, key string
+			data                 []byte
+		}{
+			{"default", "istio-remote-secret-elsewhere", "cluster-elsewhere", kubeconfig(keep)},
+			{cluster.DefaultControlPlane, "istio-remote-secret-tokenfile", "cluster-tokenfile", kubeconfig(func(a *clientcmdapi.AuthInfo) {
+				a.Token, a.TokenFile = "", "/var/run/secrets/kubernetes.io/serviceaccount/token"
+			})},
+			{cluster.DefaultControlPlane, "istio-remote-secret-self", IstiodClusterID, kubeconfig(keep)},
+			{cluster.DefaultControlPlane, "istio-remote-secret-badtoken", "cluster-badtoken", kubeconfig(func(a *clientcmdapi.AuthInfo) { a.Token = "not-a-token" })},
+		}
+		for _, sec := range secrets {
+			obj := &corev1.Secret{
+				ObjectMeta: metav1.ObjectMeta{Name: sec.name, Namespace: sec.namespace, Labels: map[string]string{MultiClusterSecretLabel: "true"}},
+				Data:       map[string][]byte{sec.key: sec.data},
+			}
+			if _, err := m.c1.Kube.CoreV1().Secrets(sec.namespace).Create(ctx, obj, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		wctx, wcancel := context.WithTimeout(ctx, time.Minute)
+		defer wcancel()
+		if err := m.istiod.WaitClusterz(wctx, "cluster-badtoken", istiodparse.SyncStatusTimeout); err != nil {
+			t.Fatal(err)
+		}
+		got := clusterzIDs(t, m.istiod)
+		if want := []string{IstiodClusterID + " synced", "cluster-badtoken timeout"}; !slices.Equal(got, want) {
+			t.Errorf("clusterz = %v, want %v", got, want)
+		}
+		if c, _ := clusterz(t, m.istiod).Find(IstiodClusterID); c.Remote() {
+			t.Errorf("the config cluster is listed from secret %s", c.SecretName)
+		}
+		// Not listed for the reasons istiod gives (its log is the only
+		// place it says them).
+		log, err := os.ReadFile(m.istiod.Log)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, why := range []string{"tokenFile is not allowed", "ignoring cluster as it would overwrite the config cluster"} {
+			if !strings.Contains(string(log), why) {
+				t.Errorf("istiod's log does not say %q", why)
+			}
+		}
+		if strings.Contains(string(log), "cluster-elsewhere") {
+			t.Error("istiod read the secret of namespace default")
+		}
+		waitPushedEndpoints(t, sc, local)
+		for _, sec := range secrets {
+			if err := m.c1.Kube.CoreV1().Secrets(sec.namespace).Delete(ctx, sec.name, metav1.DeleteOptions{}); err != nil {
+				t.Error(err)
+			}
+		}
 	})
 }
 
