@@ -13,6 +13,9 @@ import (
 	"time"
 
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
+	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
+	networkingv1 "istio.io/api/networking/v1"
+	networkingclientv1 "istio.io/client-go/pkg/apis/networking/v1"
 	istioclient "istio.io/client-go/pkg/clientset/versioned"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -44,6 +47,8 @@ type multiClusterLab struct {
 	c1, c2 *Lab
 	istiod *Istiod
 	caller *corev1.Pod
+	// eastWest is cluster 2's east-west gateway pod.
+	eastWest *corev1.Pod
 	// s1 is cluster 1's input, as a triage of it would be given.
 	s1 *recorded.Scenario
 }
@@ -79,6 +84,11 @@ func startMultiClusterLab(t *testing.T) *multiClusterLab {
 	for _, o := range objs1 {
 		if p, ok := o.(*corev1.Pod); ok && p.Name == "web-1" {
 			m.caller = p
+		}
+	}
+	for _, o := range objs2 {
+		if p, ok := o.(*corev1.Pod); ok && p.Labels["istio"] == "eastwestgateway" {
+			m.eastWest = p
 		}
 	}
 	for _, pod := range IstiodPods(m.s1) {
@@ -194,6 +204,45 @@ func TestMultiClusterAgainstIstiod(t *testing.T) {
 			"Kubernetes/cluster2 10.245.1.10:8080 network=network2 cluster=cluster2 tlsMode=istio Healthy",
 			"Kubernetes/cluster2 10.245.1.11:8080 network=network2 cluster=cluster2 tlsMode=disabled Healthy",
 			"Kubernetes/cluster2 10.245.1.12:8080 network=network2 cluster=cluster2 tlsMode=istio Healthy")
+	})
+
+	t.Run("east-west gateway's own config", func(t *testing.T) {
+		// Cluster 2's gateway pod, a proxy of cluster 2 (ISTIO_META_CLUSTER_ID:
+		// istiod finds its pod in that cluster's registry), connects to the
+		// primary. Without a Gateway of the config cluster selecting it
+		// with an AUTO_PASSTHROUGH server it gets no listener on 15443
+		// (the evidence for eastwest-not-passthrough); with one, a 15443
+		// listener with a filter chain for orders' SNI and the SNI-DNAT
+		// cluster holding only network2's mTLS endpoints.
+		node, err := SidecarNode(m.eastWest, IstioRelease)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasPrefix(node.GetId(), "router~") {
+			t.Fatalf("the east-west gateway connects as %s", node.GetId())
+		}
+		ew, err := ConnectXDS(ctx, m.istiod.GRPCAddr, node)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ew.Close()
+		wctx, wcancel := context.WithTimeout(ctx, time.Minute)
+		defer wcancel()
+		if err := ew.WaitSynced(wctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := ew.WaitQuiet(wctx, time.Second); err != nil {
+			t.Fatal(err)
+		}
+		if got := passthrough(ew); got != "no 15443 listener" {
+			t.Errorf("without a Gateway: %s", got)
+		}
+		createCrossNetworkGateway(t, m.c1)
+		want := "15443 listener with SNI " + sniCluster + "; " + sniCluster + ": 10.245.1.10:8080,10.245.1.12:8080"
+		err = ew.WaitFor(wctx, "the AUTO_PASSTHROUGH config", func(map[string]*XDSTypeState) bool { return passthroughLocked(ew) == want })
+		if err != nil {
+			t.Fatalf("%v: have %s, want %s", err, passthrough(ew), want)
+		}
 	})
 
 	if err := m.istiod.RemoveRemote(ctx, remoteClusterID); err != nil {
@@ -405,6 +454,78 @@ func compareWithModel(t *testing.T, m *multiClusterLab, sc *Sidecar) {
 	slices.Sort(pushed)
 	if !slices.Equal(model, pushed) {
 		t.Errorf("orders' endpoints for the caller:\nistiod pushed:\n  %s\nthe model, cluster by cluster:\n  %s", strings.Join(pushed, "\n  "), strings.Join(model, "\n  "))
+	}
+}
+
+// sniCluster is the cluster an AUTO_PASSTHROUGH gateway forwards orders'
+// port 8080 to, named by the SNI the caller's Envoy sends.
+const sniCluster = "outbound_.8080_._.orders.shop.svc.cluster.local"
+
+// passthrough describes what a gateway's xDS client holds for orders'
+// AUTO_PASSTHROUGH: whether a listener on 15443 has a filter chain
+// matching sniCluster's SNI, and that cluster's endpoints.
+func passthrough(c *XDSClient) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return passthroughLocked(c)
+}
+
+func passthroughLocked(c *XDSClient) string {
+	var listener *listenerv3.Listener
+	for _, r := range c.types[ListenerType].Resources {
+		if l := r.Message.(*listenerv3.Listener); l.GetAddress().GetSocketAddress().GetPortValue() == 15443 {
+			listener = l
+		}
+	}
+	if listener == nil {
+		return "no 15443 listener"
+	}
+	out := "15443 listener without SNI " + sniCluster
+	for _, fc := range listener.GetFilterChains() {
+		if slices.Contains(fc.GetFilterChainMatch().GetServerNames(), sniCluster) {
+			out = "15443 listener with SNI " + sniCluster
+		}
+	}
+	if c.types[ClusterType].Resources[sniCluster] == nil {
+		return out + "; no cluster " + sniCluster
+	}
+	var eps []string
+	if res := c.types[EndpointType].Resources[sniCluster]; res != nil {
+		for _, le := range res.Message.(*endpointv3.ClusterLoadAssignment).GetEndpoints() {
+			for _, lb := range le.GetLbEndpoints() {
+				addr, port, _ := endpointAddress(lb)
+				eps = append(eps, fmt.Sprintf("%s:%d", addr, port))
+			}
+		}
+	}
+	slices.Sort(eps)
+	return out + "; " + sniCluster + ": " + strings.Join(eps, ",")
+}
+
+// createCrossNetworkGateway creates, in the config cluster,
+// samples/multicluster/expose-services.yaml's Gateway: the east-west
+// gateways' 15443 in AUTO_PASSTHROUGH for every *.local host.
+func createCrossNetworkGateway(t *testing.T, l *Lab) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	ic, err := istioclient.NewForConfig(l.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw := &networkingclientv1.Gateway{
+		ObjectMeta: metav1.ObjectMeta{Name: "cross-network-gateway", Namespace: cluster.DefaultControlPlane},
+		Spec: networkingv1.Gateway{
+			Selector: map[string]string{"istio": "eastwestgateway"},
+			Servers: []*networkingv1.Server{{
+				Port:  &networkingv1.Port{Number: 15443, Name: "tls", Protocol: "TLS"},
+				Tls:   &networkingv1.ServerTLSSettings{Mode: networkingv1.ServerTLSSettings_AUTO_PASSTHROUGH},
+				Hosts: []string{"*.local"},
+			}},
+		},
+	}
+	if _, err := ic.NetworkingV1().Gateways(gw.Namespace).Create(ctx, gw, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
 	}
 }
 
