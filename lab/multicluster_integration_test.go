@@ -101,9 +101,14 @@ func startMultiClusterLab(t *testing.T) *multiClusterLab {
 // only through a remote secret, and then gives a caller of the first
 // cluster the second's endpoints of the same Service: the pods' own
 // addresses on a flat network, the east-west gateway's address once the
-// clusters are on two networks and the second has a gateway. Without the
-// secret, istiod lists no such cluster and pushes none of its endpoints:
-// what multicluster.remote-secret-missing stands on.
+// clusters are on two networks and the second has a gateway; each step
+// also against the config model, cluster by cluster. Without the secret,
+// or with one istiod cannot use, istiod lists no such cluster (or lists it
+// timed out) and pushes none of its endpoints: what
+// multicluster.remote-secret-missing and -stale stand on. The second
+// cluster's east-west gateway gets its 15443 passthrough only from an
+// AUTO_PASSTHROUGH Gateway of the config cluster: what
+// multicluster.eastwest-not-passthrough stands on.
 func TestMultiClusterAgainstIstiod(t *testing.T) {
 	start := time.Now()
 	m := startMultiClusterLab(t)
