@@ -21,6 +21,7 @@ FUZZ_TARGETS := \
 	probes/parse/accesslog:FuzzParseTextLine \
 	probes/parse/accesslog:FuzzParseJSONLine \
 	probes/parse/envoy:FuzzParseClustersJSON \
+	probes/parse/istiod:FuzzParseDebug \
 	probes/parse/envoy:FuzzParseClustersText \
 	probes/parse/envoy:FuzzParseListeners \
 	probes/parse/envoy:FuzzStreamConfigDump \

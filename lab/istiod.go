@@ -97,6 +97,13 @@ type Istiod struct {
 // that namespace, so a scenario applied later brings its own mesh config
 // (istiod follows ConfigMap changes).
 func StartIstiod(ctx context.Context, l *Lab) (_ *Istiod, err error) {
+	return StartIstiodEnv(ctx, l)
+}
+
+// StartIstiodEnv is StartIstiod with extra environment variables for
+// istiod (NAME=VALUE), as a Deployment's env would set its feature flags:
+// a later one of the same name wins.
+func StartIstiodEnv(ctx context.Context, l *Lab, env ...string) (_ *Istiod, err error) {
 	bin, err := PilotDiscoveryBinary(ctx)
 	if err != nil {
 		return nil, err
@@ -129,8 +136,8 @@ func StartIstiod(ctx context.Context, l *Lab) (_ *Istiod, err error) {
 			// for a Gateway (the Service NAME-CLASS, the pod, its
 			// EndpointSlice), as a cluster holds them; left on, istiod
 			// would apply its own Deployment and Service over them.
-			env: []string{"POD_NAMESPACE=" + ns, "POD_NAME=istiod-meshlab", "REVISION=default", "PILOT_ENABLE_AMBIENT=true",
-				"PILOT_ENABLE_GATEWAY_API_DEPLOYMENT_CONTROLLER=false"},
+			env: append([]string{"POD_NAMESPACE=" + ns, "POD_NAME=istiod-meshlab", "REVISION=default", "PILOT_ENABLE_AMBIENT=true",
+				"PILOT_ENABLE_GATEWAY_API_DEPLOYMENT_CONTROLLER=false"}, env...),
 		}, "istiod", i.Log, bin, "discovery",
 			"--kubeconfig="+l.Kubeconfig,
 			"--grpcAddr="+i.GRPCAddr,

@@ -1,0 +1,712 @@
+//go:build integration
+
+package lab
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
+	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
+	networkingv1 "istio.io/api/networking/v1"
+	networkingclientv1 "istio.io/client-go/pkg/apis/networking/v1"
+	istioclient "istio.io/client-go/pkg/clientset/versioned"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/meshtriage/meshtriage/probes/cluster"
+	"github.com/meshtriage/meshtriage/probes/cluster/recorded"
+	"github.com/meshtriage/meshtriage/probes/mesh"
+	"github.com/meshtriage/meshtriage/probes/mesh/meshtest"
+	istiodparse "github.com/meshtriage/meshtriage/probes/parse/istiod"
+)
+
+// Names of the two-cluster lab (testdata/multicluster).
+const (
+	remoteClusterID = "cluster2"
+	mcOrdersCluster = "outbound|8080||orders.shop.svc.cluster.local"
+	eastWestIP      = "172.18.2.10"
+	networkLabel    = "topology.istio.io/network"
+)
+
+// multiClusterLab is two labs, each its own etcd, API server and fake
+// kubelet, and a primary istiod on the first, started with the remote
+// timeout short (a remote that never syncs holds istiod's readiness that
+// long). Each cluster's objects of testdata/multicluster are applied.
+type multiClusterLab struct {
+	c1, c2 *Lab
+	istiod *Istiod
+	caller *corev1.Pod
+	// eastWest is cluster 2's east-west gateway pod.
+	eastWest *corev1.Pod
+	// s1 is cluster 1's input, as a triage of it would be given.
+	s1 *recorded.Scenario
+}
+
+func startMultiClusterLab(t *testing.T) *multiClusterLab {
+	t.Helper()
+	m := &multiClusterLab{c1: StartT(t, Options{}), c2: StartT(t, Options{})}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	i, err := StartIstiodEnv(ctx, m.c1, "PILOT_REMOTE_CLUSTER_TIMEOUT=5s")
+	if err != nil {
+		t.Fatalf("start istiod: %v", err)
+	}
+	m.istiod = i
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("istiod log tail:\n%s", tail(i.Log, 60))
+		}
+		i.Stop()
+	})
+	objs1 := meshtest.Objects(t, "testdata/multicluster", "cluster1.yaml")
+	objs2 := meshtest.Objects(t, "testdata/multicluster", "cluster2.yaml")
+	m.s1 = recorded.FromObjects("multicluster/cluster1", objs1)
+	if _, err := Apply(ctx, m.c1, m.s1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Apply(ctx, m.c2, recorded.FromObjects("multicluster/cluster2", objs2)); err != nil {
+		t.Fatal(err)
+	}
+	if err := i.WaitKnows(ctx, objs1); err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range objs1 {
+		if p, ok := o.(*corev1.Pod); ok && p.Name == "web-1" {
+			m.caller = p
+		}
+	}
+	for _, o := range objs2 {
+		if p, ok := o.(*corev1.Pod); ok && p.Labels["istio"] == "eastwestgateway" {
+			m.eastWest = p
+		}
+	}
+	for _, pod := range IstiodPods(m.s1) {
+		i.ServeAs(pod)
+	}
+	return m
+}
+
+// TestMultiClusterAgainstIstiod: a primary istiod reads a second cluster
+// only through a remote secret, and then gives a caller of the first
+// cluster the second's endpoints of the same Service: the pods' own
+// addresses on a flat network, the east-west gateway's address once the
+// clusters are on two networks and the second has a gateway; each step
+// also against the config model, cluster by cluster. Without the secret,
+// or with one istiod cannot use, istiod lists no such cluster (or lists it
+// timed out) and pushes none of its endpoints: what
+// multicluster.remote-secret-missing and -stale stand on. The second
+// cluster's east-west gateway gets its 15443 passthrough only from an
+// AUTO_PASSTHROUGH Gateway of the config cluster: what
+// multicluster.eastwest-not-passthrough stands on.
+func TestMultiClusterAgainstIstiod(t *testing.T) {
+	start := time.Now()
+	m := startMultiClusterLab(t)
+	t.Logf("two clusters and istiod up in %s", time.Since(start).Round(time.Second))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	sc, err := m.istiod.ConnectSidecar(ctx, m.caller)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sc.Close()
+
+	local := "10.244.1.10:8080 weight=1 tlsMode=istio cluster=Kubernetes"
+	t.Run("without the remote secret", func(t *testing.T) {
+		clusters := clusterzIDs(t, m.istiod)
+		if !slices.Equal(clusters, []string{IstiodClusterID + " synced"}) {
+			t.Errorf("clusterz = %v, want only the config cluster", clusters)
+		}
+		waitPushedEndpoints(t, sc, local)
+		compareWithModel(t, m, sc)
+		captureDebug(t, m.istiod, "no-remote")
+		wantShards(t, m.istiod,
+			"Kubernetes/Kubernetes 10.244.1.10:8080 network= cluster=Kubernetes tlsMode=istio Healthy")
+		if gws := networkz(t, m.istiod); len(gws) != 0 {
+			t.Errorf("networkz = %v, want no gateway", gws)
+		}
+	})
+	if t.Failed() {
+		return
+	}
+
+	if err := m.istiod.AddRemote(ctx, m.c2, remoteClusterID); err != nil {
+		t.Fatal(err)
+	}
+	t.Run("flat network", func(t *testing.T) {
+		wctx, wcancel := context.WithTimeout(ctx, time.Minute)
+		defer wcancel()
+		if err := m.istiod.WaitClusterz(wctx, remoteClusterID, "synced"); err != nil {
+			t.Fatal(err)
+		}
+		c2, _ := clusterz(t, m.istiod).Find(remoteClusterID)
+		if ns, name := c2.Secret(); ns != cluster.DefaultControlPlane || name != "istio-remote-secret-"+remoteClusterID {
+			t.Errorf("clusterz secretName of %s = %q", remoteClusterID, c2.SecretName)
+		}
+		// No network anywhere: every endpoint is on every proxy's network,
+		// so the remote pods come as they are, mTLS or not.
+		waitPushedEndpoints(t, sc, local,
+			"10.245.1.10:8080 weight=1 tlsMode=istio cluster="+remoteClusterID,
+			"10.245.1.11:8080 weight=1 tlsMode= cluster="+remoteClusterID,
+			"10.245.1.12:8080 weight=1 tlsMode=istio cluster="+remoteClusterID)
+		compareWithModel(t, m, sc)
+		captureDebug(t, m.istiod, "flat")
+		productReads(t, m, remoteClusterID+" synced", []string{"Kubernetes/Kubernetes", "Kubernetes/" + remoteClusterID})
+		wantShards(t, m.istiod,
+			"Kubernetes/Kubernetes 10.244.1.10:8080 network= cluster=Kubernetes tlsMode=istio Healthy",
+			"Kubernetes/cluster2 10.245.1.10:8080 network= cluster=cluster2 tlsMode=istio Healthy",
+			"Kubernetes/cluster2 10.245.1.11:8080 network= cluster=cluster2 tlsMode=disabled Healthy",
+			"Kubernetes/cluster2 10.245.1.12:8080 network= cluster=cluster2 tlsMode=istio Healthy")
+	})
+
+	t.Run("east-west gateway", func(t *testing.T) {
+		// Each cluster's istio-system names its network (the endpoints'
+		// network, §1.3), and cluster 2 has a gateway for network2: a
+		// Service labelled with it, with port 15443 and an external
+		// address.
+		labelNamespace(t, m.c1, cluster.DefaultControlPlane, networkLabel, "network1")
+		labelNamespace(t, m.c2, cluster.DefaultControlPlane, networkLabel, "network2")
+		gw := &corev1.Service{
+			ObjectMeta: metav1.ObjectMeta{Name: "istio-eastwestgateway", Namespace: cluster.DefaultControlPlane,
+				Labels: map[string]string{"istio": "eastwestgateway", networkLabel: "network2"}},
+			Spec: corev1.ServiceSpec{
+				Selector: map[string]string{"istio": "eastwestgateway"},
+				Ports: []corev1.ServicePort{
+					{Name: "status-port", Port: 15021, TargetPort: intstr.FromInt32(15021)},
+					{Name: "tls", Port: 15443, TargetPort: intstr.FromInt32(15443)},
+				},
+				ExternalIPs: []string{eastWestIP},
+			},
+		}
+		if _, err := m.c2.Kube.CoreV1().Services(gw.Namespace).Create(ctx, gw, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		// The caller is on network1 with cluster 1's pod: direct. Cluster
+		// 2's two mTLS pods as one endpoint, the gateway's, with their
+		// summed weight (one gateway: no scaling); its plaintext one
+		// dropped (the gateway routes by the SNI of Istio's mTLS only).
+		waitPushedEndpoints(t, sc, local,
+			eastWestIP+":15443 weight=2 tlsMode=istio cluster="+remoteClusterID)
+		compareWithModel(t, m, sc)
+		captureDebug(t, m.istiod, "eastwest")
+		if gws := networkz(t, m.istiod); !slices.Equal(gws, []string{"network2 cluster2 " + eastWestIP + ":15443 hbone=0"}) {
+			t.Errorf("networkz = %v", gws)
+		}
+		// istiod's index keeps every endpoint with its network: the
+		// gateway and the mTLS filter are applied per caller at push.
+		wantShards(t, m.istiod,
+			"Kubernetes/Kubernetes 10.244.1.10:8080 network=network1 cluster=Kubernetes tlsMode=istio Healthy",
+			"Kubernetes/cluster2 10.245.1.10:8080 network=network2 cluster=cluster2 tlsMode=istio Healthy",
+			"Kubernetes/cluster2 10.245.1.11:8080 network=network2 cluster=cluster2 tlsMode=disabled Healthy",
+			"Kubernetes/cluster2 10.245.1.12:8080 network=network2 cluster=cluster2 tlsMode=istio Healthy")
+	})
+
+	t.Run("east-west gateway's own config", func(t *testing.T) {
+		// Cluster 2's gateway pod, a proxy of cluster 2 (ISTIO_META_CLUSTER_ID:
+		// istiod finds its pod in that cluster's registry), connects to the
+		// primary. Without a Gateway of the config cluster selecting it
+		// with an AUTO_PASSTHROUGH server it gets no listener on 15443
+		// (the evidence for eastwest-not-passthrough); with one, a 15443
+		// listener with a filter chain for orders' SNI and the SNI-DNAT
+		// cluster holding only network2's mTLS endpoints.
+		node, err := SidecarNode(m.eastWest, IstioRelease)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasPrefix(node.GetId(), "router~") {
+			t.Fatalf("the east-west gateway connects as %s", node.GetId())
+		}
+		ew, err := ConnectXDS(ctx, m.istiod.GRPCAddr, node)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ew.Close()
+		wctx, wcancel := context.WithTimeout(ctx, time.Minute)
+		defer wcancel()
+		if err := ew.WaitSynced(wctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := ew.WaitQuiet(wctx, time.Second); err != nil {
+			t.Fatal(err)
+		}
+		if got := passthrough(ew); got != "no 15443 listener" {
+			t.Errorf("without a Gateway: %s", got)
+		}
+		createCrossNetworkGateway(t, m.c1)
+		want := "15443 listener with SNI " + sniCluster + "; " + sniCluster + ": 10.245.1.10:8080,10.245.1.12:8080"
+		err = ew.WaitFor(wctx, "the AUTO_PASSTHROUGH config", func(map[string]*XDSTypeState) bool { return passthroughLocked(ew) == want })
+		if err != nil {
+			t.Fatalf("%v: have %s, want %s", err, passthrough(ew), want)
+		}
+	})
+
+	if err := m.istiod.RemoveRemote(ctx, remoteClusterID); err != nil {
+		t.Fatal(err)
+	}
+	t.Run("remote secret deleted", func(t *testing.T) {
+		wctx, wcancel := context.WithTimeout(ctx, time.Minute)
+		defer wcancel()
+		if err := m.istiod.WaitClusterz(wctx, remoteClusterID, ""); err != nil {
+			t.Fatal(err)
+		}
+		waitPushedEndpoints(t, sc, local)
+		compareWithModel(t, m, sc)
+		productReads(t, m, "", []string{"Kubernetes/Kubernetes"})
+		wantShards(t, m.istiod,
+			"Kubernetes/Kubernetes 10.244.1.10:8080 network=network1 cluster=Kubernetes tlsMode=istio Healthy")
+	})
+
+	t.Run("remote secrets istiod cannot use", func(t *testing.T) {
+		// What clusterz shows for the secrets behind remote-secret-missing
+		// and -stale: one in another namespace (#49780) and one whose
+		// kubeconfig reads a token file (sanitizeKubeConfig refuses it) are
+		// never listed; one keyed by istiod's own cluster ID is ignored;
+		// one whose token the API server refuses is listed, syncing, then
+		// timeout once PILOT_REMOTE_CLUSTER_TIMEOUT passes. Secrets are
+		// handled in order, so once the last is listed the others have
+		// been read.
+		kubeconfig := func(edit func(*clientcmdapi.AuthInfo)) []byte {
+			raw, err := m.c2.RemoteKubeconfig(remoteClusterID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg, err := clientcmd.Load(raw)
+			if err != nil {
+				t.Fatal(err)
+			}
+			edit(cfg.AuthInfos[remoteClusterID])
+			out, err := clientcmd.Write(*cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return out
+		}
+		keep := func(*clientcmdapi.AuthInfo) {}
+		secrets := []struct {
+			namespace, name, key string
+			data                 []byte
+		}{
+			{"default", "istio-remote-secret-elsewhere", "cluster-elsewhere", kubeconfig(keep)},
+			{cluster.DefaultControlPlane, "istio-remote-secret-tokenfile", "cluster-tokenfile", kubeconfig(func(a *clientcmdapi.AuthInfo) {
+				a.Token, a.TokenFile = "", "/var/run/secrets/kubernetes.io/serviceaccount/token"
+			})},
+			{cluster.DefaultControlPlane, "istio-remote-secret-self", IstiodClusterID, kubeconfig(keep)},
+			{cluster.DefaultControlPlane, "istio-remote-secret-badtoken", "cluster-badtoken", kubeconfig(func(a *clientcmdapi.AuthInfo) { a.Token = "not-a-token" })},
+		}
+		for _, sec := range secrets {
+			obj := &corev1.Secret{
+				ObjectMeta: metav1.ObjectMeta{Name: sec.name, Namespace: sec.namespace, Labels: map[string]string{MultiClusterSecretLabel: "true"}},
+				Data:       map[string][]byte{sec.key: sec.data},
+			}
+			if _, err := m.c1.Kube.CoreV1().Secrets(sec.namespace).Create(ctx, obj, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		wctx, wcancel := context.WithTimeout(ctx, time.Minute)
+		defer wcancel()
+		if err := m.istiod.WaitClusterz(wctx, "cluster-badtoken", istiodparse.SyncStatusTimeout); err != nil {
+			t.Fatal(err)
+		}
+		got := clusterzIDs(t, m.istiod)
+		if want := []string{IstiodClusterID + " synced", "cluster-badtoken timeout"}; !slices.Equal(got, want) {
+			t.Errorf("clusterz = %v, want %v", got, want)
+		}
+		if c, _ := clusterz(t, m.istiod).Find(IstiodClusterID); c.Remote() {
+			t.Errorf("the config cluster is listed from secret %s", c.SecretName)
+		}
+		// Not listed for the reasons istiod gives (its log is the only
+		// place it says them).
+		log, err := os.ReadFile(m.istiod.Log)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, why := range []string{"tokenFile is not allowed", "ignoring cluster as it would overwrite the config cluster"} {
+			if !strings.Contains(string(log), why) {
+				t.Errorf("istiod's log does not say %q", why)
+			}
+		}
+		if strings.Contains(string(log), "cluster-elsewhere") {
+			t.Error("istiod read the secret of namespace default")
+		}
+		waitPushedEndpoints(t, sc, local)
+		for _, sec := range secrets {
+			if err := m.c1.Kube.CoreV1().Secrets(sec.namespace).Delete(ctx, sec.name, metav1.DeleteOptions{}); err != nil {
+				t.Error(err)
+			}
+		}
+	})
+}
+
+// productReads reads clusterz, networkz and endpointShardz as a triage of
+// cluster 1 would: the product's helpers (cluster.IstiodClusters, ...)
+// through the live cluster, reaching istiod's pod through
+// pods/portforward. It requires cluster2 "ID STATUS" in clusterz (none:
+// "") and orders' shards to be shards.
+func productReads(t *testing.T, m *multiClusterLab, remote string, shards []string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c := liveCluster(t, m.c1.Kubeconfig, m.s1, 20*time.Second)
+	clusters, err := cluster.IstiodClusters(ctx, c, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := ""
+	if c2, ok := clusters.Find(remoteClusterID); ok {
+		got = c2.ID + " " + c2.SyncStatus
+	}
+	if got != remote {
+		t.Errorf("clusterz through the product: %s = %q, want %q", remoteClusterID, got, remote)
+	}
+	if _, err := cluster.IstiodNetworkGateways(ctx, c, ""); err != nil {
+		t.Error(err)
+	}
+	services, err := cluster.IstiodEndpointShards(ctx, c, "", func(host, ns string) bool { return host == "orders.shop.svc.cluster.local" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for _, s := range services {
+		for _, sh := range s.Shards {
+			keys = append(keys, sh.Key())
+		}
+	}
+	if !slices.Equal(keys, shards) {
+		t.Errorf("endpointShardz through the product: orders' shards %v, want %v", keys, shards)
+	}
+}
+
+// wantShards requires orders' endpoints in istiod's index to be want
+// (shardEndpoints' lines). The caller's EDS is awaited first: istiod
+// indexes endpoints before it pushes them.
+func wantShards(t *testing.T, i *Istiod, want ...string) {
+	t.Helper()
+	slices.Sort(want)
+	if got := shardEndpoints(t, i); !slices.Equal(got, want) {
+		t.Errorf("endpointShardz of orders:\n  %s\nwant:\n  %s", strings.Join(got, "\n  "), strings.Join(want, "\n  "))
+	}
+}
+
+// compareWithModel compares orders' endpoints istiod pushed to the caller
+// (address, port, tlsMode, cluster, direct or through a gateway) with the
+// config model's, composed cluster by cluster as istiod concatenates its
+// shards: for each cluster clusterz lists synced, the model of everything
+// that cluster's API server serves (its own system namespace's network
+// label, its own network gateways), with that cluster's ID. probes/mesh
+// models one cluster: this composition is the lab's, not the product's,
+// and holds only where a cluster's gateways serve its own endpoints (see
+// lab/README.md). The weight is not compared: the model has none.
+func compareWithModel(t *testing.T, m *multiClusterLab, sc *Sidecar) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	labs := map[string]*Lab{IstiodClusterID: m.c1, remoteClusterID: m.c2}
+	var model []string
+	for _, c := range clusterz(t, m.istiod) {
+		l := labs[c.ID]
+		if l == nil || c.SyncStatus != istiodparse.SyncStatusSynced {
+			t.Fatalf("clusterz lists %s %s, which the lab does not run", c.ID, c.SyncStatus)
+		}
+		ic, err := istioclient.NewForConfig(l.Config)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg, _, err := readModelConfig(ctx, l, ic, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.ClusterID = c.ID
+		v, err := cfg.ViewFor(mesh.CallerFromPod(m.caller), "orders.shop.svc.cluster.local", 8080)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, cl := range v.Clusters {
+			if cl.Name != mcOrdersCluster {
+				continue
+			}
+			for _, e := range cl.Endpoints {
+				path := "direct"
+				if e.Via != nil {
+					path = "gateway"
+				}
+				model = append(model, fmt.Sprintf("%s:%d tlsMode=%s workload=%s %s", e.Address, e.Port, e.TLSMode, ModelWorkload(e.Endpoint), path))
+			}
+		}
+	}
+	var pushed []string
+	if pc := sc.XDS.Pushed()[mcOrdersCluster]; pc != nil {
+		for _, e := range pc.Endpoints {
+			// istiod writes a gateway's endpoint with the telemetry of no
+			// workload, only the gateway's cluster (;;;;CLUSTER).
+			path := "direct"
+			if strings.HasPrefix(e.Workload, ";") {
+				path = "gateway"
+			}
+			pushed = append(pushed, fmt.Sprintf("%s tlsMode=%s workload=%s %s", e.Key(), e.TLSMode, e.Workload, path))
+		}
+	}
+	slices.Sort(model)
+	slices.Sort(pushed)
+	if !slices.Equal(model, pushed) {
+		t.Errorf("orders' endpoints for the caller:\nistiod pushed:\n  %s\nthe model, cluster by cluster:\n  %s", strings.Join(pushed, "\n  "), strings.Join(model, "\n  "))
+	}
+}
+
+// sniCluster is the cluster an AUTO_PASSTHROUGH gateway forwards orders'
+// port 8080 to, named by the SNI the caller's Envoy sends.
+const sniCluster = "outbound_.8080_._.orders.shop.svc.cluster.local"
+
+// passthrough describes what a gateway's xDS client holds for orders'
+// AUTO_PASSTHROUGH: whether a listener on 15443 has a filter chain
+// matching sniCluster's SNI, and that cluster's endpoints.
+func passthrough(c *XDSClient) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return passthroughLocked(c)
+}
+
+func passthroughLocked(c *XDSClient) string {
+	var listener *listenerv3.Listener
+	for _, r := range c.types[ListenerType].Resources {
+		if l := r.Message.(*listenerv3.Listener); l.GetAddress().GetSocketAddress().GetPortValue() == 15443 {
+			listener = l
+		}
+	}
+	if listener == nil {
+		return "no 15443 listener"
+	}
+	out := "15443 listener without SNI " + sniCluster
+	for _, fc := range listener.GetFilterChains() {
+		if slices.Contains(fc.GetFilterChainMatch().GetServerNames(), sniCluster) {
+			out = "15443 listener with SNI " + sniCluster
+		}
+	}
+	if c.types[ClusterType].Resources[sniCluster] == nil {
+		return out + "; no cluster " + sniCluster
+	}
+	var eps []string
+	if res := c.types[EndpointType].Resources[sniCluster]; res != nil {
+		for _, le := range res.Message.(*endpointv3.ClusterLoadAssignment).GetEndpoints() {
+			for _, lb := range le.GetLbEndpoints() {
+				addr, port, _ := endpointAddress(lb)
+				eps = append(eps, fmt.Sprintf("%s:%d", addr, port))
+			}
+		}
+	}
+	slices.Sort(eps)
+	return out + "; " + sniCluster + ": " + strings.Join(eps, ",")
+}
+
+// createCrossNetworkGateway creates, in the config cluster,
+// samples/multicluster/expose-services.yaml's Gateway: the east-west
+// gateways' 15443 in AUTO_PASSTHROUGH for every *.local host.
+func createCrossNetworkGateway(t *testing.T, l *Lab) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	ic, err := istioclient.NewForConfig(l.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw := &networkingclientv1.Gateway{
+		ObjectMeta: metav1.ObjectMeta{Name: "cross-network-gateway", Namespace: cluster.DefaultControlPlane},
+		Spec: networkingv1.Gateway{
+			Selector: map[string]string{"istio": "eastwestgateway"},
+			Servers: []*networkingv1.Server{{
+				Port:  &networkingv1.Port{Number: 15443, Name: "tls", Protocol: "TLS"},
+				Tls:   &networkingv1.ServerTLSSettings{Mode: networkingv1.ServerTLSSettings_AUTO_PASSTHROUGH},
+				Hosts: []string{"*.local"},
+			}},
+		},
+	}
+	if _, err := ic.NetworkingV1().Gateways(gw.Namespace).Create(ctx, gw, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// captureDebug writes istiod's clusterz, networkz and endpointShardz as
+// they are at this step into $MESHLAB_CAPTURE_DIR (when set), named
+// STEP-clusterz.json and so on: how probes/parse/istiod's testdata was
+// taken.
+func captureDebug(t *testing.T, i *Istiod, step string) {
+	t.Helper()
+	dir := os.Getenv("MESHLAB_CAPTURE_DIR")
+	if dir == "" {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, name := range []string{"clusterz", "networkz", "endpointShardz"} {
+		body, err := i.Get(ctx, "/debug/"+name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, step+"-"+name+".json"), body, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// waitPushedEndpoints waits until the caller holds exactly want as the
+// endpoints of orders' cluster (ADDRESS:PORT, the tlsMode of its transport
+// socket match and the cluster its istio.workload metadata ends with), or
+// fails after 30 s with what it holds.
+func waitPushedEndpoints(t *testing.T, sc *Sidecar, want ...string) {
+	t.Helper()
+	slices.Sort(want)
+	deadline := time.Now().Add(30 * time.Second)
+	var got []string
+	for {
+		got = got[:0]
+		weights := pushedWeights(sc, mcOrdersCluster)
+		if pc := sc.XDS.Pushed()[mcOrdersCluster]; pc != nil {
+			for _, e := range pc.Endpoints {
+				got = append(got, describePushedEndpoint(e, weights[e.Key()]))
+			}
+		}
+		slices.Sort(got)
+		if slices.Equal(got, want) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s endpoints after 30 s:\n  %s\nwant:\n  %s", mcOrdersCluster, strings.Join(got, "\n  "), strings.Join(want, "\n  "))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func describePushedEndpoint(e PushedEndpoint, weight uint32) string {
+	workloadCluster := e.Workload[strings.LastIndex(e.Workload, ";")+1:]
+	return fmt.Sprintf("%s weight=%d tlsMode=%s cluster=%s", e.Key(), weight, e.TLSMode, workloadCluster)
+}
+
+// pushedWeights are the load-balancing weights istiod sent with the
+// endpoints of the EDS cluster name (ADDRESS:PORT → weight; 0 when it sent
+// none, which Envoy takes as 1): a gateway's endpoint carries the summed
+// weight of the remote endpoints it stands for.
+func pushedWeights(sc *Sidecar, name string) map[string]uint32 {
+	c := sc.XDS
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := map[string]uint32{}
+	res := c.types[EndpointType].Resources[name]
+	if res == nil {
+		return out
+	}
+	for _, le := range res.Message.(*endpointv3.ClusterLoadAssignment).GetEndpoints() {
+		for _, lb := range le.GetLbEndpoints() {
+			addr, port, _ := endpointAddress(lb)
+			out[fmt.Sprintf("%s:%d", addr, port)] = lb.GetLoadBalancingWeight().GetValue()
+		}
+	}
+	return out
+}
+
+// clusterz is istiod's /debug/clusterz through the product's parser.
+func clusterz(t *testing.T, i *Istiod) istiodparse.Clusters {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	body, err := i.Get(ctx, istiodparse.ClusterzPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clusters, err := istiodparse.ParseClusterz(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return clusters
+}
+
+// clusterzIDs is clusterz as "ID STATUS", in istiod's order.
+func clusterzIDs(t *testing.T, i *Istiod) []string {
+	t.Helper()
+	var out []string
+	for _, c := range clusterz(t, i) {
+		out = append(out, c.ID+" "+c.SyncStatus)
+	}
+	return out
+}
+
+// networkz is istiod's /debug/networkz through the product's parser, as
+// "NETWORK CLUSTER ADDR:PORT hbone=PORT".
+func networkz(t *testing.T, i *Istiod) []string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	body, err := i.Get(ctx, istiodparse.NetworkzPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gws, err := istiodparse.ParseNetworkz(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, g := range gws {
+		out = append(out, fmt.Sprintf("%s %s %s:%d hbone=%d", g.Network, g.Cluster, g.Addr, g.Port, g.HBONEPort))
+	}
+	slices.Sort(out)
+	return out
+}
+
+// shardEndpoints are the endpoints of orders in istiod's endpoint index
+// through the product's parser, one per endpoint as "SHARD ADDRESS:PORT
+// network=NETWORK cluster=CLUSTER tlsMode=MODE HEALTH", sorted.
+func shardEndpoints(t *testing.T, i *Istiod) []string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	body, err := i.Get(ctx, istiodparse.EndpointShardzPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	services, err := istiodparse.ParseEndpointShardz(body, func(host, ns string) bool {
+		return host == "orders.shop.svc.cluster.local" && ns == "shop"
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, s := range services {
+		for _, sh := range s.Shards {
+			for _, e := range sh.Endpoints {
+				out = append(out, fmt.Sprintf("%s %s:%d network=%s cluster=%s tlsMode=%s %s",
+					sh.Key(), e.Address(), e.EndpointPort, e.Network, e.ClusterID, e.TLSMode, e.HealthStatus))
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// labelNamespace sets a label on a namespace of l, creating it if absent.
+func labelNamespace(t *testing.T, l *Lab, name, key, value string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	ns, err := l.Kube.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		ns, err = l.Kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ns.Labels == nil {
+		ns.Labels = map[string]string{}
+	}
+	ns.Labels[key] = value
+	if _, err := l.Kube.CoreV1().Namespaces().Update(ctx, ns, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
