@@ -161,6 +161,13 @@ func TestZtunnelMapping(t *testing.T) {
 			t.Errorf("%q (%s) on %s: %+v", c.text, k.Kind, c.hop, a)
 		}
 	}
+	// "pool draining" is the caller's own outbound pool torn down
+	// (ztunnel src/proxy/pool.rs), not the reuse of a destination's IP,
+	// which is the Envoys' pool.
+	k := ztunnel.ClassifyError("pool draining")
+	if a := v.ZtunnelError(k.Kind, ZtunnelSource, true, "pool draining"); !strings.Contains(a.Unexplained, "tore down the caller's outbound HBONE pool") || strings.Contains(a.Unexplained, "reused") {
+		t.Errorf("pool draining (%s): %q, want the caller's pool torn down, no IP reuse", k.Kind, a.Unexplained)
+	}
 }
 
 // TestLoadRefuses: each way a vocabulary can be wrong is refused, naming it.
