@@ -77,4 +77,5 @@ var Causes = []string{
 	// Issue 29, the ambient rollout.
 	"ambient.drain-before-removal",
 	"ambient.hbone-pool-ip-reused",
+	"ambient.pod-started-before-ztunnel",
 }

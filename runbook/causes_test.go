@@ -377,6 +377,11 @@ var causeCases = []struct {
 			"log_tunnel_failed_ips": []string{"10.0.1.12"}, "log_tunnel_resets": 4, "log_tunnel_reset_ips": []string{"10.0.1.12"},
 			"log_tunnel_reset_reused_ips": []string{"10.0.1.12"}, "log_tunnel_reset_times_known": true},
 	}), runbook.ConfidenceMedium},
+	// An ambient pod of the Service started before its node's ztunnel was
+	// Ready and restarted since.
+	{"ambient.pod-started-before-ztunnel", ambientCase(map[string]probes.Facts{
+		"ztunnel": {"ztunnel_started_before_ready": []string{"shop/orders-1"}, "ztunnel_started_before_ready_restarted": []string{"shop/orders-1"}},
+	}), runbook.ConfidenceMedium},
 	// The port and the image alone.
 	{"protocol.server-first", map[string]probes.Facts{
 		"port-protocol": {"portproto_server_first": []string{"3306 http-mysql: HTTP by name; port 3306 is MySQL's"}, "portproto_server_first_ports": []string{"3306"},
@@ -902,5 +907,35 @@ func TestHBONEPoolIPReusedNeedsYoungPods(t *testing.T) {
 	got := causeIDs(autoFindings(t, ambientCase(rollout)))
 	if !slices.Contains(got, "ambient.drain-before-removal") || slices.Contains(got, "ambient.hbone-pool-ip-reused") {
 		t.Errorf("during a rollout: findings %v, want the drain race and not the reused IP", got)
+	}
+}
+
+// A pod that started before its node's ztunnel was Ready is medium with
+// restarts since, low with failed connections alone, and no finding
+// without either: the start is past, and the pods' times are its only
+// evidence.
+func TestPodStartedBeforeZtunnelNeedsRestartsOrFailures(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		over probes.Facts
+		want runbook.Confidence
+	}{
+		{"restarted", probes.Facts{"ztunnel_started_before_ready": []string{"shop/orders-1"}, "ztunnel_started_before_ready_restarted": []string{"shop/orders-1"}}, runbook.ConfidenceMedium},
+		{"failures, no restart", probes.Facts{"ztunnel_started_before_ready": []string{"shop/orders-1"}, "ztunnel_entries": 180, "ztunnel_completed": 170,
+			"ztunnel_failures": []string{"connection-failed=10"}}, runbook.ConfidenceLow},
+		{"neither", probes.Facts{"ztunnel_started_before_ready": []string{"shop/orders-1"}}, ""},
+		{"no such pod", probes.Facts{"ztunnel_entries": 180, "ztunnel_completed": 170, "ztunnel_failures": []string{"connection-failed=10"}}, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var got runbook.Confidence
+			for _, f := range autoFindings(t, ambientCase(map[string]probes.Facts{"ztunnel": c.over})) {
+				if f.Cause == "ambient.pod-started-before-ztunnel" {
+					got = f.Confidence
+				}
+			}
+			if got != c.want {
+				t.Errorf("ambient.pod-started-before-ztunnel at %q, want %q", got, c.want)
+			}
+		})
 	}
 }

@@ -158,8 +158,10 @@ func TestZtunnelMapping(t *testing.T) {
 		// caller's connects to its 15008 are refused meanwhile.
 		{ZtunnelDestination, false, "connection closed due to connection drain", []string{"ambient.drain-before-removal"}, false},
 		{ZtunnelDestination, false, "connection failed to drain within the timeout", []string{"ambient.drain-before-removal"}, false},
+		// ...as does one whose node's ztunnel was not Ready yet when it
+		// started (istio/istio#53843).
 		{ZtunnelSource, true, "io error: Connection refused (os error 111)",
-			[]string{"ambient.pod-not-enrolled", "ambient.ztunnel-unavailable", "ambient.waypoint-not-bound", "ambient.drain-before-removal"}, false},
+			[]string{"ambient.pod-not-enrolled", "ambient.ztunnel-unavailable", "ambient.waypoint-not-bound", "ambient.drain-before-removal", "ambient.pod-started-before-ztunnel"}, false},
 		{ZtunnelSource, true, "send: io error: Broken pipe (os error 32)", nil, true},
 	} {
 		k := ztunnel.ClassifyError(c.text)

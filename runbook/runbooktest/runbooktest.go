@@ -296,7 +296,7 @@ func AmbientHealthy() map[string]probes.Facts {
 		"ztunnel": {"ztunnel_pods": 2, "ztunnel_nodes_without": []string{}, "ztunnel_entries": 180, "ztunnel_completed": 180,
 			"ztunnel_hbone_timeouts": 0, "ztunnel_rejections": 0, "ztunnel_strict_rejections": 0, "ztunnel_sidecar_rejections": 0, "ztunnel_unauthorized": 0,
 			"ztunnel_denied_by": []string{}, "ztunnel_rejected_sources": []string{}, "ztunnel_refused": 0, "ztunnel_failures": []string{},
-			"ztunnel_refused_tunnel_ips": []string{}, "ztunnel_drained": 0,
+			"ztunnel_refused_tunnel_ips": []string{}, "ztunnel_drained": 0, "ztunnel_started_before_ready": []string{}, "ztunnel_started_before_ready_restarted": []string{},
 			"ztunnel_config_read": true, "ztunnel_service_waypoint": "shop/web-waypoint.shop.svc.cluster.local", "ztunnel_target_plaintext": 0},
 		"waypoint": {"waypoint_pods_read": 1, "waypoint_cluster_present": true, "waypoint_hosts_total": 3, "waypoint_hosts_healthy": 3,
 			"waypoint_log_entries": 180, "waypoint_log_503": 0, "waypoint_log_flags": []string{}, "waypoint_rbac_denied": 0,
