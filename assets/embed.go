@@ -76,4 +76,6 @@ var Causes = []string{
 	"ambient.platform-eks-sg-strict",
 	// Issue 29, the ambient rollout.
 	"ambient.drain-before-removal",
+	"ambient.hbone-pool-ip-reused",
+	"ambient.pod-started-before-ztunnel",
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/meshtriage/meshtriage/probes/readgroup"
 	"github.com/meshtriage/meshtriage/probes/vocabulary"
 	"github.com/meshtriage/meshtriage/probes/wording"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 )
 
@@ -62,6 +63,11 @@ func (AccessLogProbe) Meta() Meta {
 			{"log_transport_failures", FactList, "distinct upstream_transport_failure_reason values"},
 			{"log_blackhole", FactInt, "entries of the source routed to BlackHoleCluster (or the block_all route), whatever their destination"},
 			{"log_blackhole_hosts", FactList, "authorities of entries routed to BlackHoleCluster"},
+			{"log_tunnel_resets", FactInt, "UC entries (a connection reset under the request) sent through an HBONE tunnel (upstream host envoy://connect_originate/IP:PORT): a pooled connection to the pod's 15008 that was no longer good"},
+			{"log_tunnel_reset_ips", FactList, "pod IPs of those tunnel resets, most frequent first"},
+			{"log_tunnel_reset_reused_ips", FactList, "of log_tunnel_reset_ips, those whose pod now (of the Service) started after the caller's istio-proxy and at most hboneIdleTimeout before the first reset to it: a connection the caller pooled to that IP before was to another pod"},
+			{"log_tunnel_reset_times_known", FactBool, "the caller's istio-proxy start, the mesh's hboneIdleTimeout, and for every tunnel reset IP its first reset's time and its pod's start were read"},
+			{"log_hbone_idle_timeout", FactString, "the idle timeout of the Envoys' pooled HBONE connections (meshConfig.hboneIdleTimeout, else Istio's 1h; 0s: none), \"\" when the mesh config was not read"},
 			{"log_tunnel_failed_ips", FactList, "pod IPs of 5xx entries sent through an HBONE tunnel (upstream host envoy://connect_originate/IP:PORT, ambient), most frequent first"},
 			{"log_connection_refused", FactInt, "entries whose failure reason says connection refused (delayed connect error: 111)"},
 			{"log_upstream_pods", FactInt, "upstream pods whose istio-proxy log was read (inbound side)"},
@@ -111,6 +117,23 @@ type accessLogInput struct {
 	Problems []string
 	// Formats are the mesh's own access-log formats the logs were read by.
 	Formats accesslog.Formats
+	// HBONEIdleTimeout is the mesh's idle timeout of pooled HBONE
+	// connections, when MeshConfigRead.
+	HBONEIdleTimeout time.Duration
+	MeshConfigRead   bool
+	// CallerProxyStarted is when the caller's istio-proxy container (the
+	// Envoy that holds the pool) last started; zero when not read.
+	CallerProxyStarted time.Time
+	// PodsByIP are the Service's pods by status.podIP, nil when they were
+	// not listed.
+	PodsByIP map[string]podStarted
+}
+
+// podStarted is a pod of the Service and when it started (status.startTime,
+// about when its IP was given to it; zero when the pod has none).
+type podStarted struct {
+	Pod     string
+	Started time.Time
 }
 
 func (p AccessLogProbe) Run(ctx context.Context, c cluster.Cluster, t cluster.Target) Result {
@@ -160,6 +183,11 @@ func fetchAccessLog(ctx context.Context, c cluster.Cluster, t cluster.Target) (a
 	var formatProblems []string
 	in.Formats, formatProblems = istioconfig.ReadAccessLogFormats(ctx, c)
 	in.Problems = append(in.Problems, formatProblems...)
+	// The same ConfigMap (the session's read cache answers it): the pooled
+	// HBONE connections' idle timeout. Unread, it is unknown.
+	if mc, err := istioconfig.ReadMeshConfig(ctx, c); err == nil {
+		in.HBONEIdleTimeout, in.MeshConfigRead = mc.HBONEIdleTimeout(), true
+	}
 	readLog := func(pod cluster.PodRef, podIP string, upstream, gateway bool) (podLog, string, error) {
 		what := fmt.Sprintf("read the %s log of %s", mesh.ProxyContainer, pod)
 		b, err := proxylog.NewestProxyLog(ctx, c, pod, proxylog.AccessLogTailLines)
@@ -178,6 +206,8 @@ func fetchAccessLog(ctx context.Context, c cluster.Cluster, t cluster.Target) (a
 		what    string
 		err     error
 		skipped string // why the log was not read
+		// proxyStarted: the caller's istio-proxy container's start.
+		proxyStarted time.Time
 	}
 	var (
 		source   *logRead
@@ -202,6 +232,7 @@ func fetchAccessLog(ctx context.Context, c cluster.Cluster, t cluster.Target) (a
 			}
 			source.log, source.what, source.err = readLog(src, "", false, gateway)
 			if err == nil {
+				source.proxyStarted = proxyStarted(pod)
 				source.log.Gateway = gateway
 				if ok, where := podfacts.ProxyAcceptsHTTP10(pod); ok {
 					source.log.AcceptsHTTP10 = where
@@ -223,6 +254,18 @@ func fetchAccessLog(ctx context.Context, c cluster.Cluster, t cluster.Target) (a
 			lookups = append(lookups, logRead{what: fmt.Sprintf("list pods in %s matching %s", t.Namespace, labels.SelectorFromSet(in.Selector)), err: err})
 		}
 		in.UpstreamTotal = len(pods)
+		if err == nil {
+			in.PodsByIP = map[string]podStarted{}
+			for _, pod := range pods {
+				if ip := pod.Status.PodIP; ip != "" && pod.DeletionTimestamp == nil {
+					var started time.Time
+					if pod.Status.StartTime != nil {
+						started = pod.Status.StartTime.Time
+					}
+					in.PodsByIP[ip] = podStarted{Pod: pod.Namespace + "/" + pod.Name, Started: started}
+				}
+			}
+		}
 		readable := proxylog.UpstreamLogPods(pods)
 		in.UpstreamSkipped = len(pods) - len(readable)
 		if len(readable) > proxylog.MaxUpstreamLogs {
@@ -257,6 +300,7 @@ func fetchAccessLog(ctx context.Context, c cluster.Cluster, t cluster.Target) (a
 	}
 	if source != nil {
 		add(*source, true)
+		in.CallerProxyStarted = source.proxyStarted
 	}
 	for _, r := range lookups {
 		add(r, false)
@@ -432,6 +476,16 @@ func evaluateAccessLog(t cluster.Target, in accessLogInput) Result {
 			raw = append(raw, r.Line)
 		}
 	}
+	resets := tunnelResetsOf(all, in)
+	facts["log_tunnel_resets"] = all.TunnelReset.Total()
+	facts["log_tunnel_reset_ips"] = nonNil(all.TunnelReset.Keys())
+	facts["log_tunnel_reset_reused_ips"] = nonNil(resets.reused)
+	facts["log_tunnel_reset_times_known"] = resets.known
+	facts["log_hbone_idle_timeout"] = resets.idle
+	if len(resets.lines) > 0 {
+		raw = append(raw, "# resets of pooled HBONE connections (UC to envoy://connect_originate), by pod IP")
+		raw = append(raw, resets.lines...)
+	}
 	for _, f := range accessLogFlags {
 		facts[f.fact] = all.Flags.Counts[f.flag]
 	}
@@ -478,6 +532,10 @@ func evaluateAccessLog(t cluster.Target, in accessLogInput) Result {
 	if all.HTTP10Rejected > 0 {
 		parts = append(parts, fmt.Sprintf("%d HTTP/1.0 requests refused with 426 low_version by %s", all.HTTP10Rejected, strings.Join(http10Hops, ", ")))
 	}
+	if n := all.TunnelReset.Total(); n > 0 {
+		parts = append(parts, fmt.Sprintf("%s reset pooled HBONE connections (UC to envoy://connect_originate) to %s, %d of them now a pod younger than the caller's proxy that started before the resets",
+			wording.CountNoun(n, "request"), strings.Join(all.TunnelReset.Keys(), ", "), len(resets.reused)))
+	}
 	if blackhole.BlackHole > 0 {
 		parts = append(parts, fmt.Sprintf("%d to BlackHoleCluster (%s)", blackhole.BlackHole, strings.Join(blackhole.BlackHoleHosts.Keys(), ", ")))
 	}
@@ -498,6 +556,78 @@ func evaluateAccessLog(t cluster.Target, in accessLogInput) Result {
 		Facts:    facts,
 		Commands: accessLogCommands(t, in.Selector),
 	}
+}
+
+// tunnelResets sets each pod IP a pooled HBONE connection was reset to
+// against the pod that owns the IP now: one that started after the
+// caller's Envoy, before the first reset and within the pool's idle
+// timeout of it got an IP the caller may still have held a connection to
+// for another pod (istio/ztunnel#1662). Any time not read leaves the
+// answer unknown, never "not reused".
+type tunnelResets struct {
+	reused []string
+	known  bool
+	idle   string
+	lines  []string
+}
+
+func tunnelResetsOf(all accesslog.Summary, in accessLogInput) tunnelResets {
+	var out tunnelResets
+	if in.MeshConfigRead {
+		out.idle = in.HBONEIdleTimeout.String()
+	}
+	ips := all.TunnelReset.Keys()
+	if len(ips) == 0 {
+		return out
+	}
+	out.known = in.MeshConfigRead && !in.CallerProxyStarted.IsZero() && in.PodsByIP != nil
+	caller := "not read"
+	if !in.CallerProxyStarted.IsZero() {
+		caller = in.CallerProxyStarted.UTC().Format(time.RFC3339)
+	}
+	for _, ip := range ips {
+		line := fmt.Sprintf("%s: %d reset(s), the caller's istio-proxy started %s", ip, all.TunnelReset.Counts[ip], caller)
+		first, err := time.Parse(time.RFC3339Nano, all.TunnelResetFirst[ip])
+		if err == nil {
+			line += ", first reset " + first.UTC().Format(time.RFC3339Nano)
+		}
+		pod, owned := in.PodsByIP[ip]
+		switch {
+		case in.PodsByIP == nil:
+			line += "; the Service's pods were not listed"
+		case !owned:
+			line += "; no running pod of the Service has this IP now"
+		case pod.Started.IsZero():
+			line += "; " + pod.Pod + " has no start time"
+		default:
+			line += fmt.Sprintf("; %s has it, started %s", pod.Pod, pod.Started.UTC().Format(time.RFC3339))
+		}
+		out.lines = append(out.lines, line)
+		if err != nil || !owned || pod.Started.IsZero() {
+			out.known = false
+			continue
+		}
+		if in.CallerProxyStarted.IsZero() || !pod.Started.After(in.CallerProxyStarted) || first.Before(pod.Started) {
+			continue
+		}
+		// Envoy closes a pooled connection idle longer than the timeout
+		// (0: never); the stale one idled at least since the pod started.
+		if in.MeshConfigRead && in.HBONEIdleTimeout > 0 && first.Sub(pod.Started) > in.HBONEIdleTimeout {
+			continue
+		}
+		out.reused = append(out.reused, ip)
+	}
+	return out
+}
+
+// proxyStarted is when the pod's istio-proxy container last started (its
+// Envoy's connection pools are that old at most); zero when not known.
+func proxyStarted(pod *corev1.Pod) time.Time {
+	st, ok := mesh.ContainerStatus(pod, mesh.ProxyContainer)
+	if !ok || st.State.Running == nil {
+		return time.Time{}
+	}
+	return st.State.Running.StartedAt.Time
 }
 
 func sideSummary(who string, s accesslog.Summary) string {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -52,6 +53,8 @@ func (ZtunnelProbe) Meta() Meta {
 			{"ztunnel_unexplained", FactList, "failed connections whose error (ztunnel's Error variant, on the caller's or the destination's ztunnel) the vocabulary knows no cause of the catalogue for, as LINE=COUNT"},
 			{"ztunnel_config_read", FactBool, "the config_dump of a ztunnel on the path was read"},
 			{"ztunnel_service_waypoint", FactString, "the Service's waypoint as that ztunnel holds it (\"\" when none): where it sends the Service's traffic"},
+			{"ztunnel_started_before_ready", FactList, "pods of the path in ambient (the caller, the Service's) whose app started before their node's ztunnel was Ready, and no earlier than ztunnelStartWindow before that ztunnel's pod started (the node's start, not a later ztunnel upgrade); unset when a pod's or its ztunnel's times are not known"},
+			{"ztunnel_started_before_ready_restarted", FactList, "of ztunnel_started_before_ready, the pods whose app containers restarted since"},
 			{"ztunnel_target_plaintext", FactInt, "pods of the Service that ztunnel reaches as plaintext TCP (not in ambient, no HBONE)"},
 		},
 	}
@@ -302,6 +305,17 @@ func evaluateZtunnel(t cluster.Target, in ztunnelInput) Result {
 		problems = append(problems, fmt.Sprintf("no Running, Ready ztunnel on %s, where pods of the path are enrolled or pending (held until a ztunnel proxies them)", strings.Join(whys, ", ")))
 	}
 
+	if early, known := startedBeforeZtunnel(in); known {
+		r.Facts["ztunnel_started_before_ready"] = nonNil(early.pods)
+		r.Facts["ztunnel_started_before_ready_restarted"] = nonNil(early.restarted)
+		if len(early.pods) > 0 {
+			notes = append(notes, fmt.Sprintf("%s started before their node's ztunnel was Ready (%s restarted since): their first connections had no ztunnel to carry them",
+				wording.CountNoun(len(early.pods), "ambient pod"), wording.CountNoun(len(early.restarted), "pod")))
+			raw = append(raw, "# ambient pods started before their node's ztunnel was Ready")
+			raw = append(raw, early.lines...)
+		}
+	}
+
 	var all ztunnel.Summary
 	read := 0
 	r.Evidence.Columns = []string{"ztunnel", "node", "on the node", "entries", "completed", "failed"}
@@ -391,6 +405,98 @@ func evaluateZtunnel(t cluster.Target, in ztunnelInput) Result {
 	}
 	r.Evidence.Raw = strings.Join(raw, "\n")
 	return r
+}
+
+// ztunnelStartWindow bounds how long before its node's ztunnel pod started
+// a pod's app may have started and still have raced the node's start: a
+// pod much older than its ztunnel saw the ztunnel replaced (an upgrade, a
+// restart of the DaemonSet), which ztunnel's in-pod mode carries running
+// pods through, not a node that came up.
+const ztunnelStartWindow = 5 * time.Minute
+
+// earlyStarts are the ambient pods of the path that started before their
+// node's ztunnel was Ready (istiod's untaint controller frees a node when
+// its istio-cni pod is Ready, not ztunnel: istio/istio#53843).
+type earlyStarts struct {
+	pods, restarted, lines []string
+}
+
+// startedBeforeZtunnel judges the caller and the Service's pods in ambient
+// on nodes with a Ready ztunnel; known is false when a pod's or its
+// ztunnel's times are not in what was read and no pod was found.
+func startedBeforeZtunnel(in ztunnelInput) (earlyStarts, bool) {
+	var out earlyStarts
+	unknown := 0
+	judge := func(p *corev1.Pod, ns *corev1.Namespace) {
+		if p == nil || p.DeletionTimestamp != nil || !mesh.DataPlaneOf(p, ns).Enrolled() {
+			return
+		}
+		zp := in.Ztunnels[p.Spec.NodeName]
+		if zp == nil {
+			return // no Ready ztunnel: the ztunnel-unavailable question
+		}
+		readyAt := readySince(zp)
+		appStart, restarts := appFirstStart(p)
+		if readyAt.IsZero() || zp.Status.StartTime == nil || appStart.IsZero() {
+			unknown++
+			return
+		}
+		if !appStart.Before(readyAt) || appStart.Before(zp.Status.StartTime.Add(-ztunnelStartWindow)) {
+			return
+		}
+		name := p.Namespace + "/" + p.Name
+		out.pods = append(out.pods, name)
+		if restarts > 0 {
+			out.restarted = append(out.restarted, name)
+		}
+		out.lines = append(out.lines, fmt.Sprintf("%s on %s: app started %s, %d restart(s) since; ztunnel %s started %s, Ready %s",
+			name, p.Spec.NodeName, appStart.UTC().Format(time.RFC3339), restarts, zp.Name,
+			zp.Status.StartTime.UTC().Format(time.RFC3339), readyAt.UTC().Format(time.RFC3339)))
+	}
+	judge(in.Source, in.SourceNamespace)
+	for i := range in.Pods {
+		judge(&in.Pods[i], in.Namespace)
+	}
+	return out, unknown == 0 || len(out.pods) > 0
+}
+
+// readySince is when the pod last became Ready, zero when it is not Ready
+// or the input holds no such time.
+func readySince(p *corev1.Pod) time.Time {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
+			return c.LastTransitionTime.Time
+		}
+	}
+	return time.Time{}
+}
+
+// appFirstStart is the earliest start the pod's app containers report (the
+// previous run's when one restarted) and their restarts; zero when none
+// reports one.
+func appFirstStart(p *corev1.Pod) (time.Time, int) {
+	var first time.Time
+	restarts := 0
+	for _, c := range mesh.AppContainers(p) {
+		st, ok := mesh.ContainerStatus(p, c.Name)
+		if !ok {
+			continue
+		}
+		restarts += int(st.RestartCount)
+		var s time.Time
+		switch {
+		case st.LastTerminationState.Terminated != nil && !st.LastTerminationState.Terminated.StartedAt.IsZero():
+			s = st.LastTerminationState.Terminated.StartedAt.Time
+		case st.State.Running != nil:
+			s = st.State.Running.StartedAt.Time
+		case st.State.Terminated != nil:
+			s = st.State.Terminated.StartedAt.Time
+		}
+		if !s.IsZero() && (first.IsZero() || s.Before(first)) {
+			first = s
+		}
+	}
+	return first, restarts
 }
 
 // countKeysOnly lists a count map's keys, most frequent first, without the

@@ -3,6 +3,7 @@ package runbook_test
 import (
 	"context"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -367,6 +368,19 @@ var causeCases = []struct {
 		"endpoints": {"endpoints_terminating": 1},
 		"ztunnel": {"ztunnel_entries": 40, "ztunnel_completed": 36, "ztunnel_refused": 4, "ztunnel_refused_tunnel_ips": []string{"10.0.1.11"},
 			"ztunnel_failures": []string{"connection-refused=4"}},
+	}), runbook.ConfidenceMedium},
+	// A gateway reset on pooled HBONE connections to IPs that new pods
+	// have now, with no rollout in progress.
+	{"ambient.hbone-pool-ip-reused", ambientCase(map[string]probes.Facts{
+		"target": {"target_source_gateway": true}, "dataplane": {"dataplane_source": "gateway"},
+		"access-log": {"log_503": 4, "log_5xx": 4, "log_flag_uc": 4, "log_details": []string{"upstream_reset_before_response_started{connection_termination}"},
+			"log_tunnel_failed_ips": []string{"10.0.1.12"}, "log_tunnel_resets": 4, "log_tunnel_reset_ips": []string{"10.0.1.12"},
+			"log_tunnel_reset_reused_ips": []string{"10.0.1.12"}, "log_tunnel_reset_times_known": true},
+	}), runbook.ConfidenceMedium},
+	// An ambient pod of the Service started before its node's ztunnel was
+	// Ready and restarted since.
+	{"ambient.pod-started-before-ztunnel", ambientCase(map[string]probes.Facts{
+		"ztunnel": {"ztunnel_started_before_ready": []string{"shop/orders-1"}, "ztunnel_started_before_ready_restarted": []string{"shop/orders-1"}},
 	}), runbook.ConfidenceMedium},
 	// The port and the image alone.
 	{"protocol.server-first", map[string]probes.Facts{
@@ -831,6 +845,96 @@ func TestAmbientDrainNeedsFailuresToEndingPods(t *testing.T) {
 			}
 			if !reflect.DeepEqual(got, c.want) {
 				t.Fatalf("findings = %v, want %v", got, c.want)
+			}
+		})
+	}
+}
+
+// A reset on a pooled HBONE connection is the reused IP's at medium only
+// when every IP reset is now a pod younger than the caller's Envoy that
+// started before the resets; low otherwise, never during a rollout (the
+// drain race's), and the app's idle reset is no longer certain from UC
+// that all went through tunnels.
+func TestHBONEPoolIPReusedNeedsYoungPods(t *testing.T) {
+	gateway := func(log probes.Facts) map[string]probes.Facts {
+		base := probes.Facts{"log_503": 4, "log_5xx": 4, "log_flag_uc": 4,
+			"log_details": []string{"upstream_reset_before_response_started{connection_termination}"}}
+		for k, v := range log {
+			base[k] = v
+		}
+		return map[string]probes.Facts{"target": {"target_source_gateway": true}, "dataplane": {"dataplane_source": "gateway"}, "access-log": base}
+	}
+	resets := func(known bool, reused ...string) probes.Facts {
+		return probes.Facts{"log_tunnel_failed_ips": []string{"10.0.1.12", "10.0.1.13"}, "log_tunnel_resets": 4,
+			"log_tunnel_reset_ips": []string{"10.0.1.12", "10.0.1.13"}, "log_tunnel_reset_reused_ips": append([]string{}, reused...),
+			"log_tunnel_reset_times_known": known}
+	}
+	for _, c := range []struct {
+		name          string
+		over          map[string]probes.Facts
+		want          runbook.Confidence // of ambient.hbone-pool-ip-reused, "" for none
+		idleResetHigh bool
+	}{
+		{"every IP a young pod", gateway(resets(true, "10.0.1.12", "10.0.1.13")), runbook.ConfidenceMedium, false},
+		{"one IP an older pod", gateway(resets(true, "10.0.1.12")), runbook.ConfidenceLow, false},
+		{"times not read", gateway(resets(false, "10.0.1.12", "10.0.1.13")), runbook.ConfidenceLow, false},
+		{"UC without tunnels", gateway(probes.Facts{}), "", true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var got runbook.Confidence
+			idleHigh := false
+			for _, f := range autoFindings(t, ambientCase(c.over)) {
+				switch f.Cause {
+				case "ambient.hbone-pool-ip-reused":
+					got = f.Confidence
+				case "upstream.idle-reset":
+					idleHigh = f.Confidence == runbook.ConfidenceHigh
+				}
+			}
+			if got != c.want {
+				t.Errorf("ambient.hbone-pool-ip-reused at %q, want %q", got, c.want)
+			}
+			if idleHigh != c.idleResetHigh {
+				t.Errorf("upstream.idle-reset high %v, want %v", idleHigh, c.idleResetHigh)
+			}
+		})
+	}
+	// A rollout: the resets to the ending pod are the drain race's.
+	rollout := gateway(resets(true, "10.0.1.12", "10.0.1.13"))
+	rollout["shutdown-order"] = probes.Facts{"shutdown_classic_sidecar": false, "shutdown_at_risk": false, "shutdown_ambient_pods": 3,
+		"shutdown_pods_terminating": 1, "shutdown_terminating_ips": []string{"10.0.1.12"}, "shutdown_pod_ips": []string{"10.0.1.12", "10.0.1.13", "10.0.1.14"}}
+	rollout["endpoints"] = probes.Facts{"endpoints_terminating": 1}
+	got := causeIDs(autoFindings(t, ambientCase(rollout)))
+	if !slices.Contains(got, "ambient.drain-before-removal") || slices.Contains(got, "ambient.hbone-pool-ip-reused") {
+		t.Errorf("during a rollout: findings %v, want the drain race and not the reused IP", got)
+	}
+}
+
+// A pod that started before its node's ztunnel was Ready is medium with
+// restarts since, low with failed connections alone, and no finding
+// without either: the start is past, and the pods' times are its only
+// evidence.
+func TestPodStartedBeforeZtunnelNeedsRestartsOrFailures(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		over probes.Facts
+		want runbook.Confidence
+	}{
+		{"restarted", probes.Facts{"ztunnel_started_before_ready": []string{"shop/orders-1"}, "ztunnel_started_before_ready_restarted": []string{"shop/orders-1"}}, runbook.ConfidenceMedium},
+		{"failures, no restart", probes.Facts{"ztunnel_started_before_ready": []string{"shop/orders-1"}, "ztunnel_entries": 180, "ztunnel_completed": 170,
+			"ztunnel_failures": []string{"connection-failed=10"}}, runbook.ConfidenceLow},
+		{"neither", probes.Facts{"ztunnel_started_before_ready": []string{"shop/orders-1"}}, ""},
+		{"no such pod", probes.Facts{"ztunnel_entries": 180, "ztunnel_completed": 170, "ztunnel_failures": []string{"connection-failed=10"}}, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var got runbook.Confidence
+			for _, f := range autoFindings(t, ambientCase(map[string]probes.Facts{"ztunnel": c.over})) {
+				if f.Cause == "ambient.pod-started-before-ztunnel" {
+					got = f.Confidence
+				}
+			}
+			if got != c.want {
+				t.Errorf("ambient.pod-started-before-ztunnel at %q, want %q", got, c.want)
 			}
 		})
 	}

@@ -62,6 +62,7 @@ var scenarios = []Scenario{
 	ambientHBONENetworkPolicy,
 	ambientWaypointNotReady,
 	ambientRolloutDrain,
+	ambientHBONEPoolIPReused,
 	ambientSidecarBypassesWaypoint,
 	gatewayVSNotBound,
 	gatewaySubsetNoPods,

@@ -3,6 +3,7 @@ package mesh
 import (
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"google.golang.org/protobuf/encoding/protojson"
 	meshv1alpha1 "istio.io/api/mesh/v1alpha1"
@@ -104,4 +105,20 @@ func ParseProxyConfig(text string) (*meshv1alpha1.ProxyConfig, error) {
 		return nil, fmt.Errorf("proxy config: %w", err)
 	}
 	return pc, nil
+}
+
+// DefaultHBONEIdleTimeout is how long a gateway's, waypoint's or sidecar's
+// Envoy keeps an idle pooled HBONE connection (connect_originate) when the
+// mesh config sets no hboneIdleTimeout (istiod's getHBONEIdleTimeout).
+const DefaultHBONEIdleTimeout = time.Hour
+
+// HBONEIdleTimeout is the idle timeout of the Envoys' pooled HBONE
+// connections: meshConfig.hboneIdleTimeout when set (Istio 1.29+; istiod
+// passes it as it is, and Envoy takes 0 as no idle timeout at all), else
+// DefaultHBONEIdleTimeout.
+func (m MeshConfig) HBONEIdleTimeout() time.Duration {
+	if d := m.Raw.GetHboneIdleTimeout(); d != nil {
+		return d.AsDuration()
+	}
+	return DefaultHBONEIdleTimeout
 }

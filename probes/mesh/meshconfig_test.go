@@ -1,6 +1,9 @@
 package mesh
 
-import "testing"
+import (
+	"testing"
+	"time"
+)
 
 func TestParseMeshConfigAppliesIstioDefaults(t *testing.T) {
 	mc, err := ParseMeshConfig(`
@@ -35,5 +38,26 @@ someFieldFromANewerIstio: 1
 	}
 	if _, err := ParseMeshConfig("enableAutoMtls: [oops"); err == nil {
 		t.Error("malformed mesh config must fail")
+	}
+}
+
+// istiod's getHBONEIdleTimeout: the mesh's hboneIdleTimeout as set (0s is
+// Envoy's no idle timeout), else one hour.
+func TestHBONEIdleTimeout(t *testing.T) {
+	for text, want := range map[string]time.Duration{
+		"":                      time.Hour,
+		"hboneIdleTimeout: 25s": 25 * time.Second,
+		"hboneIdleTimeout: 0s":  0,
+	} {
+		raw, err := ParseMeshConfig(text)
+		if err != nil {
+			t.Fatalf("%q: %v", text, err)
+		}
+		if got := (MeshConfig{Raw: raw, Found: true}).HBONEIdleTimeout(); got != want {
+			t.Errorf("%q: %s, want %s", text, got, want)
+		}
+	}
+	if got := (MeshConfig{}).HBONEIdleTimeout(); got != time.Hour {
+		t.Errorf("no mesh config: %s, want Istio's 1h", got)
 	}
 }

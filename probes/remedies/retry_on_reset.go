@@ -21,7 +21,7 @@ const retryOn = "connect-failure,refused-stream,reset"
 func (RetryOnReset) Meta() Meta {
 	return Meta{
 		ID:     "retry-on-reset",
-		Causes: []string{"upstream.idle-reset", "ambient.drain-before-removal"},
+		Causes: []string{"upstream.idle-reset", "ambient.drain-before-removal", "ambient.hbone-pool-ip-reused"},
 		Does:   "adds reset to the retryOn of the VirtualService's routes to the target, or creates one with that retry policy",
 	}
 }

@@ -79,8 +79,6 @@ func TestFlagMapping(t *testing.T) {
 			[]string{"outlier.all-ejected", "dr.subset-no-pods", "endpoints.none-ready", "service.no-endpoints", "service.no-selector-match", "xds.stale", "eds.synced-but-empty"}, ""},
 		{SidecarOutbound, accesslog.FailureKey{Flags: "UH", TCP: true},
 			[]string{"serviceentry.missing", "config.not-visible", "outlier.all-ejected", "service.no-endpoints", "endpoints.none-ready", "dr.subset-no-pods"}, ""},
-		{SidecarOutbound, accesslog.FailureKey{Flags: "UC", Code: 503, Details: "upstream_reset_before_response_started{connection_termination}"},
-			[]string{"upstream.idle-reset", "shutdown.proxy-exits-first", "mtls.plaintext-to-strict"}, ""},
 		{SidecarOutbound, accesslog.FailureKey{Flags: "DC", Code: 0, Details: "downstream_remote_disconnect"}, []string{"shutdown.proxy-exits-first"}, ""},
 		{SidecarOutbound, accesslog.FailureKey{Code: 502, Details: "direct_response"}, []string{"serviceentry.missing", "config.not-visible"}, ""},
 		{Waypoint, accesslog.FailureKey{Code: 403, Details: "rbac_access_denied_matched_policy[none]"}, []string{"ambient.authz-rejected"}, ""},
@@ -98,7 +96,16 @@ func TestFlagMapping(t *testing.T) {
 		// A gateway tunnels to ambient pods: one that ended before istiod's
 		// removal of it reached the gateway refuses or resets (istio/istio#58514).
 		{Gateway, accesslog.FailureKey{Flags: "UC", Code: 503, Details: "upstream_reset_before_response_started{connection_termination}"},
-			[]string{"upstream.idle-reset", "shutdown.proxy-exits-first", "mtls.plaintext-to-strict", "ambient.drain-before-removal"}, ""},
+			[]string{"upstream.idle-reset", "shutdown.proxy-exits-first", "mtls.plaintext-to-strict", "ambient.drain-before-removal", "ambient.hbone-pool-ip-reused"}, ""},
+		// ...and reused a pooled HBONE connection to an IP a new pod has
+		// now (istio/ztunnel#1662), as a waypoint or a sidecar in ambient.
+		{Waypoint, accesslog.FailureKey{Flags: "UC", Code: 503, Details: "upstream_reset_before_response_started{connection_termination}"},
+			[]string{"shutdown.proxy-exits-first", "upstream.idle-reset", "ambient.drain-before-removal", "ambient.hbone-pool-ip-reused"}, ""},
+		{SidecarOutbound, accesslog.FailureKey{Flags: "UC", Code: 503, Details: "upstream_reset_before_response_started{connection_termination}"},
+			[]string{"upstream.idle-reset", "shutdown.proxy-exits-first", "mtls.plaintext-to-strict", "ambient.hbone-pool-ip-reused"}, ""},
+		// The destination's inbound reuses its app's connections, no HBONE pool.
+		{SidecarInbound, accesslog.FailureKey{Flags: "UC", Code: 503, Details: "upstream_reset_before_response_started{connection_termination}"},
+			[]string{"upstream.idle-reset", "shutdown.proxy-exits-first"}, ""},
 		{Gateway, accesslog.FailureKey{Flags: "UF", Code: 503, Details: "upstream_reset_before_response_started{remote_connection_failure,delayed_connect_error:_111}"},
 			[]string{"service.port-mismatch", "startup.app-before-proxy", "sidecar.missing-upstream", "ambient.drain-before-removal"}, ""},
 	} {
@@ -151,8 +158,10 @@ func TestZtunnelMapping(t *testing.T) {
 		// caller's connects to its 15008 are refused meanwhile.
 		{ZtunnelDestination, false, "connection closed due to connection drain", []string{"ambient.drain-before-removal"}, false},
 		{ZtunnelDestination, false, "connection failed to drain within the timeout", []string{"ambient.drain-before-removal"}, false},
+		// ...as does one whose node's ztunnel was not Ready yet when it
+		// started (istio/istio#53843).
 		{ZtunnelSource, true, "io error: Connection refused (os error 111)",
-			[]string{"ambient.pod-not-enrolled", "ambient.ztunnel-unavailable", "ambient.waypoint-not-bound", "ambient.drain-before-removal"}, false},
+			[]string{"ambient.pod-not-enrolled", "ambient.ztunnel-unavailable", "ambient.waypoint-not-bound", "ambient.drain-before-removal", "ambient.pod-started-before-ztunnel"}, false},
 		{ZtunnelSource, true, "send: io error: Broken pipe (os error 32)", nil, true},
 	} {
 		k := ztunnel.ClassifyError(c.text)
@@ -160,6 +169,13 @@ func TestZtunnelMapping(t *testing.T) {
 		if !reflect.DeepEqual(a.Causes, c.causes) || (a.Unexplained != "") != c.unexplained {
 			t.Errorf("%q (%s) on %s: %+v", c.text, k.Kind, c.hop, a)
 		}
+	}
+	// "pool draining" is the caller's own outbound pool torn down
+	// (ztunnel src/proxy/pool.rs), not the reuse of a destination's IP,
+	// which is the Envoys' pool.
+	k := ztunnel.ClassifyError("pool draining")
+	if a := v.ZtunnelError(k.Kind, ZtunnelSource, true, "pool draining"); !strings.Contains(a.Unexplained, "tore down the caller's outbound HBONE pool") || strings.Contains(a.Unexplained, "reused") {
+		t.Errorf("pool draining (%s): %q, want the caller's pool torn down, no IP reuse", k.Kind, a.Unexplained)
 	}
 }
 

@@ -116,6 +116,12 @@ type Summary struct {
 	// waypoint or sidecar in an ambient mesh reaches a pod through its
 	// ztunnel): which pods the failures went to.
 	TunnelFailed Counter `json:"tunnel_failed"`
+	// TunnelReset counts the pod IPs of UC entries whose upstream host is
+	// an HBONE tunnel: a pooled connection to the pod's 15008 reset under
+	// the request (istio/ztunnel#1662). TunnelResetFirst is the earliest
+	// START_TIME of them by IP, as logged ("" when no line had one).
+	TunnelReset      Counter           `json:"tunnel_reset"`
+	TunnelResetFirst map[string]string `json:"tunnel_reset_first,omitempty"`
 	// Peers counts the downstream remote address's host of every entry, and
 	// PeersFailed that of failed ones (a 5xx, or a TCP connection that ended
 	// with a response flag, such as plaintext refused by a STRICT inbound:
@@ -298,6 +304,10 @@ func (s *Summary) AddEntry(e *Entry, raw string) {
 		}
 		if ip := e.TunnelPodIP(); ip != "" {
 			s.TunnelFailed.Add(ip)
+			if e.HasFlag("UC") {
+				s.TunnelReset.Add(ip)
+				s.firstReset(ip, e.StartTime)
+			}
 		}
 	}
 	if peer := addressHost(e.DownstreamRemoteAddress); peer != "" {
@@ -389,6 +399,23 @@ func (s *Summary) seen(ts string) {
 	}
 }
 
+// firstReset keeps the earliest START_TIME of the tunnel resets to ip.
+func (s *Summary) firstReset(ip, ts string) {
+	if len(ts) < len("2006-01-02T15:04:05Z") || !isDigit(ts[0]) {
+		return
+	}
+	if s.TunnelResetFirst == nil {
+		s.TunnelResetFirst = map[string]string{}
+	}
+	old, ok := s.TunnelResetFirst[ip]
+	if !ok && len(s.TunnelResetFirst) >= MaxDistinct {
+		return
+	}
+	if !ok || tsBefore(ts, old) {
+		s.TunnelResetFirst[strings.Clone(ip)] = strings.Clone(ts)
+	}
+}
+
 func tsBefore(a, b string) bool {
 	if len(a) == len(b) && a[len(a)-1] == 'Z' && b[len(b)-1] == 'Z' {
 		return a < b
@@ -430,10 +457,13 @@ func (s *Summary) Merge(o Summary) {
 	s.HTTP10Rejected += o.HTTP10Rejected
 	for _, p := range []struct{ dst, src *Counter }{
 		{&s.Flags, &o.Flags}, {&s.FlagCodes, &o.FlagCodes}, {&s.TCPFlags, &o.TCPFlags}, {&s.Details, &o.Details},
-		{&s.TransportFailures, &o.TransportFailures}, {&s.Clusters5xx, &o.Clusters5xx}, {&s.TunnelFailed, &o.TunnelFailed}, {&s.Failures, &o.Failures},
+		{&s.TransportFailures, &o.TransportFailures}, {&s.Clusters5xx, &o.Clusters5xx}, {&s.TunnelFailed, &o.TunnelFailed}, {&s.TunnelReset, &o.TunnelReset}, {&s.Failures, &o.Failures},
 		{&s.BlackHoleHosts, &o.BlackHoleHosts}, {&s.Peers, &o.Peers}, {&s.PeersFailed, &o.PeersFailed},
 	} {
 		p.dst.merge(*p.src)
+	}
+	for ip, ts := range o.TunnelResetFirst {
+		s.firstReset(ip, ts)
 	}
 	for _, l := range o.Samples {
 		if len(s.Samples) >= MaxSamples {
