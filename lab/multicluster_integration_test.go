@@ -790,6 +790,28 @@ func unusableGatewaySteps(t *testing.T, m *multiClusterLab, sc *Sidecar, local s
 		})
 		expect(t, direct, nil, shards("network2"), fmt.Sprintf("could not resolve hostname %q for 1 gateways", elbHostname))
 		captureDebug(t, m.istiod, "hostname-unresolved")
+
+		// The fix direction: a static address for network2 in the config
+		// cluster's meshNetworks. istiod takes it as network2's gateway of
+		// no cluster (meshNetworks gateways have none), and the caller gets
+		// cluster 2's mTLS pods through it, weight 2, its istio.workload
+		// naming no cluster (";;;;"); deleting it goes back to direct.
+		staticIP := "172.18.2.20"
+		meshNetworks := &corev1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{Name: "istio", Namespace: cluster.DefaultControlPlane},
+			Data: map[string]string{"meshNetworks": "networks:\n  network2:\n    endpoints: [{fromRegistry: cluster2}]\n" +
+				"    gateways: [{address: " + staticIP + ", port: 15443}]\n"},
+		}
+		configMaps := m.c1.Kube.CoreV1().ConfigMaps(cluster.DefaultControlPlane)
+		if _, err := configMaps.Create(context.Background(), meshNetworks, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		expect(t, []string{local, staticIP + ":15443 weight=2 tlsMode=istio cluster="},
+			[]string{"network2  " + staticIP + ":15443 hbone=0"}, shards("network2"), "")
+		if err := configMaps.Delete(context.Background(), meshNetworks.Name, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		expect(t, direct, nil, shards("network2"), "")
 		restore(t)
 	})
 
