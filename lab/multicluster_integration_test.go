@@ -766,7 +766,9 @@ func unusableGatewaySteps(t *testing.T, m *multiClusterLab, sc *Sidecar, local s
 	}
 	// expect requires what istiod shows once the caller holds endpoints:
 	// its networkz, orders' shards and, when log is not "", that line in
-	// its log.
+	// its log. expectWithModel also compares the caller's endpoints with
+	// the config model's, cluster by cluster; the steps that use only
+	// expect say why the model cannot be held to istiod there.
 	expect := func(t *testing.T, endpoints, gateways, shards []string, log string) {
 		t.Helper()
 		if log != "" {
@@ -778,6 +780,11 @@ func unusableGatewaySteps(t *testing.T, m *multiClusterLab, sc *Sidecar, local s
 		}
 		wantShards(t, m.istiod, shards...)
 	}
+	expectWithModel := func(t *testing.T, endpoints, gateways, shards []string, log string) {
+		t.Helper()
+		expect(t, endpoints, gateways, shards, log)
+		compareWithModel(t, m, sc)
+	}
 
 	t.Run("gateway publishes only a load balancer hostname", func(t *testing.T) {
 		// An ELB: type LoadBalancer, status.loadBalancer.ingress[].hostname
@@ -788,6 +795,8 @@ func unusableGatewaySteps(t *testing.T, m *multiClusterLab, sc *Sidecar, local s
 			s.Spec.Type, s.Spec.ExternalIPs = corev1.ServiceTypeLoadBalancer, nil
 			s.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{Hostname: elbHostname}}
 		})
+		// Not against the model: it cannot know what istiod's DNS answers,
+		// so it leaves cluster 2's endpoints undecided.
 		expect(t, direct, nil, shards("network2"), fmt.Sprintf("could not resolve hostname %q for 1 gateways", elbHostname))
 		captureDebug(t, m.istiod, "hostname-unresolved")
 
@@ -806,6 +815,9 @@ func unusableGatewaySteps(t *testing.T, m *multiClusterLab, sc *Sidecar, local s
 		if _, err := configMaps.Create(context.Background(), meshNetworks, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
+		// Not against the model: the lab's composition models cluster 2
+		// with cluster 2's mesh config, where istiod takes meshNetworks
+		// from its own (the config cluster's) for every cluster.
 		expect(t, []string{local, staticIP + ":15443 weight=2 tlsMode=istio cluster="},
 			[]string{"network2  " + staticIP + ":15443 hbone=0"}, shards("network2"), "")
 		if err := configMaps.Delete(context.Background(), meshNetworks.Name, metav1.DeleteOptions{}); err != nil {
@@ -819,7 +831,7 @@ func unusableGatewaySteps(t *testing.T, m *multiClusterLab, sc *Sidecar, local s
 		// The Service keeps its label and address but has neither 15443
 		// nor 15008: "labeled as gateway, but does not listen".
 		setEastWestService(t, m.c2, func(s *corev1.Service) { s.Spec.Ports = s.Spec.Ports[:1] })
-		expect(t, direct, nil, shards("network2"),
+		expectWithModel(t, direct, nil, shards("network2"),
 			"service istio-system/istio-eastwestgateway is labeled as gateway, but does not listen neither on port 15443 nor on port 15008")
 		restore(t)
 		// The label networking.istio.io/gatewayPort moves the gateway
@@ -829,10 +841,10 @@ func unusableGatewaySteps(t *testing.T, m *multiClusterLab, sc *Sidecar, local s
 			s.Labels["networking.istio.io/gatewayPort"] = "15444"
 			s.Spec.Ports[1].Port = 15444
 		})
-		expect(t, []string{local, eastWestIP + ":15444 weight=2 tlsMode=istio cluster=" + remoteClusterID},
+		expectWithModel(t, []string{local, eastWestIP + ":15444 weight=2 tlsMode=istio cluster=" + remoteClusterID},
 			[]string{"network2 cluster2 " + eastWestIP + ":15444 hbone=0"}, shards("network2"), "")
 		setEastWestService(t, m.c2, func(s *corev1.Service) { s.Labels["networking.istio.io/gatewayPort"] = "15444" })
-		expect(t, direct, nil, shards("network2"),
+		expectWithModel(t, direct, nil, shards("network2"),
 			"service istio-system/istio-eastwestgateway is labeled as gateway, but does not listen neither on port 15444 nor on port 15008")
 		restore(t)
 	})
@@ -852,6 +864,8 @@ func unusableGatewaySteps(t *testing.T, m *multiClusterLab, sc *Sidecar, local s
 			s.Spec.Type, s.Spec.ExternalIPs = corev1.ServiceTypeNodePort, nil
 		})
 		waitRegistryAddresses(t, m.istiod, eastWestHost, "")
+		// Not against the model: it reads the Service as it is now (no
+		// gateway), istiod answers from its history.
 		expect(t, viaGateway, gateway, shards("network2"), "")
 		// Created as such a NodePort, it is no gateway.
 		services := m.c2.Kube.CoreV1().Services(cluster.DefaultControlPlane)
@@ -865,7 +879,7 @@ func unusableGatewaySteps(t *testing.T, m *multiClusterLab, sc *Sidecar, local s
 			t.Fatal(err)
 		}
 		waitRegistryAddresses(t, m.istiod, eastWestHost, "")
-		expect(t, direct, nil, shards("network2"), "")
+		expectWithModel(t, direct, nil, shards("network2"), "")
 		restore(t)
 	})
 
@@ -874,7 +888,7 @@ func unusableGatewaySteps(t *testing.T, m *multiClusterLab, sc *Sidecar, local s
 		// endpoints are on network "", which is every proxy's network, so
 		// they go direct though network2's gateway stands in networkz.
 		labelNamespace(t, m.c2, cluster.DefaultControlPlane, networkLabel, "")
-		expect(t, direct, gateway, shards(""), "")
+		expectWithModel(t, direct, gateway, shards(""), "")
 		captureDebug(t, m.istiod, "network-label-missing")
 		restore(t)
 	})
@@ -884,7 +898,7 @@ func unusableGatewaySteps(t *testing.T, m *multiClusterLab, sc *Sidecar, local s
 		// its endpoints are on net2, which has no gateway, so they go
 		// direct; networkz lists a gateway for a network no endpoint is on.
 		labelNamespace(t, m.c2, cluster.DefaultControlPlane, networkLabel, "net2")
-		expect(t, direct, gateway, shards("net2"), "")
+		expectWithModel(t, direct, gateway, shards("net2"), "")
 		restore(t)
 	})
 }
