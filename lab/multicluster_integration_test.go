@@ -883,6 +883,18 @@ func unusableGatewaySteps(t *testing.T, m *multiClusterLab, sc *Sidecar, local s
 		restore(t)
 	})
 
+	t.Run("load balancer pending", func(t *testing.T) {
+		// A LoadBalancer with no ingress yet has no address either: the
+		// same branch of addOrUpdateService, so the working gateway changed
+		// in place to one keeps its old address as the NodePort does.
+		setEastWestService(t, m.c2, func(s *corev1.Service) {
+			s.Spec.Type, s.Spec.ExternalIPs = corev1.ServiceTypeLoadBalancer, nil
+		})
+		waitRegistryAddresses(t, m.istiod, eastWestHost, "")
+		expect(t, viaGateway, gateway, shards("network2"), "")
+		restore(t)
+	})
+
 	t.Run("network label missing on cluster 2", func(t *testing.T) {
 		// Cluster 1's istio-system says network1, cluster 2's nothing: its
 		// endpoints are on network "", which is every proxy's network, so
