@@ -860,6 +860,14 @@ func unusableGatewaySteps(t *testing.T, m *multiClusterLab, sc *Sidecar, local s
 		// old gateway stays in networkz and in the caller's EDS, until
 		// something makes istiod re-read every Service (a network label
 		// or meshNetworks change) or the Service is deleted.
+		// With an external IP it is a gateway there, annotation or not
+		// (conversion takes spec.externalIPs whatever the type).
+		setEastWestService(t, m.c2, func(s *corev1.Service) {
+			s.Spec.Type, s.Spec.ExternalIPs = corev1.ServiceTypeNodePort, []string{"172.18.2.11"}
+		})
+		expectWithModel(t, []string{local, "172.18.2.11:15443 weight=2 tlsMode=istio cluster=" + remoteClusterID},
+			[]string{"network2 cluster2 172.18.2.11:15443 hbone=0"}, shards("network2"), "")
+		restore(t)
 		setEastWestService(t, m.c2, func(s *corev1.Service) {
 			s.Spec.Type, s.Spec.ExternalIPs = corev1.ServiceTypeNodePort, nil
 		})
