@@ -738,11 +738,14 @@ const elbHostname = "a1b2c3d4e5f6-0123456789.us-east-1.elb.invalid"
 // every step starts from the working gateway and the change alone is what
 // istiod reacted to: what multicluster.gateway-unusable,
 // -gateway-hostname-unresolved and -network-label-missing and -disagrees
-// stand on. In every case istiod keeps cluster 2's endpoints in its index
-// and the sidecar caller gets them direct, their pod IPs, the plaintext
-// pod too: with no gateway anywhere every endpoint goes as it is, and an
-// endpoint on network "" or on a network without a gateway is direct
-// (EndpointsByNetworkFilter).
+// stand on, and the ways out next to them (a static meshNetworks gateway,
+// the gatewayPort label, an external IP). istiod keeps cluster 2's
+// endpoints in its index throughout. Where it has no usable gateway for
+// their network the sidecar caller gets them direct, their pod IPs, the
+// plaintext pod too: with no gateway anywhere every endpoint goes as it
+// is, and an endpoint on network "" or on a network without a gateway is
+// direct (EndpointsByNetworkFilter). A Service changed in place to one
+// with no address is the exception: istiod keeps its old gateway.
 func unusableGatewaySteps(t *testing.T, m *multiClusterLab, sc *Sidecar, local string) {
 	direct := []string{local,
 		"10.245.1.10:8080 weight=1 tlsMode=istio cluster=" + remoteClusterID,
