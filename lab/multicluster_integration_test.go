@@ -4,7 +4,9 @@ package lab
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -108,7 +110,9 @@ func startMultiClusterLab(t *testing.T) *multiClusterLab {
 // multicluster.remote-secret-missing and -stale stand on. The second
 // cluster's east-west gateway gets its 15443 passthrough only from an
 // AUTO_PASSTHROUGH Gateway of the config cluster: what
-// multicluster.eastwest-not-passthrough stands on.
+// multicluster.eastwest-not-passthrough stands on. Then each gateway and
+// network label istiod cannot use (unusableGatewaySteps): cluster 2's
+// pods go to the caller direct.
 func TestMultiClusterAgainstIstiod(t *testing.T) {
 	start := time.Now()
 	m := startMultiClusterLab(t)
@@ -176,18 +180,7 @@ func TestMultiClusterAgainstIstiod(t *testing.T) {
 		// address.
 		labelNamespace(t, m.c1, cluster.DefaultControlPlane, networkLabel, "network1")
 		labelNamespace(t, m.c2, cluster.DefaultControlPlane, networkLabel, "network2")
-		gw := &corev1.Service{
-			ObjectMeta: metav1.ObjectMeta{Name: "istio-eastwestgateway", Namespace: cluster.DefaultControlPlane,
-				Labels: map[string]string{"istio": "eastwestgateway", networkLabel: "network2"}},
-			Spec: corev1.ServiceSpec{
-				Selector: map[string]string{"istio": "eastwestgateway"},
-				Ports: []corev1.ServicePort{
-					{Name: "status-port", Port: 15021, TargetPort: intstr.FromInt32(15021)},
-					{Name: "tls", Port: 15443, TargetPort: intstr.FromInt32(15443)},
-				},
-				ExternalIPs: []string{eastWestIP},
-			},
-		}
+		gw := eastWestService()
 		if _, err := m.c2.Kube.CoreV1().Services(gw.Namespace).Create(ctx, gw, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
@@ -249,6 +242,8 @@ func TestMultiClusterAgainstIstiod(t *testing.T) {
 			t.Fatalf("%v: have %s, want %s", err, passthrough(ew), want)
 		}
 	})
+
+	unusableGatewaySteps(t, m, sc, local)
 
 	if err := m.istiod.RemoveRemote(ctx, remoteClusterID); err != nil {
 		t.Fatal(err)
@@ -345,6 +340,24 @@ func TestMultiClusterAgainstIstiod(t *testing.T) {
 			}
 		}
 	})
+}
+
+// eastWestService is cluster 2's east-west gateway Service as the
+// east-west step creates it: labelled with network2, port 15443, the
+// external address eastWestIP.
+func eastWestService() *corev1.Service {
+	return &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "istio-eastwestgateway", Namespace: cluster.DefaultControlPlane,
+			Labels: map[string]string{"istio": "eastwestgateway", networkLabel: "network2"}},
+		Spec: corev1.ServiceSpec{
+			Selector: map[string]string{"istio": "eastwestgateway"},
+			Ports: []corev1.ServicePort{
+				{Name: "status-port", Port: 15021, TargetPort: intstr.FromInt32(15021)},
+				{Name: "tls", Port: 15443, TargetPort: intstr.FromInt32(15443)},
+			},
+			ExternalIPs: []string{eastWestIP},
+		},
+	}
 }
 
 // productReads reads clusterz, networkz and endpointShardz as a triage of
@@ -690,7 +703,8 @@ func shardEndpoints(t *testing.T, i *Istiod) []string {
 	return out
 }
 
-// labelNamespace sets a label on a namespace of l, creating it if absent.
+// labelNamespace sets a label on a namespace of l (value "": removes it),
+// creating the namespace if absent.
 func labelNamespace(t *testing.T, l *Lab, name, key, value string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -706,7 +720,317 @@ func labelNamespace(t *testing.T, l *Lab, name, key, value string) {
 		ns.Labels = map[string]string{}
 	}
 	ns.Labels[key] = value
+	if value == "" {
+		delete(ns.Labels, key)
+	}
 	if _, err := l.Kube.CoreV1().Namespaces().Update(ctx, ns, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// elbHostname is a load balancer hostname shaped like an AWS ELB's, under
+// .invalid (RFC 6761), so it resolves nowhere, istiod's DNS included.
+const elbHostname = "a1b2c3d4e5f6-0123456789.us-east-1.elb.invalid"
+
+// unusableGatewaySteps turn cluster 2's working east-west gateway (the
+// east-west step: the caller gets 172.18.2.10:15443) into each gateway or
+// network label istiod cannot use, one update at a time, and back, so
+// every step starts from the working gateway and the change alone is what
+// istiod reacted to: what multicluster.gateway-unusable,
+// -gateway-hostname-unresolved and -network-label-missing and -disagrees
+// stand on, and the ways out next to them (a static meshNetworks gateway,
+// the gatewayPort label, an external IP). istiod keeps cluster 2's
+// endpoints in its index throughout. Where it has no usable gateway for
+// their network the sidecar caller gets them direct, their pod IPs, the
+// plaintext pod too: with no gateway anywhere every endpoint goes as it
+// is, and an endpoint on network "" or on a network without a gateway is
+// direct (EndpointsByNetworkFilter). A Service changed in place to one
+// with no address is the exception: istiod keeps its old gateway.
+func unusableGatewaySteps(t *testing.T, m *multiClusterLab, sc *Sidecar, local string) {
+	direct := []string{local,
+		"10.245.1.10:8080 weight=1 tlsMode=istio cluster=" + remoteClusterID,
+		"10.245.1.11:8080 weight=1 tlsMode= cluster=" + remoteClusterID,
+		"10.245.1.12:8080 weight=1 tlsMode=istio cluster=" + remoteClusterID}
+	viaGateway := []string{local, eastWestIP + ":15443 weight=2 tlsMode=istio cluster=" + remoteClusterID}
+	gateway := []string{"network2 cluster2 " + eastWestIP + ":15443 hbone=0"}
+	shards := func(network string) []string {
+		return []string{
+			"Kubernetes/Kubernetes 10.244.1.10:8080 network=network1 cluster=Kubernetes tlsMode=istio Healthy",
+			"Kubernetes/cluster2 10.245.1.10:8080 network=" + network + " cluster=cluster2 tlsMode=istio Healthy",
+			"Kubernetes/cluster2 10.245.1.11:8080 network=" + network + " cluster=cluster2 tlsMode=disabled Healthy",
+			"Kubernetes/cluster2 10.245.1.12:8080 network=" + network + " cluster=cluster2 tlsMode=istio Healthy",
+		}
+	}
+	restore := func(t *testing.T) {
+		t.Helper()
+		setEastWestService(t, m.c2, func(*corev1.Service) {})
+		labelNamespace(t, m.c2, cluster.DefaultControlPlane, networkLabel, "network2")
+		waitPushedEndpoints(t, sc, viaGateway...)
+	}
+	// expect requires what istiod shows once the caller holds endpoints:
+	// its networkz, orders' shards and, when log is not "", that line in
+	// its log. expectWithModel also compares the caller's endpoints with
+	// the config model's, cluster by cluster; the steps that use only
+	// expect say why the model cannot be held to istiod there.
+	expect := func(t *testing.T, endpoints, gateways, shards []string, log string) {
+		t.Helper()
+		if log != "" {
+			waitIstiodLog(t, m.istiod, log)
+		}
+		waitPushedEndpoints(t, sc, endpoints...)
+		if got := networkz(t, m.istiod); !slices.Equal(got, gateways) {
+			t.Errorf("networkz = %v, want %v", got, gateways)
+		}
+		wantShards(t, m.istiod, shards...)
+	}
+	expectWithModel := func(t *testing.T, endpoints, gateways, shards []string, log string) {
+		t.Helper()
+		expect(t, endpoints, gateways, shards, log)
+		compareWithModel(t, m, sc)
+	}
+
+	t.Run("gateway publishes only a load balancer hostname", func(t *testing.T) {
+		// An ELB: type LoadBalancer, status.loadBalancer.ingress[].hostname
+		// only. istiod (RESOLVE_HOSTNAME_GATEWAYS default true) resolves it
+		// with its own DNS, fails, and drops the gateway: no gateway
+		// anywhere, so cluster 2's pod IPs go to the caller as they are.
+		setEastWestService(t, m.c2, func(s *corev1.Service) {
+			s.Spec.Type, s.Spec.ExternalIPs = corev1.ServiceTypeLoadBalancer, nil
+			s.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{Hostname: elbHostname}}
+		})
+		// Not against the model: it cannot know what istiod's DNS answers,
+		// so it leaves cluster 2's endpoints undecided.
+		expect(t, direct, nil, shards("network2"), fmt.Sprintf("could not resolve hostname %q for 1 gateways", elbHostname))
+		captureDebug(t, m.istiod, "hostname-unresolved")
+
+		// The fix direction: a static address for network2 in the config
+		// cluster's meshNetworks. istiod takes it as network2's gateway of
+		// no cluster (meshNetworks gateways have none), and the caller gets
+		// cluster 2's mTLS pods through it, weight 2, its istio.workload
+		// naming no cluster (";;;;"); deleting it goes back to direct.
+		staticIP := "172.18.2.20"
+		meshNetworks := &corev1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{Name: "istio", Namespace: cluster.DefaultControlPlane},
+			Data: map[string]string{"meshNetworks": "networks:\n  network2:\n    endpoints: [{fromRegistry: cluster2}]\n" +
+				"    gateways: [{address: " + staticIP + ", port: 15443}]\n"},
+		}
+		configMaps := m.c1.Kube.CoreV1().ConfigMaps(cluster.DefaultControlPlane)
+		if _, err := configMaps.Create(context.Background(), meshNetworks, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		// Not against the model: the lab's composition models cluster 2
+		// with cluster 2's mesh config, where istiod takes meshNetworks
+		// from its own (the config cluster's) for every cluster.
+		expect(t, []string{local, staticIP + ":15443 weight=2 tlsMode=istio cluster="},
+			[]string{"network2  " + staticIP + ":15443 hbone=0"}, shards("network2"), "")
+		if err := configMaps.Delete(context.Background(), meshNetworks.Name, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		expect(t, direct, nil, shards("network2"), "")
+		restore(t)
+	})
+
+	t.Run("gateway without its gateway port or 15008", func(t *testing.T) {
+		// The Service keeps its label and address but has neither 15443
+		// nor 15008: "labeled as gateway, but does not listen".
+		setEastWestService(t, m.c2, func(s *corev1.Service) { s.Spec.Ports = s.Spec.Ports[:1] })
+		expectWithModel(t, direct, nil, shards("network2"),
+			"service istio-system/istio-eastwestgateway is labeled as gateway, but does not listen neither on port 15443 nor on port 15008")
+		restore(t)
+		// The label networking.istio.io/gatewayPort moves the gateway
+		// port: 15444 with a port 15444 is a gateway there; the label
+		// with only 15443 is dropped as above, naming 15444.
+		setEastWestService(t, m.c2, func(s *corev1.Service) {
+			s.Labels["networking.istio.io/gatewayPort"] = "15444"
+			s.Spec.Ports[1].Port = 15444
+		})
+		expectWithModel(t, []string{local, eastWestIP + ":15444 weight=2 tlsMode=istio cluster=" + remoteClusterID},
+			[]string{"network2 cluster2 " + eastWestIP + ":15444 hbone=0"}, shards("network2"), "")
+		setEastWestService(t, m.c2, func(s *corev1.Service) { s.Labels["networking.istio.io/gatewayPort"] = "15444" })
+		expectWithModel(t, direct, nil, shards("network2"),
+			"service istio-system/istio-eastwestgateway is labeled as gateway, but does not listen neither on port 15444 nor on port 15008")
+		restore(t)
+	})
+
+	t.Run("NodePort gateway without a node selector", func(t *testing.T) {
+		// A NodePort Service's node addresses are a gateway's only with
+		// the annotation traffic.istio.io/nodeSelector (#39930); without
+		// it, and without an external IP, it has no address. istiod's
+		// addOrUpdateService re-reads a Service's gateways only when it
+		// has an external address (or is a NodePort gateway with the
+		// annotation): the working gateway changed in place to such a
+		// NodePort is converted (registryz: no external address) but its
+		// old gateway stays in networkz and in the caller's EDS, until
+		// something makes istiod re-read every Service (a network label
+		// or meshNetworks change) or the Service is deleted.
+		// With an external IP it is a gateway there, annotation or not
+		// (conversion takes spec.externalIPs whatever the type).
+		setEastWestService(t, m.c2, func(s *corev1.Service) {
+			s.Spec.Type, s.Spec.ExternalIPs = corev1.ServiceTypeNodePort, []string{"172.18.2.11"}
+		})
+		expectWithModel(t, []string{local, "172.18.2.11:15443 weight=2 tlsMode=istio cluster=" + remoteClusterID},
+			[]string{"network2 cluster2 172.18.2.11:15443 hbone=0"}, shards("network2"), "")
+		restore(t)
+		setEastWestService(t, m.c2, func(s *corev1.Service) {
+			s.Spec.Type, s.Spec.ExternalIPs = corev1.ServiceTypeNodePort, nil
+		})
+		waitRegistryAddresses(t, m.istiod, eastWestHost, "")
+		// Not against the model: it reads the Service as it is now (no
+		// gateway), istiod answers from its history.
+		expect(t, viaGateway, gateway, shards("network2"), "")
+		// Created as such a NodePort, it is no gateway.
+		services := m.c2.Kube.CoreV1().Services(cluster.DefaultControlPlane)
+		if err := services.Delete(context.Background(), "istio-eastwestgateway", metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		waitRegistryAddresses(t, m.istiod, eastWestHost, "absent")
+		nodePort := eastWestService()
+		nodePort.Spec.Type, nodePort.Spec.ExternalIPs = corev1.ServiceTypeNodePort, nil
+		if _, err := services.Create(context.Background(), nodePort, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		waitRegistryAddresses(t, m.istiod, eastWestHost, "")
+		expectWithModel(t, direct, nil, shards("network2"), "")
+		restore(t)
+	})
+
+	t.Run("load balancer pending", func(t *testing.T) {
+		// A LoadBalancer with no ingress yet has no address either: the
+		// same branch of addOrUpdateService, so the working gateway changed
+		// in place to one keeps its old address as the NodePort does.
+		setEastWestService(t, m.c2, func(s *corev1.Service) {
+			s.Spec.Type, s.Spec.ExternalIPs = corev1.ServiceTypeLoadBalancer, nil
+		})
+		waitRegistryAddresses(t, m.istiod, eastWestHost, "")
+		expect(t, viaGateway, gateway, shards("network2"), "")
+		restore(t)
+	})
+
+	t.Run("network label missing on cluster 2", func(t *testing.T) {
+		// Cluster 1's istio-system says network1, cluster 2's nothing: its
+		// endpoints are on network "", which is every proxy's network, so
+		// they go direct though network2's gateway stands in networkz.
+		labelNamespace(t, m.c2, cluster.DefaultControlPlane, networkLabel, "")
+		expectWithModel(t, direct, gateway, shards(""), "")
+		captureDebug(t, m.istiod, "network-label-missing")
+		restore(t)
+	})
+
+	t.Run("network labels disagree", func(t *testing.T) {
+		// Cluster 2's istio-system says net2, its gateway Service network2:
+		// its endpoints are on net2, which has no gateway, so they go
+		// direct; networkz lists a gateway for a network no endpoint is on.
+		labelNamespace(t, m.c2, cluster.DefaultControlPlane, networkLabel, "net2")
+		expectWithModel(t, direct, gateway, shards("net2"), "")
+		restore(t)
+	})
+}
+
+// setEastWestService makes cluster 2's east-west gateway Service
+// eastWestService changed by change, in one update of its spec (and one
+// of its status when it has or had a load balancer's ingress), so istiod
+// never sees a state between the two.
+func setEastWestService(t *testing.T, l *Lab, change func(*corev1.Service)) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	services := l.Kube.CoreV1().Services(cluster.DefaultControlPlane)
+	cur, err := services.Get(ctx, "istio-eastwestgateway", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := eastWestService()
+	change(want)
+	if len(cur.Status.LoadBalancer.Ingress) > 0 && len(want.Status.LoadBalancer.Ingress) == 0 {
+		// Clear the ingress first: a load balancer without one has no
+		// address either, so istiod sees no working gateway in between.
+		cur.Status.LoadBalancer.Ingress = nil
+		if cur, err = services.UpdateStatus(ctx, cur, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want.ResourceVersion = cur.ResourceVersion
+	want.Spec.ClusterIP, want.Spec.ClusterIPs = cur.Spec.ClusterIP, cur.Spec.ClusterIPs
+	want.Spec.IPFamilies, want.Spec.IPFamilyPolicy = cur.Spec.IPFamilies, cur.Spec.IPFamilyPolicy
+	got, err := services.Update(ctx, want, metav1.UpdateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(want.Status.LoadBalancer.Ingress) > 0 {
+		got.Status = want.Status
+		if _, err := services.UpdateStatus(ctx, got, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// eastWestHost is cluster 2's east-west gateway Service's host.
+const eastWestHost = "istio-eastwestgateway.istio-system.svc.cluster.local"
+
+// waitRegistryAddresses waits up to 30 s until istiod's /debug/registryz
+// (its Services as converted, model.Service) holds host with the external
+// addresses want (the gateway addresses it takes from a Service's load
+// balancer, externalIPs or nodes, comma-separated over its clusters), or,
+// with want "absent", no longer holds host: the sign istiod has converted
+// a change of the Service.
+func waitRegistryAddresses(t *testing.T, i *Istiod, host, want string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	got := ""
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		body, err := i.Get(ctx, "/debug/registryz")
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var services []struct {
+			Hostname   string `json:"hostname"`
+			Attributes struct {
+				ClusterExternalAddresses struct {
+					Addresses map[string][]string
+				}
+			}
+		}
+		if err := json.Unmarshal(body, &services); err != nil {
+			t.Fatalf("registryz: %v", err)
+		}
+		got = "absent"
+		for _, s := range services {
+			if s.Hostname != host {
+				continue
+			}
+			var addrs []string
+			for _, c := range slices.Sorted(maps.Keys(s.Attributes.ClusterExternalAddresses.Addresses)) {
+				addrs = append(addrs, s.Attributes.ClusterExternalAddresses.Addresses[c]...)
+			}
+			got = strings.Join(addrs, ",")
+		}
+		if got == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("registryz: %s has external addresses %q after 30 s, want %q", host, got, want)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// waitIstiodLog waits up to 30 s for istiod's log to hold line.
+func waitIstiodLog(t *testing.T, i *Istiod, line string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		log, err := os.ReadFile(i.Log)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(log), line) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("istiod's log does not say %q after 30 s:\n%s", line, tail(i.Log, 20))
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }

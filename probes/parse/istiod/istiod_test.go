@@ -53,6 +53,12 @@ func TestParseNetworkz(t *testing.T) {
 	if err != nil || len(none) != 0 {
 		t.Fatalf("null = %+v, %v", none, err)
 	}
+	// Once a gateway existed and istiod dropped it, networkz is an
+	// empty list, not null.
+	dropped, err := ParseNetworkz(sample(t, "networkz-dropped.json"))
+	if err != nil || len(dropped) != 0 {
+		t.Fatalf("[] = %+v, %v", dropped, err)
+	}
 	gws, err := ParseNetworkz(sample(t, "networkz-eastwest.json"))
 	if err != nil {
 		t.Fatal(err)
