@@ -149,7 +149,7 @@ func MultiClusterEndpoints(caller Caller, meshNetworks *meshv1alpha1.MeshNetwork
 // labelled Services, in that cluster.
 func clusterGateways(c ClusterRead) ([]NetworkGateway, []string) {
 	if c.GatewaysUnknown != "" {
-		return nil, []string{c.Context + ": the Services labelled " + LabelNetwork + " (network gateways): " + c.GatewaysUnknown}
+		return nil, []string{c.Context + ": the network gateways: " + c.GatewaysUnknown}
 	}
 	cfg := Config{NetworkGatewaysRead: true, NetworkGatewayServices: c.GatewayServices, ClusterID: c.ClusterID}
 	gws, unknown := cfg.NetworkGateways()
