@@ -8,9 +8,6 @@ import (
 	"strconv"
 	"strings"
 
-	"istio.io/api/annotation"
-	corev1 "k8s.io/api/core/v1"
-
 	"github.com/meshtriage/meshtriage/probes/callerview"
 	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/mesh"
@@ -208,88 +205,38 @@ type mcSigns struct {
 	labelMissing, labelDisagrees, hostname, unusable, portMissing []string
 }
 
-// multiClusterSigns are the disagreements between what a remote cluster's
-// objects say of its network and what istiod makes of them, for the
-// endpoints that reach the caller as pod IPs of another cluster.
+// multiClusterSigns words the model's disagreements between what a
+// remote cluster's objects say of its network and what istiod makes of
+// them, for the endpoints that reach the caller as pod IPs.
 func multiClusterSigns(caller mesh.Caller, reads []mesh.ClusterRead, mc mesh.MultiCluster) mcSigns {
 	var s mcSigns
-	usable := map[string]bool{} // networks with a gateway a sidecar can use
-	for _, g := range mc.Gateways {
-		if g.Port != 0 {
-			usable[g.Network] = true
+	for _, d := range mc.Disagreements(caller, reads) {
+		ref := ""
+		if d.Gateway != nil {
+			ref = d.Gateway.Namespace + "/" + d.Gateway.Name
 		}
-	}
-	for _, cr := range reads {
-		if cr.Local || cr.SlicesUnknown != "" {
-			continue
+		ns := cluster.DefaultControlPlane
+		if d.Namespace != nil && d.Namespace.Name != "" {
+			ns = d.Namespace.Name
 		}
-		direct := map[string][]mesh.ClusterEndpoint{} // by network
-		for _, e := range mc.Endpoints {
-			if e.Context == cr.Context && e.Gets == mesh.GetsDirect {
-				direct[e.Network] = append(direct[e.Network], e)
+		switch d.Kind {
+		case mesh.NetworkLabelMissing:
+			s.labelMissing = append(s.labelMissing, fmt.Sprintf("%s: %s=%s (%s of the Service on no network go to the caller as pod IPs; Service %s names network %s)",
+				d.Context, ns, d.GatewayNetwork, wording.CountNoun(len(d.Endpoints), "endpoint"), ref, d.GatewayNetwork))
+		case mesh.NetworkLabelDisagrees:
+			s.labelDisagrees = append(s.labelDisagrees, fmt.Sprintf("%s: %s on network %s (%s), gateway Service %s on %s",
+				d.Context, wording.CountNoun(len(d.Endpoints), "endpoint"), d.EndpointNetwork, d.EndpointNetworkFrom, ref, d.GatewayNetwork))
+		case mesh.GatewayUnusable:
+			s.unusable = append(s.unusable, fmt.Sprintf("%s: %s: %s, and %s of network %s go to the caller as pod IPs", d.Context, ref, d.Why, wording.CountNoun(len(d.Endpoints), "endpoint"), d.EndpointNetwork))
+			if d.PortMissing {
+				s.portMissing = append(s.portMissing, d.Context+" "+ref)
 			}
-		}
-		for _, svc := range cr.GatewayServices {
-			nw := svc.Labels[mesh.LabelNetwork]
-			if nw == "" || caller.NetworkUnknown != "" || nw == caller.Network {
-				continue
-			}
-			ref := svc.Namespace + "/" + svc.Name
-			if eps := direct[""]; len(eps) > 0 {
-				s.labelMissing = append(s.labelMissing, fmt.Sprintf("%s: %s=%s (%s of %s, on no network, go to the caller as pod IPs; Service %s names network %s)",
-					cr.Context, systemNamespaceName(cr), nw, wording.CountNoun(len(eps), "endpoint"), "the Service", ref, nw))
-			}
-			for other, eps := range direct {
-				if other == "" || other == nw {
-					continue
-				}
-				s.labelDisagrees = append(s.labelDisagrees, fmt.Sprintf("%s: %s on network %s (%s), gateway Service %s on %s",
-					cr.Context, wording.CountNoun(len(eps), "endpoint"), other, eps[0].NetworkFrom, ref, nw))
-			}
-			if why := unusableGateway(svc); why != "" && !usable[nw] && len(direct[nw]) > 0 {
-				s.unusable = append(s.unusable, fmt.Sprintf("%s: %s: %s, and %s of network %s go to the caller as pod IPs", cr.Context, ref, why, wording.CountNoun(len(direct[nw]), "endpoint"), nw))
-				if strings.HasPrefix(why, "no port") {
-					s.portMissing = append(s.portMissing, cr.Context+" "+ref)
-				}
-			}
-		}
-	}
-	for _, g := range mc.Gateways {
-		if g.Unresolved && g.Port != 0 {
-			s.hostname = append(s.hostname, fmt.Sprintf("%s %s (network %s)", g.From, g.Address, g.Network))
+		case mesh.GatewayHostname:
+			s.hostname = append(s.hostname, fmt.Sprintf("%s %s (network %s)", d.Why, d.Hostname, d.GatewayNetwork))
 		}
 	}
 	for _, l := range [][]string{s.labelMissing, s.labelDisagrees, s.hostname, s.unusable, s.portMissing} {
 		sort.Strings(l)
 	}
 	return s
-}
-
-// unusableGateway says why istiod takes a network-labelled Service for
-// no gateway (getGatewayDetails, ClusterExternalAddresses), "" when it
-// does.
-func unusableGateway(svc *corev1.Service) string {
-	port := int32(mesh.DefaultNetworkGatewayPort)
-	if v := svc.Labels["networking.istio.io/gatewayPort"]; v != "" {
-		if n, err := strconv.Atoi(v); err == nil {
-			port = int32(n)
-		}
-	}
-	has := false
-	for _, p := range svc.Spec.Ports {
-		if p.Port == port || p.Port == mesh.DefaultNetworkGatewayHBONEPort {
-			has = true
-		}
-	}
-	switch {
-	case !has:
-		return fmt.Sprintf("no port %d (nor %d): istiod logs \"labeled as gateway, but does not listen\"", port, mesh.DefaultNetworkGatewayHBONEPort)
-	case svc.Spec.Type == corev1.ServiceTypeNodePort:
-		if _, ok := svc.Annotations[annotation.TrafficNodeSelector.Name]; !ok {
-			return "a NodePort Service without " + annotation.TrafficNodeSelector.Name + ": istiod gives it no address"
-		}
-	case len(svc.Spec.ExternalIPs) == 0 && (svc.Spec.Type != corev1.ServiceTypeLoadBalancer || len(svc.Status.LoadBalancer.Ingress) == 0):
-		return "no address: no load balancer ingress (pending?) and no externalIPs"
-	}
-	return ""
 }

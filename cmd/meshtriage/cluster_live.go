@@ -25,10 +25,17 @@ func liveOptions(g *globalOptions) live.Options {
 // that its API server answers; every failure is one line the on-call can
 // act on.
 func liveSource(ctx context.Context, g *globalOptions) (triage.Source, error) {
+	return liveSourceWith(ctx, g, liveOptions(g))
+}
+
+// liveSourceWith is liveSource with the client's options; every command
+// that reads a live cluster comes here, so --remote-contexts is
+// validated and read by each.
+func liveSourceWith(ctx context.Context, g *globalOptions, opts live.Options) (triage.Source, error) {
 	if err := g.validateRemoteContexts(); err != nil {
 		return triage.Source{}, err
 	}
-	return triage.LiveWithRemotes(ctx, g.kube, g.remoteContexts, liveOptions(g))
+	return triage.LiveWithRemotes(ctx, g.kube, g.remoteContexts, opts)
 }
 
 // registerFlagCompletions completes the connection flags from the kubeconfig

@@ -95,3 +95,14 @@ func parseGlobals(t *testing.T, args ...string) *globalOptions {
 	}
 	return ui.g
 }
+
+// check reads a live cluster through the same way in as every command:
+// an unknown remote context is refused before the triage, by name.
+func TestCheckRefusesAnUnknownRemoteContext(t *testing.T) {
+	srv := fakeAPIServer(t)
+	path := writeKubeconfig(t, srv.URL)
+	code, _, stderr := run(t, "meshtriage", "check", "--kubeconfig", path, "--remote-contexts", "prod-eu", "svc/orders", "-o", "json")
+	if code != exitTriage || !strings.Contains(stderr, `--remote-contexts: context "prod-eu" not found in kubeconfig`) {
+		t.Errorf("exit %d, stderr %q", code, stderr)
+	}
+}

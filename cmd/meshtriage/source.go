@@ -104,7 +104,7 @@ func (o *inputFlags) source(ctx context.Context, g *globalOptions, tf targetFlag
 		// istiod's port-forwards open alongside the reachability check.
 		opts := liveOptions(g)
 		opts.Warmup = &live.Warmup{Caller: t.Source}
-		src, err := triage.Live(ctx, g.kube, opts)
+		src, err := liveSourceWith(ctx, g, opts)
 		return src, t, err
 	}
 }

@@ -1,11 +1,15 @@
 package mesh
 
 import (
+	"fmt"
 	"net"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
+	"istio.io/api/annotation"
+	"istio.io/api/label"
 	meshv1alpha1 "istio.io/api/mesh/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -351,4 +355,120 @@ func ClusterIDOfPods(pods []*corev1.Pod) (id, unknown string) {
 	}
 	sort.Strings(ids)
 	return "", "its injected pods name different cluster IDs: " + strings.Join(ids, ", ")
+}
+
+// Kinds of NetworkDisagreement.
+const (
+	// NetworkLabelMissing: a remote cluster's endpoints are on no network
+	// while its gateway Service names one.
+	NetworkLabelMissing = "label-missing"
+	// NetworkLabelDisagrees: they are on a network other than the one its
+	// gateway Service names.
+	NetworkLabelDisagrees = "label-disagrees"
+	// GatewayUnusable: the gateway Service of their network is no gateway
+	// to istiod (no gateway port, no address).
+	GatewayUnusable = "gateway-unusable"
+	// GatewayHostname: a network gateway known only by a hostname.
+	GatewayHostname = "gateway-hostname"
+)
+
+// NetworkDisagreement is where a remote cluster's objects say one thing
+// of its network and istiod makes another of them, for endpoints that
+// reach a sidecar caller of the current cluster as pod IPs: the objects
+// as read, for the fix.
+type NetworkDisagreement struct {
+	Kind    string
+	Context string
+	// Namespace is the cluster's control-plane namespace as read.
+	Namespace *corev1.Namespace
+	// Gateway is the network-labelled Service, GatewayNetwork its label.
+	Gateway        *corev1.Service
+	GatewayNetwork string
+	// EndpointNetwork is the network istiod gives the endpoints (and
+	// where from); Endpoints are those the caller gets as pod IPs.
+	EndpointNetwork, EndpointNetworkFrom string
+	Endpoints                            []ClusterEndpoint
+	// Why says why a gateway is unusable; PortMissing when it lacks the
+	// gateway port (and 15008).
+	Why         string
+	PortMissing bool
+	// Hostname is a hostname gateway's address.
+	Hostname string
+}
+
+// Disagreements are the NetworkDisagreements of the remote clusters read.
+func (mc MultiCluster) Disagreements(caller Caller, reads []ClusterRead) []NetworkDisagreement {
+	var out []NetworkDisagreement
+	usable := map[string]bool{} // networks with a gateway a sidecar can use
+	for _, g := range mc.Gateways {
+		if g.Port != 0 {
+			usable[g.Network] = true
+		}
+	}
+	for _, cr := range reads {
+		if cr.Local || cr.SlicesUnknown != "" || caller.NetworkUnknown != "" {
+			continue
+		}
+		direct := map[string][]ClusterEndpoint{} // by network
+		for _, e := range mc.Endpoints {
+			if e.Context == cr.Context && e.Gets == GetsDirect {
+				direct[e.Network] = append(direct[e.Network], e)
+			}
+		}
+		for _, svc := range cr.GatewayServices {
+			nw := svc.Labels[LabelNetwork]
+			if nw == "" || nw == caller.Network {
+				continue
+			}
+			base := NetworkDisagreement{Context: cr.Context, Namespace: cr.SystemNamespace, Gateway: svc, GatewayNetwork: nw}
+			if eps := direct[""]; len(eps) > 0 {
+				d := base
+				d.Kind, d.Endpoints, d.EndpointNetworkFrom = NetworkLabelMissing, eps, eps[0].NetworkFrom
+				out = append(out, d)
+			}
+			for _, other := range sortedKeysOfMap(direct) {
+				if other == "" || other == nw {
+					continue
+				}
+				d := base
+				d.Kind, d.Endpoints, d.EndpointNetwork, d.EndpointNetworkFrom = NetworkLabelDisagrees, direct[other], other, direct[other][0].NetworkFrom
+				out = append(out, d)
+			}
+			if why, portMissing := GatewayServiceUnusable(svc); why != "" && !usable[nw] && len(direct[nw]) > 0 {
+				d := base
+				d.Kind, d.Endpoints, d.EndpointNetwork, d.Why, d.PortMissing = GatewayUnusable, direct[nw], nw, why, portMissing
+				out = append(out, d)
+			}
+		}
+	}
+	for _, g := range mc.Gateways {
+		if g.Unresolved && g.Port != 0 {
+			out = append(out, NetworkDisagreement{Kind: GatewayHostname, GatewayNetwork: g.Network, Hostname: g.Address, Why: g.From})
+		}
+	}
+	return out
+}
+
+// GatewayServiceUnusable says why istiod takes a network-labelled Service
+// for no gateway (getGatewayDetails: neither the gateway port, its
+// networking.istio.io/gatewayPort label's or 15443, nor 15008;
+// ClusterExternalAddresses: no address), "" when it does not.
+func GatewayServiceUnusable(svc *corev1.Service) (why string, portMissing bool) {
+	if _, ok := gatewayPorts(svc); !ok {
+		port := DefaultNetworkGatewayPort
+		if v := svc.Labels[label.NetworkingGatewayPort.Name]; v != "" {
+			port, _ = strconv.Atoi(v)
+		}
+		return fmt.Sprintf("no port %d (nor %d): istiod logs \"labeled as gateway, but does not listen\"", port, DefaultNetworkGatewayHBONEPort), true
+	}
+	if svc.Spec.Type == corev1.ServiceTypeNodePort {
+		if _, ok := svc.Annotations[annotation.TrafficNodeSelector.Name]; !ok {
+			return "a NodePort Service without " + annotation.TrafficNodeSelector.Name + ": istiod gives it no address", false
+		}
+		return "", false
+	}
+	if len(externalAddresses(svc)) == 0 {
+		return "no address: no load balancer ingress (pending?) and no externalIPs", false
+	}
+	return "", false
 }
