@@ -76,4 +76,9 @@ var Causes = []string{
 	"ambient.platform-eks-sg-strict",
 	// Issue 29, the ambient rollout.
 	"ambient.drain-before-removal",
+	// Issue 30, multi-cluster meshes.
+	"multicluster.network-label-missing",
+	"multicluster.network-label-disagrees",
+	"multicluster.gateway-unusable",
+	"multicluster.gateway-hostname-unresolved",
 }

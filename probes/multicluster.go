@@ -187,7 +187,10 @@ func describeClusterRead(cr mesh.ClusterRead) string {
 		id = "not known (" + cr.ClusterIDUnknown + ")"
 	}
 	ns := "not read (" + cr.SystemNamespaceUnknown + ")"
-	if cr.SystemNamespace != nil {
+	switch {
+	case cr.SystemNamespace == nil && cr.SystemNamespaceUnknown == "":
+		ns = "absent"
+	case cr.SystemNamespace != nil:
 		ns = cr.SystemNamespace.Name + " " + mesh.LabelNetwork + "=" + wording.Dash(cr.SystemNamespace.Labels[mesh.LabelNetwork])
 	}
 	gws := "not read (" + cr.GatewaysUnknown + ")"

@@ -73,9 +73,8 @@ func readCluster(ctx context.Context, r cluster.Remote, t cluster.Target, local 
 		case err == nil:
 			out.SystemNamespace = ns
 		case apierrors.IsNotFound(err):
-			// No such namespace: no label to give a network.
-			out.SystemNamespace = &corev1.Namespace{}
-			out.SystemNamespace.Name = system
+			// No such namespace: no label to give a network (nil, and
+			// nothing unknown).
 		default:
 			out.SystemNamespaceUnknown = cluster.AccessProblem("get namespace "+system, err)
 		}

@@ -43,6 +43,8 @@ type ClusterRead struct {
 	Pods        map[string]*corev1.Pod
 	PodsUnknown string
 
+	// SystemNamespace is the control-plane namespace; nil with no
+	// SystemNamespaceUnknown when the cluster has none.
 	SystemNamespace        *corev1.Namespace
 	SystemNamespaceUnknown string
 
