@@ -106,3 +106,14 @@ func TestCheckRefusesAnUnknownRemoteContext(t *testing.T) {
 		t.Errorf("exit %d, stderr %q", code, stderr)
 	}
 }
+
+// A recording holds one cluster: capture refuses remote contexts rather
+// than read them and write a recording that lacks them.
+func TestCaptureRefusesRemoteContexts(t *testing.T) {
+	path := writeKubeconfig(t, "https://127.0.0.1:1")
+	out := t.TempDir() + "/incident.tar.gz"
+	code, _, stderr := run(t, "meshtriage", "capture", "--kubeconfig", path, "--remote-contexts", "staging", "svc/orders", "-o", out)
+	if code != exitTriage || !strings.Contains(stderr, "--remote-contexts: a recording holds one cluster; remote clusters are not recorded yet") {
+		t.Errorf("exit %d, stderr %q", code, stderr)
+	}
+}
