@@ -6,8 +6,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -19,11 +17,13 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/meshtriage/meshtriage/probes/cluster/recorded"
+	"github.com/meshtriage/meshtriage/probes/patch"
 )
 
 // Two real kube-apiservers as two clusters of one mesh on two networks,
@@ -35,7 +35,8 @@ import (
 // cluster it is in and how the caller reaches it: c1's pod directly,
 // c2's through c2's gateway 172.18.2.10:15443. Then c2's control-plane
 // namespace loses its network label: c2's pod goes to the caller as a
-// pod IP, which the step says, naming the label the gateway carries.
+// pod IP, which the step says, naming the label the gateway carries, and
+// the finding's patch, applied to c2, puts it behind the gateway again.
 // No istiod is needed: this is what the configuration says istiod does.
 func TestRemoteContextsReadEachClustersEndpoints(t *testing.T) {
 	var c1, c2 *Lab
@@ -130,6 +131,26 @@ func TestRemoteContextsReadEachClustersEndpoints(t *testing.T) {
 	if got := step.list("mc_label_missing"); len(got) != 1 || !strings.HasPrefix(got[0], "c2: istio-system=network2") {
 		t.Errorf("mc_label_missing = %q", got)
 	}
+	// The finding's fix is a merge patch of c2's namespace, with the
+	// value c2's gateway carries; applied to c2's API server as the
+	// on-call would (kubectl patch --context c2), the caller goes through
+	// the gateway again.
+	fix := findingPatch(t, "multicluster.network-label-missing", "--kubeconfig", kubeconfig, "--remote-contexts", "c2", "check", "svc/orders", "--from", "pod/web-1")
+	var body bytes.Buffer
+	if err := json.Compact(&body, fix.Patch); err != nil {
+		t.Fatal(err)
+	}
+	if fix.Context != "c2" || fix.Kind != "Namespace" || fix.Name != "istio-system" || fix.Type != "merge" ||
+		body.String() != `{"metadata":{"labels":{"topology.istio.io/network":"network2"}}}` {
+		t.Fatalf("fix = %s %s %s %s: %s", fix.Context, fix.Kind, fix.Name, fix.Type, body.String())
+	}
+	if _, err := c2.Kube.CoreV1().Namespaces().Patch(ctx, fix.Name, types.MergePatchType, fix.Patch, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	step = checkMultiCluster(t, "--kubeconfig", kubeconfig, "--remote-contexts", "c2", "check", "svc/orders", "--from", "pod/web-1")
+	if got := step.list("mc_endpoints"); !slices.Equal(got, wantEndpoints) {
+		t.Errorf("after the fix: mc_endpoints = %q, want %q", got, wantEndpoints)
+	}
 
 	// A context the kubeconfig lacks is refused by name, before any read.
 	_, stderr, code := runMeshtriage(t, "--kubeconfig", kubeconfig, "--remote-contexts", "c3", "check", "svc/orders")
@@ -154,22 +175,39 @@ func (s mcStep) list(name string) []string {
 	return out
 }
 
-func runMeshtriage(t *testing.T, args ...string) ([]byte, string, int) {
+// findingPatch runs check and returns the one patch of cause's finding.
+func findingPatch(t *testing.T, cause string, args ...string) patch.Patch {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	var stdout, stderr bytes.Buffer
-	cmd := exec.CommandContext(ctx, meshtriageBinary(t), append(args, "-o", "json")...)
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	var exitErr *exec.ExitError
-	switch {
-	case errors.As(err, &exitErr):
-		return stdout.Bytes(), stderr.String(), exitErr.ExitCode()
-	case err != nil:
-		t.Fatalf("meshtriage %v: %v", args, err)
+	out, stderr, code := runMeshtriage(t, args...)
+	var rep struct {
+		Findings []struct {
+			Cause      string `json:"cause"`
+			Confidence string `json:"confidence"`
+			Fix        struct {
+				Directions []struct {
+					Patches []patch.Patch `json:"patches"`
+				} `json:"directions"`
+			} `json:"fix"`
+		} `json:"findings"`
 	}
-	return stdout.Bytes(), stderr.String(), 0
+	if err := json.Unmarshal(out, &rep); err != nil {
+		t.Fatalf("exit %d, not the JSON report: %v\n%s\n%s", code, err, out, stderr)
+	}
+	for _, f := range rep.Findings {
+		if f.Cause != cause {
+			continue
+		}
+		if f.Confidence != "medium" {
+			t.Errorf("%s at %s: the configuration alone is medium", cause, f.Confidence)
+		}
+		for _, d := range f.Fix.Directions {
+			if len(d.Patches) == 1 {
+				return d.Patches[0]
+			}
+		}
+	}
+	t.Fatalf("no %s finding with one patch (exit %d):\n%s\n%s", cause, code, out, stderr)
+	return patch.Patch{}
 }
 
 // checkMultiCluster runs check and returns its multicluster step.
