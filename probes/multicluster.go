@@ -37,6 +37,7 @@ func (MultiClusterProbe) Meta() Meta {
 		Title: "The Service's endpoints in every cluster, and how the caller reaches each",
 		Reads: []string{"endpointslices", "pods", "namespaces (the control plane's)", "services (labelled topology.istio.io/network)", "configmaps (istio: meshNetworks)", "each --remote-contexts cluster: the same"},
 		Facts: []FactSpec{
+			{"mc_remotes_given", FactBool, "remote clusters were given to read (--remote-contexts); false for one cluster, or an input (recording, scenario, dump) that holds one: the other clusters of the mesh, if any, were then not read"},
 			{"mc_remotes_read", FactInt, "remote clusters (--remote-contexts) whose endpoints of the Service were read"},
 			{"mc_remotes_unread", FactList, "remote clusters that could not be read, as CONTEXT: why (their endpoints undecided, never absent)"},
 			{"mc_endpoints", FactList, "every endpoint, as CONTEXT: ADDRESS (pod) network N: what a sidecar caller in the current cluster gets"},
@@ -55,7 +56,9 @@ func (MultiClusterProbe) Meta() Meta {
 
 func (MultiClusterProbe) Run(ctx context.Context, c cluster.Cluster, t cluster.Target) Result {
 	if _, unread := cluster.RemoteClusters(c); unread != "" {
-		return skippedResult(unread, nil)
+		// Known, and said: no other cluster was given to read. Nothing is
+		// judged of other clusters (the causes arise only when one was).
+		return Result{Status: StatusPass, Summary: unread, Facts: Facts{"mc_remotes_given": false}}
 	}
 	caller := mesh.Caller{Sidecar: true, NetworkUnknown: "no caller named (--from)"}
 	if t.Source != nil {
@@ -114,6 +117,7 @@ func evaluateMultiCluster(caller mesh.Caller, in callerview.Clusters) Result {
 		}
 	}
 	signs := multiClusterSigns(caller, in.Reads, mc)
+	r.Facts["mc_remotes_given"] = true
 	r.Facts["mc_remotes_read"] = remotesRead
 	r.Facts["mc_remotes_unread"] = nonNil(mc.Unread)
 	r.Facts["mc_endpoints"] = nonNil(all)

@@ -136,11 +136,12 @@ func TestMultiClusterProbeGatewayWithoutPort(t *testing.T) {
 }
 
 // Not read is never absent: a recorded input says remote clusters are not
-// recorded, and the probe is skipped, not passed.
+// recorded, and the probe judges nothing of other clusters: its one fact
+// says none was given.
 func TestMultiClusterProbeWithoutRemotesIsSkipped(t *testing.T) {
 	local := recordedDocs(t, mcNamespaceDoc("network1"), mcServiceDoc)
 	r := MultiClusterProbe{}.Run(context.Background(), cluster.NewCache(local), mcTarget)
-	if r.Status != StatusSkipped || r.Summary != cluster.RemotesNotRecorded {
-		t.Errorf("status %s: %s", r.Status, r.Summary)
+	if r.Summary != cluster.RemotesNotRecorded || r.Facts["mc_remotes_given"] != false || len(r.Facts) != 1 {
+		t.Errorf("status %s: %s; facts %v", r.Status, r.Summary, r.Facts)
 	}
 }
