@@ -2,10 +2,14 @@ package probes
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 
 	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/cluster/recorded"
@@ -143,5 +147,33 @@ func TestMultiClusterProbeWithoutRemotesIsSkipped(t *testing.T) {
 	r := MultiClusterProbe{}.Run(context.Background(), cluster.NewCache(local), mcTarget)
 	if r.Summary != cluster.RemotesNotRecorded || r.Facts["mc_remotes_given"] != false || len(r.Facts) != 1 {
 		t.Errorf("status %s: %s; facts %v", r.Status, r.Summary, r.Facts)
+	}
+}
+
+// unreachable is a remote cluster whose API server does not answer.
+type unreachable struct{ cluster.Cluster }
+
+func (unreachable) EndpointSlices(context.Context, string, string) ([]discoveryv1.EndpointSlice, error) {
+	return nil, errors.New("dial tcp 10.9.9.9:443: connect: connection refused")
+}
+
+func (unreachable) GetNamespace(context.Context, string) (*corev1.Namespace, error) {
+	return nil, errors.New("dial tcp 10.9.9.9:443: connect: connection refused")
+}
+
+// A remote cluster that cannot be read is said, and its endpoints are
+// neither counted nor taken as absent: the step warns, it does not pass.
+func TestMultiClusterProbeUnreadRemoteIsNotAbsent(t *testing.T) {
+	c := twoClusters(t, "network2", mcGatewayDoc("network2", 15443)).(withRemotes)
+	c.remotes[0].Cluster = unreachable{c.remotes[0].Cluster}
+	r := MultiClusterProbe{}.Run(context.Background(), c, mcTarget)
+	unread := r.Facts["mc_remotes_unread"].([]string)
+	if r.Status != StatusWarn || r.Facts["mc_remotes_read"] != 0 || len(unread) != 1 || !strings.Contains(unread[0], "ctx2: cannot list the EndpointSlices of shop/orders") {
+		t.Errorf("status %s: %s; facts %v", r.Status, r.Summary, r.Facts)
+	}
+	for _, e := range r.Facts["mc_endpoints"].([]string) {
+		if strings.HasPrefix(e, "ctx2:") {
+			t.Errorf("an endpoint of the unread cluster: %s", e)
+		}
 	}
 }
