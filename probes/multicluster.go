@@ -72,10 +72,10 @@ func (MultiClusterProbe) Run(ctx context.Context, c cluster.Cluster, t cluster.T
 			}
 		}
 	}
-	return evaluateMultiCluster(caller, callerview.ReadClusters(ctx, c, t))
+	return evaluateMultiCluster(t, caller, callerview.ReadClusters(ctx, c, t))
 }
 
-func evaluateMultiCluster(caller mesh.Caller, in callerview.Clusters) Result {
+func evaluateMultiCluster(t cluster.Target, caller mesh.Caller, in callerview.Clusters) Result {
 	var unknown []string
 	if in.MeshUnknown != "" {
 		unknown = append(unknown, in.MeshUnknown)
@@ -150,7 +150,7 @@ func evaluateMultiCluster(caller mesh.Caller, in callerview.Clusters) Result {
 		if !cr.Local {
 			ctxFlag = " --context " + cr.Context
 		}
-		r.Commands = append(r.Commands, fmt.Sprintf("kubectl get endpointslices%s -n NAMESPACE -l kubernetes.io/service-name=SERVICE -o wide", ctxFlag),
+		r.Commands = append(r.Commands, fmt.Sprintf("kubectl get endpointslices%s -n %s -l kubernetes.io/service-name=%s -o wide", ctxFlag, t.Namespace, t.Service),
 			fmt.Sprintf("kubectl get namespace%s %s -L %s", ctxFlag, systemNamespaceName(cr), mesh.LabelNetwork),
 			fmt.Sprintf("kubectl get services%s -A -l %s -o wide", ctxFlag, mesh.LabelNetwork))
 	}

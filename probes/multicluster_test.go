@@ -102,6 +102,9 @@ func TestMultiClusterProbeShowsEachEndpointsCluster(t *testing.T) {
 	if r.Facts["mc_remotes_read"] != 1 || r.Facts["mc_via_gateway"] != 1 || len(r.Facts["mc_remote_direct"].([]string)) != 0 {
 		t.Errorf("facts = %v", r.Facts)
 	}
+	if !slices.Contains(r.Commands, "kubectl get endpointslices --context ctx2 -n shop -l kubernetes.io/service-name=orders -o wide") {
+		t.Errorf("commands = %q", r.Commands)
+	}
 	if !strings.Contains(r.Evidence.Raw, "cluster ctx2: cluster ID cluster2") {
 		t.Errorf("raw evidence does not name ctx2's cluster ID:\n%s", r.Evidence.Raw)
 	}
