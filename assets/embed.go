@@ -78,4 +78,9 @@ var Causes = []string{
 	"ambient.drain-before-removal",
 	"ambient.hbone-pool-ip-reused",
 	"ambient.pod-started-before-ztunnel",
+	// Issue 30, multi-cluster meshes.
+	"multicluster.network-label-missing",
+	"multicluster.network-label-disagrees",
+	"multicluster.gateway-unusable",
+	"multicluster.gateway-hostname-unresolved",
 }

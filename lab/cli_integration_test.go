@@ -55,9 +55,9 @@ func meshtriageBinary(t *testing.T) string {
 	return cliPath
 }
 
-// cliCheck runs `meshtriage check -o json` and returns the cause IDs of its
-// findings and its exit code.
-func cliCheck(t *testing.T, args ...string) ([]string, int, string) {
+// runMeshtriage runs the binary with args and -o json: its stdout,
+// stderr and exit code.
+func runMeshtriage(t *testing.T, args ...string) ([]byte, string, int) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -65,30 +65,38 @@ func cliCheck(t *testing.T, args ...string) ([]string, int, string) {
 	cmd := exec.CommandContext(ctx, meshtriageBinary(t), append(args, "-o", "json")...)
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
-	code := 0
 	var exitErr *exec.ExitError
-	if errors.As(err, &exitErr) {
-		code = exitErr.ExitCode()
-	} else if err != nil {
+	switch {
+	case errors.As(err, &exitErr):
+		return stdout.Bytes(), stderr.String(), exitErr.ExitCode()
+	case err != nil:
 		t.Fatalf("meshtriage %v: %v", args, err)
 	}
+	return stdout.Bytes(), stderr.String(), 0
+}
+
+// cliCheck runs `meshtriage check -o json` and returns the cause IDs of its
+// findings and its exit code.
+func cliCheck(t *testing.T, args ...string) ([]string, int, string) {
+	t.Helper()
+	stdout, stderr, code := runMeshtriage(t, args...)
 	if code == 1 {
-		return nil, code, stderr.String()
+		return nil, code, stderr
 	}
 	var rep struct {
 		Findings []struct {
 			Cause string `json:"cause"`
 		} `json:"findings"`
 	}
-	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
-		t.Fatalf("meshtriage %v: exit %d, output is not the JSON report: %v\n%s\n%s", args, code, err, stdout.String(), stderr.String())
+	if err := json.Unmarshal(stdout, &rep); err != nil {
+		t.Fatalf("meshtriage %v: exit %d, output is not the JSON report: %v\n%s\n%s", args, code, err, stdout, stderr)
 	}
 	causes := []string{}
 	for _, f := range rep.Findings {
 		causes = append(causes, f.Cause)
 	}
 	sort.Strings(causes)
-	return causes, code, stderr.String()
+	return causes, code, stderr
 }
 
 // targetArgs are the check arguments that name s's target on a live cluster.

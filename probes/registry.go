@@ -32,6 +32,8 @@ func All() []Probe {
 		HealthProbesProbe{},
 		AppListenProbe{},
 		PortProtocolProbe{},
+		// Issue 30, multi-cluster meshes.
+		MultiClusterProbe{},
 	}
 }
 

@@ -383,6 +383,26 @@ var causeCases = []struct {
 	{"ambient.pod-started-before-ztunnel", ambientCase(map[string]probes.Facts{
 		"ztunnel": {"ztunnel_started_before_ready": []string{"shop/orders-1"}, "ztunnel_started_before_ready_restarted": []string{"shop/orders-1"}},
 	}), runbook.ConfidenceMedium},
+	// Issue 30: cluster c2's istio-system lost its network label; its
+	// gateway Service says network2, and its pod goes to the caller as a
+	// pod IP.
+	{"multicluster.network-label-missing", map[string]probes.Facts{
+		"multicluster": {"mc_label_missing": []string{"c2: istio-system=network2 (1 endpoint of the Service on no network go to the caller as pod IPs; Service istio-system/istio-eastwestgateway names network network2)"},
+			"mc_remote_direct": []string{"c2: 10.2.0.5 (network -)"}, "mc_via_gateway": 0},
+	}, runbook.ConfidenceMedium},
+	{"multicluster.network-label-disagrees", map[string]probes.Facts{
+		"multicluster": {"mc_label_disagrees": []string{"c2: 1 endpoint on network net2 (namespace istio-system label), gateway Service istio-system/istio-eastwestgateway on network2"},
+			"mc_remote_direct": []string{"c2: 10.2.0.5 (network net2)"}, "mc_via_gateway": 0},
+	}, runbook.ConfidenceMedium},
+	{"multicluster.gateway-unusable", map[string]probes.Facts{
+		"multicluster": {"mc_gateway_unusable": []string{"c2: istio-system/istio-eastwestgateway: no port 15443 (nor 15008), and 1 endpoint of network network2 go to the caller as pod IPs"},
+			"mc_gateway_port_missing": []string{"c2 istio-system/istio-eastwestgateway"}, "mc_remote_direct": []string{"c2: 10.2.0.5 (network network2)"}, "mc_via_gateway": 0},
+	}, runbook.ConfidenceMedium},
+	// An ELB hostname: whether istiod's DNS resolved it is istiod's word.
+	{"multicluster.gateway-hostname-unresolved", map[string]probes.Facts{
+		"multicluster": {"mc_gateway_hostname": []string{"c2: Service istio-system/istio-eastwestgateway ew.elb.example (network network2)"},
+			"mc_undecided": []string{"c2: 10.2.0.5 (pod orders-b): through gateway ew.elb.example:15443, a hostname istiod resolves with its own DNS"}, "mc_via_gateway": 0},
+	}, runbook.ConfidenceLow},
 	// The port and the image alone.
 	{"protocol.server-first", map[string]probes.Facts{
 		"port-protocol": {"portproto_server_first": []string{"3306 http-mysql: HTTP by name; port 3306 is MySQL's"}, "portproto_server_first_ports": []string{"3306"},

@@ -120,6 +120,12 @@ func (o *captureOptions) validate() error {
 	if o.metricsWindow <= 0 {
 		return errors.New("--metrics-window must be positive: a capture records both samples of the counters")
 	}
+	if len(o.g.remoteContexts) > 0 {
+		// A recording holds one cluster: the remote ones would be read
+		// and then lost, and the replay would not say what the live
+		// triage saw.
+		return fmt.Errorf("%s: a recording holds one cluster; remote clusters are not recorded yet (capture without it, and run check --remote-contexts live)", triage.RemoteContextsFlag)
+	}
 	return nil
 }
 

@@ -25,7 +25,17 @@ func liveOptions(g *globalOptions) live.Options {
 // that its API server answers; every failure is one line the on-call can
 // act on.
 func liveSource(ctx context.Context, g *globalOptions) (triage.Source, error) {
-	return triage.Live(ctx, g.kube, liveOptions(g))
+	return liveSourceWith(ctx, g, liveOptions(g))
+}
+
+// liveSourceWith is liveSource with the client's options; every command
+// that reads a live cluster comes here, so --remote-contexts is
+// validated and read by each.
+func liveSourceWith(ctx context.Context, g *globalOptions, opts live.Options) (triage.Source, error) {
+	if err := g.validateRemoteContexts(); err != nil {
+		return triage.Source{}, err
+	}
+	return triage.LiveWithRemotes(ctx, g.kube, g.remoteContexts, opts)
 }
 
 // registerFlagCompletions completes the connection flags from the kubeconfig
@@ -33,7 +43,7 @@ func liveSource(ctx context.Context, g *globalOptions) (triage.Source, error) {
 func registerFlagCompletions(root *cobra.Command, g *globalOptions) {
 	_ = root.RegisterFlagCompletionFunc("namespace", completeNamespaces(g))
 	_ = root.RegisterFlagCompletionFunc("istio-namespace", completeNamespaces(g))
-	_ = root.RegisterFlagCompletionFunc("context", func(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
+	contexts := func(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
 		raw, err := g.kube.ToRawKubeConfigLoader().RawConfig()
 		if err != nil {
 			return nil, cobra.ShellCompDirectiveNoFileComp
@@ -44,7 +54,9 @@ func registerFlagCompletions(root *cobra.Command, g *globalOptions) {
 		}
 		sort.Strings(names)
 		return names, cobra.ShellCompDirectiveNoFileComp
-	})
+	}
+	_ = root.RegisterFlagCompletionFunc("context", contexts)
+	_ = root.RegisterFlagCompletionFunc("remote-contexts", contexts)
 }
 
 func completeNamespaces(g *globalOptions) cobra.CompletionFunc {

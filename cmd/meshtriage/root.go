@@ -12,6 +12,7 @@ import (
 
 	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/cluster/live"
+	"github.com/meshtriage/meshtriage/runbook/triage"
 )
 
 // Exit codes of the check contract (ARCHITECTURE.md).
@@ -47,6 +48,42 @@ type globalOptions struct {
 	streams genericiooptions.IOStreams
 	// controlPlaneNamespace is where istiod and the `istio` mesh ConfigMap live.
 	controlPlaneNamespace string
+	// remoteContexts are the kubeconfig contexts of the mesh's other
+	// clusters (istioctl's --remote-contexts); the target and its caller
+	// are in the current context.
+	remoteContexts []string
+}
+
+// validateRemoteContexts refuses a --remote-contexts entry the kubeconfig
+// lacks (naming it), the current context named again, and a context
+// given twice: each is one cluster, read once.
+func (g *globalOptions) validateRemoteContexts() error {
+	if len(g.remoteContexts) == 0 {
+		return nil
+	}
+	if err := g.kube.CheckContexts(g.remoteContexts, triage.RemoteContextsFlag); err != nil {
+		return err
+	}
+	current := ""
+	if g.kube.Context != nil {
+		current = *g.kube.Context
+	}
+	if current == "" {
+		if raw, err := g.kube.ToRawKubeConfigLoader().RawConfig(); err == nil {
+			current = raw.CurrentContext
+		}
+	}
+	seen := map[string]bool{}
+	for _, name := range g.remoteContexts {
+		switch {
+		case name == current:
+			return fmt.Errorf("%s: %q is the current context, where the target is: name only the other clusters", triage.RemoteContextsFlag, name)
+		case seen[name]:
+			return fmt.Errorf("%s: context %q is named twice", triage.RemoteContextsFlag, name)
+		}
+		seen[name] = true
+	}
+	return nil
 }
 
 // namespace is -n, or else the kubeconfig context's namespace, or "default",
@@ -110,6 +147,8 @@ func newRoot(argv0 string, streams genericiooptions.IOStreams) (*cobra.Command, 
 	g.kube.AddFlags(root.PersistentFlags())
 	root.PersistentFlags().StringVar(&g.controlPlaneNamespace, "istio-namespace", cluster.DefaultControlPlane,
 		"Namespace of the Istio control plane (istiod and the istio mesh ConfigMap)")
+	root.PersistentFlags().StringSliceVar(&g.remoteContexts, "remote-contexts", nil,
+		"kubeconfig contexts of the mesh's other clusters, read for the target Service's endpoints there (as istioctl's --remote-contexts; not to be confused with --context, the target's cluster); repeatable or comma-separated")
 	registerFlagCompletions(root, g)
 	ui := addTUI(root, g) // no subcommand: the terminal UI (tui.go)
 	root.AddCommand(

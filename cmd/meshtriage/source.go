@@ -58,6 +58,11 @@ func (o *inputFlags) source(ctx context.Context, g *globalOptions, tf targetFlag
 	if len(given) > 1 {
 		return triage.Source{}, t, fmt.Errorf("%s are different sources: give one", strings.Join(given, " and "))
 	}
+	if len(given) == 1 && len(g.remoteContexts) > 0 {
+		// An input holds one cluster (remote clusters are not recorded):
+		// the contexts would be read live beside a triage that is not.
+		return triage.Source{}, t, fmt.Errorf("%s reads live clusters; %s holds one cluster: give one or the other", triage.RemoteContextsFlag, given[0])
+	}
 	switch {
 	case o.scenario != "":
 		src, err := triage.Scenario(o.scenario)
@@ -99,7 +104,7 @@ func (o *inputFlags) source(ctx context.Context, g *globalOptions, tf targetFlag
 		// istiod's port-forwards open alongside the reachability check.
 		opts := liveOptions(g)
 		opts.Warmup = &live.Warmup{Caller: t.Source}
-		src, err := triage.Live(ctx, g.kube, opts)
+		src, err := liveSourceWith(ctx, g, opts)
 		return src, t, err
 	}
 }

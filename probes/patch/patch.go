@@ -43,7 +43,11 @@ type Patch struct {
 	// Namespace is empty for a cluster-scoped object (a Namespace).
 	Namespace string `json:"namespace,omitempty"`
 	Name      string `json:"name"`
-	Type      string `json:"type"`
+	// Context is the kubeconfig context of the cluster the object is in
+	// when it is not the current one (a --remote-contexts cluster): the
+	// command carries --context, so it patches the object read there.
+	Context string `json:"context,omitempty"`
+	Type    string `json:"type"`
 	// Patch is the merge patch, the JSON patch's operations, or the whole
 	// object to create, as JSON.
 	Patch json.RawMessage `json:"patch"`
@@ -51,10 +55,14 @@ type Patch struct {
 
 // Object is "Kind namespace/name".
 func (p Patch) Object() string {
-	if p.Namespace == "" {
-		return p.Kind + " " + p.Name
+	in := ""
+	if p.Context != "" {
+		in = " (context " + p.Context + ")"
 	}
-	return p.Kind + " " + p.Namespace + "/" + p.Name
+	if p.Namespace == "" {
+		return p.Kind + " " + p.Name + in
+	}
+	return p.Kind + " " + p.Namespace + "/" + p.Name + in
 }
 
 // Group is the API group of the patch's kind ("" for the core group).
@@ -80,8 +88,11 @@ func (p Patch) Resource() string {
 // with its type, or `kubectl apply -f -` with the object for a create.
 func (p Patch) Command() string {
 	ns := ""
+	if p.Context != "" {
+		ns = " --context " + p.Context
+	}
 	if p.Namespace != "" {
-		ns = " -n " + p.Namespace
+		ns += " -n " + p.Namespace
 	}
 	if p.Type == Create {
 		doc, err := yaml.JSONToYAML(p.Patch)

@@ -97,6 +97,14 @@ func TestCommands(t *testing.T) {
 	if got := ns.Command(); got != `kubectl patch namespace shop --type=merge -p '{}'` {
 		t.Errorf("cluster-scoped: %s", got)
 	}
+	// An object of a --remote-contexts cluster is patched there.
+	remote := patch.Patch{APIVersion: "v1", Kind: "Namespace", Name: "istio-system", Context: "c2", Type: patch.Merge, Patch: []byte(`{}`)}
+	if got := remote.Command(); got != `kubectl patch namespace istio-system --context c2 --type=merge -p '{}'` {
+		t.Errorf("remote: %s", got)
+	}
+	if got := remote.Object(); got != "Namespace istio-system (context c2)" {
+		t.Errorf("remote object: %s", got)
+	}
 	c := patch.Patch{APIVersion: "gateway.networking.k8s.io/v1", Kind: "Gateway", Namespace: "shop", Name: "waypoint", Type: patch.Create,
 		Patch: []byte(`{"apiVersion":"gateway.networking.k8s.io/v1","kind":"Gateway","metadata":{"name":"waypoint","namespace":"shop"}}`)}
 	want := "kubectl apply -n shop -f - <<'EOF'\napiVersion: gateway.networking.k8s.io/v1\nkind: Gateway\nmetadata:\n  name: waypoint\n  namespace: shop\nEOF"

@@ -173,6 +173,10 @@ func All() []Remedy {
 		RewriteProbes{},
 		AcceptHTTP10{},
 		DeclareTCP{},
+		// Issue 30, multi-cluster meshes.
+		LabelRemoteNetwork{},
+		AlignNetworkLabels{},
+		AddGatewayPort{},
 		BindAllAddresses{},
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Meta().ID < out[j].Meta().ID })

@@ -129,6 +129,14 @@ func Healthy() map[string]probes.Facts {
 			"portproto_ports": []string{"8080 http: HTTP by name"}, "portproto_server_first": []string{}, "portproto_server_first_ports": []string{},
 			"portproto_client_errors": 0, "portproto_caller_logs_read": true,
 		},
+		// Two clusters on two networks, each with its east-west gateway:
+		// the remote pods reached through cluster 2's gateway.
+		"multicluster": {
+			"mc_remotes_given": true, "mc_remotes_read": 1, "mc_remotes_unread": []string{},
+			"mc_endpoints":     []string{"c1: 10.1.0.5 (pod orders-a) network network1: direct", "c2: 10.2.0.5 (pod orders-b) network network2: via gateway 172.18.2.10:15443"},
+			"mc_remote_direct": []string{}, "mc_via_gateway": 1, "mc_dropped": []string{}, "mc_undecided": []string{},
+			"mc_label_missing": []string{}, "mc_label_disagrees": []string{}, "mc_gateway_hostname": []string{}, "mc_gateway_unusable": []string{}, "mc_gateway_port_missing": []string{},
+		},
 	}
 }
 

@@ -78,6 +78,25 @@ func (s Source) started(ctx context.Context, tool string) runbook.SessionStarted
 // checks that its API server answers; every failure is one line the
 // on-call can act on.
 func Live(ctx context.Context, flags *live.ConfigFlags, opts live.Options) (Source, error) {
+	return LiveWithRemotes(ctx, flags, nil, opts)
+}
+
+// RemoteContextsFlag is the flag that names the remote clusters'
+// kubeconfig contexts, istioctl's name for it.
+const RemoteContextsFlag = "--remote-contexts"
+
+// LiveWithRemotes is Live for a mesh that spans clusters: the target and
+// its caller are in the context the flags select, and each of
+// remoteContexts (kubeconfig contexts, istioctl's --remote-contexts) gets
+// a client of its own, loaded from the same kubeconfig. A context the
+// kubeconfig lacks is refused by name; a remote that does not answer is
+// not an error here: what the triage reads from it is then not read, and
+// its endpoints undecided.
+func LiveWithRemotes(ctx context.Context, flags *live.ConfigFlags, remoteContexts []string, opts live.Options) (Source, error) {
+	remotes, err := liveRemotes(flags, remoteContexts, opts)
+	if err != nil {
+		return Source{}, err
+	}
 	lc, err := live.New(flags, opts)
 	var noContext *live.ContextNotFoundError
 	switch {
@@ -99,7 +118,26 @@ func Live(ctx context.Context, flags *live.ConfigFlags, opts live.Options) (Sour
 		_ = lc.Close()
 		return Source{}, err
 	}
+	lc.SetRemotes(remotes)
 	return LiveSource(lc), nil
+}
+
+// liveRemotes builds one client per remote context, without contacting
+// any: a cluster that does not answer is said by the reads that needed it.
+func liveRemotes(flags *live.ConfigFlags, contexts []string, opts live.Options) ([]cluster.Remote, error) {
+	if err := flags.CheckContexts(contexts, RemoteContextsFlag); err != nil {
+		return nil, err
+	}
+	opts.Warmup = nil // nothing of a remote is opened before it is read
+	var remotes []cluster.Remote
+	for _, name := range contexts {
+		rc, err := live.New(flags.ForContext(name), opts)
+		if err != nil {
+			return nil, fmt.Errorf("%s %s: %w", RemoteContextsFlag, name, err)
+		}
+		remotes = append(remotes, cluster.Remote{Context: name, Cluster: rc})
+	}
+	return remotes, nil
 }
 
 // LiveSource is a source over an already connected live client.

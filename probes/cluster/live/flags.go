@@ -1,6 +1,8 @@
 package live
 
 import (
+	"sort"
+
 	"github.com/spf13/pflag"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -80,6 +82,48 @@ func (f *ConfigFlags) ToRawKubeConfigLoader() clientcmd.ClientConfig {
 // ToRESTConfig is the client configuration the flags select.
 func (f *ConfigFlags) ToRESTConfig() (*rest.Config, error) {
 	return f.ToRawKubeConfigLoader().ClientConfig()
+}
+
+// ForContext is a copy of the flags that selects context name instead of
+// the current one: the same kubeconfig and loading rules and the same
+// --request-timeout, as istioctl builds one client per --remote-contexts
+// entry. The overrides of the current context's server, user and
+// namespace (--server, --token, --user, --as, -n, ...) are not carried: a
+// remote cluster is reached at its own context's server with its own
+// credentials.
+func (f *ConfigFlags) ForContext(name string) *ConfigFlags {
+	return &ConfigFlags{
+		KubeConfig: ptr(deref(f.KubeConfig)),
+		Context:    ptr(name),
+		Namespace:  new(string),
+		APIServer:  new(string),
+		Timeout:    ptr(deref(f.Timeout)),
+	}
+}
+
+// CheckContexts refuses, naming it, the first of names that is not a
+// context of the kubeconfig the flags load; flag is the flag that gave
+// them, for the message.
+func (f *ConfigFlags) CheckContexts(names []string, flag string) error {
+	if len(names) == 0 {
+		return nil
+	}
+	loader := f.ToRawKubeConfigLoader()
+	raw, err := loader.RawConfig()
+	if err != nil {
+		return configError(f, loader, err)
+	}
+	var available []string
+	for n := range raw.Contexts {
+		available = append(available, n)
+	}
+	sort.Strings(available)
+	for _, n := range names {
+		if _, ok := raw.Contexts[n]; !ok {
+			return &ContextNotFoundError{Name: n, Available: available, Flag: flag}
+		}
+	}
+	return nil
 }
 
 func deref(s *string) string {

@@ -75,13 +75,20 @@ var ErrNoKubeconfig = errors.New("no kubeconfig")
 type ContextNotFoundError struct {
 	Name      string
 	Available []string
+	// Flag names the flag that gave the context when it is not --context
+	// (--remote-contexts), so the on-call knows which one to correct.
+	Flag string
 }
 
 func (e *ContextNotFoundError) Error() string {
-	if len(e.Available) == 0 {
-		return fmt.Sprintf("context %q not found: the kubeconfig has no contexts", e.Name)
+	prefix := ""
+	if e.Flag != "" {
+		prefix = e.Flag + ": "
 	}
-	return fmt.Sprintf("context %q not found in kubeconfig (contexts: %s)", e.Name, strings.Join(e.Available, ", "))
+	if len(e.Available) == 0 {
+		return fmt.Sprintf("%scontext %q not found: the kubeconfig has no contexts", prefix, e.Name)
+	}
+	return fmt.Sprintf("%scontext %q not found in kubeconfig (contexts: %s)", prefix, e.Name, strings.Join(e.Available, ", "))
 }
 
 // Cluster reads a real cluster. It is safe for concurrent use.
@@ -115,6 +122,22 @@ type Cluster struct {
 	warmed     *warmState
 	istiodWarm *istiodHandoff
 	warmup     *Warmup
+
+	// remotes are the other clusters of the mesh (--remote-contexts),
+	// each read through its own client; NewCache's copies share them.
+	remotes []cluster.Remote
+}
+
+// SetRemotes gives the client the remote clusters of its triage.
+func (c *Cluster) SetRemotes(remotes []cluster.Remote) { c.remotes = remotes }
+
+// RemoteClusters are the clusters given with --remote-contexts; none
+// given says so, never "no other cluster".
+func (c *Cluster) RemoteClusters() ([]cluster.Remote, string) {
+	if len(c.remotes) == 0 {
+		return nil, "no remote context given (--remote-contexts): other clusters of the mesh were not read"
+	}
+	return c.remotes, ""
 }
 
 // Warmup is the Options.Warmup the client was made with.

@@ -1,0 +1,277 @@
+//go:build integration
+
+package lab
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/meshtriage/meshtriage/probes/cluster/recorded"
+	"github.com/meshtriage/meshtriage/probes/patch"
+)
+
+// Two real kube-apiservers as two clusters of one mesh on two networks,
+// the Service orders in both (namespace sameness) with a pod in each,
+// and each cluster's east-west gateway Service, first with its load
+// balancer pending, then with its address. `meshtriage check
+// --remote-contexts c2` from a sidecar in c1 reads both through one
+// kubeconfig of two contexts and says, endpoint by endpoint, which
+// cluster it is in and how the caller reaches it: c1's pod directly,
+// c2's through c2's gateway 172.18.2.10:15443. Then c2's control-plane
+// namespace loses its network label: c2's pod goes to the caller as a
+// pod IP, which the step says, naming the label the gateway carries, and
+// the finding's patch, applied to c2, puts it behind the gateway again.
+// No istiod is needed: this is what the configuration says istiod does.
+func TestRemoteContextsReadEachClustersEndpoints(t *testing.T) {
+	var c1, c2 *Lab
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); c1 = StartT(t, Options{}) }()
+	go func() { defer wg.Done(); c2 = StartT(t, Options{}) }()
+	wg.Wait()
+	if t.Failed() {
+		t.FailNow()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+
+	apply := func(l *Lab, network, podIP, clusterID string, extra ...runtime.Object) *Applied {
+		objs := []runtime.Object{
+			mcNamespace("istio-system", map[string]string{"topology.istio.io/network": network}),
+			mcNamespace("shop", nil),
+			mcService(),
+			mcGatewayService(network),
+			mcPod("orders-"+clusterID, podIP, clusterID, network),
+			mcSlice(podIP, "orders-"+clusterID),
+		}
+		a, err := Apply(ctx, l, recorded.FromObjects("multicluster-"+clusterID, append(objs, extra...)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a
+	}
+	apply(c1, "network1", "10.1.0.5", "cluster1", mcPod("web-1", "10.1.0.9", "cluster1", "network1"))
+	apply(c2, "network2", "10.2.0.5", "cluster2")
+
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	cfg := clientcmdapi.NewConfig()
+	for name, l := range map[string]*Lab{"c1": c1, "c2": c2} {
+		cfg.Clusters[name] = &clientcmdapi.Cluster{Server: l.Server, CertificateAuthorityData: l.Config.TLSClientConfig.CAData}
+		cfg.AuthInfos[name] = &clientcmdapi.AuthInfo{Token: l.Config.BearerToken}
+		cfg.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: name, Namespace: "shop"}
+	}
+	cfg.CurrentContext = "c1"
+	if err := clientcmd.WriteToFile(*cfg, kubeconfig); err != nil {
+		t.Fatal(err)
+	}
+
+	// No controller gives a LoadBalancer its address here: pending, c2's
+	// gateway Service is no gateway to istiod, and c2's pod goes to the
+	// caller as its pod IP.
+	step := checkMultiCluster(t, "--kubeconfig", kubeconfig, "--remote-contexts", "c2", "check", "svc/orders", "--from", "pod/web-1")
+	if got := step.list("mc_gateway_unusable"); len(got) != 1 || !strings.HasPrefix(got[0], "c2: istio-system/istio-eastwestgateway: no address") {
+		t.Errorf("pending load balancer: mc_gateway_unusable = %q", got)
+	}
+	if got := step.list("mc_remote_direct"); !slices.Equal(got, []string{"c2: 10.2.0.5 (network network2)"}) {
+		t.Errorf("pending load balancer: mc_remote_direct = %q", got)
+	}
+
+	// The load balancers' addresses, through the status subresource.
+	for l, ip := range map[*Lab]string{c1: "172.18.1.10", c2: "172.18.2.10"} {
+		svc, err := l.Kube.CoreV1().Services("istio-system").Get(ctx, "istio-eastwestgateway", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		svc.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: ip}}
+		if _, err := l.Kube.CoreV1().Services("istio-system").UpdateStatus(ctx, svc, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	step = checkMultiCluster(t, "--kubeconfig", kubeconfig, "--remote-contexts", "c2", "check", "svc/orders", "--from", "pod/web-1")
+	wantEndpoints := []string{
+		"c1: 10.1.0.5 (pod orders-cluster1) network network1: direct",
+		"c2: 10.2.0.5 (pod orders-cluster2) network network2: via gateway 172.18.2.10:15443",
+	}
+	if got := step.list("mc_endpoints"); !slices.Equal(got, wantEndpoints) {
+		t.Errorf("mc_endpoints = %q, want %q", got, wantEndpoints)
+	}
+	if step.Status != "pass" || step.Facts["mc_remotes_read"] != float64(1) {
+		t.Errorf("step %s: %s; facts %v", step.Status, step.Summary, step.Facts)
+	}
+
+	// c2's control-plane namespace without its network label.
+	ns, err := c2.Kube.CoreV1().Namespaces().Get(ctx, "istio-system", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	delete(ns.Labels, "topology.istio.io/network")
+	if _, err := c2.Kube.CoreV1().Namespaces().Update(ctx, ns, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	step = checkMultiCluster(t, "--kubeconfig", kubeconfig, "--remote-contexts", "c2", "check", "svc/orders", "--from", "pod/web-1")
+	if got := step.list("mc_remote_direct"); !slices.Equal(got, []string{"c2: 10.2.0.5 (network -)"}) {
+		t.Errorf("mc_remote_direct = %q", got)
+	}
+	if got := step.list("mc_label_missing"); len(got) != 1 || !strings.HasPrefix(got[0], "c2: istio-system=network2") {
+		t.Errorf("mc_label_missing = %q", got)
+	}
+	// The finding's fix is a merge patch of c2's namespace, with the
+	// value c2's gateway carries; applied to c2's API server as the
+	// on-call would (kubectl patch --context c2), the caller goes through
+	// the gateway again.
+	fix := findingPatch(t, "multicluster.network-label-missing", "--kubeconfig", kubeconfig, "--remote-contexts", "c2", "check", "svc/orders", "--from", "pod/web-1")
+	var body bytes.Buffer
+	if err := json.Compact(&body, fix.Patch); err != nil {
+		t.Fatal(err)
+	}
+	if fix.Context != "c2" || fix.Kind != "Namespace" || fix.Name != "istio-system" || fix.Type != "merge" ||
+		body.String() != `{"metadata":{"labels":{"topology.istio.io/network":"network2"}}}` {
+		t.Fatalf("fix = %s %s %s %s: %s", fix.Context, fix.Kind, fix.Name, fix.Type, body.String())
+	}
+	if _, err := c2.Kube.CoreV1().Namespaces().Patch(ctx, fix.Name, types.MergePatchType, fix.Patch, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	step = checkMultiCluster(t, "--kubeconfig", kubeconfig, "--remote-contexts", "c2", "check", "svc/orders", "--from", "pod/web-1")
+	if got := step.list("mc_endpoints"); !slices.Equal(got, wantEndpoints) {
+		t.Errorf("after the fix: mc_endpoints = %q, want %q", got, wantEndpoints)
+	}
+
+	// A context the kubeconfig lacks is refused by name, before any read.
+	_, stderr, code := runMeshtriage(t, "--kubeconfig", kubeconfig, "--remote-contexts", "c3", "check", "svc/orders")
+	if code != 1 || !strings.Contains(stderr, `--remote-contexts: context "c3" not found in kubeconfig (contexts: c1, c2)`) {
+		t.Errorf("unknown context: exit %d, stderr %q", code, stderr)
+	}
+}
+
+type mcStep struct {
+	Probe   string         `json:"probe"`
+	Status  string         `json:"status"`
+	Summary string         `json:"summary"`
+	Facts   map[string]any `json:"facts"`
+}
+
+func (s mcStep) list(name string) []string {
+	var out []string
+	raw, _ := s.Facts[name].([]any)
+	for _, v := range raw {
+		out = append(out, v.(string))
+	}
+	return out
+}
+
+// findingPatch runs check and returns the one patch of cause's finding.
+func findingPatch(t *testing.T, cause string, args ...string) patch.Patch {
+	t.Helper()
+	out, stderr, code := runMeshtriage(t, args...)
+	var rep struct {
+		Findings []struct {
+			Cause      string `json:"cause"`
+			Confidence string `json:"confidence"`
+			Fix        struct {
+				Directions []struct {
+					Patches []patch.Patch `json:"patches"`
+				} `json:"directions"`
+			} `json:"fix"`
+		} `json:"findings"`
+	}
+	if err := json.Unmarshal(out, &rep); err != nil {
+		t.Fatalf("exit %d, not the JSON report: %v\n%s\n%s", code, err, out, stderr)
+	}
+	for _, f := range rep.Findings {
+		if f.Cause != cause {
+			continue
+		}
+		if f.Confidence != "medium" {
+			t.Errorf("%s at %s: the configuration alone is medium", cause, f.Confidence)
+		}
+		for _, d := range f.Fix.Directions {
+			if len(d.Patches) == 1 {
+				return d.Patches[0]
+			}
+		}
+	}
+	t.Fatalf("no %s finding with one patch (exit %d):\n%s\n%s", cause, code, out, stderr)
+	return patch.Patch{}
+}
+
+// checkMultiCluster runs check and returns its multicluster step.
+func checkMultiCluster(t *testing.T, args ...string) mcStep {
+	t.Helper()
+	out, stderr, code := runMeshtriage(t, args...)
+	var rep struct {
+		Steps []mcStep `json:"steps"`
+	}
+	if err := json.Unmarshal(out, &rep); err != nil {
+		t.Fatalf("exit %d, not the JSON report: %v\n%s\n%s", code, err, out, stderr)
+	}
+	for _, s := range rep.Steps {
+		if s.Probe == "multicluster" {
+			return s
+		}
+	}
+	t.Fatalf("no multicluster step (exit %d):\n%s\n%s", code, out, stderr)
+	return mcStep{}
+}
+
+func mcNamespace(name string, labels map[string]string) *corev1.Namespace {
+	return &corev1.Namespace{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"}, ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}
+}
+
+func mcService() *corev1.Service {
+	return &corev1.Service{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
+		ObjectMeta: metav1.ObjectMeta{Name: "orders", Namespace: "shop"},
+		Spec: corev1.ServiceSpec{Selector: map[string]string{"app": "orders"},
+			Ports: []corev1.ServicePort{{Name: "http", Port: 8080, TargetPort: intstr.FromInt32(8080)}}}}
+}
+
+func mcGatewayService(network string) *corev1.Service {
+	return &corev1.Service{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
+		ObjectMeta: metav1.ObjectMeta{Name: "istio-eastwestgateway", Namespace: "istio-system",
+			Labels: map[string]string{"istio": "eastwestgateway", "topology.istio.io/network": network}},
+		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, Selector: map[string]string{"istio": "eastwestgateway"},
+			Ports: []corev1.ServicePort{{Name: "status-port", Port: 15021}, {Name: "tls", Port: 15443}}}}
+}
+
+func mcPod(name, ip, clusterID, network string) *corev1.Pod {
+	app := "orders"
+	if strings.HasPrefix(name, "web") {
+		app = "web"
+	}
+	return &corev1.Pod{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "shop",
+			Labels: map[string]string{"app": app, "security.istio.io/tlsMode": "istio"}},
+		Spec: corev1.PodSpec{NodeName: NodeName, Containers: []corev1.Container{
+			{Name: app, Image: app},
+			{Name: "istio-proxy", Image: "proxyv2", Env: []corev1.EnvVar{
+				{Name: "ISTIO_META_CLUSTER_ID", Value: clusterID}, {Name: "ISTIO_META_NETWORK", Value: network}}},
+		}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning, PodIP: ip, PodIPs: []corev1.PodIP{{IP: ip}},
+			Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}}
+}
+
+func mcSlice(ip, pod string) *discoveryv1.EndpointSlice {
+	ready := true
+	port, name := int32(8080), "http"
+	return &discoveryv1.EndpointSlice{TypeMeta: metav1.TypeMeta{APIVersion: "discovery.k8s.io/v1", Kind: "EndpointSlice"},
+		ObjectMeta:  metav1.ObjectMeta{Name: "orders-" + pod, Namespace: "shop", Labels: map[string]string{"kubernetes.io/service-name": "orders"}},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Ports:       []discoveryv1.EndpointPort{{Name: &name, Port: &port}},
+		Endpoints: []discoveryv1.Endpoint{{Addresses: []string{ip}, Conditions: discoveryv1.EndpointConditions{Ready: &ready},
+			TargetRef: &corev1.ObjectReference{Kind: "Pod", Name: pod, Namespace: "shop"}}}}
+}

@@ -1,0 +1,182 @@
+package probes
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+
+	"github.com/meshtriage/meshtriage/probes/cluster"
+	"github.com/meshtriage/meshtriage/probes/cluster/recorded"
+)
+
+// withRemotes is a source given remote clusters, as a live client given
+// --remote-contexts is.
+type withRemotes struct {
+	*recorded.Cluster // its optional reads (network gateways) promoted
+	remotes           []cluster.Remote
+}
+
+func (w withRemotes) RemoteClusters() ([]cluster.Remote, string) { return w.remotes, "" }
+
+func recordedDocs(t *testing.T, docs ...string) cluster.Cluster {
+	t.Helper()
+	c, err := recorded.NewCluster(recorded.FromObjects("test", decodeObjects(t, docs...)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func mcNamespaceDoc(network string) string {
+	labels := "{}"
+	if network != "" {
+		labels = fmt.Sprintf("{topology.istio.io/network: %s}", network)
+	}
+	return fmt.Sprintf("apiVersion: v1\nkind: Namespace\nmetadata: {name: istio-system, labels: %s}", labels)
+}
+
+func mcGatewayDoc(network string, ports ...int) string {
+	var ps []string
+	for _, p := range ports {
+		ps = append(ps, fmt.Sprintf("{name: p%d, port: %d}", p, p))
+	}
+	return fmt.Sprintf(`apiVersion: v1
+kind: Service
+metadata: {name: istio-eastwestgateway, namespace: istio-system, labels: {istio: eastwestgateway, topology.istio.io/network: %s}}
+spec: {type: LoadBalancer, ports: [%s]}
+status: {loadBalancer: {ingress: [{ip: 172.18.2.10}]}}`, network, strings.Join(ps, ", "))
+}
+
+func mcPodDoc(name, ip, clusterID string) string {
+	return fmt.Sprintf(`apiVersion: v1
+kind: Pod
+metadata: {name: %s, namespace: shop, labels: {app: orders, security.istio.io/tlsMode: istio}}
+spec:
+  containers:
+  - {name: orders, image: orders}
+  - name: istio-proxy
+    image: proxyv2
+    env: [{name: ISTIO_META_CLUSTER_ID, value: %s}, {name: ISTIO_META_NETWORK, value: network1}]
+status: {podIP: %s, phase: Running, conditions: [{type: Ready, status: "True"}]}`, name, clusterID, ip)
+}
+
+func mcSliceDoc(ip, pod string) string {
+	return fmt.Sprintf(`apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata: {name: orders-%s, namespace: shop, labels: {kubernetes.io/service-name: orders}}
+addressType: IPv4
+ports: [{name: http, port: 8080}]
+endpoints: [{addresses: [%s], conditions: {ready: true}, targetRef: {kind: Pod, name: %s, namespace: shop}}]`, pod, ip, pod)
+}
+
+const mcServiceDoc = "apiVersion: v1\nkind: Service\nmetadata: {name: orders, namespace: shop}\nspec: {selector: {app: orders}, ports: [{name: http, port: 8080}]}"
+
+func twoClusters(t *testing.T, remoteNamespaceNetwork string, remoteGateway string) cluster.Cluster {
+	local := recordedDocs(t, mcNamespaceDoc("network1"), mcServiceDoc,
+		mcPodDoc("web-1", "10.1.0.9", "cluster1"), mcPodDoc("orders-a", "10.1.0.5", "cluster1"), mcSliceDoc("10.1.0.5", "orders-a"),
+		strings.ReplaceAll(mcGatewayDoc("network1", 15443), "172.18.2.10", "172.18.1.10"))
+	remote := recordedDocs(t, mcNamespaceDoc(remoteNamespaceNetwork), mcServiceDoc,
+		mcPodDoc("orders-b", "10.2.0.5", "cluster2"), mcSliceDoc("10.2.0.5", "orders-b"), remoteGateway)
+	return withRemotes{Cluster: local.(*recorded.Cluster), remotes: []cluster.Remote{{Context: "ctx2", Cluster: remote}}}
+}
+
+var mcTarget = cluster.Target{Namespace: "shop", Service: "orders", Source: &cluster.PodRef{Namespace: "shop", Name: "web-1"}}
+
+// Each endpoint says its cluster, and the remote one is reached through
+// ctx2's east-west gateway.
+func TestMultiClusterProbeShowsEachEndpointsCluster(t *testing.T) {
+	r := MultiClusterProbe{}.Run(context.Background(), twoClusters(t, "network2", mcGatewayDoc("network2", 15021, 15443)), mcTarget)
+	if r.Status != StatusPass {
+		t.Fatalf("status %s: %s\n%s", r.Status, r.Summary, r.Evidence.Raw)
+	}
+	want := []string{"ctx2: 10.2.0.5 (pod orders-b) network network2: via gateway 172.18.2.10:15443"}
+	if got := r.Facts["mc_endpoints"].([]string); !slices.Contains(got, want[0]) || len(got) != 2 || !strings.HasPrefix(got[0], "test: 10.1.0.5") && !strings.Contains(got[0], ": 10.1.0.5 (pod orders-a) network network1: direct") {
+		t.Errorf("mc_endpoints = %q", got)
+	}
+	if r.Facts["mc_remotes_read"] != 1 || r.Facts["mc_via_gateway"] != 1 || len(r.Facts["mc_remote_direct"].([]string)) != 0 {
+		t.Errorf("facts = %v", r.Facts)
+	}
+	if !slices.Contains(r.Commands, "kubectl get endpointslices --context ctx2 -n shop -l kubernetes.io/service-name=orders -o wide") {
+		t.Errorf("commands = %q", r.Commands)
+	}
+	if !strings.Contains(r.Evidence.Raw, "cluster ctx2: cluster ID cluster2") {
+		t.Errorf("raw evidence does not name ctx2's cluster ID:\n%s", r.Evidence.Raw)
+	}
+}
+
+// ctx2's control-plane namespace has no network label while its gateway
+// Service names network2: its pods go to the caller as pod IPs.
+func TestMultiClusterProbeNamespaceLabelMissing(t *testing.T) {
+	r := MultiClusterProbe{}.Run(context.Background(), twoClusters(t, "", mcGatewayDoc("network2", 15443)), mcTarget)
+	if r.Status != StatusFail {
+		t.Fatalf("status %s: %s", r.Status, r.Summary)
+	}
+	if got := r.Facts["mc_label_missing"].([]string); len(got) != 1 || !strings.HasPrefix(got[0], "ctx2: istio-system=network2") {
+		t.Errorf("mc_label_missing = %q", got)
+	}
+	if got := r.Facts["mc_remote_direct"].([]string); len(got) != 1 || got[0] != "ctx2: 10.2.0.5 (network -)" {
+		t.Errorf("mc_remote_direct = %q", got)
+	}
+}
+
+// ctx2's namespace says net2, its gateway Service network2: the gateway
+// stands for a network no endpoint is on.
+func TestMultiClusterProbeNetworkLabelsDisagree(t *testing.T) {
+	r := MultiClusterProbe{}.Run(context.Background(), twoClusters(t, "net2", mcGatewayDoc("network2", 15443)), mcTarget)
+	if got := r.Facts["mc_label_disagrees"].([]string); len(got) != 1 || !strings.Contains(got[0], "on network net2 (namespace istio-system label), gateway Service istio-system/istio-eastwestgateway on network2") {
+		t.Errorf("mc_label_disagrees = %q (%s)", got, r.Summary)
+	}
+}
+
+// A gateway Service without 15443 is no gateway to istiod.
+func TestMultiClusterProbeGatewayWithoutPort(t *testing.T) {
+	r := MultiClusterProbe{}.Run(context.Background(), twoClusters(t, "network2", mcGatewayDoc("network2", 15021)), mcTarget)
+	if got := r.Facts["mc_gateway_port_missing"].([]string); len(got) != 1 || got[0] != "ctx2 istio-system/istio-eastwestgateway" {
+		t.Errorf("mc_gateway_port_missing = %q (%s)", got, r.Summary)
+	}
+}
+
+// Not read is never absent: a recorded input says remote clusters are not
+// recorded, and the probe judges nothing of other clusters: its one fact
+// says none was given.
+func TestMultiClusterProbeWithoutRemotesIsSkipped(t *testing.T) {
+	local := recordedDocs(t, mcNamespaceDoc("network1"), mcServiceDoc)
+	r := MultiClusterProbe{}.Run(context.Background(), cluster.NewCache(local), mcTarget)
+	if r.Summary != cluster.RemotesNotRecorded || r.Facts["mc_remotes_given"] != false || len(r.Facts) != 1 {
+		t.Errorf("status %s: %s; facts %v", r.Status, r.Summary, r.Facts)
+	}
+}
+
+// unreachable is a remote cluster whose API server does not answer.
+type unreachable struct{ cluster.Cluster }
+
+func (unreachable) EndpointSlices(context.Context, string, string) ([]discoveryv1.EndpointSlice, error) {
+	return nil, errors.New("dial tcp 10.9.9.9:443: connect: connection refused")
+}
+
+func (unreachable) GetNamespace(context.Context, string) (*corev1.Namespace, error) {
+	return nil, errors.New("dial tcp 10.9.9.9:443: connect: connection refused")
+}
+
+// A remote cluster that cannot be read is said, and its endpoints are
+// neither counted nor taken as absent: the step warns, it does not pass.
+func TestMultiClusterProbeUnreadRemoteIsNotAbsent(t *testing.T) {
+	c := twoClusters(t, "network2", mcGatewayDoc("network2", 15443)).(withRemotes)
+	c.remotes[0].Cluster = unreachable{c.remotes[0].Cluster}
+	r := MultiClusterProbe{}.Run(context.Background(), c, mcTarget)
+	unread := r.Facts["mc_remotes_unread"].([]string)
+	if r.Status != StatusWarn || r.Facts["mc_remotes_read"] != 0 || len(unread) != 1 || !strings.Contains(unread[0], "ctx2: cannot list the EndpointSlices of shop/orders") {
+		t.Errorf("status %s: %s; facts %v", r.Status, r.Summary, r.Facts)
+	}
+	for _, e := range r.Facts["mc_endpoints"].([]string) {
+		if strings.HasPrefix(e, "ctx2:") {
+			t.Errorf("an endpoint of the unread cluster: %s", e)
+		}
+	}
+}
