@@ -67,8 +67,16 @@ type ClusterEndpoint struct {
 	Context, ClusterID string
 	Local              bool
 	Address            string
-	Pod                string
-	Ready              bool
+	// Ports are the endpoint's ports by the slice's port name (the
+	// Service port's name), as its EndpointSlice lists them.
+	Ports map[string]int32
+	// Zone is the slice's zone of the endpoint, "" when it names none.
+	Zone  string
+	Pod   string
+	Ready bool
+	// TLSMode is its pod's security.istio.io/tlsMode label, the EDS
+	// tlsMode istiod sends ("" when the pod names none or was not read).
+	TLSMode string
 	// Network is the endpoint's network; NetworkFrom says which of
 	// istiod's sources gave it ("" when it is not known).
 	Network, NetworkFrom string
@@ -184,7 +192,10 @@ func clusterAddresses(c ClusterRead) []ClusterEndpoint {
 				}
 				seen[addr] = true
 				e := ClusterEndpoint{Context: c.Context, ClusterID: c.ClusterID, Local: c.Local, Address: addr,
-					Ready: ep.Conditions.Ready == nil || *ep.Conditions.Ready}
+					Ready: ep.Conditions.Ready == nil || *ep.Conditions.Ready, Ports: slicePorts(s)}
+				if ep.Zone != nil {
+					e.Zone = *ep.Zone
+				}
 				if ep.TargetRef != nil && ep.TargetRef.Kind == "Pod" {
 					e.Pod = ep.TargetRef.Name
 				}
@@ -296,6 +307,9 @@ func networkDecision(caller Caller, e ClusterEndpoint, multiNetwork bool, unknow
 // withTLS drops, from what networkDecision sends through a gateway, the
 // endpoints that are not mTLS: the gateway routes by the mTLS SNI.
 func withTLS(e ClusterEndpoint, pod *corev1.Pod) ClusterEndpoint {
+	if pod != nil {
+		e.TLSMode = pod.Labels[labelTLSMode]
+	}
 	if e.Gets != GetsGateway || pod == nil {
 		return e
 	}
