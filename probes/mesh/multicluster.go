@@ -84,6 +84,11 @@ type ClusterEndpoint struct {
 	// Via are the gateways it is reached through (Gets == GetsGateway).
 	Via []NetworkGateway
 	Why string
+	// AddresslessGateway names the gateway Service of its network that has
+	// the gateway port but no address, when that is why it is undecided:
+	// no gateway if istiod read it so, its old gateway if it was a working
+	// one changed in place (only networkz says which).
+	AddresslessGateway string
 }
 
 func (e ClusterEndpoint) String() string {
@@ -145,6 +150,14 @@ func MultiClusterEndpoints(caller Caller, meshNetworks *meshv1alpha1.MeshNetwork
 		}
 	}
 	multiNetwork := len(out.Gateways) > 0
+	addressless := map[string]string{} // network → its gateway Service without an address
+	for _, c := range clusters {
+		for _, svc := range c.GatewayServices {
+			if why, portMissing := GatewayServiceUnusable(svc); why != "" && !portMissing && svc.Labels[LabelNetwork] != "" {
+				addressless[svc.Labels[LabelNetwork]] = c.Context + ": Service " + svc.Namespace + "/" + svc.Name
+			}
+		}
+	}
 	for _, c := range clusters {
 		if c.SlicesUnknown != "" {
 			out.Unread = append(out.Unread, c.Context+": "+c.SlicesUnknown)
@@ -153,6 +166,14 @@ func MultiClusterEndpoints(caller Caller, meshNetworks *meshv1alpha1.MeshNetwork
 		for _, e := range clusterAddresses(c) {
 			e.Network, e.NetworkFrom, e.Why = endpointNetwork(c, meshNetworks, e)
 			e.Gets, e.Via, e.Why = networkDecision(caller, e, multiNetwork, out.Unknown, byNetwork, e.Why, c.ClusterIDUnknown)
+			if svc := addressless[e.Network]; svc != "" && e.Gets == GetsDirect && e.Network != "" && e.Network != caller.Network {
+				// istiod's addOrUpdateService re-reads a Service's gateways
+				// only when it has an external address (or is a NodePort
+				// with traffic.istio.io/nodeSelector); a working gateway
+				// changed in place to one without keeps its old gateway.
+				e.Gets, e.AddresslessGateway = GetsUndecided, svc
+				e.Why = "on network " + e.Network + ", whose gateway " + svc + " has no address: no gateway if istiod read it so, but istiod keeps the old gateway of one changed in place to it (only its networkz says which)"
+			}
 			out.Endpoints = append(out.Endpoints, withTLS(e, c.Pods[e.Pod]))
 		}
 	}
@@ -426,9 +447,14 @@ func (mc MultiCluster) Disagreements(caller Caller, reads []ClusterRead) []Netwo
 			continue
 		}
 		direct := map[string][]ClusterEndpoint{} // by network
+		addressless := map[string][]ClusterEndpoint{}
 		for _, e := range mc.Endpoints {
-			if e.Context == cr.Context && e.Gets == GetsDirect {
+			switch {
+			case e.Context != cr.Context:
+			case e.Gets == GetsDirect:
 				direct[e.Network] = append(direct[e.Network], e)
+			case e.AddresslessGateway != "":
+				addressless[e.Network] = append(addressless[e.Network], e)
 			}
 		}
 		for _, svc := range cr.GatewayServices {
@@ -450,10 +476,14 @@ func (mc MultiCluster) Disagreements(caller Caller, reads []ClusterRead) []Netwo
 				d.Kind, d.Endpoints, d.EndpointNetwork, d.EndpointNetworkFrom = NetworkLabelDisagrees, direct[other], other, direct[other][0].NetworkFrom
 				out = append(out, d)
 			}
-			if why, portMissing := GatewayServiceUnusable(svc); why != "" && !usable[nw] && len(direct[nw]) > 0 {
-				d := base
-				d.Kind, d.Endpoints, d.EndpointNetwork, d.Why, d.PortMissing = GatewayUnusable, direct[nw], nw, why, portMissing
-				out = append(out, d)
+			if why, portMissing := GatewayServiceUnusable(svc); why != "" && !usable[nw] {
+				// Endpoints left undecided for an addressless gateway are its
+				// too: pod IPs unless istiod kept the gateway (networkz).
+				if eps := slices.Concat(direct[nw], addressless[nw]); len(eps) > 0 {
+					d := base
+					d.Kind, d.Endpoints, d.EndpointNetwork, d.Why, d.PortMissing = GatewayUnusable, eps, nw, why, portMissing
+					out = append(out, d)
+				}
 			}
 		}
 	}

@@ -126,3 +126,38 @@ func TestCallerEndpointsHostnameGatewayUndecided(t *testing.T) {
 		t.Errorf("got %q, undecided %v; want orders-c1 only and cluster2's three undecided", got, undecided)
 	}
 }
+
+// A gateway Service with the gateway port but no address (a NodePort
+// without traffic.istio.io/nodeSelector, a load balancer pending) is no
+// gateway to an istiod that read it so, but a working gateway changed in
+// place to it keeps its old gateway in istiod (the lab: networkz and the
+// caller's EDS still hold 172.18.2.10:15443): the model cannot tell, so
+// the endpoints of its network are undecided, not direct, and still the
+// gateway-unusable disagreement's.
+func TestCallerEndpointsAddresslessGatewayUndecided(t *testing.T) {
+	for name, gw := range map[string]*corev1.Service{
+		"load balancer pending": mcGateway("network2", "", 15443),
+		"NodePort without a node selector": func() *corev1.Service {
+			s := mcGateway("network2", "", 15443)
+			s.Spec.Type = corev1.ServiceTypeNodePort
+			return s
+		}(),
+	} {
+		t.Run(name, func(t *testing.T) {
+			caller := Caller{Network: "network1"}
+			reads := twoClusters(gw)
+			mc := MultiClusterEndpoints(caller, nil, reads)
+			eps, undecided := mc.CallerEndpoints("http")
+			if got := describeCallerEndpoints(eps); len(got) != 1 || len(undecided) != 3 {
+				t.Errorf("got %q, undecided %v; want orders-c1 only and cluster2's three undecided", got, undecided)
+			}
+			var kinds []string
+			for _, d := range mc.Disagreements(caller, reads) {
+				kinds = append(kinds, fmt.Sprintf("%s %d", d.Kind, len(d.Endpoints)))
+			}
+			if want := []string{GatewayUnusable + " 3"}; !slices.Equal(kinds, want) {
+				t.Errorf("disagreements %v, want %v", kinds, want)
+			}
+		})
+	}
+}
