@@ -480,6 +480,9 @@ func (mc MultiCluster) Disagreements(caller Caller, reads []ClusterRead) []Netwo
 				// Endpoints left undecided for an addressless gateway are its
 				// too: pod IPs unless istiod kept the gateway (networkz).
 				if eps := slices.Concat(direct[nw], addressless[nw]); len(eps) > 0 {
+					if len(addressless[nw]) > 0 {
+						why += "; had it been a working gateway changed in place, istiod would keep its old one (its networkz says)"
+					}
 					d := base
 					d.Kind, d.Endpoints, d.EndpointNetwork, d.Why, d.PortMissing = GatewayUnusable, eps, nw, why, portMissing
 					out = append(out, d)

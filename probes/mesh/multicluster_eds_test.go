@@ -3,6 +3,7 @@ package mesh
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	meshv1alpha1 "istio.io/api/mesh/v1alpha1"
@@ -154,6 +155,9 @@ func TestCallerEndpointsAddresslessGatewayUndecided(t *testing.T) {
 			var kinds []string
 			for _, d := range mc.Disagreements(caller, reads) {
 				kinds = append(kinds, fmt.Sprintf("%s %d", d.Kind, len(d.Endpoints)))
+				if !strings.Contains(d.Why, "networkz") {
+					t.Errorf("%s: %q does not say istiod may keep the old gateway", d.Kind, d.Why)
+				}
 			}
 			if want := []string{GatewayUnusable + " 3"}; !slices.Equal(kinds, want) {
 				t.Errorf("disagreements %v, want %v", kinds, want)
