@@ -9,6 +9,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -26,6 +27,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
+	"github.com/meshtriage/meshtriage/probes/callerview"
 	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/cluster/recorded"
 	"github.com/meshtriage/meshtriage/probes/mesh"
@@ -411,52 +413,54 @@ func wantShards(t *testing.T, i *Istiod, want ...string) {
 }
 
 // compareWithModel compares orders' endpoints istiod pushed to the caller
-// (address, port, tlsMode, cluster, direct or through a gateway) with the
-// config model's, composed cluster by cluster as istiod concatenates its
-// shards: for each cluster clusterz lists synced, the model of everything
-// that cluster's API server serves (its own system namespace's network
-// label, its own network gateways), with that cluster's ID. probes/mesh
-// models one cluster: this composition is the lab's, not the product's,
-// and holds only where a cluster's gateways serve its own endpoints (see
-// lab/README.md). The weight is not compared: the model has none.
-func compareWithModel(t *testing.T, m *multiClusterLab, sc *Sidecar) {
+// with the product's multi-cluster model: callerview.ReadClusters reads
+// cluster 1 (the current context) and, when clusterz lists it synced,
+// cluster 2 (a remote context) as a triage of cluster 1 with
+// --remote-contexts reads them, and mesh.MultiClusterEndpoints and
+// CallerEndpoints say what the caller gets. Each endpoint the model
+// decides must be pushed with its address, port, weight, tlsMode, the
+// cluster istio.workload ends with and direct or through a gateway (the
+// weight and cluster only where the model states them); the model must
+// leave exactly the addresses undecided undecided (what it cannot know:
+// a hostname gateway, a gateway Service without an address), and istiod
+// may push for those what it likes; nothing else.
+func compareWithModel(t *testing.T, m *multiClusterLab, sc *Sidecar, undecided ...string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	labs := map[string]*Lab{IstiodClusterID: m.c1, remoteClusterID: m.c2}
-	var model []string
-	for _, c := range clusterz(t, m.istiod) {
-		l := labs[c.ID]
-		if l == nil || c.SyncStatus != istiodparse.SyncStatusSynced {
-			t.Fatalf("clusterz lists %s %s, which the lab does not run", c.ID, c.SyncStatus)
-		}
-		ic, err := istioclient.NewForConfig(l.Config)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cfg, _, err := readModelConfig(ctx, l, ic, "")
-		if err != nil {
-			t.Fatal(err)
-		}
-		cfg.ClusterID = c.ID
-		v, err := cfg.ViewFor(mesh.CallerFromPod(m.caller), "orders.shop.svc.cluster.local", 8080)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, cl := range v.Clusters {
-			if cl.Name != mcOrdersCluster {
-				continue
-			}
-			for _, e := range cl.Endpoints {
-				path := "direct"
-				if e.Via != nil {
-					path = "gateway"
-				}
-				model = append(model, fmt.Sprintf("%s:%d tlsMode=%s workload=%s %s", e.Address, e.Port, e.TLSMode, ModelWorkload(e.Endpoint), path))
-			}
+	c := liveCluster(t, m.c1.Kubeconfig, m.s1, 20*time.Second)
+	var remotes []cluster.Remote
+	for _, cz := range clusterz(t, m.istiod) {
+		switch {
+		case cz.SyncStatus != istiodparse.SyncStatusSynced:
+			t.Fatalf("clusterz lists %s %s", cz.ID, cz.SyncStatus)
+		case cz.ID == remoteClusterID:
+			remotes = append(remotes, cluster.Remote{Context: remoteClusterID, Cluster: liveCluster(t, m.c2.Kubeconfig, m.s1, 20*time.Second)})
+		case cz.ID != IstiodClusterID:
+			t.Fatalf("clusterz lists %s, which the lab does not run", cz.ID)
 		}
 	}
-	var pushed []string
+	c.SetRemotes(remotes)
+	reads := callerview.ReadClusters(ctx, c, cluster.Target{Namespace: "shop", Service: "orders", Port: 8080})
+	if reads.MeshUnknown != "" {
+		t.Fatal(reads.MeshUnknown)
+	}
+	mc := mesh.MultiClusterEndpoints(mesh.CallerFromPod(m.caller), reads.Mesh.Networks, reads.Reads)
+	if len(mc.Unread) > 0 || len(mc.Unknown) > 0 {
+		t.Fatalf("the model read: unread %v, unknown %v", mc.Unread, mc.Unknown)
+	}
+	eps, left := mc.CallerEndpoints("http")
+	var gotUndecided []string
+	for _, e := range left {
+		gotUndecided = append(gotUndecided, e.Address)
+	}
+	slices.Sort(gotUndecided)
+	slices.Sort(undecided)
+	if !slices.Equal(gotUndecided, undecided) {
+		t.Errorf("the model leaves undecided %v, want %v", left, undecided)
+	}
+	pushed := map[string]string{}
+	weights := pushedWeights(sc, mcOrdersCluster)
 	if pc := sc.XDS.Pushed()[mcOrdersCluster]; pc != nil {
 		for _, e := range pc.Endpoints {
 			// istiod writes a gateway's endpoint with the telemetry of no
@@ -465,13 +469,32 @@ func compareWithModel(t *testing.T, m *multiClusterLab, sc *Sidecar) {
 			if strings.HasPrefix(e.Workload, ";") {
 				path = "gateway"
 			}
-			pushed = append(pushed, fmt.Sprintf("%s tlsMode=%s workload=%s %s", e.Key(), e.TLSMode, e.Workload, path))
+			pushed[e.Key()] = describePushedEndpoint(e, weights[e.Key()]) + " " + path
 		}
 	}
-	slices.Sort(model)
-	slices.Sort(pushed)
-	if !slices.Equal(model, pushed) {
-		t.Errorf("orders' endpoints for the caller:\nistiod pushed:\n  %s\nthe model, cluster by cluster:\n  %s", strings.Join(pushed, "\n  "), strings.Join(model, "\n  "))
+	var model []string
+	for _, e := range eps {
+		weight, cl, path := fmt.Sprint(e.Weight), e.Cluster, "direct"
+		if e.WeightUnknown != "" {
+			weight = `\d+`
+		}
+		if !e.ClusterKnown {
+			cl = `.*`
+		}
+		if e.Gateway != nil {
+			path = "gateway"
+		}
+		line := fmt.Sprintf("%s weight=%s tlsMode=%s cluster=%s %s", regexp.QuoteMeta(e.String()), weight, regexp.QuoteMeta(e.TLSMode), cl, path)
+		model = append(model, line)
+		got, ok := pushed[e.String()]
+		if ok && regexp.MustCompile("^"+line+"$").MatchString(got) {
+			delete(pushed, e.String())
+			continue
+		}
+		t.Errorf("the model's %s: istiod pushed %q", line, got)
+	}
+	if len(pushed) > 0 && len(left) == 0 {
+		t.Errorf("istiod pushed %v, which the model does not have (it has %v)", slices.Sorted(maps.Values(pushed)), model)
 	}
 }
 
@@ -783,11 +806,12 @@ func unusableGatewaySteps(t *testing.T, m *multiClusterLab, sc *Sidecar, local s
 		}
 		wantShards(t, m.istiod, shards...)
 	}
-	expectWithModel := func(t *testing.T, endpoints, gateways, shards []string, log string) {
+	expectWithModel := func(t *testing.T, endpoints, gateways, shards []string, log string, undecided ...string) {
 		t.Helper()
 		expect(t, endpoints, gateways, shards, log)
-		compareWithModel(t, m, sc)
+		compareWithModel(t, m, sc, undecided...)
 	}
+	cluster2 := []string{"10.245.1.10", "10.245.1.11", "10.245.1.12"}
 
 	t.Run("gateway publishes only a load balancer hostname", func(t *testing.T) {
 		// An ELB: type LoadBalancer, status.loadBalancer.ingress[].hostname
@@ -798,9 +822,9 @@ func unusableGatewaySteps(t *testing.T, m *multiClusterLab, sc *Sidecar, local s
 			s.Spec.Type, s.Spec.ExternalIPs = corev1.ServiceTypeLoadBalancer, nil
 			s.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{Hostname: elbHostname}}
 		})
-		// Not against the model: it cannot know what istiod's DNS answers,
-		// so it leaves cluster 2's endpoints undecided.
-		expect(t, direct, nil, shards("network2"), fmt.Sprintf("could not resolve hostname %q for 1 gateways", elbHostname))
+		// The model cannot know what istiod's DNS answers, so it leaves
+		// cluster 2's endpoints undecided.
+		expectWithModel(t, direct, nil, shards("network2"), fmt.Sprintf("could not resolve hostname %q for 1 gateways", elbHostname), cluster2...)
 		captureDebug(t, m.istiod, "hostname-unresolved")
 
 		// The fix direction: a static address for network2 in the config
@@ -818,11 +842,13 @@ func unusableGatewaySteps(t *testing.T, m *multiClusterLab, sc *Sidecar, local s
 		if _, err := configMaps.Create(context.Background(), meshNetworks, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		// Not against the model: the lab's composition models cluster 2
-		// with cluster 2's mesh config, where istiod takes meshNetworks
-		// from its own (the config cluster's) for every cluster.
-		expect(t, []string{local, staticIP + ":15443 weight=2 tlsMode=istio cluster="},
-			[]string{"network2  " + staticIP + ":15443 hbone=0"}, shards("network2"), "")
+		// The model takes meshNetworks from the config cluster for every
+		// cluster, as istiod does; cluster 2's endpoints stay undecided
+		// there: had istiod resolved the hostname, that gateway of
+		// (network2, cluster2) would come before the static one of no
+		// cluster (GatewaysForNetworkAndCluster first).
+		expectWithModel(t, []string{local, staticIP + ":15443 weight=2 tlsMode=istio cluster="},
+			[]string{"network2  " + staticIP + ":15443 hbone=0"}, shards("network2"), "", cluster2...)
 		if err := configMaps.Delete(context.Background(), meshNetworks.Name, metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
@@ -875,9 +901,10 @@ func unusableGatewaySteps(t *testing.T, m *multiClusterLab, sc *Sidecar, local s
 			s.Spec.Type, s.Spec.ExternalIPs = corev1.ServiceTypeNodePort, nil
 		})
 		waitRegistryAddresses(t, m.istiod, eastWestHost, "")
-		// Not against the model: it reads the Service as it is now (no
-		// gateway), istiod answers from its history.
-		expect(t, viaGateway, gateway, shards("network2"), "")
+		// The model reads the Service as it is now, istiod answers from
+		// its history: only networkz knows, so the model leaves cluster
+		// 2's endpoints undecided.
+		expectWithModel(t, viaGateway, gateway, shards("network2"), "", cluster2...)
 		// Created as such a NodePort, it is no gateway.
 		services := m.c2.Kube.CoreV1().Services(cluster.DefaultControlPlane)
 		if err := services.Delete(context.Background(), "istio-eastwestgateway", metav1.DeleteOptions{}); err != nil {
@@ -890,7 +917,7 @@ func unusableGatewaySteps(t *testing.T, m *multiClusterLab, sc *Sidecar, local s
 			t.Fatal(err)
 		}
 		waitRegistryAddresses(t, m.istiod, eastWestHost, "")
-		expectWithModel(t, direct, nil, shards("network2"), "")
+		expectWithModel(t, direct, nil, shards("network2"), "", cluster2...)
 		restore(t)
 	})
 
@@ -902,7 +929,7 @@ func unusableGatewaySteps(t *testing.T, m *multiClusterLab, sc *Sidecar, local s
 			s.Spec.Type, s.Spec.ExternalIPs = corev1.ServiceTypeLoadBalancer, nil
 		})
 		waitRegistryAddresses(t, m.istiod, eastWestHost, "")
-		expect(t, viaGateway, gateway, shards("network2"), "")
+		expectWithModel(t, viaGateway, gateway, shards("network2"), "", cluster2...)
 		restore(t)
 	})
 

@@ -67,8 +67,16 @@ type ClusterEndpoint struct {
 	Context, ClusterID string
 	Local              bool
 	Address            string
-	Pod                string
-	Ready              bool
+	// Ports are the endpoint's ports by the slice's port name (the
+	// Service port's name), as its EndpointSlice lists them.
+	Ports map[string]int32
+	// Zone is the slice's zone of the endpoint, "" when it names none.
+	Zone  string
+	Pod   string
+	Ready bool
+	// TLSMode is its pod's security.istio.io/tlsMode label, the EDS
+	// tlsMode istiod sends ("" when the pod names none or was not read).
+	TLSMode string
 	// Network is the endpoint's network; NetworkFrom says which of
 	// istiod's sources gave it ("" when it is not known).
 	Network, NetworkFrom string
@@ -76,6 +84,11 @@ type ClusterEndpoint struct {
 	// Via are the gateways it is reached through (Gets == GetsGateway).
 	Via []NetworkGateway
 	Why string
+	// AddresslessGateway names the gateway Service of its network that has
+	// the gateway port but no address, when that is why it is undecided:
+	// no gateway if istiod read it so, its old gateway if it was a working
+	// one changed in place (only networkz says which).
+	AddresslessGateway string
 }
 
 func (e ClusterEndpoint) String() string {
@@ -137,6 +150,14 @@ func MultiClusterEndpoints(caller Caller, meshNetworks *meshv1alpha1.MeshNetwork
 		}
 	}
 	multiNetwork := len(out.Gateways) > 0
+	addressless := map[string]string{} // network → its gateway Service without an address
+	for _, c := range clusters {
+		for _, svc := range c.GatewayServices {
+			if why, portMissing := GatewayServiceUnusable(svc); why != "" && !portMissing && svc.Labels[LabelNetwork] != "" {
+				addressless[svc.Labels[LabelNetwork]] = c.Context + ": Service " + svc.Namespace + "/" + svc.Name
+			}
+		}
+	}
 	for _, c := range clusters {
 		if c.SlicesUnknown != "" {
 			out.Unread = append(out.Unread, c.Context+": "+c.SlicesUnknown)
@@ -145,6 +166,14 @@ func MultiClusterEndpoints(caller Caller, meshNetworks *meshv1alpha1.MeshNetwork
 		for _, e := range clusterAddresses(c) {
 			e.Network, e.NetworkFrom, e.Why = endpointNetwork(c, meshNetworks, e)
 			e.Gets, e.Via, e.Why = networkDecision(caller, e, multiNetwork, out.Unknown, byNetwork, e.Why, c.ClusterIDUnknown)
+			if svc := addressless[e.Network]; svc != "" && e.Gets == GetsDirect && e.Network != "" && e.Network != caller.Network {
+				// istiod's addOrUpdateService re-reads a Service's gateways
+				// only when it has an external address (or is a NodePort
+				// with traffic.istio.io/nodeSelector); a working gateway
+				// changed in place to one without keeps its old gateway.
+				e.Gets, e.AddresslessGateway = GetsUndecided, svc
+				e.Why = "on network " + e.Network + ", whose gateway " + svc + " has no address: no gateway if istiod read it so, but istiod keeps the old gateway of one changed in place to it (only its networkz says which)"
+			}
 			out.Endpoints = append(out.Endpoints, withTLS(e, c.Pods[e.Pod]))
 		}
 	}
@@ -184,7 +213,10 @@ func clusterAddresses(c ClusterRead) []ClusterEndpoint {
 				}
 				seen[addr] = true
 				e := ClusterEndpoint{Context: c.Context, ClusterID: c.ClusterID, Local: c.Local, Address: addr,
-					Ready: ep.Conditions.Ready == nil || *ep.Conditions.Ready}
+					Ready: ep.Conditions.Ready == nil || *ep.Conditions.Ready, Ports: slicePorts(s)}
+				if ep.Zone != nil {
+					e.Zone = *ep.Zone
+				}
 				if ep.TargetRef != nil && ep.TargetRef.Kind == "Pod" {
 					e.Pod = ep.TargetRef.Name
 				}
@@ -296,6 +328,9 @@ func networkDecision(caller Caller, e ClusterEndpoint, multiNetwork bool, unknow
 // withTLS drops, from what networkDecision sends through a gateway, the
 // endpoints that are not mTLS: the gateway routes by the mTLS SNI.
 func withTLS(e ClusterEndpoint, pod *corev1.Pod) ClusterEndpoint {
+	if pod != nil {
+		e.TLSMode = pod.Labels[labelTLSMode]
+	}
 	if e.Gets != GetsGateway || pod == nil {
 		return e
 	}
@@ -412,9 +447,14 @@ func (mc MultiCluster) Disagreements(caller Caller, reads []ClusterRead) []Netwo
 			continue
 		}
 		direct := map[string][]ClusterEndpoint{} // by network
+		addressless := map[string][]ClusterEndpoint{}
 		for _, e := range mc.Endpoints {
-			if e.Context == cr.Context && e.Gets == GetsDirect {
+			switch {
+			case e.Context != cr.Context:
+			case e.Gets == GetsDirect:
 				direct[e.Network] = append(direct[e.Network], e)
+			case e.AddresslessGateway != "":
+				addressless[e.Network] = append(addressless[e.Network], e)
 			}
 		}
 		for _, svc := range cr.GatewayServices {
@@ -436,10 +476,17 @@ func (mc MultiCluster) Disagreements(caller Caller, reads []ClusterRead) []Netwo
 				d.Kind, d.Endpoints, d.EndpointNetwork, d.EndpointNetworkFrom = NetworkLabelDisagrees, direct[other], other, direct[other][0].NetworkFrom
 				out = append(out, d)
 			}
-			if why, portMissing := GatewayServiceUnusable(svc); why != "" && !usable[nw] && len(direct[nw]) > 0 {
-				d := base
-				d.Kind, d.Endpoints, d.EndpointNetwork, d.Why, d.PortMissing = GatewayUnusable, direct[nw], nw, why, portMissing
-				out = append(out, d)
+			if why, portMissing := GatewayServiceUnusable(svc); why != "" && !usable[nw] {
+				// Endpoints left undecided for an addressless gateway are its
+				// too: pod IPs unless istiod kept the gateway (networkz).
+				if eps := slices.Concat(direct[nw], addressless[nw]); len(eps) > 0 {
+					if len(addressless[nw]) > 0 {
+						why += "; had it been a working gateway changed in place, istiod would keep its old one (its networkz says)"
+					}
+					d := base
+					d.Kind, d.Endpoints, d.EndpointNetwork, d.Why, d.PortMissing = GatewayUnusable, eps, nw, why, portMissing
+					out = append(out, d)
+				}
 			}
 		}
 	}
