@@ -403,6 +403,16 @@ var causeCases = []struct {
 		"multicluster": {"mc_gateway_hostname": []string{"c2: Service istio-system/istio-eastwestgateway ew.elb.example (network network2)"},
 			"mc_undecided": []string{"c2: 10.2.0.5 (pod orders-b): through gateway ew.elb.example:15443, a hostname istiod resolves with its own DNS"}, "mc_via_gateway": 0},
 	}, runbook.ConfidenceLow},
+	// istiod's clusterz lists only its own cluster while c2's pods name
+	// cluster2: istiod reads no secret for it.
+	{"multicluster.remote-secret-missing", map[string]probes.Facts{
+		"multicluster": {"mc_remote_secret_missing": []string{"c2: cluster ID cluster2 is not among the clusters istiod reads (clusterz), so it pushes none of its endpoints; create its remote secret: istioctl create-remote-secret --context=c2 --name=cluster2 | kubectl apply -f - --context=c1"},
+			"mc_istiod_clusters": []string{"Kubernetes (config cluster): synced"}, "mc_remote_secret_stale": []string{}, "mc_cluster_id_collision": []string{}, "mc_via_gateway": 0},
+	}, runbook.ConfidenceHigh},
+	{"multicluster.remote-secret-stale", map[string]probes.Facts{
+		"multicluster": {"mc_remote_secret_stale": []string{"c2: cluster ID cluster2 is timeout in istiod's clusterz (secret istio-system/istio-remote-secret-cluster2): istiod has not read its endpoints (the secret's credentials or address may be stale); recreate it: istioctl create-remote-secret --context=c2 --name=cluster2 | kubectl apply -f - --context=c1"},
+			"mc_istiod_clusters": []string{"Kubernetes (config cluster): synced", "cluster2 (secret istio-system/istio-remote-secret-cluster2): timeout"}, "mc_remote_secret_missing": []string{}, "mc_cluster_id_collision": []string{}, "mc_via_gateway": 0},
+	}, runbook.ConfidenceHigh},
 	// The port and the image alone.
 	{"protocol.server-first", map[string]probes.Facts{
 		"port-protocol": {"portproto_server_first": []string{"3306 http-mysql: HTTP by name; port 3306 is MySQL's"}, "portproto_server_first_ports": []string{"3306"},
