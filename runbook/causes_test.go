@@ -994,3 +994,59 @@ func TestDocumentedCauseTablesNameEveryCause(t *testing.T) {
 		}
 	}
 }
+
+// With istiod's /debug/networkz read (it lists no gateway for the
+// network), the gateway causes stand on istiod's own list: high. A
+// collision of cluster IDs is medium (two contexts may be one cluster).
+func TestMultiClusterCausesOnIstiodsWord(t *testing.T) {
+	g := load503(t)
+	caseOf := func(cause string) map[string]probes.Facts {
+		for _, c := range causeCases {
+			if c.cause == cause {
+				return c.over
+			}
+		}
+		t.Fatalf("no case for %s", cause)
+		return nil
+	}
+	withFacts := func(over map[string]probes.Facts, add probes.Facts) map[string]probes.Facts {
+		out := map[string]probes.Facts{}
+		for probe, facts := range over {
+			out[probe] = probes.Facts{}
+			for k, v := range facts {
+				out[probe][k] = v
+			}
+		}
+		for k, v := range add {
+			out["multicluster"][k] = v
+		}
+		return out
+	}
+	networkz := probes.Facts{"mc_networkz_read": true, "mc_istiod_gateways": []string{}, "mc_gateway_kept": []string{}}
+	for _, c := range []struct {
+		cause string
+		over  map[string]probes.Facts
+		conf  runbook.Confidence
+	}{
+		{"multicluster.gateway-unusable", withFacts(caseOf("multicluster.gateway-unusable"), networkz), runbook.ConfidenceHigh},
+		{"multicluster.gateway-hostname-unresolved", withFacts(caseOf("multicluster.gateway-hostname-unresolved"), networkz), runbook.ConfidenceHigh},
+		{"multicluster.remote-secret-missing", map[string]probes.Facts{"multicluster": {
+			"mc_cluster_id_collision": []string{"c2, c3: their pods all name cluster ID west: istiod reads one cluster per ID"},
+			"mc_remote_secret_missing": []string{}, "mc_remote_secret_stale": []string{}, "mc_istiod_clusters": []string{"Kubernetes (config cluster): synced", "west (secret istio-system/istio-remote-secret-west): synced"}}},
+			runbook.ConfidenceMedium},
+	} {
+		t.Run(c.cause, func(t *testing.T) {
+			s := newSession(t, g, newRecorded(with(healthy(), c.over)), runbook.ModeAuto)
+			findings, err := s.Auto(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := causeIDs(findings); !reflect.DeepEqual(got, []string{c.cause}) {
+				t.Fatalf("findings = %v, want only %s", got, c.cause)
+			}
+			if findings[0].Confidence != c.conf {
+				t.Errorf("confidence = %s, want %s", findings[0].Confidence, c.conf)
+			}
+		})
+	}
+}
