@@ -396,12 +396,14 @@ var causeCases = []struct {
 	}, runbook.ConfidenceMedium},
 	{"multicluster.gateway-unusable", map[string]probes.Facts{
 		"multicluster": {"mc_gateway_unusable": []string{"c2: istio-system/istio-eastwestgateway: no port 15443 (nor 15008), and 1 endpoint of network network2 go to the caller as pod IPs"},
-			"mc_gateway_port_missing": []string{"c2 istio-system/istio-eastwestgateway"}, "mc_remote_direct": []string{"c2: 10.2.0.5 (network network2)"}, "mc_via_gateway": 0},
+			"mc_gateway_port_missing": []string{"c2 istio-system/istio-eastwestgateway"}, "mc_remote_direct": []string{"c2: 10.2.0.5 (network network2)"}, "mc_via_gateway": 0,
+			"mc_networkz_read": false}, // the configuration alone
 	}, runbook.ConfidenceMedium},
 	// An ELB hostname: whether istiod's DNS resolved it is istiod's word.
 	{"multicluster.gateway-hostname-unresolved", map[string]probes.Facts{
 		"multicluster": {"mc_gateway_hostname": []string{"c2: Service istio-system/istio-eastwestgateway ew.elb.example (network network2)"},
-			"mc_undecided": []string{"c2: 10.2.0.5 (pod orders-b): through gateway ew.elb.example:15443, a hostname istiod resolves with its own DNS"}, "mc_via_gateway": 0},
+			"mc_undecided": []string{"c2: 10.2.0.5 (pod orders-b): through gateway ew.elb.example:15443, a hostname istiod resolves with its own DNS"}, "mc_via_gateway": 0,
+			"mc_networkz_read": false}, // networkz not read
 	}, runbook.ConfidenceLow},
 	// istiod's clusterz lists only its own cluster while c2's pods name
 	// cluster2: istiod reads no secret for it.
@@ -1031,7 +1033,7 @@ func TestMultiClusterCausesOnIstiodsWord(t *testing.T) {
 		{"multicluster.gateway-unusable", withFacts(caseOf("multicluster.gateway-unusable"), networkz), runbook.ConfidenceHigh},
 		{"multicluster.gateway-hostname-unresolved", withFacts(caseOf("multicluster.gateway-hostname-unresolved"), networkz), runbook.ConfidenceHigh},
 		{"multicluster.remote-secret-missing", map[string]probes.Facts{"multicluster": {
-			"mc_cluster_id_collision": []string{"c2, c3: their pods all name cluster ID west: istiod reads one cluster per ID"},
+			"mc_cluster_id_collision":  []string{"c2, c3: their pods all name cluster ID west: istiod reads one cluster per ID"},
 			"mc_remote_secret_missing": []string{}, "mc_remote_secret_stale": []string{}, "mc_istiod_clusters": []string{"Kubernetes (config cluster): synced", "west (secret istio-system/istio-remote-secret-west): synced"}}},
 			runbook.ConfidenceMedium},
 	} {
