@@ -83,4 +83,6 @@ var Causes = []string{
 	"multicluster.network-label-disagrees",
 	"multicluster.gateway-unusable",
 	"multicluster.gateway-hostname-unresolved",
+	"multicluster.remote-secret-missing",
+	"multicluster.remote-secret-stale",
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/meshtriage/meshtriage/probes/callerview"
 	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/mesh"
+	istiodparse "github.com/meshtriage/meshtriage/probes/parse/istiod"
 	"github.com/meshtriage/meshtriage/probes/wording"
 )
 
@@ -28,14 +29,19 @@ import (
 // label on its control-plane namespace missing or different), and a
 // gateway Service istiod cannot use (a hostname only, no 15443, no
 // address). The config alone says what istiod would push, not what it
-// did: istiod's own word (endpointShardz, networkz) is not read here.
+// did; istiod's own word, read from the current cluster's istiod (the
+// caller's control plane), says which clusters it reads (/debug/clusterz:
+// a remote cluster it does not list, or lists unsynced, gives the caller
+// none of its endpoints) and which network gateways it resolved
+// (/debug/networkz). Either not read leaves its facts unknown, never
+// absent.
 type MultiClusterProbe struct{}
 
 func (MultiClusterProbe) Meta() Meta {
 	return Meta{
 		ID:    "multicluster",
 		Title: "The Service's endpoints in every cluster, and how the caller reaches each",
-		Reads: []string{"endpointslices", "pods", "namespaces (the control plane's)", "services (labelled topology.istio.io/network)", "configmaps (istio: meshNetworks)", "each --remote-contexts cluster: the same"},
+		Reads: []string{"endpointslices", "pods", "namespaces (the control plane's)", "services (labelled topology.istio.io/network)", "configmaps (istio: meshNetworks)", "each --remote-contexts cluster: the same", "istiod (current cluster): /debug/clusterz, /debug/networkz"},
 		Facts: []FactSpec{
 			{"mc_remotes_given", FactBool, "remote clusters were given to read (--remote-contexts); false for one cluster, or an input (recording, scenario, dump) that holds one: the other clusters of the mesh, if any, were then not read"},
 			{"mc_remotes_read", FactInt, "remote clusters (--remote-contexts) whose endpoints of the Service were read"},
@@ -50,6 +56,13 @@ func (MultiClusterProbe) Meta() Meta {
 			{"mc_gateway_hostname", FactList, "network gateways known only by a hostname (a load balancer's), which istiod resolves with its own DNS, as CONTEXT: NS/NAME HOSTNAME"},
 			{"mc_gateway_unusable", FactList, "Services labelled with a network that istiod takes for no gateway while endpoints of that network go to the caller as pod IPs, as CONTEXT: NS/NAME: why"},
 			{"mc_gateway_port_missing", FactList, "of those, the ones that lack the gateway port (15443, or their networking.istio.io/gatewayPort label's) and 15008, as CONTEXT NS/NAME"},
+			{"mc_istiod_clusters", FactList, "the clusters istiod says it reads (/debug/clusterz of the current cluster's istiod), as ID (secret NS/NAME or config cluster): SYNC STATUS; absent when clusterz could not be read"},
+			{"mc_remote_secret_missing", FactList, "remote clusters whose pods name a cluster ID istiod's clusterz does not list (istiod reads no remote secret for it, so it pushes none of their endpoints), as CONTEXT: cluster ID X, with the command that creates the secret; absent when clusterz was not read"},
+			{"mc_remote_secret_stale", FactList, "remote clusters whose cluster ID clusterz lists as not synced (timeout: istiod went ready without it; syncing), as CONTEXT: cluster ID X STATUS, with the command that recreates the secret; absent when clusterz was not read"},
+			{"mc_cluster_id_collision", FactList, "remote clusters whose pods name the cluster ID of istiod's own cluster, or the same ID as another context's: istiod reads one cluster per ID (a remote secret keyed by its own ID is refused), as CONTEXT: why; absent when clusterz was not read"},
+			{"mc_networkz_read", FactBool, "istiod's /debug/networkz (the network gateways it resolved) was read: the gateway facts then stand on istiod's list, not on the configuration alone"},
+			{"mc_istiod_gateways", FactList, "the network gateways istiod resolved (/debug/networkz), as NETWORK: ADDR:PORT (cluster C); absent when networkz could not be read"},
+			{"mc_gateway_kept", FactList, "networks whose gateway Service the configuration takes for no gateway while istiod still lists a gateway for them (istiod keeps a gateway whose Service was edited in place): the configuration is stale, not istiod, as NETWORK: the Service's why; ISTIOD'S GATEWAYS"},
 		},
 	}
 }
@@ -72,10 +85,40 @@ func (MultiClusterProbe) Run(ctx context.Context, c cluster.Cluster, t cluster.T
 			}
 		}
 	}
-	return evaluateMultiCluster(t, caller, callerview.ReadClusters(ctx, c, t))
+	return evaluateMultiCluster(t, caller, callerview.ReadClusters(ctx, c, t), readIstiodMultiCluster(ctx, c))
 }
 
-func evaluateMultiCluster(t cluster.Target, caller mesh.Caller, in callerview.Clusters) Result {
+// istiodMultiCluster is istiod's own word on the clusters and network
+// gateways it reads; each part nil with a reason when it was not read.
+type istiodMultiCluster struct {
+	Clusters        istiodparse.Clusters
+	ClustersUnknown string
+	Gateways        []istiodparse.NetworkGateway
+	GatewaysUnknown string
+}
+
+// readIstiodMultiCluster reads clusterz and networkz of the current
+// cluster's istiod (the caller's control plane), the replica the Cluster
+// picks first, as the proxy-status probe asks first: every replica reads
+// the same remote secrets. endpointShardz is not read: it is a copy of
+// istiod's whole index.
+func readIstiodMultiCluster(ctx context.Context, c cluster.Cluster) istiodMultiCluster {
+	var out istiodMultiCluster
+	var err error
+	if out.Clusters, err = cluster.IstiodClusters(ctx, c, ""); err != nil {
+		out.Clusters, out.ClustersUnknown = nil, "istiod's "+istiodparse.ClusterzPath+" not read: "+wording.FirstLine(err.Error())
+	}
+	gws, err := cluster.IstiodNetworkGateways(ctx, c, "")
+	if err != nil {
+		out.GatewaysUnknown = "istiod's " + istiodparse.NetworkzPath + " not read: " + wording.FirstLine(err.Error())
+	} else if gws == nil {
+		gws = []istiodparse.NetworkGateway{} // null: istiod knows no gateway
+	}
+	out.Gateways = gws
+	return out
+}
+
+func evaluateMultiCluster(t cluster.Target, caller mesh.Caller, in callerview.Clusters, word istiodMultiCluster) Result {
 	var unknown []string
 	if in.MeshUnknown != "" {
 		unknown = append(unknown, in.MeshUnknown)
@@ -117,6 +160,8 @@ func evaluateMultiCluster(t cluster.Target, caller mesh.Caller, in callerview.Cl
 		}
 	}
 	signs := multiClusterSigns(caller, in.Reads, mc)
+	signs.fromIstiod(word)
+	secrets, secretsKnown := remoteSecretSigns(in.Reads, word)
 	r.Facts["mc_remotes_given"] = true
 	r.Facts["mc_remotes_read"] = remotesRead
 	r.Facts["mc_remotes_unread"] = nonNil(mc.Unread)
@@ -130,6 +175,34 @@ func evaluateMultiCluster(t cluster.Target, caller mesh.Caller, in callerview.Cl
 	r.Facts["mc_gateway_hostname"] = nonNil(signs.hostname)
 	r.Facts["mc_gateway_unusable"] = nonNil(signs.unusable)
 	r.Facts["mc_gateway_port_missing"] = nonNil(signs.portMissing)
+	r.Facts["mc_networkz_read"] = word.GatewaysUnknown == ""
+	if word.GatewaysUnknown == "" {
+		var gws []string
+		for _, g := range word.Gateways {
+			gws = append(gws, istiodGateway(g))
+		}
+		r.Facts["mc_istiod_gateways"] = nonNil(gws)
+		r.Facts["mc_gateway_kept"] = nonNil(signs.kept)
+	} else {
+		unknown = append(unknown, word.GatewaysUnknown)
+	}
+	if secretsKnown {
+		var listed []string
+		for _, c := range word.Clusters {
+			from := "config cluster"
+			if c.Remote() {
+				from = "secret " + c.SecretName
+			}
+			listed = append(listed, fmt.Sprintf("%s (%s): %s", c.ID, from, wording.Dash(c.SyncStatus)))
+		}
+		r.Facts["mc_istiod_clusters"] = listed
+		r.Facts["mc_remote_secret_missing"] = nonNil(secrets.missing)
+		r.Facts["mc_remote_secret_stale"] = nonNil(secrets.stale)
+		r.Facts["mc_cluster_id_collision"] = nonNil(secrets.collision)
+	} else {
+		unknown = append(unknown, word.ClustersUnknown)
+	}
+	unknown = append(unknown, secrets.unknown...)
 
 	var gws []string
 	for _, g := range mc.Gateways {
@@ -138,6 +211,20 @@ func evaluateMultiCluster(t cluster.Target, caller mesh.Caller, in callerview.Cl
 	var raw strings.Builder
 	fmt.Fprintf(&raw, "caller network: %s\n", callerNetwork(caller))
 	fmt.Fprintf(&raw, "network gateways (istiod's NetworkManager, merged from every cluster): %s\n", wording.Dash(strings.Join(gws, "; ")))
+	if word.GatewaysUnknown == "" {
+		var listed []string
+		for _, g := range word.Gateways {
+			listed = append(listed, istiodGateway(g))
+		}
+		fmt.Fprintf(&raw, "network gateways istiod resolved (networkz): %s\n", wording.Dash(strings.Join(listed, "; ")))
+	}
+	if word.ClustersUnknown == "" {
+		var listed []string
+		for _, c := range word.Clusters {
+			listed = append(listed, c.ID+" "+wording.Dash(c.SyncStatus))
+		}
+		fmt.Fprintf(&raw, "clusters istiod reads (clusterz): %s\n", strings.Join(listed, "; "))
+	}
 	for _, cr := range in.Reads {
 		fmt.Fprintf(&raw, "cluster %s: %s\n", cr.Context, describeClusterRead(cr))
 	}
@@ -156,10 +243,14 @@ func evaluateMultiCluster(t cluster.Target, caller mesh.Caller, in callerview.Cl
 	}
 
 	v := verdict{Head: fmt.Sprintf("%s in %s", wording.CountNoun(len(mc.Endpoints), "endpoint"), wording.CountNoun(len(in.Reads), "cluster"))}
+	v.Problems = append(v.Problems, secrets.missing...)
+	v.Problems = append(v.Problems, secrets.stale...)
+	v.Problems = append(v.Problems, secrets.collision...)
 	v.Problems = append(v.Problems, signs.labelMissing...)
 	v.Problems = append(v.Problems, signs.labelDisagrees...)
 	v.Problems = append(v.Problems, signs.unusable...)
 	v.Warnings = append(v.Warnings, signs.hostname...)
+	v.Warnings = append(v.Warnings, signs.kept...)
 	v.Warnings = append(v.Warnings, mc.Unread...)
 	if len(undecided) > 0 {
 		v.Warnings = append(v.Warnings, wording.CountNoun(len(undecided), "endpoint")+" undecided")
@@ -210,6 +301,11 @@ func describeClusterRead(cr mesh.ClusterRead) string {
 
 type mcSigns struct {
 	labelMissing, labelDisagrees, hostname, unusable, portMissing []string
+	// By network, for fromIstiod: the network each unusable and hostname
+	// entry (and each port-missing one) stands for.
+	unusableNetworks, hostnameNetworks, portMissingNetworks []string
+	// kept: istiod lists a gateway the configuration says is none.
+	kept []string
 }
 
 // multiClusterSigns words the model's disagreements between what a
@@ -235,15 +331,141 @@ func multiClusterSigns(caller mesh.Caller, reads []mesh.ClusterRead, mc mesh.Mul
 				d.Context, wording.CountNoun(len(d.Endpoints), "endpoint"), d.EndpointNetwork, d.EndpointNetworkFrom, ref, d.GatewayNetwork))
 		case mesh.GatewayUnusable:
 			s.unusable = append(s.unusable, fmt.Sprintf("%s: %s: %s, and %s of network %s go to the caller as pod IPs", d.Context, ref, d.Why, wording.CountNoun(len(d.Endpoints), "endpoint"), d.EndpointNetwork))
+			s.unusableNetworks = append(s.unusableNetworks, d.GatewayNetwork)
 			if d.PortMissing {
 				s.portMissing = append(s.portMissing, d.Context+" "+ref)
+				s.portMissingNetworks = append(s.portMissingNetworks, d.GatewayNetwork)
 			}
 		case mesh.GatewayHostname:
 			s.hostname = append(s.hostname, fmt.Sprintf("%s %s (network %s)", d.Why, d.Hostname, d.GatewayNetwork))
+			s.hostnameNetworks = append(s.hostnameNetworks, d.GatewayNetwork)
 		}
 	}
-	for _, l := range [][]string{s.labelMissing, s.labelDisagrees, s.hostname, s.unusable, s.portMissing} {
+	for _, l := range [][]string{s.labelMissing, s.labelDisagrees} {
 		sort.Strings(l)
 	}
 	return s
+}
+
+// fromIstiod stands the gateway signs on istiod's own list when networkz
+// was read. A network istiod has a gateway for is not one without a
+// usable gateway, whatever its Service says now: istiod keeps the gateway
+// of a Service edited in place to lose its address (lab/README.md), so
+// the configuration, not istiod, is then what is wrong, and it is said as
+// kept. A hostname gateway istiod lists was resolved. What remains is a
+// network istiod itself has no gateway for while a Service is labelled
+// with it.
+func (s *mcSigns) fromIstiod(word istiodMultiCluster) {
+	if word.GatewaysUnknown == "" {
+		listed := map[string][]string{}
+		for _, g := range word.Gateways {
+			listed[g.Network] = append(listed[g.Network], istiodGateway(g))
+		}
+		keep := func(entries, networks []string, kept *[]string) []string {
+			var out []string
+			for i, e := range entries {
+				if gws := listed[networks[i]]; len(gws) > 0 {
+					if kept != nil {
+						*kept = append(*kept, fmt.Sprintf("network %s: %s; istiod still lists %s", networks[i], e, strings.Join(gws, ", ")))
+					}
+					continue
+				}
+				out = append(out, e)
+			}
+			return out
+		}
+		s.unusable = keep(s.unusable, s.unusableNetworks, &s.kept)
+		s.portMissing = keep(s.portMissing, s.portMissingNetworks, nil)
+		s.hostname = keep(s.hostname, s.hostnameNetworks, nil)
+	}
+	for _, l := range [][]string{s.hostname, s.unusable, s.portMissing, s.kept} {
+		sort.Strings(l)
+	}
+}
+
+func istiodGateway(g istiodparse.NetworkGateway) string {
+	port := g.Port
+	if port == 0 {
+		port = g.HBONEPort
+	}
+	return fmt.Sprintf("%s: %s (cluster %s)", g.Network, net.JoinHostPort(g.Addr, strconv.Itoa(int(port))), wording.Dash(g.Cluster))
+}
+
+type secretSigns struct {
+	missing, stale, collision, unknown []string
+}
+
+// remoteSecretSigns compares the cluster IDs the remote contexts' pods
+// name with the clusters istiod's clusterz lists (§2.3 of the design
+// note): an ID not listed is a cluster istiod reads no secret for; one
+// listed but timed out or still syncing gives the caller none (or not
+// all) of its endpoints. A remote whose ID was not read yields nothing.
+// known is false when clusterz was not read: nothing is then said.
+func remoteSecretSigns(reads []mesh.ClusterRead, word istiodMultiCluster) (s secretSigns, known bool) {
+	if word.ClustersUnknown != "" || len(word.Clusters) == 0 {
+		return s, false
+	}
+	localCtx, ownID := "", ""
+	for _, cr := range reads {
+		if cr.Local {
+			localCtx = cr.Context
+		}
+	}
+	for _, c := range word.Clusters {
+		if !c.Remote() {
+			ownID = c.ID
+			break
+		}
+	}
+	byID := map[string][]string{}
+	for _, cr := range reads {
+		if cr.Local || cr.SlicesUnknown != "" {
+			continue
+		}
+		if cr.ClusterID == "" {
+			s.unknown = append(s.unknown, cr.Context+": whether istiod reads it is not known: its cluster ID is not ("+cr.ClusterIDUnknown+")")
+			continue
+		}
+		byID[cr.ClusterID] = append(byID[cr.ClusterID], cr.Context)
+	}
+	ids := make([]string, 0, len(byID))
+	for id := range byID {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		contexts := byID[id]
+		switch {
+		case id == ownID:
+			for _, ctx := range contexts {
+				s.collision = append(s.collision, fmt.Sprintf("%s: its pods name cluster ID %s, istiod's own cluster's: istiod refuses a remote secret of that ID (\"would overwrite the config cluster\"), so unless the context is the current cluster itself istiod reads none of it; give it its own ID (values.global.multiCluster.clusterName) and a secret named by it", ctx, id))
+			}
+			continue
+		case len(contexts) > 1:
+			s.collision = append(s.collision, fmt.Sprintf("%s: their pods all name cluster ID %s: istiod reads one cluster per ID, so unless they are one cluster it reads only one of them; give each its own ID (values.global.multiCluster.clusterName) and a secret named by it", strings.Join(contexts, ", "), id))
+			continue
+		}
+		ctx := contexts[0]
+		cmd := createRemoteSecretCommand(ctx, id, localCtx)
+		listed, ok := word.Clusters.Find(id)
+		switch {
+		case !ok:
+			s.missing = append(s.missing, fmt.Sprintf("%s: cluster ID %s is not among the clusters istiod reads (clusterz), so it pushes none of its endpoints; create its remote secret: %s", ctx, id, cmd))
+		case listed.SyncStatus == istiodparse.SyncStatusTimeout || listed.SyncStatus == istiodparse.SyncStatusSyncing:
+			s.stale = append(s.stale, fmt.Sprintf("%s: cluster ID %s is %s in istiod's clusterz (secret %s): istiod has not read its endpoints (the secret's credentials or address may be stale); recreate it: %s", ctx, id, listed.SyncStatus, listed.SecretName, cmd))
+		}
+	}
+	return s, true
+}
+
+// createRemoteSecretCommand is istioctl's command that makes the current
+// cluster's istiod read the remote context's cluster as id; without a
+// current context's name (in-cluster credentials) kubectl applies to the
+// one it runs against.
+func createRemoteSecretCommand(remoteCtx, id, localCtx string) string {
+	apply := "kubectl apply -f -"
+	if localCtx != "" && localCtx != "(current)" {
+		apply += " --context=" + localCtx
+	}
+	return fmt.Sprintf("istioctl create-remote-secret --context=%s --name=%s | %s", remoteCtx, id, apply)
 }

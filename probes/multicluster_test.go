@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -13,6 +15,7 @@ import (
 
 	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/cluster/recorded"
+	istiodparse "github.com/meshtriage/meshtriage/probes/parse/istiod"
 )
 
 // withRemotes is a source given remote clusters, as a live client given
@@ -177,6 +180,175 @@ func TestMultiClusterProbeUnreadRemoteIsNotAbsent(t *testing.T) {
 	for _, e := range r.Facts["mc_endpoints"].([]string) {
 		if strings.HasPrefix(e, "ctx2:") {
 			t.Errorf("an endpoint of the unread cluster: %s", e)
+		}
+	}
+}
+
+// withIstiod is a two-cluster source whose current cluster's istiod
+// answers its debug paths with the samples recorded from the lab's real
+// istiod (parse/istiod/testdata, read in place); a path not given is
+// unreachable.
+type withIstiod struct {
+	withRemotes
+	answers map[string][]byte
+}
+
+func (w withIstiod) Istiod(_ context.Context, _, path string) ([]byte, error) {
+	if b, ok := w.answers[path]; ok {
+		return b, nil
+	}
+	return nil, &cluster.UnreachableError{What: "istiod", Err: fmt.Errorf("GET %s: %w", path, cluster.ErrNotFound)}
+}
+
+func istiodSample(t *testing.T, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("parse", "istiod", "testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func withIstiodSamples(t *testing.T, c cluster.Cluster, clusterz, networkz string) withIstiod {
+	t.Helper()
+	w := withIstiod{withRemotes: c.(withRemotes), answers: map[string][]byte{}}
+	if clusterz != "" {
+		w.answers[istiodparse.ClusterzPath] = istiodSample(t, clusterz)
+	}
+	if networkz != "" {
+		w.answers[istiodparse.NetworkzPath] = istiodSample(t, networkz)
+	}
+	return w
+}
+
+// istiod's clusterz lists only its own cluster: ctx2's pods name
+// cluster2, which istiod does not read. The finding carries the command
+// that creates the secret, built from the contexts and the ID read.
+func TestMultiClusterProbeRemoteSecretMissing(t *testing.T) {
+	c := withIstiodSamples(t, twoClusters(t, "network2", mcGatewayDoc("network2", 15443)), "clusterz-config-only.json", "networkz-eastwest.json")
+	r := MultiClusterProbe{}.Run(context.Background(), c, mcTarget)
+	got, _ := r.Facts["mc_remote_secret_missing"].([]string)
+	if r.Status != StatusFail || len(got) != 1 || !strings.HasPrefix(got[0], "ctx2: cluster ID cluster2 is not among the clusters istiod reads") ||
+		!strings.HasSuffix(got[0], "istioctl create-remote-secret --context=ctx2 --name=cluster2 | kubectl apply -f -") {
+		t.Errorf("status %s: %s; mc_remote_secret_missing = %q", r.Status, r.Summary, got)
+	}
+	if got := r.Facts["mc_istiod_clusters"]; !slices.Equal(got.([]string), []string{"Kubernetes (config cluster): synced"}) {
+		t.Errorf("mc_istiod_clusters = %q", got)
+	}
+}
+
+// With the secret (clusterz lists cluster2 synced) nothing is missing or
+// stale, and the facts say so rather than staying unknown.
+func TestMultiClusterProbeRemoteSecretSynced(t *testing.T) {
+	c := withIstiodSamples(t, twoClusters(t, "network2", mcGatewayDoc("network2", 15443)), "clusterz-remote.json", "networkz-eastwest.json")
+	r := MultiClusterProbe{}.Run(context.Background(), c, mcTarget)
+	for _, f := range []string{"mc_remote_secret_missing", "mc_remote_secret_stale", "mc_cluster_id_collision"} {
+		if got, ok := r.Facts[f].([]string); !ok || len(got) != 0 {
+			t.Errorf("%s = %#v", f, r.Facts[f])
+		}
+	}
+	if r.Status != StatusPass {
+		t.Errorf("status %s: %s", r.Status, r.Summary)
+	}
+}
+
+// A remote cluster istiod lists as timed out (or still syncing) is stale.
+func TestMultiClusterProbeRemoteSecretStale(t *testing.T) {
+	for _, status := range []string{"timeout", "syncing"} {
+		c := withIstiodSamples(t, twoClusters(t, "network2", mcGatewayDoc("network2", 15443)), "clusterz-remote.json", "")
+		c.answers[istiodparse.ClusterzPath] = []byte(strings.Replace(string(c.answers[istiodparse.ClusterzPath]),
+			`"id":"cluster2","secretName":"istio-system/istio-remote-secret-cluster2","syncStatus":"synced"`,
+			`"id":"cluster2","secretName":"istio-system/istio-remote-secret-cluster2","syncStatus":"`+status+`"`, 1))
+		r := MultiClusterProbe{}.Run(context.Background(), c, mcTarget)
+		got, _ := r.Facts["mc_remote_secret_stale"].([]string)
+		if len(got) != 1 || !strings.HasPrefix(got[0], "ctx2: cluster ID cluster2 is "+status+" in istiod's clusterz (secret istio-system/istio-remote-secret-cluster2)") ||
+			!strings.Contains(got[0], "istioctl create-remote-secret --context=ctx2 --name=cluster2") {
+			t.Errorf("%s: mc_remote_secret_stale = %q", status, got)
+		}
+	}
+}
+
+// A remote whose pods name istiod's own cluster ID collides with it; two
+// contexts naming one ID collide with each other. Neither is "missing":
+// a secret named by that ID would not help.
+func TestMultiClusterProbeClusterIDCollision(t *testing.T) {
+	local := recordedDocs(t, mcNamespaceDoc("network1"), mcServiceDoc, mcPodDoc("web-1", "10.1.0.9", "Kubernetes"))
+	remote := func(ip, pod, id string) cluster.Cluster {
+		return recordedDocs(t, mcNamespaceDoc("network2"), mcServiceDoc, mcPodDoc(pod, ip, id), mcSliceDoc(ip, pod), mcGatewayDoc("network2", 15443))
+	}
+	c := withRemotes{Cluster: local.(*recorded.Cluster), remotes: []cluster.Remote{
+		{Context: "ctx2", Cluster: remote("10.2.0.5", "orders-b", "Kubernetes")},
+		{Context: "ctx3", Cluster: remote("10.3.0.5", "orders-c", "west")},
+		{Context: "ctx4", Cluster: remote("10.4.0.5", "orders-d", "west")},
+	}}
+	r := MultiClusterProbe{}.Run(context.Background(), withIstiodSamples(t, c, "clusterz-config-only.json", ""), mcTarget)
+	got, _ := r.Facts["mc_cluster_id_collision"].([]string)
+	if len(got) != 2 || !strings.HasPrefix(got[0], "ctx2: its pods name cluster ID Kubernetes, istiod's own cluster's") ||
+		!strings.HasPrefix(got[1], "ctx3, ctx4: their pods all name cluster ID west") {
+		t.Errorf("mc_cluster_id_collision = %q", got)
+	}
+	if missing := r.Facts["mc_remote_secret_missing"].([]string); len(missing) != 0 {
+		t.Errorf("mc_remote_secret_missing = %q", missing)
+	}
+}
+
+// Not read is never absent: without clusterz the secret facts are
+// unknown, and a remote whose pods name no cluster ID yields no finding.
+func TestMultiClusterProbeRemoteSecretUnknown(t *testing.T) {
+	r := MultiClusterProbe{}.Run(context.Background(), twoClusters(t, "network2", mcGatewayDoc("network2", 15443)), mcTarget)
+	for _, f := range []string{"mc_istiod_clusters", "mc_remote_secret_missing", "mc_remote_secret_stale", "mc_cluster_id_collision", "mc_istiod_gateways"} {
+		if v, ok := r.Facts[f]; ok {
+			t.Errorf("%s = %#v with istiod not read", f, v)
+		}
+	}
+	if r.Facts["mc_networkz_read"] != false || !strings.Contains(r.Evidence.Raw, "not known: istiod's /debug/clusterz not read") {
+		t.Errorf("mc_networkz_read = %v; raw:\n%s", r.Facts["mc_networkz_read"], r.Evidence.Raw)
+	}
+
+	noID := strings.Replace(mcPodDoc("orders-b", "10.2.0.5", "cluster2"), "{name: ISTIO_META_CLUSTER_ID, value: cluster2}, ", "", 1)
+	local := recordedDocs(t, mcNamespaceDoc("network1"), mcServiceDoc, mcPodDoc("web-1", "10.1.0.9", "Kubernetes"))
+	remote := recordedDocs(t, mcNamespaceDoc("network2"), mcServiceDoc, noID, mcSliceDoc("10.2.0.5", "orders-b"), mcGatewayDoc("network2", 15443))
+	c := withRemotes{Cluster: local.(*recorded.Cluster), remotes: []cluster.Remote{{Context: "ctx2", Cluster: remote}}}
+	r = MultiClusterProbe{}.Run(context.Background(), withIstiodSamples(t, c, "clusterz-config-only.json", ""), mcTarget)
+	if got := r.Facts["mc_remote_secret_missing"].([]string); len(got) != 0 {
+		t.Errorf("mc_remote_secret_missing = %q for a remote whose cluster ID was not read", got)
+	}
+	if !strings.Contains(r.Evidence.Raw, "ctx2: whether istiod reads it is not known") {
+		t.Errorf("raw does not say ctx2's cluster ID is unknown:\n%s", r.Evidence.Raw)
+	}
+}
+
+// A gateway Service without 15443 that istiod still lists in networkz (a
+// Service edited in place keeps its gateway in istiod): not unusable, and
+// said as kept. networkz listing nothing for the network leaves it
+// unusable, on istiod's word.
+func TestMultiClusterProbeGatewayUnusableOnIstiodsWord(t *testing.T) {
+	c := withIstiodSamples(t, twoClusters(t, "network2", mcGatewayDoc("network2", 15021)), "clusterz-remote.json", "networkz-eastwest.json")
+	r := MultiClusterProbe{}.Run(context.Background(), c, mcTarget)
+	kept, _ := r.Facts["mc_gateway_kept"].([]string)
+	if got := r.Facts["mc_gateway_unusable"].([]string); len(got) != 0 || len(kept) != 1 || !strings.Contains(kept[0], "istiod still lists network2: 172.18.2.10:15443 (cluster cluster2)") {
+		t.Errorf("mc_gateway_unusable = %q, mc_gateway_kept = %q", got, kept)
+	}
+	if got := r.Facts["mc_gateway_port_missing"].([]string); len(got) != 0 {
+		t.Errorf("mc_gateway_port_missing = %q", got)
+	}
+
+	c = withIstiodSamples(t, twoClusters(t, "network2", mcGatewayDoc("network2", 15021)), "clusterz-remote.json", "networkz-dropped.json")
+	r = MultiClusterProbe{}.Run(context.Background(), c, mcTarget)
+	if got := r.Facts["mc_gateway_unusable"].([]string); len(got) != 1 || r.Facts["mc_networkz_read"] != true {
+		t.Errorf("mc_gateway_unusable = %q, mc_networkz_read = %v", got, r.Facts["mc_networkz_read"])
+	}
+}
+
+// A hostname-only gateway istiod lists in networkz was resolved: no
+// finding; one it does not list stands on istiod's word.
+func TestMultiClusterProbeGatewayHostnameOnIstiodsWord(t *testing.T) {
+	hostname := strings.Replace(mcGatewayDoc("network2", 15443), "{ip: 172.18.2.10}", "{hostname: a1.elb.example.com}", 1)
+	for sample, want := range map[string]int{"networkz-eastwest.json": 0, "networkz-dropped.json": 1} {
+		c := withIstiodSamples(t, twoClusters(t, "network2", hostname), "clusterz-remote.json", sample)
+		r := MultiClusterProbe{}.Run(context.Background(), c, mcTarget)
+		if got := r.Facts["mc_gateway_hostname"].([]string); len(got) != want {
+			t.Errorf("%s: mc_gateway_hostname = %q", sample, got)
 		}
 	}
 }

@@ -396,13 +396,25 @@ var causeCases = []struct {
 	}, runbook.ConfidenceMedium},
 	{"multicluster.gateway-unusable", map[string]probes.Facts{
 		"multicluster": {"mc_gateway_unusable": []string{"c2: istio-system/istio-eastwestgateway: no port 15443 (nor 15008), and 1 endpoint of network network2 go to the caller as pod IPs"},
-			"mc_gateway_port_missing": []string{"c2 istio-system/istio-eastwestgateway"}, "mc_remote_direct": []string{"c2: 10.2.0.5 (network network2)"}, "mc_via_gateway": 0},
+			"mc_gateway_port_missing": []string{"c2 istio-system/istio-eastwestgateway"}, "mc_remote_direct": []string{"c2: 10.2.0.5 (network network2)"}, "mc_via_gateway": 0,
+			"mc_networkz_read": false}, // the configuration alone
 	}, runbook.ConfidenceMedium},
 	// An ELB hostname: whether istiod's DNS resolved it is istiod's word.
 	{"multicluster.gateway-hostname-unresolved", map[string]probes.Facts{
 		"multicluster": {"mc_gateway_hostname": []string{"c2: Service istio-system/istio-eastwestgateway ew.elb.example (network network2)"},
-			"mc_undecided": []string{"c2: 10.2.0.5 (pod orders-b): through gateway ew.elb.example:15443, a hostname istiod resolves with its own DNS"}, "mc_via_gateway": 0},
+			"mc_undecided": []string{"c2: 10.2.0.5 (pod orders-b): through gateway ew.elb.example:15443, a hostname istiod resolves with its own DNS"}, "mc_via_gateway": 0,
+			"mc_networkz_read": false}, // networkz not read
 	}, runbook.ConfidenceLow},
+	// istiod's clusterz lists only its own cluster while c2's pods name
+	// cluster2: istiod reads no secret for it.
+	{"multicluster.remote-secret-missing", map[string]probes.Facts{
+		"multicluster": {"mc_remote_secret_missing": []string{"c2: cluster ID cluster2 is not among the clusters istiod reads (clusterz), so it pushes none of its endpoints; create its remote secret: istioctl create-remote-secret --context=c2 --name=cluster2 | kubectl apply -f - --context=c1"},
+			"mc_istiod_clusters": []string{"Kubernetes (config cluster): synced"}, "mc_remote_secret_stale": []string{}, "mc_cluster_id_collision": []string{}, "mc_via_gateway": 0},
+	}, runbook.ConfidenceHigh},
+	{"multicluster.remote-secret-stale", map[string]probes.Facts{
+		"multicluster": {"mc_remote_secret_stale": []string{"c2: cluster ID cluster2 is timeout in istiod's clusterz (secret istio-system/istio-remote-secret-cluster2): istiod has not read its endpoints (the secret's credentials or address may be stale); recreate it: istioctl create-remote-secret --context=c2 --name=cluster2 | kubectl apply -f - --context=c1"},
+			"mc_istiod_clusters": []string{"Kubernetes (config cluster): synced", "cluster2 (secret istio-system/istio-remote-secret-cluster2): timeout"}, "mc_remote_secret_missing": []string{}, "mc_cluster_id_collision": []string{}, "mc_via_gateway": 0},
+	}, runbook.ConfidenceHigh},
 	// The port and the image alone.
 	{"protocol.server-first", map[string]probes.Facts{
 		"port-protocol": {"portproto_server_first": []string{"3306 http-mysql: HTTP by name; port 3306 is MySQL's"}, "portproto_server_first_ports": []string{"3306"},
@@ -982,5 +994,61 @@ func TestDocumentedCauseTablesNameEveryCause(t *testing.T) {
 				t.Errorf("%s: no row in the cause table for %s", doc, id)
 			}
 		}
+	}
+}
+
+// With istiod's /debug/networkz read (it lists no gateway for the
+// network), the gateway causes stand on istiod's own list: high. A
+// collision of cluster IDs is medium (two contexts may be one cluster).
+func TestMultiClusterCausesOnIstiodsWord(t *testing.T) {
+	g := load503(t)
+	caseOf := func(cause string) map[string]probes.Facts {
+		for _, c := range causeCases {
+			if c.cause == cause {
+				return c.over
+			}
+		}
+		t.Fatalf("no case for %s", cause)
+		return nil
+	}
+	withFacts := func(over map[string]probes.Facts, add probes.Facts) map[string]probes.Facts {
+		out := map[string]probes.Facts{}
+		for probe, facts := range over {
+			out[probe] = probes.Facts{}
+			for k, v := range facts {
+				out[probe][k] = v
+			}
+		}
+		for k, v := range add {
+			out["multicluster"][k] = v
+		}
+		return out
+	}
+	networkz := probes.Facts{"mc_networkz_read": true, "mc_istiod_gateways": []string{}, "mc_gateway_kept": []string{}}
+	for _, c := range []struct {
+		cause string
+		over  map[string]probes.Facts
+		conf  runbook.Confidence
+	}{
+		{"multicluster.gateway-unusable", withFacts(caseOf("multicluster.gateway-unusable"), networkz), runbook.ConfidenceHigh},
+		{"multicluster.gateway-hostname-unresolved", withFacts(caseOf("multicluster.gateway-hostname-unresolved"), networkz), runbook.ConfidenceHigh},
+		{"multicluster.remote-secret-missing", map[string]probes.Facts{"multicluster": {
+			"mc_cluster_id_collision":  []string{"c2, c3: their pods all name cluster ID west: istiod reads one cluster per ID"},
+			"mc_remote_secret_missing": []string{}, "mc_remote_secret_stale": []string{}, "mc_istiod_clusters": []string{"Kubernetes (config cluster): synced", "west (secret istio-system/istio-remote-secret-west): synced"}}},
+			runbook.ConfidenceMedium},
+	} {
+		t.Run(c.cause, func(t *testing.T) {
+			s := newSession(t, g, newRecorded(with(healthy(), c.over)), runbook.ModeAuto)
+			findings, err := s.Auto(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := causeIDs(findings); !reflect.DeepEqual(got, []string{c.cause}) {
+				t.Fatalf("findings = %v, want only %s", got, c.cause)
+			}
+			if findings[0].Confidence != c.conf {
+				t.Errorf("confidence = %s, want %s", findings[0].Confidence, c.conf)
+			}
+		})
 	}
 }

@@ -136,6 +136,11 @@ func Healthy() map[string]probes.Facts {
 			"mc_endpoints":     []string{"c1: 10.1.0.5 (pod orders-a) network network1: direct", "c2: 10.2.0.5 (pod orders-b) network network2: via gateway 172.18.2.10:15443"},
 			"mc_remote_direct": []string{}, "mc_via_gateway": 1, "mc_dropped": []string{}, "mc_undecided": []string{},
 			"mc_label_missing": []string{}, "mc_label_disagrees": []string{}, "mc_gateway_hostname": []string{}, "mc_gateway_unusable": []string{}, "mc_gateway_port_missing": []string{},
+			// istiod (clusterz, networkz) reads cluster 2, synced, and
+			// lists its gateway.
+			"mc_istiod_clusters":       []string{"Kubernetes (config cluster): synced", "cluster2 (secret istio-system/istio-remote-secret-cluster2): synced"},
+			"mc_remote_secret_missing": []string{}, "mc_remote_secret_stale": []string{}, "mc_cluster_id_collision": []string{},
+			"mc_networkz_read": true, "mc_istiod_gateways": []string{"network2: 172.18.2.10:15443 (cluster cluster2)"}, "mc_gateway_kept": []string{},
 		},
 	}
 }
