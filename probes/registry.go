@@ -34,6 +34,7 @@ func All() []Probe {
 		PortProtocolProbe{},
 		// Issue 30, multi-cluster meshes.
 		MultiClusterProbe{},
+		EastWestPassthroughProbe{},
 	}
 }
 
