@@ -83,4 +83,5 @@ var Causes = []string{
 	"multicluster.network-label-disagrees",
 	"multicluster.gateway-unusable",
 	"multicluster.gateway-hostname-unresolved",
+	"multicluster.eastwest-not-passthrough",
 }

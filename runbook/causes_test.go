@@ -403,6 +403,13 @@ var causeCases = []struct {
 		"multicluster": {"mc_gateway_hostname": []string{"c2: Service istio-system/istio-eastwestgateway ew.elb.example (network network2)"},
 			"mc_undecided": []string{"c2: 10.2.0.5 (pod orders-b): through gateway ew.elb.example:15443, a hostname istiod resolves with its own DNS"}, "mc_via_gateway": 0},
 	}, runbook.ConfidenceLow},
+	// c2's endpoint goes through its east-west gateway, and no Gateway
+	// of the config cluster gives the gateway an AUTO_PASSTHROUGH server.
+	{"multicluster.eastwest-not-passthrough", map[string]probes.Facts{
+		"multicluster": {"mc_via_gateway": 1, "mc_remote_direct": []string{}},
+		"eastwest-passthrough": {"ewpt_not_passthrough": []string{"c2: istio-system/istio-eastwestgateway port 15443→15443 (Gateways read in c1): no Gateway selecting the pods has a server on port 15443"},
+			"ewpt_gateways_checked": 1},
+	}, runbook.ConfidenceMedium},
 	// The port and the image alone.
 	{"protocol.server-first", map[string]probes.Facts{
 		"port-protocol": {"portproto_server_first": []string{"3306 http-mysql: HTTP by name; port 3306 is MySQL's"}, "portproto_server_first_ports": []string{"3306"},

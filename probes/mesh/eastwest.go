@@ -40,8 +40,20 @@ type Passthrough struct {
 	// Near are the servers on that port, selecting the pods, that do not
 	// serve the target, each with why.
 	Near []string
+	// WrongMode are the servers on that port, selecting the pods, whose
+	// hosts cover the target and whose tls mode alone is not
+	// AUTO_PASSTHROUGH: the one field to change.
+	WrongMode []GatewayServerRef
 	// Unknown says why it cannot be told (the listener port not known).
 	Unknown string
+}
+
+// GatewayServerRef is one server of a Gateway as read, and its tls mode
+// ("" without tls).
+type GatewayServerRef struct {
+	Gateway *networkingv1.Gateway
+	Index   int
+	Mode    string
 }
 
 // PassthroughInput is what istiod reads for an east-west gateway's
@@ -114,10 +126,14 @@ func EastWestPassthrough(in PassthroughInput) Passthrough {
 			if s.GetTls() != nil {
 				mode = s.GetTls().GetMode().String()
 			}
+			covers := serverCoversHost(sanitizeServerHosts(s.GetHosts(), gw.Namespace), in.Host, in.Namespace)
 			switch {
 			case mode != "AUTO_PASSTHROUGH":
 				out.Near = append(out.Near, ref+": tls mode "+orNone(mode)+", not AUTO_PASSTHROUGH")
-			case !serverCoversHost(sanitizeServerHosts(s.GetHosts(), gw.Namespace), in.Host, in.Namespace):
+				if covers {
+					out.WrongMode = append(out.WrongMode, GatewayServerRef{Gateway: gw, Index: i, Mode: mode})
+				}
+			case !covers:
 				out.Near = append(out.Near, ref+": hosts "+strings.Join(s.GetHosts(), ", ")+" do not cover "+in.Host)
 			case out.Server == "":
 				out.Server = ref

@@ -137,6 +137,10 @@ func Healthy() map[string]probes.Facts {
 			"mc_remote_direct": []string{}, "mc_via_gateway": 1, "mc_dropped": []string{}, "mc_undecided": []string{},
 			"mc_label_missing": []string{}, "mc_label_disagrees": []string{}, "mc_gateway_hostname": []string{}, "mc_gateway_unusable": []string{}, "mc_gateway_port_missing": []string{},
 		},
+		// Cluster 2's east-west gateway has the AUTO_PASSTHROUGH server.
+		"eastwest-passthrough": {
+			"ewpt_gateways_checked": 1, "ewpt_not_passthrough": []string{}, "ewpt_unknown": []string{},
+		},
 	}
 }
 
