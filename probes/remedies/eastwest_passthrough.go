@@ -51,10 +51,10 @@ func (ExposeEastWestPassthrough) Compute(ctx context.Context, in *Input) Output 
 		if pt.Unknown != "" || pt.Server != "" {
 			continue
 		}
-		context := ""
+		inContext := ""
 		if g.GatewaysContext != g.LocalContext {
-			context = g.GatewaysContext
-			remote = append(remote, context)
+			inContext = g.GatewaysContext
+			remote = append(remote, inContext)
 		}
 		if len(pt.WrongMode) > 0 {
 			s := pt.WrongMode[0]
@@ -63,7 +63,7 @@ func (ExposeEastWestPassthrough) Compute(ctx context.Context, in *Input) Output 
 			if err != nil {
 				return unpatchable("the change of Gateway %s/%s does not apply: %v", s.Gateway.Namespace, s.Gateway.Name, err)
 			}
-			p.Context = context
+			p.Context = inContext
 			patches = append(patches, p)
 			notes = append(notes, fmt.Sprintf("sets Gateway %s/%s servers[%d] (in %s) from %s to AUTO_PASSTHROUGH", s.Gateway.Namespace, s.Gateway.Name, s.Index, g.GatewaysContext, s.Mode))
 			continue
@@ -86,7 +86,7 @@ func (ExposeEastWestPassthrough) Compute(ctx context.Context, in *Input) Output 
 		if err != nil {
 			return unpatchable("%v", err)
 		}
-		p.Context = context
+		p.Context = inContext
 		patches = append(patches, p)
 		notes = append(notes, fmt.Sprintf("creates Gateway %s/%s in %s, selecting %s (the pods of Service %s/%s) with an AUTO_PASSTHROUGH server on port %d for *.local",
 			obj.Namespace, obj.Name, g.GatewaysContext, selectorString(g.Service.Spec.Selector), g.Service.Namespace, g.Service.Name, g.Gateway.Port))
