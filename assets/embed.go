@@ -84,4 +84,5 @@ var Causes = []string{
 	"multicluster.gateway-unusable",
 	"multicluster.gateway-hostname-unresolved",
 	"multicluster.eastwest-not-passthrough",
+	"multicluster.trust-mismatch",
 }

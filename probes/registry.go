@@ -35,6 +35,7 @@ func All() []Probe {
 		// Issue 30, multi-cluster meshes.
 		MultiClusterProbe{},
 		EastWestPassthroughProbe{},
+		MultiClusterTrustProbe{},
 	}
 }
 

@@ -410,6 +410,10 @@ var causeCases = []struct {
 		"eastwest-passthrough": {"ewpt_not_passthrough": []string{"c2: istio-system/istio-eastwestgateway port 15443→15443 (Gateways read in c1): no Gateway selecting the pods has a server on port 15443"},
 			"ewpt_gateways_checked": 1},
 	}, runbook.ConfidenceMedium},
+	// Each cluster kept istiod's own self-signed root.
+	{"multicluster.trust-mismatch", map[string]probes.Facts{
+		"multicluster-trust": {"mctrust_roots_disjoint": []string{`c2: shop/istio-ca-root-cert roots ["O=cluster2" serial 2] share none with the caller's ["O=cluster1" serial 1]`}},
+	}, runbook.ConfidenceHigh},
 	// The port and the image alone.
 	{"protocol.server-first", map[string]probes.Facts{
 		"port-protocol": {"portproto_server_first": []string{"3306 http-mysql: HTTP by name; port 3306 is MySQL's"}, "portproto_server_first_ports": []string{"3306"},

@@ -141,6 +141,10 @@ func Healthy() map[string]probes.Facts {
 		"eastwest-passthrough": {
 			"ewpt_gateways_checked": 1, "ewpt_not_passthrough": []string{}, "ewpt_unknown": []string{},
 		},
+		// Both clusters share a plugged-in root and the trust domain.
+		"multicluster-trust": {
+			"mctrust_clusters_compared": 1, "mctrust_roots_disjoint": []string{}, "mctrust_domain_differs": []string{}, "mctrust_unknown": []string{},
+		},
 	}
 }
 
