@@ -34,7 +34,41 @@ import (
 // multicluster.eastwest-not-passthrough; its fix, a Gateway created in
 // c1 as the on-call would (kubectl create), clears it.
 func TestEastWestPassthroughAcrossContexts(t *testing.T) {
-	var c1, c2 *Lab
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	c1, _, args := eastWestPair(ctx, t)
+
+	step := checkStep(t, "eastwest-passthrough", args...)
+	got := step.list("ewpt_not_passthrough")
+	if len(got) != 1 || !strings.HasPrefix(got[0], "c2: istio-system/istio-eastwestgateway port 15443→15443 (Gateways read in c1)") {
+		t.Fatalf("without the Gateway: %s %s, ewpt_not_passthrough = %q", step.Status, step.Summary, got)
+	}
+	fix := findingPatch(t, "multicluster.eastwest-not-passthrough", args...)
+	if fix.Type != patch.Create || fix.Kind != "Gateway" || fix.Context != "" || fix.Namespace != "istio-system" {
+		t.Fatalf("fix = %+v %s", fix, fix.Patch)
+	}
+	var gw networkingclientv1.Gateway
+	if err := json.Unmarshal(fix.Patch, &gw); err != nil {
+		t.Fatalf("the fix's object: %v\n%s", err, fix.Patch)
+	}
+	ic, err := istioclient.NewForConfig(c1.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ic.NetworkingV1().Gateways(fix.Namespace).Create(ctx, &gw, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	step = checkStep(t, "eastwest-passthrough", args...)
+	if step.Status != "pass" || len(step.list("ewpt_not_passthrough")) != 0 || step.Facts["ewpt_gateways_checked"] != float64(1) {
+		t.Errorf("with the Gateway: %s %s %v", step.Status, step.Summary, step.Facts)
+	}
+}
+
+// eastWestPair starts the two clusters of TestEastWestPassthroughAcrossContexts
+// and writes a kubeconfig of their contexts c1 (current) and c2; args
+// run check on orders from web-1 with --remote-contexts c2.
+func eastWestPair(ctx context.Context, t *testing.T) (c1, c2 *Lab, args []string) {
 	var wg sync.WaitGroup
 	wg.Add(2)
 	go func() { defer wg.Done(); c1 = StartT(t, Options{}) }()
@@ -43,8 +77,6 @@ func TestEastWestPassthroughAcrossContexts(t *testing.T) {
 	if t.Failed() {
 		t.FailNow()
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
 
 	apply := func(l *Lab, network, podIP, clusterID string, extra ...runtime.Object) {
 		objs := []runtime.Object{
@@ -92,33 +124,9 @@ func TestEastWestPassthroughAcrossContexts(t *testing.T) {
 	if err := clientcmd.WriteToFile(*cfg, kubeconfig); err != nil {
 		t.Fatal(err)
 	}
-	args := []string{"--kubeconfig", kubeconfig, "--remote-contexts", "c2", "check", "svc/orders", "--from", "pod/web-1"}
+	args = []string{"--kubeconfig", kubeconfig, "--remote-contexts", "c2", "check", "svc/orders", "--from", "pod/web-1"}
 
-	step := checkStep(t, "eastwest-passthrough", args...)
-	got := step.list("ewpt_not_passthrough")
-	if len(got) != 1 || !strings.HasPrefix(got[0], "c2: istio-system/istio-eastwestgateway port 15443→15443 (Gateways read in c1)") {
-		t.Fatalf("without the Gateway: %s %s, ewpt_not_passthrough = %q", step.Status, step.Summary, got)
-	}
-	fix := findingPatch(t, "multicluster.eastwest-not-passthrough", args...)
-	if fix.Type != patch.Create || fix.Kind != "Gateway" || fix.Context != "" || fix.Namespace != "istio-system" {
-		t.Fatalf("fix = %+v %s", fix, fix.Patch)
-	}
-	var gw networkingclientv1.Gateway
-	if err := json.Unmarshal(fix.Patch, &gw); err != nil {
-		t.Fatalf("the fix's object: %v\n%s", err, fix.Patch)
-	}
-	ic, err := istioclient.NewForConfig(c1.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := ic.NetworkingV1().Gateways(fix.Namespace).Create(ctx, &gw, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-
-	step = checkStep(t, "eastwest-passthrough", args...)
-	if step.Status != "pass" || len(step.list("ewpt_not_passthrough")) != 0 || step.Facts["ewpt_gateways_checked"] != float64(1) {
-		t.Errorf("with the Gateway: %s %s %v", step.Status, step.Summary, step.Facts)
-	}
+	return c1, c2, args
 }
 
 // checkStep runs check and returns the step of probe.
