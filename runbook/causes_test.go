@@ -995,3 +995,19 @@ func TestDocumentedCauseTablesNameEveryCause(t *testing.T) {
 		}
 	}
 }
+
+// Different trust domains without an alias, the roots shared: the same
+// cause as disjoint roots, at medium (it works while the SANs istiod
+// builds match the certificates).
+func TestTrustDomainAloneIsMedium(t *testing.T) {
+	g := load503(t)
+	over := map[string]probes.Facts{"multicluster-trust": {"mctrust_domain_differs": []string{"c2: td2 (the caller's td1, aliases -)"}}}
+	s := newSession(t, g, newRecorded(with(healthy(), over)), runbook.ModeAuto)
+	findings, err := s.Auto(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := causeIDs(findings); !reflect.DeepEqual(got, []string{"multicluster.trust-mismatch"}) || findings[0].Confidence != runbook.ConfidenceMedium {
+		t.Fatalf("findings = %v", got)
+	}
+}
