@@ -85,4 +85,6 @@ var Causes = []string{
 	"multicluster.gateway-hostname-unresolved",
 	"multicluster.remote-secret-missing",
 	"multicluster.remote-secret-stale",
+	"multicluster.eastwest-not-passthrough",
+	"multicluster.trust-mismatch",
 }

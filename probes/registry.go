@@ -34,6 +34,8 @@ func All() []Probe {
 		PortProtocolProbe{},
 		// Issue 30, multi-cluster meshes.
 		MultiClusterProbe{},
+		EastWestPassthroughProbe{},
+		MultiClusterTrustProbe{},
 	}
 }
 

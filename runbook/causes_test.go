@@ -415,6 +415,17 @@ var causeCases = []struct {
 		"multicluster": {"mc_remote_secret_stale": []string{"c2: cluster ID cluster2 is timeout in istiod's clusterz (secret istio-system/istio-remote-secret-cluster2): istiod has not read its endpoints (the secret's credentials or address may be stale); recreate it: istioctl create-remote-secret --context=c2 --name=cluster2 | kubectl apply -f - --context=c1"},
 			"mc_istiod_clusters": []string{"Kubernetes (config cluster): synced", "cluster2 (secret istio-system/istio-remote-secret-cluster2): timeout"}, "mc_remote_secret_missing": []string{}, "mc_cluster_id_collision": []string{}, "mc_via_gateway": 0},
 	}, runbook.ConfidenceHigh},
+	// c2's endpoint goes through its east-west gateway, and no Gateway
+	// of the config cluster gives the gateway an AUTO_PASSTHROUGH server.
+	{"multicluster.eastwest-not-passthrough", map[string]probes.Facts{
+		"multicluster": {"mc_via_gateway": 1, "mc_remote_direct": []string{}},
+		"eastwest-passthrough": {"ewpt_not_passthrough": []string{"c2: istio-system/istio-eastwestgateway port 15443→15443 (Gateways read in c1): no Gateway selecting the pods has a server on port 15443"},
+			"ewpt_gateways_checked": 1},
+	}, runbook.ConfidenceMedium},
+	// Each cluster kept istiod's own self-signed root.
+	{"multicluster.trust-mismatch", map[string]probes.Facts{
+		"multicluster-trust": {"mctrust_roots_disjoint": []string{`c2: shop/istio-ca-root-cert roots ["O=cluster2" serial 2] share none with the caller's ["O=cluster1" serial 1]`}},
+	}, runbook.ConfidenceHigh},
 	// The port and the image alone.
 	{"protocol.server-first", map[string]probes.Facts{
 		"port-protocol": {"portproto_server_first": []string{"3306 http-mysql: HTTP by name; port 3306 is MySQL's"}, "portproto_server_first_ports": []string{"3306"},
@@ -1050,5 +1061,21 @@ func TestMultiClusterCausesOnIstiodsWord(t *testing.T) {
 				t.Errorf("confidence = %s, want %s", findings[0].Confidence, c.conf)
 			}
 		})
+	}
+}
+
+// Different trust domains without an alias, the roots shared: the same
+// cause as disjoint roots, at medium (it works while the SANs istiod
+// builds match the certificates).
+func TestTrustDomainAloneIsMedium(t *testing.T) {
+	g := load503(t)
+	over := map[string]probes.Facts{"multicluster-trust": {"mctrust_domain_differs": []string{"c2: td2 (the caller's td1, aliases -)"}}}
+	s := newSession(t, g, newRecorded(with(healthy(), over)), runbook.ModeAuto)
+	findings, err := s.Auto(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := causeIDs(findings); !reflect.DeepEqual(got, []string{"multicluster.trust-mismatch"}) || findings[0].Confidence != runbook.ConfidenceMedium {
+		t.Fatalf("findings = %v", got)
 	}
 }

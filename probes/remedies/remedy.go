@@ -175,6 +175,7 @@ func All() []Remedy {
 		DeclareTCP{},
 		// Issue 30, multi-cluster meshes.
 		LabelRemoteNetwork{},
+		ExposeEastWestPassthrough{},
 		AlignNetworkLabels{},
 		AddGatewayPort{},
 		BindAllAddresses{},

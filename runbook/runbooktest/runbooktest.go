@@ -142,6 +142,14 @@ func Healthy() map[string]probes.Facts {
 			"mc_remote_secret_missing": []string{}, "mc_remote_secret_stale": []string{}, "mc_cluster_id_collision": []string{},
 			"mc_networkz_read": true, "mc_istiod_gateways": []string{"network2: 172.18.2.10:15443 (cluster cluster2)"}, "mc_gateway_kept": []string{},
 		},
+		// Cluster 2's east-west gateway has the AUTO_PASSTHROUGH server.
+		"eastwest-passthrough": {
+			"ewpt_gateways_checked": 1, "ewpt_not_passthrough": []string{}, "ewpt_unknown": []string{},
+		},
+		// Both clusters share a plugged-in root and the trust domain.
+		"multicluster-trust": {
+			"mctrust_clusters_compared": 1, "mctrust_roots_disjoint": []string{}, "mctrust_domain_differs": []string{}, "mctrust_unknown": []string{},
+		},
 	}
 }
 

@@ -1,0 +1,149 @@
+//go:build integration
+
+package lab
+
+import (
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	networkingclientv1 "istio.io/client-go/pkg/apis/networking/v1"
+	istioclient "istio.io/client-go/pkg/clientset/versioned"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/meshtriage/meshtriage/probes/cluster/recorded"
+	"github.com/meshtriage/meshtriage/probes/patch"
+)
+
+// Two real kube-apiservers as a primary-remote mesh on two networks: c1
+// runs istiod (a pod labelled app=istiod stands for its Deployment: the
+// lab's istiod runs as a process, and none is needed here, the
+// configuration decides), c2 runs the east-west gateway pod its Service
+// selects. `meshtriage check --remote-contexts c2` from a sidecar in c1
+// finds c2's endpoint reached through c2's gateway, reads the Istio
+// Gateways of c1 (whose istiod serves c2's gateway) and, without
+// expose-services.yaml's Gateway there, reaches
+// multicluster.eastwest-not-passthrough; its fix, a Gateway created in
+// c1 as the on-call would (kubectl create), clears it.
+func TestEastWestPassthroughAcrossContexts(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	c1, _, args := eastWestPair(ctx, t)
+
+	step := checkStep(t, "eastwest-passthrough", args...)
+	got := step.list("ewpt_not_passthrough")
+	if len(got) != 1 || !strings.HasPrefix(got[0], "c2: istio-system/istio-eastwestgateway port 15443→15443 (Gateways read in c1)") {
+		t.Fatalf("without the Gateway: %s %s, ewpt_not_passthrough = %q", step.Status, step.Summary, got)
+	}
+	fix := findingPatch(t, "multicluster.eastwest-not-passthrough", args...)
+	if fix.Type != patch.Create || fix.Kind != "Gateway" || fix.Context != "" || fix.Namespace != "istio-system" {
+		t.Fatalf("fix = %+v %s", fix, fix.Patch)
+	}
+	var gw networkingclientv1.Gateway
+	if err := json.Unmarshal(fix.Patch, &gw); err != nil {
+		t.Fatalf("the fix's object: %v\n%s", err, fix.Patch)
+	}
+	ic, err := istioclient.NewForConfig(c1.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ic.NetworkingV1().Gateways(fix.Namespace).Create(ctx, &gw, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	step = checkStep(t, "eastwest-passthrough", args...)
+	if step.Status != "pass" || len(step.list("ewpt_not_passthrough")) != 0 || step.Facts["ewpt_gateways_checked"] != float64(1) {
+		t.Errorf("with the Gateway: %s %s %v", step.Status, step.Summary, step.Facts)
+	}
+}
+
+// eastWestPair starts the two clusters of TestEastWestPassthroughAcrossContexts
+// and writes a kubeconfig of their contexts c1 (current) and c2; args
+// run check on orders from web-1 with --remote-contexts c2.
+func eastWestPair(ctx context.Context, t *testing.T) (c1, c2 *Lab, args []string) {
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); c1 = StartT(t, Options{}) }()
+	go func() { defer wg.Done(); c2 = StartT(t, Options{}) }()
+	wg.Wait()
+	if t.Failed() {
+		t.FailNow()
+	}
+
+	apply := func(l *Lab, network, podIP, clusterID string, extra ...runtime.Object) {
+		objs := []runtime.Object{
+			mcNamespace("istio-system", map[string]string{"topology.istio.io/network": network}),
+			mcNamespace("shop", nil),
+			mcService(),
+			mcGatewayService(network),
+			mcPod("orders-"+clusterID, podIP, clusterID, network),
+			mcSlice(podIP, "orders-"+clusterID),
+		}
+		if _, err := Apply(ctx, l, recorded.FromObjects("eastwest-"+clusterID, append(objs, extra...))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	istiod := &corev1.Pod{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
+		ObjectMeta: metav1.ObjectMeta{Name: "istiod-1", Namespace: "istio-system", Labels: map[string]string{"app": "istiod"}},
+		Spec:       corev1.PodSpec{NodeName: NodeName, Containers: []corev1.Container{{Name: "discovery", Image: "pilot"}}},
+		Status:     corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "10.1.0.2"}}
+	gatewayPod := &corev1.Pod{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
+		ObjectMeta: metav1.ObjectMeta{Name: "istio-eastwestgateway-1", Namespace: "istio-system",
+			Labels: map[string]string{"istio": "eastwestgateway", "topology.istio.io/network": "network2"}},
+		Spec:   corev1.PodSpec{NodeName: NodeName, Containers: []corev1.Container{{Name: "istio-proxy", Image: "proxyv2", Args: []string{"proxy", "router"}}}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "10.2.0.20"}}
+	apply(c1, "network1", "10.1.0.5", "cluster1", mcPod("web-1", "10.1.0.9", "cluster1", "network1"), istiod)
+	apply(c2, "network2", "10.2.0.5", "cluster2", gatewayPod)
+	for l, ip := range map[*Lab]string{c1: "172.18.1.10", c2: "172.18.2.10"} {
+		svc, err := l.Kube.CoreV1().Services("istio-system").Get(ctx, "istio-eastwestgateway", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		svc.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: ip}}
+		if _, err := l.Kube.CoreV1().Services("istio-system").UpdateStatus(ctx, svc, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	cfg := clientcmdapi.NewConfig()
+	for name, l := range map[string]*Lab{"c1": c1, "c2": c2} {
+		cfg.Clusters[name] = &clientcmdapi.Cluster{Server: l.Server, CertificateAuthorityData: l.Config.TLSClientConfig.CAData}
+		cfg.AuthInfos[name] = &clientcmdapi.AuthInfo{Token: l.Config.BearerToken}
+		cfg.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: name, Namespace: "shop"}
+	}
+	cfg.CurrentContext = "c1"
+	if err := clientcmd.WriteToFile(*cfg, kubeconfig); err != nil {
+		t.Fatal(err)
+	}
+	args = []string{"--kubeconfig", kubeconfig, "--remote-contexts", "c2", "check", "svc/orders", "--from", "pod/web-1"}
+
+	return c1, c2, args
+}
+
+// checkStep runs check and returns the step of probe.
+func checkStep(t *testing.T, probe string, args ...string) mcStep {
+	t.Helper()
+	out, stderr, code := runMeshtriage(t, args...)
+	var rep struct {
+		Steps []mcStep `json:"steps"`
+	}
+	if err := json.Unmarshal(out, &rep); err != nil {
+		t.Fatalf("exit %d, not the JSON report: %v\n%s\n%s", code, err, out, stderr)
+	}
+	for _, s := range rep.Steps {
+		if s.Probe == probe {
+			return s
+		}
+	}
+	t.Fatalf("no %s step (exit %d):\n%s\n%s", probe, code, out, stderr)
+	return mcStep{}
+}
