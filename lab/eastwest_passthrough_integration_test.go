@@ -5,9 +5,7 @@ package lab
 import (
 	"context"
 	"encoding/json"
-	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,11 +13,7 @@ import (
 	istioclient "istio.io/client-go/pkg/clientset/versioned"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
-	"github.com/meshtriage/meshtriage/probes/cluster/recorded"
 	"github.com/meshtriage/meshtriage/probes/patch"
 )
 
@@ -69,28 +63,8 @@ func TestEastWestPassthroughAcrossContexts(t *testing.T) {
 // and writes a kubeconfig of their contexts c1 (current) and c2; args
 // run check on orders from web-1 with --remote-contexts c2.
 func eastWestPair(ctx context.Context, t *testing.T) (c1, c2 *Lab, args []string) {
-	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() { defer wg.Done(); c1 = StartT(t, Options{}) }()
-	go func() { defer wg.Done(); c2 = StartT(t, Options{}) }()
-	wg.Wait()
-	if t.Failed() {
-		t.FailNow()
-	}
+	c1, c2 = startTwoLabs(t)
 
-	apply := func(l *Lab, network, podIP, clusterID string, extra ...runtime.Object) {
-		objs := []runtime.Object{
-			mcNamespace("istio-system", map[string]string{"topology.istio.io/network": network}),
-			mcNamespace("shop", nil),
-			mcService(),
-			mcGatewayService(network),
-			mcPod("orders-"+clusterID, podIP, clusterID, network),
-			mcSlice(podIP, "orders-"+clusterID),
-		}
-		if _, err := Apply(ctx, l, recorded.FromObjects("eastwest-"+clusterID, append(objs, extra...))); err != nil {
-			t.Fatal(err)
-		}
-	}
 	istiod := &corev1.Pod{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
 		ObjectMeta: metav1.ObjectMeta{Name: "istiod-1", Namespace: "istio-system", Labels: map[string]string{"app": "istiod"}},
 		Spec:       corev1.PodSpec{NodeName: NodeName, Containers: []corev1.Container{{Name: "discovery", Image: "pilot"}}},
@@ -100,8 +74,8 @@ func eastWestPair(ctx context.Context, t *testing.T) (c1, c2 *Lab, args []string
 			Labels: map[string]string{"istio": "eastwestgateway", "topology.istio.io/network": "network2"}},
 		Spec:   corev1.PodSpec{NodeName: NodeName, Containers: []corev1.Container{{Name: "istio-proxy", Image: "proxyv2", Args: []string{"proxy", "router"}}}},
 		Status: corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "10.2.0.20"}}
-	apply(c1, "network1", "10.1.0.5", "cluster1", mcPod("web-1", "10.1.0.9", "cluster1", "network1"), istiod)
-	apply(c2, "network2", "10.2.0.5", "cluster2", gatewayPod)
+	applyOrdersSide(ctx, t, c1, "network1", "orders-cluster1", "10.1.0.5", "cluster1", mcPod("web-1", "10.1.0.9", "cluster1", "network1"), istiod)
+	applyOrdersSide(ctx, t, c2, "network2", "orders-cluster2", "10.2.0.5", "cluster2", gatewayPod)
 	for l, ip := range map[*Lab]string{c1: "172.18.1.10", c2: "172.18.2.10"} {
 		svc, err := l.Kube.CoreV1().Services("istio-system").Get(ctx, "istio-eastwestgateway", metav1.GetOptions{})
 		if err != nil {
@@ -113,37 +87,7 @@ func eastWestPair(ctx context.Context, t *testing.T) (c1, c2 *Lab, args []string
 		}
 	}
 
-	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
-	cfg := clientcmdapi.NewConfig()
-	for name, l := range map[string]*Lab{"c1": c1, "c2": c2} {
-		cfg.Clusters[name] = &clientcmdapi.Cluster{Server: l.Server, CertificateAuthorityData: l.Config.TLSClientConfig.CAData}
-		cfg.AuthInfos[name] = &clientcmdapi.AuthInfo{Token: l.Config.BearerToken}
-		cfg.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: name, Namespace: "shop"}
-	}
-	cfg.CurrentContext = "c1"
-	if err := clientcmd.WriteToFile(*cfg, kubeconfig); err != nil {
-		t.Fatal(err)
-	}
-	args = []string{"--kubeconfig", kubeconfig, "--remote-contexts", "c2", "check", "svc/orders", "--from", "pod/web-1"}
+	args = twoContextKubeconfig(t, c1, c2)
 
 	return c1, c2, args
-}
-
-// checkStep runs check and returns the step of probe.
-func checkStep(t *testing.T, probe string, args ...string) mcStep {
-	t.Helper()
-	out, stderr, code := runMeshtriage(t, args...)
-	var rep struct {
-		Steps []mcStep `json:"steps"`
-	}
-	if err := json.Unmarshal(out, &rep); err != nil {
-		t.Fatalf("exit %d, not the JSON report: %v\n%s\n%s", code, err, out, stderr)
-	}
-	for _, s := range rep.Steps {
-		if s.Probe == probe {
-			return s
-		}
-	}
-	t.Fatalf("no %s step (exit %d):\n%s\n%s", probe, code, out, stderr)
-	return mcStep{}
 }

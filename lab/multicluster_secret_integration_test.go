@@ -4,21 +4,14 @@ package lab
 
 import (
 	"context"
-	"encoding/json"
-	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/meshtriage/meshtriage/probes/cluster"
-	"github.com/meshtriage/meshtriage/probes/cluster/recorded"
 )
 
 // Two kube-apiservers and the real istiod of the first, found by the
@@ -31,15 +24,7 @@ import (
 // create-remote-secret command built from what it read; once the secret
 // is there and istiod has synced cluster2, it does not.
 func TestRemoteSecretMissingAgainstIstiod(t *testing.T) {
-	var c1, c2 *Lab
-	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() { defer wg.Done(); c1 = StartT(t, Options{}) }()
-	go func() { defer wg.Done(); c2 = StartT(t, Options{}) }()
-	wg.Wait()
-	if t.Failed() {
-		t.FailNow()
-	}
+	c1, c2 := startTwoLabs(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	i, err := StartIstiodEnv(ctx, c1, "PILOT_REMOTE_CLUSTER_TIMEOUT=5s")
@@ -59,42 +44,19 @@ func TestRemoteSecretMissingAgainstIstiod(t *testing.T) {
 			Ports: []corev1.ContainerPort{{ContainerPort: cluster.IstiodMonitoringPort}}}}},
 		Status: corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "10.1.0.2", PodIPs: []corev1.PodIP{{IP: "10.1.0.2"}},
 			Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}}
-	apply := func(l *Lab, network, pod, podIP, clusterID string, extra ...runtime.Object) {
-		objs := append([]runtime.Object{
-			mcNamespace("istio-system", map[string]string{networkLabel: network}),
-			mcNamespace("shop", nil),
-			mcService(),
-			mcGatewayService(network),
-			mcPod(pod, podIP, clusterID, network),
-			mcSlice(podIP, pod),
-		}, extra...)
-		if _, err := Apply(ctx, l, recorded.FromObjects("multicluster-secret-"+pod, objs)); err != nil {
-			t.Fatal(err)
-		}
-	}
 	// istiod's own cluster ID is Kubernetes (its default CLUSTER_ID).
-	apply(c1, "network1", "orders-c1", "10.1.0.5", "Kubernetes", mcPod("web-1", "10.1.0.9", "Kubernetes", "network1"), istiodPod)
-	apply(c2, "network2", "orders-c2", "10.2.0.5", "cluster2")
+	applyOrdersSide(ctx, t, c1, "network1", "orders-c1", "10.1.0.5", "Kubernetes", mcPod("web-1", "10.1.0.9", "Kubernetes", "network1"), istiodPod)
+	applyOrdersSide(ctx, t, c2, "network2", "orders-c2", "10.2.0.5", "cluster2")
 	i.ServeAs(cluster.PodRef{Namespace: istiodPod.Namespace, Name: istiodPod.Name})
 
-	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
-	cfg := clientcmdapi.NewConfig()
-	for name, l := range map[string]*Lab{"c1": c1, "c2": c2} {
-		cfg.Clusters[name] = &clientcmdapi.Cluster{Server: l.Server, CertificateAuthorityData: l.Config.TLSClientConfig.CAData}
-		cfg.AuthInfos[name] = &clientcmdapi.AuthInfo{Token: l.Config.BearerToken}
-		cfg.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: name, Namespace: "shop"}
-	}
-	cfg.CurrentContext = "c1"
-	if err := clientcmd.WriteToFile(*cfg, kubeconfig); err != nil {
-		t.Fatal(err)
-	}
-	args := []string{"--kubeconfig", kubeconfig, "--remote-contexts", "c2", "check", "svc/orders", "--from", "pod/web-1"}
+	args := twoContextKubeconfig(t, c1, c2)
 
 	// No remote secret: istiod reads only its own cluster.
 	if err := i.WaitClusterz(ctx, remoteClusterID, ""); err != nil {
 		t.Fatal(err)
 	}
-	findings, step := secretCheck(t, args...)
+	findings, steps := checkTwoClusters(t, args...)
+	step := steps["multicluster"]
 	const wantCmd = "istioctl create-remote-secret --context=c2 --name=cluster2 | kubectl apply -f - --context=c1"
 	if got := findings["multicluster.remote-secret-missing"]; got != "high" {
 		t.Errorf("without the secret: multicluster.remote-secret-missing at %q, want high; findings %v; step %s: %s", got, findings, step.Status, step.Summary)
@@ -113,7 +75,8 @@ func TestRemoteSecretMissingAgainstIstiod(t *testing.T) {
 	if err := i.WaitClusterz(ctx, remoteClusterID, "synced"); err != nil {
 		t.Fatal(err)
 	}
-	findings, step = secretCheck(t, args...)
+	findings, steps = checkTwoClusters(t, args...)
+	step = steps["multicluster"]
 	for _, cause := range []string{"multicluster.remote-secret-missing", "multicluster.remote-secret-stale"} {
 		if got, ok := findings[cause]; ok {
 			t.Errorf("with the secret: %s at %s; step %s: %s", cause, got, step.Status, step.Summary)
@@ -122,32 +85,4 @@ func TestRemoteSecretMissingAgainstIstiod(t *testing.T) {
 	if got, ok := step.Facts["mc_remote_secret_missing"].([]any); !ok || len(got) != 0 {
 		t.Errorf("with the secret: mc_remote_secret_missing = %#v (read and empty, not unknown)", step.Facts["mc_remote_secret_missing"])
 	}
-}
-
-// secretCheck runs check and returns its findings' confidence by cause
-// and its multicluster step.
-func secretCheck(t *testing.T, args ...string) (map[string]string, mcStep) {
-	t.Helper()
-	out, stderr, code := runMeshtriage(t, args...)
-	var rep struct {
-		Steps    []mcStep `json:"steps"`
-		Findings []struct {
-			Cause      string `json:"cause"`
-			Confidence string `json:"confidence"`
-		} `json:"findings"`
-	}
-	if err := json.Unmarshal(out, &rep); err != nil {
-		t.Fatalf("exit %d, not the JSON report: %v\n%s\n%s", code, err, out, stderr)
-	}
-	findings := map[string]string{}
-	for _, f := range rep.Findings {
-		findings[f.Cause] = f.Confidence
-	}
-	for _, s := range rep.Steps {
-		if s.Probe == "multicluster" {
-			return findings, s
-		}
-	}
-	t.Fatalf("no multicluster step (exit %d):\n%s\n%s", code, out, stderr)
-	return nil, mcStep{}
 }

@@ -6,23 +6,17 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
-	"github.com/meshtriage/meshtriage/probes/cluster/recorded"
 	"github.com/meshtriage/meshtriage/probes/patch"
 )
 
@@ -39,52 +33,19 @@ import (
 // the finding's patch, applied to c2, puts it behind the gateway again.
 // No istiod is needed: this is what the configuration says istiod does.
 func TestRemoteContextsReadEachClustersEndpoints(t *testing.T) {
-	var c1, c2 *Lab
-	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() { defer wg.Done(); c1 = StartT(t, Options{}) }()
-	go func() { defer wg.Done(); c2 = StartT(t, Options{}) }()
-	wg.Wait()
-	if t.Failed() {
-		t.FailNow()
-	}
+	c1, c2 := startTwoLabs(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 
-	apply := func(l *Lab, network, podIP, clusterID string, extra ...runtime.Object) *Applied {
-		objs := []runtime.Object{
-			mcNamespace("istio-system", map[string]string{"topology.istio.io/network": network}),
-			mcNamespace("shop", nil),
-			mcService(),
-			mcGatewayService(network),
-			mcPod("orders-"+clusterID, podIP, clusterID, network),
-			mcSlice(podIP, "orders-"+clusterID),
-		}
-		a, err := Apply(ctx, l, recorded.FromObjects("multicluster-"+clusterID, append(objs, extra...)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return a
-	}
-	apply(c1, "network1", "10.1.0.5", "cluster1", mcPod("web-1", "10.1.0.9", "cluster1", "network1"))
-	apply(c2, "network2", "10.2.0.5", "cluster2")
+	applyOrdersSide(ctx, t, c1, "network1", "orders-cluster1", "10.1.0.5", "cluster1", mcPod("web-1", "10.1.0.9", "cluster1", "network1"))
+	applyOrdersSide(ctx, t, c2, "network2", "orders-cluster2", "10.2.0.5", "cluster2")
 
-	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
-	cfg := clientcmdapi.NewConfig()
-	for name, l := range map[string]*Lab{"c1": c1, "c2": c2} {
-		cfg.Clusters[name] = &clientcmdapi.Cluster{Server: l.Server, CertificateAuthorityData: l.Config.TLSClientConfig.CAData}
-		cfg.AuthInfos[name] = &clientcmdapi.AuthInfo{Token: l.Config.BearerToken}
-		cfg.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: name, Namespace: "shop"}
-	}
-	cfg.CurrentContext = "c1"
-	if err := clientcmd.WriteToFile(*cfg, kubeconfig); err != nil {
-		t.Fatal(err)
-	}
+	args := twoContextKubeconfig(t, c1, c2)
 
 	// No controller gives a LoadBalancer its address here: pending, c2's
 	// gateway Service is no gateway to an istiod that read it so, and
 	// gateway-unusable names it.
-	step := checkMultiCluster(t, "--kubeconfig", kubeconfig, "--remote-contexts", "c2", "check", "svc/orders", "--from", "pod/web-1")
+	step := checkStep(t, "multicluster", args...)
 	if got := step.list("mc_gateway_unusable"); len(got) != 1 || !strings.HasPrefix(got[0], "c2: istio-system/istio-eastwestgateway: no address") {
 		t.Errorf("pending load balancer: mc_gateway_unusable = %q", got)
 	}
@@ -106,7 +67,7 @@ func TestRemoteContextsReadEachClustersEndpoints(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	step = checkMultiCluster(t, "--kubeconfig", kubeconfig, "--remote-contexts", "c2", "check", "svc/orders", "--from", "pod/web-1")
+	step = checkStep(t, "multicluster", args...)
 	wantEndpoints := []string{
 		"c1: 10.1.0.5 (pod orders-cluster1) network network1: direct",
 		"c2: 10.2.0.5 (pod orders-cluster2) network network2: via gateway 172.18.2.10:15443",
@@ -127,7 +88,7 @@ func TestRemoteContextsReadEachClustersEndpoints(t *testing.T) {
 	if _, err := c2.Kube.CoreV1().Namespaces().Update(ctx, ns, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	step = checkMultiCluster(t, "--kubeconfig", kubeconfig, "--remote-contexts", "c2", "check", "svc/orders", "--from", "pod/web-1")
+	step = checkStep(t, "multicluster", args...)
 	if got := step.list("mc_remote_direct"); !slices.Equal(got, []string{"c2: 10.2.0.5 (network -)"}) {
 		t.Errorf("mc_remote_direct = %q", got)
 	}
@@ -138,7 +99,7 @@ func TestRemoteContextsReadEachClustersEndpoints(t *testing.T) {
 	// value c2's gateway carries; applied to c2's API server as the
 	// on-call would (kubectl patch --context c2), the caller goes through
 	// the gateway again.
-	fix := findingPatch(t, "multicluster.network-label-missing", "--kubeconfig", kubeconfig, "--remote-contexts", "c2", "check", "svc/orders", "--from", "pod/web-1")
+	fix := findingPatch(t, "multicluster.network-label-missing", args...)
 	var body bytes.Buffer
 	if err := json.Compact(&body, fix.Patch); err != nil {
 		t.Fatal(err)
@@ -150,13 +111,13 @@ func TestRemoteContextsReadEachClustersEndpoints(t *testing.T) {
 	if _, err := c2.Kube.CoreV1().Namespaces().Patch(ctx, fix.Name, types.MergePatchType, fix.Patch, metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	step = checkMultiCluster(t, "--kubeconfig", kubeconfig, "--remote-contexts", "c2", "check", "svc/orders", "--from", "pod/web-1")
+	step = checkStep(t, "multicluster", args...)
 	if got := step.list("mc_endpoints"); !slices.Equal(got, wantEndpoints) {
 		t.Errorf("after the fix: mc_endpoints = %q, want %q", got, wantEndpoints)
 	}
 
 	// A context the kubeconfig lacks is refused by name, before any read.
-	_, stderr, code := runMeshtriage(t, "--kubeconfig", kubeconfig, "--remote-contexts", "c3", "check", "svc/orders")
+	_, stderr, code := runMeshtriage(t, args[0], args[1], "--remote-contexts", "c3", "check", "svc/orders")
 	if code != 1 || !strings.Contains(stderr, `--remote-contexts: context "c3" not found in kubeconfig (contexts: c1, c2)`) {
 		t.Errorf("unknown context: exit %d, stderr %q", code, stderr)
 	}
@@ -211,25 +172,6 @@ func findingPatch(t *testing.T, cause string, args ...string) patch.Patch {
 	}
 	t.Fatalf("no %s finding with one patch (exit %d):\n%s\n%s", cause, code, out, stderr)
 	return patch.Patch{}
-}
-
-// checkMultiCluster runs check and returns its multicluster step.
-func checkMultiCluster(t *testing.T, args ...string) mcStep {
-	t.Helper()
-	out, stderr, code := runMeshtriage(t, args...)
-	var rep struct {
-		Steps []mcStep `json:"steps"`
-	}
-	if err := json.Unmarshal(out, &rep); err != nil {
-		t.Fatalf("exit %d, not the JSON report: %v\n%s\n%s", code, err, out, stderr)
-	}
-	for _, s := range rep.Steps {
-		if s.Probe == "multicluster" {
-			return s
-		}
-	}
-	t.Fatalf("no multicluster step (exit %d):\n%s\n%s", code, out, stderr)
-	return mcStep{}
 }
 
 func mcNamespace(name string, labels map[string]string) *corev1.Namespace {

@@ -1,0 +1,114 @@
+//go:build integration
+
+package lab
+
+import (
+	"context"
+	"encoding/json"
+	"maps"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/meshtriage/meshtriage/probes/cluster/recorded"
+)
+
+// The pieces the multi-cluster lab tests share: two labs as two clusters,
+// one kubeconfig of their contexts, each cluster's side of the Service
+// orders, and check's JSON report read back.
+
+// startTwoLabs starts two independent labs (each its own etcd,
+// kube-apiserver and fake kubelet) side by side.
+func startTwoLabs(t *testing.T) (c1, c2 *Lab) {
+	t.Helper()
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); c1 = StartT(t, Options{}) }()
+	go func() { defer wg.Done(); c2 = StartT(t, Options{}) }()
+	wg.Wait()
+	if t.Failed() {
+		t.FailNow()
+	}
+	return c1, c2
+}
+
+// twoContextKubeconfig writes a kubeconfig whose contexts c1 (current)
+// and c2 reach the two labs, namespace shop, and returns the args of
+// `check svc/orders --from pod/web-1 --remote-contexts c2` through it.
+func twoContextKubeconfig(t *testing.T, c1, c2 *Lab) (args []string) {
+	t.Helper()
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	cfg := clientcmdapi.NewConfig()
+	for name, l := range map[string]*Lab{"c1": c1, "c2": c2} {
+		cfg.Clusters[name] = &clientcmdapi.Cluster{Server: l.Server, CertificateAuthorityData: l.Config.TLSClientConfig.CAData}
+		cfg.AuthInfos[name] = &clientcmdapi.AuthInfo{Token: l.Config.BearerToken}
+		cfg.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: name, Namespace: "shop"}
+	}
+	cfg.CurrentContext = "c1"
+	if err := clientcmd.WriteToFile(*cfg, kubeconfig); err != nil {
+		t.Fatal(err)
+	}
+	return []string{"--kubeconfig", kubeconfig, "--remote-contexts", "c2", "check", "svc/orders", "--from", "pod/web-1"}
+}
+
+// applyOrdersSide applies one cluster's side of orders: its control-plane
+// namespace on network, the Service, the east-west gateway Service of
+// that network, one pod of orders (injected with clusterID) and its
+// EndpointSlice, and extra.
+func applyOrdersSide(ctx context.Context, t *testing.T, l *Lab, network, pod, podIP, clusterID string, extra ...runtime.Object) *Applied {
+	t.Helper()
+	objs := append([]runtime.Object{
+		mcNamespace("istio-system", map[string]string{networkLabel: network}),
+		mcNamespace("shop", nil),
+		mcService(),
+		mcGatewayService(network),
+		mcPod(pod, podIP, clusterID, network),
+		mcSlice(podIP, pod),
+	}, extra...)
+	a, err := Apply(ctx, l, recorded.FromObjects("orders-"+pod, objs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+// checkTwoClusters runs check and returns its findings' confidence by cause
+// and its steps by probe.
+func checkTwoClusters(t *testing.T, args ...string) (findings map[string]string, steps map[string]mcStep) {
+	t.Helper()
+	out, stderr, code := runMeshtriage(t, args...)
+	var rep struct {
+		Steps    []mcStep `json:"steps"`
+		Findings []struct {
+			Cause      string `json:"cause"`
+			Confidence string `json:"confidence"`
+		} `json:"findings"`
+	}
+	if err := json.Unmarshal(out, &rep); err != nil {
+		t.Fatalf("exit %d, not the JSON report: %v\n%s\n%s", code, err, out, stderr)
+	}
+	findings, steps = map[string]string{}, map[string]mcStep{}
+	for _, f := range rep.Findings {
+		findings[f.Cause] = f.Confidence
+	}
+	for _, s := range rep.Steps {
+		steps[s.Probe] = s
+	}
+	return findings, steps
+}
+
+// checkStep runs check and returns the step of probe.
+func checkStep(t *testing.T, probe string, args ...string) mcStep {
+	t.Helper()
+	_, steps := checkTwoClusters(t, args...)
+	s, ok := steps[probe]
+	if !ok {
+		t.Fatalf("no %s step in check's report (steps %v)", probe, slices.Sorted(maps.Keys(steps)))
+	}
+	return s
+}
