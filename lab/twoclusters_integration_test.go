@@ -42,11 +42,19 @@ func startTwoLabs(t *testing.T) (c1, c2 *Lab) {
 // `check svc/orders --from pod/web-1 --remote-contexts c2` through it.
 func twoContextKubeconfig(t *testing.T, c1, c2 *Lab) (args []string) {
 	t.Helper()
+	return twoContextKubeconfigAs(t, c1, c2, c1.Config.BearerToken, c2.Config.BearerToken)
+}
+
+// twoContextKubeconfigAs is twoContextKubeconfig whose contexts
+// authenticate with token1 in c1 and token2 in c2.
+func twoContextKubeconfigAs(t *testing.T, c1, c2 *Lab, token1, token2 string) (args []string) {
+	t.Helper()
 	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
 	cfg := clientcmdapi.NewConfig()
+	tokens := map[string]string{"c1": token1, "c2": token2}
 	for name, l := range map[string]*Lab{"c1": c1, "c2": c2} {
 		cfg.Clusters[name] = &clientcmdapi.Cluster{Server: l.Server, CertificateAuthorityData: l.Config.TLSClientConfig.CAData}
-		cfg.AuthInfos[name] = &clientcmdapi.AuthInfo{Token: l.Config.BearerToken}
+		cfg.AuthInfos[name] = &clientcmdapi.AuthInfo{Token: tokens[name]}
 		cfg.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: name, Namespace: "shop"}
 	}
 	cfg.CurrentContext = "c1"
