@@ -225,8 +225,10 @@ func TestResumedSession(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Tall enough for every step and the causes below them.
-	h := startEngine(t, Options{Engine: engine.FromSession(resumed), Resumed: true}, 100, 40)
+	// Tall enough for every step and the causes below them (the three
+	// multi-cluster steps of issue 30 pushed the verdicts below a
+	// 40-line screen).
+	h := startEngine(t, Options{Engine: engine.FromSession(resumed), Resumed: true}, 100, 60)
 	h.waitFor("Runbook · guided", "✓ Resolve the Service", "✗ Envoy upstream hosts", "next:")
 	h.key("m")
 	h.waitFor("✘ Plaintext sent to a S", "ruled out")
