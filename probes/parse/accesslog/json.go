@@ -3,6 +3,7 @@ package accesslog
 import (
 	"bytes"
 	"encoding/json"
+	"math"
 	"strconv"
 
 	"github.com/meshtriage/meshtriage/probes/parse/clustername"
@@ -93,8 +94,9 @@ func (f flexString) int() int64 {
 	if n, ok := atoi(f.v); ok {
 		return n
 	}
-	// Envoy may print a number as 2.0 in JSON.
-	if x, err := strconv.ParseFloat(f.v, 64); err == nil && x >= 0 {
+	// Envoy may print a number as 2.0 in JSON. One beyond int64 (5E32, Inf)
+	// is no figure Envoy counts: converting it would wrap negative.
+	if x, err := strconv.ParseFloat(f.v, 64); err == nil && x >= 0 && x < math.MaxInt64 {
 		return int64(x)
 	}
 	return 0
