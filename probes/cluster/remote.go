@@ -20,10 +20,12 @@ type RemoteReader interface {
 	RemoteClusters() (remotes []Remote, unread string)
 }
 
-// RemotesNotRecorded is what a source made from an input (a recording, a
-// scenario, a dump, a bug report) says of remote clusters: it holds one
-// cluster, and whether the mesh spans others is not in it.
-const RemotesNotRecorded = "remote clusters not recorded: this input holds one cluster"
+// RemotesNotRecorded is what a source of one cluster says of remote
+// clusters: an input (a recording, a scenario, a dump, a bug report) holds
+// one, and a live client was given no --remote-contexts. One sentence for
+// both, so that a triage reads the same live and replayed; whether the
+// mesh spans other clusters is not in it.
+const RemotesNotRecorded = "one cluster read: no other was given (--remote-contexts) or held in the input, so the mesh's other clusters, if any, were not read"
 
 // RemoteClusters are the remote clusters c reads through, looked for
 // through the caches and wrappers in front of the source; a source that

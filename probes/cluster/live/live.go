@@ -135,7 +135,7 @@ func (c *Cluster) SetRemotes(remotes []cluster.Remote) { c.remotes = remotes }
 // given says so, never "no other cluster".
 func (c *Cluster) RemoteClusters() ([]cluster.Remote, string) {
 	if len(c.remotes) == 0 {
-		return nil, "no remote context given (--remote-contexts): other clusters of the mesh were not read"
+		return nil, cluster.RemotesNotRecorded
 	}
 	return c.remotes, ""
 }
