@@ -76,16 +76,7 @@ func eastWestPair(ctx context.Context, t *testing.T) (c1, c2 *Lab, args []string
 		Status: corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "10.2.0.20"}}
 	applyOrdersSide(ctx, t, c1, "network1", "orders-cluster1", "10.1.0.5", "cluster1", mcPod("web-1", "10.1.0.9", "cluster1", "network1"), istiod)
 	applyOrdersSide(ctx, t, c2, "network2", "orders-cluster2", "10.2.0.5", "cluster2", gatewayPod)
-	for l, ip := range map[*Lab]string{c1: "172.18.1.10", c2: "172.18.2.10"} {
-		svc, err := l.Kube.CoreV1().Services("istio-system").Get(ctx, "istio-eastwestgateway", metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		svc.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: ip}}
-		if _, err := l.Kube.CoreV1().Services("istio-system").UpdateStatus(ctx, svc, metav1.UpdateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	setGatewayAddresses(ctx, t, map[*Lab]string{c1: "172.18.1.10", c2: "172.18.2.10"})
 
 	args = twoContextKubeconfig(t, c1, c2)
 

@@ -473,6 +473,34 @@ func readOnlyRules(t *testing.T) ([]rbacv1.PolicyRule, *rbacv1.ClusterRole, *rba
 	return role.Rules, role, binding
 }
 
+// grantReadOnly binds the shipped read-only ClusterRole in l to the
+// ServiceAccount its binding names, waits until the API server allows the
+// role's first rule, and returns that ServiceAccount and a token for it:
+// the identity a least-privilege test triages as.
+func grantReadOnly(ctx context.Context, t *testing.T, l *Lab) (sa rbacv1.Subject, token string) {
+	t.Helper()
+	_, role, binding := readOnlyRules(t)
+	i := slices.IndexFunc(binding.Subjects, func(s rbacv1.Subject) bool { return s.Kind == rbacv1.ServiceAccountKind })
+	if i < 0 {
+		t.Fatal("the shipped binding has no ServiceAccount subject to test with")
+	}
+	sa = binding.Subjects[i]
+	if binding.RoleRef.Name != role.Name {
+		t.Fatalf("the shipped binding refers to %q, the role is %q", binding.RoleRef.Name, role.Name)
+	}
+	if err := l.ApplyRBAC(ctx, role, binding); err != nil {
+		t.Fatal(err)
+	}
+	token, err := l.ServiceAccountToken(ctx, sa.Namespace, sa.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.WaitAllowed(ctx, sa.Namespace, sa.Name, role.Rules[0]); err != nil {
+		t.Fatal(err)
+	}
+	return sa, token
+}
+
 // readOnlyRulesWithout is the shipped role minus one resource.
 func readOnlyRulesWithout(t *testing.T, resource string) []rbacv1.PolicyRule {
 	t.Helper()

@@ -23,29 +23,10 @@ func TestReadOnlyRoleSufficesInEachCluster(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	c1, c2, _ := eastWestPair(ctx, t)
-	_, role, binding := readOnlyRules(t)
-	var sa *rbacv1.Subject
-	for i, s := range binding.Subjects {
-		if s.Kind == rbacv1.ServiceAccountKind {
-			sa = &binding.Subjects[i]
-		}
-	}
-	if sa == nil {
-		t.Fatal("the shipped binding has no ServiceAccount subject to test with")
-	}
 	tokens := map[*Lab]string{}
+	var sa rbacv1.Subject
 	for _, l := range []*Lab{c1, c2} {
-		if err := l.ApplyRBAC(ctx, role, binding); err != nil {
-			t.Fatal(err)
-		}
-		token, err := l.ServiceAccountToken(ctx, sa.Namespace, sa.Name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := l.WaitAllowed(ctx, sa.Namespace, sa.Name, role.Rules[0]); err != nil {
-			t.Fatal(err)
-		}
-		tokens[l] = token
+		sa, tokens[l] = grantReadOnly(ctx, t, l)
 	}
 	args := twoContextKubeconfigAs(t, c1, c2, tokens[c1], tokens[c2])
 

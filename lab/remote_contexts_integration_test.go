@@ -57,16 +57,7 @@ func TestRemoteContextsReadEachClustersEndpoints(t *testing.T) {
 	}
 
 	// The load balancers' addresses, through the status subresource.
-	for l, ip := range map[*Lab]string{c1: "172.18.1.10", c2: "172.18.2.10"} {
-		svc, err := l.Kube.CoreV1().Services("istio-system").Get(ctx, "istio-eastwestgateway", metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		svc.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: ip}}
-		if _, err := l.Kube.CoreV1().Services("istio-system").UpdateStatus(ctx, svc, metav1.UpdateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	setGatewayAddresses(ctx, t, map[*Lab]string{c1: "172.18.1.10", c2: "172.18.2.10"})
 	step = checkStep(t, "multicluster", args...)
 	wantEndpoints := []string{
 		"c1: 10.1.0.5 (pod orders-cluster1) network network1: direct",

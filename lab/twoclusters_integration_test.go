@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
@@ -119,4 +121,22 @@ func checkStep(t *testing.T, probe string, args ...string) mcStep {
 		t.Fatalf("no %s step in check's report (steps %v)", probe, slices.Sorted(maps.Keys(steps)))
 	}
 	return s
+}
+
+// setGatewayAddresses gives each lab's istio-system/istio-eastwestgateway
+// Service its load balancer's address through the status subresource, as
+// a cloud controller would: lab.Apply drops a Service's status, and no
+// controller runs in the lab to write it.
+func setGatewayAddresses(ctx context.Context, t *testing.T, addresses map[*Lab]string) {
+	t.Helper()
+	for l, ip := range addresses {
+		svc, err := l.Kube.CoreV1().Services("istio-system").Get(ctx, "istio-eastwestgateway", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		svc.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: ip}}
+		if _, err := l.Kube.CoreV1().Services("istio-system").UpdateStatus(ctx, svc, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
