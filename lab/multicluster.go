@@ -32,8 +32,15 @@ const ClusterNameAnnotation = "networking.istio.io/cluster"
 // bytes alone, and its sanitizeKubeConfig (pkg/kube/util.go) refuses a
 // tokenFile or client certificate and key files.
 func (l *Lab) RemoteKubeconfig(clusterID string) ([]byte, error) {
+	return l.remoteKubeconfig(clusterID, l.Server)
+}
+
+// remoteKubeconfig is RemoteKubeconfig reaching l at server (a Relay's
+// https://ADDR): the API server's certificate is for loopback, so any
+// loopback port serves.
+func (l *Lab) remoteKubeconfig(clusterID, server string) ([]byte, error) {
 	cfg := clientcmdapi.NewConfig()
-	cfg.Clusters[clusterID] = &clientcmdapi.Cluster{Server: l.Server, CertificateAuthorityData: l.caPEM}
+	cfg.Clusters[clusterID] = &clientcmdapi.Cluster{Server: server, CertificateAuthorityData: l.caPEM}
 	cfg.AuthInfos[clusterID] = &clientcmdapi.AuthInfo{Token: l.adminToken}
 	cfg.Contexts[clusterID] = &clientcmdapi.Context{Cluster: clusterID, AuthInfo: clusterID}
 	cfg.CurrentContext = clusterID
@@ -45,7 +52,11 @@ func (l *Lab) RemoteKubeconfig(clusterID string) ([]byte, error) {
 // labelled istio/multiCluster=true, its one data key the cluster ID and its
 // value RemoteKubeconfig.
 func (l *Lab) RemoteSecret(namespace, clusterID string) (*corev1.Secret, error) {
-	kubeconfig, err := l.RemoteKubeconfig(clusterID)
+	return l.remoteSecret(namespace, clusterID, l.Server)
+}
+
+func (l *Lab) remoteSecret(namespace, clusterID, server string) (*corev1.Secret, error) {
+	kubeconfig, err := l.remoteKubeconfig(clusterID, server)
 	if err != nil {
 		return nil, err
 	}
@@ -63,7 +74,18 @@ func (l *Lab) RemoteSecret(namespace, clusterID string) (*corev1.Secret, error) 
 // AddRemote creates, in istiod's namespace of its own API server, the remote
 // secret through which it reads remote as clusterID.
 func (i *Istiod) AddRemote(ctx context.Context, remote *Lab, clusterID string) error {
-	secret, err := remote.RemoteSecret(i.Namespace, clusterID)
+	return i.addRemote(ctx, remote, clusterID, remote.Server)
+}
+
+// AddRemoteThrough is AddRemote with istiod reaching remote through relay
+// only, so that cutting the relay cuts istiod off from the cluster while
+// the triage, which reads it directly, still can.
+func (i *Istiod) AddRemoteThrough(ctx context.Context, remote *Lab, clusterID string, relay *Relay) error {
+	return i.addRemote(ctx, remote, clusterID, "https://"+relay.Addr())
+}
+
+func (i *Istiod) addRemote(ctx context.Context, remote *Lab, clusterID, server string) error {
+	secret, err := remote.remoteSecret(i.Namespace, clusterID, server)
 	if err != nil {
 		return err
 	}

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/meshtriage/meshtriage/probes/callerview"
 	"github.com/meshtriage/meshtriage/probes/cluster"
@@ -41,7 +42,7 @@ func (MultiClusterProbe) Meta() Meta {
 	return Meta{
 		ID:    "multicluster",
 		Title: "The Service's endpoints in every cluster, and how the caller reaches each",
-		Reads: []string{"endpointslices", "pods", "namespaces (the control plane's)", "services (labelled topology.istio.io/network)", "configmaps (istio: meshNetworks)", "each --remote-contexts cluster: the same", "istiod (current cluster): /debug/clusterz, /debug/networkz"},
+		Reads: []string{"endpointslices", "pods", "namespaces (the control plane's)", "services (labelled topology.istio.io/network)", "configmaps (istio: meshNetworks)", "each --remote-contexts cluster: the same", "istiod (current cluster): /debug/clusterz, /debug/networkz, and /debug/endpointShardz when a remote cluster is synced"},
 		Facts: []FactSpec{
 			{"mc_remotes_given", FactBool, "remote clusters were given to read (--remote-contexts); false for one cluster, or an input (recording, scenario, dump) that holds one: the other clusters of the mesh, if any, were then not read"},
 			{"mc_remotes_read", FactInt, "remote clusters (--remote-contexts) whose endpoints of the Service were read"},
@@ -59,6 +60,8 @@ func (MultiClusterProbe) Meta() Meta {
 			{"mc_istiod_clusters", FactList, "the clusters istiod says it reads (/debug/clusterz of the current cluster's istiod), as ID (secret NS/NAME or config cluster): SYNC STATUS; absent when clusterz could not be read"},
 			{"mc_remote_secret_missing", FactList, "remote clusters whose pods name a cluster ID istiod's clusterz does not list (istiod reads no remote secret for it, so it pushes none of their endpoints), as CONTEXT: cluster ID X, with the command that creates the secret; absent when clusterz was not read"},
 			{"mc_remote_secret_stale", FactList, "remote clusters whose cluster ID clusterz lists as not synced (timeout: istiod went ready without it; syncing), as CONTEXT: cluster ID X STATUS, with the command that recreates the secret; absent when clusterz was not read"},
+			{"mc_istiod_shard_behind", FactList, "remote clusters clusterz lists synced whose endpoints of the Service in istiod's index (/debug/endpointShardz) lack some Ready in the cluster for over a minute and hold some the cluster no longer lists: istiod stopped following the cluster and pushes its old endpoints, as CONTEXT: what differs; absent when the index was not read or no remote is synced"},
+			{"mc_istiod_shard_lacks", FactList, "remote clusters clusterz lists synced whose endpoints in istiod's index lack some Ready in the cluster for over a minute (and hold none it no longer lists), as CONTEXT: what is missing; absent when the index was not read or no remote is synced"},
 			{"mc_cluster_id_collision", FactList, "remote clusters whose pods name the cluster ID of istiod's own cluster, or the same ID as another context's: istiod reads one cluster per ID (a remote secret keyed by its own ID is refused), as CONTEXT: why; absent when clusterz was not read"},
 			{"mc_networkz_read", FactBool, "istiod's /debug/networkz (the network gateways it resolved) was read: the gateway facts then stand on istiod's list, not on the configuration alone"},
 			{"mc_istiod_gateways", FactList, "the network gateways istiod resolved (/debug/networkz), as NETWORK: ADDR:PORT (cluster C); absent when networkz could not be read"},
@@ -85,7 +88,14 @@ func (MultiClusterProbe) Run(ctx context.Context, c cluster.Cluster, t cluster.T
 			}
 		}
 	}
-	return evaluateMultiCluster(t, caller, callerview.ReadClusters(ctx, c, t), readIstiodMultiCluster(ctx, c))
+	in := callerview.ReadClusters(ctx, c, t)
+	word := readIstiodMultiCluster(ctx, c)
+	word.readShards(ctx, c, t, in.Reads)
+	now, ok := cluster.Now(c)
+	if !ok {
+		now = time.Time{}
+	}
+	return evaluateMultiCluster(t, caller, in, word, now)
 }
 
 // istiodMultiCluster is istiod's own word on the clusters and network
@@ -95,13 +105,19 @@ type istiodMultiCluster struct {
 	ClustersUnknown string
 	Gateways        []istiodparse.NetworkGateway
 	GatewaysUnknown string
+	// Shards are the target's endpoint addresses in istiod's index, by the
+	// ID of each remote cluster clusterz lists synced (nil: none there);
+	// nil with ShardsUnknown when they were not read, and nil without it
+	// when no remote is synced (nothing to compare).
+	Shards        map[string][]string
+	ShardsUnknown string
 }
 
 // readIstiodMultiCluster reads clusterz and networkz of the current
 // cluster's istiod (the caller's control plane), the replica the Cluster
 // picks first, as the proxy-status probe asks first: every replica reads
-// the same remote secrets. endpointShardz is not read: it is a copy of
-// istiod's whole index.
+// the same remote secrets. endpointShardz is read apart (readShards), only
+// when it can tell something.
 func readIstiodMultiCluster(ctx context.Context, c cluster.Cluster) istiodMultiCluster {
 	var out istiodMultiCluster
 	var err error
@@ -118,7 +134,94 @@ func readIstiodMultiCluster(ctx context.Context, c cluster.Cluster) istiodMultiC
 	return out
 }
 
-func evaluateMultiCluster(t cluster.Target, caller mesh.Caller, in callerview.Clusters, word istiodMultiCluster) Result {
+// readShards reads istiod's endpoint index (/debug/endpointShardz) when a
+// remote cluster the triage read is one clusterz lists synced: then only
+// the index says whether what istiod pushes still follows that cluster (a
+// cluster cut off from istiod after its first sync stays "synced" while
+// its endpoints in istiod stop changing, as the lab shows). The answer is
+// a copy of istiod's whole index, so it is read only then, and only the
+// target's entry is decoded.
+func (w *istiodMultiCluster) readShards(ctx context.Context, c cluster.Cluster, t cluster.Target, reads []mesh.ClusterRead) {
+	synced := map[string]bool{}
+	for _, cr := range reads {
+		if cr.Local || cr.ClusterID == "" || cr.SlicesUnknown != "" || w.ClustersUnknown != "" {
+			continue
+		}
+		if listed, ok := w.Clusters.Find(cr.ClusterID); ok && listed.Remote() && listed.SyncStatus == istiodparse.SyncStatusSynced {
+			synced[cr.ClusterID] = true
+		}
+	}
+	if len(synced) == 0 {
+		return
+	}
+	hostPrefix := t.Service + "." + t.Namespace + ".svc."
+	services, err := cluster.IstiodEndpointShards(ctx, c, "", func(host, namespace string) bool {
+		return namespace == t.Namespace && strings.HasPrefix(host, hostPrefix)
+	})
+	switch {
+	case err != nil:
+		w.ShardsUnknown = "istiod's " + istiodparse.EndpointShardzPath + " not read: " + wording.FirstLine(err.Error())
+		return
+	case len(services) == 0:
+		// Not even istiod's own cluster: the Service is outside its
+		// registry (discoverySelectors, or not created), which is not a
+		// remote cluster's staleness.
+		w.ShardsUnknown = "istiod's " + istiodparse.EndpointShardzPath + " holds no endpoint of " + hostPrefix + "* in any cluster, so whether it follows the remote clusters is not known"
+		return
+	}
+	w.Shards = map[string][]string{}
+	for id := range synced {
+		w.Shards[id] = nil
+		for _, svc := range services {
+			for _, sh := range svc.Shards {
+				if sh.Cluster != id || sh.Provider != "Kubernetes" {
+					continue
+				}
+				for _, e := range sh.Endpoints {
+					w.Shards[id] = append(w.Shards[id], e.Addresses...)
+				}
+			}
+		}
+	}
+}
+
+// shardSigns words the remote clusters whose endpoints in istiod's index
+// (the shard of their cluster ID) differ from their own: behind, when
+// istiod lacks endpoints Ready there for over a minute and still holds
+// ones the cluster no longer has (its view of the cluster stopped); lacks,
+// when it only lacks some (a stopped view of a cluster that only grew, or
+// that cluster's namespace outside istiod's discoverySelectors).
+func shardSigns(reads []mesh.ClusterRead, word istiodMultiCluster, now time.Time) (behind, lacks, unknown []string, known bool) {
+	if word.Shards == nil {
+		if word.ShardsUnknown != "" {
+			unknown = append(unknown, word.ShardsUnknown)
+		}
+		return nil, nil, unknown, false
+	}
+	if now.IsZero() {
+		return nil, nil, []string{"the time the input was taken is not known, so how long the remote endpoints had been Ready, and whether istiod's index is behind them, is not known"}, false
+	}
+	stale, unknown := mesh.StaleShards(reads, word.Shards, now)
+	for _, s := range stale {
+		missing := make([]string, len(s.Missing))
+		for i, e := range s.Missing {
+			missing[i] = e.Address
+			if e.Pod != "" {
+				missing[i] += " (pod " + e.Pod + ")"
+			}
+		}
+		line := fmt.Sprintf("%s: cluster ID %s is synced in istiod's clusterz, but istiod's endpoint index lacks %s Ready there for over %s: %s",
+			s.Context, s.ClusterID, wording.CountNoun(len(s.Missing), "endpoint"), mesh.ShardSettle, strings.Join(missing, ", "))
+		if len(s.Gone) > 0 {
+			behind = append(behind, line+fmt.Sprintf("; and it still holds %d %s the cluster no longer lists: %s. istiod stopped following the cluster (its API server unreachable from istiod, or the secret's credentials revoked) and pushes its old endpoints", len(s.Gone), wording.Plural(len(s.Gone), "address", "addresses"), strings.Join(s.Gone, ", ")))
+			continue
+		}
+		lacks = append(lacks, line)
+	}
+	return behind, lacks, unknown, true
+}
+
+func evaluateMultiCluster(t cluster.Target, caller mesh.Caller, in callerview.Clusters, word istiodMultiCluster, now time.Time) Result {
 	var unknown []string
 	if in.MeshUnknown != "" {
 		unknown = append(unknown, in.MeshUnknown)
@@ -203,6 +306,12 @@ func evaluateMultiCluster(t cluster.Target, caller mesh.Caller, in callerview.Cl
 		unknown = append(unknown, word.ClustersUnknown)
 	}
 	unknown = append(unknown, secrets.unknown...)
+	behind, lacks, shardsUnknown, shardsKnown := shardSigns(in.Reads, word, now)
+	unknown = append(unknown, shardsUnknown...)
+	if shardsKnown {
+		r.Facts["mc_istiod_shard_behind"] = nonNil(behind)
+		r.Facts["mc_istiod_shard_lacks"] = nonNil(lacks)
+	}
 
 	var gws []string
 	for _, g := range mc.Gateways {
@@ -245,6 +354,8 @@ func evaluateMultiCluster(t cluster.Target, caller mesh.Caller, in callerview.Cl
 	v := verdict{Head: fmt.Sprintf("%s in %s", wording.CountNoun(len(mc.Endpoints), "endpoint"), wording.CountNoun(len(in.Reads), "cluster"))}
 	v.Problems = append(v.Problems, secrets.missing...)
 	v.Problems = append(v.Problems, secrets.stale...)
+	v.Problems = append(v.Problems, behind...)
+	v.Problems = append(v.Problems, lacks...)
 	v.Problems = append(v.Problems, secrets.collision...)
 	v.Problems = append(v.Problems, signs.labelMissing...)
 	v.Problems = append(v.Problems, signs.labelDisagrees...)
@@ -451,8 +562,14 @@ func remoteSecretSigns(reads []mesh.ClusterRead, word istiodMultiCluster) (s sec
 		switch {
 		case !ok:
 			s.missing = append(s.missing, fmt.Sprintf("%s: cluster ID %s is not among the clusters istiod reads (clusterz), so it pushes none of its endpoints; create its remote secret: %s", ctx, id, cmd))
-		case listed.SyncStatus == istiodparse.SyncStatusTimeout || listed.SyncStatus == istiodparse.SyncStatusSyncing:
-			s.stale = append(s.stale, fmt.Sprintf("%s: cluster ID %s is %s in istiod's clusterz (secret %s): istiod has not read its endpoints (the secret's credentials or address may be stale); recreate it: %s", ctx, id, listed.SyncStatus, listed.SecretName, cmd))
+		case listed.SyncStatus == istiodparse.SyncStatusTimeout || listed.SyncStatus == istiodparse.SyncStatusSyncing || listed.SyncStatus == istiodparse.SyncStatusClosed:
+			why := "istiod has not read its endpoints (the secret's credentials or address may be stale)"
+			if listed.SyncStatus == istiodparse.SyncStatusClosed {
+				// pkg/kube/multicluster: a cluster is closed when its
+				// secret is deleted or replaced; istiod reads none of it.
+				why = "istiod closed it (its secret deleted or replaced) and reads none of its endpoints"
+			}
+			s.stale = append(s.stale, fmt.Sprintf("%s: cluster ID %s is %s in istiod's clusterz (secret %s): %s; recreate it: %s", ctx, id, listed.SyncStatus, listed.SecretName, why, cmd))
 		}
 	}
 	return s, true

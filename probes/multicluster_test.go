@@ -2,13 +2,16 @@ package probes
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -350,5 +353,116 @@ func TestMultiClusterProbeGatewayHostnameOnIstiodsWord(t *testing.T) {
 		if got := r.Facts["mc_gateway_hostname"].([]string); len(got) != want {
 			t.Errorf("%s: mc_gateway_hostname = %q", sample, got)
 		}
+	}
+}
+
+// shardzSample is the lab istiod's endpointShardz (read in place) with the
+// orders entry's shard of each cluster ID in addrs holding those addresses
+// instead (nil: no such shard), each a copy of the sample's own endpoint.
+func shardzSample(t *testing.T, addrs map[string][]string) []byte {
+	t.Helper()
+	var index map[string]map[string]map[string]any
+	if err := json.Unmarshal(istiodSample(t, "endpointShardz-eastwest.json"), &index); err != nil {
+		t.Fatal(err)
+	}
+	orders := index["orders.shop.svc.cluster.local"]["shop"]
+	shards := orders["Shards"].(map[string]any)
+	proto := shards["Kubernetes/cluster2"].([]any)[0].(map[string]any)
+	for id, as := range addrs {
+		key := "Kubernetes/" + id
+		delete(shards, key)
+		if as == nil {
+			continue
+		}
+		var eps []any
+		for _, a := range as {
+			e := maps.Clone(proto)
+			e["Addresses"] = []string{a}
+			eps = append(eps, e)
+		}
+		shards[key] = eps
+	}
+	b, err := json.Marshal(index)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// shardClusters are twoClusters taken at now (a recording's capture time),
+// ctx2's orders pod Ready since five minutes before it.
+func shardClusters(t *testing.T, now time.Time, clusterz string, shardz []byte) withIstiod {
+	t.Helper()
+	remotePod := strings.Replace(mcPodDoc("orders-b", "10.2.0.5", "cluster2"), `{type: Ready, status: "True"}`,
+		`{type: Ready, status: "True", lastTransitionTime: "`+now.Add(-5*time.Minute).Format(time.RFC3339)+`"}`, 1)
+	s := recorded.FromObjects("local", decodeObjects(t, mcNamespaceDoc("network1"), mcServiceDoc,
+		mcPodDoc("web-1", "10.1.0.9", "cluster1"), mcPodDoc("orders-a", "10.1.0.5", "cluster1"), mcSliceDoc("10.1.0.5", "orders-a"),
+		strings.ReplaceAll(mcGatewayDoc("network1", 15443), "172.18.2.10", "172.18.1.10")))
+	s.CapturedAt = now
+	local, err := recorded.NewCluster(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	remote := recordedDocs(t, mcNamespaceDoc("network2"), mcServiceDoc, remotePod, mcSliceDoc("10.2.0.5", "orders-b"), mcGatewayDoc("network2", 15443))
+	w := withIstiodSamples(t, withRemotes{Cluster: local.(*recorded.Cluster), remotes: []cluster.Remote{{Context: "ctx2", Cluster: remote}}}, clusterz, "networkz-eastwest.json")
+	if shardz != nil {
+		w.answers[istiodparse.EndpointShardzPath] = shardz
+	}
+	return w
+}
+
+// clusterz says cluster2 synced, but istiod's index holds the address of
+// a pod cluster 2 no longer lists and lacks the one Ready there for five
+// minutes: istiod stopped following the cluster (the lab's cut-off
+// istiod does exactly this). In step, nothing is said; without the old
+// address, only a lack; unread, nothing is judged and it is said.
+func TestMultiClusterProbeIstiodIndexBehind(t *testing.T) {
+	now := time.Date(2026, 12, 5, 3, 0, 0, 0, time.UTC)
+	r := MultiClusterProbe{}.Run(context.Background(), shardClusters(t, now, "clusterz-remote.json", shardzSample(t, map[string][]string{"cluster2": {"10.2.0.4"}})), mcTarget)
+	behind, _ := r.Facts["mc_istiod_shard_behind"].([]string)
+	if r.Status != StatusFail || len(behind) != 1 || !strings.HasPrefix(behind[0], "ctx2: cluster ID cluster2 is synced in istiod's clusterz, but istiod's endpoint index lacks 1 endpoint Ready there for over 1m0s: 10.2.0.5 (pod orders-b)") ||
+		!strings.Contains(behind[0], "it still holds 1 address the cluster no longer lists: 10.2.0.4") {
+		t.Errorf("behind: status %s: %s; mc_istiod_shard_behind = %q", r.Status, r.Summary, behind)
+	}
+
+	r = MultiClusterProbe{}.Run(context.Background(), shardClusters(t, now, "clusterz-remote.json", shardzSample(t, map[string][]string{"cluster2": nil})), mcTarget)
+	lacks, _ := r.Facts["mc_istiod_shard_lacks"].([]string)
+	if behind, _ := r.Facts["mc_istiod_shard_behind"].([]string); len(behind) != 0 || len(lacks) != 1 || !strings.HasPrefix(lacks[0], "ctx2: cluster ID cluster2 is synced") {
+		t.Errorf("no shard: behind %q, lacks %q", behind, lacks)
+	}
+
+	r = MultiClusterProbe{}.Run(context.Background(), shardClusters(t, now, "clusterz-remote.json", shardzSample(t, map[string][]string{"cluster2": {"10.2.0.5"}})), mcTarget)
+	for _, f := range []string{"mc_istiod_shard_behind", "mc_istiod_shard_lacks"} {
+		if got, ok := r.Facts[f].([]string); !ok || len(got) != 0 {
+			t.Errorf("in step: %s = %#v (read and empty)", f, r.Facts[f])
+		}
+	}
+	if r.Status != StatusPass {
+		t.Errorf("in step: status %s: %s", r.Status, r.Summary)
+	}
+
+	// Not read is never "in step": the facts stay absent and the reason
+	// is in the evidence.
+	r = MultiClusterProbe{}.Run(context.Background(), shardClusters(t, now, "clusterz-remote.json", nil), mcTarget)
+	if _, ok := r.Facts["mc_istiod_shard_behind"]; ok || !strings.Contains(r.Evidence.Raw, "not known: istiod's /debug/endpointShardz not read") {
+		t.Errorf("unread: mc_istiod_shard_behind = %#v; raw:\n%s", r.Facts["mc_istiod_shard_behind"], r.Evidence.Raw)
+	}
+	// Nor is a recording without a time: how long a pod was Ready is then
+	// not known.
+	r = MultiClusterProbe{}.Run(context.Background(), shardClusters(t, time.Time{}, "clusterz-remote.json", shardzSample(t, map[string][]string{"cluster2": {"10.2.0.4"}})), mcTarget)
+	if _, ok := r.Facts["mc_istiod_shard_behind"]; ok || !strings.Contains(r.Evidence.Raw, "the time the input was taken is not known") {
+		t.Errorf("no time: mc_istiod_shard_behind = %#v; raw:\n%s", r.Facts["mc_istiod_shard_behind"], r.Evidence.Raw)
+	}
+}
+
+// A cluster clusterz lists as closed (its secret deleted or replaced) is
+// one istiod no longer reads.
+func TestMultiClusterProbeRemoteClusterClosed(t *testing.T) {
+	c := withIstiodSamples(t, twoClusters(t, "network2", mcGatewayDoc("network2", 15443)), "clusterz-remote.json", "")
+	c.answers[istiodparse.ClusterzPath] = []byte(strings.Replace(string(c.answers[istiodparse.ClusterzPath]), `"syncStatus":"synced"}]`, `"syncStatus":"closed"}]`, 1))
+	r := MultiClusterProbe{}.Run(context.Background(), c, mcTarget)
+	got, _ := r.Facts["mc_remote_secret_stale"].([]string)
+	if len(got) != 1 || !strings.Contains(got[0], "is closed in istiod's clusterz") || !strings.Contains(got[0], "reads none of its endpoints") {
+		t.Errorf("closed: mc_remote_secret_stale = %q (clusterz %s)", got, c.answers[istiodparse.ClusterzPath])
 	}
 }

@@ -255,6 +255,10 @@ func (c *Cluster) EnvoyAdmin(ctx context.Context, pod cluster.PodRef, path strin
 	return append([]byte(nil), data...), nil
 }
 
+// Now is the recording's present (cluster.Clock): when it was captured,
+// else the newest timestamp in its logs; not known without either.
+func (c *Cluster) Now() (time.Time, bool) { return c.logNow, !c.logNow.IsZero() }
+
 // Logs answers like the pods/log API: the pod and container must exist, a
 // previous log only exists for a restarted container; Since, then
 // TailLines, then LimitBytes apply in the kubelet's order (LimitBytes keeps
