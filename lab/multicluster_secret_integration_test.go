@@ -120,7 +120,8 @@ func TestRemoteClusterCutOffAgainstIstiod(t *testing.T) {
 			Ports: []corev1.ContainerPort{{ContainerPort: cluster.IstiodMonitoringPort}}}}},
 		Status: corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "10.1.0.2", PodIPs: []corev1.PodIP{{IP: "10.1.0.2"}},
 			Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}}
-	applyOrdersSide(ctx, t, c1, "network1", "orders-c1", "10.1.0.5", "Kubernetes", mcPod("web-1", "10.1.0.9", "Kubernetes", "network1"), istiodPod)
+	caller := mcPod("web-1", "10.1.0.9", "Kubernetes", "network1")
+	applyOrdersSide(ctx, t, c1, "network1", "orders-c1", "10.1.0.5", "Kubernetes", caller, istiodPod)
 	// Cluster 2's orders pod, Ready for ten minutes: old enough that
 	// istiod lacking it would count.
 	applyOrdersSide(ctx, t, c2, "network2", "orders-c2", "10.2.0.5", "cluster2")
@@ -150,8 +151,18 @@ func TestRemoteClusterCutOffAgainstIstiod(t *testing.T) {
 	if err := waitShard(ctx, i, remoteClusterID, "10.2.0.5"); err != nil {
 		t.Fatal(err)
 	}
+	// The caller connected to istiod: its syncz lists web-1, and the
+	// probe takes that replica's word.
+	sc, err := i.ConnectSidecar(ctx, caller)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sc.Close()
 	findings, steps := checkTwoClusters(t, args...)
 	step := steps["multicluster"]
+	if got, _ := step.Facts["mc_istiod_asked"].(string); got != istiodPod.Name+", the replica the caller shop/web-1 is connected to (its syncz lists it)" {
+		t.Errorf("connected: mc_istiod_asked = %q", got)
+	}
 	if got, ok := findings["multicluster.remote-secret-stale"]; ok {
 		t.Errorf("connected: multicluster.remote-secret-stale at %s; step %s: %s", got, step.Status, step.Summary)
 	}

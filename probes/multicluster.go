@@ -11,6 +11,7 @@ import (
 
 	"github.com/meshtriage/meshtriage/probes/callerview"
 	"github.com/meshtriage/meshtriage/probes/cluster"
+	"github.com/meshtriage/meshtriage/probes/istioconfig"
 	"github.com/meshtriage/meshtriage/probes/mesh"
 	istiodparse "github.com/meshtriage/meshtriage/probes/parse/istiod"
 	"github.com/meshtriage/meshtriage/probes/wording"
@@ -42,7 +43,7 @@ func (MultiClusterProbe) Meta() Meta {
 	return Meta{
 		ID:    "multicluster",
 		Title: "The Service's endpoints in every cluster, and how the caller reaches each",
-		Reads: []string{"endpointslices", "pods", "namespaces (the control plane's)", "services (labelled topology.istio.io/network)", "configmaps (istio: meshNetworks)", "each --remote-contexts cluster: the same", "istiod (current cluster): /debug/clusterz, /debug/networkz, and /debug/endpointShardz when a remote cluster is synced"},
+		Reads: []string{"endpointslices", "pods", "namespaces (the control plane's)", "services (labelled topology.istio.io/network)", "configmaps (istio: meshNetworks)", "each --remote-contexts cluster: the same", "istiod (current cluster; the replica the caller is connected to, found by each replica's /debug/syncz): /debug/clusterz, /debug/networkz, and /debug/endpointShardz when a remote cluster is synced"},
 		Facts: []FactSpec{
 			{"mc_remotes_given", FactBool, "remote clusters were given to read (--remote-contexts); false for one cluster, or an input (recording, scenario, dump) that holds one: the other clusters of the mesh, if any, were then not read"},
 			{"mc_remotes_read", FactInt, "remote clusters (--remote-contexts) whose endpoints of the Service were read"},
@@ -57,6 +58,7 @@ func (MultiClusterProbe) Meta() Meta {
 			{"mc_gateway_hostname", FactList, "network gateways known only by a hostname (a load balancer's), which istiod resolves with its own DNS, as CONTEXT: NS/NAME HOSTNAME"},
 			{"mc_gateway_unusable", FactList, "Services labelled with a network that istiod takes for no gateway while endpoints of that network go to the caller as pod IPs, as CONTEXT: NS/NAME: why"},
 			{"mc_gateway_port_missing", FactList, "of those, the ones that lack the gateway port (15443, or their networking.istio.io/gatewayPort label's) and 15008, as CONTEXT NS/NAME"},
+			{"mc_istiod_asked", FactString, "the istiod replica whose debug endpoints were read, and why that one (the caller's, as its syncz says; else the first)"},
 			{"mc_istiod_clusters", FactList, "the clusters istiod says it reads (/debug/clusterz of the current cluster's istiod), as ID (secret NS/NAME or config cluster): SYNC STATUS; absent when clusterz could not be read"},
 			{"mc_remote_secret_missing", FactList, "remote clusters whose pods name a cluster ID istiod's clusterz does not list (istiod reads no remote secret for it, so it pushes none of their endpoints), as CONTEXT: cluster ID X, with the command that creates the secret; absent when clusterz was not read"},
 			{"mc_remote_secret_stale", FactList, "remote clusters whose cluster ID clusterz lists as not synced (timeout: istiod went ready without it; syncing), as CONTEXT: cluster ID X STATUS, with the command that recreates the secret; absent when clusterz was not read"},
@@ -89,7 +91,7 @@ func (MultiClusterProbe) Run(ctx context.Context, c cluster.Cluster, t cluster.T
 		}
 	}
 	in := callerview.ReadClusters(ctx, c, t)
-	word := readIstiodMultiCluster(ctx, c)
+	word := readIstiodMultiCluster(ctx, c, callerIstiod(ctx, c, t))
 	word.readShards(ctx, c, t, in.Reads)
 	now, ok := cluster.Now(c)
 	if !ok {
@@ -101,10 +103,13 @@ func (MultiClusterProbe) Run(ctx context.Context, c cluster.Cluster, t cluster.T
 // istiodMultiCluster is istiod's own word on the clusters and network
 // gateways it reads; each part nil with a reason when it was not read.
 type istiodMultiCluster struct {
-	Clusters        istiodparse.Clusters
-	ClustersUnknown string
-	Gateways        []istiodparse.NetworkGateway
-	GatewaysUnknown string
+	// Replica is the istiod pod asked ("" when the Cluster picked one);
+	// ReplicaWhy says why it is that one.
+	Replica, ReplicaWhy string
+	Clusters            istiodparse.Clusters
+	ClustersUnknown     string
+	Gateways            []istiodparse.NetworkGateway
+	GatewaysUnknown     string
 	// Shards are the target's endpoint addresses in istiod's index, by the
 	// ID of each remote cluster clusterz lists synced (nil: none there);
 	// nil with ShardsUnknown when they were not read, and nil without it
@@ -113,18 +118,41 @@ type istiodMultiCluster struct {
 	ShardsUnknown string
 }
 
+// istiodAsked is the istiod replica whose word the probe takes, and why.
+type istiodAsked struct{ Replica, Why string }
+
+// callerIstiod is the istiod replica the caller's sidecar is connected to:
+// each replica reads the remote secrets itself, and one cut off from a
+// remote cluster while another is not pushes the old endpoints only to
+// its own proxies. Without a caller, or one no replica's syncz lists, the
+// Cluster picks the replica, and the evidence says so.
+func callerIstiod(ctx context.Context, c cluster.Cluster, t cluster.Target) istiodAsked {
+	if t.Source == nil {
+		return istiodAsked{Why: "no caller named (--from): the first istiod replica asked"}
+	}
+	s := cluster.FindIstiodOf(ctx, c, istioconfig.ControlPlane(c), *t.Source)
+	switch {
+	case s.Found:
+		return istiodAsked{Replica: s.Replica, Why: "the replica the caller " + t.Source.String() + " is connected to (its syncz lists it)"}
+	case s.Asked == 0:
+		return istiodAsked{Why: "no istiod replica's syncz could be read (" + strings.Join(s.Unanswered, "; ") + "): the first replica asked"}
+	}
+	return istiodAsked{Why: "no istiod replica's syncz lists the caller " + t.Source.String() + ": the first replica asked"}
+}
+
 // readIstiodMultiCluster reads clusterz and networkz of the current
 // cluster's istiod (the caller's control plane), the replica the Cluster
 // picks first, as the proxy-status probe asks first: every replica reads
 // the same remote secrets. endpointShardz is read apart (readShards), only
 // when it can tell something.
-func readIstiodMultiCluster(ctx context.Context, c cluster.Cluster) istiodMultiCluster {
-	var out istiodMultiCluster
+func readIstiodMultiCluster(ctx context.Context, c cluster.Cluster, asked istiodAsked) istiodMultiCluster {
+	out := istiodMultiCluster{Replica: asked.Replica, ReplicaWhy: asked.Why}
+	replica := asked.Replica
 	var err error
-	if out.Clusters, err = cluster.IstiodClusters(ctx, c, ""); err != nil {
+	if out.Clusters, err = cluster.IstiodClusters(ctx, c, replica); err != nil {
 		out.Clusters, out.ClustersUnknown = nil, "istiod's "+istiodparse.ClusterzPath+" not read: "+wording.FirstLine(err.Error())
 	}
-	gws, err := cluster.IstiodNetworkGateways(ctx, c, "")
+	gws, err := cluster.IstiodNetworkGateways(ctx, c, replica)
 	if err != nil {
 		out.GatewaysUnknown = "istiod's " + istiodparse.NetworkzPath + " not read: " + wording.FirstLine(err.Error())
 	} else if gws == nil {
@@ -155,7 +183,7 @@ func (w *istiodMultiCluster) readShards(ctx context.Context, c cluster.Cluster, 
 		return
 	}
 	hostPrefix := t.Service + "." + t.Namespace + ".svc."
-	services, err := cluster.IstiodEndpointShards(ctx, c, "", func(host, namespace string) bool {
+	services, err := cluster.IstiodEndpointShards(ctx, c, w.Replica, func(host, namespace string) bool {
 		return namespace == t.Namespace && strings.HasPrefix(host, hostPrefix)
 	})
 	switch {
@@ -266,6 +294,7 @@ func evaluateMultiCluster(t cluster.Target, caller mesh.Caller, in callerview.Cl
 	signs.fromIstiod(word)
 	secrets, secretsKnown := remoteSecretSigns(in.Reads, word)
 	r.Facts["mc_remotes_given"] = true
+	r.Facts["mc_istiod_asked"] = wording.Dash(word.Replica) + ", " + word.ReplicaWhy
 	r.Facts["mc_remotes_read"] = remotesRead
 	r.Facts["mc_remotes_unread"] = nonNil(mc.Unread)
 	r.Facts["mc_endpoints"] = nonNil(all)
@@ -319,6 +348,7 @@ func evaluateMultiCluster(t cluster.Target, caller mesh.Caller, in callerview.Cl
 	}
 	var raw strings.Builder
 	fmt.Fprintf(&raw, "caller network: %s\n", callerNetwork(caller))
+	fmt.Fprintf(&raw, "istiod asked: %s, %s\n", wording.Dash(word.Replica), word.ReplicaWhy)
 	fmt.Fprintf(&raw, "network gateways (istiod's NetworkManager, merged from every cluster): %s\n", wording.Dash(strings.Join(gws, "; ")))
 	if word.GatewaysUnknown == "" {
 		var listed []string

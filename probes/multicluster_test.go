@@ -466,3 +466,59 @@ func TestMultiClusterProbeRemoteClusterClosed(t *testing.T) {
 		t.Errorf("closed: mc_remote_secret_stale = %q (clusterz %s)", got, c.answers[istiodparse.ClusterzPath])
 	}
 }
+
+// perReplica is a two-cluster source whose istiod replicas answer each
+// its own: a path a replica was not given is unreachable there.
+type perReplica struct {
+	withRemotes
+	answers map[string]map[string][]byte // replica -> path -> body
+}
+
+func (p perReplica) Istiod(_ context.Context, replica, path string) ([]byte, error) {
+	if b, ok := p.answers[replica][path]; ok {
+		return b, nil
+	}
+	return nil, &cluster.UnreachableError{What: "istiod " + replica, Err: fmt.Errorf("GET %s: %w", path, cluster.ErrNotFound)}
+}
+
+// Two istiod replicas: the older is asked first, but the caller is
+// connected to the other, which has timed out on cluster 2. The probe
+// takes the word of the caller's replica (the one whose EDS it gets), and
+// says which it asked.
+func TestMultiClusterProbeAsksTheCallersIstiod(t *testing.T) {
+	istiodDoc := func(name, created string) string {
+		return fmt.Sprintf(`apiVersion: v1
+kind: Pod
+metadata: {name: %s, namespace: istio-system, labels: {app: istiod}, creationTimestamp: "%s"}
+spec: {containers: [{name: discovery, image: pilot}]}
+status: {phase: Running, conditions: [{type: Ready, status: "True"}]}`, name, created)
+	}
+	local := recordedDocs(t, mcNamespaceDoc("network1"), mcServiceDoc,
+		mcPodDoc("web-1", "10.1.0.9", "cluster1"), mcPodDoc("orders-a", "10.1.0.5", "cluster1"), mcSliceDoc("10.1.0.5", "orders-a"),
+		istiodDoc("istiod-old", "2026-12-01T00:00:00Z"), istiodDoc("istiod-new", "2026-12-04T00:00:00Z"))
+	remote := recordedDocs(t, mcNamespaceDoc("network2"), mcServiceDoc, mcPodDoc("orders-b", "10.2.0.5", "cluster2"), mcSliceDoc("10.2.0.5", "orders-b"), mcGatewayDoc("network2", 15443))
+	syncz := func(proxy string) []byte {
+		return []byte(strings.Replace(string(envoyTestdata(t, "syncz.json")), `"proxy": "web-7d9.shop"`, `"proxy": "`+proxy+`"`, 1))
+	}
+	synced := istiodSample(t, "clusterz-remote.json")
+	timedOut := []byte(strings.Replace(string(synced), `"syncStatus":"synced"}]`, `"syncStatus":"timeout"}]`, 1))
+	c := perReplica{withRemotes: withRemotes{Cluster: local.(*recorded.Cluster), remotes: []cluster.Remote{{Context: "ctx2", Cluster: remote}}},
+		answers: map[string]map[string][]byte{
+			"istiod-old": {cluster.SynczPath: syncz("someone-else.shop"), istiodparse.ClusterzPath: synced},
+			"istiod-new": {cluster.SynczPath: syncz("web-1.shop"), istiodparse.ClusterzPath: timedOut},
+		}}
+	r := MultiClusterProbe{}.Run(context.Background(), c, mcTarget)
+	if got, _ := r.Facts["mc_remote_secret_stale"].([]string); len(got) != 1 || !strings.Contains(got[0], "is timeout in istiod's clusterz") {
+		t.Errorf("mc_remote_secret_stale = %q: the caller's replica (istiod-new) says timeout", got)
+	}
+	if got := r.Facts["mc_istiod_asked"]; !strings.Contains(r.Evidence.Raw, "istiod asked: istiod-new, the replica the caller shop/web-1 is connected to") || got != "istiod-new, the replica the caller shop/web-1 is connected to (its syncz lists it)" {
+		t.Errorf("mc_istiod_asked = %q; the evidence does not name the replica asked:\n%s", got, r.Evidence.Raw)
+	}
+
+	// No replica lists the caller: the first is asked, and that is said.
+	c.answers["istiod-new"][cluster.SynczPath] = syncz("someone-else.shop")
+	r = MultiClusterProbe{}.Run(context.Background(), c, mcTarget)
+	if !strings.Contains(r.Evidence.Raw, "no istiod replica's syncz lists the caller shop/web-1") {
+		t.Errorf("caller not found: the evidence does not say so:\n%s", r.Evidence.Raw)
+	}
+}

@@ -47,7 +47,6 @@ func (ProxyStatusProbe) Meta() Meta {
 }
 
 const (
-	synczPath   = "/debug/syncz"
 	versionPath = "/version"
 	xdsUnknown  = "UNKNOWN"
 )
@@ -86,10 +85,6 @@ type proxyStatusInput struct {
 	EdszProblem             string
 }
 
-// istiodLabels select istiod pods of every revision, as the live Cluster
-// picks the one it asks.
-var istiodLabels = map[string]string{"app": "istiod"}
-
 func (p ProxyStatusProbe) Run(ctx context.Context, c cluster.Cluster, t cluster.Target) Result {
 	in, what, err := fetchProxyStatus(ctx, c, t)
 	if err != nil {
@@ -110,43 +105,19 @@ func fetchProxyStatus(ctx context.Context, c cluster.Cluster, t cluster.Target) 
 	if in.Skip, what, err = envoyadmin.CheckSource(ctx, c, t); err != nil || in.Skip != "" {
 		return in, what, err
 	}
-	in.IstiodReplicas = -1
-	var replicas []string
-	images := map[string]string{}
-	if pods, err := c.ListPods(ctx, in.ControlPlane, istiodLabels); err == nil {
-		running := cluster.OrderIstiods(pods)
-		in.IstiodReplicas = len(running)
-		for _, p := range running {
-			replicas = append(replicas, p.Name)
-			images[p.Name] = istioversion.IstiodImage(&p)
-		}
-	}
-	if len(replicas) == 0 {
-		replicas = []string{""} // the Cluster picks one, and says why it cannot
-	}
-	var firstErr error
-	for _, replica := range replicas {
-		proxies, doing, err := readSyncz(ctx, c, replica)
-		if err != nil {
-			if firstErr == nil {
-				firstErr, what = err, doing
+	search := cluster.FindIstiodOf(ctx, c, in.ControlPlane, *t.Source)
+	in.IstiodReplicas, in.Proxies, in.Asked, in.Unanswered = search.Replicas, search.Proxies, search.Asked, search.Unanswered
+	if search.Found {
+		in.Replica = search.Replica
+		for _, p := range search.Running {
+			if p.Name == in.Replica {
+				in.ReplicaImage = istioversion.IstiodImage(&p)
 			}
-			in.Unanswered = append(in.Unanswered, fmt.Sprintf("%s: %s", replica, wording.FirstLine(err.Error())))
-			if ctx.Err() != nil {
-				break
-			}
-			continue
 		}
-		in.Asked++
-		in.Proxies = append(in.Proxies, proxies...)
-		if _, found := envoy.FindProxy(proxies, t.Source.Name, t.Source.Namespace); found {
-			in.Replica, in.ReplicaImage = replica, images[replica]
-			readReplica(ctx, c, t, &in)
-			break
-		}
+		readReplica(ctx, c, t, &in)
 	}
 	if in.Asked == 0 {
-		return in, what, firstErr
+		return in, search.What, search.Err
 	}
 	return in, "", nil
 }
@@ -167,23 +138,6 @@ func readReplica(ctx context.Context, c cluster.Cluster, t cluster.Target, in *p
 	} else {
 		in.Edsz = b
 	}
-}
-
-// readSyncz reads and parses one replica's syncz; doing says which step
-// failed.
-func readSyncz(ctx context.Context, c cluster.Cluster, replica string) (proxies []envoy.ProxySync, doing string, err error) {
-	of := ""
-	if replica != "" {
-		of = " of " + replica
-	}
-	body, err := c.Istiod(ctx, replica, synczPath)
-	if err != nil {
-		return nil, "read istiod " + synczPath + of, err
-	}
-	if proxies, err = envoy.ParseSyncz(body); err != nil {
-		return nil, "parse istiod " + synczPath + of, err
-	}
-	return proxies, "", nil
 }
 
 func evaluateProxyStatus(t cluster.Target, in proxyStatusInput) Result {

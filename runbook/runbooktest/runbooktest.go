@@ -138,6 +138,7 @@ func Healthy() map[string]probes.Facts {
 			"mc_label_missing": []string{}, "mc_label_disagrees": []string{}, "mc_gateway_hostname": []string{}, "mc_gateway_unusable": []string{}, "mc_gateway_port_missing": []string{},
 			// istiod (clusterz, networkz) reads cluster 2, synced, and
 			// lists its gateway.
+			"mc_istiod_asked":          "istiod-5f9c7d8b6-x2x9p, the replica the caller shop/client-1 is connected to (its syncz lists it)",
 			"mc_istiod_clusters":       []string{"Kubernetes (config cluster): synced", "cluster2 (secret istio-system/istio-remote-secret-cluster2): synced"},
 			"mc_remote_secret_missing": []string{}, "mc_remote_secret_stale": []string{}, "mc_cluster_id_collision": []string{},
 			"mc_networkz_read": true, "mc_istiod_gateways": []string{"network2: 172.18.2.10:15443 (cluster cluster2)"}, "mc_gateway_kept": []string{},
