@@ -59,6 +59,7 @@ func (MultiClusterProbe) Meta() Meta {
 			{"mc_istiod_clusters", FactList, "the clusters istiod says it reads (/debug/clusterz of the current cluster's istiod), as ID (secret NS/NAME or config cluster): SYNC STATUS; absent when clusterz could not be read"},
 			{"mc_remote_secret_missing", FactList, "remote clusters whose pods name a cluster ID istiod's clusterz does not list (istiod reads no remote secret for it, so it pushes none of their endpoints), as CONTEXT: cluster ID X, with the command that creates the secret; absent when clusterz was not read"},
 			{"mc_remote_secret_stale", FactList, "remote clusters whose cluster ID clusterz lists as not synced (timeout: istiod went ready without it; syncing), as CONTEXT: cluster ID X STATUS, with the command that recreates the secret; absent when clusterz was not read"},
+			{"mc_istiod_clusters_not_given", FactList, "clusters istiod's clusterz lists from a remote secret whose cluster ID no --remote-contexts context's pods name: istiod reads them, the triage did not, so what is said of the mesh's clusters is partial, as ID (secret NS/NAME): why; absent when clusterz was not read"},
 			{"mc_cluster_id_collision", FactList, "remote clusters whose pods name the cluster ID of istiod's own cluster, or the same ID as another context's: istiod reads one cluster per ID (a remote secret keyed by its own ID is refused), as CONTEXT: why; absent when clusterz was not read"},
 			{"mc_networkz_read", FactBool, "istiod's /debug/networkz (the network gateways it resolved) was read: the gateway facts then stand on istiod's list, not on the configuration alone"},
 			{"mc_istiod_gateways", FactList, "the network gateways istiod resolved (/debug/networkz), as NETWORK: ADDR:PORT (cluster C); absent when networkz could not be read"},
@@ -198,6 +199,7 @@ func evaluateMultiCluster(t cluster.Target, caller mesh.Caller, in callerview.Cl
 		r.Facts["mc_istiod_clusters"] = listed
 		r.Facts["mc_remote_secret_missing"] = nonNil(secrets.missing)
 		r.Facts["mc_remote_secret_stale"] = nonNil(secrets.stale)
+		r.Facts["mc_istiod_clusters_not_given"] = nonNil(secrets.notGiven)
 		r.Facts["mc_cluster_id_collision"] = nonNil(secrets.collision)
 	} else {
 		unknown = append(unknown, word.ClustersUnknown)
@@ -252,6 +254,7 @@ func evaluateMultiCluster(t cluster.Target, caller mesh.Caller, in callerview.Cl
 	v.Warnings = append(v.Warnings, signs.hostname...)
 	v.Warnings = append(v.Warnings, signs.kept...)
 	v.Warnings = append(v.Warnings, mc.Unread...)
+	v.Warnings = append(v.Warnings, secrets.notGiven...)
 	if len(undecided) > 0 {
 		v.Warnings = append(v.Warnings, wording.CountNoun(len(undecided), "endpoint")+" undecided")
 	}
@@ -393,6 +396,8 @@ func istiodGateway(g istiodparse.NetworkGateway) string {
 
 type secretSigns struct {
 	missing, stale, collision, unknown []string
+	// notGiven: clusters istiod reads that no context given names.
+	notGiven []string
 }
 
 // remoteSecretSigns compares the cluster IDs the remote contexts' pods
@@ -455,7 +460,35 @@ func remoteSecretSigns(reads []mesh.ClusterRead, word istiodMultiCluster) (s sec
 			s.stale = append(s.stale, fmt.Sprintf("%s: cluster ID %s is %s in istiod's clusterz (secret %s): istiod has not read its endpoints (the secret's credentials or address may be stale); recreate it: %s", ctx, id, listed.SyncStatus, listed.SecretName, cmd))
 		}
 	}
+	s.notGiven, s.unknown = clustersNotGiven(reads, word, byID, s.unknown)
 	return s, true
+}
+
+// clustersNotGiven are the remote clusters istiod's clusterz lists that
+// no context given names (byID: the contexts by the cluster ID their pods
+// name): istiod reads their endpoints, the triage read none of their
+// objects, so its view of the mesh is partial there, not the mesh without
+// them. While a given remote's cluster ID is not known, one of those may
+// be it: that is said as unknown, not as not given.
+func clustersNotGiven(reads []mesh.ClusterRead, word istiodMultiCluster, byID map[string][]string, unknown []string) (notGiven, unknownOut []string) {
+	var idUnknown []string
+	for _, cr := range reads {
+		if !cr.Local && cr.ClusterID == "" {
+			idUnknown = append(idUnknown, cr.Context)
+		}
+	}
+	for _, c := range word.Clusters {
+		if !c.Remote() || len(byID[c.ID]) > 0 {
+			continue
+		}
+		if len(idUnknown) > 0 {
+			unknown = append(unknown, fmt.Sprintf("istiod reads cluster %s (secret %s): whether it is %s, whose cluster ID is not known, is not known", c.ID, c.SecretName, strings.Join(idUnknown, ", ")))
+			continue
+		}
+		notGiven = append(notGiven, fmt.Sprintf("%s (secret %s): istiod reads cluster %s; it was not given (--remote-contexts), so its objects were not read", c.ID, c.SecretName, c.ID))
+	}
+	sort.Strings(notGiven)
+	return notGiven, unknown
 }
 
 // createRemoteSecretCommand is istioctl's command that makes the current

@@ -139,7 +139,7 @@ func Healthy() map[string]probes.Facts {
 			// istiod (clusterz, networkz) reads cluster 2, synced, and
 			// lists its gateway.
 			"mc_istiod_clusters":       []string{"Kubernetes (config cluster): synced", "cluster2 (secret istio-system/istio-remote-secret-cluster2): synced"},
-			"mc_remote_secret_missing": []string{}, "mc_remote_secret_stale": []string{}, "mc_cluster_id_collision": []string{},
+			"mc_remote_secret_missing": []string{}, "mc_remote_secret_stale": []string{}, "mc_cluster_id_collision": []string{}, "mc_istiod_clusters_not_given": []string{},
 			"mc_networkz_read": true, "mc_istiod_gateways": []string{"network2: 172.18.2.10:15443 (cluster cluster2)"}, "mc_gateway_kept": []string{},
 		},
 		// Cluster 2's east-west gateway has the AUTO_PASSTHROUGH server.
