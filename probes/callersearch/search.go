@@ -124,9 +124,9 @@ type Result struct {
 	// known, never "none".
 	Problems []string `json:"problems,omitempty"`
 	// Remote are the candidates found in the remote clusters
-	// (--remote-contexts), most likely first, one pod per workload: the
-	// triage's probes read a caller through the current cluster, so none
-	// is read; each carries the check that triages from its side.
+	// (--remote-contexts), most likely first: the triage's probes read a
+	// caller through the current cluster, so none is read; each carries
+	// the check that triages from its side. Never in Others.
 	Remote []Caller `json:"remote,omitempty"`
 	// RemoteFirst: Remote[0] is the most likely caller of all, ahead of
 	// every one read.
@@ -798,14 +798,10 @@ func rankCallers(in callerSearchInput, max int) Result {
 	readWorkload := map[string]bool{}
 	for _, c := range cands {
 		if c.Context != "" {
-			key := c.Context + "\x00" + c.Workload
-			if len(out.Remote) < max && !readWorkload[key] {
-				readWorkload[key] = true
-				c.Triage = TriageCommand(in.Target, c.Pod, c.Context, in.CurrentContext, remoteContexts)
-				out.Remote = append(out.Remote, c)
-				continue
-			}
-			out.Others = append(out.Others, c)
+			// Never among Others, which a picker offers as pods of the
+			// current cluster.
+			c.Triage = TriageCommand(in.Target, c.Pod, c.Context, in.CurrentContext, remoteContexts)
+			out.Remote = append(out.Remote, c)
 			continue
 		}
 		if len(out.Callers) < max && !readWorkload[c.Workload] {
