@@ -84,4 +84,24 @@ func TestRemoteContextsCallerSearchFindsTheCallerInC2(t *testing.T) {
 	if len(cs.Callers) != 1 || cs.Callers[0].Pod.Name != "web-1" || cs.Callers[0].Context != "" {
 		t.Errorf("callers read %+v, want c1's web-1 only", cs.Callers)
 	}
+
+	// The command said runs as printed (with the same kubeconfig): a
+	// triage from web-2, in c2 as its current cluster.
+	fromC2 := append([]string{args[0], args[1]}, strings.Fields(strings.TrimPrefix(wantCmd, "meshtriage "))...)
+	out, stderr, code = runMeshtriage(t, fromC2...)
+	var triaged struct {
+		Target cluster.Target `json:"target"`
+		Steps  []mcStep       `json:"steps"`
+	}
+	if err := json.Unmarshal(out, &triaged); err != nil || code == 1 {
+		t.Fatalf("%v: exit %d, %v\n%s\n%s", fromC2, code, err, out, stderr)
+	}
+	if triaged.Target.Source == nil || *triaged.Target.Source != (cluster.PodRef{Namespace: "shop", Name: "web-2"}) {
+		t.Errorf("%v triaged from %v, want shop/web-2", fromC2, triaged.Target.Source)
+	}
+	for _, st := range triaged.Steps {
+		if st.Probe == "multicluster" && st.Facts["mc_remotes_read"] != float64(1) {
+			t.Errorf("from c2: multicluster step %s: %s (c1 not read as its remote)", st.Status, st.Summary)
+		}
+	}
 }
