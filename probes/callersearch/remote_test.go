@@ -149,6 +149,10 @@ func TestFindCallersSaysARemoteUnread(t *testing.T) {
 	if len(res.Remote) != 0 {
 		t.Errorf("remote candidates %+v from a cluster not read", res.Remote)
 	}
+	// c1's web is found and read; the summary still says c2 unread.
+	if sum := res.Summary(); len(res.Callers) == 0 || !strings.Contains(sum, "cluster c2 (--remote-contexts) not read") {
+		t.Errorf("summary %q: want c2 said unread beside the callers read", sum)
+	}
 	for _, s := range res.Searched {
 		if strings.Contains(s, "c2") {
 			t.Errorf("searched %q: c2 was not searched", s)

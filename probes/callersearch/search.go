@@ -131,6 +131,10 @@ type Result struct {
 	// RemoteFirst: Remote[0] is the most likely caller of all, ahead of
 	// every one read.
 	RemoteFirst bool `json:"remote_first,omitempty"`
+	// RemotesUnread are the remote clusters that could not be read, as
+	// "cluster CONTEXT (--remote-contexts) not read ...: why" (among
+	// Problems too): the summary says them even when callers were found.
+	RemotesUnread []string `json:"remotes_unread,omitempty"`
 }
 
 // RemoteNote says what was found in the remote clusters and not read:
@@ -169,8 +173,11 @@ func (r Result) Summary() string {
 	} else if note != "" {
 		s += "; " + note
 	}
-	if len(r.Callers) == 0 && len(r.Problems) > 0 {
+	switch {
+	case len(r.Callers) == 0 && len(r.Problems) > 0:
 		s += "; could not read: " + strings.Join(r.Problems, "; ")
+	case len(r.RemotesUnread) > 0:
+		s += "; " + strings.Join(r.RemotesUnread, "; ")
 	}
 	return s
 }
@@ -216,6 +223,7 @@ type callerSearchInput struct {
 	Remotes        []remoteTarget
 	CurrentContext string
 	CurrentID      string
+	RemotesUnread  []string
 	PeerContext    map[string]string
 	PeerSeenIn     map[string][]string
 }
@@ -384,7 +392,9 @@ func Find(ctx context.Context, c cluster.Cluster, t cluster.Target, s Options) R
 	for i := range in.Remotes {
 		rt := &in.Remotes[i]
 		if rt.Unread != "" {
-			in.Problems = append(in.Problems, fmt.Sprintf("cluster %s (--remote-contexts) not read, so its callers are not known: %s", rt.Context, rt.Unread))
+			unread := fmt.Sprintf("cluster %s (--remote-contexts) not read, so its callers are not known: %s", rt.Context, rt.Unread)
+			in.Problems = append(in.Problems, unread)
+			in.RemotesUnread = append(in.RemotesUnread, unread)
 			continue
 		}
 		rt.LogsRead = mergeTargetLogs(&in, formats, rt.Context, rt.logs, rt.logErrs, rt.logPods)
@@ -657,7 +667,7 @@ func topPeers(in callerSearchInput, n int) []string {
 // picks at most max of them to read, one pod per workload.
 func rankCallers(in callerSearchInput, max int) Result {
 	var out Result
-	out.Problems = in.Problems
+	out.Problems, out.RemotesUnread = in.Problems, in.RemotesUnread
 	// Pods are keyed by their cluster's context too: the same name in two
 	// clusters is two pods.
 	podKey := func(context string, p *corev1.Pod) string { return context + "\x00" + p.Namespace + "/" + p.Name }
