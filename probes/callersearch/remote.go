@@ -157,12 +157,12 @@ func sourceClusterContext(sourceCluster, currentID string, remotes []remoteTarge
 	return "", false
 }
 
-// TriageCommand is the check that triages from a caller found in a remote
+// triageCommand is the check that triages from a caller found in a remote
 // cluster: that cluster's context is the current one there, and the
 // triage's own current context joins the other remotes. Built from the
 // values read; when the current context has no name (in-cluster
 // credentials), it says so instead of naming one.
-func TriageCommand(t cluster.Target, caller cluster.PodRef, callerContext, currentContext string, remoteContexts []string) string {
+func triageCommand(t cluster.Target, caller cluster.PodRef, callerContext, currentContext string, remoteContexts []string) string {
 	others := []string{}
 	if currentContext != "" {
 		others = append(others, currentContext)

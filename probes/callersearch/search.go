@@ -810,7 +810,7 @@ func rankCallers(in callerSearchInput, max int) Result {
 		if c.Context != "" {
 			// Never among Others, which a picker offers as pods of the
 			// current cluster.
-			c.Triage = TriageCommand(in.Target, c.Pod, c.Context, in.CurrentContext, remoteContexts)
+			c.Triage = triageCommand(in.Target, c.Pod, c.Context, in.CurrentContext, remoteContexts)
 			out.Remote = append(out.Remote, c)
 			continue
 		}
