@@ -64,6 +64,7 @@ func (MultiClusterProbe) Meta() Meta {
 			{"mc_remote_secret_stale", FactList, "remote clusters whose cluster ID clusterz lists as not synced (timeout: istiod went ready without it; syncing), as CONTEXT: cluster ID X STATUS, with the command that recreates the secret; absent when clusterz was not read"},
 			{"mc_istiod_shard_behind", FactList, "remote clusters clusterz lists synced whose endpoints of the Service in istiod's index (/debug/endpointShardz) lack some Ready in the cluster for over a minute and hold some the cluster no longer lists: istiod stopped following the cluster and pushes its old endpoints, as CONTEXT: what differs; absent when the index was not read or no remote is synced"},
 			{"mc_istiod_shard_lacks", FactList, "remote clusters clusterz lists synced whose endpoints in istiod's index lack some Ready in the cluster for over a minute (and hold none it no longer lists), as CONTEXT: what is missing; absent when the index was not read or no remote is synced"},
+			{"mc_istiod_clusters_not_given", FactList, "clusters istiod's clusterz lists from a remote secret whose cluster ID no --remote-contexts context's pods name: istiod reads them, the triage did not, so what is said of the mesh's clusters is partial, as ID (secret NS/NAME): why; absent when clusterz was not read"},
 			{"mc_cluster_id_collision", FactList, "remote clusters whose pods name the cluster ID of istiod's own cluster, or the same ID as another context's: istiod reads one cluster per ID (a remote secret keyed by its own ID is refused), as CONTEXT: why; absent when clusterz was not read"},
 			{"mc_networkz_read", FactBool, "istiod's /debug/networkz (the network gateways it resolved) was read: the gateway facts then stand on istiod's list, not on the configuration alone"},
 			{"mc_istiod_gateways", FactList, "the network gateways istiod resolved (/debug/networkz), as NETWORK: ADDR:PORT (cluster C); absent when networkz could not be read"},
@@ -330,6 +331,7 @@ func evaluateMultiCluster(t cluster.Target, caller mesh.Caller, in callerview.Cl
 		r.Facts["mc_istiod_clusters"] = listed
 		r.Facts["mc_remote_secret_missing"] = nonNil(secrets.missing)
 		r.Facts["mc_remote_secret_stale"] = nonNil(secrets.stale)
+		r.Facts["mc_istiod_clusters_not_given"] = nonNil(secrets.notGiven)
 		r.Facts["mc_cluster_id_collision"] = nonNil(secrets.collision)
 	} else {
 		unknown = append(unknown, word.ClustersUnknown)
@@ -393,6 +395,7 @@ func evaluateMultiCluster(t cluster.Target, caller mesh.Caller, in callerview.Cl
 	v.Warnings = append(v.Warnings, signs.hostname...)
 	v.Warnings = append(v.Warnings, signs.kept...)
 	v.Warnings = append(v.Warnings, mc.Unread...)
+	v.Warnings = append(v.Warnings, secrets.notGiven...)
 	if len(undecided) > 0 {
 		v.Warnings = append(v.Warnings, wording.CountNoun(len(undecided), "endpoint")+" undecided")
 	}
@@ -534,6 +537,8 @@ func istiodGateway(g istiodparse.NetworkGateway) string {
 
 type secretSigns struct {
 	missing, stale, collision, unknown []string
+	// notGiven: clusters istiod reads that no context given names.
+	notGiven []string
 }
 
 // remoteSecretSigns compares the cluster IDs the remote contexts' pods
@@ -602,7 +607,35 @@ func remoteSecretSigns(reads []mesh.ClusterRead, word istiodMultiCluster) (s sec
 			s.stale = append(s.stale, fmt.Sprintf("%s: cluster ID %s is %s in istiod's clusterz (secret %s): %s; recreate it: %s", ctx, id, listed.SyncStatus, listed.SecretName, why, cmd))
 		}
 	}
+	s.notGiven, s.unknown = clustersNotGiven(reads, word, byID, s.unknown)
 	return s, true
+}
+
+// clustersNotGiven are the remote clusters istiod's clusterz lists that
+// no context given names (byID: the contexts by the cluster ID their pods
+// name): istiod reads their endpoints, the triage read none of their
+// objects, so its view of the mesh is partial there, not the mesh without
+// them. While a given remote's cluster ID is not known, one of those may
+// be it: that is said as unknown, not as not given.
+func clustersNotGiven(reads []mesh.ClusterRead, word istiodMultiCluster, byID map[string][]string, unknown []string) (notGiven, unknownOut []string) {
+	var idUnknown []string
+	for _, cr := range reads {
+		if !cr.Local && cr.ClusterID == "" {
+			idUnknown = append(idUnknown, cr.Context)
+		}
+	}
+	for _, c := range word.Clusters {
+		if !c.Remote() || len(byID[c.ID]) > 0 {
+			continue
+		}
+		if len(idUnknown) > 0 {
+			unknown = append(unknown, fmt.Sprintf("istiod reads cluster %s (secret %s): whether it is %s, whose cluster ID is not known, is not known", c.ID, c.SecretName, strings.Join(idUnknown, ", ")))
+			continue
+		}
+		notGiven = append(notGiven, fmt.Sprintf("%s (secret %s): istiod reads cluster %s; it was not given (--remote-contexts), so its objects were not read", c.ID, c.SecretName, c.ID))
+	}
+	sort.Strings(notGiven)
+	return notGiven, unknown
 }
 
 // createRemoteSecretCommand is istioctl's command that makes the current

@@ -522,3 +522,41 @@ status: {phase: Running, conditions: [{type: Ready, status: "True"}]}`, name, cr
 		t.Errorf("caller not found: the evidence does not say so:\n%s", r.Evidence.Raw)
 	}
 }
+
+// istiod's clusterz lists a cluster (cluster3, from its remote secret)
+// that no --remote-contexts context's pods name: istiod reads it, the
+// triage did not, and the probe says so as a warning, never as a cluster
+// without endpoints. With the real clusterz of the lab (cluster2 only,
+// which ctx2 names) nothing is said; while a given remote's cluster ID is
+// not known, a listed cluster may be it: said as not known.
+func TestMultiClusterProbeSaysIstiodsClustersNotGiven(t *testing.T) {
+	const threeClusters = `[{"id":"Kubernetes","secretName":"","syncStatus":"synced"},{"id":"cluster2","secretName":"istio-system/istio-remote-secret-cluster2","syncStatus":"synced"},{"id":"cluster3","secretName":"istio-system/istio-remote-secret-cluster3","syncStatus":"synced"}]`
+	c := withIstiodSamples(t, twoClusters(t, "network2", mcGatewayDoc("network2", 15443)), "", "networkz-eastwest.json")
+	c.answers[istiodparse.ClusterzPath] = []byte(threeClusters)
+	r := MultiClusterProbe{}.Run(context.Background(), c, mcTarget)
+	got, _ := r.Facts["mc_istiod_clusters_not_given"].([]string)
+	const want = "cluster3 (secret istio-system/istio-remote-secret-cluster3): istiod reads cluster cluster3; it was not given (--remote-contexts), so its objects were not read"
+	if len(got) != 1 || got[0] != want {
+		t.Errorf("mc_istiod_clusters_not_given = %q, want [%q]", got, want)
+	}
+	if r.Status != StatusWarn || !strings.Contains(r.Summary, "istiod reads cluster cluster3; it was not given") {
+		t.Errorf("status %s: %s; want a warning naming cluster3", r.Status, r.Summary)
+	}
+
+	r = MultiClusterProbe{}.Run(context.Background(), withIstiodSamples(t, twoClusters(t, "network2", mcGatewayDoc("network2", 15443)), "clusterz-remote.json", "networkz-eastwest.json"), mcTarget)
+	if got := r.Facts["mc_istiod_clusters_not_given"]; got == nil || len(got.([]string)) != 0 {
+		t.Errorf("mc_istiod_clusters_not_given = %#v, want none: ctx2 names cluster2", got)
+	}
+
+	noID := strings.Replace(mcPodDoc("orders-b", "10.2.0.5", "cluster2"), "{name: ISTIO_META_CLUSTER_ID, value: cluster2}, ", "", 1)
+	local := recordedDocs(t, mcNamespaceDoc("network1"), mcServiceDoc, mcPodDoc("web-1", "10.1.0.9", "Kubernetes"))
+	remote := recordedDocs(t, mcNamespaceDoc("network2"), mcServiceDoc, noID, mcSliceDoc("10.2.0.5", "orders-b"), mcGatewayDoc("network2", 15443))
+	c = withIstiodSamples(t, withRemotes{Cluster: local.(*recorded.Cluster), remotes: []cluster.Remote{{Context: "ctx2", Cluster: remote}}}, "clusterz-remote.json", "")
+	r = MultiClusterProbe{}.Run(context.Background(), c, mcTarget)
+	if got, ok := r.Facts["mc_istiod_clusters_not_given"].([]string); !ok || len(got) != 0 {
+		t.Errorf("mc_istiod_clusters_not_given = %#v, want none while ctx2's cluster ID is not known", r.Facts["mc_istiod_clusters_not_given"])
+	}
+	if !strings.Contains(r.Evidence.Raw, "not known: istiod reads cluster cluster2 (secret istio-system/istio-remote-secret-cluster2): whether it is ctx2") {
+		t.Errorf("raw does not say cluster2 may be ctx2:\n%s", r.Evidence.Raw)
+	}
+}

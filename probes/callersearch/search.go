@@ -19,7 +19,6 @@
 package callersearch
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -79,18 +78,35 @@ type Options struct {
 
 // Caller is one pod that calls the target, and why the search thinks so.
 type Caller struct {
-	Pod      cluster.PodRef `json:"pod"`
-	Workload string         `json:"workload"`
-	By       string         `json:"by"`
+	Pod cluster.PodRef `json:"pod"`
+	// Context is the kubeconfig context of the cluster the pod was found
+	// in when it is a remote one (--remote-contexts); "" for the current
+	// cluster.
+	Context  string `json:"context,omitempty"`
+	Workload string `json:"workload"`
+	By       string `json:"by"`
 	// Why is the evidence in the on-call's words: "4.2 503/s to the target
 	// (Prometheus, 5m)", "61 of 490 requests 5xx in the target's inbound
 	// log", "meshed pod in shop, whose VirtualService routes the host".
 	Why string `json:"why"`
 	// Sidecar: the pod has an istio-proxy whose Envoy can be read.
 	Sidecar bool `json:"sidecar"`
+	// Triage, for a caller of a remote cluster, is the check that triages
+	// from its side: this triage reads its caller through the current
+	// cluster only.
+	Triage string `json:"triage,omitempty"`
 
 	errors   float64 // 503/s, or 5xx entries
 	requests float64
+}
+
+// Name is the pod as the evidence names it: CONTEXT: ns/pod for a pod of
+// a remote cluster, ns/pod for one of the current cluster.
+func (c Caller) Name() string {
+	if c.Context != "" {
+		return c.Context + ": " + c.Pod.String()
+	}
+	return c.Pod.String()
 }
 
 // Result is what the search found and read.
@@ -103,24 +119,67 @@ type Result struct {
 	// Searched says where the search looked ("Prometheus", "the inbound
 	// logs of 3 pods", "meshed pods in shop, web").
 	Searched []string `json:"searched"`
-	// Problems are reads that failed: what the search could not see.
+	// Problems are reads that failed: what the search could not see. A
+	// remote cluster that could not be read is one: its callers are not
+	// known, never "none".
 	Problems []string `json:"problems,omitempty"`
+	// Remote are the candidates found in the remote clusters
+	// (--remote-contexts), most likely first: the triage's probes read a
+	// caller through the current cluster, so none is read; each carries
+	// the check that triages from its side. Never in Others.
+	Remote []Caller `json:"remote,omitempty"`
+	// RemoteFirst: Remote[0] is the most likely caller of all, ahead of
+	// every one read.
+	RemoteFirst bool `json:"remote_first,omitempty"`
+	// RemotesUnread are the remote clusters that could not be read, as
+	// "cluster CONTEXT (--remote-contexts) not read ...: why" (among
+	// Problems too): the summary says them even when callers were found.
+	RemotesUnread []string `json:"remotes_unread,omitempty"`
+}
+
+// RemoteNote says what was found in the remote clusters and not read:
+// first of all (first true) when the most likely caller is there, with the
+// check that triages from its side; "" when nothing was.
+func (r Result) RemoteNote() (note string, first bool) {
+	if len(r.Remote) == 0 {
+		return "", false
+	}
+	top := r.Remote[0]
+	if r.RemoteFirst {
+		return fmt.Sprintf("the most likely caller, %s (%s), is in cluster %s: this triage reads its caller through the current cluster, so it was not read; triage from its side: %s",
+			top.Name(), top.Why, top.Context, top.Triage), true
+	}
+	return fmt.Sprintf("%s in remote clusters not read (this triage reads its caller through the current cluster), first %s (%s): triage from its side: %s",
+		wording.CountNoun(len(r.Remote), "candidate"), top.Name(), top.Why, top.Triage), false
 }
 
 // Summary is the search in one line for a report or a log note.
 func (r Result) Summary() string {
+	var s string
 	if len(r.Callers) == 0 {
-		s := "no caller found (searched " + strings.Join(r.Searched, "; ") + ")"
-		if len(r.Problems) > 0 {
-			s += "; could not read: " + strings.Join(r.Problems, "; ")
+		s = "no caller found in the current cluster (searched " + strings.Join(r.Searched, "; ") + ")"
+		if len(r.Remote) == 0 {
+			s = "no caller found (searched " + strings.Join(r.Searched, "; ") + ")"
 		}
-		return s
+	} else {
+		names := make([]string, len(r.Callers))
+		for i, c := range r.Callers {
+			names[i] = c.Name() + " (" + c.Why + ")"
+		}
+		s = fmt.Sprintf("read %d caller(s): %s", len(r.Callers), strings.Join(names, "; "))
 	}
-	names := make([]string, len(r.Callers))
-	for i, c := range r.Callers {
-		names[i] = c.Pod.String() + " (" + c.Why + ")"
+	if note, first := r.RemoteNote(); first {
+		s = note + "; " + s
+	} else if note != "" {
+		s += "; " + note
 	}
-	return fmt.Sprintf("read %d caller(s): %s", len(r.Callers), strings.Join(names, "; "))
+	switch {
+	case len(r.Callers) == 0 && len(r.Problems) > 0:
+		s += "; could not read: " + strings.Join(r.Problems, "; ")
+	case len(r.RemotesUnread) > 0:
+		s += "; " + strings.Join(r.RemotesUnread, "; ")
+	}
+	return s
 }
 
 // callerSearchInput is everything the search read; rankCallers decides.
@@ -155,24 +214,45 @@ type callerSearchInput struct {
 	// ConfigWhy says why each config namespace is a candidate.
 	ConfigWhy map[string]string
 	Problems  []string
+
+	// The other clusters (--remote-contexts): the target read in each,
+	// the current cluster's context name and cluster ID (Prometheus's
+	// source_cluster), and, per peer IP, the context of the cluster whose
+	// pod has it ("" the current) and the contexts whose target pods
+	// logged it.
+	Remotes        []remoteTarget
+	CurrentContext string
+	CurrentID      string
+	RemotesUnread  []string
+	PeerContext    map[string]string
+	PeerSeenIn     map[string][]string
 }
 
 type ownOutbound struct {
-	Pod    cluster.PodRef
-	Failed int
-	Why    string
+	Pod     cluster.PodRef
+	Context string
+	Failed  int
+	Why     string
 }
 
 type workloadRate struct {
 	Namespace, Workload string
-	Rate503, Rate       float64
+	// Cluster is the source_cluster label: the caller's cluster ID.
+	Cluster       string
+	Rate503, Rate float64
+	// Context is the cluster Cluster was attributed to ("" the current);
+	// elsewhere: it names a cluster no context read is.
+	Context   string
+	elsewhere bool
 }
 
 // Find searches for the target's callers. It never fails: what it
 // could not read is in Problems, and an empty Callers says the triage goes
 // on from the service side only.
 func Find(ctx context.Context, c cluster.Cluster, t cluster.Target, s Options) Result {
-	in := callerSearchInput{Target: t, Host: t.Host(), PodsIn: map[string][]corev1.Pod{}, PeerPods: map[string]*corev1.Pod{}, ConfigWhy: map[string]string{}}
+	in := callerSearchInput{Target: t, Host: t.Host(), PodsIn: map[string][]corev1.Pod{}, PeerPods: map[string]*corev1.Pod{}, ConfigWhy: map[string]string{},
+		CurrentContext: c.Info().Context, PeerContext: map[string]string{}, PeerSeenIn: map[string][]string{}}
+	remotes, _ := cluster.RemoteClusters(c)
 	max := s.Max
 	if max <= 0 {
 		max = DefaultMax
@@ -285,6 +365,7 @@ func Find(ctx context.Context, c cluster.Cluster, t cluster.Target, s Options) R
 			}
 		}
 	})
+	first.Go(func() { in.Remotes = readRemoteTargets(ctx, remotes, t) })
 	first.Wait()
 	if svcErr != nil {
 		problem(svcWhat, svcErr)
@@ -302,18 +383,21 @@ func Find(ctx context.Context, c cluster.Cluster, t cluster.Target, s Options) R
 		problem("list destinationrules in all namespaces", drErr)
 	}
 	in.Problems = append(in.Problems, formatProblems...)
-	for i, b := range logs {
-		if logErrs[i] != nil {
-			problem(fmt.Sprintf("read the %s log of %s", mesh.ProxyContainer, logPods[i]), logErrs[i])
+	in.LogsRead = mergeTargetLogs(&in, formats, "", logs, logErrs, logPods)
+	targetPods := make([]*corev1.Pod, len(in.TargetPods))
+	for i := range in.TargetPods {
+		targetPods[i] = &in.TargetPods[i]
+	}
+	in.CurrentID, _ = mesh.ClusterIDOfPods(targetPods)
+	for i := range in.Remotes {
+		rt := &in.Remotes[i]
+		if rt.Unread != "" {
+			unread := fmt.Sprintf("cluster %s (--remote-contexts) not read, so its callers are not known: %s", rt.Context, rt.Unread)
+			in.Problems = append(in.Problems, unread)
+			in.RemotesUnread = append(in.RemotesUnread, unread)
 			continue
 		}
-		inbound, outbound, _ := formats.Split(bytes.NewReader(b), proxylog.InboundEntry)
-		in.Inbound.Merge(inbound)
-		in.LogsRead++
-		if failed := outbound.Status5xx + outbound.BlackHole + outbound.TCPFlags.Total(); failed > 0 {
-			in.OwnOutbound = append(in.OwnOutbound, ownOutbound{Pod: logPods[i], Failed: failed,
-				Why: fmt.Sprintf("a target pod whose own outbound calls fail: %d of %d entries (%d 5xx, %d BlackHoleCluster) in its log", failed, outbound.Entries, outbound.Status5xx, outbound.BlackHole)})
-		}
+		rt.LogsRead = mergeTargetLogs(&in, formats, rt.Context, rt.logs, rt.logErrs, rt.logPods)
 	}
 
 	if zcs, problems := ztunnelCallers(ctx, c, t, in.TargetPods); zcs != nil || problems != nil {
@@ -355,8 +439,19 @@ func Find(ctx context.Context, c cluster.Cluster, t cluster.Target, s Options) R
 	peerPods := make([][]corev1.Pod, len(peerIPs))
 	peerErrs := make([]error, len(peerIPs))
 	namespaces := in.ConfigNSs
-	for _, r := range in.PromRates {
-		namespaces = wording.AppendUnique(namespaces, r.Namespace)
+	remoteNamespaces := map[string][]string{}
+	for i := range in.PromRates {
+		r := &in.PromRates[i]
+		var attributed bool
+		r.Context, attributed = sourceClusterContext(r.Cluster, in.CurrentID, in.Remotes)
+		r.elsewhere = !attributed
+		switch {
+		case r.elsewhere:
+		case r.Context == "":
+			namespaces = wording.AppendUnique(namespaces, r.Namespace)
+		default:
+			remoteNamespaces[r.Context] = wording.AppendUnique(remoteNamespaces[r.Context], r.Namespace)
+		}
 	}
 	nsPods := make([][]corev1.Pod, len(namespaces))
 	nsErrs := make([]error, len(namespaces))
@@ -372,7 +467,37 @@ func Find(ctx context.Context, c cluster.Cluster, t cluster.Target, s Options) R
 		gc := &in.Gateways[i]
 		second.Go(func() { gc.Pods, gwPodErrs[i] = c.ListPods(ctx, gc.Namespace, gc.Selector) })
 	}
+	// In each remote read: the same peers by IP (a remote replica logs
+	// its own callers, and a caller of the current one's log may be a
+	// remote pod on a flat network), and the namespaces of the workloads
+	// Prometheus attributes to it.
+	remotePeers := make([][][]corev1.Pod, len(in.Remotes))
+	remotePeerErrs := make([][]error, len(in.Remotes))
+	for ri := range in.Remotes {
+		rt := &in.Remotes[ri]
+		if rt.Unread != "" {
+			continue
+		}
+		remotePeers[ri], remotePeerErrs[ri] = make([][]corev1.Pod, len(peerIPs)), make([]error, len(peerIPs))
+		for i, ip := range peerIPs {
+			second.Go(func() { remotePeers[ri][i], remotePeerErrs[ri][i] = cluster.PodsByIP(ctx, rt.Cluster, ip) })
+		}
+		rt.nsListed = remoteNamespaces[rt.Context]
+		rt.nsPods, rt.nsErrs = make([][]corev1.Pod, len(rt.nsListed)), make([]error, len(rt.nsListed))
+		for i, ns := range rt.nsListed {
+			second.Go(func() { rt.nsPods[i], rt.nsErrs[i] = rt.Cluster.ListPods(ctx, ns, meshedPods) })
+		}
+	}
 	second.Wait()
+	for _, rt := range in.Remotes {
+		for i, ns := range rt.nsListed {
+			if rt.nsErrs[i] != nil {
+				problem(fmt.Sprintf("list meshed pods in %s in cluster %s", ns, rt.Context), rt.nsErrs[i])
+				continue
+			}
+			rt.PodsIn[ns] = rt.nsPods[i]
+		}
+	}
 	for i, gc := range in.Gateways {
 		if gwPodErrs[i] != nil {
 			problem(fmt.Sprintf("list pods of Gateway %s (selector %v, every namespace)", gc.Gateway, gc.Selector), gwPodErrs[i])
@@ -391,11 +516,8 @@ func Find(ctx context.Context, c cluster.Cluster, t cluster.Target, s Options) R
 			byIPErrs++
 			continue
 		}
-		for j := range peerPods[i] {
-			if !peerPods[i][j].Spec.HostNetwork {
-				in.PeerPods[ip] = &peerPods[i][j]
-				break
-			}
+		if p := notHostNetwork(peerPods[i]); p != nil {
+			in.PeerPods[ip] = p
 		}
 	}
 	if byIPErrs > 0 {
@@ -408,7 +530,90 @@ func Find(ctx context.Context, c cluster.Cluster, t cluster.Target, s Options) R
 			}
 		}
 	}
+	if len(in.Remotes) > 0 {
+		resolvePeersAcrossClusters(&in, peerIPs, remotePeers, remotePeerErrs, problem)
+	}
 	return rankCallers(in, max)
+}
+
+// resolvePeersAcrossClusters gives each peer IP the pod of the cluster
+// most likely to hold it: first the clusters whose target pods logged it
+// (the current one first), then the others. Pod IPs of clusters on
+// different networks may overlap; a replica's caller on its own network
+// is in its own cluster, and one from another network arrives through an
+// east-west gateway, whose pod is then what the IP names.
+func resolvePeersAcrossClusters(in *callerSearchInput, peerIPs []string, remotePeers [][][]corev1.Pod, remotePeerErrs [][]error, problem func(string, error)) {
+	current := in.PeerPods
+	in.PeerPods = map[string]*corev1.Pod{}
+	for ip, p := range current {
+		if p != nil {
+			in.PeerPods[ip] = p
+		}
+	}
+	lookedUp := map[string]int{}
+	for i, ip := range peerIPs {
+		lookedUp[ip] = i
+	}
+	for ip, i := range lookedUp {
+		order := append([]string(nil), in.PeerSeenIn[ip]...)
+		sort.SliceStable(order, func(a, b int) bool { return order[a] == "" && order[b] != "" })
+		order = wording.AppendUnique(order, "")
+		for _, rt := range in.Remotes {
+			order = wording.AppendUnique(order, rt.Context)
+		}
+		delete(in.PeerPods, ip)
+		for _, name := range order {
+			if name == "" {
+				if p := current[ip]; p != nil {
+					in.PeerPods[ip] = p
+					break
+				}
+				continue
+			}
+			ri := remoteIndex(in.Remotes, name)
+			if ri < 0 || remotePeers[ri] == nil || remotePeerErrs[ri][i] != nil {
+				continue
+			}
+			if p := notHostNetwork(remotePeers[ri][i]); p != nil {
+				in.PeerPods[ip], in.PeerContext[ip] = p, name
+				break
+			}
+		}
+	}
+	for ri, rt := range in.Remotes {
+		failed, first := 0, -1
+		for i, err := range remotePeerErrs[ri] {
+			if err != nil {
+				failed++
+				if first < 0 {
+					first = i
+				}
+			}
+		}
+		if failed > 0 {
+			problem(fmt.Sprintf("find pods by IP for %d inbound peer(s) in cluster %s", failed, rt.Context), remotePeerErrs[ri][first])
+		}
+	}
+}
+
+func remoteIndex(remotes []remoteTarget, name string) int {
+	for i := range remotes {
+		if remotes[i].Context == name {
+			return i
+		}
+	}
+	return -1
+}
+
+// notHostNetwork is the first pod that is not on its node's network: a
+// host-network pod shares its IP with the node and every other such pod.
+func notHostNetwork(pods []corev1.Pod) *corev1.Pod {
+	for j := range pods {
+		if !pods[j].Spec.HostNetwork {
+			return &pods[j]
+		}
+	}
+	return nil
 }
 
 func firstErr(errs []error) int {
@@ -462,24 +667,35 @@ func topPeers(in callerSearchInput, n int) []string {
 // picks at most max of them to read, one pod per workload.
 func rankCallers(in callerSearchInput, max int) Result {
 	var out Result
-	out.Problems = in.Problems
+	out.Problems, out.RemotesUnread = in.Problems, in.RemotesUnread
+	// Pods are keyed by their cluster's context too: the same name in two
+	// clusters is two pods.
+	podKey := func(context string, p *corev1.Pod) string { return context + "\x00" + p.Namespace + "/" + p.Name }
 	targetPod := map[string]bool{}
-	for _, p := range in.TargetPods {
-		targetPod[p.Namespace+"/"+p.Name] = true
+	for i := range in.TargetPods {
+		targetPod[podKey("", &in.TargetPods[i])] = true
+	}
+	for _, rt := range in.Remotes {
+		for i := range rt.Pods {
+			targetPod[podKey(rt.Context, &rt.Pods[i])] = true
+		}
 	}
 	var cands []Caller
 	seenPod := map[string]bool{}
-	add := func(pod *corev1.Pod, by, why string, errs, reqs float64) {
-		key := pod.Namespace + "/" + pod.Name
-		if seenPod[key] {
-			return
+	addIn := func(context string) func(pod *corev1.Pod, by, why string, errs, reqs float64) {
+		return func(pod *corev1.Pod, by, why string, errs, reqs float64) {
+			key := podKey(context, pod)
+			if seenPod[key] {
+				return
+			}
+			seenPod[key] = true
+			cands = append(cands, Caller{
+				Pod: cluster.PodRef{Namespace: pod.Namespace, Name: pod.Name}, Context: context, Workload: pod.Namespace + "/" + mesh.WorkloadName(pod),
+				By: by, Why: why, Sidecar: mesh.PodSidecar(pod) != mesh.SidecarNone, errors: errs, requests: reqs,
+			})
 		}
-		seenPod[key] = true
-		cands = append(cands, Caller{
-			Pod: cluster.PodRef{Namespace: pod.Namespace, Name: pod.Name}, Workload: pod.Namespace + "/" + mesh.WorkloadName(pod),
-			By: by, Why: why, Sidecar: mesh.PodSidecar(pod) != mesh.SidecarNone, errors: errs, requests: reqs,
-		})
 	}
+	add := addIn("")
 
 	if in.PromAsked {
 		out.Searched = append(out.Searched, "Prometheus (istio_requests_total by source workload, "+fmtWindow(in.Window)+")")
@@ -491,28 +707,62 @@ func rankCallers(in callerSearchInput, max int) Result {
 			return rates[i].Rate > rates[j].Rate
 		})
 		for _, r := range rates {
-			why := fmt.Sprintf("%s 503/s of %s req/s to the target (Prometheus, %s)", wording.Rate(r.Rate503), wording.Rate(r.Rate), fmtWindow(in.Window))
-			for _, pod := range readyFirst(in.PodsIn[r.Namespace]) {
+			if r.elsewhere {
+				out.Problems = append(out.Problems, fmt.Sprintf("Prometheus names %s/%s as a caller (%s 503/s) from cluster %s (source_cluster), which is neither the current cluster (%s) nor any --remote-contexts cluster read: its pods were not looked for; give its context with --remote-contexts",
+					r.Namespace, r.Workload, wording.Rate(r.Rate503), r.Cluster, in.CurrentID))
+				continue
+			}
+			source := "Prometheus, " + fmtWindow(in.Window)
+			if r.Cluster != "" && r.Cluster != "unknown" {
+				source += ", source_cluster " + r.Cluster
+			}
+			why := fmt.Sprintf("%s 503/s of %s req/s to the target (%s)", wording.Rate(r.Rate503), wording.Rate(r.Rate), source)
+			pods := in.PodsIn[r.Namespace]
+			if r.Context != "" {
+				pods = nil
+				if ri := remoteIndex(in.Remotes, r.Context); ri >= 0 {
+					pods = in.Remotes[ri].PodsIn[r.Namespace]
+				}
+			}
+			for _, pod := range readyFirst(pods) {
 				if mesh.WorkloadName(&pod) == r.Workload {
-					add(&pod, ByPrometheus, why, r.Rate503, r.Rate)
+					addIn(r.Context)(&pod, ByPrometheus, why, r.Rate503, r.Rate)
 				}
 			}
 		}
 	}
 
+	remoteLogsRead := 0
+	for _, rt := range in.Remotes {
+		remoteLogsRead += rt.LogsRead
+	}
 	if in.LogsRead > 0 {
 		out.Searched = append(out.Searched, fmt.Sprintf("the inbound access log of %d target pod(s)", in.LogsRead))
+	}
+	for _, rt := range in.Remotes {
+		switch {
+		case rt.NoService:
+			out.Searched = append(out.Searched, fmt.Sprintf("cluster %s: no Service %s/%s there", rt.Context, in.Target.Namespace, in.Target.Service))
+		case rt.Unread == "":
+			out.Searched = append(out.Searched, fmt.Sprintf("cluster %s: the inbound access log of %d target pod(s)", rt.Context, rt.LogsRead))
+		}
+	}
+	if in.LogsRead+remoteLogsRead > 0 {
 		for _, ip := range topPeers(in, len(in.Inbound.Peers.Counts)) {
-			pod := in.PeerPods[ip]
-			if pod == nil || targetPod[pod.Namespace+"/"+pod.Name] {
+			pod, context := in.PeerPods[ip], in.PeerContext[ip]
+			if pod == nil || targetPod[podKey(context, pod)] {
 				continue
 			}
-			n, bad := in.Inbound.Peers.Counts[ip], in.Inbound.PeersFailed.Counts[ip]
-			why := fmt.Sprintf("%d requests from %s in the target's inbound log", n, ip)
-			if bad > 0 {
-				why = fmt.Sprintf("%d failed of %d requests from %s in the target's inbound log", bad, n, ip)
+			where := "the target's inbound log"
+			if len(in.Remotes) > 0 {
+				where += " (" + loggedIn(in.PeerSeenIn[ip]) + ")"
 			}
-			add(pod, ByInboundLog, why, float64(bad), float64(n))
+			n, bad := in.Inbound.Peers.Counts[ip], in.Inbound.PeersFailed.Counts[ip]
+			why := fmt.Sprintf("%d requests from %s in %s", n, ip, where)
+			if bad > 0 {
+				why = fmt.Sprintf("%d failed of %d requests from %s in %s", bad, n, ip, where)
+			}
+			addIn(context)(pod, ByInboundLog, why, float64(bad), float64(n))
 		}
 	}
 
@@ -521,9 +771,13 @@ func rankCallers(in callerSearchInput, max int) Result {
 	own := append([]ownOutbound(nil), in.OwnOutbound...)
 	sort.SliceStable(own, func(i, j int) bool { return own[i].Failed > own[j].Failed })
 	for _, o := range own {
-		for i := range in.TargetPods {
-			if p := &in.TargetPods[i]; p.Namespace == o.Pod.Namespace && p.Name == o.Pod.Name {
-				add(p, ByOwnOutbound, o.Why, float64(o.Failed), 0)
+		pods := in.TargetPods
+		if ri := remoteIndex(in.Remotes, o.Context); o.Context != "" && ri >= 0 {
+			pods = in.Remotes[ri].Pods
+		}
+		for i := range pods {
+			if p := &pods[i]; p.Namespace == o.Pod.Namespace && p.Name == o.Pod.Name {
+				addIn(o.Context)(p, ByOwnOutbound, o.Why, float64(o.Failed), 0)
 			}
 		}
 	}
@@ -533,7 +787,7 @@ func rankCallers(in callerSearchInput, max int) Result {
 	out.Searched = append(out.Searched, "meshed pods in "+strings.Join(in.ConfigNSs, ", "))
 	for _, ns := range in.ConfigNSs {
 		for _, pod := range readyFirst(in.PodsIn[ns]) {
-			if targetPod[pod.Namespace+"/"+pod.Name] {
+			if targetPod[podKey("", &pod)] {
 				continue
 			}
 			add(&pod, ByConfig, "meshed pod in "+ns+": "+in.ConfigWhy[ns], 0, 0)
@@ -542,9 +796,24 @@ func rankCallers(in callerSearchInput, max int) Result {
 
 	// Read at most max, one pod per workload. A caller without a sidecar
 	// has no Envoy to read, but is read all the same: what it sends
-	// (plaintext, no retries) is the caller's side of the story.
+	// (plaintext, no retries) is the caller's side of the story. A
+	// caller of a remote cluster is not read (the probes read the
+	// caller through the current cluster): it is said, with the check
+	// that triages from its side, first when it is the most likely.
+	var remoteContexts []string
+	for _, rt := range in.Remotes {
+		remoteContexts = append(remoteContexts, rt.Context)
+	}
+	out.RemoteFirst = len(cands) > 0 && cands[0].Context != ""
 	readWorkload := map[string]bool{}
 	for _, c := range cands {
+		if c.Context != "" {
+			// Never among Others, which a picker offers as pods of the
+			// current cluster.
+			c.Triage = triageCommand(in.Target, c.Pod, c.Context, in.CurrentContext, remoteContexts)
+			out.Remote = append(out.Remote, c)
+			continue
+		}
 		if len(out.Callers) < max && !readWorkload[c.Workload] {
 			readWorkload[c.Workload] = true
 			out.Callers = append(out.Callers, c)
@@ -553,6 +822,18 @@ func rankCallers(in callerSearchInput, max int) Result {
 		out.Others = append(out.Others, c)
 	}
 	return out
+}
+
+// loggedIn names the clusters whose target pods logged a peer.
+func loggedIn(contexts []string) string {
+	names := make([]string, len(contexts))
+	for i, c := range contexts {
+		names[i] = "cluster " + c
+		if c == "" {
+			names[i] = "the current cluster"
+		}
+	}
+	return strings.Join(names, ", ")
 }
 
 // readyFirst orders pods ready first, then by name, so the pick is stable.
@@ -618,7 +899,7 @@ func vsDestinations(vs *networkingv1.VirtualService) []string {
 // RatesQuery is the PromQL for the target's request rates by source
 // workload and code, as the on-call would type it.
 func RatesQuery(t cluster.Target, window time.Duration) string {
-	return fmt.Sprintf(`sum by (source_workload, source_workload_namespace, response_code) (rate(istio_requests_total{reporter="source",destination_service=%q}[%s]))`,
+	return fmt.Sprintf(`sum by (source_workload, source_workload_namespace, source_cluster, response_code) (rate(istio_requests_total{reporter="source",destination_service=%q}[%s]))`,
 		t.Host(), fmtWindow(window))
 }
 
@@ -628,20 +909,23 @@ func callerRates(ctx context.Context, p prometheus.Client, t cluster.Target, win
 	if err != nil {
 		return nil, err
 	}
-	by := map[[2]string]*workloadRate{}
-	var order [][2]string
+	by := map[[3]string]*workloadRate{}
+	var order [][3]string
 	for _, s := range vec {
 		v := float64(s.Value)
 		if math.IsNaN(v) || math.IsInf(v, 0) {
 			continue
 		}
-		k := [2]string{string(s.Metric["source_workload_namespace"]), string(s.Metric["source_workload"])}
+		// source_cluster (Istio's standard label: the calling proxy's
+		// cluster ID) keeps a workload of the same name in two clusters
+		// apart.
+		k := [3]string{string(s.Metric["source_workload_namespace"]), string(s.Metric["source_workload"]), string(s.Metric["source_cluster"])}
 		if k[0] == "" || k[1] == "" || k[1] == "unknown" {
 			continue // traffic from outside the mesh has no source workload
 		}
 		r := by[k]
 		if r == nil {
-			r = &workloadRate{Namespace: k[0], Workload: k[1]}
+			r = &workloadRate{Namespace: k[0], Workload: k[1], Cluster: k[2]}
 			by[k] = r
 			order = append(order, k)
 		}

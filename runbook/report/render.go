@@ -279,8 +279,22 @@ func Text(w io.Writer, r Report) error {
 
 // callerSearchLine says who the caller search read, and where it looked.
 func callerSearchLine(cs callersearch.Result) string {
+	line := callersReadLine(cs)
+	if note, first := cs.RemoteNote(); first {
+		return note + "; " + line
+	} else if note != "" {
+		return line + "; " + note
+	}
+	return line
+}
+
+func callersReadLine(cs callersearch.Result) string {
 	if len(cs.Callers) == 0 {
-		return "no caller found (searched " + strings.Join(cs.Searched, "; ") + "): Envoy checks ran from the service side only"
+		where := ""
+		if len(cs.Remote) > 0 {
+			where = " in the current cluster"
+		}
+		return "no caller found" + where + " (searched " + strings.Join(cs.Searched, "; ") + "): Envoy checks ran from the service side only"
 	}
 	names := make([]string, len(cs.Callers))
 	for i, c := range cs.Callers {

@@ -140,7 +140,7 @@ func Healthy() map[string]probes.Facts {
 			// lists its gateway.
 			"mc_istiod_asked":          "istiod-5f9c7d8b6-x2x9p, the replica the caller shop/client-1 is connected to (its syncz lists it)",
 			"mc_istiod_clusters":       []string{"Kubernetes (config cluster): synced", "cluster2 (secret istio-system/istio-remote-secret-cluster2): synced"},
-			"mc_remote_secret_missing": []string{}, "mc_remote_secret_stale": []string{}, "mc_cluster_id_collision": []string{},
+			"mc_remote_secret_missing": []string{}, "mc_remote_secret_stale": []string{}, "mc_cluster_id_collision": []string{}, "mc_istiod_clusters_not_given": []string{},
 			"mc_networkz_read": true, "mc_istiod_gateways": []string{"network2: 172.18.2.10:15443 (cluster cluster2)"}, "mc_gateway_kept": []string{},
 			// Its endpoint index holds cluster 2's endpoints as they are.
 			"mc_istiod_shard_behind": []string{}, "mc_istiod_shard_lacks": []string{},

@@ -110,15 +110,30 @@ func (e *triageEngine) Callers() string {
 	if search == nil {
 		return ""
 	}
+	// A caller found in a remote cluster is not walked from (the probes
+	// read the caller through the current cluster): said, with the check
+	// that triages from its side.
+	remote, remoteFirst := search.RemoteNote()
 	if !e.tr.Guided() {
-		return "no caller named, none found (" + strings.Join(search.Searched, "; ") + "): the Envoy checks have no caller to read; name one with --from pod/NAME"
+		line := "no caller named, none found (" + strings.Join(search.Searched, "; ") + "): the Envoy checks have no caller to read; name one with --from pod/NAME"
+		if remote != "" {
+			line = "no caller named, none found in the current cluster (" + strings.Join(search.Searched, "; ") + "): the Envoy checks have no caller to read here; " + remote
+		}
+		return line
 	}
 	top := e.tr.Callers[0].Caller
-	line := fmt.Sprintf("no caller named: walking from %s, the most likely (%s)", top.Pod, top.Why)
+	likely := "the most likely"
+	if remoteFirst {
+		likely = "the most likely in the current cluster"
+	}
+	line := fmt.Sprintf("no caller named: walking from %s, %s (%s)", top.Pod, likely, top.Why)
 	if n := len(e.tr.Callers) - 1; n > 0 {
 		line += fmt.Sprintf("; %d more caller(s) and the service side run beside it", n)
 	} else {
 		line += "; the service side runs beside it"
+	}
+	if remote != "" {
+		line += "; " + remote
 	}
 	return line
 }
