@@ -118,6 +118,11 @@ type Scenario struct {
 	// SamplesApart is how long apart a capture read the two samples of the
 	// counters: a replay that waits as long measures the same rates.
 	SamplesApart time.Duration
+	// Remotes are the recordings of the mesh's other clusters, read
+	// through their own kubeconfig contexts (capture --remote-contexts),
+	// under clusters/ (see remotes.go); none for a recording of one
+	// cluster.
+	Remotes []RemoteScenario
 }
 
 // LogKey names one recorded container log.
@@ -177,6 +182,8 @@ type header struct {
 	CapturedAt   string    `json:"capturedAt,omitempty"`
 	SamplesApart string    `json:"countersSampledApart,omitempty"`
 	Failures     []Failure `json:"failedReads,omitempty"`
+	// Clusters are a recording's remote clusters (remotes.go).
+	Clusters []remoteEntry `json:"clusters,omitempty"`
 }
 
 // scenarioRoot lets callers pass either the assets file system (holding
