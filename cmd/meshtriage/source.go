@@ -59,9 +59,15 @@ func (o *inputFlags) source(ctx context.Context, g *globalOptions, tf targetFlag
 		return triage.Source{}, t, fmt.Errorf("%s are different sources: give one", strings.Join(given, " and "))
 	}
 	if len(given) == 1 && len(g.remoteContexts) > 0 {
-		// An input holds one cluster (remote clusters are not recorded):
-		// the contexts would be read live beside a triage that is not.
-		return triage.Source{}, t, fmt.Errorf("%s reads live clusters; %s holds one cluster: give one or the other", triage.RemoteContextsFlag, given[0])
+		// The contexts would be read live beside a triage that is not. A
+		// recording names its clusters itself (a capture with
+		// --remote-contexts holds the remote ones); the other inputs hold
+		// one cluster.
+		held := given[0] + " holds one cluster"
+		if given[0] == "--recording" {
+			held = "--recording replays the clusters it names (capture --remote-contexts records the remote ones in it)"
+		}
+		return triage.Source{}, t, fmt.Errorf("%s reads live clusters; %s: give one or the other", triage.RemoteContextsFlag, held)
 	}
 	switch {
 	case o.scenario != "":
