@@ -6,6 +6,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"maps"
+	"os"
+	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -17,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"github.com/meshtriage/meshtriage/probes/cluster/recorded"
 	"github.com/meshtriage/meshtriage/probes/patch"
 )
 
@@ -79,6 +84,11 @@ func TestRemoteContextsReadEachClustersEndpoints(t *testing.T) {
 		t.Errorf("step %s: %s; facts %v", step.Status, step.Summary, step.Facts)
 	}
 
+	// Issue 30: capture --remote-contexts records c2's reads beside c1's,
+	// and check --recording on the result, with no cluster to reach,
+	// finds what the live check finds, each endpoint under its context.
+	captureAndReplayTwoClusters(t, args, wantEndpoints)
+
 	// c2's control-plane namespace without its network label.
 	ns, err := c2.Kube.CoreV1().Namespaces().Get(ctx, "istio-system", metav1.GetOptions{})
 	if err != nil {
@@ -121,6 +131,65 @@ func TestRemoteContextsReadEachClustersEndpoints(t *testing.T) {
 	if code != 1 || !strings.Contains(stderr, `--remote-contexts: context "c3" not found in kubeconfig (contexts: c1, c2)`) {
 		t.Errorf("unknown context: exit %d, stderr %q", code, stderr)
 	}
+}
+
+// captureAndReplayTwoClusters runs the real binary's capture with the
+// live check's args (global flags, --remote-contexts c2, then the command)
+// and check --recording on what it wrote, and requires the replay's
+// findings and its multi-cluster steps (status, summary, every fact) to
+// be the live check's.
+func captureAndReplayTwoClusters(t *testing.T, args []string, wantEndpoints []string) {
+	t.Helper()
+	liveFindings, liveSteps := checkTwoClusters(t, args...)
+	recording := filepath.Join(t.TempDir(), "orders-two-clusters.tar.gz")
+	command := slices.Index(args, "check")
+	captureArgs := append(slices.Clone(args[:command]), "capture")
+	captureArgs = append(captureArgs, args[command+1:]...)
+	captureArgs = append(captureArgs, "-o", recording, "--metrics-window", "1s")
+	c := runCLI(t, meshtriageBinary(t), captureArgs...)
+	if c.code != 0 || !strings.Contains(c.stdout, "captured remote cluster c2: ") {
+		t.Fatalf("capture %q: exit %d\nstdout:\n%s\nstderr:\n%s", captureArgs, c.code, c.stdout, c.stderr)
+	}
+	files := archiveNames(t, recording)
+	if !slices.ContainsFunc(files, func(f string) bool { return strings.Contains(f, "/clusters/c2/manifests/") }) {
+		t.Fatalf("the recording holds nothing of c2 under clusters/c2/manifests/: %q", files)
+	}
+
+	replayFindings, replaySteps := checkTwoClusters(t, "check", "--recording", recording, "--metrics-window", "1s")
+	if !maps.Equal(replayFindings, liveFindings) {
+		t.Errorf("findings: live %v, replayed %v", liveFindings, replayFindings)
+	}
+	if got := replaySteps["multicluster"].list("mc_endpoints"); !slices.Equal(got, wantEndpoints) {
+		t.Errorf("replayed mc_endpoints = %q, want %q", got, wantEndpoints)
+	}
+	for _, probe := range []string{"multicluster", "eastwest-passthrough", "multicluster-trust"} {
+		live, ran := liveSteps[probe]
+		replayed := replaySteps[probe]
+		if !ran {
+			continue
+		}
+		if live.Status != replayed.Status || live.Summary != replayed.Summary || !reflect.DeepEqual(live.Facts, replayed.Facts) {
+			t.Errorf("step %s:\nlive     %s %s %v\nreplayed %s %s %v", probe, live.Status, live.Summary, live.Facts, replayed.Status, replayed.Summary, replayed.Facts)
+		}
+	}
+	if _, ran := liveSteps["multicluster"]; !ran {
+		t.Errorf("the live check ran no multicluster step")
+	}
+}
+
+// archiveNames lists the files of a .tar.gz.
+func archiveNames(t *testing.T, p string) []string {
+	t.Helper()
+	f, err := os.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	files, _, err := recorded.ReadArchive(f, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return slices.Sorted(maps.Keys(files))
 }
 
 type mcStep struct {
