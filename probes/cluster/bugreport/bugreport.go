@@ -113,7 +113,8 @@ func OpenMesh(paths []string, namespace string, extra map[string][]byte) (*Repor
 	if err != nil {
 		return nil, err
 	}
-	byContext := map[string]string{}
+	byContext := map[string]string{}                     // context → the report naming it
+	servers := map[string]string{paths[0]: first.Source} // report → its API server
 	if first.Context != "" {
 		byContext[first.Context] = paths[0]
 	}
@@ -126,8 +127,18 @@ func OpenMesh(paths []string, namespace string, extra map[string][]byte) (*Repor
 			return nil, fmt.Errorf("bug report %s: no cluster/cluster-context names its kube context; a further bug report is a remote cluster, known by its context", p)
 		}
 		if other, dup := byContext[r.Context]; dup {
+			if servers[other] != r.Source {
+				// istioctl bug-report --context writes `kubectl config
+				// current-context --context CTX`, which kubectl answers
+				// with the kubeconfig's current context, not CTX: two
+				// clusters' reports made from one kubeconfig name one
+				// context. Their servers tell them apart; their contexts,
+				// which the fixes' commands name, are not known.
+				return nil, fmt.Errorf("bug reports %s and %s both name context %q, of different API servers (%s, %s): istioctl bug-report --context writes the kubeconfig's current context, not --context's; make each with its cluster's context current (kubectl config use-context CTX), or write the context on the first line of its cluster/cluster-context", other, p, r.Context, servers[other], r.Source)
+			}
 			return nil, fmt.Errorf("bug reports %s and %s are both of context %q: give one bug report a cluster", other, p, r.Context)
 		}
+		servers[p] = r.Source
 		byContext[r.Context] = p
 		first.Remotes = append(first.Remotes, recorded.RemoteScenario{Context: r.Context, Scenario: r.Scenario})
 		for _, n := range r.Notes {

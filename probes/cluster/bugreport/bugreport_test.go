@@ -413,6 +413,16 @@ func TestOpenMeshNamesEachClusterByItsContext(t *testing.T) {
 	if _, err := OpenMesh([]string{first, archive(t, fullReport(), written)}, "default", nil); err == nil || !strings.Contains(err.Error(), `are both of context "prod-eu"`) {
 		t.Errorf("two bug reports of one context: %v", err)
 	}
+	// istioctl bug-report --context c2 writes the kubeconfig's current
+	// context (kubectl config current-context ignores --context), with
+	// c2's server: one context, two servers, said as such.
+	otherServer := fullReport()
+	otherServer["cluster/cluster-context"] = "prod-eu\nhttps://10.0.0.9:6443\n"
+	if _, err := OpenMesh([]string{first, archive(t, otherServer, written)}, "default", nil); err == nil ||
+		!strings.Contains(err.Error(), `both name context "prod-eu", of different API servers (https://10.0.0.1:6443, https://10.0.0.9:6443)`) ||
+		!strings.Contains(err.Error(), "kubectl config use-context") {
+		t.Errorf("two servers under one context: %v", err)
+	}
 	noContext := fullReport()
 	delete(noContext, "cluster/cluster-context")
 	if _, err := OpenMesh([]string{first, archive(t, noContext, written)}, "default", nil); err == nil || !strings.Contains(err.Error(), "no cluster/cluster-context") {
