@@ -23,7 +23,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/meshtriage/meshtriage/probes/cluster/recorded"
 	"github.com/meshtriage/meshtriage/probes/patch"
 )
 
@@ -153,7 +152,7 @@ func captureAndReplayTwoClusters(t *testing.T, args []string, wantEndpoints []st
 	if c.code != 0 || !strings.Contains(c.stdout, "captured remote cluster c2: ") {
 		t.Fatalf("capture %q: exit %d\nstdout:\n%s\nstderr:\n%s", captureArgs, c.code, c.stdout, c.stderr)
 	}
-	files := archiveNames(t, recording)
+	files := slices.Sorted(maps.Keys(archiveText(t, recording)))
 	if !slices.ContainsFunc(files, func(f string) bool { return strings.Contains(f, "/clusters/c2/manifests/") }) {
 		t.Fatalf("the recording holds nothing of c2 under clusters/c2/manifests/: %q", files)
 	}
@@ -231,21 +230,6 @@ func bugReportsOfTwoClusters(t *testing.T, args []string, wantEndpoints []string
 	if code != 1 || !strings.Contains(stderr, `both name context "c1", of different API servers`) {
 		t.Errorf("a c2 bug report made with --context c2: exit %d, stderr %q", code, stderr)
 	}
-}
-
-// archiveNames lists the files of a .tar.gz.
-func archiveNames(t *testing.T, p string) []string {
-	t.Helper()
-	f, err := os.Open(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	files, _, err := recorded.ReadArchive(f, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return slices.Sorted(maps.Keys(files))
 }
 
 type mcStep struct {

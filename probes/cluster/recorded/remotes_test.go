@@ -269,3 +269,21 @@ func TestRecordingRemoteDirsAreChecked(t *testing.T) {
 		}
 	}
 }
+
+// A scenario of several clusters is laid out as a recording of them: its
+// remote clusters load with it.
+func TestScenarioLoadsItsRemoteClusters(t *testing.T) {
+	svc := []byte("apiVersion: v1\nkind: Service\nmetadata: {name: orders, namespace: shop}\nspec: {ports: [{port: 8080}]}\n")
+	fsys := recorded.Files{
+		"two/scenario.yaml":                  []byte("name: two\ntitle: two clusters\ntarget: {namespace: shop, service: orders}\nexpect: []\nclusters: [{context: west, dir: clusters/west}]\n"),
+		"two/manifests/shop.yaml":            svc,
+		"two/clusters/west/manifests/x.yaml": svc,
+	}
+	s, err := recorded.Load(fsys, "two")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Remotes) != 1 || s.Remotes[0].Context != "west" || len(s.Remotes[0].Objects) != 1 {
+		t.Errorf("remotes %+v", s.Remotes)
+	}
+}

@@ -269,6 +269,10 @@ func Load(fsys fs.FS, name string) (*Scenario, error) {
 	if err := loadRecorded(dir, s); err != nil {
 		return nil, fmt.Errorf("scenario %s: %w", name, err)
 	}
+	// A scenario of several clusters is laid out as a recording of them.
+	if s.Remotes, err = loadRemotes(dir, h.Clusters, "scenario "+name, ""); err != nil {
+		return nil, fmt.Errorf("scenario %s: %w", name, err)
+	}
 	return s, nil
 }
 
