@@ -287,3 +287,45 @@ func TestScenarioLoadsItsRemoteClusters(t *testing.T) {
 		t.Errorf("remotes %+v", s.Remotes)
 	}
 }
+
+// Contexts "Prod" and "prod" are two folders on a case-insensitive file
+// system too, and come back under their own names.
+func TestRemoteFoldersDifferBeyondCase(t *testing.T) {
+	svc := func(name string) *recorded.Scenario {
+		objs, err := manifests.Decode("x.yaml", []byte("apiVersion: v1\nkind: Service\nmetadata: {name: "+name+", namespace: shop}\nspec: {ports: [{port: 80}]}\n"), true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return recorded.FromObjects(name, objs)
+	}
+	s := svc("local")
+	s.Remotes = []recorded.RemoteScenario{{Context: "Prod", Scenario: svc("upper")}, {Context: "prod", Scenario: svc("lower")}}
+	files, err := s.Files(incidentlog.Redact)
+	if err != nil {
+		t.Fatal(err)
+	}
+	folders := map[string]bool{}
+	for name := range files {
+		if rest, ok := strings.CutPrefix(name, "clusters/"); ok {
+			folders[strings.ToLower(rest[:strings.IndexByte(rest, '/')])] = true
+		}
+	}
+	if len(folders) != 2 {
+		t.Errorf("folders (case folded) %v, want two", folders)
+	}
+	r, err := recorded.LoadRecording(files, "recording", "default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Remotes) != 2 || r.Remotes[0].Context != "Prod" || r.Remotes[1].Context != "prod" {
+		t.Fatalf("remotes %+v", r.Remotes)
+	}
+	c, err := recorded.NewCluster(r.Scenario)
+	if err != nil {
+		t.Fatal(err)
+	}
+	remotes, _ := cluster.RemoteClusters(c)
+	if _, err := remotes[1].Cluster.GetService(context.Background(), "shop", "lower"); err != nil {
+		t.Errorf("prod's Service: %v", err)
+	}
+}
