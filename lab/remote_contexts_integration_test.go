@@ -6,6 +6,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -16,6 +21,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/meshtriage/meshtriage/probes/patch"
 )
@@ -70,6 +76,12 @@ func TestRemoteContextsReadEachClustersEndpoints(t *testing.T) {
 		t.Errorf("step %s: %s; facts %v", step.Status, step.Summary, step.Facts)
 	}
 
+	// Issue 30: capture --remote-contexts records c2's reads beside c1's,
+	// and check --recording on the result, with no cluster to reach,
+	// finds what the live check finds, each endpoint under its context.
+	captureAndReplayTwoClusters(t, args, wantEndpoints)
+	t.Run("bug report a cluster", func(t *testing.T) { bugReportsOfTwoClusters(t, args, wantEndpoints) })
+
 	// c2's control-plane namespace without its network label.
 	ns, err := c2.Kube.CoreV1().Namespaces().Get(ctx, "istio-system", metav1.GetOptions{})
 	if err != nil {
@@ -111,6 +123,103 @@ func TestRemoteContextsReadEachClustersEndpoints(t *testing.T) {
 	_, stderr, code := runMeshtriage(t, args[0], args[1], "--remote-contexts", "c3", "check", "svc/orders")
 	if code != 1 || !strings.Contains(stderr, `--remote-contexts: context "c3" not found in kubeconfig (contexts: c1, c2)`) {
 		t.Errorf("unknown context: exit %d, stderr %q", code, stderr)
+	}
+}
+
+// captureAndReplayTwoClusters runs the real binary's capture with the
+// live check's args (global flags, --remote-contexts c2, then the command)
+// and check --recording on what it wrote, and requires the replay's
+// findings and its multi-cluster steps (status, summary, every fact) to
+// be the live check's.
+func captureAndReplayTwoClusters(t *testing.T, args []string, wantEndpoints []string) {
+	t.Helper()
+	liveFindings, liveSteps := checkTwoClusters(t, args...)
+	recording := filepath.Join(t.TempDir(), "orders-two-clusters.tar.gz")
+	command := slices.Index(args, "check")
+	captureArgs := append(slices.Clone(args[:command]), "capture")
+	captureArgs = append(captureArgs, args[command+1:]...)
+	captureArgs = append(captureArgs, "-o", recording, "--metrics-window", "1s")
+	c := runCLI(t, meshtriageBinary(t), captureArgs...)
+	if c.code != 0 || !strings.Contains(c.stdout, "captured remote cluster c2: ") {
+		t.Fatalf("capture %q: exit %d\nstdout:\n%s\nstderr:\n%s", captureArgs, c.code, c.stdout, c.stderr)
+	}
+	files := slices.Sorted(maps.Keys(archiveText(t, recording)))
+	if !slices.ContainsFunc(files, func(f string) bool { return strings.Contains(f, "/clusters/c2/manifests/") }) {
+		t.Fatalf("the recording holds nothing of c2 under clusters/c2/manifests/: %q", files)
+	}
+
+	replayFindings, replaySteps := checkTwoClusters(t, "check", "--recording", recording, "--metrics-window", "1s")
+	if !maps.Equal(replayFindings, liveFindings) {
+		t.Errorf("findings: live %v, replayed %v", liveFindings, replayFindings)
+	}
+	if got := replaySteps["multicluster"].list("mc_endpoints"); !slices.Equal(got, wantEndpoints) {
+		t.Errorf("replayed mc_endpoints = %q, want %q", got, wantEndpoints)
+	}
+	for _, probe := range []string{"multicluster", "eastwest-passthrough", "multicluster-trust"} {
+		live, ran := liveSteps[probe]
+		replayed := replaySteps[probe]
+		if !ran {
+			continue
+		}
+		if live.Status != replayed.Status || live.Summary != replayed.Summary || !reflect.DeepEqual(live.Facts, replayed.Facts) {
+			t.Errorf("step %s:\nlive     %s %s %v\nreplayed %s %s %v", probe, live.Status, live.Summary, live.Facts, replayed.Status, replayed.Summary, replayed.Facts)
+		}
+	}
+	if _, ran := liveSteps["multicluster"]; !ran {
+		t.Errorf("the live check ran no multicluster step")
+	}
+}
+
+// bugReportsOfTwoClusters makes a real istioctl bug-report of each
+// cluster and requires check --bug-report c1's --bug-report c2's to find
+// what the live check finds, c2 read as the remote cluster named by its
+// archive. istioctl bug-report --context writes the kubeconfig's current
+// context, not --context's (it asks kubectl config current-context): an
+// archive of c2 made so names c1, with c2's server, and is refused saying
+// so; made with c2 current, it names c2.
+func bugReportsOfTwoClusters(t *testing.T, args []string, wantEndpoints []string) {
+	istioctl := istioctlBinary(t)
+	kubeconfig := args[slices.Index(args, "--kubeconfig")+1]
+	report := func(current string, extra ...string) string {
+		t.Helper()
+		dir := t.TempDir()
+		cfg, err := clientcmd.LoadFromFile(kubeconfig)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.CurrentContext = current
+		own := filepath.Join(dir, "kubeconfig")
+		if err := clientcmd.WriteToFile(*cfg, own); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, istioctl, append([]string{"bug-report", "--kubeconfig", own, "--output-dir", dir, "--dir", filepath.Join(dir, "work"), "--timeout", "1m"}, extra...)...)
+		cmd.Env = append(os.Environ(), "KUBECONFIG="+own)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("istioctl bug-report (current context %s %v): %v\n%s", current, extra, err, out)
+		}
+		return filepath.Join(dir, "bug-report.tar.gz")
+	}
+	c1, c2 := report("c1"), report("c2")
+	liveFindings, liveSteps := checkTwoClusters(t, args...)
+	findings, steps := checkTwoClusters(t, "check", "svc/orders", "-n", "shop", "--from", "pod/web-1", "--bug-report", c1, "--bug-report", c2)
+	if got := steps["multicluster"].list("mc_endpoints"); !slices.Equal(got, wantEndpoints) {
+		t.Errorf("bug reports: mc_endpoints = %q, want %q (step %+v)", got, wantEndpoints, steps["multicluster"])
+	}
+	if live, got := liveSteps["multicluster"], steps["multicluster"]; live.Status != got.Status || !reflect.DeepEqual(live.Facts, got.Facts) {
+		t.Errorf("multicluster step:\nlive        %s %v\nbug reports %s %v", live.Status, live.Facts, got.Status, got.Facts)
+	}
+	for cause := range liveFindings {
+		if strings.HasPrefix(cause, "multicluster.") && findings[cause] != liveFindings[cause] {
+			t.Errorf("finding %s: live %s, bug reports %q", cause, liveFindings[cause], findings[cause])
+		}
+	}
+
+	misnamed := report("c1", "--context", "c2")
+	_, stderr, code := runMeshtriage(t, "check", "svc/orders", "-n", "shop", "--bug-report", c1, "--bug-report", misnamed)
+	if code != 1 || !strings.Contains(stderr, `both name context "c1", of different API servers`) {
+		t.Errorf("a c2 bug report made with --context c2: exit %d, stderr %q", code, stderr)
 	}
 }
 

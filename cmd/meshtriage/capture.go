@@ -44,7 +44,10 @@ func newCaptureCmd(g *globalOptions) *cobra.Command {
 		Long: `capture runs check's triage against the cluster (read-only) and writes
 everything its probes read into FILE.tar.gz: the objects, the Envoy admin
 output of the calling pod's sidecar, bounded container logs, istiod's sync
-status, and the reads that were refused. Credentials are redacted as in the
+status, and the reads that were refused. With --remote-contexts, what the
+triage read of each remote cluster is recorded too, under
+clusters/CONTEXT/ in the same layout, so that the replay reads the same
+clusters. Credentials are redacted as in the
 incident log. Anyone can then triage the same evidence offline, to the same
 findings, with ` + "`meshtriage check --recording FILE.tar.gz`" + ` (or demo
 --recording in the terminal UI). The layout is documented in the README,
@@ -55,6 +58,7 @@ findings are printed); 1 bad input, cluster unreachable, or the triage
 stopped (the reads made until then are still written, and replay to the
 same stop).`,
 		Example: `  meshtriage capture -n shop svc/payments --from pod/web-7d9c -o payments-503.tar.gz
+  meshtriage capture -n shop svc/orders --remote-contexts west -o orders-503.tar.gz
   meshtriage check --recording payments-503.tar.gz`,
 		ValidArgsFunction: completeServices(g),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -119,12 +123,6 @@ func (o *captureOptions) validate() error {
 	}
 	if o.metricsWindow <= 0 {
 		return errors.New("--metrics-window must be positive: a capture records both samples of the counters")
-	}
-	if len(o.g.remoteContexts) > 0 {
-		// A recording holds one cluster: the remote ones would be read
-		// and then lost, and the replay would not say what the live
-		// triage saw.
-		return fmt.Errorf("%s: a recording holds one cluster; remote clusters are not recorded yet (capture without it, and run check --remote-contexts live)", triage.RemoteContextsFlag)
 	}
 	return nil
 }
@@ -205,6 +203,9 @@ func (o *captureOptions) run(ctx context.Context) error {
 		fmt.Fprintf(errOut, "meshtriage: incident log %s: %v\n", tr.LogPath(), err)
 	}
 	fmt.Fprintf(out, "captured %s (context %s): %s\n", o.targetRef, tr.Cluster.Info().Context, summarizeCapture(s))
+	for _, r := range s.Remotes {
+		fmt.Fprintf(out, "captured remote cluster %s: %s\n", r.Context, summarizeCapture(r.Scenario))
+	}
 	fmt.Fprintf(out, "wrote %s (redacted)\n", o.output)
 	if len(found) == 0 {
 		fmt.Fprintln(out, "findings: none")

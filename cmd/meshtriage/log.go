@@ -203,7 +203,10 @@ func prepareResume(ctx context.Context, g *globalOptions, path string, history [
 		// recording was taken from.
 		src, err = triage.Recording(started.Extra["recording"], started.Target.Namespace)
 	case started.Extra["bug-report"] != "":
-		src, err = triage.BugReport(started.Extra["bug-report"], started.Target.Namespace, nil, nil)
+		var paths []string
+		if paths, err = triage.BugReportPaths(started.Extra); err == nil {
+			src, err = triage.BugReports(paths, started.Target.Namespace, nil, nil)
+		}
 	default:
 		if (g.kube.Context == nil || *g.kube.Context == "") && started.KubeContext != "" {
 			g.kube.Context = &started.KubeContext

@@ -107,13 +107,24 @@ func TestCheckRefusesAnUnknownRemoteContext(t *testing.T) {
 	}
 }
 
-// A recording holds one cluster: capture refuses remote contexts rather
-// than read them and write a recording that lacks them.
-func TestCaptureRefusesRemoteContexts(t *testing.T) {
+// capture records remote clusters: --remote-contexts goes the way in
+// every live command goes, a context the kubeconfig lacks refused by name
+// before any read (it was refused whole, as not recorded).
+func TestCaptureTakesRemoteContexts(t *testing.T) {
 	path := writeKubeconfig(t, "https://127.0.0.1:1")
 	out := t.TempDir() + "/incident.tar.gz"
-	code, _, stderr := run(t, "meshtriage", "capture", "--kubeconfig", path, "--remote-contexts", "staging", "svc/orders", "-o", out)
-	if code != exitTriage || !strings.Contains(stderr, "--remote-contexts: a recording holds one cluster; remote clusters are not recorded yet") {
+	code, _, stderr := run(t, "meshtriage", "capture", "--kubeconfig", path, "--remote-contexts", "prod-eu", "svc/orders", "-o", out)
+	if code != exitTriage || !strings.Contains(stderr, `--remote-contexts: context "prod-eu" not found in kubeconfig`) {
+		t.Errorf("exit %d, stderr %q", code, stderr)
+	}
+}
+
+// A recording names its clusters: remote contexts beside it are refused,
+// saying so.
+func TestRemoteContextsRefusedWithARecording(t *testing.T) {
+	path := writeKubeconfig(t, "https://127.0.0.1:1")
+	code, _, stderr := run(t, "meshtriage", "check", "--kubeconfig", path, "--remote-contexts", "staging", "--recording", t.TempDir(), "-o", "json")
+	if code != exitTriage || !strings.Contains(stderr, "--remote-contexts reads live clusters; --recording replays the clusters it names") {
 		t.Errorf("exit %d, stderr %q", code, stderr)
 	}
 }

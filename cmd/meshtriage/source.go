@@ -17,22 +17,22 @@ import (
 // inputFlags say what a triage reads instead of the live cluster: check
 // and the terminal UI take the same ones, so they triage the same input.
 type inputFlags struct {
-	manifests []string // files, directories, "-" for stdin
-	recording string   // a capture's archive or folder
-	bugReport string   // an istioctl bug-report archive
-	scenario  string
+	manifests  []string // files, directories, "-" for stdin
+	recording  string   // a capture's archive or folder
+	bugReports []string // istioctl bug-report archives, one a cluster
+	scenario   string
 }
 
 func (o *inputFlags) add(f *pflag.FlagSet) {
 	f.StringSliceVarP(&o.manifests, "manifests", "f", nil, "run on saved Kubernetes objects (YAML or JSON, as get -o yaml prints them) instead of a cluster: `FILE|DIR|-` (a directory recursively, - for stdin); repeatable")
 	f.StringVar(&o.recording, "recording", "", "run on a recording made by meshtriage capture instead of a cluster: its `FILE.tar.gz|DIR`")
-	f.StringVar(&o.bugReport, "bug-report", "", "run on an istioctl bug-report archive instead of a cluster: its `FILE.tar.gz|DIR`; -f adds objects it lacks")
+	f.StringArrayVar(&o.bugReports, "bug-report", nil, "run on an istioctl bug-report archive instead of a cluster: its `FILE.tar.gz|DIR`; -f adds objects it lacks. Repeat it for a mesh of several clusters, one archive a cluster: the first is the target's, each further one a remote cluster named by the context in its cluster/cluster-context")
 	f.StringVar(&o.scenario, "scenario", "", "run on the embedded recorded scenario `NAME` (meshtriage demo lists them)")
 }
 
 // offline reports whether a source other than the live cluster is given.
 func (o *inputFlags) offline() bool {
-	return len(o.manifests) > 0 || o.recording != "" || o.bugReport != "" || o.scenario != ""
+	return len(o.manifests) > 0 || o.recording != "" || len(o.bugReports) > 0 || o.scenario != ""
 }
 
 // source picks what to read (live, --manifests, --recording, --bug-report
@@ -46,9 +46,9 @@ func (o *inputFlags) source(ctx context.Context, g *globalOptions, tf targetFlag
 	}{
 		// -f adds to a bug report what it lacks; with any other source it
 		// is a source of its own.
-		{"--manifests", len(o.manifests) > 0 && o.bugReport == ""},
+		{"--manifests", len(o.manifests) > 0 && len(o.bugReports) == 0},
 		{"--recording", o.recording != ""},
-		{"--bug-report", o.bugReport != ""},
+		{"--bug-report", len(o.bugReports) > 0},
 		{"--scenario", o.scenario != ""},
 	} {
 		if s.set {
@@ -59,9 +59,18 @@ func (o *inputFlags) source(ctx context.Context, g *globalOptions, tf targetFlag
 		return triage.Source{}, t, fmt.Errorf("%s are different sources: give one", strings.Join(given, " and "))
 	}
 	if len(given) == 1 && len(g.remoteContexts) > 0 {
-		// An input holds one cluster (remote clusters are not recorded):
-		// the contexts would be read live beside a triage that is not.
-		return triage.Source{}, t, fmt.Errorf("%s reads live clusters; %s holds one cluster: give one or the other", triage.RemoteContextsFlag, given[0])
+		// The contexts would be read live beside a triage that is not. A
+		// recording names its clusters itself (a capture with
+		// --remote-contexts holds the remote ones); the other inputs hold
+		// one cluster.
+		held := given[0] + " holds one cluster"
+		switch given[0] {
+		case "--recording":
+			held = "--recording replays the clusters it names (capture --remote-contexts records the remote ones in it)"
+		case "--bug-report":
+			held = "--bug-report is one cluster an archive (repeat it, one istioctl bug-report a cluster)"
+		}
+		return triage.Source{}, t, fmt.Errorf("%s reads live clusters; %s: give one or the other", triage.RemoteContextsFlag, held)
 	}
 	switch {
 	case o.scenario != "":
@@ -78,12 +87,12 @@ func (o *inputFlags) source(ctx context.Context, g *globalOptions, tf targetFlag
 		}
 		t, err = o.recordedTarget(g, tf, src.Target, args)
 		return src, t, err
-	case o.bugReport != "":
+	case len(o.bugReports) > 0:
 		t, err := parseTarget(g.namespace(), args, tf)
 		if err != nil {
 			return triage.Source{}, t, err
 		}
-		src, err := triage.BugReport(o.bugReport, t.Namespace, o.manifests, g.streams.In)
+		src, err := triage.BugReports(o.bugReports, t.Namespace, o.manifests, g.streams.In)
 		return src, t, err
 	case len(o.manifests) > 0:
 		t, err := parseTarget(g.namespace(), args, tf)

@@ -2,6 +2,7 @@ package triage
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -302,6 +303,18 @@ func recordingSource(r *recorded.Recording, kind, path string) (Source, error) {
 // take namespace. What the bug report lacks, and what of it was skipped,
 // is in Source.Skipped.
 func BugReport(path, namespace string, extra []string, stdin io.Reader) (Source, error) {
+	return BugReports([]string{path}, namespace, extra, stdin)
+}
+
+// bugReportRemotes is the session_started key of the further bug reports
+// (a JSON list of their paths), so that `log resume` reopens them all.
+const bugReportRemotes = "bug-report-remotes"
+
+// BugReports is BugReport for a mesh that spans clusters, one bug report
+// a cluster (repeated --bug-report): the first is the current cluster,
+// which extra adds to; each further one a remote cluster, named by the
+// context its cluster/cluster-context names (bugreport.OpenMesh).
+func BugReports(paths []string, namespace string, extra []string, stdin io.Reader) (Source, error) {
 	files := map[string][]byte{}
 	if len(extra) > 0 {
 		// Read as -f reads them, so that a missing file is one clear error.
@@ -315,16 +328,47 @@ func BugReport(path, namespace string, extra []string, stdin io.Reader) (Source,
 			}
 		}
 	}
-	r, err := bugreport.Open(path, namespace, files)
+	if len(paths) == 0 {
+		return Source{}, errors.New("no bug report given")
+	}
+	r, err := bugreport.OpenMesh(paths, namespace, files)
 	if err != nil {
 		return Source{}, err
 	}
-	src, err := recordingSource(r.Recording, "bug-report", path)
+	src, err := recordingSource(r.Recording, "bug-report", paths[0])
 	if err != nil {
 		return Source{}, err
+	}
+	if len(paths) > 1 {
+		var abs []string
+		for _, p := range paths[1:] {
+			if a, err := filepath.Abs(p); err == nil {
+				p = a
+			}
+			abs = append(abs, p)
+		}
+		list, err := json.Marshal(abs)
+		if err != nil {
+			return Source{}, err
+		}
+		src.Extra[bugReportRemotes] = string(list)
 	}
 	src.Skipped = r.Notes
 	return src, nil
+}
+
+// BugReportPaths are the bug reports a session read, from its
+// session_started Extra: the current cluster's, then the remote ones'.
+func BugReportPaths(extra map[string]string) ([]string, error) {
+	paths := []string{extra["bug-report"]}
+	if list := extra[bugReportRemotes]; list != "" {
+		var more []string
+		if err := json.Unmarshal([]byte(list), &more); err != nil {
+			return nil, fmt.Errorf("session_started %s: %w", bugReportRemotes, err)
+		}
+		paths = append(paths, more...)
+	}
+	return paths, nil
 }
 
 // readManifestInput reads the files a -f path names (a file, every

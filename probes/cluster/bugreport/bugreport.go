@@ -98,6 +98,56 @@ func Open(p, namespace string, extra map[string][]byte) (*Report, error) {
 	return &Report{Recording: rec, Notes: append(notes, groupSkipped(rec)...)}, nil
 }
 
+// OpenMesh reads one bug report a cluster of a mesh that spans clusters
+// (istioctl bug-report takes one --context): the first is the current
+// cluster, the one the target is in, and extra goes with it; each further
+// one is a remote cluster, named by the context its cluster/cluster-context
+// names, as --remote-contexts names one live. A further report that names
+// no context, or two that name one, is refused: which cluster an endpoint
+// is in would be a guess.
+func OpenMesh(paths []string, namespace string, extra map[string][]byte) (*Report, error) {
+	if len(paths) == 0 {
+		return nil, errors.New("no bug report given")
+	}
+	first, err := Open(paths[0], namespace, extra)
+	if err != nil {
+		return nil, err
+	}
+	byContext := map[string]string{}                     // context → the report naming it
+	servers := map[string]string{paths[0]: first.Source} // report → its API server
+	if first.Context != "" {
+		byContext[first.Context] = paths[0]
+	}
+	for _, p := range paths[1:] {
+		r, err := Open(p, namespace, nil)
+		if err != nil {
+			return nil, err
+		}
+		if r.Context == "" {
+			return nil, fmt.Errorf("bug report %s: no cluster/cluster-context names its kube context; a further bug report is a remote cluster, known by its context", p)
+		}
+		if other, dup := byContext[r.Context]; dup {
+			if servers[other] != r.Source {
+				// istioctl bug-report --context writes `kubectl config
+				// current-context --context CTX`, which kubectl answers
+				// with the kubeconfig's current context, not CTX: two
+				// clusters' reports made from one kubeconfig name one
+				// context. Their servers tell them apart; their contexts,
+				// which the fixes' commands name, are not known.
+				return nil, fmt.Errorf("bug reports %s and %s both name context %q, of different API servers (%s, %s): istioctl bug-report --context writes the kubeconfig's current context, not --context's; make each with its cluster's context current (kubectl config use-context CTX), or write the context on the first line of its cluster/cluster-context", other, p, r.Context, servers[other], r.Source)
+			}
+			return nil, fmt.Errorf("bug reports %s and %s are both of context %q: give one bug report a cluster", other, p, r.Context)
+		}
+		servers[p] = r.Source
+		byContext[r.Context] = p
+		first.Remotes = append(first.Remotes, recorded.RemoteScenario{Context: r.Context, Scenario: r.Scenario})
+		for _, n := range r.Notes {
+			first.Notes = append(first.Notes, r.Context+": "+n)
+		}
+	}
+	return first, nil
+}
+
 // read unpacks the archive, or reads the folder, keeping only the files
 // worth reading.
 func read(p string) (recorded.Files, map[string]time.Time, error) {

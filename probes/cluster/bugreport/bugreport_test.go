@@ -377,3 +377,67 @@ func TestOpenReadsTheUnpackedFolder(t *testing.T) {
 		t.Errorf("objects %d, envoy %d, context %q", len(r.Objects), len(r.Envoy), r.Context)
 	}
 }
+
+// Bug reports of two clusters read as one mesh: the first is the current
+// cluster, the second a remote one under the context its
+// cluster/cluster-context names, with its own objects; two of one context
+// are refused by name.
+func TestOpenMeshNamesEachClusterByItsContext(t *testing.T) {
+	written := time.Date(2026, 12, 2, 3, 30, 5, 0, time.UTC)
+	west := fullReport()
+	west["cluster/cluster-context"] = "arn:aws:eks:eu-west-1:123456789012:cluster/west\nhttps://10.0.0.2:6443\n"
+	west["cluster/k8s-resources"] = strings.ReplaceAll(k8sResources, "web-1", "web-west")
+	first, second := archive(t, fullReport(), written), archive(t, west, written)
+	r, err := OpenMesh([]string{first, second}, "default", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := recorded.NewCluster(r.Scenario)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Info().Context != "prod-eu" {
+		t.Errorf("current context %q", c.Info().Context)
+	}
+	remotes, unread := cluster.RemoteClusters(c)
+	if unread != "" || len(remotes) != 1 || remotes[0].Context != "arn:aws:eks:eu-west-1:123456789012:cluster/west" {
+		t.Fatalf("remotes %v (%q)", remotes, unread)
+	}
+	ctx := context.Background()
+	if _, err := remotes[0].Cluster.GetPod(ctx, "shop", "web-west"); err != nil {
+		t.Errorf("the remote's pod: %v", err)
+	}
+	if _, err := c.GetPod(ctx, "shop", "web-west"); err == nil {
+		t.Errorf("the remote's pod is served by the current cluster too")
+	}
+	if _, err := OpenMesh([]string{first, archive(t, fullReport(), written)}, "default", nil); err == nil || !strings.Contains(err.Error(), `are both of context "prod-eu"`) {
+		t.Errorf("two bug reports of one context: %v", err)
+	}
+	// istioctl bug-report --context c2 writes the kubeconfig's current
+	// context (kubectl config current-context ignores --context), with
+	// c2's server: one context, two servers, said as such.
+	otherServer := fullReport()
+	otherServer["cluster/cluster-context"] = "prod-eu\nhttps://10.0.0.9:6443\n"
+	if _, err := OpenMesh([]string{first, archive(t, otherServer, written)}, "default", nil); err == nil ||
+		!strings.Contains(err.Error(), `both name context "prod-eu", of different API servers (https://10.0.0.1:6443, https://10.0.0.9:6443)`) ||
+		!strings.Contains(err.Error(), "kubectl config use-context") {
+		t.Errorf("two servers under one context: %v", err)
+	}
+	noContext := fullReport()
+	delete(noContext, "cluster/cluster-context")
+	if _, err := OpenMesh([]string{first, archive(t, noContext, written)}, "default", nil); err == nil || !strings.Contains(err.Error(), "no cluster/cluster-context") {
+		t.Errorf("a further bug report without context: %v", err)
+	}
+	// One bug report is one cluster, as it always was.
+	one, err := OpenMesh([]string{first}, "default", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	oc, err := recorded.NewCluster(one.Scenario)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, unread := cluster.RemoteClusters(oc); unread != cluster.RemotesNotRecorded {
+		t.Errorf("one bug report: %q", unread)
+	}
+}

@@ -41,6 +41,9 @@ type Cluster struct {
 	// implied are namespaces objects are in without a recorded Namespace.
 	implied map[string]bool
 
+	// remotes serve the recording's remote clusters (remotes.go).
+	remotes []cluster.Remote
+
 	mu    sync.Mutex
 	reads map[envoyRead]int
 }
@@ -98,12 +101,21 @@ func newCluster(s *Scenario) (*Cluster, error) {
 	for _, ns := range append(manifests.ImpliedNamespaces(s.Objects), s.ImpliedNamespaces...) {
 		implied[ns] = true
 	}
+	var remotes []cluster.Remote
+	for _, r := range s.Remotes {
+		rc, err := newCluster(r.Scenario)
+		if err != nil {
+			return nil, fmt.Errorf("remote cluster %s: %w", r.Context, err)
+		}
+		remotes = append(remotes, cluster.Remote{Context: r.Context, Cluster: rc})
+	}
 	return &Cluster{
 		Reader:  clientset.Reader{Kube: kube, Istio: istio},
 		s:       s,
 		info:    cluster.ClusterInfo{Context: s.Context, Server: s.Source, ControlPlaneNamespace: cp},
 		logNow:  logNow,
 		implied: implied,
+		remotes: remotes,
 	}, nil
 }
 

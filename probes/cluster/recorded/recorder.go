@@ -50,6 +50,11 @@ type Recorder struct {
 	lastWindowed time.Time
 	// sampled is when each read of a sampled counter path started.
 	sampled map[envoyRead][]time.Time
+
+	// remotes are the remote clusters of c, each behind its own
+	// recorder; remotesUnread says why there are none (remotes.go).
+	remotes       []cluster.Remote
+	remotesUnread string
 }
 
 type objectKey struct {
@@ -71,6 +76,16 @@ var _ cluster.Cluster = (*Recorder)(nil)
 
 // NewRecorder records the reads made through it of c.
 func NewRecorder(c cluster.Cluster) *Recorder {
+	r := newRecorder(c)
+	remotes, unread := cluster.RemoteClusters(c)
+	r.remotesUnread = unread
+	for _, remote := range remotes {
+		r.remotes = append(r.remotes, cluster.Remote{Context: remote.Context, Cluster: newRecorder(remote.Cluster)})
+	}
+	return r
+}
+
+func newRecorder(c cluster.Cluster) *Recorder {
 	return &Recorder{
 		c:          c,
 		now:        time.Now,
@@ -329,8 +344,14 @@ func (r *Recorder) Istiod(ctx context.Context, replica, path string) ([]byte, er
 // layout has no file for (none, with today's probes), sorted.
 func (r *Recorder) Unrecorded() []string {
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	return sortedKeys(r.unrecorded)
+	out := sortedKeys(r.unrecorded)
+	r.mu.Unlock()
+	for _, remote := range r.remotes {
+		for _, u := range remote.Cluster.(*Recorder).Unrecorded() {
+			out = append(out, remote.Context+": "+u)
+		}
+	}
+	return out
 }
 
 // Scenario is the recording of every read so far, for target; expect
@@ -342,6 +363,17 @@ func (r *Recorder) Unrecorded() []string {
 // windowed read returned (each read's first line lies inside its window),
 // and no later than the last such read began.
 func (r *Recorder) Scenario(target cluster.Target, expect []string) *Scenario {
+	s := r.scenario(target, expect)
+	for _, remote := range r.remotes {
+		// A remote holds no target: the triage's is in the current context.
+		rs := remote.Cluster.(*Recorder).scenario(cluster.Target{}, nil)
+		rs.Context = remote.Context
+		s.Remotes = append(s.Remotes, RemoteScenario{Context: remote.Context, Scenario: rs})
+	}
+	return s
+}
+
+func (r *Recorder) scenario(target cluster.Target, expect []string) *Scenario {
 	info := r.c.Info()
 	r.mu.Lock()
 	defer r.mu.Unlock()

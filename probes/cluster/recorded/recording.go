@@ -100,6 +100,13 @@ func looksLikeRecording(fsys fs.FS) bool {
 // manifests may be YAML or JSON, in subfolders too, and are read as Load
 // reads a user's files: documents it cannot read are skipped and listed.
 func LoadRecording(fsys fs.FS, source, namespace string) (*Recording, error) {
+	return loadRecording(fsys, source, namespace, true)
+}
+
+// loadRecording is LoadRecording; a remote cluster's recording may hold
+// no object (every read of it refused, or none made), so needObjects is
+// false for one.
+func loadRecording(fsys fs.FS, source, namespace string, needObjects bool) (*Recording, error) {
 	var h header
 	raw, err := fs.ReadFile(fsys, HeaderFile)
 	switch {
@@ -154,7 +161,10 @@ func LoadRecording(fsys fs.FS, source, namespace string) (*Recording, error) {
 	if err := loadRecorded(fsys, s); err != nil {
 		return nil, fmt.Errorf("%s: %w", source, err)
 	}
-	if len(s.Objects) == 0 {
+	if s.Remotes, err = loadRemotes(fsys, h.Clusters, source, namespace); err != nil {
+		return nil, fmt.Errorf("%s: %w", source, err)
+	}
+	if len(s.Objects) == 0 && needObjects {
 		what := "no Kubernetes or Istio object under manifests/"
 		if n := len(set.Skipped); n > 0 {
 			what += fmt.Sprintf(" (%d document(s) skipped)", n)

@@ -118,6 +118,11 @@ type Scenario struct {
 	// SamplesApart is how long apart a capture read the two samples of the
 	// counters: a replay that waits as long measures the same rates.
 	SamplesApart time.Duration
+	// Remotes are the recordings of the mesh's other clusters, read
+	// through their own kubeconfig contexts (capture --remote-contexts),
+	// under clusters/ (see remotes.go); none for a recording of one
+	// cluster.
+	Remotes []RemoteScenario
 }
 
 // LogKey names one recorded container log.
@@ -177,6 +182,8 @@ type header struct {
 	CapturedAt   string    `json:"capturedAt,omitempty"`
 	SamplesApart string    `json:"countersSampledApart,omitempty"`
 	Failures     []Failure `json:"failedReads,omitempty"`
+	// Clusters are a recording's remote clusters (remotes.go).
+	Clusters []remoteEntry `json:"clusters,omitempty"`
 }
 
 // scenarioRoot lets callers pass either the assets file system (holding
@@ -260,6 +267,10 @@ func Load(fsys fs.FS, name string) (*Scenario, error) {
 		s.Objects = append(s.Objects, objs...)
 	}
 	if err := loadRecorded(dir, s); err != nil {
+		return nil, fmt.Errorf("scenario %s: %w", name, err)
+	}
+	// A scenario of several clusters is laid out as a recording of them.
+	if s.Remotes, err = loadRemotes(dir, h.Clusters, "scenario "+name, ""); err != nil {
 		return nil, fmt.Errorf("scenario %s: %w", name, err)
 	}
 	return s, nil

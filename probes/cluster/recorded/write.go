@@ -83,6 +83,10 @@ func (s *Scenario) Files(redact func(string) string) (Files, error) {
 	for _, k := range sortedKeys(s.Failures) {
 		h.Failures = append(h.Failures, s.Failures[k])
 	}
+	var err error
+	if h.Clusters, err = s.remotesFiles(out, redact); err != nil {
+		return nil, err
+	}
 	if err := putYAML(HeaderFile, h); err != nil {
 		return nil, err
 	}
