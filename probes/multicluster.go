@@ -76,8 +76,9 @@ func (MultiClusterProbe) Meta() Meta {
 func (MultiClusterProbe) Run(ctx context.Context, c cluster.Cluster, t cluster.Target) Result {
 	if _, unread := cluster.RemoteClusters(c); unread != "" {
 		// Known, and said: no other cluster was given to read. Nothing is
-		// judged of other clusters (the causes arise only when one was).
-		return Result{Status: StatusPass, Summary: unread, Facts: Facts{"mc_remotes_given": false}}
+		// judged of other clusters (the causes arise only when one was),
+		// but istiod's own list says whether the mesh has others.
+		return forgottenRemotes(ctx, c, t, unread)
 	}
 	caller := mesh.Caller{Sidecar: true, NetworkUnknown: "no caller named (--from)"}
 	if t.Source != nil {
@@ -117,6 +118,38 @@ type istiodMultiCluster struct {
 	// when no remote is synced (nothing to compare).
 	Shards        map[string][]string
 	ShardsUnknown string
+}
+
+// forgottenRemotes is the result of a triage given no other cluster:
+// when istiod's clusterz lists clusters read through remote secrets, the
+// mesh spans them and istiod merges their endpoints into the Service's,
+// which this triage did not read. The on-call is told which, and how to
+// give them; clusterz not read leaves that unsaid (the fact absent), as
+// a recording without it does, so live and replay say the same.
+func forgottenRemotes(ctx context.Context, c cluster.Cluster, t cluster.Target, unread string) Result {
+	r := Result{Status: StatusPass, Summary: unread, Facts: Facts{"mc_remotes_given": false}}
+	asked := callerIstiod(ctx, c, t)
+	clusters, err := cluster.IstiodClusters(ctx, c, asked.Replica)
+	if err != nil {
+		// Said without the error, whose words differ between a live
+		// cluster and a replay of it.
+		r.Evidence.Raw = "not known: whether istiod reads other clusters: its " + istiodparse.ClusterzPath + " was not read\n"
+		return r
+	}
+	notGiven, _ := clustersNotGiven(nil, istiodMultiCluster{Clusters: clusters}, nil, nil)
+	r.Facts["mc_istiod_clusters_not_given"] = nonNil(notGiven)
+	var listed []string
+	for _, c := range clusters {
+		listed = append(listed, c.ID+" "+wording.Dash(c.SyncStatus))
+	}
+	r.Evidence.Raw = fmt.Sprintf("istiod asked: %s, %s\nclusters istiod reads (clusterz): %s\n", wording.Dash(asked.Replica), asked.Why, strings.Join(listed, "; "))
+	if len(notGiven) > 0 {
+		r.Status = StatusWarn
+		r.Summary = fmt.Sprintf("istiod reads %s besides its own, whose endpoints it merges into the Service's; none was given to read (--remote-contexts, a kubeconfig context for each), so what istiod pushes from them was not compared: %s",
+			wording.CountNoun(len(notGiven), "cluster"), strings.Join(notGiven, "; "))
+		r.Commands = []string{"istioctl remote-clusters"}
+	}
+	return r
 }
 
 // istiodAsked is the istiod replica whose word the probe takes, and why.

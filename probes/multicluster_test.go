@@ -560,3 +560,36 @@ func TestMultiClusterProbeSaysIstiodsClustersNotGiven(t *testing.T) {
 		t.Errorf("raw does not say cluster2 may be ctx2:\n%s", r.Evidence.Raw)
 	}
 }
+
+// withIstiodOnly is a one-cluster source whose istiod answers clusterz.
+type withIstiodOnly struct {
+	*recorded.Cluster
+	clusterz []byte
+}
+
+func (w withIstiodOnly) Istiod(_ context.Context, _, path string) ([]byte, error) {
+	if path == istiodparse.ClusterzPath {
+		return w.clusterz, nil
+	}
+	return nil, &cluster.UnreachableError{What: "istiod", Err: fmt.Errorf("GET %s: %w", path, cluster.ErrNotFound)}
+}
+
+// Given no other cluster, while istiod reads cluster2 through a remote
+// secret (the lab istiod's real clusterz): the mesh spans a cluster this
+// triage did not read, and the on-call is told which and how to give it.
+// istiod reading only its own cluster is a plain pass.
+func TestMultiClusterProbeSaysRemotesNotGiven(t *testing.T) {
+	local := recordedDocs(t, mcNamespaceDoc("network1"), mcServiceDoc).(*recorded.Cluster)
+	r := MultiClusterProbe{}.Run(context.Background(), cluster.NewCache(withIstiodOnly{local, istiodSample(t, "clusterz-remote.json")}), mcTarget)
+	got, _ := r.Facts["mc_istiod_clusters_not_given"].([]string)
+	if r.Status != StatusWarn || r.Facts["mc_remotes_given"] != false || len(got) != 1 ||
+		got[0] != "cluster2 (secret istio-system/istio-remote-secret-cluster2): istiod reads cluster cluster2; it was not given (--remote-contexts), so its objects were not read" ||
+		!strings.Contains(r.Summary, "istiod reads 1 cluster besides its own") {
+		t.Errorf("status %s: %s; mc_istiod_clusters_not_given = %q", r.Status, r.Summary, got)
+	}
+
+	r = MultiClusterProbe{}.Run(context.Background(), cluster.NewCache(withIstiodOnly{local, istiodSample(t, "clusterz-config-only.json")}), mcTarget)
+	if got, ok := r.Facts["mc_istiod_clusters_not_given"].([]string); r.Status != StatusPass || r.Summary != cluster.RemotesNotRecorded || !ok || len(got) != 0 {
+		t.Errorf("own cluster only: status %s: %s; mc_istiod_clusters_not_given = %#v", r.Status, r.Summary, r.Facts["mc_istiod_clusters_not_given"])
+	}
+}
