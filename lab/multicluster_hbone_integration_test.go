@@ -47,7 +47,8 @@ func (h hboneReads) EnvoyAdmin(_ context.Context, pod cluster.PodRef, path strin
 // sidecar caller of cluster 1 cluster 2's mTLS endpoints as ADDR:15008
 // with tlsMode istio: selectNetworkGateways drops only Port == 0 for a
 // sidecar. The multicluster-hbone probe, on those real answers, names the
-// endpoint.
+// endpoint. With MESHLAB_CAPTURE_DIR set it writes istiod's answers
+// (probes/parse/istiod/testdata/networkz-hbone.json is its networkz).
 func TestDoubleHBONEAgainstIstiod(t *testing.T) {
 	m := startMultiClusterLab(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
@@ -80,6 +81,7 @@ func TestDoubleHBONEAgainstIstiod(t *testing.T) {
 	}
 	local := "10.244.1.10:8080 weight=1 tlsMode=istio cluster=Kubernetes"
 	waitPushedEndpoints(t, sc, local, hboneIP+":15008 weight=2 tlsMode=istio cluster="+remoteClusterID)
+	captureDebug(t, m.istiod, "hbone-gateway-api")
 	if gws := networkz(t, m.istiod); !slices.Equal(gws, []string{"network2 " + remoteClusterID + " " + hboneIP + ":15008 hbone=15008"}) {
 		t.Errorf("networkz = %v", gws)
 	}

@@ -12,12 +12,12 @@ import (
 // hboneTarget is the caller web-1 calling orders.shop:8080.
 var hboneTarget = cluster.Target{Namespace: "shop", Service: "orders", Port: 8080, Source: &cluster.PodRef{Namespace: "shop", Name: "web-1"}}
 
-// networkz as istiod at the lab's pin writes it for an istio-east-west
-// Gateway (listener mesh 15008 HBONE, spec.addresses 172.18.2.10):
+// networkz as the lab's istiod (the pin) wrote it for an istio-east-west
+// Gateway (listener mesh 15008 HBONE, spec.addresses 172.18.2.20):
 // handleGatewayResource sets Port and HBONEPort both to 15008 (#61618).
 func hboneNetworkz(t *testing.T) []istiodparse.NetworkGateway {
 	t.Helper()
-	gws, err := istiodparse.ParseNetworkz([]byte(`[{"Network":"network2","Cluster":"cluster2","Addr":"172.18.2.10","Port":15008,"HBONEPort":15008,"ServiceAccount":{"Namespace":"istio-system","Name":"istio-eastwest"}}]`))
+	gws, err := istiodparse.ParseNetworkz(istiodSample(t, "networkz-hbone.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,12 +41,12 @@ func hboneClusters(t *testing.T, hostPort string) []envoy.Cluster {
 
 // The sidecar holds the gateway at its HBONE port: istiod pushed it, high.
 func TestMultiClusterHBONEEndpointPushedToSidecar(t *testing.T) {
-	r := evaluateMultiClusterHBONE(hboneTarget, hboneInput{Gateways: hboneNetworkz(t), Clusters: hboneClusters(t, "172.18.2.10:15008")})
+	r := evaluateMultiClusterHBONE(hboneTarget, hboneInput{Gateways: hboneNetworkz(t), Clusters: hboneClusters(t, "172.18.2.20:15008")})
 	got := r.Facts["mchbone_caller_endpoints"].([]string)
-	if r.Status != StatusFail || len(got) != 1 || got[0] != "outbound|8080||orders.shop.svc.cluster.local: 172.18.2.10:15008 (network network2)" {
+	if r.Status != StatusFail || len(got) != 1 || got[0] != "outbound|8080||orders.shop.svc.cluster.local: 172.18.2.20:15008 (network network2)" {
 		t.Fatalf("status %s: %s %v", r.Status, r.Summary, r.Facts)
 	}
-	if gws := r.Facts["mchbone_gateways"].([]string); len(gws) != 1 || gws[0] != "network2: 172.18.2.10:15008 (cluster cluster2)" {
+	if gws := r.Facts["mchbone_gateways"].([]string); len(gws) != 1 || gws[0] != "network2: 172.18.2.20:15008 (cluster cluster2)" {
 		t.Fatalf("mchbone_gateways = %q", gws)
 	}
 }
@@ -80,7 +80,7 @@ func TestMultiClusterHBONEClustersUnreadIsUnknown(t *testing.T) {
 // networkz not read: neither the gateways nor the caller's endpoints at
 // them are known, though the caller holds a 15008 endpoint.
 func TestMultiClusterHBONENetworkzUnreadIsUnknown(t *testing.T) {
-	r := evaluateMultiClusterHBONE(hboneTarget, hboneInput{GatewaysUnknown: "istiod's /debug/networkz not read: forbidden", Clusters: hboneClusters(t, "172.18.2.10:15008")})
+	r := evaluateMultiClusterHBONE(hboneTarget, hboneInput{GatewaysUnknown: "istiod's /debug/networkz not read: forbidden", Clusters: hboneClusters(t, "172.18.2.20:15008")})
 	for _, f := range []string{"mchbone_gateways", "mchbone_caller_endpoints"} {
 		if _, set := r.Facts[f]; set {
 			t.Errorf("%s set though networkz was not read: %v", f, r.Facts)
