@@ -1,10 +1,12 @@
 package probes
 
 import (
+	"context"
 	"strings"
 	"testing"
 
 	"github.com/meshtriage/meshtriage/probes/cluster"
+	"github.com/meshtriage/meshtriage/probes/cluster/recorded"
 	"github.com/meshtriage/meshtriage/probes/parse/envoy"
 	istiodparse "github.com/meshtriage/meshtriage/probes/parse/istiod"
 )
@@ -88,5 +90,22 @@ func TestMultiClusterHBONENetworkzUnreadIsUnknown(t *testing.T) {
 	}
 	if r.Facts["mchbone_networkz_read"] != false || r.Status != StatusWarn {
 		t.Fatalf("status %s: %s %v", r.Status, r.Summary, r.Facts)
+	}
+}
+
+// Run on a cluster whose istiod answers networkz and whose caller's
+// Envoy is not in the input: the gateway from istiod's word, the
+// endpoints unknown (the medium rule's facts), never "no endpoint".
+func TestMultiClusterHBONERunReadsIstiodAndEnvoy(t *testing.T) {
+	c := withIstiodSamples(t, twoClusters(t, "network2", mcGatewayDoc("network2", 15443)), "", "networkz-hbone.json")
+	r := MultiClusterHBONEProbe{}.Run(context.Background(), c, hboneTarget)
+	if _, set := r.Facts["mchbone_caller_endpoints"]; set || r.Facts["mchbone_clusters_read"] != false || r.Facts["mchbone_networkz_read"] != true ||
+		len(r.Facts["mchbone_gateways"].([]string)) != 1 {
+		t.Fatalf("%s: %s %v", r.Status, r.Summary, r.Facts)
+	}
+	// A caller without a sidecar: nothing is handed to it by EDS.
+	noSidecar := withRemotes{Cluster: recordedDocs(t, mcServiceDoc, "apiVersion: v1\nkind: Pod\nmetadata: {name: web-1, namespace: shop}\nspec: {containers: [{name: web, image: web}]}\nstatus: {phase: Running, podIP: 10.1.0.9}").(*recorded.Cluster)}
+	if r := (MultiClusterHBONEProbe{}).Run(context.Background(), noSidecar, hboneTarget); r.Status != StatusSkipped {
+		t.Fatalf("no sidecar: %s: %s", r.Status, r.Summary)
 	}
 }
