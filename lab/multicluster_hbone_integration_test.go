@@ -17,6 +17,7 @@ import (
 	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/cluster/recorded"
 	"github.com/meshtriage/meshtriage/probes/envoyadmin"
+	"github.com/meshtriage/meshtriage/probes/mesh/meshtest"
 )
 
 // hboneReads is cluster 1 as a triage reads it, its istiod's debug
@@ -26,6 +27,12 @@ type hboneReads struct {
 	cluster.Cluster
 	istiod *Istiod
 	sc     *Sidecar
+	remote cluster.Cluster
+}
+
+// RemoteClusters: the triage was given cluster 2 (--remote-contexts c2).
+func (h hboneReads) RemoteClusters() ([]cluster.Remote, string) {
+	return []cluster.Remote{{Context: "c2", Cluster: h.remote}}, ""
 }
 
 func (h hboneReads) Istiod(ctx context.Context, _, path string) ([]byte, error) {
@@ -90,8 +97,12 @@ func TestDoubleHBONEAgainstIstiod(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	c2, err := recorded.NewCluster(recorded.FromObjects("multicluster/cluster2", meshtest.Objects(t, "testdata/multicluster", "cluster2.yaml")))
+	if err != nil {
+		t.Fatal(err)
+	}
 	target := cluster.Target{Namespace: "shop", Service: "orders", Port: 8080, Source: &sc.Pod}
-	r := probes.MultiClusterHBONEProbe{}.Run(ctx, hboneReads{Cluster: c, istiod: m.istiod, sc: sc}, target)
+	r := probes.MultiClusterHBONEProbe{}.Run(ctx, hboneReads{Cluster: c, istiod: m.istiod, sc: sc, remote: c2}, target)
 	got, _ := r.Facts["mchbone_caller_endpoints"].([]string)
 	if r.Status != probes.StatusFail || len(got) != 1 || !strings.HasSuffix(got[0], hboneIP+":15008 (network network2)") {
 		t.Fatalf("probe: %s %s %v", r.Status, r.Summary, r.Facts)

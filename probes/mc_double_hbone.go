@@ -57,6 +57,12 @@ type hboneInput struct {
 }
 
 func (MultiClusterHBONEProbe) Run(ctx context.Context, c cluster.Cluster, t cluster.Target) Result {
+	// Walked only in a triage of several clusters, as the other
+	// multi-cluster steps: a triage of one cluster (or an input, which
+	// holds one) says so and reads no istiod for it.
+	if _, unread := cluster.RemoteClusters(c); unread != "" {
+		return skippedResult(unread, nil)
+	}
 	skip, what, err := envoyadmin.CheckSource(ctx, c, t)
 	if err != nil {
 		return ErrorResult(what, err)

@@ -104,8 +104,13 @@ func TestMultiClusterHBONERunReadsIstiodAndEnvoy(t *testing.T) {
 		t.Fatalf("%s: %s %v", r.Status, r.Summary, r.Facts)
 	}
 	// A caller without a sidecar: nothing is handed to it by EDS.
-	noSidecar := withRemotes{Cluster: recordedDocs(t, mcServiceDoc, "apiVersion: v1\nkind: Pod\nmetadata: {name: web-1, namespace: shop}\nspec: {containers: [{name: web, image: web}]}\nstatus: {phase: Running, podIP: 10.1.0.9}").(*recorded.Cluster)}
-	if r := (MultiClusterHBONEProbe{}).Run(context.Background(), noSidecar, hboneTarget); r.Status != StatusSkipped {
+	noSidecar := withRemotes{Cluster: recordedDocs(t, mcServiceDoc, "apiVersion: v1\nkind: Pod\nmetadata: {name: web-1, namespace: shop}\nspec: {containers: [{name: web, image: web}]}\nstatus: {phase: Running, podIP: 10.1.0.9}").(*recorded.Cluster),
+		remotes: []cluster.Remote{{Context: "ctx2", Cluster: recordedDocs(t, mcServiceDoc)}}}
+	if r := (MultiClusterHBONEProbe{}).Run(context.Background(), noSidecar, hboneTarget); r.Status != StatusSkipped || !strings.Contains(r.Summary, "no istio-proxy") {
 		t.Fatalf("no sidecar: %s: %s", r.Status, r.Summary)
+	}
+	// One cluster: said as the other multi-cluster steps say it.
+	if r := (MultiClusterHBONEProbe{}).Run(context.Background(), recordedDocs(t, mcServiceDoc), hboneTarget); r.Status != StatusSkipped || r.Summary != cluster.RemotesNotRecorded {
+		t.Fatalf("one cluster: %s: %s", r.Status, r.Summary)
 	}
 }
