@@ -87,4 +87,6 @@ var Causes = []string{
 	"multicluster.remote-secret-stale",
 	"multicluster.eastwest-not-passthrough",
 	"multicluster.trust-mismatch",
+	"multicluster.waypoint-differs",
+	"multicluster.double-hbone",
 }

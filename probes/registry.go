@@ -36,6 +36,8 @@ func All() []Probe {
 		MultiClusterProbe{},
 		EastWestPassthroughProbe{},
 		MultiClusterTrustProbe{},
+		MultiClusterWaypointProbe{},
+		MultiClusterHBONEProbe{},
 	}
 }
 

@@ -431,6 +431,24 @@ var causeCases = []struct {
 		"port-protocol": {"portproto_server_first": []string{"3306 http-mysql: HTTP by name; port 3306 is MySQL's"}, "portproto_server_first_ports": []string{"3306"},
 			"portproto_caller_logs_read": false},
 	}, runbook.ConfidenceLow},
+	// A global Service whose waypoint was removed from c2's namespace
+	// only (#60985): istiod compares nothing, the configuration's word.
+	{"multicluster.waypoint-differs", map[string]probes.Facts{
+		"multicluster-waypoint": {"mcwp_label_differs": []string{"c2: no istio.io/use-waypoint on the Service or its namespace, where c1: waypoint shop/waypoint (namespace label)"}},
+	}, runbook.ConfidenceMedium},
+	{"multicluster.waypoint-differs", map[string]probes.Facts{
+		"multicluster-waypoint": {"mcwp_gateway_missing": []string{"c2: waypoint shop/waypoint (Gateway in c1, none in c2)"}},
+	}, runbook.ConfidenceMedium},
+	// The sidecar holds the istio-east-west gateway at 15008: istiod
+	// pushed it (networkz lists it with Port = HBONEPort, #61618).
+	{"multicluster.double-hbone", map[string]probes.Facts{
+		"multicluster-hbone": {"mchbone_gateways": []string{"network2: 172.18.2.10:15008 (cluster cluster2)"},
+			"mchbone_caller_endpoints": []string{"outbound|8080||orders.shop.svc.cluster.local: 172.18.2.10:15008 (network network2)"}},
+	}, runbook.ConfidenceHigh},
+	// networkz alone, the caller's Envoy not read.
+	{"multicluster.double-hbone", map[string]probes.Facts{
+		"multicluster-hbone": {"mchbone_gateways": []string{"network2: 172.18.2.10:15008 (cluster cluster2)"}, "mchbone_clusters_read": false},
+	}, runbook.ConfidenceMedium},
 }
 
 // gatewayAPICase is over on top of a healthy Gateway API gateway caller

@@ -177,6 +177,7 @@ func All() []Remedy {
 		LabelRemoteNetwork{},
 		ExposeEastWestPassthrough{},
 		AlignNetworkLabels{},
+		AlignRemoteWaypoint{},
 		AddGatewayPort{},
 		BindAllAddresses{},
 	}

@@ -153,6 +153,16 @@ func Healthy() map[string]probes.Facts {
 		"multicluster-trust": {
 			"mctrust_clusters_compared": 1, "mctrust_roots_disjoint": []string{}, "mctrust_domain_differs": []string{}, "mctrust_unknown": []string{},
 		},
+		// The Service is global in both clusters and names the same
+		// waypoint in each.
+		"multicluster-waypoint": {
+			"mcwp_clusters_compared": 1, "mcwp_label_differs": []string{}, "mcwp_gateway_missing": []string{}, "mcwp_unknown": []string{},
+		},
+		// istiod lists cluster 2's classic gateway (15443), and the
+		// caller holds it there.
+		"multicluster-hbone": {
+			"mchbone_networkz_read": true, "mchbone_gateways": []string{}, "mchbone_clusters_read": true, "mchbone_caller_endpoints": []string{}, "mchbone_unknown": []string{},
+		},
 	}
 }
 
