@@ -31,23 +31,8 @@ func TestRemoteSecretMissingAgainstIstiod(t *testing.T) {
 	c1, c2 := startTwoLabs(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	i, err := StartIstiodEnv(ctx, c1, "PILOT_REMOTE_CLUSTER_TIMEOUT=5s")
-	if err != nil {
-		t.Fatalf("start istiod: %v", err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("istiod log tail:\n%s", tail(i.Log, 60))
-		}
-		i.Stop()
-	})
+	i, istiodPod := startIstiodOfC1(ctx, t, c1, "istiod-7d4f9c8b6-sec1")
 
-	istiodPod := &corev1.Pod{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
-		ObjectMeta: metav1.ObjectMeta{Name: "istiod-7d4f9c8b6-sec1", Namespace: "istio-system", Labels: map[string]string{"app": "istiod", "istio": "pilot"}},
-		Spec: corev1.PodSpec{NodeName: NodeName, Containers: []corev1.Container{{Name: "discovery", Image: "pilot",
-			Ports: []corev1.ContainerPort{{ContainerPort: cluster.IstiodMonitoringPort}}}}},
-		Status: corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "10.1.0.2", PodIPs: []corev1.PodIP{{IP: "10.1.0.2"}},
-			Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}}
 	// istiod's own cluster ID is Kubernetes (its default CLUSTER_ID).
 	applyOrdersSide(ctx, t, c1, "network1", "orders-c1", "10.1.0.5", "Kubernetes", mcPod("web-1", "10.1.0.9", "Kubernetes", "network1"), istiodPod)
 	applyOrdersSide(ctx, t, c2, "network2", "orders-c2", "10.2.0.5", "cluster2")
@@ -104,22 +89,7 @@ func TestRemoteClusterCutOffAgainstIstiod(t *testing.T) {
 	c1, c2 := startTwoLabs(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	i, err := StartIstiodEnv(ctx, c1, "PILOT_REMOTE_CLUSTER_TIMEOUT=5s")
-	if err != nil {
-		t.Fatalf("start istiod: %v", err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("istiod log tail:\n%s", tail(i.Log, 60))
-		}
-		i.Stop()
-	})
-	istiodPod := &corev1.Pod{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
-		ObjectMeta: metav1.ObjectMeta{Name: "istiod-7d4f9c8b6-cut1", Namespace: "istio-system", Labels: map[string]string{"app": "istiod", "istio": "pilot"}},
-		Spec: corev1.PodSpec{NodeName: NodeName, Containers: []corev1.Container{{Name: "discovery", Image: "pilot",
-			Ports: []corev1.ContainerPort{{ContainerPort: cluster.IstiodMonitoringPort}}}}},
-		Status: corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "10.1.0.2", PodIPs: []corev1.PodIP{{IP: "10.1.0.2"}},
-			Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}}
+	i, istiodPod := startIstiodOfC1(ctx, t, c1, "istiod-7d4f9c8b6-cut1")
 	caller := mcPod("web-1", "10.1.0.9", "Kubernetes", "network1")
 	applyOrdersSide(ctx, t, c1, "network1", "orders-c1", "10.1.0.5", "Kubernetes", caller, istiodPod)
 	// Cluster 2's orders pod, Ready for ten minutes: old enough that
@@ -232,4 +202,29 @@ func waitShard(ctx context.Context, i *Istiod, clusterID, address string) error 
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+}
+
+// startIstiodOfC1 starts the real istiod on c1 (remote clusters time out
+// after 5 s, so a bad secret does not hold it) and returns it with the
+// pod a triage finds it as: app=istiod in istio-system, its monitoring
+// port forwarded through the pod once the test applies the pod and calls
+// ServeAs.
+func startIstiodOfC1(ctx context.Context, t *testing.T, c1 *Lab, podName string) (*Istiod, *corev1.Pod) {
+	t.Helper()
+	i, err := StartIstiodEnv(ctx, c1, "PILOT_REMOTE_CLUSTER_TIMEOUT=5s")
+	if err != nil {
+		t.Fatalf("start istiod: %v", err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("istiod log tail:\n%s", tail(i.Log, 60))
+		}
+		i.Stop()
+	})
+	return i, &corev1.Pod{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
+		ObjectMeta: metav1.ObjectMeta{Name: podName, Namespace: "istio-system", Labels: map[string]string{"app": "istiod", "istio": "pilot"}},
+		Spec: corev1.PodSpec{NodeName: NodeName, Containers: []corev1.Container{{Name: "discovery", Image: "pilot",
+			Ports: []corev1.ContainerPort{{ContainerPort: cluster.IstiodMonitoringPort}}}}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "10.1.0.2", PodIPs: []corev1.PodIP{{IP: "10.1.0.2"}},
+			Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}}
 }
