@@ -59,7 +59,7 @@ func failureOf(read string, err error) Failure {
 func (f Failure) Err() error {
 	msg := errors.New(f.Message)
 	if f.NotRecorded {
-		msg = fmt.Errorf("%s (%w)", f.Message, cluster.ErrNotFound)
+		msg = notRecordedError(f.Message)
 	}
 	switch {
 	case f.Code != 0:
@@ -73,6 +73,15 @@ func (f Failure) Err() error {
 	}
 	return msg
 }
+
+// notRecordedError is a recorded "not found" as the live read worded it:
+// errors.Is finds cluster.ErrNotFound, and its text is the live one, with
+// nothing added, so that a fact or summary that quotes it reads the same
+// replayed as live (one triage).
+type notRecordedError string
+
+func (e notRecordedError) Error() string { return string(e) }
+func (e notRecordedError) Unwrap() error { return cluster.ErrNotFound }
 
 // The keys of the reads a Cluster serves, as recordings name them.
 func readVersion() string                  { return "version" }
