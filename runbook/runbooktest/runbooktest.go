@@ -163,6 +163,12 @@ func Healthy() map[string]probes.Facts {
 		"multicluster-hbone": {
 			"mchbone_networkz_read": true, "mchbone_gateways": []string{}, "mchbone_clusters_read": true, "mchbone_caller_endpoints": []string{}, "mchbone_unknown": []string{},
 		},
+		// The caller's cluster holds an istio-remote Gateway for network2
+		// with an HBONE listener and an address: ztunnel's gateway there.
+		"multicluster-ambient-gateway": {
+			"mcamb_caller_network": "network1", "mcamb_remote_endpoints": []string{"c2: 10.2.0.5 (pod orders-b) network network2"}, "mcamb_gateways_read": true,
+			"mcamb_gateways": []string{"c1: istio-system/network2 (class istio-remote, network network2): 172.18.2.20:15008"}, "mcamb_networks_without_gateway": []string{}, "mcamb_unknown": []string{},
+		},
 	}
 }
 
