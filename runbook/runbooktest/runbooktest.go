@@ -344,6 +344,8 @@ func AmbientHealthy() map[string]probes.Facts {
 		"mtls": {"mtls_source_sidecar": false, "mtls_upstream_sidecar": false, "mtls_client_config": "no-sidecar"},
 		"shutdown-order": {"shutdown_classic_sidecar": false, "shutdown_drain_configured": false, "shutdown_app_prestop": false,
 			"shutdown_at_risk": false, "shutdown_ambient_pods": 3},
+		// Every endpoint on the caller's network.
+		"multicluster-ambient-gateway": {"mcamb_remote_endpoints": []string{}, "mcamb_gateways": []string{}},
 	})
 }
 
