@@ -213,6 +213,11 @@ func evaluateMultiClusterAmbientGateway(t cluster.Target, in ambientGatewayInput
 	sort.Strings(remoteEndpoints)
 	if callerKnown {
 		r.Facts["mcamb_remote_endpoints"] = nonNil(remoteEndpoints)
+		// The table is the Gateways; the endpoints they are for go below.
+		r.Evidence.Raw = "endpoints in remote clusters on another network than the caller's (" + wording.Dash(callerNetwork) + "): " + strconv.Itoa(len(remoteEndpoints)) + "\n"
+		for _, e := range remoteEndpoints {
+			r.Evidence.Raw += "  " + e + "\n"
+		}
 	}
 
 	// The Gateways, context by context; only the caller's cluster's give

@@ -58,6 +58,9 @@ func TestMultiClusterAmbientGatewayMissing(t *testing.T) {
 	if eps := r.Facts["mcamb_remote_endpoints"].([]string); len(eps) != 1 || eps[0] != "ctx2: 10.2.0.5 (pod orders-b) network network2" {
 		t.Fatalf("mcamb_remote_endpoints = %q", eps)
 	}
+	if !strings.Contains(r.Evidence.Raw, "  ctx2: 10.2.0.5 (pod orders-b) network network2\n") || len(r.Evidence.Rows) != 1 || r.Evidence.Rows[0][0] != "ctx2" {
+		t.Fatalf("evidence: %q %q", r.Evidence.Raw, r.Evidence.Rows)
+	}
 	if gws := r.Facts["mcamb_gateways"].([]string); len(gws) != 1 || !strings.HasPrefix(gws[0], "ctx2: istio-system/istio-eastwestgateway (class istio-east-west, network network2): none: a remote cluster's") {
 		t.Fatalf("mcamb_gateways = %q", gws)
 	}
