@@ -260,7 +260,10 @@ func evaluateMultiClusterAmbientGateway(t cluster.Target, in ambientGatewayInput
 	}
 	r.Facts["mcamb_gateways"] = nonNil(gateways)
 	_, localUnread := in.GatewaysUnknown[localContext]
-	r.Facts["mcamb_gateways_read"] = callerKnown && !localUnread
+	if _, read := in.Gateways[localContext]; !read {
+		localUnread = true // no read of the caller's cluster at all
+	}
+	r.Facts["mcamb_gateways_read"] = !localUnread
 
 	var missing []string
 	networks := make([]string, 0, len(byNetwork))

@@ -2,9 +2,12 @@ package probes
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
+
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/cluster/recorded"
@@ -112,6 +115,24 @@ type gatewaysRefusedRemotes struct {
 
 func (g gatewaysRefusedRemotes) RemoteClusters() ([]cluster.Remote, string) {
 	return g.w.RemoteClusters()
+}
+
+// The caller's control-plane namespace not read: its network, and so
+// which endpoints are on another, is unknown; the Gateways were read.
+func TestMultiClusterAmbientGatewayCallerNetworkUnknown(t *testing.T) {
+	r := runAmbientGateway(t, namespaceRefused{ambientClusters(t, nil, nil)})
+	_, missingSet := r.Facts["mcamb_networks_without_gateway"]
+	_, endpointsSet := r.Facts["mcamb_remote_endpoints"]
+	if missingSet || endpointsSet || r.Status != StatusWarn || r.Facts["mcamb_gateways_read"] != true {
+		t.Fatalf("status %s: %s %v", r.Status, r.Summary, r.Facts)
+	}
+}
+
+// namespaceRefused refuses every namespace of the current cluster.
+type namespaceRefused struct{ withRemotes }
+
+func (namespaceRefused) GetNamespace(context.Context, string) (*corev1.Namespace, error) {
+	return nil, errors.New("namespaces is forbidden")
 }
 
 // A sidecar caller is the multicluster step's; one cluster is skipped as
