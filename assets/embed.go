@@ -89,4 +89,5 @@ var Causes = []string{
 	"multicluster.trust-mismatch",
 	"multicluster.waypoint-differs",
 	"multicluster.double-hbone",
+	"multicluster.ambient-gateway-missing",
 }

@@ -88,7 +88,7 @@ func (MultiClusterProbe) Run(ctx context.Context, c cluster.Cluster, t cluster.T
 		} else {
 			caller = mesh.CallerFromPod(p)
 			if !caller.Sidecar || caller.Gateway {
-				return skippedResult("the caller "+t.Source.String()+" is not a sidecar: the split-horizon endpoints of other clusters are modelled for sidecars", nil)
+				return skippedResult("the caller "+t.Source.String()+" is not a sidecar: the split-horizon endpoints of other clusters are modelled for sidecars (an ambient caller's are multicluster-ambient-gateway's)", nil)
 			}
 		}
 	}

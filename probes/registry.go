@@ -38,6 +38,7 @@ func All() []Probe {
 		MultiClusterTrustProbe{},
 		MultiClusterWaypointProbe{},
 		MultiClusterHBONEProbe{},
+		MultiClusterAmbientGatewayProbe{},
 	}
 }
 

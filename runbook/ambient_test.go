@@ -56,6 +56,44 @@ func TestHealthyAmbientServiceHasNoFinding(t *testing.T) {
 	}
 }
 
+// An ambient caller whose Service has endpoints on another network is
+// walked through multicluster-ambient-gateway before mTLS: with an
+// istio-remote Gateway for that network it passes on, without one it is
+// the finding.
+func TestAmbientCallerRemoteNetworkWalksAmbientGateway(t *testing.T) {
+	remote := map[string]probes.Facts{"multicluster-ambient-gateway": {
+		"mcamb_remote_endpoints": []string{"c2: 10.2.0.5 (pod orders-b) network network2"},
+		"mcamb_gateways":         []string{"c1: istio-system/network2 (class istio-remote, network network2): 172.18.2.20:15008"},
+	}}
+	for name, tc := range map[string]struct {
+		missing []string
+		want    []string
+	}{
+		"gateway":    {[]string{}, nil},
+		"no gateway": {[]string{"network2: c2: 10.2.0.5 (pod orders-b)"}, []string{"multicluster.ambient-gateway-missing"}},
+	} {
+		facts := runbooktest.With(runbooktest.AmbientHealthy(), remote)
+		facts["multicluster-ambient-gateway"]["mcamb_networks_without_gateway"] = tc.missing
+		s := newSession(t, load503(t), newRecorded(facts), runbook.ModeAuto)
+		findings, err := s.Auto(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := causeIDs(findings); !reflect.DeepEqual(got, tc.want) && (len(got) != 0 || len(tc.want) != 0) {
+			t.Fatalf("%s: findings %v, want %v", name, got, tc.want)
+		}
+		moves := map[string]bool{}
+		for _, ev := range s.Events() {
+			if ev.Kind == runbook.EventBranchTaken {
+				moves[ev.Branch.From+">"+ev.Branch.To] = true
+			}
+		}
+		if !moves["endpoints>multicluster-ambient-gateway"] || (tc.want == nil && !moves["multicluster-ambient-gateway>mtls"]) {
+			t.Fatalf("%s: moves %v", name, moves)
+		}
+	}
+}
+
 // One incident, one cause: the refusals a missing waypoint causes (the
 // pods admit only the waypoint) are the waypoint's finding, not an
 // AuthorizationPolicy's; a sidecar caller refused for going around the

@@ -449,6 +449,12 @@ var causeCases = []struct {
 	{"multicluster.double-hbone", map[string]probes.Facts{
 		"multicluster-hbone": {"mchbone_gateways": []string{"network2: 172.18.2.10:15008 (cluster cluster2)"}, "mchbone_clusters_read": false},
 	}, runbook.ConfidenceMedium},
+	// An ambient caller, the Service's endpoints on network2, and no
+	// istio-remote Gateway for network2: ztunnel gets no network_gateway.
+	{"multicluster.ambient-gateway-missing", map[string]probes.Facts{
+		"multicluster-ambient-gateway": {"mcamb_gateways_read": true, "mcamb_remote_endpoints": []string{"ctx2: 10.2.0.5 (pod orders-b) network network2"},
+			"mcamb_networks_without_gateway": []string{"network2: ctx2: 10.2.0.5 (pod orders-b)"}},
+	}, runbook.ConfidenceMedium},
 }
 
 // gatewayAPICase is over on top of a healthy Gateway API gateway caller

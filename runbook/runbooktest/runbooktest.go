@@ -163,6 +163,12 @@ func Healthy() map[string]probes.Facts {
 		"multicluster-hbone": {
 			"mchbone_networkz_read": true, "mchbone_gateways": []string{}, "mchbone_clusters_read": true, "mchbone_caller_endpoints": []string{}, "mchbone_unknown": []string{},
 		},
+		// The caller's cluster holds an istio-remote Gateway for network2
+		// with an HBONE listener and an address: ztunnel's gateway there.
+		"multicluster-ambient-gateway": {
+			"mcamb_caller_network": "network1", "mcamb_remote_endpoints": []string{"c2: 10.2.0.5 (pod orders-b) network network2"}, "mcamb_gateways_read": true,
+			"mcamb_gateways": []string{"c1: istio-system/network2 (class istio-remote, network network2): 172.18.2.20:15008"}, "mcamb_networks_without_gateway": []string{}, "mcamb_unknown": []string{},
+		},
 	}
 }
 
@@ -338,6 +344,8 @@ func AmbientHealthy() map[string]probes.Facts {
 		"mtls": {"mtls_source_sidecar": false, "mtls_upstream_sidecar": false, "mtls_client_config": "no-sidecar"},
 		"shutdown-order": {"shutdown_classic_sidecar": false, "shutdown_drain_configured": false, "shutdown_app_prestop": false,
 			"shutdown_at_risk": false, "shutdown_ambient_pods": 3},
+		// Every endpoint on the caller's network.
+		"multicluster-ambient-gateway": {"mcamb_remote_endpoints": []string{}, "mcamb_gateways": []string{}},
 	})
 }
 
