@@ -11,6 +11,7 @@ import (
 	"github.com/meshtriage/meshtriage/assets"
 	"github.com/meshtriage/meshtriage/probes"
 	"github.com/meshtriage/meshtriage/runbook"
+	"github.com/meshtriage/meshtriage/runbook/runbooktest"
 )
 
 type F = probes.Facts
@@ -451,10 +452,11 @@ var causeCases = []struct {
 	}, runbook.ConfidenceMedium},
 	// An ambient caller, the Service's endpoints on network2, and no
 	// istio-remote Gateway for network2: ztunnel gets no network_gateway.
-	{"multicluster.ambient-gateway-missing", map[string]probes.Facts{
+	// The caller is ambient: the walk reaches the step from endpoints.
+	{"multicluster.ambient-gateway-missing", runbooktest.With(runbooktest.AmbientHealthy(), map[string]probes.Facts{
 		"multicluster-ambient-gateway": {"mcamb_gateways_read": true, "mcamb_remote_endpoints": []string{"ctx2: 10.2.0.5 (pod orders-b) network network2"},
 			"mcamb_networks_without_gateway": []string{"network2: ctx2: 10.2.0.5 (pod orders-b)"}},
-	}, runbook.ConfidenceMedium},
+	}), runbook.ConfidenceMedium},
 }
 
 // gatewayAPICase is over on top of a healthy Gateway API gateway caller
@@ -569,8 +571,11 @@ func TestHealthyServiceHasNoFinding(t *testing.T) {
 		t.Fatalf("healthy service: findings %v", causeIDs(findings))
 	}
 	// The walk visits every step of the runbook from the three symptoms,
-	// except versions, which only matters once startup restarts show, and
-	// gateway-routes, which only a gateway caller takes.
+	// except versions, which only matters once startup restarts show,
+	// gateway-routes, which only a gateway caller takes, and
+	// multicluster-ambient-gateway, which only an ambient caller with
+	// endpoints in other clusters takes
+	// (TestAmbientCallerRemoteNetworkWalksAmbientGateway).
 	walked := map[string]bool{}
 	for _, ev := range s.Events() {
 		if ev.Kind == runbook.EventBranchTaken {
@@ -584,7 +589,7 @@ func TestHealthyServiceHasNoFinding(t *testing.T) {
 		if ambientSteps[st.ID] {
 			continue // walked when ztunnel or a waypoint is on the path: TestHealthyAmbientServiceHasNoFinding
 		}
-		if !walked[st.ID] && st.ID != "versions" && st.ID != "gateway-routes" {
+		if !walked[st.ID] && st.ID != "versions" && st.ID != "gateway-routes" && st.ID != "multicluster-ambient-gateway" {
 			t.Errorf("healthy walk never reached step %s", st.ID)
 		}
 	}
