@@ -28,12 +28,14 @@ func (TargetProbe) Meta() Meta {
 	return Meta{
 		ID:    "target",
 		Title: "Service, selector and selected pods",
-		Reads: []string{"services", "pods", "namespaces"},
+		Reads: []string{"services", "pods", "namespaces", "endpointslices of the Service in every cluster (--remote-contexts)"},
 		Facts: []FactSpec{
 			{"target_service_found", FactBool, "the Service exists"},
 			{"target_selector_empty", FactBool, "the Service has no selector (endpoints managed by hand)"},
 			{"target_pods_selected", FactInt, "pods matched by the Service selector"},
 			{"target_endpoints", FactInt, "endpoint addresses the Service's EndpointSlices (or Endpoints) hold: the EndpointSlice controller empties a Service whose selector matches no pod, so endpoints without a selected pod mean an input that lacks its pods"},
+			{"target_remotes_given", FactBool, "other clusters were given to read (--remote-contexts): the Service's pods may be there"},
+			{"target_remote_endpoints", FactInt, "endpoint addresses the Service's EndpointSlices hold in the other clusters given (istiod merges them into the Service in a multi-cluster mesh); 0 when none was given; absent when one could not be read"},
 			{"target_pods_with_sidecar", FactInt, "selected pods with an istio-proxy (classic container or native sidecar init container)"},
 			{"target_pods_without_sidecar", FactInt, "selected pods without an istio-proxy"},
 			{"target_namespace_injection", FactString, "namespace injection setting: enabled, disabled, revision=<rev> or none (absent when the namespace cannot be read)"},
@@ -59,6 +61,12 @@ type targetInput struct {
 	// Endpoints counts the addresses of the Service's slices; -1 when
 	// they could not be read.
 	Endpoints int
+	// RemotesGiven: other clusters were given; RemoteEndpoints counts the
+	// addresses of the Service's slices there (-1 when one could not be
+	// read: RemoteProblem says which).
+	RemotesGiven    bool
+	RemoteEndpoints int
+	RemoteProblem   string
 
 	// Source is nil when no source was named, or it does not exist
 	// (SourceFound false), or it could not be read (SourceProblem).
@@ -127,6 +135,8 @@ func fetchTarget(ctx context.Context, c cluster.Cluster, t cluster.Target) (targ
 		}
 	}
 
+	in.RemotesGiven, in.RemoteEndpoints, in.RemoteProblem = remoteEndpointCount(ctx, c, t)
+
 	if t.Source != nil {
 		pod, err := c.GetPod(ctx, t.Source.Namespace, t.Source.Name)
 		switch {
@@ -138,6 +148,45 @@ func fetchTarget(ctx context.Context, c cluster.Cluster, t cluster.Target) (targ
 		}
 	}
 	return in, "", nil
+}
+
+// remoteEndpointCount counts the addresses of the Service's
+// EndpointSlices in the other clusters given: in a multi-cluster mesh a
+// selector that matches no pod here is no cause while they hold some.
+func remoteEndpointCount(ctx context.Context, c cluster.Cluster, t cluster.Target) (given bool, count int, problem string) {
+	remotes, unread := cluster.RemoteClusters(c)
+	if unread != "" {
+		return false, 0, ""
+	}
+	counts := make([]int, len(remotes))
+	problems := make([]string, len(remotes))
+	var g readgroup.Group
+	for i, r := range remotes {
+		g.Go(func() {
+			slices, err := r.Cluster.EndpointSlices(ctx, t.Namespace, t.Service)
+			if err != nil {
+				problems[i] = r.Context + ": " + cluster.AccessProblem("list the EndpointSlices of "+t.Namespace+"/"+t.Service, err)
+				return
+			}
+			for _, s := range slices {
+				for _, ep := range s.Endpoints {
+					counts[i] += len(ep.Addresses)
+				}
+			}
+		})
+	}
+	g.Wait()
+	var missing []string
+	for i := range remotes {
+		count += counts[i]
+		if problems[i] != "" {
+			missing = append(missing, problems[i])
+		}
+	}
+	if len(missing) > 0 {
+		return true, -1, strings.Join(missing, "; ")
+	}
+	return true, count, ""
 }
 
 func evaluateTarget(t cluster.Target, in targetInput) Result {
@@ -209,6 +258,17 @@ func evaluateTarget(t cluster.Target, in targetInput) Result {
 	if in.Endpoints >= 0 {
 		r.Facts["target_endpoints"] = in.Endpoints
 	}
+	r.Facts["target_remotes_given"] = in.RemotesGiven
+	if in.RemoteEndpoints >= 0 {
+		r.Facts["target_remote_endpoints"] = in.RemoteEndpoints
+	}
+	if in.RemotesGiven {
+		if in.RemoteProblem != "" {
+			raw = append(raw, "endpoints in the other clusters given: not known: "+in.RemoteProblem)
+		} else {
+			raw = append(raw, fmt.Sprintf("endpoints in the other clusters given: %d", in.RemoteEndpoints))
+		}
+	}
 	r.Facts["target_pods_with_sidecar"] = withSidecar
 	r.Facts["target_pods_without_sidecar"] = withoutSidecar
 
@@ -220,6 +280,10 @@ func evaluateTarget(t cluster.Target, in targetInput) Result {
 		warnings = append(warnings, "service has no selector: its endpoints are managed by hand")
 	case len(pods) == 0 && in.Endpoints > 0:
 		warnings = append(warnings, fmt.Sprintf("selector %s matches no pod in the input, yet the Service has %d endpoints: the input may not hold its pods", labels.SelectorFromSet(selector), in.Endpoints))
+	case len(pods) == 0 && in.RemoteEndpoints > 0:
+		warnings = append(warnings, fmt.Sprintf("selector %s matches no pod in this cluster; the other clusters given hold %d endpoints of the Service", labels.SelectorFromSet(selector), in.RemoteEndpoints))
+	case len(pods) == 0 && in.RemoteEndpoints < 0:
+		warnings = append(warnings, fmt.Sprintf("selector %s matches no pod in this cluster, and the other clusters' endpoints are not known (%s)", labels.SelectorFromSet(selector), in.RemoteProblem))
 	case len(pods) == 0:
 		problems = append(problems, fmt.Sprintf("selector %s matches no pods", labels.SelectorFromSet(selector)))
 	}

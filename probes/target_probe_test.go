@@ -2,15 +2,18 @@ package probes
 
 import (
 	"context"
+	"errors"
 	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/meshtriage/meshtriage/probes/cluster"
+	"github.com/meshtriage/meshtriage/probes/cluster/recorded"
 	"github.com/meshtriage/meshtriage/probes/mesh"
 	"istio.io/api/annotation"
 	"istio.io/api/label"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -313,4 +316,38 @@ func TestTargetProbeThroughClusterReads(t *testing.T) {
 			t.Error("unreadable source reported as a fact")
 		}
 	})
+}
+
+// With other clusters given, the Service's endpoints there are counted: a
+// selector that matches no pod here is then a warning, not the problem
+// "matches no pods", while they hold some; one not read leaves the count
+// unknown.
+func TestTargetCountsTheOtherClustersEndpoints(t *testing.T) {
+	const shop = "apiVersion: v1\nkind: Namespace\nmetadata: {name: shop}"
+	target := cluster.Target{Namespace: "shop", Service: "orders"}
+	local := recordedDocs(t, shop, mcServiceDoc).(*recorded.Cluster)
+	remote := recordedDocs(t, shop, mcServiceDoc, mcSliceDoc("10.2.0.5", "orders-b"))
+
+	r := TargetProbe{}.Run(context.Background(), withRemotes{Cluster: local, remotes: []cluster.Remote{{Context: "ctx2", Cluster: remote}}}, target)
+	if r.Facts["target_remotes_given"] != true || r.Facts["target_remote_endpoints"] != 1 || r.Facts["target_pods_selected"] != 0 || r.Status != StatusWarn {
+		t.Fatalf("pods in ctx2: %s %s %v", r.Status, r.Summary, r.Facts)
+	}
+
+	r = TargetProbe{}.Run(context.Background(), withRemotes{Cluster: local, remotes: []cluster.Remote{{Context: "ctx2", Cluster: slicesRefused{remote}}}}, target)
+	if _, set := r.Facts["target_remote_endpoints"]; set || r.Facts["target_remotes_given"] != true || r.Status != StatusWarn || !strings.Contains(r.Summary, "ctx2: ") {
+		t.Fatalf("ctx2 refused: %s %s %v", r.Status, r.Summary, r.Facts)
+	}
+
+	// One cluster: none given, 0 there, and no pod is the problem.
+	r = TargetProbe{}.Run(context.Background(), local, target)
+	if r.Facts["target_remotes_given"] != false || r.Facts["target_remote_endpoints"] != 0 || r.Status != StatusFail {
+		t.Fatalf("one cluster: %s %s %v", r.Status, r.Summary, r.Facts)
+	}
+}
+
+// slicesRefused refuses the EndpointSlices.
+type slicesRefused struct{ cluster.Cluster }
+
+func (slicesRefused) EndpointSlices(context.Context, string, string) ([]discoveryv1.EndpointSlice, error) {
+	return nil, errors.New("endpointslices.discovery.k8s.io is forbidden")
 }

@@ -23,8 +23,9 @@ var causeCases = []struct {
 	over  map[string]probes.Facts
 	conf  runbook.Confidence
 }{
+	// No pod here, and none in the other cluster given either.
 	{"service.no-selector-match", map[string]probes.Facts{
-		"target":         {"target_pods_selected": 0, "target_endpoints": 0, "target_pods_with_sidecar": 0},
+		"target":         {"target_pods_selected": 0, "target_endpoints": 0, "target_pods_with_sidecar": 0, "target_remote_endpoints": 0},
 		"endpoints":      {"endpoints_ready": 0},
 		"envoy-clusters": {"envoy_hosts_total": 0, "envoy_hosts_healthy": 0},
 		"access-log":     {"log_503": 50, "log_5xx": 50, "log_flag_uh": 50, "log_2xx": 0},
@@ -1106,5 +1107,41 @@ func TestTrustDomainAloneIsMedium(t *testing.T) {
 	}
 	if got := causeIDs(findings); !reflect.DeepEqual(got, []string{"multicluster.trust-mismatch"}) || findings[0].Confidence != runbook.ConfidenceMedium {
 		t.Fatalf("findings = %v", got)
+	}
+}
+
+// In a triage given other clusters, a selector that matches no pod here
+// is service.no-selector-match only when the other clusters hold no
+// endpoint of the Service either: istiod merges theirs into it. Their
+// endpoints not read leaves it undecided, never high.
+func TestNoSelectorMatchAcrossClusters(t *testing.T) {
+	g := load503(t)
+	for name, tc := range map[string]struct {
+		remote any // target_remote_endpoints; nil: not read
+		want   []string
+	}{
+		"the other cluster holds the pods": {1, nil},
+		"none anywhere":                    {0, []string{"service.no-selector-match"}},
+		"the other cluster not read":       {nil, nil},
+	} {
+		facts := with(healthy(), map[string]probes.Facts{
+			"target":    {"target_pods_selected": 0, "target_endpoints": 0, "target_pods_with_sidecar": 0, "target_remote_endpoints": tc.remote},
+			"endpoints": {"endpoints_ready": 0},
+		})
+		rec := newRecorded(facts)
+		if tc.remote == nil {
+			// Exact: the fact not read stays absent.
+			delete(facts["target"], "target_remote_endpoints")
+			rec.Exact = true
+		}
+		s := newSession(t, g, rec, runbook.ModeAuto)
+		findings, err := s.Auto(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := causeIDs(findings)
+		if !reflect.DeepEqual(got, tc.want) && (len(got) != 0 || len(tc.want) != 0) {
+			t.Errorf("%s: findings %v, want %v", name, got, tc.want)
+		}
 	}
 }

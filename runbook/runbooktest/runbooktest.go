@@ -29,6 +29,8 @@ func Healthy() map[string]probes.Facts {
 			"target_namespace_injection": "enabled", "target_ports": []string{"80/8080/TCP"}, "target_port_found": true,
 			"target_source_named": true, "target_source_found": true, "target_source_has_sidecar": true,
 			"target_source_gateway": false,
+			// Cluster 2 (the multicluster facts below) holds orders-b.
+			"target_remotes_given": true, "target_remote_endpoints": 1,
 		},
 		"endpoints": {
 			"endpoints_ready": 3, "endpoints_not_ready": 0, "endpoints_terminating": 0,
