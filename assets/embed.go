@@ -90,4 +90,5 @@ var Causes = []string{
 	"multicluster.waypoint-differs",
 	"multicluster.double-hbone",
 	"multicluster.ambient-gateway-missing",
+	"multicluster.ambient-multinetwork-off",
 }

@@ -26,7 +26,9 @@ import (
 // finds multicluster.ambient-gateway-missing (medium). The istio-remote
 // Gateway of network2 in c1 (the caller's cluster), with an HBONE
 // listener and the gateway's address, is what gives ztunnel one: with it,
-// the step passes and the cause is gone.
+// the step passes and the cause is gone. All of it only once c1's istiod
+// runs with AMBIENT_ENABLE_MULTI_NETWORK: before, istiod gives ztunnel no
+// workload of c2 at all, and no gateway is reported missing.
 func TestAmbientCallerNeedsARemoteGatewayAcrossContexts(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -68,8 +70,38 @@ func TestAmbientCallerNeedsARemoteGatewayAcrossContexts(t *testing.T) {
 	}
 	gateway(c2, "istio-system", "istio-eastwestgateway", "istio-east-west")
 
+	// c1's istiod as eastWestPair starts it, without the flag: a gateway
+	// would bring nothing, and the step says why instead.
 	findings, steps := checkTwoClusters(t, args...)
 	step, ok := steps["multicluster-ambient-gateway"]
+	if !ok {
+		t.Fatalf("no multicluster-ambient-gateway step: the walk did not reach it (findings %v)", findings)
+	}
+	if got, ok := findings["multicluster.ambient-gateway-missing"]; ok || step.Facts["mcamb_istiod_multinetwork"] != false || !strings.Contains(step.Summary, "istiod runs without ambient multi-network") {
+		t.Errorf("istiod without AMBIENT_ENABLE_MULTI_NETWORK: ambient-gateway-missing %q; step %s: %s %v", got, step.Status, step.Summary, step.Facts["mcamb_istiod_multinetwork"])
+	}
+	// c1's orders pod is ready, so no multinetwork-off finding either:
+	// the caller is served from its own cluster.
+	if got, ok := findings["multicluster.ambient-multinetwork-off"]; ok {
+		t.Errorf("a ready endpoint in c1: multicluster.ambient-multinetwork-off at %s", got)
+	}
+
+	// c1's istiod with ambient multi-network, as the ambient
+	// multi-cluster install sets it (a pod's env cannot change: replaced).
+	if err := c1.Kube.CoreV1().Pods("istio-system").Delete(ctx, "istiod-1", metav1.DeleteOptions{GracePeriodSeconds: new(int64)}); err != nil {
+		t.Fatal(err)
+	}
+	istiod := &corev1.Pod{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
+		ObjectMeta: metav1.ObjectMeta{Name: "istiod-1", Namespace: "istio-system", Labels: map[string]string{"app": "istiod"}},
+		Spec: corev1.PodSpec{NodeName: NodeName, Containers: []corev1.Container{{Name: "discovery", Image: "pilot",
+			Env: []corev1.EnvVar{{Name: "PILOT_ENABLE_AMBIENT", Value: "true"}, {Name: "AMBIENT_ENABLE_MULTI_NETWORK", Value: "true"}}}}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "10.1.0.2"}}
+	if _, err := Apply(ctx, c1, recorded.FromObjects("istiod-multinetwork", []runtime.Object{istiod})); err != nil {
+		t.Fatal(err)
+	}
+
+	findings, steps = checkTwoClusters(t, args...)
+	step, ok = steps["multicluster-ambient-gateway"]
 	if !ok {
 		t.Fatalf("no multicluster-ambient-gateway step: the walk did not reach it (findings %v)", findings)
 	}

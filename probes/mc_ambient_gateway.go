@@ -12,6 +12,7 @@ import (
 
 	"github.com/meshtriage/meshtriage/probes/callerview"
 	"github.com/meshtriage/meshtriage/probes/cluster"
+	"github.com/meshtriage/meshtriage/probes/istioconfig"
 	"github.com/meshtriage/meshtriage/probes/mesh"
 	"github.com/meshtriage/meshtriage/probes/wording"
 )
@@ -34,7 +35,10 @@ import (
 // network is its cluster's: the label on that cluster's control-plane
 // namespace. The facts are the configuration's, not istiod's list (its
 // networkz does not say which gateway ztunnel is given), so the cause
-// stands at medium.
+// stands at medium. All of it holds only when istiod runs with
+// AMBIENT_ENABLE_MULTI_NETWORK: without it istiod gives ztunnel no other
+// cluster's workload at all (mesh.AmbientMultiNetwork), and a missing
+// gateway is not why the remote endpoints are not reached.
 type MultiClusterAmbientGatewayProbe struct{}
 
 // The Gateway API class and listener protocol istiod takes for an ambient
@@ -50,13 +54,14 @@ func (MultiClusterAmbientGatewayProbe) Meta() Meta {
 	return Meta{
 		ID:    "multicluster-ambient-gateway",
 		Title: "The ambient caller's ztunnel is given a gateway to the networks of the Service's remote endpoints",
-		Reads: []string{"the caller pod", "endpointslices and the control-plane namespace in every cluster (--remote-contexts)", "gateways.gateway.networking.k8s.io of every namespace, in every cluster"},
+		Reads: []string{"the caller pod", "endpointslices and the control-plane namespace in every cluster (--remote-contexts)", "gateways.gateway.networking.k8s.io of every namespace, in every cluster", "the istiod pods of the caller's cluster (their " + mesh.EnvAmbientEnableMultiNetwork + ")"},
 		Facts: []FactSpec{
 			{"mcamb_caller_network", FactString, "the ambient caller's network: the topology.istio.io/network label of its cluster's control-plane namespace (\"\" for none)"},
 			{"mcamb_remote_endpoints", FactList, "endpoints of the Service in remote clusters on another network than the caller's, as CONTEXT: ADDRESS (pod P) network N"},
 			{"mcamb_gateways_read", FactBool, "the Gateway API Gateways of the caller's cluster (istiod's own, the only ones that give ztunnel an HBONE port) were read"},
 			{"mcamb_gateways", FactList, "every Gateway API Gateway read that names a network, as CONTEXT: NS/NAME (class C, network N): what istiod gives ztunnel from it"},
-			{"mcamb_networks_without_gateway", FactList, "networks of those remote endpoints for which no Gateway gives ztunnel a network gateway with an HBONE port, as NETWORK: the endpoints there; absent when the caller's cluster's Gateways or a network were not read"},
+			{"mcamb_istiod_multinetwork", FactBool, "the caller's cluster's istiod runs with ambient multi-network (" + mesh.EnvAmbientEnableMultiNetwork + " and " + mesh.EnvEnableAmbient + " true), without which it gives ztunnel no other cluster's workload; absent when not known"},
+			{"mcamb_networks_without_gateway", FactList, "networks of those remote endpoints for which no Gateway gives ztunnel a network gateway with an HBONE port, as NETWORK: the endpoints there; absent when the caller's cluster's Gateways or a network were not read, or when istiod runs without ambient multi-network (no gateway would bring them then)"},
 			{"mcamb_unknown", FactList, "what could not be read, with why (never taken as absent)"},
 		},
 	}
@@ -70,6 +75,8 @@ type ambientGatewayInput struct {
 	// GatewaysUnknown says, by context, why they were not read.
 	Gateways        map[string][]*gatewayv1.Gateway
 	GatewaysUnknown map[string]string
+	// MultiNetwork is what the caller's cluster's istiod runs with.
+	MultiNetwork mesh.AmbientMultiNetwork
 }
 
 func (MultiClusterAmbientGatewayProbe) Run(ctx context.Context, c cluster.Cluster, t cluster.Target) Result {
@@ -108,7 +115,24 @@ func (MultiClusterAmbientGatewayProbe) Run(ctx context.Context, c cluster.Cluste
 			in.GatewaysUnknown[name] = cluster.AccessProblem("list gateways.gateway.networking.k8s.io", err)
 		}
 	}
+	in.MultiNetwork = readAmbientMultiNetwork(ctx, c)
 	return evaluateMultiClusterAmbientGateway(t, in)
+}
+
+// readAmbientMultiNetwork reads the setting from the running istiod
+// replicas of the caller's cluster, the istiod its ztunnel is served by
+// when the cluster has one.
+func readAmbientMultiNetwork(ctx context.Context, c cluster.Cluster) mesh.AmbientMultiNetwork {
+	ns := istioconfig.ControlPlane(c)
+	pods, err := c.ListPods(ctx, ns, map[string]string{"app": "istiod"})
+	if err != nil {
+		return mesh.AmbientMultiNetwork{Unknown: cluster.AccessProblem("list the istiod pods of "+ns, err)}
+	}
+	running := cluster.OrderIstiods(pods)
+	if len(running) == 0 {
+		return mesh.AmbientMultiNetwork{Unknown: "no running istiod pod (app=istiod) in " + ns + " of the caller's cluster: the istiod serving its ztunnel runs elsewhere"}
+	}
+	return mesh.AmbientMultiNetworkOf(running)
 }
 
 // ambientNetworkGateway is what istiod gives ztunnel from one Gateway
@@ -162,6 +186,13 @@ func evaluateMultiClusterAmbientGateway(t cluster.Target, in ambientGatewayInput
 	r := Result{Facts: Facts{}}
 	r.Evidence.Columns = []string{"CLUSTER", "GATEWAY", "CLASS", "NETWORK", "ZTUNNEL'S GATEWAY"}
 	var unknown []string
+	mn := in.MultiNetwork
+	if mn.Unknown != "" {
+		unknown = append(unknown, "whether istiod gives ztunnel other clusters' workloads ("+mesh.EnvAmbientEnableMultiNetwork+"): "+mn.Unknown)
+	} else {
+		r.Facts["mcamb_istiod_multinetwork"] = mn.On
+	}
+	multiNetworkOff := mn.Unknown == "" && !mn.On
 	callerNetwork, callerKnown, localContext := "", false, ""
 	for _, rd := range in.Reads {
 		if !rd.Local {
@@ -218,6 +249,14 @@ func evaluateMultiClusterAmbientGateway(t cluster.Target, in ambientGatewayInput
 		for _, e := range remoteEndpoints {
 			r.Evidence.Raw += "  " + e + "\n"
 		}
+	}
+	switch {
+	case mn.Unknown != "":
+		r.Evidence.Raw += "istiod's ambient multi-network: not known: " + mn.Unknown + "\n"
+	case mn.On:
+		r.Evidence.Raw += "istiod's ambient multi-network: on (" + mn.Why + ")\n"
+	default:
+		r.Evidence.Raw += "istiod's ambient multi-network: off (" + mn.Why + "): it gives ztunnel no other cluster's workload\n"
 	}
 
 	// The Gateways, context by context; only the caller's cluster's give
@@ -276,7 +315,7 @@ func evaluateMultiClusterAmbientGateway(t cluster.Target, in ambientGatewayInput
 			missing = append(missing, wording.Dash(nw)+": "+strings.Join(byNetwork[nw], ", "))
 		}
 	}
-	if callerKnown && !localUnread && networksKnown {
+	if callerKnown && !localUnread && networksKnown && !multiNetworkOff {
 		r.Facts["mcamb_networks_without_gateway"] = nonNil(missing)
 	}
 	r.Facts["mcamb_unknown"] = nonNil(unknown)
@@ -286,6 +325,8 @@ func evaluateMultiClusterAmbientGateway(t cluster.Target, in ambientGatewayInput
 	}
 	v := verdict{Head: wording.CountNoun(len(remoteEndpoints), "endpoint") + " on another network than the ambient caller's (" + wording.Dash(callerNetwork) + ")"}
 	switch {
+	case multiNetworkOff && len(remoteEndpoints) > 0:
+		v.Warnings = append(v.Warnings, "istiod runs without ambient multi-network ("+mn.Why+"): it gives the caller's ztunnel none of these endpoints, with or without a gateway; the Service is reached only through the caller's cluster's own endpoints")
 	case len(missing) > 0 && !localUnread:
 		v.Problems = append(v.Problems, "no Gateway gives ztunnel a network gateway (class "+ambientRemoteGatewayClass+" in the caller's cluster, with an "+hboneListenerProtocol+" listener and a status address) for: "+strings.Join(missing, "; "))
 	case len(remoteEndpoints) > 0 && localUnread:

@@ -31,11 +31,36 @@ func ambientGatewayDoc(name, class, network, protocol string, withAddress bool) 
 		"spec: {gatewayClassName: %s, listeners: [{name: mesh, port: 15008, protocol: %s}]}\nstatus: %s", name, network, class, protocol, status)
 }
 
-// ambientClusters: the ambient caller in ctx1 (network1), orders-b in
-// ctx2 (network2); localGateways in the caller's cluster, remoteGateways
-// in ctx2.
+// istiodDoc is the caller's cluster's istiod running with env, as
+// NAME: VALUE pairs.
+func istiodDoc(env ...string) string {
+	var vars []string
+	for i := 0; i+1 < len(env); i += 2 {
+		vars = append(vars, fmt.Sprintf("{name: %s, value: %q}", env[i], env[i+1]))
+	}
+	return "apiVersion: v1\nkind: Pod\nmetadata: {name: istiod-1, namespace: istio-system, labels: {app: istiod}}\n" +
+		"spec: {containers: [{name: discovery, image: pilot, env: [" + strings.Join(vars, ", ") + "]}]}\nstatus: {phase: Running}"
+}
+
+// multiNetworkIstiod is istiod as the ambient multi-network docs install
+// it.
+var multiNetworkIstiod = istiodDoc("PILOT_ENABLE_AMBIENT", "true", "AMBIENT_ENABLE_MULTI_NETWORK", "true")
+
+// ambientClusters: the ambient caller in ctx1 (network1) with an istiod
+// running ambient multi-network, orders-b in ctx2 (network2);
+// localGateways in the caller's cluster, remoteGateways in ctx2.
 func ambientClusters(t *testing.T, localGateways, remoteGateways []string) withRemotes {
-	local := recordedDocs(t, append([]string{mcNamespaceDoc("network1"), mcServiceDoc, ambientCallerDoc}, localGateways...)...)
+	return ambientClustersWith(t, multiNetworkIstiod, localGateways, remoteGateways)
+}
+
+// ambientClustersWith is ambientClusters with istiod, a document ("" for
+// no istiod pod), in the caller's cluster.
+func ambientClustersWith(t *testing.T, istiod string, localGateways, remoteGateways []string) withRemotes {
+	docs := []string{mcNamespaceDoc("network1"), mcServiceDoc, ambientCallerDoc}
+	if istiod != "" {
+		docs = append(docs, istiod)
+	}
+	local := recordedDocs(t, append(docs, localGateways...)...)
 	remote := recordedDocs(t, append([]string{mcNamespaceDoc("network2"), mcServiceDoc, mcPodDoc("orders-b", "10.2.0.5", "cluster2"), mcSliceDoc("10.2.0.5", "orders-b")}, remoteGateways...)...)
 	return withRemotes{Cluster: local.(*recorded.Cluster), remotes: []cluster.Remote{{Context: "ctx2", Cluster: remote}}}
 }
@@ -97,12 +122,46 @@ func TestMultiClusterAmbientGatewayPresentPasses(t *testing.T) {
 // unknown, never "none".
 func TestMultiClusterAmbientGatewayUnreadIsUnknown(t *testing.T) {
 	c := ambientClusters(t, nil, nil)
-	local := recordedDocs(t, mcNamespaceDoc("network1"), mcServiceDoc, ambientCallerDoc)
+	local := recordedDocs(t, mcNamespaceDoc("network1"), mcServiceDoc, ambientCallerDoc, multiNetworkIstiod)
 	refused := withRemotes{Cluster: local.(*recorded.Cluster), remotes: c.remotes}
 	r := MultiClusterAmbientGatewayProbe{}.Run(context.Background(), gatewaysRefusedRemotes{gatewaysRefused{refused}, refused}, mcTarget)
 	if _, set := r.Facts["mcamb_networks_without_gateway"]; set || r.Status != StatusWarn || r.Facts["mcamb_gateways_read"] != false ||
 		len(r.Facts["mcamb_remote_endpoints"].([]string)) != 1 || len(r.Facts["mcamb_unknown"].([]string)) != 1 {
 		t.Fatalf("status %s: %s %v", r.Status, r.Summary, r.Facts)
+	}
+}
+
+// istiod without AMBIENT_ENABLE_MULTI_NETWORK (the default) gives ztunnel
+// no other cluster's workload: no gateway is missing, for no gateway
+// would bring them; the step says so. Not known (no istiod in the
+// caller's cluster, a value from a reference) leaves the gateway finding
+// standing beside the unknown.
+func TestMultiClusterAmbientGatewayMultiNetworkOff(t *testing.T) {
+	for name, istiod := range map[string]string{
+		"unset":           istiodDoc("PILOT_ENABLE_AMBIENT", "true"),
+		"false":           istiodDoc("PILOT_ENABLE_AMBIENT", "true", "AMBIENT_ENABLE_MULTI_NETWORK", "false"),
+		"without ambient": istiodDoc("AMBIENT_ENABLE_MULTI_NETWORK", "true"),
+	} {
+		r := runAmbientGateway(t, ambientClustersWith(t, istiod, nil, []string{ambientGatewayDoc("istio-eastwestgateway", "istio-east-west", "network2", "HBONE", true)}))
+		if _, set := r.Facts["mcamb_networks_without_gateway"]; set || r.Facts["mcamb_istiod_multinetwork"] != false || r.Status != StatusWarn ||
+			!strings.Contains(r.Summary, "istiod runs without ambient multi-network (istiod-1: AMBIENT_ENABLE_MULTI_NETWORK") {
+			t.Errorf("%s: status %s: %s %v", name, r.Status, r.Summary, r.Facts)
+		}
+		if !strings.Contains(r.Evidence.Raw, "istiod's ambient multi-network: off") {
+			t.Errorf("%s: evidence %q", name, r.Evidence.Raw)
+		}
+	}
+	for name, istiod := range map[string]string{
+		"no istiod pod":    "",
+		"from a reference": strings.Replace(istiodDoc("PILOT_ENABLE_AMBIENT", "true"), "env: [", "env: [{name: AMBIENT_ENABLE_MULTI_NETWORK, valueFrom: {configMapKeyRef: {name: istiod-env, key: multi}}}, ", 1),
+	} {
+		r := runAmbientGateway(t, ambientClustersWith(t, istiod, nil, nil))
+		missing, _ := r.Facts["mcamb_networks_without_gateway"].([]string)
+		_, set := r.Facts["mcamb_istiod_multinetwork"]
+		unknown, _ := r.Facts["mcamb_unknown"].([]string)
+		if set || len(missing) != 1 || r.Status != StatusFail || len(unknown) != 1 || !strings.Contains(unknown[0], "AMBIENT_ENABLE_MULTI_NETWORK") {
+			t.Errorf("%s: status %s: %s %v", name, r.Status, r.Summary, r.Facts)
+		}
 	}
 }
 

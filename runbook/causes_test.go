@@ -458,6 +458,15 @@ var causeCases = []struct {
 		"multicluster-ambient-gateway": {"mcamb_gateways_read": true, "mcamb_remote_endpoints": []string{"ctx2: 10.2.0.5 (pod orders-b) network network2"},
 			"mcamb_networks_without_gateway": []string{"network2: ctx2: 10.2.0.5 (pod orders-b)"}},
 	}), runbook.ConfidenceMedium},
+	// The same caller with the Service's pods only in ctx2, and istiod
+	// without AMBIENT_ENABLE_MULTI_NETWORK: ztunnel is given no endpoint.
+	// The probe leaves mcamb_networks_without_gateway unset then.
+	{"multicluster.ambient-multinetwork-off", runbooktest.With(runbooktest.AmbientHealthy(), map[string]probes.Facts{
+		"target":    {"target_pods_selected": 0, "target_endpoints": 0, "target_pods_with_sidecar": 0},
+		"endpoints": {"endpoints_ready": 0, "endpoints_total": 0},
+		"multicluster-ambient-gateway": {"mcamb_istiod_multinetwork": false, "mcamb_remote_endpoints": []string{"ctx2: 10.2.0.5 (pod orders-b) network network2"},
+			"mcamb_gateways_read": true},
+	}), runbook.ConfidenceMedium},
 }
 
 // gatewayAPICase is over on top of a healthy Gateway API gateway caller

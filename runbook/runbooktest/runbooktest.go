@@ -170,6 +170,8 @@ func Healthy() map[string]probes.Facts {
 		"multicluster-ambient-gateway": {
 			"mcamb_caller_network": "network1", "mcamb_remote_endpoints": []string{"c2: 10.2.0.5 (pod orders-b) network network2"}, "mcamb_gateways_read": true,
 			"mcamb_gateways": []string{"c1: istio-system/network2 (class istio-remote, network network2): 172.18.2.20:15008"}, "mcamb_networks_without_gateway": []string{}, "mcamb_unknown": []string{},
+			// istiod runs with ambient multi-network.
+			"mcamb_istiod_multinetwork": true,
 		},
 	}
 }
