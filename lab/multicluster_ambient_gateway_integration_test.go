@@ -86,19 +86,17 @@ func TestAmbientCallerNeedsARemoteGatewayAcrossContexts(t *testing.T) {
 		t.Errorf("a ready endpoint in c1: multicluster.ambient-multinetwork-off at %s", got)
 	}
 
+	// Without c1's orders pod, the caller has nowhere to go: istiod
+	// gives its ztunnel none of c2's endpoints.
+	deleteOrders(ctx, t, c1, "orders-cluster1")
+	findings, steps = checkTwoClusters(t, args...)
+	if got := findings["multicluster.ambient-multinetwork-off"]; got != "medium" {
+		t.Errorf("no endpoint in c1: multicluster.ambient-multinetwork-off at %q, want medium; findings %v; step %s", got, findings, steps["multicluster-ambient-gateway"].Summary)
+	}
+
 	// c1's istiod with ambient multi-network, as the ambient
-	// multi-cluster install sets it (a pod's env cannot change: replaced).
-	if err := c1.Kube.CoreV1().Pods("istio-system").Delete(ctx, "istiod-1", metav1.DeleteOptions{GracePeriodSeconds: new(int64)}); err != nil {
-		t.Fatal(err)
-	}
-	istiod := &corev1.Pod{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
-		ObjectMeta: metav1.ObjectMeta{Name: "istiod-1", Namespace: "istio-system", Labels: map[string]string{"app": "istiod"}},
-		Spec: corev1.PodSpec{NodeName: NodeName, Containers: []corev1.Container{{Name: "discovery", Image: "pilot",
-			Env: []corev1.EnvVar{{Name: "PILOT_ENABLE_AMBIENT", Value: "true"}, {Name: "AMBIENT_ENABLE_MULTI_NETWORK", Value: "true"}}}}},
-		Status: corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "10.1.0.2"}}
-	if _, err := Apply(ctx, c1, recorded.FromObjects("istiod-multinetwork", []runtime.Object{istiod})); err != nil {
-		t.Fatal(err)
-	}
+	// multi-cluster install sets it.
+	replaceIstiod(ctx, t, c1, ambientMultiNetworkEnv...)
 
 	findings, steps = checkTwoClusters(t, args...)
 	step, ok = steps["multicluster-ambient-gateway"]
@@ -115,6 +113,9 @@ func TestAmbientCallerNeedsARemoteGatewayAcrossContexts(t *testing.T) {
 	gateway(c1, "istio-system", "network2-remote", "istio-remote")
 	findings, steps = checkTwoClusters(t, args...)
 	step = steps["multicluster-ambient-gateway"]
+	if got, ok := findings["multicluster.ambient-multinetwork-off"]; ok {
+		t.Errorf("with the flag: multicluster.ambient-multinetwork-off at %s", got)
+	}
 	if got, ok := findings["multicluster.ambient-gateway-missing"]; ok {
 		t.Errorf("with c1's istio-remote Gateway: multicluster.ambient-gateway-missing at %s; step %s: %s", got, step.Status, step.Summary)
 	}

@@ -28,7 +28,9 @@ var gatewayAPIGateways = schema.GroupVersionResource{Group: "gateway.networking.
 // c2's does not: check --remote-contexts c2 reaches
 // multicluster.waypoint-differs (medium), and its fix, the merge patch of
 // c2's namespace, applied as kubectl would with --context c2, clears it.
-// Then c2 loses its Gateway: the fix creates it there from c1's.
+// Then c2 loses its Gateway: the fix creates it there from c1's. All of
+// it once c1's istiod runs with AMBIENT_ENABLE_MULTI_NETWORK; before,
+// no Service is global and nothing is compared.
 func TestMultiClusterWaypointAcrossContexts(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -57,7 +59,16 @@ func TestMultiClusterWaypointAcrossContexts(t *testing.T) {
 		}
 	}
 
+	// c1's istiod as eastWestPair starts it, without ambient
+	// multi-network: it reads no serviceScopeConfigs, each cluster's
+	// Service is its own, and the difference reaches no traffic.
 	step := checkStep(t, "multicluster-waypoint", args...)
+	if step.Facts["mcwp_istiod_multinetwork"] != false || len(step.list("mcwp_label_differs")) != 0 {
+		t.Fatalf("istiod without AMBIENT_ENABLE_MULTI_NETWORK: %s %s %v", step.Status, step.Summary, step.Facts)
+	}
+	replaceIstiod(ctx, t, c1, ambientMultiNetworkEnv...)
+
+	step = checkStep(t, "multicluster-waypoint", args...)
 	got := step.list("mcwp_label_differs")
 	if len(got) != 1 || !strings.HasPrefix(got[0], "c2: no istio.io/use-waypoint on the Service or its namespace, where c1: waypoint shop/waypoint (namespace label)") {
 		t.Fatalf("c2 without the label: %s %s, mcwp_label_differs = %q", step.Status, step.Summary, got)

@@ -6,8 +6,6 @@ import (
 	"context"
 	"testing"
 	"time"
-
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // A Service whose pods run only in the other cluster, as a multi-cluster
@@ -20,16 +18,7 @@ func TestSelectorMatchingOnlyRemotePodsIsNoCause(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	c1, c2, args := eastWestPair(ctx, t)
-	deleteOrders := func(l *Lab, pod string) {
-		t.Helper()
-		if err := l.Kube.DiscoveryV1().EndpointSlices("shop").Delete(ctx, "orders-"+pod, metav1.DeleteOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		if err := l.Kube.CoreV1().Pods("shop").Delete(ctx, pod, metav1.DeleteOptions{GracePeriodSeconds: new(int64)}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	deleteOrders(c1, "orders-cluster1")
+	deleteOrders(ctx, t, c1, "orders-cluster1")
 
 	findings, steps := checkTwoClusters(t, args...)
 	target := steps["target"]
@@ -40,7 +29,7 @@ func TestSelectorMatchingOnlyRemotePodsIsNoCause(t *testing.T) {
 		t.Errorf("orders only in c2: target facts %v", target.Facts)
 	}
 
-	deleteOrders(c2, "orders-cluster2")
+	deleteOrders(ctx, t, c2, "orders-cluster2")
 	findings, steps = checkTwoClusters(t, args...)
 	if got := findings["service.no-selector-match"]; got != "high" {
 		t.Errorf("orders nowhere: service.no-selector-match at %q, want high; target %s: %s", got, steps["target"].Status, steps["target"].Summary)

@@ -87,6 +87,39 @@ func applyOrdersSide(ctx context.Context, t *testing.T, l *Lab, network, pod, po
 	return a
 }
 
+// ambientMultiNetworkEnv is istiod's environment in an ambient
+// multi-network mesh (istioctl's --set values.pilot.env...).
+var ambientMultiNetworkEnv = []corev1.EnvVar{{Name: "PILOT_ENABLE_AMBIENT", Value: "true"}, {Name: "AMBIENT_ENABLE_MULTI_NETWORK", Value: "true"}}
+
+// replaceIstiod replaces l's istiod pod istio-system/istiod-1 (as
+// eastWestPair makes it) with one whose discovery container runs with env:
+// a pod's env cannot change, so it is deleted and made anew.
+func replaceIstiod(ctx context.Context, t *testing.T, l *Lab, env ...corev1.EnvVar) {
+	t.Helper()
+	if err := l.Kube.CoreV1().Pods("istio-system").Delete(ctx, "istiod-1", metav1.DeleteOptions{GracePeriodSeconds: new(int64)}); err != nil {
+		t.Fatal(err)
+	}
+	istiod := &corev1.Pod{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
+		ObjectMeta: metav1.ObjectMeta{Name: "istiod-1", Namespace: "istio-system", Labels: map[string]string{"app": "istiod"}},
+		Spec:       corev1.PodSpec{NodeName: NodeName, Containers: []corev1.Container{{Name: "discovery", Image: "pilot", Env: env}}},
+		Status:     corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "10.1.0.2"}}
+	if _, err := Apply(ctx, l, recorded.FromObjects("istiod-env", []runtime.Object{istiod})); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// deleteOrders deletes the orders pod of l (as applyOrdersSide makes it)
+// and its EndpointSlice: the Service keeps no endpoint there.
+func deleteOrders(ctx context.Context, t *testing.T, l *Lab, pod string) {
+	t.Helper()
+	if err := l.Kube.DiscoveryV1().EndpointSlices("shop").Delete(ctx, "orders-"+pod, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Kube.CoreV1().Pods("shop").Delete(ctx, pod, metav1.DeleteOptions{GracePeriodSeconds: new(int64)}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // checkTwoClusters runs check and returns its findings' confidence by cause
 // and its steps by probe.
 func checkTwoClusters(t *testing.T, args ...string) (findings map[string]string, steps map[string]mcStep) {

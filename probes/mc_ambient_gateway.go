@@ -12,7 +12,6 @@ import (
 
 	"github.com/meshtriage/meshtriage/probes/callerview"
 	"github.com/meshtriage/meshtriage/probes/cluster"
-	"github.com/meshtriage/meshtriage/probes/istioconfig"
 	"github.com/meshtriage/meshtriage/probes/mesh"
 	"github.com/meshtriage/meshtriage/probes/wording"
 )
@@ -117,22 +116,6 @@ func (MultiClusterAmbientGatewayProbe) Run(ctx context.Context, c cluster.Cluste
 	}
 	in.MultiNetwork = readAmbientMultiNetwork(ctx, c)
 	return evaluateMultiClusterAmbientGateway(t, in)
-}
-
-// readAmbientMultiNetwork reads the setting from the running istiod
-// replicas of the caller's cluster, the istiod its ztunnel is served by
-// when the cluster has one.
-func readAmbientMultiNetwork(ctx context.Context, c cluster.Cluster) mesh.AmbientMultiNetwork {
-	ns := istioconfig.ControlPlane(c)
-	pods, err := c.ListPods(ctx, ns, map[string]string{"app": "istiod"})
-	if err != nil {
-		return mesh.AmbientMultiNetwork{Unknown: cluster.AccessProblem("list the istiod pods of "+ns, err)}
-	}
-	running := cluster.OrderIstiods(pods)
-	if len(running) == 0 {
-		return mesh.AmbientMultiNetwork{Unknown: "no running istiod pod (app=istiod) in " + ns + " of the caller's cluster: the istiod serving its ztunnel runs elsewhere"}
-	}
-	return mesh.AmbientMultiNetworkOf(running)
 }
 
 // ambientNetworkGateway is what istiod gives ztunnel from one Gateway

@@ -30,7 +30,10 @@ import (
 // errors of istio/istio#60985 ("incorrect setup": keep the configuration
 // the same in every cluster, scale a waypoint to zero rather than remove
 // it). istiod never acts on the difference itself, so the probe's facts
-// are the configuration's word, not istiod's.
+// are the configuration's word, not istiod's. Scopes are read, and
+// Services merged, only when istiod runs with AMBIENT_ENABLE_MULTI_NETWORK
+// (mesh.AmbientMultiNetwork): without it every Service is its own
+// cluster's, and no binding reaches another cluster's traffic.
 type MultiClusterWaypointProbe struct{}
 
 func (MultiClusterWaypointProbe) Meta() Meta {
@@ -39,6 +42,7 @@ func (MultiClusterWaypointProbe) Meta() Meta {
 		Title: "The Service's waypoint is the same in every cluster it is global across",
 		Reads: []string{"the Service and its namespace in every cluster (--remote-contexts)", "configmaps istio (the current cluster's: serviceScopeConfigs)", "gateways.gateway.networking.k8s.io of the namespace the waypoint label names, in every cluster"},
 		Facts: []FactSpec{
+			{"mcwp_istiod_multinetwork", FactBool, "the current cluster's istiod runs with ambient multi-network (" + mesh.EnvAmbientEnableMultiNetwork + "), without which it reads no serviceScopeConfigs and merges no cluster's Service; absent when not known"},
 			{"mcwp_clusters_compared", FactInt, "remote clusters where the Service is global, as it is in the current one, whose waypoint binding was compared with the current cluster's"},
 			{"mcwp_label_differs", FactList, "remote clusters whose istio.io/use-waypoint (the Service's, else its namespace's) names another waypoint than the current cluster's, or none where it names one, as CONTEXT: what each cluster names"},
 			{"mcwp_gateway_missing", FactList, "clusters where the waypoint both clusters name has no Gateway while the other cluster has it, as CONTEXT: waypoint NS/NAME"},
@@ -51,10 +55,10 @@ func (MultiClusterWaypointProbe) Run(ctx context.Context, c cluster.Cluster, t c
 	if _, unread := cluster.RemoteClusters(c); unread != "" {
 		return skippedResult(unread, nil)
 	}
-	return evaluateMultiClusterWaypoint(t, callerview.ReadClusterWaypoints(ctx, c, t))
+	return evaluateMultiClusterWaypoint(t, callerview.ReadClusterWaypoints(ctx, c, t), readAmbientMultiNetwork(ctx, c))
 }
 
-func evaluateMultiClusterWaypoint(t cluster.Target, in callerview.ClusterWaypoints) Result {
+func evaluateMultiClusterWaypoint(t cluster.Target, in callerview.ClusterWaypoints, mn mesh.AmbientMultiNetwork) Result {
 	r := Result{Facts: Facts{}}
 	r.Evidence.Columns = []string{"CLUSTER", "SCOPE", "USE-WAYPOINT", "WAYPOINT GATEWAY", "BINDING"}
 	var differs, missing, unknown []string
@@ -62,6 +66,12 @@ func evaluateMultiClusterWaypoint(t cluster.Target, in callerview.ClusterWaypoin
 	if in.MeshUnknown != "" {
 		unknown = append(unknown, in.MeshUnknown+": the Service's scope is not known")
 	}
+	if mn.Unknown != "" {
+		unknown = append(unknown, "whether istiod merges global Services ("+mesh.EnvAmbientEnableMultiNetwork+"): "+mn.Unknown)
+	} else {
+		r.Facts["mcwp_istiod_multinetwork"] = mn.On
+	}
+	multiNetworkOff := mn.Unknown == "" && !mn.On
 	var local *callerview.ClusterWaypoint
 	for i := range in.Clusters {
 		if in.Clusters[i].Local {
@@ -75,6 +85,8 @@ func evaluateMultiClusterWaypoint(t cluster.Target, in callerview.ClusterWaypoin
 			scopes[i] = mesh.ServiceScope{Unknown: cw.ServiceUnknown}
 		case cw.ServiceNotFound:
 			scopes[i] = mesh.ServiceScope{Why: "no such Service in this cluster"}
+		case multiNetworkOff:
+			scopes[i] = mesh.ServiceScope{Why: "istiod runs without ambient multi-network (" + mn.Why + "): it reads no serviceScopeConfigs and merges no other cluster's Service"}
 		case in.MeshUnknown != "":
 			scopes[i] = mesh.ServiceScope{Unknown: in.MeshUnknown}
 		default:

@@ -32,8 +32,14 @@ func wpGatewayDoc(name string) string {
 		"spec: {gatewayClassName: istio-waypoint, listeners: [{name: mesh, port: 15008, protocol: HBONE}]}\nstatus: {addresses: [{type: IPAddress, value: 10.96.0.50}]}", name)
 }
 
+// wpClusters: the current cluster (its istiod running ambient
+// multi-network) with localDocs, ctx2 with remoteDocs.
 func wpClusters(t *testing.T, localDocs, remoteDocs []string) cluster.Cluster {
-	local := recordedDocs(t, append([]string{scopeMeshDoc, mcNamespaceDoc("network1")}, localDocs...)...)
+	return wpClustersWith(t, multiNetworkIstiod, localDocs, remoteDocs)
+}
+
+func wpClustersWith(t *testing.T, istiod string, localDocs, remoteDocs []string) cluster.Cluster {
+	local := recordedDocs(t, append([]string{scopeMeshDoc, mcNamespaceDoc("network1"), istiod}, localDocs...)...)
 	remote := recordedDocs(t, append([]string{mcNamespaceDoc("network2")}, remoteDocs...)...)
 	return withRemotes{Cluster: local.(*recorded.Cluster), remotes: []cluster.Remote{{Context: "ctx2", Cluster: remote}}}
 }
@@ -103,12 +109,27 @@ func TestMultiClusterWaypointUnreadIsUnknown(t *testing.T) {
 	if noNS.Status != StatusWarn || len(noNS.Facts["mcwp_label_differs"].([]string)) != 0 || len(noNS.Facts["mcwp_unknown"].([]string)) != 1 {
 		t.Fatalf("namespace not read: %s: %s %v", noNS.Status, noNS.Summary, noNS.Facts)
 	}
-	local := recordedDocs(t, scopeMeshDoc, mcNamespaceDoc("network1"), wpNamespaceDoc(`, istio.io/global: "true"`), wpServiceDoc(", istio.io/use-waypoint: waypoint"), wpGatewayDoc("waypoint"))
+	local := recordedDocs(t, scopeMeshDoc, mcNamespaceDoc("network1"), multiNetworkIstiod, wpNamespaceDoc(`, istio.io/global: "true"`), wpServiceDoc(", istio.io/use-waypoint: waypoint"), wpGatewayDoc("waypoint"))
 	remote := recordedDocs(t, mcNamespaceDoc("network2"), wpNamespaceDoc(`, istio.io/global: "true"`), wpServiceDoc(", istio.io/use-waypoint: waypoint"))
 	c := withRemotes{Cluster: local.(*recorded.Cluster), remotes: []cluster.Remote{{Context: "ctx2", Cluster: gatewaysRefused{remote}}}}
 	refused := runWaypoint(t, c)
 	if refused.Status != StatusWarn || len(refused.Facts["mcwp_gateway_missing"].([]string)) != 0 || len(refused.Facts["mcwp_unknown"].([]string)) != 1 {
 		t.Fatalf("gateways refused: %s: %s %v", refused.Status, refused.Summary, refused.Facts)
+	}
+}
+
+// istiod without AMBIENT_ENABLE_MULTI_NETWORK reads no serviceScopeConfigs:
+// the Service is each cluster's own, and no difference is a problem; the
+// scope column says why.
+func TestMultiClusterWaypointMultiNetworkOff(t *testing.T) {
+	r := runWaypoint(t, wpClustersWith(t, istiodDoc("PILOT_ENABLE_AMBIENT", "true"),
+		[]string{wpNamespaceDoc(`, istio.io/global: "true", istio.io/use-waypoint: waypoint`), wpServiceDoc(""), wpGatewayDoc("waypoint")},
+		[]string{wpNamespaceDoc(`, istio.io/global: "true"`), wpServiceDoc(""), wpGatewayDoc("waypoint")}))
+	if r.Status != StatusPass || len(r.Facts["mcwp_label_differs"].([]string)) != 0 || r.Facts["mcwp_clusters_compared"] != 0 || r.Facts["mcwp_istiod_multinetwork"] != false {
+		t.Fatalf("status %s: %s %v", r.Status, r.Summary, r.Facts)
+	}
+	if len(r.Evidence.Rows) != 2 || !strings.Contains(r.Evidence.Rows[0][1], "without ambient multi-network") {
+		t.Fatalf("rows %q", r.Evidence.Rows)
 	}
 }
 

@@ -159,6 +159,7 @@ func Healthy() map[string]probes.Facts {
 		// waypoint in each.
 		"multicluster-waypoint": {
 			"mcwp_clusters_compared": 1, "mcwp_label_differs": []string{}, "mcwp_gateway_missing": []string{}, "mcwp_unknown": []string{},
+			"mcwp_istiod_multinetwork": true,
 		},
 		// istiod lists cluster 2's classic gateway (15443), and the
 		// caller holds it there.
