@@ -114,7 +114,7 @@ func (MultiClusterAmbientGatewayProbe) Run(ctx context.Context, c cluster.Cluste
 			in.GatewaysUnknown[name] = cluster.AccessProblem("list gateways.gateway.networking.k8s.io", err)
 		}
 	}
-	in.MultiNetwork = readAmbientMultiNetwork(ctx, c)
+	in.MultiNetwork = callerview.ReadAmbientMultiNetwork(ctx, c)
 	return evaluateMultiClusterAmbientGateway(t, in)
 }
 

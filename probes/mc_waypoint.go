@@ -55,7 +55,7 @@ func (MultiClusterWaypointProbe) Run(ctx context.Context, c cluster.Cluster, t c
 	if _, unread := cluster.RemoteClusters(c); unread != "" {
 		return skippedResult(unread, nil)
 	}
-	return evaluateMultiClusterWaypoint(t, callerview.ReadClusterWaypoints(ctx, c, t), readAmbientMultiNetwork(ctx, c))
+	return evaluateMultiClusterWaypoint(t, callerview.ReadClusterWaypoints(ctx, c, t), callerview.ReadAmbientMultiNetwork(ctx, c))
 }
 
 func evaluateMultiClusterWaypoint(t cluster.Target, in callerview.ClusterWaypoints, mn mesh.AmbientMultiNetwork) Result {

@@ -1,4 +1,4 @@
-package probes
+package callerview
 
 import (
 	"context"
@@ -8,12 +8,12 @@ import (
 	"github.com/meshtriage/meshtriage/probes/mesh"
 )
 
-// readAmbientMultiNetwork reads whether istiod merges other clusters into
+// ReadAmbientMultiNetwork reads whether istiod merges other clusters into
 // what it gives ztunnel (mesh.AmbientMultiNetwork), from the running
 // istiod replicas of the caller's cluster, the istiod its ztunnel is
 // served by when the cluster has one. Shared by the ambient multi-cluster
 // probes.
-func readAmbientMultiNetwork(ctx context.Context, c cluster.Cluster) mesh.AmbientMultiNetwork {
+func ReadAmbientMultiNetwork(ctx context.Context, c cluster.Cluster) mesh.AmbientMultiNetwork {
 	ns := istioconfig.ControlPlane(c)
 	pods, err := c.ListPods(ctx, ns, map[string]string{"app": "istiod"})
 	if err != nil {
