@@ -59,7 +59,9 @@ func TestHealthyAmbientServiceHasNoFinding(t *testing.T) {
 // An ambient caller whose Service has endpoints on another network is
 // walked through multicluster-ambient-gateway before mTLS: with an
 // istio-remote Gateway for that network it passes on, without one it is
-// the finding.
+// the finding. The multicluster probe skips an ambient caller, as it does
+// live, so the move stands on facts every triage knows: it is taken, not
+// left undecided among the rules that could not decide.
 func TestAmbientCallerRemoteNetworkWalksAmbientGateway(t *testing.T) {
 	remote := map[string]probes.Facts{"multicluster-ambient-gateway": {
 		"mcamb_remote_endpoints": []string{"c2: 10.2.0.5 (pod orders-b) network network2"},
@@ -74,13 +76,19 @@ func TestAmbientCallerRemoteNetworkWalksAmbientGateway(t *testing.T) {
 	} {
 		facts := runbooktest.With(runbooktest.AmbientHealthy(), remote)
 		facts["multicluster-ambient-gateway"]["mcamb_networks_without_gateway"] = tc.missing
-		s := newSession(t, load503(t), newRecorded(facts), runbook.ModeAuto)
+		rec := newRecorded(facts).Fail("multicluster", probes.StatusSkipped, "the caller shop/client-1 is not a sidecar")
+		s := newSession(t, load503(t), rec, runbook.ModeAuto)
 		findings, err := s.Auto(context.Background())
 		if err != nil {
 			t.Fatal(err)
 		}
 		if got := causeIDs(findings); !reflect.DeepEqual(got, tc.want) && (len(got) != 0 || len(tc.want) != 0) {
 			t.Fatalf("%s: findings %v, want %v", name, got, tc.want)
+		}
+		for _, sk := range s.Skipped() {
+			if sk.Step == "endpoints" {
+				t.Errorf("%s: rule at endpoints left undecided: %s (%s)", name, sk.When, sk.Why)
+			}
 		}
 		moves := map[string]bool{}
 		for _, ev := range s.Events() {
