@@ -193,6 +193,9 @@ func evaluateMultiClusterAmbientGateway(t cluster.Target, in ambientGatewayInput
 	// The endpoints of other networks, by network.
 	byNetwork := map[string][]string{}
 	var remoteEndpoints []string
+	// Every remote endpoint, whatever its network: none reaches ztunnel
+	// without ambient multi-network.
+	allRemote := 0
 	networksKnown := callerKnown
 	for _, rd := range in.Reads {
 		if rd.Local {
@@ -201,6 +204,11 @@ func evaluateMultiClusterAmbientGateway(t cluster.Target, in ambientGatewayInput
 		if rd.SlicesUnknown != "" {
 			unknown = append(unknown, rd.Context+": the Service's endpoints: "+rd.SlicesUnknown)
 			continue
+		}
+		for _, s := range rd.Slices {
+			for _, ep := range s.Endpoints {
+				allRemote += len(ep.Addresses)
+			}
 		}
 		nw, why := clusterNetwork(rd)
 		if why != "" {
@@ -308,8 +316,8 @@ func evaluateMultiClusterAmbientGateway(t cluster.Target, in ambientGatewayInput
 	}
 	v := verdict{Head: wording.CountNoun(len(remoteEndpoints), "endpoint") + " on another network than the ambient caller's (" + wording.Dash(callerNetwork) + ")"}
 	switch {
-	case multiNetworkOff && len(remoteEndpoints) > 0:
-		v.Warnings = append(v.Warnings, "istiod runs without ambient multi-network ("+mn.Why+"): it gives the caller's ztunnel none of these endpoints, with or without a gateway; the Service is reached only through the caller's cluster's own endpoints")
+	case multiNetworkOff && allRemote > 0:
+		v.Warnings = append(v.Warnings, "istiod runs without ambient multi-network ("+mn.Why+"): it gives the caller's ztunnel none of the "+wording.CountNoun(allRemote, "endpoint")+" in the other clusters, on any network, with or without a gateway; the Service is reached only through the caller's cluster's own endpoints")
 	case len(missing) > 0 && !localUnread:
 		v.Problems = append(v.Problems, "no Gateway gives ztunnel a network gateway (class "+ambientRemoteGatewayClass+" in the caller's cluster, with an "+hboneListenerProtocol+" listener and a status address) for: "+strings.Join(missing, "; "))
 	case len(remoteEndpoints) > 0 && localUnread:

@@ -165,6 +165,19 @@ func TestMultiClusterAmbientGatewayMultiNetworkOff(t *testing.T) {
 	}
 }
 
+// The other cluster on the caller's own network: no gateway is needed,
+// yet without ambient multi-network its endpoint is not given to ztunnel
+// either, and the step says so.
+func TestMultiClusterAmbientGatewayMultiNetworkOffSameNetwork(t *testing.T) {
+	local := recordedDocs(t, mcNamespaceDoc("network1"), mcServiceDoc, ambientCallerDoc, istiodDoc("PILOT_ENABLE_AMBIENT", "true"))
+	remote := recordedDocs(t, mcNamespaceDoc("network1"), mcServiceDoc, mcPodDoc("orders-b", "10.2.0.5", "cluster2"), mcSliceDoc("10.2.0.5", "orders-b"))
+	r := runAmbientGateway(t, withRemotes{Cluster: local.(*recorded.Cluster), remotes: []cluster.Remote{{Context: "ctx2", Cluster: remote}}})
+	if len(r.Facts["mcamb_remote_endpoints"].([]string)) != 0 || r.Facts["mcamb_istiod_multinetwork"] != false || r.Status != StatusWarn ||
+		!strings.Contains(r.Summary, "none of the 1 endpoint in the other clusters, on any network") {
+		t.Fatalf("status %s: %s %v", r.Status, r.Summary, r.Facts)
+	}
+}
+
 // gatewaysRefusedRemotes refuses the Gateways of the current cluster and
 // keeps its remotes.
 type gatewaysRefusedRemotes struct {

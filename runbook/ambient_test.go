@@ -63,7 +63,7 @@ func TestHealthyAmbientServiceHasNoFinding(t *testing.T) {
 // live, so the move stands on facts every triage knows: it is taken, not
 // left undecided among the rules that could not decide.
 func TestAmbientCallerRemoteNetworkWalksAmbientGateway(t *testing.T) {
-	remote := map[string]probes.Facts{"multicluster-ambient-gateway": {
+	remote := map[string]probes.Facts{"target": {"target_remote_endpoints": 1}, "multicluster-ambient-gateway": {
 		"mcamb_remote_endpoints": []string{"c2: 10.2.0.5 (pod orders-b) network network2"},
 		"mcamb_gateways":         []string{"c1: istio-system/network2 (class istio-remote, network network2): 172.18.2.20:15008"},
 	}}

@@ -455,14 +455,23 @@ var causeCases = []struct {
 	// istio-remote Gateway for network2: ztunnel gets no network_gateway.
 	// The caller is ambient: the walk reaches the step from endpoints.
 	{"multicluster.ambient-gateway-missing", runbooktest.With(runbooktest.AmbientHealthy(), map[string]probes.Facts{
+		"target": {"target_remote_endpoints": 1},
 		"multicluster-ambient-gateway": {"mcamb_gateways_read": true, "mcamb_remote_endpoints": []string{"ctx2: 10.2.0.5 (pod orders-b) network network2"},
 			"mcamb_networks_without_gateway": []string{"network2: ctx2: 10.2.0.5 (pod orders-b)"}},
 	}), runbook.ConfidenceMedium},
 	// The same caller with the Service's pods only in ctx2, and istiod
 	// without AMBIENT_ENABLE_MULTI_NETWORK: ztunnel is given no endpoint.
 	// The probe leaves mcamb_networks_without_gateway unset then.
+	// The other cluster on the caller's own network: no gateway is
+	// missing, and still none of its endpoints reaches ztunnel.
 	{"multicluster.ambient-multinetwork-off", runbooktest.With(runbooktest.AmbientHealthy(), map[string]probes.Facts{
-		"target":    {"target_pods_selected": 0, "target_endpoints": 0, "target_pods_with_sidecar": 0},
+		"target":    {"target_pods_selected": 0, "target_endpoints": 0, "target_pods_with_sidecar": 0, "target_remote_endpoints": 1},
+		"endpoints": {"endpoints_ready": 0, "endpoints_total": 0},
+		"multicluster-ambient-gateway": {"mcamb_istiod_multinetwork": false, "mcamb_remote_endpoints": []string{}, "mcamb_gateways": []string{},
+			"mcamb_gateways_read": true},
+	}), runbook.ConfidenceMedium},
+	{"multicluster.ambient-multinetwork-off", runbooktest.With(runbooktest.AmbientHealthy(), map[string]probes.Facts{
+		"target":    {"target_pods_selected": 0, "target_endpoints": 0, "target_pods_with_sidecar": 0, "target_remote_endpoints": 1},
 		"endpoints": {"endpoints_ready": 0, "endpoints_total": 0},
 		"multicluster-ambient-gateway": {"mcamb_istiod_multinetwork": false, "mcamb_remote_endpoints": []string{"ctx2: 10.2.0.5 (pod orders-b) network network2"},
 			"mcamb_gateways_read": true},

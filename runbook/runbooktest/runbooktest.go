@@ -329,8 +329,9 @@ func CauseIDs(fs []runbook.Finding) []string {
 // and ztunnel and the waypoint reporting clean connections.
 func AmbientHealthy() map[string]probes.Facts {
 	return With(Healthy(), map[string]probes.Facts{
+		// The other cluster holds no endpoint of the Service.
 		"target": {"target_pods_with_sidecar": 0, "target_pods_without_sidecar": 3, "target_source_has_sidecar": false,
-			"target_namespace_injection": "none"},
+			"target_namespace_injection": "none", "target_remote_endpoints": 0},
 		"dataplane": {"dataplane_ambient": true, "dataplane_source": "ambient", "dataplane_target": "ambient", "dataplane_target_ambient": 3,
 			"waypoint_named": true, "waypoint_name": "shop/web-waypoint", "waypoint_state": "bound", "waypoint_ready_pods": 1,
 			"waypoint_bound_condition": "True", "waypoint_traversed": true, "cilium_socket_lb": "not-cilium",
