@@ -343,7 +343,9 @@ func (c *Cluster) Istiod(ctx context.Context, replica, path string) ([]byte, err
 		pods = slices.DeleteFunc(pods, func(p corev1.Pod) bool { return p.Name != replica })
 	}
 	if len(pods) == 0 {
-		what := "no istiod pod (app=istiod)"
+		// The live read's words (live/admin.go), so a fact quoting the
+		// error reads the same live and replayed.
+		what := "no Running istiod pod (app=istiod)"
 		if replica != "" {
 			what = "no istiod pod " + replica
 		}

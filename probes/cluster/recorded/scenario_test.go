@@ -502,7 +502,7 @@ func TestClusterIstiod(t *testing.T) {
 	}
 	c2, _ := NewCluster(s)
 	var unreachable *cluster.UnreachableError
-	if _, err := c2.Istiod(ctx, "", IstiodSyncz); !errors.As(err, &unreachable) || !strings.Contains(err.Error(), "no istiod pod") {
+	if _, err := c2.Istiod(ctx, "", IstiodSyncz); !errors.As(err, &unreachable) || !strings.Contains(err.Error(), "no Running istiod pod (app=istiod) in istio-system") {
 		t.Errorf("Istiod without an istiod pod: %v", err)
 	}
 }
