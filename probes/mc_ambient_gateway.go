@@ -205,11 +205,7 @@ func evaluateMultiClusterAmbientGateway(t cluster.Target, in ambientGatewayInput
 			unknown = append(unknown, rd.Context+": the Service's endpoints: "+rd.SlicesUnknown)
 			continue
 		}
-		for _, s := range rd.Slices {
-			for _, ep := range s.Endpoints {
-				allRemote += len(ep.Addresses)
-			}
-		}
+		allRemote += mesh.SliceAddresses(rd.Slices)
 		nw, why := clusterNetwork(rd)
 		if why != "" {
 			unknown = append(unknown, rd.Context+": its network: "+why)

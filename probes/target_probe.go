@@ -126,12 +126,7 @@ func fetchTarget(ctx context.Context, c cluster.Cluster, t cluster.Target) (targ
 		}
 		in.Pods, in.Endpoints = pods, -1
 		if epsErr == nil {
-			in.Endpoints = 0
-			for _, s := range slices {
-				for _, ep := range s.Endpoints {
-					in.Endpoints += len(ep.Addresses)
-				}
-			}
+			in.Endpoints = mesh.SliceAddresses(slices)
 		}
 	}
 
@@ -168,11 +163,7 @@ func remoteEndpointCount(ctx context.Context, c cluster.Cluster, t cluster.Targe
 				problems[i] = r.Context + ": " + cluster.AccessProblem("list the EndpointSlices of "+t.Namespace+"/"+t.Service, err)
 				return
 			}
-			for _, s := range slices {
-				for _, ep := range s.Endpoints {
-					counts[i] += len(ep.Addresses)
-				}
-			}
+			counts[i] = mesh.SliceAddresses(slices)
 		})
 	}
 	g.Wait()

@@ -40,3 +40,15 @@ func SlicesFromEndpoints(ep *corev1.Endpoints) []discoveryv1.EndpointSlice {
 	}
 	return out
 }
+
+// SliceAddresses counts the endpoint addresses slices hold, ready or not:
+// what a Service has behind it in one cluster.
+func SliceAddresses(slices []discoveryv1.EndpointSlice) int {
+	n := 0
+	for _, s := range slices {
+		for _, ep := range s.Endpoints {
+			n += len(ep.Addresses)
+		}
+	}
+	return n
+}
