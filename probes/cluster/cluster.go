@@ -111,6 +111,13 @@ type UnreachableError struct {
 func (e *UnreachableError) Error() string { return fmt.Sprintf("%s unreachable: %v", e.What, e.Err) }
 func (e *UnreachableError) Unwrap() error { return e.Err }
 
+// NoRunningIstiod is the error of an istiod read with no Running istiod pod
+// (app=istiod) in ns to ask: one wording live and replayed, so a fact that
+// quotes it reads the same from either.
+func NoRunningIstiod(ns string) *UnreachableError {
+	return &UnreachableError{What: "istiod", Err: fmt.Errorf("no Running istiod pod (app=istiod) in %s", ns)}
+}
+
 // NodeGetter is the one cluster-scoped read, optional: the config model
 // needs a node's locality labels only when a DestinationRule subset selects
 // on them, so a triage without it (or without RBAC for nodes) still runs.

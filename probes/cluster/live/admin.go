@@ -10,7 +10,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/meshtriage/meshtriage/probes/cluster"
 	"github.com/meshtriage/meshtriage/probes/cluster/podconn"
@@ -122,8 +121,7 @@ func (c *Cluster) Istiod(ctx context.Context, replica, path string) ([]byte, err
 		}
 		var ok bool
 		if pod, ok = pickIstiod(pods); !ok {
-			return nil, &cluster.UnreachableError{What: "istiod", Err: fmt.Errorf("no Running istiod pod (%s) in %s",
-				labels.SelectorFromSet(istiodSelector), ns)}
+			return nil, cluster.NoRunningIstiod(ns)
 		}
 	}
 	if !strings.HasPrefix(path, "/") {

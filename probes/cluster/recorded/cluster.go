@@ -342,14 +342,11 @@ func (c *Cluster) Istiod(ctx context.Context, replica, path string) ([]byte, err
 	if replica != "" {
 		pods = slices.DeleteFunc(pods, func(p corev1.Pod) bool { return p.Name != replica })
 	}
-	if len(pods) == 0 {
-		// The live read's words (live/admin.go), so a fact quoting the
-		// error reads the same live and replayed.
-		what := "no Running istiod pod (app=istiod)"
-		if replica != "" {
-			what = "no istiod pod " + replica
-		}
-		return nil, &cluster.UnreachableError{What: "istiod", Err: fmt.Errorf("%s in %s", what, c.info.ControlPlaneNamespace)}
+	switch {
+	case len(pods) == 0 && replica != "":
+		return nil, &cluster.UnreachableError{What: "istiod", Err: fmt.Errorf("no istiod pod %s in %s", replica, c.info.ControlPlaneNamespace)}
+	case len(pods) == 0:
+		return nil, cluster.NoRunningIstiod(c.info.ControlPlaneNamespace)
 	}
 	data, ok := c.s.Istiod[path]
 	if replica != "" && len(c.s.IstiodReplicas) > 0 {
