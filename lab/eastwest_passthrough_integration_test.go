@@ -65,16 +65,12 @@ func TestEastWestPassthroughAcrossContexts(t *testing.T) {
 func eastWestPair(ctx context.Context, t *testing.T) (c1, c2 *Lab, args []string) {
 	c1, c2 = startTwoLabs(t)
 
-	istiod := &corev1.Pod{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
-		ObjectMeta: metav1.ObjectMeta{Name: "istiod-1", Namespace: "istio-system", Labels: map[string]string{"app": "istiod"}},
-		Spec:       corev1.PodSpec{NodeName: NodeName, Containers: []corev1.Container{{Name: "discovery", Image: "pilot"}}},
-		Status:     corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "10.1.0.2"}}
 	gatewayPod := &corev1.Pod{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
 		ObjectMeta: metav1.ObjectMeta{Name: "istio-eastwestgateway-1", Namespace: "istio-system",
 			Labels: map[string]string{"istio": "eastwestgateway", "topology.istio.io/network": "network2"}},
 		Spec:   corev1.PodSpec{NodeName: NodeName, Containers: []corev1.Container{{Name: "istio-proxy", Image: "proxyv2", Args: []string{"proxy", "router"}}}},
 		Status: corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "10.2.0.20"}}
-	applyOrdersSide(ctx, t, c1, "network1", "orders-cluster1", "10.1.0.5", "cluster1", mcPod("web-1", "10.1.0.9", "cluster1", "network1"), istiod)
+	applyOrdersSide(ctx, t, c1, "network1", "orders-cluster1", "10.1.0.5", "cluster1", mcPod("web-1", "10.1.0.9", "cluster1", "network1"), istiodPod())
 	applyOrdersSide(ctx, t, c2, "network2", "orders-cluster2", "10.2.0.5", "cluster2", gatewayPod)
 	setGatewayAddresses(ctx, t, map[*Lab]string{c1: "172.18.1.10", c2: "172.18.2.10"})
 

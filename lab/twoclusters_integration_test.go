@@ -99,11 +99,7 @@ func replaceIstiod(ctx context.Context, t *testing.T, l *Lab, env ...corev1.EnvV
 	if err := l.Kube.CoreV1().Pods("istio-system").Delete(ctx, "istiod-1", metav1.DeleteOptions{GracePeriodSeconds: new(int64)}); err != nil {
 		t.Fatal(err)
 	}
-	istiod := &corev1.Pod{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
-		ObjectMeta: metav1.ObjectMeta{Name: "istiod-1", Namespace: "istio-system", Labels: map[string]string{"app": "istiod"}},
-		Spec:       corev1.PodSpec{NodeName: NodeName, Containers: []corev1.Container{{Name: "discovery", Image: "pilot", Env: env}}},
-		Status:     corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "10.1.0.2"}}
-	if _, err := Apply(ctx, l, recorded.FromObjects("istiod-env", []runtime.Object{istiod})); err != nil {
+	if _, err := Apply(ctx, l, recorded.FromObjects("istiod-env", []runtime.Object{istiodPod(env...)})); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -118,6 +114,15 @@ func deleteOrders(ctx context.Context, t *testing.T, l *Lab, pod string) {
 	if err := l.Kube.CoreV1().Pods("shop").Delete(ctx, pod, metav1.DeleteOptions{GracePeriodSeconds: new(int64)}); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// istiodPod is c1's istiod pod istio-system/istiod-1 (not a running
+// istiod: the pod the probes read), its discovery container run with env.
+func istiodPod(env ...corev1.EnvVar) *corev1.Pod {
+	return &corev1.Pod{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
+		ObjectMeta: metav1.ObjectMeta{Name: "istiod-1", Namespace: "istio-system", Labels: map[string]string{"app": "istiod"}},
+		Spec:       corev1.PodSpec{NodeName: NodeName, Containers: []corev1.Container{{Name: "discovery", Image: "pilot", Env: env}}},
+		Status:     corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "10.1.0.2"}}
 }
 
 // checkTwoClusters runs check and returns its findings' confidence by cause
